@@ -1,0 +1,222 @@
+//! The validated, resolved configuration: what the dataplane runs on.
+//!
+//! The TOML schema (`schema.rs`) is what people write; this is what it means once every unit is
+//! converted, every default filled in and every cross-field rule checked. Sizes are bytes, times
+//! nanoseconds, rates bits per second. The dataplane never sees the TOML, so a later control
+//! plane can build a `Config` from a patch just as well as from a file.
+
+/// Traffic classes, priorities, queues and priority groups per port: 802.1Q has eight.
+pub const NUM_TC: usize = 8;
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Config {
+    pub buffer: BufferConfig,
+    pub ports: Vec<PortConfig>,
+    pub classify: ClassifyConfig,
+    pub cnp: CnpConfig,
+    /// Per priority-group profile, indexed by PG (0..8), applied on every port.
+    pub pgs: [PgProfile; NUM_TC],
+    /// Per egress-queue profile, indexed by queue (0..8), applied on every port.
+    pub queues: [QueueProfile; NUM_TC],
+    pub pfc: PfcConfig,
+    pub fdb: FdbConfig,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct BufferConfig {
+    /// Accounting unit: a frame occupies ceil(len / cell_bytes) cells.
+    pub cell_bytes: u32,
+    /// Total packet buffer. Guaranteed minimums and headroom are carved out of it; the rest is
+    /// the shared pool that dynamic thresholds are computed against.
+    pub total_bytes: u64,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct PortConfig {
+    pub id: u16,
+    /// Line rate in bits per second; the egress scheduler never transmits faster.
+    pub speed_bps: u64,
+    pub cable_m: f64,
+    /// Largest L2 frame (without FCS) the port accepts; larger ones are dropped as oversize.
+    pub max_frame_bytes: u32,
+    /// Headroom per PG on this port in bytes (0 for lossy PGs), resolved from the PG profile:
+    /// either given, or computed from speed, cable length and MTU (see `headroom`).
+    pub headroom_bytes: [u64; NUM_TC],
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Trust {
+    Dscp,
+    Pcp,
+    None,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ClassifyConfig {
+    pub trust: Trust,
+    /// Traffic class for frames that carry no trusted field (or `trust = none`).
+    pub default_tc: u8,
+    pub dscp_to_tc: [u8; 64],
+    pub pcp_to_tc: [u8; 8],
+    pub tc_to_queue: [u8; NUM_TC],
+    pub tc_to_pg: [u8; NUM_TC],
+    /// Evaluated in order after the trust maps; the first match wins.
+    pub rules: Vec<Rule>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Rule {
+    pub name: String,
+    pub matches: RuleMatch,
+    pub action: RuleAction,
+}
+
+/// Every field that is `Some` must match; an empty match matches everything (a catch-all).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RuleMatch {
+    pub in_port: Option<u16>,
+    pub ether_type: Option<u16>,
+    pub ip_proto: Option<u8>,
+    pub udp_dport: Option<u16>,
+    pub udp_sport: Option<u16>,
+    pub dscp: Option<u8>,
+    pub pcp: Option<u8>,
+    /// UDP destination port 4791 with a BTH.
+    pub roce: Option<bool>,
+    /// RoCEv2 with BTH opcode 0x81.
+    pub cnp: Option<bool>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RuleAction {
+    /// New traffic class (then queue and PG follow the tc maps unless `queue` is also given).
+    pub tc: Option<u8>,
+    pub queue: Option<u8>,
+    /// Rewrite the IP DSCP (IPv4 checksum updated incrementally; the ICRC masks it).
+    pub set_dscp: Option<u8>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct CnpConfig {
+    /// CNPs bypass classification into this queue, which should be strict priority.
+    pub queue: u8,
+    /// Token bucket in front of the CNP queue, so a CNP flood cannot starve the others.
+    pub policer: Option<RateLimit>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RateLimit {
+    pub rate_bps: u64,
+    pub burst_bytes: u64,
+}
+
+/// How far a PG or queue may go into the shared pool.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Threshold {
+    Static { bytes: u64 },
+    /// limit = alpha × (shared pool − shared pool used). SAI writes alpha as 2^dynamic_th.
+    Dynamic { alpha: f64 },
+    Unlimited,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct PgProfile {
+    /// A PG is lossless when a PFC-enabled priority maps to it.
+    pub lossless: bool,
+    pub min_bytes: u64,
+    pub shared: Threshold,
+    /// XON is sent once shared use falls below (limit − xon_offset) and headroom is empty.
+    pub xon_offset_bytes: u64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SchedMode {
+    /// Served before every WDRR queue; among strict queues the higher index goes first.
+    Strict,
+    /// Weighted deficit round robin; the weight scales the byte quantum.
+    Wdrr { weight: u32 },
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct QueueProfile {
+    pub min_bytes: u64,
+    pub shared: Threshold,
+    pub sched: SchedMode,
+    pub shaper: Option<RateLimit>,
+    /// WRED-ECN profile, resolved from its name.
+    pub ecn: Option<EcnProfile>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MarkPoint {
+    Enqueue,
+    Dequeue,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NonEct {
+    /// Non-ECN-capable packets are never dropped by WRED.
+    Pass,
+    /// Non-ECN-capable packets are dropped with the probability they would have been marked.
+    Drop,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct EcnProfile {
+    pub name: String,
+    pub kmin_bytes: u64,
+    pub kmax_bytes: u64,
+    pub pmax: f64,
+    /// EWMA weight as a power of two: avg += (q − avg) / 2^shift. `None` = instantaneous.
+    pub ewma_shift: Option<u8>,
+    pub mark_at: MarkPoint,
+    pub non_ect: NonEct,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WatchdogAction {
+    /// Drop what is queued and what arrives for the stormed queue until restoration.
+    Drop,
+    /// Ignore the pause: transmit as if no PFC had been received.
+    Forward,
+    /// Only count and log.
+    Alert,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct WatchdogConfig {
+    pub detection_ns: u64,
+    pub restoration_ns: u64,
+    pub action: WatchdogAction,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct PfcConfig {
+    /// PFC-enabled priorities (priority = traffic class).
+    pub enabled: [bool; NUM_TC],
+    /// Pause time carried by the XOFF frames the switch sends, in quanta (512 bit times).
+    pub pause_quanta: u16,
+    /// Re-send XOFF after this fraction of the pause time while still congested (0 < f < 1).
+    pub refresh_fraction: f64,
+    pub watchdog: Option<WatchdogConfig>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct FdbConfig {
+    pub learning: bool,
+    pub aging_ns: u64,
+    pub capacity: usize,
+    pub static_entries: Vec<StaticMac>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct StaticMac {
+    pub mac: [u8; 6],
+    pub port: u16,
+}
+
+impl Config {
+    pub fn port_index(&self, id: u16) -> Option<usize> {
+        self.ports.iter().position(|p| p.id == id)
+    }
+}

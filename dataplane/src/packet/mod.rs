@@ -1,0 +1,1 @@
+//! Wire views over frame bytes: parse without copying, rewrite in place.
