@@ -113,9 +113,13 @@ pub struct RateLimit {
 /// How far a PG or queue may go into the shared pool.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Threshold {
-    Static { bytes: u64 },
+    Static {
+        bytes: u64,
+    },
     /// limit = alpha × (shared pool − shared pool used). SAI writes alpha as 2^dynamic_th.
-    Dynamic { alpha: f64 },
+    Dynamic {
+        alpha: f64,
+    },
     Unlimited,
 }
 

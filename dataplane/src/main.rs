@@ -1,1 +1,215 @@
-fn main() {}
+//! `rocesw`: the command line. Each subcommand is a thin shell over the library.
+
+use anyhow::{Context, Result};
+use clap::{Parser, Subcommand};
+use dataplane::replay::{self, ReplayOptions};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(Parser)]
+#[command(
+    name = "rocesw",
+    version,
+    about = "A userspace, poll-mode soft switch for RoCEv2 lossless Ethernet"
+)]
+struct Cli {
+    /// Log filter (error, warn, info, debug, trace, or tracing directives); also RUST_LOG.
+    #[arg(long, global = true, default_value = "warn")]
+    log: String,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Replay captures through the switch in virtual time and write what it transmits.
+    ///
+    /// Frames enter their port at their capture timestamps (relative to the earliest input),
+    /// never faster than the port's line rate. Each input link ends at a peer that honours the
+    /// PFC the switch sends. Writes DIR/port<N>.pcap for every port (nanosecond pcap, frames
+    /// stamped at departure, PFC frames included) and DIR/summary.json. Same inputs, config and
+    /// seed give byte-identical outputs.
+    #[command(
+        after_help = "Example:\n  rocesw replay --config configs/default.toml \\\n    --input 0=host0.pcap --input 1=host1.pcap --output-dir out/"
+    )]
+    Replay {
+        /// Switch configuration (TOML), validated before anything runs.
+        #[arg(long, value_name = "FILE")]
+        config: PathBuf,
+        /// A capture to feed into a port, as PORT=PCAP (repeatable; port ids from the config).
+        #[arg(long = "input", value_name = "PORT=PCAP", required = true, value_parser = parse_input)]
+        inputs: Vec<(u16, PathBuf)>,
+        /// Directory for port<N>.pcap and summary.json (created if missing).
+        #[arg(long, value_name = "DIR")]
+        output_dir: PathBuf,
+        /// Seed for WRED's random marking decisions.
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Peers keep sending when paused: shows what happens without flow control.
+        #[arg(long)]
+        peer_ignores_pfc: bool,
+        /// No progress bar and no human summary (summary.json is still written).
+        #[arg(long, short)]
+        quiet: bool,
+    },
+    /// Write synthetic RoCEv2 traffic as one pcap per port, ready for `replay`.
+    #[command(subcommand)]
+    Gen(GenCommand),
+}
+
+#[derive(Subcommand)]
+enum GenCommand {
+    /// An N→1 incast: ports 0..N each send lossless RoCEv2 SEND frames at line rate to the
+    /// host on port N (which announces itself first so the switch learns it).
+    #[command(
+        after_help = "Example (how examples/incast was made):\n  rocesw gen incast --senders 3 --frames 2000 --size 1024 --output-dir examples/incast"
+    )]
+    Incast {
+        /// Number of senders (ports 0..N); the receiver is port N.
+        #[arg(long, default_value_t = 3)]
+        senders: u16,
+        /// Frames per sender.
+        #[arg(long, default_value_t = 2000)]
+        frames: u64,
+        /// L2 frame length in bytes, without FCS (at least 78 for IPv4 RoCEv2 with a BTH).
+        #[arg(long, default_value_t = 1024)]
+        size: usize,
+        /// Senders' line rate (e.g. 25G, 100G).
+        #[arg(long, default_value = "25G", value_parser = parse_rate)]
+        speed: u64,
+        /// DSCP of the frames (26 = the default profile's lossless class).
+        #[arg(long, default_value_t = 26, value_parser = clap::value_parser!(u8).range(0..64))]
+        dscp: u8,
+        #[arg(long, value_name = "DIR")]
+        output_dir: PathBuf,
+    },
+}
+
+fn parse_rate(s: &str) -> Result<u64, String> {
+    controlplane::units::parse_rate(s).map_err(|e| e.to_string())
+}
+
+fn parse_input(s: &str) -> Result<(u16, PathBuf), String> {
+    let (port, path) = s
+        .split_once('=')
+        .ok_or_else(|| format!("expected PORT=PCAP, got {s:?}"))?;
+    let port = port
+        .trim()
+        .parse::<u16>()
+        .map_err(|_| format!("{port:?} is not a port id (0-65535)"))?;
+    if path.is_empty() {
+        return Err(format!("no capture file after {port}="));
+    }
+    Ok((port, PathBuf::from(path)))
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(&cli.log));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .init();
+    match run(cli.command) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("rocesw: error: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn load_config(path: &std::path::Path) -> Result<controlplane::Config> {
+    let loaded =
+        controlplane::load_file(path).map_err(|e| anyhow::anyhow!("{}: invalid config:\n{e}", path.display()))?;
+    for w in &loaded.warnings {
+        eprintln!("rocesw: warning: {w}");
+    }
+    Ok(loaded.config)
+}
+
+fn run(cmd: Command) -> Result<()> {
+    match cmd {
+        Command::Replay {
+            config,
+            inputs,
+            output_dir,
+            seed,
+            peer_ignores_pfc,
+            quiet,
+        } => {
+            let cfg = load_config(&config)?;
+            let opts = ReplayOptions {
+                inputs,
+                output_dir: output_dir.clone(),
+                seed,
+                peer_ignores_pfc,
+                progress: if quiet { None } else { Some(progress::report) },
+            };
+            let outcome = replay::run(&cfg, &opts)?;
+            progress::finish();
+            let summary = output_dir.join("summary.json");
+            let json = serde_json::to_string_pretty(&outcome)?;
+            std::fs::write(&summary, json + "\n").with_context(|| format!("cannot write {}", summary.display()))?;
+            if !quiet {
+                print!(
+                    "{}",
+                    dataplane::report::human_summary(&outcome.snapshot, outcome.duration_ns)
+                );
+                println!(
+                    "wrote {} and {} port captures",
+                    summary.display(),
+                    outcome.outputs.len()
+                );
+            }
+            Ok(())
+        }
+        Command::Gen(GenCommand::Incast {
+            senders,
+            frames,
+            size,
+            speed,
+            dscp,
+            output_dir,
+        }) => {
+            let incast = dataplane::gen::Incast {
+                senders,
+                frames,
+                frame_len: size,
+                speed_bps: speed,
+                dscp,
+            };
+            for p in incast.write(&output_dir)? {
+                println!("wrote {}", p.display());
+            }
+            Ok(())
+        }
+    }
+}
+
+/// A progress bar on stderr for long replays (hidden when stderr is not a terminal).
+mod progress {
+    use indicatif::{ProgressBar, ProgressStyle};
+    use std::sync::OnceLock;
+
+    static BAR: OnceLock<ProgressBar> = OnceLock::new();
+
+    pub fn report(done: u64, total: u64) {
+        let bar = BAR.get_or_init(|| {
+            let b = ProgressBar::new(total);
+            b.set_style(
+                ProgressStyle::with_template("replay {bar:40} {bytes}/{total_bytes} input ({eta})")
+                    .expect("static template"),
+            );
+            b
+        });
+        bar.set_position(done.min(total));
+    }
+
+    pub fn finish() {
+        if let Some(b) = BAR.get() {
+            b.finish_and_clear();
+        }
+    }
+}

@@ -1,0 +1,46 @@
+//! The whole per-packet pipeline on one core: parse, forward, classify, MMU admit, enqueue,
+//! schedule, dequeue (with WRED), release, on bursts of 32 RoCEv2 frames through in-memory
+//! ports. `cargo bench -p rocesw-bench --bench pipeline`.
+
+use divan::counter::ItemsCount;
+use divan::{AllocProfiler, Bencher};
+use rocesw_bench::{burst, burst_time_ns, switch};
+
+#[global_allocator]
+static ALLOC: AllocProfiler = AllocProfiler::system();
+
+const BURST: usize = 32;
+
+fn main() {
+    divan::main();
+}
+
+/// Receive a burst on port 0, transmit it on port 1: every stage of the switch per frame.
+#[divan::bench(args = [64, 1024])]
+fn rx_to_tx_burst32(bencher: Bencher, frame_len: usize) {
+    let frames = burst(frame_len, BURST);
+    let mut sw = switch();
+    let step = burst_time_ns(frame_len, BURST);
+    let mut now = 1_000_000u64;
+    let mut sent = 0u64;
+    bencher.counter(ItemsCount::new(BURST)).bench_local(|| {
+        now += step;
+        sw.receive_burst(0, frames.iter().map(Vec::as_slice), now);
+        let mut sink = |_: usize, f: &[u8], _: u64| sent += f.len() as u64;
+        let n = sw.transmit(1, now + step, &mut sink);
+        debug_assert_eq!(n, BURST);
+        divan::black_box(n)
+    });
+    assert!(sent > 0);
+}
+
+/// Parsing alone, for scale.
+#[divan::bench(args = [64, 1024])]
+fn parse_burst32(bencher: Bencher, frame_len: usize) {
+    let frames = burst(frame_len, BURST);
+    bencher.counter(ItemsCount::new(BURST)).bench_local(|| {
+        for f in &frames {
+            divan::black_box(dataplane::packet::parse(divan::black_box(f), 9216).ok());
+        }
+    });
+}

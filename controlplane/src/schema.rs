@@ -1,0 +1,258 @@
+//! The TOML file as people write it: serde structs, nothing resolved.
+//!
+//! Everything is optional here except what has no sane default, and quantities stay as the
+//! user wrote them ([`Scalar`]) so validation can report *all* problems, each with the field
+//! path and the original text, instead of serde stopping at the first bad unit. Unknown keys
+//! are errors (`deny_unknown_fields`): a misspelt `kmni` must not silently fall back to a
+//! default. Integers are read as `i64` and range-checked later for the same reason.
+//! `configs/README.md` documents every key.
+
+use serde::de::{self, Deserializer, Visitor};
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::fmt;
+
+/// A number or a string with a unit, kept as written.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Scalar {
+    Int(i64),
+    Float(f64),
+    Str(String),
+}
+
+impl fmt::Display for Scalar {
+    /// Echoes the value as the user wrote it (strings without quotes), for error messages.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Scalar::Int(v) => write!(f, "{v}"),
+            Scalar::Float(v) => write!(f, "{v}"),
+            Scalar::Str(s) => f.write_str(s),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Scalar {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl Visitor<'_> for V {
+            type Value = Scalar;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a number or a string with a unit such as \"4MiB\"")
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<Scalar, E> {
+                Ok(Scalar::Int(v))
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Scalar, E> {
+                i64::try_from(v)
+                    .map(Scalar::Int)
+                    .map_err(|_| E::custom("number too large"))
+            }
+            fn visit_f64<E: de::Error>(self, v: f64) -> Result<Scalar, E> {
+                Ok(Scalar::Float(v))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Scalar, E> {
+                Ok(Scalar::Str(v.to_string()))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// The whole file.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ConfigFile {
+    #[serde(default)]
+    pub buffer: BufferSection,
+    /// Values every `[[port]]` inherits unless it sets its own.
+    #[serde(default)]
+    pub port_defaults: PortDefaults,
+    #[serde(default, rename = "port")]
+    pub ports: Vec<PortSection>,
+    #[serde(default)]
+    pub classify: ClassifySection,
+    #[serde(default)]
+    pub cnp: CnpSection,
+    #[serde(default)]
+    pub pfc: PfcSection,
+    /// `[pg.N]`, keyed by PG number as written.
+    #[serde(default)]
+    pub pg: BTreeMap<String, PgSection>,
+    /// `[queue.N]`, keyed by queue number as written.
+    #[serde(default)]
+    pub queue: BTreeMap<String, QueueSection>,
+    /// `[ecn.NAME]` WRED-ECN profiles, referenced by name from queues.
+    #[serde(default)]
+    pub ecn: BTreeMap<String, EcnSection>,
+    #[serde(default)]
+    pub fdb: FdbSection,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BufferSection {
+    pub cell: Option<Scalar>,
+    pub size: Option<Scalar>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PortDefaults {
+    pub speed: Option<Scalar>,
+    pub cable: Option<Scalar>,
+    pub mtu: Option<i64>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PortSection {
+    pub id: i64,
+    /// A label for logs and the CLI; not part of the resolved model yet.
+    pub name: Option<String>,
+    pub speed: Option<Scalar>,
+    pub cable: Option<Scalar>,
+    pub mtu: Option<i64>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClassifySection {
+    pub trust: Option<String>,
+    pub default_tc: Option<i64>,
+    #[serde(default)]
+    pub dscp_to_tc: BTreeMap<String, i64>,
+    #[serde(default)]
+    pub pcp_to_tc: BTreeMap<String, i64>,
+    #[serde(default)]
+    pub tc_to_queue: BTreeMap<String, i64>,
+    #[serde(default)]
+    pub tc_to_pg: BTreeMap<String, i64>,
+    #[serde(default, rename = "rule")]
+    pub rules: Vec<RuleSection>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RuleSection {
+    pub name: Option<String>,
+    #[serde(default, rename = "match")]
+    pub matches: MatchSection,
+    #[serde(default)]
+    pub action: ActionSection,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MatchSection {
+    pub in_port: Option<i64>,
+    pub ether_type: Option<i64>,
+    pub ip_proto: Option<i64>,
+    pub udp_dport: Option<i64>,
+    pub udp_sport: Option<i64>,
+    pub dscp: Option<i64>,
+    pub pcp: Option<i64>,
+    pub roce: Option<bool>,
+    pub cnp: Option<bool>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ActionSection {
+    pub tc: Option<i64>,
+    pub queue: Option<i64>,
+    pub set_dscp: Option<i64>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CnpSection {
+    pub queue: Option<i64>,
+    pub policer: Option<RateLimitSection>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RateLimitSection {
+    pub rate: Scalar,
+    pub burst: Scalar,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PfcSection {
+    #[serde(default)]
+    pub priorities: Vec<i64>,
+    pub pause_quanta: Option<i64>,
+    pub refresh: Option<Scalar>,
+    pub watchdog: Option<WatchdogSection>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WatchdogSection {
+    pub enabled: Option<bool>,
+    pub detection: Option<Scalar>,
+    pub restoration: Option<Scalar>,
+    pub action: Option<String>,
+}
+
+/// Shared-pool limit keys common to PGs and queues; at most one may be given.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PgSection {
+    pub min: Option<Scalar>,
+    pub alpha: Option<Scalar>,
+    #[serde(rename = "static")]
+    pub static_limit: Option<Scalar>,
+    pub dynamic_th: Option<i64>,
+    pub unlimited: Option<bool>,
+    /// `"auto"` or a size; lossless PGs only.
+    pub headroom: Option<Scalar>,
+    pub xon_offset: Option<Scalar>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct QueueSection {
+    pub min: Option<Scalar>,
+    pub alpha: Option<Scalar>,
+    #[serde(rename = "static")]
+    pub static_limit: Option<Scalar>,
+    pub dynamic_th: Option<i64>,
+    pub unlimited: Option<bool>,
+    pub sched: Option<String>,
+    pub weight: Option<i64>,
+    pub shaper: Option<RateLimitSection>,
+    /// Name of an `[ecn.NAME]` profile.
+    pub ecn: Option<String>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EcnSection {
+    pub kmin: Scalar,
+    pub kmax: Scalar,
+    pub pmax: Scalar,
+    /// `"instant"` (default) or `"ewma"` (then `ewma_shift` is required).
+    pub average: Option<String>,
+    pub ewma_shift: Option<i64>,
+    pub mark_at: Option<String>,
+    pub non_ect: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FdbSection {
+    pub learning: Option<bool>,
+    pub aging: Option<Scalar>,
+    pub capacity: Option<i64>,
+    #[serde(default, rename = "static")]
+    pub static_entries: Vec<StaticMacSection>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StaticMacSection {
+    pub mac: String,
+    pub port: i64,
+}

@@ -1,0 +1,288 @@
+//! The quantities a config is written in: sizes, rates, lengths, durations and alphas.
+//!
+//! Hand-written rather than pulled from a crate because switch configs mix SI and IEC prefixes
+//! (`100KB` is 100 000 bytes, `100KiB` is 102 400), rates are *bits* per second while sizes are
+//! *bytes*, and every mistake must be reported with the exact text the user wrote. Decimal
+//! mantissas are parsed exactly (as an integer over a power of ten), so `1.5KB` is exactly
+//! 1500 bytes and no result depends on float rounding.
+//!
+//! Grammar (ASCII case is ignored in units; a space may separate number and unit):
+//! - size: `256`, `256B`, `100KB`, `100KiB`, `4MB`, `4MiB`, `1GB`, `1GiB`, `1TB`, `1TiB`
+//! - rate (bits/s, SI): `25G`, `25Gbps`, `400M`, `400Mbps`, `1.5G`, `10K`, `1T`, `100bps`
+//! - length: `15m`, `0.5m`, `2km`, `50cm` (a bare number is metres)
+//! - duration: `500ns`, `10us` (or `µs`), `200ms`, `1.5s`, `2min` (a unit is required)
+//! - alpha: `0.125` or a fraction `1/8`
+
+use std::fmt;
+
+/// A string that is not the quantity it should be. Displays as
+/// `"4XB" is not a size (try 4MiB or 4MB)`; the caller prefixes the field path.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnitError {
+    pub text: String,
+    /// What was expected, with its article: "a size", "a rate", ...
+    pub what: &'static str,
+    pub hint: String,
+}
+
+impl fmt::Display for UnitError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:?} is not {} ({})", self.text, self.what, self.hint)
+    }
+}
+
+impl std::error::Error for UnitError {}
+
+const SIZE_HINT: &str = "try 4MiB or 4MB";
+const RATE_HINT: &str = "try 25G or 400Mbps; rates are bits per second";
+const LENGTH_HINT: &str = "try 15m or 2km";
+const DURATION_HINT: &str = "try 200ms, 10us, 500ns or 1.5s";
+const ALPHA_HINT: &str = "try 0.125 or 1/8";
+
+fn unit_error(text: &str, what: &'static str, hint: &str) -> UnitError {
+    UnitError {
+        text: text.to_string(),
+        what,
+        hint: hint.to_string(),
+    }
+}
+
+/// An exact non-negative decimal: `digits / 10^scale`.
+#[derive(Debug, Clone, Copy)]
+struct Decimal {
+    digits: u128,
+    scale: u32,
+}
+
+/// More digits than this could overflow u128 once multiplied by a unit; nobody writes them.
+const MAX_DIGITS: usize = 24;
+
+/// Splits `text` into a decimal number and the unit after it (spaces allowed between them).
+/// Returns the number's own text too, for callers that want an f64.
+fn split_number(text: &str) -> Option<(Decimal, &str, &str)> {
+    let s = text.trim();
+    let bytes = s.as_bytes();
+    let mut i = 0;
+    let mut digits: u128 = 0;
+    let mut count = 0usize;
+    let mut scale = 0u32;
+    while i < bytes.len() && bytes[i].is_ascii_digit() {
+        digits = digits * 10 + u128::from(bytes[i] - b'0');
+        count += 1;
+        i += 1;
+        if count > MAX_DIGITS {
+            return None;
+        }
+    }
+    if i < bytes.len() && bytes[i] == b'.' {
+        i += 1;
+        while i < bytes.len() && bytes[i].is_ascii_digit() {
+            digits = digits * 10 + u128::from(bytes[i] - b'0');
+            count += 1;
+            scale += 1;
+            i += 1;
+            if count > MAX_DIGITS {
+                return None;
+            }
+        }
+    }
+    if count == 0 {
+        return None;
+    }
+    let number = &s[..i];
+    let unit = s[i..].trim_start();
+    Some((Decimal { digits, scale }, number, unit))
+}
+
+/// `dec × mult` if it is a whole number that fits a u64.
+fn exact(dec: Decimal, mult: u128) -> Option<u64> {
+    let pow = 10u128.checked_pow(dec.scale)?;
+    let product = dec.digits.checked_mul(mult)?;
+    if product % pow != 0 {
+        return None;
+    }
+    u64::try_from(product / pow).ok()
+}
+
+/// A size in bytes. `K`/`M`/`G`/`T` are powers of 1000, `Ki`/`Mi`/`Gi`/`Ti` powers of 1024.
+pub fn parse_size(text: &str) -> Result<u64, UnitError> {
+    let err = |hint: &str| unit_error(text, "a size", hint);
+    let (dec, _, unit) = split_number(text).ok_or_else(|| err(SIZE_HINT))?;
+    let mult: u128 = match unit.to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "kb" => 1_000,
+        "kib" => 1 << 10,
+        "mb" => 1_000_000,
+        "mib" => 1 << 20,
+        "gb" => 1_000_000_000,
+        "gib" => 1 << 30,
+        "tb" => 1_000_000_000_000,
+        "tib" => 1 << 40,
+        _ => return Err(err(SIZE_HINT)),
+    };
+    exact(dec, mult).ok_or_else(|| err("sizes are whole bytes below 2^64"))
+}
+
+/// A rate in bits per second, SI prefixes (`25G` = 25 000 000 000).
+pub fn parse_rate(text: &str) -> Result<u64, UnitError> {
+    let err = |hint: &str| unit_error(text, "a rate", hint);
+    let (dec, _, unit) = split_number(text).ok_or_else(|| err(RATE_HINT))?;
+    let mult: u128 = match unit.to_ascii_lowercase().as_str() {
+        "" | "bps" => 1,
+        "k" | "kbps" => 1_000,
+        "m" | "mbps" => 1_000_000,
+        "g" | "gbps" => 1_000_000_000,
+        "t" | "tbps" => 1_000_000_000_000,
+        _ => return Err(err(RATE_HINT)),
+    };
+    exact(dec, mult).ok_or_else(|| err("rates are whole bits per second"))
+}
+
+/// A length in metres.
+pub fn parse_length(text: &str) -> Result<f64, UnitError> {
+    let err = || unit_error(text, "a length", LENGTH_HINT);
+    let (_, number, unit) = split_number(text).ok_or_else(err)?;
+    let value: f64 = number.parse().map_err(|_| err())?;
+    let metres = match unit.to_ascii_lowercase().as_str() {
+        "" | "m" => value,
+        "km" => value * 1000.0,
+        "cm" => value / 100.0,
+        _ => return Err(err()),
+    };
+    if metres.is_finite() {
+        Ok(metres)
+    } else {
+        Err(err())
+    }
+}
+
+/// A duration in nanoseconds. A unit is required: a bare `200` could be any of them.
+pub fn parse_duration(text: &str) -> Result<u64, UnitError> {
+    let err = |hint: &str| unit_error(text, "a duration", hint);
+    let (dec, _, unit) = split_number(text).ok_or_else(|| err(DURATION_HINT))?;
+    let mult: u128 = match unit.to_ascii_lowercase().as_str() {
+        "ns" => 1,
+        "us" | "µs" | "μs" => 1_000,
+        "ms" => 1_000_000,
+        "s" => 1_000_000_000,
+        "min" => 60_000_000_000,
+        _ => return Err(err(DURATION_HINT)),
+    };
+    exact(dec, mult).ok_or_else(|| err("durations are whole nanoseconds"))
+}
+
+/// A shared-buffer alpha: a decimal (`0.125`) or a fraction (`1/8`). Never negative.
+pub fn parse_alpha(text: &str) -> Result<f64, UnitError> {
+    let err = || unit_error(text, "an alpha", ALPHA_HINT);
+    let number = |s: &str| -> Result<f64, UnitError> {
+        match split_number(s) {
+            Some((_, n, "")) => n.parse::<f64>().map_err(|_| err()),
+            _ => Err(err()),
+        }
+    };
+    let value = match text.split_once('/') {
+        Some((num, den)) => {
+            let den = number(den)?;
+            if den == 0.0 {
+                return Err(err());
+            }
+            number(num)? / den
+        }
+        None => number(text)?,
+    };
+    if value.is_finite() {
+        Ok(value)
+    } else {
+        Err(err())
+    }
+}
+
+/// The alpha SAI and SONiC encode as `dynamic_th`: `2^th` for −7..=6. `None` means unlimited
+/// (th ≥ 7); th ≤ −8 means 0, no use of the shared pool at all.
+pub fn alpha_from_dynamic_th(th: i64) -> Option<f64> {
+    if th >= 7 {
+        None
+    } else if th <= -8 {
+        Some(0.0)
+    } else {
+        // th is in −7..=6 here, so the cast is lossless.
+        Some(2f64.powi(th as i32))
+    }
+}
+
+/// `n` is a whole number of `unit`s (`is_multiple_of` is newer than our minimum Rust).
+fn divides(unit: u64, n: u64) -> bool {
+    n.checked_rem(unit) == Some(0)
+}
+
+/// Formats a size with the largest unit that divides it exactly (binary first): the result
+/// parses back to the same number.
+pub fn format_size(bytes: u64) -> String {
+    const UNITS: [(u64, &str); 8] = [
+        (1 << 40, "TiB"),
+        (1 << 30, "GiB"),
+        (1 << 20, "MiB"),
+        (1 << 10, "KiB"),
+        (1_000_000_000_000, "TB"),
+        (1_000_000_000, "GB"),
+        (1_000_000, "MB"),
+        (1_000, "KB"),
+    ];
+    for (mult, unit) in UNITS {
+        if bytes >= mult && divides(mult, bytes) {
+            return format!("{}{unit}", bytes / mult);
+        }
+    }
+    format!("{bytes}B")
+}
+
+/// Formats a rate with the largest SI prefix that divides it exactly.
+pub fn format_rate(bps: u64) -> String {
+    const UNITS: [(u64, &str); 4] = [
+        (1_000_000_000_000, "T"),
+        (1_000_000_000, "G"),
+        (1_000_000, "M"),
+        (1_000, "K"),
+    ];
+    for (mult, unit) in UNITS {
+        if bps >= mult && divides(mult, bps) {
+            return format!("{}{unit}", bps / mult);
+        }
+    }
+    format!("{bps}bps")
+}
+
+/// Formats a duration with the largest unit that divides it exactly.
+pub fn format_duration(ns: u64) -> String {
+    const UNITS: [(u64, &str); 3] = [(1_000_000_000, "s"), (1_000_000, "ms"), (1_000, "us")];
+    for (mult, unit) in UNITS {
+        if ns >= mult && divides(mult, ns) {
+            return format!("{}{unit}", ns / mult);
+        }
+    }
+    format!("{ns}ns")
+}
+
+/// Formats a length in metres; Rust's shortest round-trip float text keeps it exact.
+pub fn format_length(metres: f64) -> String {
+    format!("{metres}m")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn decimal_is_exact() {
+        assert_eq!(parse_size("1.5KB"), Ok(1500));
+        assert_eq!(parse_size("0.5KiB"), Ok(512));
+        assert!(parse_size("0.5B").is_err());
+        assert_eq!(parse_rate("1.5G"), Ok(1_500_000_000));
+    }
+
+    #[test]
+    fn error_text_names_the_input() {
+        let e = parse_size("4XB").unwrap_err();
+        assert_eq!(e.to_string(), r#""4XB" is not a size (try 4MiB or 4MB)"#);
+    }
+}

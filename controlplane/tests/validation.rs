@@ -1,0 +1,431 @@
+//! One test per class of problem: each asserts the message names the field and the reason,
+//! and that problems are collected rather than reported one at a time.
+
+use controlplane::{load_str, ConfigErrorKind, Loaded, SchedMode, Threshold};
+
+/// A small valid lossless config the tests edit.
+const BASE: &str = r#"
+[port_defaults]
+speed = "25G"
+
+[[port]]
+id = 0
+[[port]]
+id = 1
+
+[classify]
+dscp_to_tc = { 26 = 3, 48 = 6 }
+
+[pfc]
+priorities = [3]
+
+[queue.3]
+ecn = "roce"
+
+[ecn.roce]
+kmin = "100KB"
+kmax = "400KB"
+pmax = 0.2
+"#;
+
+fn ok(text: &str) -> Loaded {
+    load_str(text).unwrap_or_else(|e| panic!("should load:\n{e}"))
+}
+
+/// Loads `text`, expects it to be invalid, and returns every problem.
+fn problems(text: &str) -> Vec<String> {
+    match load_str(text) {
+        Ok(l) => panic!("should fail, loaded with warnings {:?}", l.warnings),
+        Err(e) => {
+            assert_eq!(e.kind(), ConfigErrorKind::Invalid, "{e}");
+            assert_eq!(e.to_string(), e.problems().join("\n"));
+            e.problems().to_vec()
+        }
+    }
+}
+
+fn has(list: &[String], needles: &[&str]) {
+    assert!(
+        list.iter().any(|p| needles.iter().all(|n| p.contains(n))),
+        "no entry contains all of {needles:?} in {list:#?}"
+    );
+}
+
+fn with(extra: &str) -> String {
+    format!("{BASE}\n{extra}")
+}
+
+#[test]
+fn base_is_valid_and_quiet() {
+    let l = ok(BASE);
+    assert!(l.warnings.is_empty(), "{:?}", l.warnings);
+    let c = l.config;
+    assert!(c.pgs[3].lossless);
+    assert_eq!(c.queues[3].shared, Threshold::Unlimited);
+    assert_eq!(c.queues[6].sched, SchedMode::Strict, "the CNP queue defaults to strict");
+    assert_eq!(c.ports[1].cable_m, 15.0);
+    assert_eq!(c.ports[1].max_frame_bytes, 1518);
+}
+
+#[test]
+fn syntax_and_unknown_keys_carry_line_and_column() {
+    let e = load_str("[buffer]\nsize = \n").unwrap_err();
+    assert_eq!(e.kind(), ConfigErrorKind::Syntax);
+    assert!(e.to_string().contains("line 2"), "{e}");
+
+    let e = load_str(&BASE.replace("kmin =", "kmni =")).unwrap_err();
+    assert_eq!(e.kind(), ConfigErrorKind::Syntax);
+    assert!(e.to_string().contains("kmni"), "{e}");
+    assert!(e.to_string().contains("line"), "{e}");
+
+    let e = load_str("[[port]]\nid = 0\nspeed = \"25G\"\nbackend = \"afpacket\"\n").unwrap_err();
+    assert!(e.to_string().contains("backend"), "{e}");
+}
+
+#[test]
+fn bad_units_name_field_and_text() {
+    let p = problems(&with("[buffer]\nsize = \"4XB\"\ncell = \"300B\""));
+    has(&p, &[r#"buffer.size: "4XB" is not a size (try 4MiB or 4MB)"#]);
+    has(&p, &["buffer.cell (300B)", "power of two"]);
+}
+
+#[test]
+fn all_problems_are_collected() {
+    let text = BASE
+        .replace("speed = \"25G\"", "speed = \"25X\"")
+        .replace("pmax = 0.2", "pmax = 1.5")
+        .replace("kmin = \"100KB\"", "kmin = \"500KB\"");
+    let p = problems(&text);
+    has(&p, &["port_defaults.speed", "\"25X\" is not a rate"]);
+    has(&p, &["ecn.roce.pmax (1.5)", "0 to 1"]);
+    has(&p, &["ecn.roce.kmin (500KB) is above kmax (400KB)"]);
+    assert_eq!(p.len(), 3, "{p:#?}");
+}
+
+#[test]
+fn kmin_above_kmax_echoes_the_user_text() {
+    let p = problems(
+        &BASE
+            .replace("\"100KB\"", "\"400KiB\"")
+            .replace("\"400KB\"", "\"200KiB\""),
+    );
+    has(&p, &["ecn.roce.kmin (400KiB) is above kmax (200KiB)"]);
+}
+
+#[test]
+fn ecn_ewma_rules() {
+    let p = problems(&BASE.replace("pmax = 0.2", "pmax = 0.2\newma_shift = 16"));
+    has(&p, &["ecn.roce.ewma_shift", "0..=15"]);
+    let p = problems(&BASE.replace("pmax = 0.2", "pmax = 0.2\naverage = \"instant\"\newma_shift = 3"));
+    has(&p, &["ecn.roce.ewma_shift", "instant"]);
+    let p = problems(&BASE.replace("pmax = 0.2", "pmax = 0.2\naverage = \"ewma\""));
+    has(&p, &["ecn.roce.average", "ewma_shift"]);
+    let p = problems(&BASE.replace("pmax = 0.2", "pmax = 0.2\nmark_at = \"middle\""));
+    has(&p, &["ecn.roce.mark_at", "\"middle\" is not one of dequeue, enqueue"]);
+    let c = ok(&BASE.replace("pmax = 0.2", "pmax = 0.2\newma_shift = 4\nmark_at = \"enqueue\"")).config;
+    assert_eq!(c.queues[3].ecn.as_ref().unwrap().ewma_shift, Some(4));
+}
+
+#[test]
+fn unknown_ecn_profile_names_both() {
+    let p = problems(&BASE.replace("ecn = \"roce\"", "ecn = \"rocee\""));
+    has(&p, &["queue.3.ecn", "\"rocee\"", "ecn.rocee", "defined: roce"]);
+}
+
+#[test]
+fn ports_ids_count_speed_mtu_cable() {
+    let p = problems(&BASE.replace("[[port]]\nid = 1", "[[port]]\nid = 0"));
+    has(&p, &["port[1].id: 0 is already used by port[0]"]);
+
+    let p = problems("[buffer]\nsize = \"4MiB\"\n");
+    has(&p, &["port: at least one [[port]] is required"]);
+
+    let many: String = (0..65)
+        .map(|i| format!("[[port]]\nid = {i}\nspeed = \"10G\"\n"))
+        .collect();
+    has(&problems(&many), &["65 ports", "at most 64"]);
+
+    let p = problems("[[port]]\nid = 70000\nspeed = \"0G\"\nmtu = 9217\ncable = \"-1m\"\n[[port]]\nid = 1\n");
+    has(&p, &["port[0].id: 70000 is out of range 0..=65535"]);
+    has(&p, &["port[0].speed (0G) must be above 0"]);
+    has(&p, &["port[0].mtu: 9217 is out of range 68..=9216"]);
+    has(&p, &["port[0].cable", "\"-1m\" is not a length"]);
+    has(&p, &["port[1].speed: missing"]);
+}
+
+#[test]
+fn map_ranges() {
+    let p = problems(&BASE.replace(
+        "dscp_to_tc = { 26 = 3, 48 = 6 }",
+        "dscp_to_tc = { 64 = 3, 26 = 9 }\npcp_to_tc = { 8 = 1 }\ntc_to_queue = { x = 1 }\ndefault_tc = 8",
+    ));
+    has(&p, &["classify.dscp_to_tc.64", "DSCP 64 is out of range 0..=63"]);
+    has(&p, &["classify.dscp_to_tc.26", "tc 9 is out of range 0..=7"]);
+    has(&p, &["classify.pcp_to_tc.8", "PCP 8"]);
+    has(&p, &["classify.tc_to_queue.x", "not a tc number"]);
+    has(&p, &["classify.default_tc", "tc 8"]);
+}
+
+#[test]
+fn rules_are_range_checked() {
+    let p = problems(&with(
+        r#"
+[[classify.rule]]
+name = "bad"
+match = { dscp = 64, udp_dport = 70000, in_port = 9, pcp = 8 }
+action = { queue = 8, set_dscp = 64 }
+[[classify.rule]]
+name = "noop"
+match = { roce = true }
+"#,
+    ));
+    has(&p, &["classify.rule[0].match.dscp", "64"]);
+    has(&p, &["classify.rule[0].match.udp_dport", "70000"]);
+    has(&p, &["classify.rule[0].match.in_port", "no port with id 9"]);
+    has(&p, &["classify.rule[0].match.pcp"]);
+    has(&p, &["classify.rule[0].action.queue", "queue 8"]);
+    has(&p, &["classify.rule[0].action.set_dscp", "64"]);
+    has(&p, &["classify.rule[1].action", "does nothing", "noop"]);
+}
+
+#[test]
+fn rules_resolve_and_unreachable_rules_warn() {
+    let l = ok(&with(
+        r#"
+[[classify.rule]]
+name = "roce-cnp-dscp48"
+match = { udp_dport = 4791, dscp = 48 }
+action = { queue = 6 }
+[[classify.rule]]
+name = "default"
+match = {}
+action = { set_dscp = 0, tc = 0 }
+[[classify.rule]]
+name = "late"
+match = { pcp = 1 }
+action = { tc = 1 }
+"#,
+    ));
+    let r = &l.config.classify.rules;
+    assert_eq!(r.len(), 3);
+    assert_eq!(r[0].matches.udp_dport, Some(4791));
+    assert_eq!(r[0].action.queue, Some(6));
+    assert_eq!(r[1].action.set_dscp, Some(0));
+    has(&l.warnings, &["classify.rule[2]", "never reached", "classify.rule[1]"]);
+}
+
+#[test]
+fn cnp_queue_and_policer() {
+    let p = problems(&with("[cnp]\nqueue = 8\npolicer = { rate = \"0G\", burst = \"10B\" }"));
+    has(&p, &["cnp.queue", "queue 8"]);
+    has(&p, &["cnp.policer.rate (0G) must be above 0"]);
+    has(&p, &["cnp.policer.burst (10B)", "at least 64B"]);
+
+    let l = ok(&with("[cnp]\nqueue = 5\n[queue.5]\nsched = \"wdrr\""));
+    has(&l.warnings, &["cnp.queue", "not strict"]);
+}
+
+#[test]
+fn pfc_settings() {
+    let p = problems(&BASE.replace(
+        "priorities = [3]",
+        "priorities = [3, 9]\npause_quanta = 0\nrefresh = 1.0\n\
+         watchdog = { detection = \"0ms\", restoration = \"200\", action = \"panic\" }",
+    ));
+    has(&p, &["pfc.priorities[1]", "priority 9"]);
+    has(&p, &["pfc.pause_quanta: 0 is out of range 1..=65535"]);
+    has(&p, &["pfc.refresh (1)", "between 0 and 1"]);
+    has(&p, &["pfc.watchdog.detection (0ms) must be above 0"]);
+    has(&p, &["pfc.watchdog.restoration", "\"200\" is not a duration"]);
+    has(&p, &["pfc.watchdog.action", "\"panic\""]);
+
+    let l = ok(&BASE.replace(
+        "priorities = [3]",
+        "priorities = [3]\nwatchdog = { detection = \"400ms\", restoration = \"100ms\" }",
+    ));
+    has(
+        &l.warnings,
+        &["pfc.watchdog.restoration (100ms) is shorter than detection (400ms)"],
+    );
+    let wd = l.config.pfc.watchdog.unwrap();
+    assert_eq!(wd.detection_ns, 400_000_000);
+
+    let l = ok(&BASE.replace("priorities = [3]", "priorities = [3]\nwatchdog = { enabled = false }"));
+    assert!(l.config.pfc.watchdog.is_none());
+}
+
+#[test]
+fn pg_mixing_lossless_and_lossy_is_an_error() {
+    let p = problems(&BASE.replace("dscp_to_tc = { 26 = 3, 48 = 6 }", "tc_to_pg = { 4 = 3 }"));
+    has(&p, &["classify.tc_to_pg", "lossy tc 4", "lossless priority 3", "PG 3"]);
+}
+
+#[test]
+fn lossless_queue_mixed_with_lossy_tc_is_an_error() {
+    let p = problems(&BASE.replace("dscp_to_tc = { 26 = 3, 48 = 6 }", "tc_to_queue = { 0 = 3 }"));
+    has(
+        &p,
+        &["classify.tc_to_queue", "lossy tc 0", "lossless priority 3", "queue 3"],
+    );
+}
+
+#[test]
+fn headroom_on_a_lossy_pg_is_an_error() {
+    let p = problems(&with("[pg.0]\nheadroom = \"10KiB\""));
+    has(&p, &["pg.0.headroom", "lossy"]);
+}
+
+#[test]
+fn lossless_pg_needs_a_limit() {
+    let p = problems(&with("[pg.3]\nunlimited = true"));
+    has(&p, &["pg.3", "lossless", "XOFF"]);
+}
+
+#[test]
+fn limits_are_exclusive_and_resolve() {
+    let p = problems(&with(
+        "[pg.3]\nalpha = 0.5\nstatic = \"100KiB\"\n[queue.0]\nunlimited = false",
+    ));
+    has(&p, &["pg.3: give only one of", "alpha and static"]);
+    has(&p, &["queue.0.unlimited: false is not a limit"]);
+
+    let c = ok(&with(
+        "[pg.3]\ndynamic_th = -3\n[queue.0]\nstatic = \"200KiB\"\n[queue.1]\ndynamic_th = 7\n\
+         [queue.2]\ndynamic_th = -8\n[queue.4]\nalpha = \"1/4\"",
+    ))
+    .config;
+    assert_eq!(c.pgs[3].shared, Threshold::Dynamic { alpha: 0.125 });
+    assert_eq!(c.queues[0].shared, Threshold::Static { bytes: 204_800 });
+    assert_eq!(c.queues[1].shared, Threshold::Unlimited);
+    assert_eq!(c.queues[2].shared, Threshold::Dynamic { alpha: 0.0 });
+    assert_eq!(c.queues[4].shared, Threshold::Dynamic { alpha: 0.25 });
+}
+
+#[test]
+fn pg_and_queue_keys_are_checked() {
+    let p = problems(&with(
+        "[pg.8]\nmin = \"1KiB\"\n[queue.abc]\nmin = 0\n[pg.03]\nmin = 0\n[pg.3]\nmin = 0",
+    ));
+    has(&p, &["pg.8", "PG 8 is out of range 0..=7"]);
+    has(&p, &["queue.abc", "not a queue number"]);
+    has(&p, &["pg.3", "already configured as pg.03"]);
+}
+
+#[test]
+fn queue_sched_weight_and_shaper() {
+    let p = problems(&with(
+        "[queue.0]\nsched = \"fifo\"\nweight = 0\nshaper = { rate = \"10G\", burst = \"1KiB\" }",
+    ));
+    has(&p, &["queue.0.sched", "\"fifo\" is not one of strict, wdrr"]);
+    has(&p, &["queue.0.weight: 0 is out of range 1..=1000"]);
+    has(&p, &["queue.0.shaper.burst (1KiB)", "max frame"]);
+
+    let l = ok(&with(
+        "[queue.0]\nsched = \"strict\"\nweight = 3\nshaper = { rate = \"25G\", burst = \"16KiB\" }",
+    ));
+    has(&l.warnings, &["queue.0.weight: ignored"]);
+    has(&l.warnings, &["queue.0.shaper.rate (25G)", "never limits"]);
+}
+
+#[test]
+fn buffer_budget_overrun_says_how_many_cells() {
+    // 2 ports × 8 PGs × 64 KiB minimum = 1 MiB = 4096 cells, + headroom 200, in 2048 cells.
+    let p = problems(&with(
+        "[buffer]\nsize = \"512KiB\"\n[pg.0]\nmin = \"64KiB\"\n[pg.1]\nmin = \"64KiB\"\n[pg.2]\nmin = \"64KiB\"\n\
+         [pg.4]\nmin = \"64KiB\"\n[pg.5]\nmin = \"64KiB\"\n[pg.6]\nmin = \"64KiB\"\n[pg.7]\nmin = \"64KiB\"\n\
+         [pg.3]\nmin = \"64KiB\"",
+    ));
+    has(
+        &p,
+        &[
+            "buffer.size (512KiB = 2048 cells of 256B) is 2248 cells short",
+            "headroom 200",
+        ],
+    );
+}
+
+#[test]
+fn tiny_buffer_is_an_error() {
+    let p = problems(&with("[buffer]\nsize = \"8KiB\""));
+    has(&p, &["buffer.size (8KiB) is below the minimum of 64 cells"]);
+}
+
+#[test]
+fn ucloud_check_warns_when_a_lossless_queue_is_limited() {
+    let l = ok(&BASE.replace("ecn = \"roce\"", "ecn = \"roce\"\nstatic = \"64KiB\""));
+    has(&l.warnings, &["queue.3", "lossless PG 3", "make queue.3 unlimited"]);
+    // Unlimited (the default for a lossless queue) never warns.
+    assert!(ok(BASE).warnings.is_empty());
+}
+
+#[test]
+fn explicit_headroom_is_used_and_warns_when_small() {
+    let l = ok(&with("[pg.3]\nheadroom = \"10KiB\""));
+    assert_eq!(l.config.ports[0].headroom_bytes[3], 10_240);
+    has(
+        &l.warnings,
+        &["pg.3.headroom (10KiB) is below the 25KiB (100 cells) computed for port 0 (25G over 15m)"],
+    );
+    let l = ok(&with("[pg.3]\nheadroom = \"64KiB\""));
+    assert!(l.warnings.is_empty());
+    assert_eq!(l.config.ports[1].headroom_bytes[3], 65_536);
+}
+
+#[test]
+fn fdb_static_entries() {
+    let p = problems(&with(
+        "[fdb]\naging = \"300\"\ncapacity = 0\nstatic = [ { mac = \"01:00:5e:00:00:01\", port = 0 }, \
+         { mac = \"02:00:00:00:00:zz\", port = 7 } ]",
+    ));
+    has(&p, &["fdb.aging", "\"300\" is not a duration"]);
+    has(
+        &problems(&with("[fdb]\naging = \"0s\"")),
+        &["fdb.aging (0s) must be above 0"],
+    );
+    has(&p, &["fdb.capacity: 0 is out of range"]);
+    has(&p, &["fdb.static[0].mac", "multicast"]);
+    has(&p, &["fdb.static[1].mac", "not a MAC address"]);
+    has(&p, &["fdb.static[1].port", "no port with id 7"]);
+
+    let c = ok(&with("[fdb]\nstatic = [ { mac = \"02:00:00:00:00:01\", port = 1 } ]")).config;
+    assert_eq!(c.fdb.static_entries[0].mac, [2, 0, 0, 0, 0, 1]);
+    assert_eq!(c.fdb.static_entries[0].port, 1);
+}
+
+#[test]
+fn lossless_priority_without_traffic_warns() {
+    let l = ok(&BASE.replace("dscp_to_tc = { 26 = 3, 48 = 6 }", ""));
+    has(
+        &l.warnings,
+        &["pfc.priorities", "priority 3", "no DSCP value maps to it"],
+    );
+}
+
+#[test]
+fn unused_ecn_profile_warns() {
+    let l = ok(&with("[ecn.spare]\nkmin = 1000\nkmax = 2000\npmax = \"1/10\""));
+    has(&l.warnings, &["ecn.spare: not used by any queue"]);
+}
+
+#[test]
+fn lossy_pg_and_queue_defaults() {
+    let c = ok(BASE).config;
+    assert_eq!(c.pgs[0].shared, Threshold::Unlimited);
+    assert_eq!(c.pgs[0].xon_offset_bytes, 0);
+    assert_eq!(c.pgs[3].shared, Threshold::Dynamic { alpha: 0.125 });
+    assert_eq!(c.pgs[3].xon_offset_bytes, 3072);
+    assert_eq!(c.queues[0].shared, Threshold::Dynamic { alpha: 1.0 });
+    assert_eq!(c.queues[0].sched, SchedMode::Wdrr { weight: 1 });
+    assert!(c.queues[0].ecn.is_none() && c.queues[0].shaper.is_none());
+    assert_eq!(c.ports[0].headroom_bytes, [0, 0, 0, 25_600, 0, 0, 0, 0]);
+}
+
+#[test]
+fn io_error_names_the_path() {
+    let e = controlplane::load_file(std::path::Path::new("/nonexistent/rocesw.toml")).unwrap_err();
+    assert_eq!(e.kind(), ConfigErrorKind::Io);
+    assert!(
+        e.to_string().starts_with("/nonexistent/rocesw.toml: cannot read"),
+        "{e}"
+    );
+}

@@ -1,0 +1,110 @@
+//! Classification: which traffic class, egress queue and ingress PG a frame belongs to.
+//!
+//! Order: the CNP fast lane first (a CNP must never wait behind data, whatever its DSCP), then
+//! the trust map (DSCP, PCP or nothing), then the ordered rules, first match wins (the UCloud
+//! edge policy: `udp_dport == 4791 && dscp == 48 → queue 6`, else rewrite DSCP to a default).
+
+use crate::packet::FrameInfo;
+use controlplane::{ClassifyConfig, CnpConfig, Rule, Trust, NUM_TC};
+
+/// The outcome for one frame.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Class {
+    pub tc: u8,
+    pub queue: u8,
+    pub pg: u8,
+    pub cnp: bool,
+    /// DSCP to write into the frame, when a rule rewrites it and it differs.
+    pub set_dscp: Option<u8>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Classifier {
+    trust: Trust,
+    default_tc: u8,
+    dscp_to_tc: [u8; 64],
+    pcp_to_tc: [u8; 8],
+    tc_to_queue: [u8; NUM_TC],
+    tc_to_pg: [u8; NUM_TC],
+    rules: Vec<Rule>,
+    cnp_queue: u8,
+}
+
+impl Classifier {
+    pub fn new(cfg: &ClassifyConfig, cnp: &CnpConfig) -> Self {
+        Classifier {
+            trust: cfg.trust,
+            default_tc: cfg.default_tc,
+            dscp_to_tc: cfg.dscp_to_tc,
+            pcp_to_tc: cfg.pcp_to_tc,
+            tc_to_queue: cfg.tc_to_queue,
+            tc_to_pg: cfg.tc_to_pg,
+            rules: cfg.rules.clone(),
+            cnp_queue: cnp.queue,
+        }
+    }
+
+    /// The traffic class (= PFC priority) from the trusted field alone. The replay's peer uses
+    /// this to decide which of its frames a PFC pause holds, as a NIC configured to match
+    /// the switch would.
+    #[inline]
+    pub fn trusted_tc(&self, info: &FrameInfo) -> u8 {
+        match self.trust {
+            Trust::Dscp => info
+                .dscp()
+                .map_or(self.default_tc, |d| self.dscp_to_tc[d as usize & 63]),
+            Trust::Pcp => info.pcp().map_or(self.default_tc, |p| self.pcp_to_tc[p as usize & 7]),
+            Trust::None => self.default_tc,
+        }
+    }
+
+    #[inline]
+    pub fn classify(&self, info: &FrameInfo, in_port: u16) -> Class {
+        let tc = self.trusted_tc(info);
+        let cnp = info.is_cnp();
+        let mut class = Class {
+            tc,
+            queue: self.tc_to_queue[tc as usize & 7],
+            pg: self.tc_to_pg[tc as usize & 7],
+            cnp,
+            set_dscp: None,
+        };
+        if cnp {
+            class.queue = self.cnp_queue;
+            return class;
+        }
+        if let Some(rule) = self.rules.iter().find(|r| matches(r, info, in_port)) {
+            if let Some(tc) = rule.action.tc {
+                class.tc = tc;
+                class.queue = self.tc_to_queue[tc as usize & 7];
+                class.pg = self.tc_to_pg[tc as usize & 7];
+            }
+            if let Some(q) = rule.action.queue {
+                class.queue = q;
+            }
+            if let Some(d) = rule.action.set_dscp {
+                if info.dscp().is_some_and(|cur| cur != d) {
+                    class.set_dscp = Some(d);
+                }
+            }
+        }
+        class
+    }
+}
+
+#[inline]
+fn matches(rule: &Rule, info: &FrameInfo, in_port: u16) -> bool {
+    let m = &rule.matches;
+    fn ok<T: PartialEq>(want: Option<T>, have: Option<T>) -> bool {
+        want.is_none() || want == have
+    }
+    ok(m.in_port, Some(in_port))
+        && ok(m.ether_type, Some(info.ether_type()))
+        && ok(m.ip_proto, info.ip_proto())
+        && ok(m.udp_dport, info.udp_dport())
+        && ok(m.udp_sport, info.udp_sport())
+        && ok(m.dscp, info.dscp())
+        && ok(m.pcp, info.pcp())
+        && ok(m.roce, Some(info.is_roce()))
+        && ok(m.cnp, Some(info.is_cnp()))
+}

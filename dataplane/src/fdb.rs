@@ -1,0 +1,241 @@
+//! The forwarding database: static entries from config plus MAC learning with aging.
+//!
+//! Open addressing with linear probing over a table allocated once: learning on the packet path
+//! never allocates, and iteration order (and so every replay) is deterministic, which a
+//! `HashMap` with a random hasher would not be. Aging is lazy: an entry older than the aging
+//! time reads as absent and its slot is reused by the next insert on its probe path.
+
+use controlplane::FdbConfig;
+
+const MAX_PROBE: usize = 32;
+
+#[derive(Debug, Clone, Copy, Default)]
+struct Entry {
+    mac: u64,
+    port: u16,
+    used: bool,
+    is_static: bool,
+    last_seen: u64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Learn {
+    New,
+    Refreshed,
+    Moved,
+    /// A static entry names another port for this MAC; learning does not override it.
+    StaticConflict,
+    Full,
+    Disabled,
+}
+
+#[derive(Debug)]
+pub struct Fdb {
+    slots: Box<[Entry]>,
+    mask: usize,
+    aging_ns: u64,
+    learning: bool,
+}
+
+/// An FDB row for reports.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct FdbRow {
+    pub mac: String,
+    pub port: u16,
+    pub is_static: bool,
+    pub age_ns: u64,
+}
+
+#[inline]
+pub fn mac_key(mac: &[u8; 6]) -> u64 {
+    let mut b = [0u8; 8];
+    b[2..].copy_from_slice(mac);
+    u64::from_be_bytes(b)
+}
+
+#[inline]
+fn hash(key: u64) -> usize {
+    // Fibonacci hashing: cheap and spreads the low-entropy MAC prefixes.
+    (key.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 20) as usize
+}
+
+impl Fdb {
+    pub fn new(cfg: &FdbConfig) -> Self {
+        let size = (cfg.capacity.max(16) * 2).next_power_of_two();
+        let mut fdb = Fdb {
+            slots: vec![Entry::default(); size].into_boxed_slice(),
+            mask: size - 1,
+            aging_ns: cfg.aging_ns.max(1),
+            learning: cfg.learning,
+        };
+        for s in &cfg.static_entries {
+            fdb.insert(mac_key(&s.mac), s.port, 0, true);
+        }
+        fdb
+    }
+
+    #[inline]
+    fn live(&self, e: &Entry, now: u64) -> bool {
+        e.used && (e.is_static || now.saturating_sub(e.last_seen) < self.aging_ns)
+    }
+
+    /// The port a unicast MAC was learnt or configured on.
+    #[inline]
+    pub fn lookup(&self, mac: &[u8; 6], now: u64) -> Option<u16> {
+        let key = mac_key(mac);
+        let mut i = hash(key) & self.mask;
+        for _ in 0..MAX_PROBE {
+            let e = &self.slots[i];
+            if !e.used {
+                return None;
+            }
+            if e.mac == key {
+                return self.live(e, now).then_some(e.port);
+            }
+            i = (i + 1) & self.mask;
+        }
+        None
+    }
+
+    /// Learns a source MAC on a port.
+    #[inline]
+    pub fn learn(&mut self, mac: &[u8; 6], port: u16, now: u64) -> Learn {
+        if !self.learning {
+            return Learn::Disabled;
+        }
+        self.insert(mac_key(mac), port, now, false)
+    }
+
+    fn insert(&mut self, key: u64, port: u16, now: u64, is_static: bool) -> Learn {
+        let mut i = hash(key) & self.mask;
+        let mut reusable = None;
+        for _ in 0..MAX_PROBE {
+            let live = self.live(&self.slots[i], now);
+            let e = &mut self.slots[i];
+            if e.used && e.mac == key {
+                if e.is_static && !is_static {
+                    return if e.port == port {
+                        Learn::Refreshed
+                    } else {
+                        Learn::StaticConflict
+                    };
+                }
+                let was_live = live;
+                let moved = e.port != port;
+                e.port = port;
+                e.last_seen = now;
+                e.is_static = is_static;
+                return match (was_live, moved) {
+                    (true, true) => Learn::Moved,
+                    (true, false) => Learn::Refreshed,
+                    (false, _) => Learn::New,
+                };
+            }
+            if !e.used {
+                let slot = reusable.unwrap_or(i);
+                self.slots[slot] = Entry {
+                    mac: key,
+                    port,
+                    used: true,
+                    is_static,
+                    last_seen: now,
+                };
+                return Learn::New;
+            }
+            if !live && reusable.is_none() {
+                reusable = Some(i);
+            }
+            i = (i + 1) & self.mask;
+        }
+        match reusable {
+            Some(slot) => {
+                self.slots[slot] = Entry {
+                    mac: key,
+                    port,
+                    used: true,
+                    is_static,
+                    last_seen: now,
+                };
+                Learn::New
+            }
+            None => Learn::Full,
+        }
+    }
+
+    /// Live entries, sorted by MAC (not for the packet path).
+    pub fn rows(&self, now: u64) -> Vec<FdbRow> {
+        let mut rows: Vec<FdbRow> = self
+            .slots
+            .iter()
+            .filter(|e| self.live(e, now))
+            .map(|e| {
+                let b = e.mac.to_be_bytes();
+                FdbRow {
+                    mac: format!(
+                        "{:02x}:{:02x}:{:02x}:{:02x}:{:02x}:{:02x}",
+                        b[2], b[3], b[4], b[5], b[6], b[7]
+                    ),
+                    port: e.port,
+                    is_static: e.is_static,
+                    age_ns: if e.is_static { 0 } else { now - e.last_seen },
+                }
+            })
+            .collect();
+        rows.sort_by(|a, b| a.mac.cmp(&b.mac));
+        rows
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use controlplane::StaticMac;
+
+    fn cfg(capacity: usize) -> FdbConfig {
+        FdbConfig {
+            learning: true,
+            aging_ns: 1_000,
+            capacity,
+            static_entries: vec![StaticMac {
+                mac: [2, 0, 0, 0, 0, 9],
+                port: 3,
+            }],
+        }
+    }
+
+    #[test]
+    fn learns_ages_and_moves() {
+        let mut f = Fdb::new(&cfg(64));
+        let m = [2, 0, 0, 0, 0, 1];
+        assert_eq!(f.lookup(&m, 0), None);
+        assert_eq!(f.learn(&m, 1, 10), Learn::New);
+        assert_eq!(f.lookup(&m, 500), Some(1));
+        assert_eq!(f.learn(&m, 2, 600), Learn::Moved);
+        assert_eq!(f.lookup(&m, 1_500), Some(2));
+        assert_eq!(f.lookup(&m, 1_600), None, "aged out");
+        assert_eq!(f.learn(&m, 2, 2_000), Learn::New);
+    }
+
+    #[test]
+    fn static_entries_never_age_and_are_not_overridden() {
+        let mut f = Fdb::new(&cfg(64));
+        let m = [2, 0, 0, 0, 0, 9];
+        assert_eq!(f.lookup(&m, u64::MAX / 2), Some(3));
+        assert_eq!(f.learn(&m, 1, 5), Learn::StaticConflict);
+        assert_eq!(f.lookup(&m, 5), Some(3));
+    }
+
+    #[test]
+    fn full_table_refuses_instead_of_growing() {
+        let mut f = Fdb::new(&cfg(16));
+        let mut full = 0;
+        for i in 0..10_000u32 {
+            let b = i.to_be_bytes();
+            if f.learn(&[2, 0, b[0], b[1], b[2], b[3]], 0, 0) == Learn::Full {
+                full += 1;
+            }
+        }
+        assert!(full > 0);
+        assert!(f.rows(0).len() <= 64);
+    }
+}

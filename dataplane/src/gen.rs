@@ -1,0 +1,129 @@
+//! Synthetic RoCEv2 traffic written as one pcap per switch port: the bundled example, the
+//! replay tests' inputs, and a quick way for users to make their own (`rocesw gen`).
+//!
+//! Hosts use the RFC 2544 benchmarking range (198.18.0.0/15) and locally administered MACs, so
+//! generated captures can never be mistaken for real traffic.
+
+use crate::packet::build::RoceFrameBuilder;
+use crate::packet::roce::opcode;
+use crate::packet::Ecn;
+use crate::pipeline::WIRE_OVERHEAD_BYTES;
+use crate::replay::PcapOutput;
+use anyhow::{bail, Result};
+use std::path::{Path, PathBuf};
+
+/// Test host `i`: the host cabled to switch port `i`.
+pub fn host_mac(i: u16) -> [u8; 6] {
+    let b = i.to_be_bytes();
+    [0x02, 0x00, 0x5e, 0x10, b[0], b[1]]
+}
+
+pub fn host_ip(i: u16) -> [u8; 4] {
+    let b = (i + 1).to_be_bytes();
+    [198, 18, b[0], b[1]]
+}
+
+/// One RoCEv2 RC flow: `count` SEND ONLY frames of `frame_len` bytes from host `src` to host
+/// `dst`, starting at `start_ns`, paced at `rate_bps` (on-wire, preamble and gap included).
+#[derive(Debug, Clone)]
+pub struct Flow {
+    pub src: u16,
+    pub dst: u16,
+    pub dscp: u8,
+    pub ecn: Ecn,
+    pub qp: u32,
+    pub frame_len: usize,
+    pub count: u64,
+    pub start_ns: u64,
+    pub rate_bps: u64,
+}
+
+impl Flow {
+    /// The frames of this flow with their timestamps (ns from the capture start).
+    pub fn frames(&self) -> Result<Vec<(u64, Vec<u8>)>> {
+        let mut b = RoceFrameBuilder::new()
+            .macs(host_mac(self.src), host_mac(self.dst))
+            .ipv4(host_ip(self.src), host_ip(self.dst))
+            .dscp(self.dscp)
+            .ecn(self.ecn)
+            .opcode(opcode::RC_SEND_ONLY)
+            .dest_qp(self.qp);
+        b.udp_sport = 49152 + (self.qp as u16 & 0x3fff);
+        let gap_ps = (self.frame_len as u64 + WIRE_OVERHEAD_BYTES) as u128 * 8 * 1_000_000_000_000
+            / self.rate_bps.max(1) as u128;
+        let mut out = Vec::with_capacity(self.count as usize);
+        for i in 0..self.count {
+            b.bth.set_psn((i & 0xff_ffff) as u32);
+            let ts = self.start_ns + (i as u128 * gap_ps / 1000) as u64;
+            out.push((ts, b.build_sized(self.frame_len)?));
+        }
+        Ok(out)
+    }
+}
+
+/// A frame from host `i` that lets the switch learn where it is (a RoCE ACK to host `to`), as a
+/// receiver's first ACK would.
+pub fn announce(i: u16, to: u16) -> Result<Vec<u8>> {
+    let b = RoceFrameBuilder::new()
+        .macs(host_mac(i), host_mac(to))
+        .ipv4(host_ip(i), host_ip(to))
+        .opcode(opcode::RC_ACK)
+        .ext(&crate::packet::build::aeth(0, 0))
+        .dscp(26);
+    Ok(b.build()?)
+}
+
+/// Writes `frames` (any order) as a pcap, sorted by time, stamped from `base_ns`.
+pub fn write_pcap(path: &Path, base_ns: u64, mut frames: Vec<(u64, Vec<u8>)>) -> Result<()> {
+    frames.sort_by_key(|(ts, _)| *ts);
+    let mut out = PcapOutput::create(path)?;
+    for (ts, f) in &frames {
+        out.write(base_ns + ts, f)?;
+    }
+    out.finish()
+}
+
+/// An N→1 incast: hosts 0..senders each send `frames` lossless frames at line rate to host
+/// `senders` (which announces itself first). Returns the pcap paths, one per port 0..=senders.
+#[derive(Debug, Clone)]
+pub struct Incast {
+    pub senders: u16,
+    pub frames: u64,
+    pub frame_len: usize,
+    pub speed_bps: u64,
+    pub dscp: u8,
+}
+
+/// Capture timestamps start here (2026-01-01T00:00:00Z), so outputs have plausible dates.
+pub const BASE_NS: u64 = 1_767_225_600_000_000_000;
+
+impl Incast {
+    pub fn write(&self, dir: &Path) -> Result<Vec<PathBuf>> {
+        if self.senders == 0 {
+            bail!("an incast needs at least one sender");
+        }
+        std::fs::create_dir_all(dir)?;
+        let receiver = self.senders;
+        let mut paths = Vec::new();
+        for s in 0..self.senders {
+            let flow = Flow {
+                src: s,
+                dst: receiver,
+                dscp: self.dscp,
+                ecn: Ecn::Ect0,
+                qp: 0x100 + s as u32,
+                frame_len: self.frame_len,
+                count: self.frames,
+                start_ns: 1_000,
+                rate_bps: self.speed_bps,
+            };
+            let path = dir.join(format!("port{s}.pcap"));
+            write_pcap(&path, BASE_NS, flow.frames()?)?;
+            paths.push(path);
+        }
+        let path = dir.join(format!("port{receiver}.pcap"));
+        write_pcap(&path, BASE_NS, vec![(0, announce(receiver, 0)?)])?;
+        paths.push(path);
+        Ok(paths)
+    }
+}

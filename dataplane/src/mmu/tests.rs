@@ -1,0 +1,155 @@
+use super::*;
+use proptest::prelude::*;
+
+fn cfg() -> Config {
+    crate::test_config()
+}
+
+#[test]
+fn lossless_pg_goes_min_shared_headroom_then_drops() {
+    let cfg = cfg();
+    let mut mmu = Mmu::new(&cfg);
+    let headroom = mmu.pg_limits[0][3].headroom;
+    assert!(headroom > 0, "default config has headroom on PG 3");
+    let mut regions = Vec::new();
+    let mut drops = 0;
+    // One 1 KiB frame (4 cells) at a time from port 0 PG 3 to port 1 queue 3, never released.
+    for _ in 0..10_000 {
+        match mmu.admit(0, 3, 1, 3, 4, 1024) {
+            Ok(a) => regions.push(a),
+            Err(r) => {
+                assert_eq!(r, DropReason::HeadroomOverflow);
+                drops += 1;
+            }
+        }
+    }
+    assert!(drops > 0);
+    let first_headroom = regions
+        .iter()
+        .position(|a| a.region == IngressRegion::Headroom)
+        .unwrap();
+    assert!(
+        regions[first_headroom].wants_xoff,
+        "spilling into headroom asks for XOFF"
+    );
+    assert!(regions[..first_headroom]
+        .iter()
+        .all(|a| a.region != IngressRegion::Headroom));
+    assert!(regions[first_headroom..]
+        .iter()
+        .all(|a| a.region == IngressRegion::Headroom));
+    let pg = mmu.pg(0, 3);
+    assert!(
+        pg.headroom <= headroom && pg.headroom + 4 > headroom,
+        "headroom filled: {} of {headroom}",
+        pg.headroom
+    );
+    // A lone congested PG settles near B·alpha/(1+alpha) of the shared pool.
+    let alpha = 1.0 / 8.0;
+    let expected = mmu.shared_cells as f64 * alpha / (1.0 + alpha);
+    assert!(
+        (pg.shared as f64 - expected).abs() <= 8.0,
+        "shared {} expected ~{expected}",
+        pg.shared
+    );
+}
+
+#[test]
+fn lossy_queue_drops_at_its_egress_limit() {
+    let cfg = cfg();
+    let mut mmu = Mmu::new(&cfg);
+    let mut admitted = 0;
+    let reason = loop {
+        match mmu.admit(0, 0, 1, 0, 4, 1024) {
+            Ok(a) => {
+                assert!(!a.wants_xoff, "lossy PGs never ask for PFC");
+                admitted += 1;
+            }
+            Err(r) => break r,
+        }
+    };
+    assert_eq!(reason, DropReason::EgressLimit);
+    assert!(admitted > 10);
+}
+
+#[test]
+fn xon_needs_empty_headroom_and_the_offset() {
+    let cfg = cfg();
+    let mut mmu = Mmu::new(&cfg);
+    let mut n = 0;
+    while mmu.pg(0, 3).headroom == 0 {
+        mmu.admit(0, 3, 1, 3, 4, 1024).unwrap();
+        n += 1;
+    }
+    assert!(!mmu.may_resume(0, 3));
+    let mut resumed_at = None;
+    for i in 0..n {
+        if mmu.release(0, 3, 1, 3, 4, 1024) && resumed_at.is_none() {
+            resumed_at = Some(i);
+        }
+    }
+    let at = resumed_at.expect("resumes before empty");
+    assert!(at >= 1, "not while headroom still holds cells");
+    assert!(mmu.is_empty());
+}
+
+#[derive(Debug, Clone)]
+enum Op {
+    Admit {
+        inp: usize,
+        pg: usize,
+        out: usize,
+        q: usize,
+        len: u32,
+    },
+    Release(usize),
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        3 => (0usize..4, prop::sample::select(vec![0usize, 3, 6]), 0usize..4, prop::sample::select(vec![0usize, 3, 6]), 60u32..9000)
+            .prop_map(|(inp, pg, out, q, len)| Op::Admit { inp, pg, out, q, len }),
+        2 => any::<usize>().prop_map(Op::Release),
+    ]
+}
+
+proptest! {
+    /// Cells are conserved: whatever is admitted and released in whatever order, every PG,
+    /// queue, port and pool counter returns to zero when the queues drain, and no counter ever
+    /// exceeds its bound on the way.
+    #[test]
+    fn cells_are_conserved(ops in prop::collection::vec(op(), 1..400)) {
+        let cfg = cfg();
+        let mut mmu = Mmu::new(&cfg);
+        let mut held: Vec<(usize, usize, usize, usize, u32, u32)> = Vec::new();
+        for op in ops {
+            match op {
+                Op::Admit { inp, pg, out, q, len } => {
+                    let cells = mmu.cells_for(len as usize);
+                    if mmu.admit(inp, pg, out, q, cells, len).is_ok() {
+                        held.push((inp, pg, out, q, cells, len));
+                    }
+                }
+                Op::Release(i) if !held.is_empty() => {
+                    let (inp, pg, out, q, cells, len) = held.swap_remove(i % held.len());
+                    mmu.release(inp, pg, out, q, cells, len);
+                }
+                Op::Release(_) => {}
+            }
+            let pool = mmu.pool();
+            prop_assert!(pool.used_cells <= pool.total_cells);
+            prop_assert!(pool.ingress_shared_cells <= pool.shared_cells);
+            let charged: u32 = held.iter().map(|h| h.4).sum();
+            prop_assert_eq!(pool.used_cells, charged);
+            for port in 0..4 {
+                for pg in 0..NUM_TC {
+                    prop_assert!(mmu.pg(port, pg).headroom <= mmu.pg_limits[port][pg].headroom);
+                }
+            }
+        }
+        for (inp, pg, out, q, cells, len) in held.drain(..) {
+            mmu.release(inp, pg, out, q, cells, len);
+        }
+        prop_assert!(mmu.is_empty(), "{:?}", mmu.pool());
+    }
+}

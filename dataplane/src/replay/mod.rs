@@ -1,0 +1,210 @@
+//! `rocesw replay`: captures in, the switch in virtual time, captures and a summary out.
+//!
+//! A discrete-event loop: the clock jumps to the next thing that can happen (a peer's frame
+//! arriving, a link finishing a frame, a pause expiring, a timer) and the same `Switch` the
+//! real-time workers run handles it. Nothing reads the wall clock, so the same inputs, config
+//! and seed give byte-identical outputs.
+
+mod pcapio;
+mod peer;
+
+pub use pcapio::{PcapInput, PcapOutput};
+pub use peer::{Peer, PEER_HOLD_LIMIT_BYTES};
+
+use crate::pipeline::{ser_ps, Switch, TxSink};
+use crate::report::Snapshot;
+use anyhow::{bail, Context, Result};
+use controlplane::Config;
+use std::path::{Path, PathBuf};
+
+/// What to replay.
+#[derive(Debug, Clone)]
+pub struct ReplayOptions {
+    /// (port id, capture) pairs; a port may appear once.
+    pub inputs: Vec<(u16, PathBuf)>,
+    pub output_dir: PathBuf,
+    pub seed: u64,
+    /// Model peers that ignore PFC (to show what happens without flow control).
+    pub peer_ignores_pfc: bool,
+    /// Called now and then with (input bytes consumed, total input bytes).
+    pub progress: Option<fn(u64, u64)>,
+}
+
+/// What a replay produced.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct ReplayOutcome {
+    pub seed: u64,
+    /// Virtual time from the first input frame to the last transmitted frame.
+    pub duration_ns: u64,
+    pub input_frames: u64,
+    pub input_frames_skipped_snaplen: u64,
+    pub outputs: Vec<PathBuf>,
+    #[serde(flatten)]
+    pub snapshot: Snapshot,
+}
+
+struct Outputs<'a> {
+    files: Vec<PcapOutput>,
+    peers: &'a mut [Option<Peer>],
+    speeds: Vec<u64>,
+    base_ns: u64,
+    last_ns: u64,
+    error: Option<anyhow::Error>,
+}
+
+impl TxSink for Outputs<'_> {
+    fn transmit(&mut self, port: usize, frame: &[u8], at_ns: u64) {
+        let ser_ns = ser_ps(frame.len(), self.speeds[port]) / 1000;
+        self.last_ns = self.last_ns.max(at_ns + ser_ns);
+        if let Some(peer) = self.peers[port].as_mut() {
+            peer.on_frame_from_switch(frame, at_ns, ser_ns);
+        }
+        if self.error.is_none() {
+            if let Err(e) = self.files[port].write(self.base_ns + at_ns, frame) {
+                self.error = Some(e);
+            }
+        }
+    }
+}
+
+/// Peeks at a capture's first timestamp: replay time zero is the earliest across inputs.
+fn first_timestamp(path: &Path) -> Result<Option<u64>> {
+    Ok(PcapInput::open(path)?.next_frame().map(|f| f.ts_ns))
+}
+
+pub fn run(cfg: &Config, opts: &ReplayOptions) -> Result<ReplayOutcome> {
+    let mut sw = Switch::new(cfg, opts.seed);
+    let n = sw.num_ports();
+    let mut seen = vec![false; n];
+    let mut base_ns = u64::MAX;
+    let mut total_bytes = 0u64;
+    let mut indexed = Vec::new();
+    for (id, path) in &opts.inputs {
+        let Some(idx) = sw.port_index(*id) else {
+            let ids: Vec<String> = cfg.ports.iter().map(|p| p.id.to_string()).collect();
+            bail!(
+                "--input {id}={}: the config has no port {id} (ports: {})",
+                path.display(),
+                ids.join(", ")
+            );
+        };
+        if std::mem::replace(&mut seen[idx], true) {
+            bail!("port {id} is given more than one --input");
+        }
+        if let Some(ts) = first_timestamp(path)? {
+            base_ns = base_ns.min(ts);
+        }
+        total_bytes += std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
+        indexed.push((idx, path.clone()));
+    }
+    if base_ns == u64::MAX {
+        base_ns = 0;
+    }
+
+    let mut peers: Vec<Option<Peer>> = (0..n).map(|_| None).collect();
+    for (idx, path) in &indexed {
+        let port = &cfg.ports[*idx];
+        let quanta = controlplane::headroom::peer_response_quanta(port.speed_bps);
+        peers[*idx] = Some(Peer::new(
+            PcapInput::open(path)?,
+            base_ns,
+            port.speed_bps,
+            port.cable_m,
+            quanta,
+            !opts.peer_ignores_pfc,
+        ));
+    }
+
+    std::fs::create_dir_all(&opts.output_dir)
+        .with_context(|| format!("cannot create output directory {}", opts.output_dir.display()))?;
+    let mut files = Vec::with_capacity(n);
+    let mut paths = Vec::with_capacity(n);
+    for p in &cfg.ports {
+        let path = opts.output_dir.join(format!("port{}.pcap", p.id));
+        files.push(PcapOutput::create(&path)?);
+        paths.push(path);
+    }
+    let speeds = cfg.ports.iter().map(|p| p.speed_bps).collect();
+    let mut out = Outputs {
+        files,
+        peers: &mut peers,
+        speeds,
+        base_ns,
+        last_ns: 0,
+        error: None,
+    };
+
+    let mut now = 0u64;
+    let mut input_frames = 0u64;
+    let mut input_bytes = 0u64;
+    let mut last_progress = 0u64;
+    loop {
+        let mut progressed = false;
+        for port in 0..n {
+            let Some(peer) = out.peers[port].as_mut() else { continue };
+            while let Some((frame, at)) = peer.pop_due(now, sw.classifier()) {
+                input_frames += 1;
+                // pcap record header + data, to match the file sizes the bar counts.
+                input_bytes += frame.len() as u64 + 16;
+                sw.receive(port, &frame, at);
+                progressed = true;
+            }
+        }
+        sw.poll(now);
+        for port in 0..n {
+            progressed |= sw.transmit(port, now, &mut out) > 0;
+        }
+        if let Some(e) = out.error.take() {
+            return Err(e);
+        }
+        if let Some(report) = opts.progress {
+            if input_bytes - last_progress > 1 << 20 {
+                report(input_bytes, total_bytes);
+                last_progress = input_bytes;
+            }
+        }
+        let peers_done = out.peers.iter().all(|p| p.as_ref().is_none_or(Peer::is_done));
+        if peers_done && sw.is_idle() {
+            break;
+        }
+        let next = out
+            .peers
+            .iter()
+            .filter_map(|p| p.as_ref().and_then(|p| p.next_event(now)))
+            .chain(sw.next_event(now))
+            .min();
+        match next {
+            Some(t) if t > now => now = t,
+            // Something is due now: go round again, unless nothing moved (then step on, so a
+            // deadline that rounding put in the past cannot spin the loop).
+            Some(_) => {
+                if !progressed {
+                    now += 1;
+                }
+            }
+            None => bail!("replay stalled at {now} ns with frames still queued (a bug: please report it)"),
+        }
+    }
+    if let Some(report) = opts.progress {
+        report(total_bytes, total_bytes);
+    }
+    let skipped = out
+        .peers
+        .iter()
+        .flatten()
+        .filter_map(|p| p.input())
+        .map(|i| i.skipped_snapped)
+        .sum();
+    let last_ns = out.last_ns;
+    for f in out.files {
+        f.finish()?;
+    }
+    Ok(ReplayOutcome {
+        seed: opts.seed,
+        duration_ns: last_ns,
+        input_frames,
+        input_frames_skipped_snaplen: skipped,
+        outputs: paths,
+        snapshot: sw.snapshot(last_ns.max(now)),
+    })
+}

@@ -1,0 +1,228 @@
+//! Counter snapshots: what `summary.json` holds and what a control plane will read. Built on
+//! demand from the owners' counters; nothing here runs on the packet path.
+
+use crate::counters::{DropMap, DropReason, MALFORMED_SLOTS};
+use crate::mmu::PoolUse;
+use crate::packet::Malformed;
+use crate::pipeline::Switch;
+use controlplane::NUM_TC;
+use serde::Serialize;
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Snapshot {
+    pub ports: Vec<PortReport>,
+    pub totals: Totals,
+    pub buffer: PoolUse,
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Totals {
+    pub rx_packets: u64,
+    pub rx_bytes: u64,
+    pub tx_packets: u64,
+    pub tx_bytes: u64,
+    pub drops: DropMap,
+    pub ecn_marked: u64,
+    pub pfc_tx: [u64; NUM_TC],
+    pub pfc_rx: [u64; NUM_TC],
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct PortReport {
+    pub id: u16,
+    pub rx_packets: u64,
+    pub rx_bytes: u64,
+    pub tx_packets: u64,
+    pub tx_bytes: u64,
+    pub drops: DropMap,
+    pub ecn_marked: u64,
+    pub pfc_tx: [u64; NUM_TC],
+    pub pfc_rx: [u64; NUM_TC],
+    pub pause_rx: u64,
+    pub paused_ns: [u64; NUM_TC],
+    pub unknown_ethertype: u64,
+    pub watchdog_storms: [u64; NUM_TC],
+    pub watchdog_restores: [u64; NUM_TC],
+    pub queues: Vec<QueueReport>,
+    pub pgs: Vec<PgReport>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct QueueReport {
+    pub queue: u8,
+    pub tx_packets: u64,
+    pub tx_bytes: u64,
+    pub dropped_packets: u64,
+    pub dropped_bytes: u64,
+    pub ecn_marked: u64,
+    pub depth_packets: usize,
+    pub depth_cells: u32,
+    pub depth_bytes: u64,
+    pub peak_cells: u32,
+    pub peak_bytes: u64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct PgReport {
+    pub pg: u8,
+    pub rx_packets: u64,
+    pub rx_bytes: u64,
+    pub dropped_packets: u64,
+    pub xoff_sent: u64,
+    pub xon_sent: u64,
+    pub min_cells: u32,
+    pub shared_cells: u32,
+    pub headroom_cells: u32,
+    pub peak_cells: u32,
+    pub peak_headroom_cells: u32,
+}
+
+impl Snapshot {
+    pub(crate) fn build(sw: &Switch, now: u64) -> Self {
+        let mut totals = Totals::default();
+        let ports: Vec<PortReport> = (0..sw.num_ports())
+            .map(|i| {
+                let c = sw.port_counters(i);
+                let mut drops = DropMap::default();
+                for r in DropReason::ALL {
+                    drops.add(r.name(), c.drops[r as usize]);
+                }
+                for (idx, &n) in c.malformed.iter().enumerate().take(MALFORMED_SLOTS) {
+                    if n > 0 {
+                        drops.add(Malformed::from_index(idx).map_or("malformed", |m| m.name()), n);
+                    }
+                }
+                let qc = sw.queue_counters(i);
+                let queues = (0..NUM_TC)
+                    .map(|q| {
+                        let u = sw.mmu().queue(i, q);
+                        QueueReport {
+                            queue: q as u8,
+                            tx_packets: qc[q].tx_packets,
+                            tx_bytes: qc[q].tx_bytes,
+                            dropped_packets: qc[q].dropped_packets,
+                            dropped_bytes: qc[q].dropped_bytes,
+                            ecn_marked: qc[q].ecn_marked,
+                            depth_packets: sw.queue_len(i, q),
+                            depth_cells: u.total(),
+                            depth_bytes: u.bytes,
+                            peak_cells: u.peak,
+                            peak_bytes: u.peak_bytes,
+                        }
+                    })
+                    .collect();
+                let pc = sw.pg_counters(i);
+                let pgs = (0..NUM_TC)
+                    .map(|g| {
+                        let u = sw.mmu().pg(i, g);
+                        PgReport {
+                            pg: g as u8,
+                            rx_packets: pc[g].rx_packets,
+                            rx_bytes: pc[g].rx_bytes,
+                            dropped_packets: pc[g].dropped_packets,
+                            xoff_sent: pc[g].xoff_sent,
+                            xon_sent: pc[g].xon_sent,
+                            min_cells: u.min,
+                            shared_cells: u.shared,
+                            headroom_cells: u.headroom,
+                            peak_cells: u.peak,
+                            peak_headroom_cells: u.peak_headroom,
+                        }
+                    })
+                    .collect();
+                totals.rx_packets += c.rx_packets;
+                totals.rx_bytes += c.rx_bytes;
+                totals.tx_packets += c.tx_packets;
+                totals.tx_bytes += c.tx_bytes;
+                totals.ecn_marked += c.ecn_marked;
+                for (name, n) in &drops.0 {
+                    totals.drops.add(name, *n);
+                }
+                for p in 0..NUM_TC {
+                    totals.pfc_tx[p] += c.pfc_tx[p];
+                    totals.pfc_rx[p] += c.pfc_rx[p];
+                }
+                PortReport {
+                    id: sw.port_id(i),
+                    rx_packets: c.rx_packets,
+                    rx_bytes: c.rx_bytes,
+                    tx_packets: c.tx_packets,
+                    tx_bytes: c.tx_bytes,
+                    drops,
+                    ecn_marked: c.ecn_marked,
+                    pfc_tx: c.pfc_tx,
+                    pfc_rx: c.pfc_rx,
+                    pause_rx: c.pause_rx,
+                    paused_ns: sw.port_paused_ns(i, now),
+                    unknown_ethertype: c.unknown_ethertype,
+                    watchdog_storms: c.watchdog_storms,
+                    watchdog_restores: c.watchdog_restores,
+                    queues,
+                    pgs,
+                }
+            })
+            .collect();
+        Snapshot {
+            ports,
+            totals,
+            buffer: sw.mmu().pool(),
+        }
+    }
+}
+
+fn list(v: &[u64; NUM_TC]) -> String {
+    let parts: Vec<String> = v
+        .iter()
+        .enumerate()
+        .filter(|(_, &n)| n > 0)
+        .map(|(p, n)| format!("p{p}:{n}"))
+        .collect();
+    if parts.is_empty() {
+        "-".into()
+    } else {
+        parts.join(" ")
+    }
+}
+
+/// A short table for people; `summary.json` has everything.
+pub fn human_summary(s: &Snapshot, duration_ns: u64) -> String {
+    use std::fmt::Write;
+    let mut out = String::new();
+    let _ = writeln!(out, "virtual time {:.3} ms", duration_ns as f64 / 1e6);
+    let _ = writeln!(
+        out,
+        "{:>4} {:>10} {:>10} {:>8} {:>8} {:>14} {:>14}  drops",
+        "port", "rx_pkts", "tx_pkts", "ecn_ce", "paused", "pfc_tx", "pfc_rx"
+    );
+    for p in &s.ports {
+        let paused: u64 = p.paused_ns.iter().sum();
+        let drops: Vec<String> = p.drops.0.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        let _ = writeln!(
+            out,
+            "{:>4} {:>10} {:>10} {:>8} {:>7.1}us {:>14} {:>14}  {}",
+            p.id,
+            p.rx_packets,
+            p.tx_packets,
+            p.ecn_marked,
+            paused as f64 / 1e3,
+            list(&p.pfc_tx),
+            list(&p.pfc_rx),
+            if drops.is_empty() {
+                "-".to_string()
+            } else {
+                drops.join(" ")
+            }
+        );
+    }
+    let _ = writeln!(
+        out,
+        "total: rx {} tx {} ecn {} drops {} | buffer peak {} of {} cells",
+        s.totals.rx_packets,
+        s.totals.tx_packets,
+        s.totals.ecn_marked,
+        s.totals.drops.total(),
+        s.buffer.peak_used_cells,
+        s.buffer.total_cells
+    );
+    out
+}

@@ -1,0 +1,93 @@
+//! A fixed-capacity FIFO allocated once at start-up: egress queues and control-frame queues must
+//! never allocate on the packet path, and `VecDeque` would grow instead of refusing.
+
+#[derive(Debug)]
+pub struct Ring<T: Copy + Default> {
+    slots: Box<[T]>,
+    head: usize,
+    len: usize,
+}
+
+impl<T: Copy + Default> Ring<T> {
+    pub fn with_capacity(capacity: usize) -> Self {
+        Ring {
+            slots: vec![T::default(); capacity.max(1)].into_boxed_slice(),
+            head: 0,
+            len: 0,
+        }
+    }
+
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    #[inline]
+    pub fn is_full(&self) -> bool {
+        self.len == self.slots.len()
+    }
+
+    /// Returns the item back when the ring is full.
+    #[inline]
+    pub fn push(&mut self, item: T) -> Result<(), T> {
+        if self.is_full() {
+            return Err(item);
+        }
+        let mut idx = self.head + self.len;
+        if idx >= self.slots.len() {
+            idx -= self.slots.len();
+        }
+        self.slots[idx] = item;
+        self.len += 1;
+        Ok(())
+    }
+
+    #[inline]
+    pub fn front(&self) -> Option<&T> {
+        (self.len > 0).then(|| &self.slots[self.head])
+    }
+
+    #[inline]
+    pub fn pop(&mut self) -> Option<T> {
+        if self.len == 0 {
+            return None;
+        }
+        let item = self.slots[self.head];
+        self.head += 1;
+        if self.head == self.slots.len() {
+            self.head = 0;
+        }
+        self.len -= 1;
+        Some(item)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn behaves_like_a_bounded_vecdeque(cap in 1usize..16, ops in proptest::collection::vec(any::<Option<u8>>(), 0..200)) {
+            let mut ring = Ring::<u8>::with_capacity(cap);
+            let mut model = std::collections::VecDeque::new();
+            for op in ops {
+                match op {
+                    Some(v) => {
+                        let r = ring.push(v);
+                        if model.len() < cap { model.push_back(v); prop_assert!(r.is_ok()); } else { prop_assert_eq!(r, Err(v)); }
+                    }
+                    None => prop_assert_eq!(ring.pop(), model.pop_front()),
+                }
+                prop_assert_eq!(ring.len(), model.len());
+                prop_assert_eq!(ring.front().copied(), model.front().copied());
+            }
+        }
+    }
+}

@@ -1,0 +1,80 @@
+//! Helpers shared by the replay tests: configs, pcaps in and out, and the independent oracles
+//! (scapy and tshark, in tests/oracle) that check what the switch wrote.
+#![allow(dead_code)]
+
+use controlplane::Config;
+use dataplane::replay::{self, ReplayOptions, ReplayOutcome};
+use std::path::{Path, PathBuf};
+
+pub fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
+}
+
+pub fn default_config() -> Config {
+    controlplane::load_file(&repo_root().join("configs/default.toml"))
+        .expect("default config loads")
+        .config
+}
+
+pub fn replay(cfg: &Config, dir: &Path, inputs: &[(u16, PathBuf)], seed: u64, peer_ignores_pfc: bool) -> ReplayOutcome {
+    let opts = ReplayOptions {
+        inputs: inputs.to_vec(),
+        output_dir: dir.join("out"),
+        seed,
+        peer_ignores_pfc,
+        progress: None,
+    };
+    replay::run(cfg, &opts).expect("replay runs")
+}
+
+/// (timestamp ns, frame) of every record.
+pub fn read_pcap(path: &Path) -> Vec<(u64, Vec<u8>)> {
+    let f = std::fs::File::open(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let mut r = pcap_file::pcap::PcapReader::new(f).unwrap();
+    let mut out = Vec::new();
+    while let Some(p) = r.next_packet() {
+        let p = p.unwrap();
+        out.push((p.timestamp.as_nanos() as u64, p.data.into_owned()));
+    }
+    out
+}
+
+pub fn write_pcap(path: &Path, frames: Vec<(u64, Vec<u8>)>) {
+    dataplane::gen::write_pcap(path, dataplane::gen::BASE_NS, frames).unwrap();
+}
+
+/// Runs one of the oracle scripts and returns its JSON.
+pub fn oracle(script: &str, files: &[PathBuf]) -> serde_json::Value {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/oracle").join(script);
+    let out = std::process::Command::new("python3")
+        .arg(&path)
+        .args(files)
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run python3 {}: {e} (run .ci/install-deps)", path.display()));
+    assert!(
+        out.status.success(),
+        "{script} failed ({}); stderr:\n{}\n(run .ci/install-deps to install scapy and tshark)",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("oracle prints JSON")
+}
+
+pub fn port<'a>(o: &'a ReplayOutcome, id: u16) -> &'a dataplane::report::PortReport {
+    o.snapshot.ports.iter().find(|p| p.id == id).unwrap()
+}
+
+pub fn out_pcap(dir: &Path, port: u16) -> PathBuf {
+    dir.join("out").join(format!("port{port}.pcap"))
+}
+
+/// Frames that are RoCEv2 data (not PFC), with their parse.
+pub fn roce_frames(frames: &[(u64, Vec<u8>)]) -> Vec<(u64, Vec<u8>, dataplane::packet::FrameInfo)> {
+    frames
+        .iter()
+        .filter_map(|(t, f)| {
+            let info = dataplane::packet::parse(f, usize::MAX).ok()?;
+            info.is_roce().then(|| (*t, f.clone(), info))
+        })
+        .collect()
+}
