@@ -16,7 +16,7 @@ fn main() {
 }
 
 /// Receive a burst on port 0, transmit it on port 1: every stage of the switch per frame.
-#[divan::bench(args = [64, 1024])]
+#[divan::bench(args = [64, 1024], sample_count = 300, sample_size = 200)]
 fn rx_to_tx_burst32(bencher: Bencher, frame_len: usize) {
     let frames = burst(frame_len, BURST);
     let mut sw = switch();
@@ -35,7 +35,7 @@ fn rx_to_tx_burst32(bencher: Bencher, frame_len: usize) {
 }
 
 /// Parsing alone, for scale.
-#[divan::bench(args = [64, 1024])]
+#[divan::bench(args = [64, 1024], sample_count = 300, sample_size = 200)]
 fn parse_burst32(bencher: Bencher, frame_len: usize) {
     let frames = burst(frame_len, BURST);
     bencher.counter(ItemsCount::new(BURST)).bench_local(|| {

@@ -88,6 +88,21 @@ impl PauseState {
         self.until[prio] = now + dur_ns;
     }
 
+    /// Priorities paused at `now`, and the time until which that answer holds (the earliest
+    /// expiry still ahead): lets the transmit loop test pauses once per burst, not per frame.
+    #[inline]
+    pub fn paused_prios(&self, now: u64) -> (u8, u64) {
+        let mut mask = 0u8;
+        let mut valid_until = u64::MAX;
+        for p in 0..NUM_TC {
+            if self.until[p] > now {
+                mask |= 1 << p;
+                valid_until = valid_until.min(self.until[p]);
+            }
+        }
+        (mask, valid_until)
+    }
+
     #[inline]
     pub fn any_paused(&self, prios: u8, now: u64) -> bool {
         prios != 0 && (0..NUM_TC).any(|p| prios & (1 << p) != 0 && self.until[p] > now)
@@ -152,6 +167,16 @@ impl Watchdog {
     #[inline]
     pub fn drops(&self, q: usize) -> bool {
         self.in_storm(q) && self.cfg.action == WatchdogAction::Drop
+    }
+
+    /// Queues that transmit as if not paused (drop and forward actions), as a mask.
+    #[inline]
+    pub fn pause_override(&self) -> u8 {
+        if self.cfg.action == WatchdogAction::Alert {
+            0
+        } else {
+            self.storm
+        }
     }
 
     /// The queue transmits as if not paused (drop and forward actions).

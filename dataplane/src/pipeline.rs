@@ -56,6 +56,7 @@ struct Port {
     id: u16,
     mac: [u8; 6],
     speed_bps: u64,
+    rate: LinkRate,
     max_frame: usize,
     queues: [Ring<Desc>; NUM_TC],
     sched: Scheduler,
@@ -75,6 +76,28 @@ struct Port {
     counters: PortCounters,
     queue_counters: [QueueCounters; NUM_TC],
     pg_counters: [PgCounters; NUM_TC],
+    /// Queues holding frames (bit mask), kept with the rings so the scheduler need not look.
+    nonempty: u8,
+    /// Queues with a shaper.
+    shaped: u8,
+}
+
+impl Port {
+    #[inline]
+    fn push(&mut self, q: usize, d: Desc) -> Result<(), Desc> {
+        self.queues[q].push(d)?;
+        self.nonempty |= 1 << q;
+        Ok(())
+    }
+
+    #[inline]
+    fn pop(&mut self, q: usize) -> Option<Desc> {
+        let d = self.queues[q].pop()?;
+        if self.queues[q].is_empty() {
+            self.nonempty &= !(1 << q);
+        }
+        Some(d)
+    }
 }
 
 pub struct Switch {
@@ -89,6 +112,8 @@ pub struct Switch {
     queue_prios: [u8; NUM_TC],
     /// PFC-enabled priorities that map to each PG: what an XOFF for that PG announces.
     pg_prios: [u8; NUM_TC],
+    /// Port id → index (u16::MAX: no such port): the FDB speaks ids, the arrays indices.
+    index_of_id: Vec<u16>,
 }
 
 /// The switch port's own MAC, used as the source of the PFC frames it sends.
@@ -97,9 +122,31 @@ pub fn port_mac(id: u16) -> [u8; 6] {
     [0x02, 0x52, 0x53, 0x57, b[0], b[1]]
 }
 
-#[inline]
+/// A port's line rate as picoseconds per byte in 16.16 fixed point: serialisation time is then
+/// a multiply and a shift on the packet path instead of a 128-bit division.
+#[derive(Debug, Clone, Copy)]
+pub struct LinkRate {
+    ps_per_byte_q16: u64,
+}
+
+impl LinkRate {
+    pub fn new(speed_bps: u64) -> Self {
+        let q = ((8u128 * 1_000_000_000_000) << 16) / speed_bps.max(1) as u128;
+        LinkRate {
+            ps_per_byte_q16: q.min(u64::MAX as u128 >> 16) as u64,
+        }
+    }
+
+    /// Picoseconds a frame of `len` bytes (without FCS) occupies the wire, overhead included.
+    #[inline]
+    pub fn ser_ps(self, len: usize) -> u64 {
+        ((len as u64 + WIRE_OVERHEAD_BYTES) * self.ps_per_byte_q16) >> 16
+    }
+}
+
+/// Serialisation time in picoseconds of a `len`-byte frame at `speed_bps` (see `LinkRate`).
 pub fn ser_ps(len: usize, speed_bps: u64) -> u64 {
-    ((len as u64 + WIRE_OVERHEAD_BYTES) as u128 * 8 * 1_000_000_000_000 / speed_bps as u128) as u64
+    LinkRate::new(speed_bps).ser_ps(len)
 }
 
 impl Switch {
@@ -135,6 +182,7 @@ impl Switch {
                     id: p.id,
                     mac: port_mac(p.id),
                     speed_bps: p.speed_bps.max(1),
+                    rate: LinkRate::new(p.speed_bps),
                     max_frame: p.max_frame_bytes as usize,
                     queues: std::array::from_fn(|_| Ring::with_capacity(slots)),
                     sched: Scheduler::new(&modes, p.max_frame_bytes),
@@ -150,10 +198,20 @@ impl Switch {
                     counters: PortCounters::default(),
                     queue_counters: Default::default(),
                     pg_counters: Default::default(),
+                    nonempty: 0,
+                    shaped: (0..NUM_TC)
+                        .filter(|&q| cfg.queues[q].shaper.is_some())
+                        .fold(0, |m, q| m | 1 << q),
                 }
             })
             .collect();
+        let max_id = cfg.ports.iter().map(|p| p.id as usize).max().unwrap_or(0);
+        let mut index_of_id = vec![u16::MAX; max_id + 1];
+        for (i, p) in cfg.ports.iter().enumerate() {
+            index_of_id[p.id as usize] = i as u16;
+        }
         Switch {
+            index_of_id,
             ports,
             fdb: Fdb::new(&cfg.fdb),
             pool,
@@ -178,8 +236,12 @@ impl Switch {
         self.ports.len()
     }
 
+    #[inline]
     pub fn port_index(&self, id: u16) -> Option<usize> {
-        self.ports.iter().position(|p| p.id == id)
+        match self.index_of_id.get(id as usize) {
+            Some(&i) if i != u16::MAX => Some(i as usize),
+            _ => None,
+        }
     }
 
     pub fn mmu(&self) -> &Mmu {
@@ -375,7 +437,7 @@ impl Switch {
                 }
             }
         }
-        if let Err(d) = self.ports[out].queues[queue].push(desc) {
+        if let Err(d) = self.ports[out].push(queue, desc) {
             // Cannot happen: rings hold as many descriptors as the pool has slots.
             self.release(out, queue, &d);
             self.pool.free(slot);
@@ -428,10 +490,10 @@ impl Switch {
         let p = &mut self.ports[port];
         match wire_pfc::decode_mac_control(frame) {
             Ok(MacControl::Pfc { enable, times }) => {
-                for prio in 0..NUM_TC {
+                for (prio, &quanta) in times.iter().enumerate() {
                     if enable & (1 << prio) != 0 {
                         p.counters.pfc_rx[prio] += 1;
-                        let dur = wire_pfc::quanta_to_ns(times[prio], p.speed_bps);
+                        let dur = wire_pfc::quanta_to_ns(quanta, p.speed_bps);
                         p.pause.apply(prio, now, dur, &mut p.counters.paused_ns);
                         if let Some(w) = p.watchdog.as_mut() {
                             w.pfc_received(prio, now);
@@ -458,23 +520,40 @@ impl Switch {
         p.pause.any_paused(self.queue_prios[q], now) && !p.watchdog.as_ref().is_some_and(|w| w.ignores_pause(q))
     }
 
-    /// Bit mask of queues that may send at `t_ns`.
+    /// Queues (mask) held by received pauses at `t_ns` on port `port`, and until when that
+    /// holds.
     #[inline]
-    fn eligible(&mut self, port: usize, t_ns: u64) -> u8 {
-        let mut mask = 0u8;
+    fn paused_queues(&self, port: usize, t_ns: u64) -> (u8, u64) {
+        let p = &self.ports[port];
+        let (prios, valid_until) = p.pause.paused_prios(t_ns);
+        if prios == 0 {
+            return (0, valid_until);
+        }
+        let mut queues = 0u8;
         for q in 0..NUM_TC {
-            let p = &self.ports[port];
-            let Some(head) = p.queues[q].front() else { continue };
-            if self.paused(p, q, t_ns) {
-                continue;
+            if self.queue_prios[q] & prios != 0 {
+                queues |= 1 << q;
             }
-            let len = head.len as u32;
-            if let Some(s) = self.ports[port].shapers[q].as_mut() {
+        }
+        let overridden = p.watchdog.as_ref().map_or(0, |w| w.pause_override());
+        (queues & !overridden, valid_until)
+    }
+
+    /// Bit mask of queues that may send at `t_ns`, given the paused ones.
+    #[inline]
+    fn eligible(&mut self, port: usize, t_ns: u64, paused: u8) -> u8 {
+        let p = &mut self.ports[port];
+        let mut mask = p.nonempty & !paused;
+        let mut shaped = mask & p.shaped;
+        while shaped != 0 {
+            let q = shaped.trailing_zeros() as usize;
+            shaped &= shaped - 1;
+            let len = p.queues[q].front().map_or(0, |d| d.len as u32);
+            if let Some(s) = p.shapers[q].as_mut() {
                 if !s.conforms(t_ns, len) {
-                    continue;
+                    mask &= !(1 << q);
                 }
             }
-            mask |= 1 << q;
         }
         mask
     }
@@ -491,8 +570,12 @@ impl Switch {
         let mut sent = 0;
         let mut pfc_buf = [0u8; 64];
         self.ports[port].backlogged = false;
+        let (mut paused, mut paused_valid_until) = self.paused_queues(port, t_ps / PS_PER_NS);
         while sent < TX_BURST && t_ps <= now_ps {
             let t_ns = t_ps / PS_PER_NS;
+            if t_ns >= paused_valid_until {
+                (paused, paused_valid_until) = self.paused_queues(port, t_ns);
+            }
             let p = &mut self.ports[port];
             if let Some((prios, times)) = p.control.pop() {
                 let n = wire_pfc::encode_pfc(&mut pfc_buf, p.mac, prios, times);
@@ -504,11 +587,11 @@ impl Switch {
                 p.counters.tx_packets += 1;
                 p.counters.tx_bytes += n as u64;
                 sink.transmit(port, &pfc_buf[..n], t_ns);
-                t_ps += ser_ps(n, p.speed_bps);
+                t_ps += p.rate.ser_ps(n);
                 sent += 1;
                 continue;
             }
-            let eligible = self.eligible(port, t_ns);
+            let eligible = self.eligible(port, t_ns, paused);
             let p = &mut self.ports[port];
             let Some(q) = p
                 .sched
@@ -517,7 +600,7 @@ impl Switch {
                 break;
             };
             let p = &mut self.ports[port];
-            let d = p.queues[q].pop().expect("scheduler picked an empty queue");
+            let d = p.pop(q).expect("scheduler picked an empty queue");
             let depth = self.mmu.queue(port, q).bytes;
             self.release(port, q, &d);
             let p = &mut self.ports[port];
@@ -555,7 +638,7 @@ impl Switch {
             p.queue_counters[q].tx_bytes += len as u64;
             sink.transmit(port, self.pool.get(d.slot, len), t_ns);
             self.pool.free(d.slot);
-            t_ps += ser_ps(len, p.speed_bps);
+            t_ps += p.rate.ser_ps(len);
             sent += 1;
         }
         let p = &mut self.ports[port];
@@ -629,7 +712,7 @@ impl Switch {
     }
 
     fn flush_queue(&mut self, port: usize, q: usize, reason: DropReason) {
-        while let Some(d) = self.ports[port].queues[q].pop() {
+        while let Some(d) = self.ports[port].pop(q) {
             self.release(port, q, &d);
             self.pool.free(d.slot);
             let p = &mut self.ports[port];

@@ -13,8 +13,12 @@ pub struct PacketPool {
 impl PacketPool {
     pub fn new(slots: usize, slot_size: usize) -> Self {
         let slot_size = slot_size.next_multiple_of(64);
+        let mut arena = vec![0u8; slots * slot_size];
+        // Fault the pages in now, like a DPDK mempool on hugepages, not on the packet path.
+        std::hint::black_box(&mut arena);
+        arena.fill(0);
         PacketPool {
-            arena: vec![0u8; slots * slot_size].into_boxed_slice(),
+            arena: arena.into_boxed_slice(),
             slot_size,
             // Popped from the end: hand out low slots first, which keeps replays' memory warm.
             free: (0..slots as u32).rev().collect(),

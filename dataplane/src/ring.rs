@@ -10,8 +10,13 @@ pub struct Ring<T: Copy + Default> {
 
 impl<T: Copy + Default> Ring<T> {
     pub fn with_capacity(capacity: usize) -> Self {
+        let mut slots = vec![T::default(); capacity.max(1)];
+        // Touch every page now (the allocator hands out lazily mapped zero pages): a page fault
+        // on the packet path costs more than a burst.
+        std::hint::black_box(&mut slots);
+        slots.fill(T::default());
         Ring {
-            slots: vec![T::default(); capacity.max(1)].into_boxed_slice(),
+            slots: slots.into_boxed_slice(),
             head: 0,
             len: 0,
         }

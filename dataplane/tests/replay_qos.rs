@@ -139,3 +139,58 @@ fn received_xoff_pauses_exactly_the_lossless_queue_until_xon() {
         .unwrap();
     assert!(first_after < 401_000, "lossless resumed at {first_after}");
 }
+
+/// A host that never stops sending XOFF: the watchdog declares a storm after its detection
+/// time, drops the stuck lossless queue (and what arrives for it), then restores once the PFC
+/// stops. Lossy traffic to the same port is untouched throughout.
+#[test]
+fn pfc_watchdog_breaks_a_storm_and_restores() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let cfg = default_config();
+    let wd = cfg.pfc.watchdog.clone().expect("default profile has the watchdog on");
+    // Lossless and lossy at 100 Mb/s toward host 3 for one second.
+    write_pcap(&d.join("p0.pcap"), flow(0, 26, 11_900, 100_000_000, 1_000));
+    write_pcap(&d.join("p1.pcap"), flow(1, 0, 11_900, 100_000_000, 1_000));
+    // Host 3 sends XOFF every 500 µs for 300 ms.
+    let mut xoff = [0u8; 64];
+    let n = encode_pfc(&mut xoff, host_mac(3), 1 << 3, [0, 0, 0, 65535, 0, 0, 0, 0]);
+    let storm_end = 300_000_000u64;
+    let mut p3 = vec![(0, announce(3, 0).unwrap())];
+    p3.extend((1..storm_end / 500_000).map(|i| (i * 500_000, xoff[..n].to_vec())));
+    write_pcap(&d.join("p3.pcap"), p3);
+    let inputs: Vec<_> = [0u16, 1, 3]
+        .iter()
+        .map(|&p| (p, d.join(format!("p{p}.pcap"))))
+        .collect();
+    let o = replay(&cfg, d, &inputs, 1, false);
+
+    let rx = port(&o, 3);
+    assert_eq!(rx.watchdog_storms[3], 1, "one storm detected");
+    assert_eq!(rx.watchdog_restores[3], 1, "and restored after the PFC stopped");
+    let wd_drops = rx.drops.get("pfc_watchdog");
+    assert!(wd_drops > 0, "{:?}", rx.drops);
+    assert_eq!(rx.queues[0].tx_packets, 11_900, "lossy queue unaffected");
+    // Lossless frames: delivered before the storm or after restoration, dropped in between.
+    assert_eq!(rx.queues[3].tx_packets + wd_drops, 11_900);
+    let base = dataplane::gen::BASE_NS;
+    let out = roce_frames(&read_pcap(&out_pcap(d, 3)));
+    let lossless: Vec<u64> = out
+        .iter()
+        .filter(|(_, _, i)| i.dscp() == Some(26))
+        .map(|(t, _, _)| t - base)
+        .collect();
+    let restore_at = storm_end - 500_000 + wd.restoration_ns;
+    let during = lossless.iter().filter(|&&t| (600_000..restore_at).contains(&t)).count();
+    assert_eq!(during, 0, "lossless frames left while stormed");
+    assert!(
+        lossless.iter().any(|&t| t < 600_000),
+        "lossless traffic flowed before the first XOFF"
+    );
+    assert!(
+        lossless.iter().any(|&t| t > restore_at),
+        "lossless traffic flows again after restoration"
+    );
+    assert!(wd.detection_ns < storm_end);
+    assert_eq!(o.snapshot.buffer.used_cells, 0);
+}

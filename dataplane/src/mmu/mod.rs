@@ -175,7 +175,11 @@ impl Mmu {
 
     #[inline]
     pub fn cells_for(&self, len: usize) -> u32 {
-        (len as u32).div_ceil(self.cell_bytes)
+        if self.cell_bytes.is_power_of_two() {
+            (len as u32 + self.cell_bytes - 1) >> self.cell_bytes.trailing_zeros()
+        } else {
+            (len as u32).div_ceil(self.cell_bytes)
+        }
     }
 
     pub fn cell_bytes(&self) -> u32 {

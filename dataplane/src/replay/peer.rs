@@ -112,9 +112,9 @@ impl Peer {
                 break;
             }
             self.pending.pop_front();
-            for prio in 0..8 {
+            for (prio, &quanta) in times.iter().enumerate() {
                 if enable & (1 << prio) != 0 {
-                    self.paused_until[prio] = at + wire_pfc::quanta_to_ns(times[prio], self.speed_bps);
+                    self.paused_until[prio] = at + wire_pfc::quanta_to_ns(quanta, self.speed_bps);
                 }
             }
         }
