@@ -4,8 +4,7 @@
 //!
 //! The public capture (`packet_public_pcap.rs`) only has IPv4, untagged, non-CNP RoCEv2; this
 //! covers IPv6, VLAN tags, CNPs, RETH, odd payload lengths, Ethernet padding and PFC.
-//! Skipped, with a message, where python3 with scapy is missing (CI installs it:
-//! `.ci/install-deps`).
+//! Needs python3 with scapy (`.ci/install-deps`); fails, rather than skips, without it.
 
 use dataplane::packet::build::{build_cnp, reth, IpPair, RoceFrameBuilder};
 use dataplane::packet::roce::opcode;
@@ -110,10 +109,7 @@ fn frames() -> Vec<Vec<u8>> {
 
 #[test]
 fn scapy_agrees_with_the_builder() {
-    if !scapy_available() {
-        eprintln!("SKIPPED: python3 with scapy not found (run .ci/install-deps to enable this oracle)");
-        return;
-    }
+    assert!(scapy_available(), "python3 with scapy not found: run .ci/install-deps first");
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("built.pcap");
     let frames = frames();
