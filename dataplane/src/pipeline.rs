@@ -641,10 +641,15 @@ impl Switch {
             t_ps += p.rate.ser_ps(len);
             sent += 1;
         }
-        let p = &mut self.ports[port];
         if sent > 0 {
+            // Back to back only if the next frame was ready when this one ended; otherwise the
+            // next transmission starts when it is called for, never before its frame arrived.
+            let t_ns = t_ps / PS_PER_NS;
+            let (paused, _) = self.paused_queues(port, t_ns);
+            let ready = !self.ports[port].control.is_empty() || self.eligible(port, t_ns, paused) != 0;
+            let p = &mut self.ports[port];
             p.busy_until_ps = t_ps;
-            p.backlogged = t_ps > now_ps || sent == TX_BURST;
+            p.backlogged = ready;
         }
         sent
     }

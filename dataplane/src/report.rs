@@ -2,7 +2,7 @@
 //! demand from the owners' counters; nothing here runs on the packet path.
 
 use crate::counters::{DropMap, DropReason, MALFORMED_SLOTS};
-use crate::mmu::PoolUse;
+use crate::mmu::{PoolUse, PortUse};
 use crate::packet::Malformed;
 use crate::pipeline::Switch;
 use controlplane::NUM_TC;
@@ -43,6 +43,8 @@ pub struct PortReport {
     pub unknown_ethertype: u64,
     pub watchdog_storms: [u64; NUM_TC],
     pub watchdog_restores: [u64; NUM_TC],
+    /// Buffer cells held by frames that entered / will leave through this port, with peaks.
+    pub buffer: PortUse,
     pub queues: Vec<QueueReport>,
     pub pgs: Vec<PgReport>,
 }
@@ -157,6 +159,7 @@ impl Snapshot {
                     unknown_ethertype: c.unknown_ethertype,
                     watchdog_storms: c.watchdog_storms,
                     watchdog_restores: c.watchdog_restores,
+                    buffer: *sw.mmu().port(i),
                     queues,
                     pgs,
                 }

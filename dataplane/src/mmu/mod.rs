@@ -97,11 +97,22 @@ pub struct Mmu {
     ingress_shared: u32,
     /// Sum of every queue's shared use: the egress view of the shared pool.
     egress_shared: u32,
+    /// Per port: cells of frames that entered (ingress) / will leave (egress) through it.
+    ports: Vec<PortUse>,
     /// Cells held by frames in the switch (each frame once).
     used: u32,
     peak_used: u32,
     peak_ingress_shared: u32,
     peak_egress_shared: u32,
+}
+
+/// Per-port buffer use in cells, both views, with peaks.
+#[derive(Debug, Clone, Copy, Default, serde::Serialize)]
+pub struct PortUse {
+    pub ingress_cells: u32,
+    pub peak_ingress_cells: u32,
+    pub egress_cells: u32,
+    pub peak_egress_cells: u32,
 }
 
 /// Buffer pool figures for reports.
@@ -164,6 +175,7 @@ impl Mmu {
             queue_limits,
             pgs: vec![[PgUse::default(); NUM_TC]; n],
             queues: vec![[QueueUse::default(); NUM_TC]; n],
+            ports: vec![PortUse::default(); n],
             ingress_shared: 0,
             egress_shared: 0,
             used: 0,
@@ -273,6 +285,12 @@ impl Mmu {
         q.bytes += bytes as u64;
         q.peak = q.peak.max(q.total());
         q.peak_bytes = q.peak_bytes.max(q.bytes);
+        let pi = &mut self.ports[in_port];
+        pi.ingress_cells += cells;
+        pi.peak_ingress_cells = pi.peak_ingress_cells.max(pi.ingress_cells);
+        let po = &mut self.ports[out_port];
+        po.egress_cells += cells;
+        po.peak_egress_cells = po.peak_egress_cells.max(po.egress_cells);
         self.used += cells;
         self.peak_used = self.peak_used.max(self.used);
         Ok(Admitted { region, wants_xoff })
@@ -310,6 +328,8 @@ impl Mmu {
         q.min -= (cells - from_qshared).min(q.min);
         q.bytes -= (bytes as u64).min(q.bytes);
         self.used -= cells.min(self.used);
+        self.ports[in_port].ingress_cells -= cells.min(self.ports[in_port].ingress_cells);
+        self.ports[out_port].egress_cells -= cells.min(self.ports[out_port].egress_cells);
 
         self.may_resume(in_port, pg)
     }
@@ -331,6 +351,10 @@ impl Mmu {
 
     pub fn queue(&self, port: usize, q: usize) -> &QueueUse {
         &self.queues[port][q]
+    }
+
+    pub fn port(&self, port: usize) -> &PortUse {
+        &self.ports[port]
     }
 
     pub fn pool(&self) -> PoolUse {
@@ -356,6 +380,7 @@ impl Mmu {
         self.used == 0
             && self.ingress_shared == 0
             && self.egress_shared == 0
+            && self.ports.iter().all(|p| p.ingress_cells == 0 && p.egress_cells == 0)
             && self.pgs.iter().flatten().all(|p| p.total() == 0)
             && self.queues.iter().flatten().all(|q| q.total() == 0 && q.bytes == 0)
     }
