@@ -103,7 +103,14 @@ impl Fdb {
         if !self.learning {
             return Learn::Disabled;
         }
-        self.insert(mac_key(mac), port, now, false)
+        let key = mac_key(mac);
+        // Fast path: a known station seen again on the same port (nearly every frame).
+        let e = &mut self.slots[hash(key) & self.mask];
+        if e.used && e.mac == key && e.port == port && !e.is_static && now.saturating_sub(e.last_seen) < self.aging_ns {
+            e.last_seen = now;
+            return Learn::Refreshed;
+        }
+        self.insert(key, port, now, false)
     }
 
     fn insert(&mut self, key: u64, port: u16, now: u64, is_static: bool) -> Learn {

@@ -14,6 +14,8 @@ pub struct Scheduler {
     cur: usize,
     /// Whether `cur` has yet to receive its quantum for this visit.
     fresh: bool,
+    /// The WDRR queues that were backlogged at the previous call.
+    backlogged: u8,
 }
 
 impl Scheduler {
@@ -34,6 +36,7 @@ impl Scheduler {
             deficit: [0; NUM_TC],
             cur: 0,
             fresh: true,
+            backlogged: 0,
         }
     }
 
@@ -46,11 +49,12 @@ impl Scheduler {
             return Some(7 - strict.leading_zeros() as usize);
         }
         let wdrr = eligible & !self.strict;
-        // Queues that are not backlogged lose their deficit (classic DRR).
-        for q in 0..NUM_TC {
-            if wdrr & (1 << q) == 0 {
-                self.deficit[q] = 0;
-            }
+        // Queues that stopped being backlogged lose their deficit (classic DRR).
+        let mut idle = self.backlogged & !wdrr;
+        self.backlogged = wdrr;
+        while idle != 0 {
+            self.deficit[idle.trailing_zeros() as usize] = 0;
+            idle &= idle - 1;
         }
         if wdrr == 0 {
             return None;

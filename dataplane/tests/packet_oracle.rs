@@ -109,7 +109,10 @@ fn frames() -> Vec<Vec<u8>> {
 
 #[test]
 fn scapy_agrees_with_the_builder() {
-    assert!(scapy_available(), "python3 with scapy not found: run .ci/install-deps first");
+    assert!(
+        scapy_available(),
+        "python3 with scapy not found: run .ci/install-deps first"
+    );
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("built.pcap");
     let frames = frames();

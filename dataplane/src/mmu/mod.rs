@@ -230,11 +230,10 @@ impl Mmu {
     ) -> Result<Admitted, DropReason> {
         let pl = self.pg_limits[in_port][pg];
         let pu = self.pgs[in_port][pg];
-        let pg_limit = self.pg_limit(in_port, pg);
         let shared_room = self.shared_cells - self.ingress_shared.min(self.shared_cells);
         let region = if pu.min + cells <= pl.min {
             IngressRegion::Min
-        } else if pu.shared + cells <= pg_limit && cells <= shared_room {
+        } else if cells <= shared_room && pu.shared + cells <= self.pg_limit(in_port, pg) {
             IngressRegion::Shared
         } else if pl.lossless && pu.headroom + cells <= pl.headroom {
             IngressRegion::Headroom
@@ -248,13 +247,12 @@ impl Mmu {
         // must reach XOFF first (configs should give lossless queues an unlimited limit).
         let ql = self.queue_limits[out_port][queue];
         let qu = self.queues[out_port][queue];
-        let egress_room = self.shared_cells - self.egress_shared.min(self.shared_cells);
         let to_queue_min = qu.min + cells <= ql.min;
-        if !to_queue_min
-            && !pl.lossless
-            && (qu.shared + cells > self.queue_limit(out_port, queue) || cells > egress_room)
-        {
-            return Err(DropReason::EgressLimit);
+        if !to_queue_min && !pl.lossless {
+            let egress_room = self.shared_cells - self.egress_shared.min(self.shared_cells);
+            if cells > egress_room || qu.shared + cells > self.queue_limit(out_port, queue) {
+                return Err(DropReason::EgressLimit);
+            }
         }
 
         // Charge both sides.
@@ -272,7 +270,9 @@ impl Mmu {
             }
         }
         p.peak = p.peak.max(p.total());
-        let wants_xoff = pl.lossless && (region == IngressRegion::Headroom || p.shared >= pg_limit);
+        let pg_shared = p.shared;
+        // The limit after this frame (a dynamic one shrinks as the pool fills).
+        let wants_xoff = pl.lossless && (region == IngressRegion::Headroom || pg_shared >= self.pg_limit(in_port, pg));
 
         let q = &mut self.queues[out_port][queue];
         if to_queue_min {
