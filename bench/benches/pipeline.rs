@@ -44,3 +44,23 @@ fn parse_burst32(bencher: Bencher, frame_len: usize) {
         }
     });
 }
+
+/// The floor any store-and-forward switch pays: copy each frame into a packet buffer and hand
+/// it to a sink. The baseline the pipeline's figures are quoted against (same run).
+#[divan::bench(args = [64, 1024], sample_count = 300, sample_size = 200)]
+fn copy_only_burst32(bencher: Bencher, frame_len: usize) {
+    let frames = burst(frame_len, BURST);
+    let mut pool = dataplane::pool::PacketPool::new(BURST, 2048);
+    let mut sent = 0u64;
+    bencher.counter(ItemsCount::new(BURST)).bench_local(|| {
+        let mut slots = [0u32; BURST];
+        for (s, f) in slots.iter_mut().zip(&frames) {
+            *s = pool.alloc_copy(f).expect("pool sized for a burst");
+        }
+        for (s, f) in slots.iter().zip(&frames) {
+            sent += divan::black_box(pool.get(*s, f.len())).len() as u64;
+            pool.free(*s);
+        }
+    });
+    assert!(sent > 0);
+}

@@ -202,8 +202,11 @@ impl fmt::Display for Headroom {
         let t = &self.terms;
         writeln!(
             f,
-            "headroom for {} bit/s over {} m, max frame {} B, {} B cells:",
-            self.speed_bps, self.cable_m, self.max_frame_bytes, self.cell_bytes
+            "headroom for {} over {}, max frame {} B, {} B cells:",
+            crate::units::format_rate(self.speed_bps),
+            crate::units::format_length(self.cable_m),
+            self.max_frame_bytes,
+            self.cell_bytes
         )?;
         let response = format!("peer response ({} quanta)", self.pause_quanta);
         let rows = [
