@@ -81,24 +81,29 @@ struct QueueLimits {
     shared: Limit,
 }
 
+/// One port's limits and use, kept together so admission touches one place per port.
+#[derive(Debug, Clone)]
+struct PortBuffers {
+    pg_limits: [PgLimits; NUM_TC],
+    queue_limits: [QueueLimits; NUM_TC],
+    pgs: [PgUse; NUM_TC],
+    queues: [QueueUse; NUM_TC],
+    usage: PortUse,
+}
+
 /// Buffer state of the whole switch. Owned by one worker; see ARCHITECTURE.md for the
 /// multi-worker plan.
 #[derive(Debug)]
 pub struct Mmu {
     cell_bytes: u32,
+    cell_shift: u32,
     total_cells: u32,
     shared_cells: u32,
-    num_ports: usize,
-    pg_limits: Vec<[PgLimits; NUM_TC]>,
-    queue_limits: Vec<[QueueLimits; NUM_TC]>,
-    pgs: Vec<[PgUse; NUM_TC]>,
-    queues: Vec<[QueueUse; NUM_TC]>,
+    ports: Vec<PortBuffers>,
     /// Sum of every PG's shared use: the ingress view of the shared pool.
     ingress_shared: u32,
     /// Sum of every queue's shared use: the egress view of the shared pool.
     egress_shared: u32,
-    /// Per port: cells of frames that entered (ingress) / will leave (egress) through it.
-    ports: Vec<PortUse>,
     /// Cells held by frames in the switch (each frame once).
     used: u32,
     peak_used: u32,
@@ -130,52 +135,50 @@ pub struct PoolUse {
 
 impl Mmu {
     pub fn new(cfg: &Config) -> Self {
-        let cell = cfg.buffer.cell_bytes;
+        // Validation guarantees a power of two; round up to one for hand-built configs.
+        let cell = cfg.buffer.cell_bytes.max(1).next_power_of_two();
         let cells = |bytes: u64| bytes.div_ceil(cell as u64).min(u32::MAX as u64) as u32;
         let total_cells = cells(cfg.buffer.total_bytes);
         let mut reserved: u64 = 0;
-        let mut pg_limits = Vec::with_capacity(cfg.ports.len());
-        let mut queue_limits = Vec::with_capacity(cfg.ports.len());
-        for port in &cfg.ports {
-            let pgs: [PgLimits; NUM_TC] = std::array::from_fn(|pg| {
-                let prof = &cfg.pgs[pg];
-                let headroom = if prof.lossless {
-                    cells(port.headroom_bytes[pg])
-                } else {
-                    0
-                };
-                PgLimits {
-                    lossless: prof.lossless,
-                    min: cells(prof.min_bytes),
-                    shared: Limit::from_threshold(prof.shared, cell),
-                    headroom,
-                    xon_offset: cells(prof.xon_offset_bytes),
+        let ports: Vec<PortBuffers> = cfg
+            .ports
+            .iter()
+            .map(|port| {
+                let pg_limits: [PgLimits; NUM_TC] = std::array::from_fn(|pg| {
+                    let prof = &cfg.pgs[pg];
+                    PgLimits {
+                        lossless: prof.lossless,
+                        min: cells(prof.min_bytes),
+                        shared: Limit::from_threshold(prof.shared, cell),
+                        headroom: if prof.lossless {
+                            cells(port.headroom_bytes[pg])
+                        } else {
+                            0
+                        },
+                        xon_offset: cells(prof.xon_offset_bytes),
+                    }
+                });
+                let queue_limits: [QueueLimits; NUM_TC] = std::array::from_fn(|q| QueueLimits {
+                    min: cells(cfg.queues[q].min_bytes),
+                    shared: Limit::from_threshold(cfg.queues[q].shared, cell),
+                });
+                reserved += pg_limits.iter().map(|p| (p.min + p.headroom) as u64).sum::<u64>();
+                reserved += queue_limits.iter().map(|q| q.min as u64).sum::<u64>();
+                PortBuffers {
+                    pg_limits,
+                    queue_limits,
+                    pgs: Default::default(),
+                    queues: Default::default(),
+                    usage: PortUse::default(),
                 }
-            });
-            let queues: [QueueLimits; NUM_TC] = std::array::from_fn(|q| {
-                let prof = &cfg.queues[q];
-                QueueLimits {
-                    min: cells(prof.min_bytes),
-                    shared: Limit::from_threshold(prof.shared, cell),
-                }
-            });
-            reserved += pgs.iter().map(|p| (p.min + p.headroom) as u64).sum::<u64>();
-            reserved += queues.iter().map(|q| q.min as u64).sum::<u64>();
-            pg_limits.push(pgs);
-            queue_limits.push(queues);
-        }
-        let shared_cells = (total_cells as u64).saturating_sub(reserved) as u32;
-        let n = cfg.ports.len();
+            })
+            .collect();
         Mmu {
             cell_bytes: cell,
+            cell_shift: cell.trailing_zeros(),
             total_cells,
-            shared_cells,
-            num_ports: n,
-            pg_limits,
-            queue_limits,
-            pgs: vec![[PgUse::default(); NUM_TC]; n],
-            queues: vec![[QueueUse::default(); NUM_TC]; n],
-            ports: vec![PortUse::default(); n],
+            shared_cells: (total_cells as u64).saturating_sub(reserved) as u32,
+            ports,
             ingress_shared: 0,
             egress_shared: 0,
             used: 0,
@@ -187,11 +190,7 @@ impl Mmu {
 
     #[inline]
     pub fn cells_for(&self, len: usize) -> u32 {
-        if self.cell_bytes.is_power_of_two() {
-            (len as u32 + self.cell_bytes - 1) >> self.cell_bytes.trailing_zeros()
-        } else {
-            (len as u32).div_ceil(self.cell_bytes)
-        }
+        (len as u32 + self.cell_bytes - 1) >> self.cell_shift
     }
 
     pub fn cell_bytes(&self) -> u32 {
@@ -199,21 +198,17 @@ impl Mmu {
     }
 
     pub fn num_ports(&self) -> usize {
-        self.num_ports
+        self.ports.len()
     }
 
     #[inline]
-    fn pg_limit(&self, port: usize, pg: usize) -> u32 {
-        self.pg_limits[port][pg]
-            .shared
-            .resolve(self.shared_cells - self.ingress_shared.min(self.shared_cells))
+    fn ingress_free(&self) -> u32 {
+        self.shared_cells.saturating_sub(self.ingress_shared)
     }
 
     #[inline]
-    fn queue_limit(&self, port: usize, q: usize) -> u32 {
-        self.queue_limits[port][q]
-            .shared
-            .resolve(self.shared_cells - self.egress_shared.min(self.shared_cells))
+    fn egress_free(&self) -> u32 {
+        self.shared_cells.saturating_sub(self.egress_shared)
     }
 
     /// Admits a frame of `cells` from (in_port, pg) to (out_port, queue), or says why not.
@@ -228,12 +223,15 @@ impl Mmu {
         cells: u32,
         bytes: u32,
     ) -> Result<Admitted, DropReason> {
-        let pl = self.pg_limits[in_port][pg];
-        let pu = self.pgs[in_port][pg];
-        let shared_room = self.shared_cells - self.ingress_shared.min(self.shared_cells);
+        let (pg, queue) = (pg & 7, queue & 7);
+        let ingress_free = self.ingress_free();
+        let egress_free = self.egress_free();
+        let ip = &self.ports[in_port];
+        let pl = ip.pg_limits[pg];
+        let pu = ip.pgs[pg];
         let region = if pu.min + cells <= pl.min {
             IngressRegion::Min
-        } else if cells <= shared_room && pu.shared + cells <= self.pg_limit(in_port, pg) {
+        } else if cells <= ingress_free && pu.shared + cells <= pl.shared.resolve(ingress_free) {
             IngressRegion::Shared
         } else if pl.lossless && pu.headroom + cells <= pl.headroom {
             IngressRegion::Headroom
@@ -245,54 +243,56 @@ impl Mmu {
 
         // Egress. A lossless frame that ingress admitted is never refused here: the ingress PG
         // must reach XOFF first (configs should give lossless queues an unlimited limit).
-        let ql = self.queue_limits[out_port][queue];
-        let qu = self.queues[out_port][queue];
+        let op = &self.ports[out_port];
+        let ql = op.queue_limits[queue];
+        let qu = op.queues[queue];
         let to_queue_min = qu.min + cells <= ql.min;
-        if !to_queue_min && !pl.lossless {
-            let egress_room = self.shared_cells - self.egress_shared.min(self.shared_cells);
-            if cells > egress_room || qu.shared + cells > self.queue_limit(out_port, queue) {
-                return Err(DropReason::EgressLimit);
-            }
+        if !to_queue_min && !pl.lossless && (cells > egress_free || qu.shared + cells > ql.shared.resolve(egress_free))
+        {
+            return Err(DropReason::EgressLimit);
         }
 
         // Charge both sides.
-        let p = &mut self.pgs[in_port][pg];
+        if region == IngressRegion::Shared {
+            self.ingress_shared += cells;
+            self.peak_ingress_shared = self.peak_ingress_shared.max(self.ingress_shared);
+        }
+        if !to_queue_min {
+            self.egress_shared += cells;
+            self.peak_egress_shared = self.peak_egress_shared.max(self.egress_shared);
+        }
+        self.used += cells;
+        self.peak_used = self.peak_used.max(self.used);
+        // The limit after this frame: a dynamic one shrinks as the pool fills.
+        let pg_limit_now = pl.shared.resolve(self.ingress_free());
+
+        let ip = &mut self.ports[in_port];
+        let p = &mut ip.pgs[pg];
         match region {
             IngressRegion::Min => p.min += cells,
-            IngressRegion::Shared => {
-                p.shared += cells;
-                self.ingress_shared += cells;
-                self.peak_ingress_shared = self.peak_ingress_shared.max(self.ingress_shared);
-            }
+            IngressRegion::Shared => p.shared += cells,
             IngressRegion::Headroom => {
                 p.headroom += cells;
                 p.peak_headroom = p.peak_headroom.max(p.headroom);
             }
         }
         p.peak = p.peak.max(p.total());
-        let pg_shared = p.shared;
-        // The limit after this frame (a dynamic one shrinks as the pool fills).
-        let wants_xoff = pl.lossless && (region == IngressRegion::Headroom || pg_shared >= self.pg_limit(in_port, pg));
+        let wants_xoff = pl.lossless && (region == IngressRegion::Headroom || p.shared >= pg_limit_now);
+        ip.usage.ingress_cells += cells;
+        ip.usage.peak_ingress_cells = ip.usage.peak_ingress_cells.max(ip.usage.ingress_cells);
 
-        let q = &mut self.queues[out_port][queue];
+        let op = &mut self.ports[out_port];
+        let q = &mut op.queues[queue];
         if to_queue_min {
             q.min += cells;
         } else {
             q.shared += cells;
-            self.egress_shared += cells;
-            self.peak_egress_shared = self.peak_egress_shared.max(self.egress_shared);
         }
         q.bytes += bytes as u64;
         q.peak = q.peak.max(q.total());
         q.peak_bytes = q.peak_bytes.max(q.bytes);
-        let pi = &mut self.ports[in_port];
-        pi.ingress_cells += cells;
-        pi.peak_ingress_cells = pi.peak_ingress_cells.max(pi.ingress_cells);
-        let po = &mut self.ports[out_port];
-        po.egress_cells += cells;
-        po.peak_egress_cells = po.peak_egress_cells.max(po.egress_cells);
-        self.used += cells;
-        self.peak_used = self.peak_used.max(self.used);
+        op.usage.egress_cells += cells;
+        op.usage.peak_egress_cells = op.usage.peak_egress_cells.max(op.usage.egress_cells);
         Ok(Admitted { region, wants_xoff })
     }
 
@@ -308,28 +308,28 @@ impl Mmu {
         cells: u32,
         bytes: u32,
     ) -> bool {
-        let p = &mut self.pgs[in_port][pg];
-        let mut left = cells;
-        let from_headroom = left.min(p.headroom);
+        let (pg, queue) = (pg & 7, queue & 7);
+        let ip = &mut self.ports[in_port];
+        let p = &mut ip.pgs[pg];
+        let from_headroom = cells.min(p.headroom);
         p.headroom -= from_headroom;
-        left -= from_headroom;
-        let from_shared = left.min(p.shared);
+        let from_shared = (cells - from_headroom).min(p.shared);
         p.shared -= from_shared;
+        let from_min = cells - from_headroom - from_shared;
+        debug_assert!(from_min <= p.min, "released more than was admitted");
+        p.min -= from_min.min(p.min);
+        ip.usage.ingress_cells -= cells.min(ip.usage.ingress_cells);
         self.ingress_shared -= from_shared;
-        left -= from_shared;
-        let from_min = left.min(p.min);
-        p.min -= from_min;
-        debug_assert_eq!(left, from_min, "released more than was admitted");
 
-        let q = &mut self.queues[out_port][queue];
+        let op = &mut self.ports[out_port];
+        let q = &mut op.queues[queue];
         let from_qshared = cells.min(q.shared);
         q.shared -= from_qshared;
-        self.egress_shared -= from_qshared;
         q.min -= (cells - from_qshared).min(q.min);
         q.bytes -= (bytes as u64).min(q.bytes);
+        op.usage.egress_cells -= cells.min(op.usage.egress_cells);
+        self.egress_shared -= from_qshared;
         self.used -= cells.min(self.used);
-        self.ports[in_port].ingress_cells -= cells.min(self.ports[in_port].ingress_cells);
-        self.ports[out_port].egress_cells -= cells.min(self.ports[out_port].egress_cells);
 
         self.may_resume(in_port, pg)
     }
@@ -337,24 +337,25 @@ impl Mmu {
     /// XON condition for a lossless PG (false for lossy PGs).
     #[inline]
     pub fn may_resume(&self, port: usize, pg: usize) -> bool {
-        let pl = &self.pg_limits[port][pg];
+        let b = &self.ports[port];
+        let pl = &b.pg_limits[pg & 7];
         if !pl.lossless {
             return false;
         }
-        let p = &self.pgs[port][pg];
-        p.headroom == 0 && (p.shared == 0 || p.shared + pl.xon_offset < self.pg_limit(port, pg))
+        let p = &b.pgs[pg & 7];
+        p.headroom == 0 && (p.shared == 0 || p.shared + pl.xon_offset < pl.shared.resolve(self.ingress_free()))
     }
 
     pub fn pg(&self, port: usize, pg: usize) -> &PgUse {
-        &self.pgs[port][pg]
+        &self.ports[port].pgs[pg]
     }
 
     pub fn queue(&self, port: usize, q: usize) -> &QueueUse {
-        &self.queues[port][q]
+        &self.ports[port].queues[q]
     }
 
     pub fn port(&self, port: usize) -> &PortUse {
-        &self.ports[port]
+        &self.ports[port].usage
     }
 
     pub fn pool(&self) -> PoolUse {
@@ -380,9 +381,12 @@ impl Mmu {
         self.used == 0
             && self.ingress_shared == 0
             && self.egress_shared == 0
-            && self.ports.iter().all(|p| p.ingress_cells == 0 && p.egress_cells == 0)
-            && self.pgs.iter().flatten().all(|p| p.total() == 0)
-            && self.queues.iter().flatten().all(|q| q.total() == 0 && q.bytes == 0)
+            && self.ports.iter().all(|b| {
+                b.usage.ingress_cells == 0
+                    && b.usage.egress_cells == 0
+                    && b.pgs.iter().all(|p| p.total() == 0)
+                    && b.queues.iter().all(|q| q.total() == 0 && q.bytes == 0)
+            })
     }
 }
 

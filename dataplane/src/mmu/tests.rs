@@ -9,7 +9,7 @@ fn cfg() -> Config {
 fn lossless_pg_goes_min_shared_headroom_then_drops() {
     let cfg = cfg();
     let mut mmu = Mmu::new(&cfg);
-    let headroom = mmu.pg_limits[0][3].headroom;
+    let headroom = mmu.ports[0].pg_limits[3].headroom;
     assert!(headroom > 0, "default config has headroom on PG 3");
     let mut regions = Vec::new();
     let mut drops = 0;
@@ -143,7 +143,7 @@ proptest! {
             prop_assert_eq!(pool.used_cells, charged);
             for port in 0..4 {
                 for pg in 0..NUM_TC {
-                    prop_assert!(mmu.pg(port, pg).headroom <= mmu.pg_limits[port][pg].headroom);
+                    prop_assert!(mmu.pg(port, pg).headroom <= mmu.ports[port].pg_limits[pg].headroom);
                 }
             }
         }
