@@ -20,6 +20,8 @@ pub struct Config {
     pub queues: [QueueProfile; NUM_TC],
     pub pfc: PfcConfig,
     pub fdb: FdbConfig,
+    /// How `rocesw run` drives the ports (ignored by replay).
+    pub run: RunConfig,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -39,9 +41,29 @@ pub struct PortConfig {
     pub cable_m: f64,
     /// Largest L2 frame (without FCS) the port accepts; larger ones are dropped as oversize.
     pub max_frame_bytes: u32,
+    /// A label for logs and reports.
+    pub name: Option<String>,
+    /// The host interface `rocesw run` attaches to (AF_PACKET); None: the port exists only in
+    /// replay.
+    pub interface: Option<String>,
+    /// Index of the poll-mode worker that owns this port in `rocesw run`.
+    pub worker: usize,
     /// Headroom per PG on this port in bytes (0 for lossy PGs), resolved from the PG profile:
     /// either given, or computed from speed, cable length and MTU (see `headroom`).
     pub headroom_bytes: [u64; NUM_TC],
+}
+
+/// `rocesw run`: workers and their polling.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunConfig {
+    /// Poll-mode worker threads; ports are assigned by `port.worker` (default: round robin).
+    pub workers: usize,
+    /// Pin worker i to core `cores[i]` (empty: no pinning).
+    pub cores: Vec<usize>,
+    /// Busy-poll (None) or sleep this long after an idle round (for shared machines).
+    pub idle_sleep_ns: Option<u64>,
+    /// On SIGINT/SIGTERM, how long to keep transmitting what was admitted before giving up.
+    pub drain_timeout_ns: u64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -70,6 +70,8 @@ pub struct ConfigFile {
     #[serde(default, rename = "port")]
     pub ports: Vec<PortSection>,
     #[serde(default)]
+    pub run: RunSection,
+    #[serde(default)]
     pub classify: ClassifySection,
     #[serde(default)]
     pub cnp: CnpSection,
@@ -107,11 +109,26 @@ pub struct PortDefaults {
 #[serde(deny_unknown_fields)]
 pub struct PortSection {
     pub id: i64,
-    /// A label for logs and the CLI; not part of the resolved model yet.
+    /// A label for logs and the CLI.
     pub name: Option<String>,
     pub speed: Option<Scalar>,
     pub cable: Option<Scalar>,
     pub mtu: Option<i64>,
+    /// Host interface for `rocesw run` (veth, tap...).
+    pub interface: Option<String>,
+    /// Worker that owns the port in `rocesw run`.
+    pub worker: Option<i64>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunSection {
+    pub workers: Option<i64>,
+    #[serde(default)]
+    pub cores: Vec<i64>,
+    /// "busy" (default) or a duration to sleep after an idle round, e.g. "50us".
+    pub idle: Option<String>,
+    pub drain_timeout: Option<Scalar>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]

@@ -43,6 +43,80 @@ pub const DEFAULT_FDB_LEARNING: bool = true;
 pub const DEFAULT_FDB_AGING_NS: u64 = 300_000_000_000;
 pub const DEFAULT_FDB_CAPACITY: usize = 4096;
 pub const MAX_FDB_CAPACITY: i64 = 1 << 20;
+pub const MAX_WORKERS: usize = 64;
+pub const DEFAULT_DRAIN_TIMEOUT_NS: u64 = 1_000_000_000;
+
+fn resolve_run(cx: &mut Ctx, s: &RunSection, ports: &[PortConfig]) -> RunConfig {
+    let workers = s
+        .workers
+        .map_or(Some(1), |w| {
+            cx.int_in("run.workers", w, 1, MAX_WORKERS as i64).map(|w| w as usize)
+        })
+        .unwrap_or(1);
+    let mut cores = Vec::new();
+    for (i, &c) in s.cores.iter().enumerate() {
+        if let Some(c) = cx.int_in(&format!("run.cores[{i}]"), c, 0, 4095) {
+            cores.push(c as usize);
+        }
+    }
+    if !cores.is_empty() && cores.len() != workers {
+        cx.error(format!(
+            "run.cores: {} cores given for {workers} workers (give one per worker, or none)",
+            cores.len()
+        ));
+    }
+    let idle_sleep_ns = match s.idle.as_deref() {
+        None | Some("busy") => None,
+        Some(d) => match units::parse_duration(d) {
+            Ok(ns) if ns > 0 && ns <= 100_000_000 => Some(ns),
+            Ok(_) => {
+                cx.error(format!("run.idle ({d}) must be \"busy\" or a sleep from 1ns to 100ms"));
+                None
+            }
+            Err(e) => {
+                cx.error(format!("run.idle: {e}"));
+                None
+            }
+        },
+    };
+    let drain_timeout_ns = s
+        .drain_timeout
+        .as_ref()
+        .and_then(|v| cx.duration("run.drain_timeout", v))
+        .unwrap_or(DEFAULT_DRAIN_TIMEOUT_NS);
+    let mut interfaces: BTreeMap<&str, usize> = BTreeMap::new();
+    for (i, p) in ports.iter().enumerate() {
+        if let Some(ifname) = p.interface.as_deref() {
+            if let Some(j) = interfaces.insert(ifname, i) {
+                cx.error(format!("port[{i}].interface: {ifname:?} is already used by port[{j}]"));
+            }
+        }
+        if p.worker >= workers && p.worker != usize::MAX {
+            cx.error(format!(
+                "port[{i}].worker ({}) must be below run.workers ({workers})",
+                p.worker
+            ));
+        }
+    }
+    RunConfig {
+        workers,
+        cores,
+        idle_sleep_ns,
+        drain_timeout_ns,
+    }
+}
+
+/// Ports without an explicit worker go round robin over the workers.
+fn assign_workers(mut ports: Vec<PortConfig>, workers: usize) -> Vec<PortConfig> {
+    let mut next = 0;
+    for p in &mut ports {
+        if p.worker == usize::MAX {
+            p.worker = next % workers.max(1);
+            next += 1;
+        }
+    }
+    ports
+}
 
 /// Resolves a parsed file into the model, or every reason it cannot be.
 pub fn resolve(file: &ConfigFile) -> Result<Loaded, ConfigError> {
@@ -68,7 +142,10 @@ pub fn resolve(file: &ConfigFile) -> Result<Loaded, ConfigError> {
     let fdb = resolve_fdb(&mut cx, &file.fdb, &ports);
     let ports = resolve_headroom(&mut cx, &ports, &headroom_specs, buffer.cell_bytes);
 
+    let run = resolve_run(&mut cx, &file.run, &ports);
+    let ports = assign_workers(ports, run.workers);
     let config = Config {
+        run,
         buffer,
         ports,
         classify,
@@ -257,6 +334,9 @@ fn resolve_buffer(cx: &mut Ctx, s: &BufferSection) -> BufferConfig {
 /// A port before headroom is known.
 struct PortDraft {
     id: u16,
+    name: Option<String>,
+    interface: Option<String>,
+    worker: Option<usize>,
     speed_bps: u64,
     cable_m: f64,
     mtu: u32,
@@ -342,8 +422,24 @@ fn resolve_ports(cx: &mut Ctx, file: &ConfigFile) -> Vec<PortDraft> {
             Some(m) => check_mtu(cx, &format!("{path}.mtu"), m),
             None => def_mtu.unwrap_or(Some(DEFAULT_MTU)),
         };
+        let interface = p.interface.as_ref().and_then(|ifname| {
+            let ok = !ifname.is_empty() && ifname.len() < 16 && !ifname.contains(['/', ' ', '\0']);
+            if !ok {
+                cx.error(format!(
+                    "{path}.interface: {ifname:?} is not a Linux interface name (1-15 characters, no '/' or spaces)"
+                ));
+            }
+            ok.then(|| ifname.clone())
+        });
+        let worker = p
+            .worker
+            .and_then(|w| cx.int_in(&format!("{path}.worker"), w, 0, MAX_WORKERS as i64))
+            .map(|w| w as usize);
         out.push(PortDraft {
             id,
+            name: p.name.clone(),
+            interface,
+            worker,
             speed_bps: speed_bps.unwrap_or(0),
             cable_m: cable_m.unwrap_or(DEFAULT_CABLE_M),
             mtu: mtu.unwrap_or(DEFAULT_MTU),
@@ -1242,6 +1338,9 @@ fn resolve_headroom(
             });
             PortConfig {
                 id: p.id,
+                name: p.name.clone(),
+                interface: p.interface.clone(),
+                worker: p.worker.unwrap_or(usize::MAX),
                 speed_bps: p.speed_bps,
                 cable_m: p.cable_m,
                 max_frame_bytes: p.max_frame(),

@@ -429,3 +429,54 @@ fn io_error_names_the_path() {
         "{e}"
     );
 }
+
+mod run_section {
+    use controlplane::load_str;
+
+    const BASE: &str = r#"
+[port_defaults]
+speed = "25G"
+[[port]]
+id = 0
+interface = "rswa0"
+[[port]]
+id = 1
+interface = "rswb0"
+[[port]]
+id = 2
+"#;
+
+    #[test]
+    fn defaults_one_busy_worker_and_round_robin_ports() {
+        let c = load_str(&format!("{BASE}[run]\nworkers = 2\n")).unwrap().config;
+        assert_eq!(c.run.workers, 2);
+        assert_eq!(c.run.idle_sleep_ns, None);
+        assert_eq!(c.ports.iter().map(|p| p.worker).collect::<Vec<_>>(), vec![0, 1, 0]);
+        assert_eq!(c.ports[0].interface.as_deref(), Some("rswa0"));
+        assert_eq!(c.ports[2].interface, None);
+        let c = load_str(BASE).unwrap().config;
+        assert_eq!(c.run.workers, 1);
+        assert!(c.ports.iter().all(|p| p.worker == 0));
+    }
+
+    #[test]
+    fn idle_sleep_and_drain_timeout_parse() {
+        let c = load_str(&format!("{BASE}[run]\nidle = \"50us\"\ndrain_timeout = \"250ms\"\n"))
+            .unwrap()
+            .config;
+        assert_eq!(c.run.idle_sleep_ns, Some(50_000));
+        assert_eq!(c.run.drain_timeout_ns, 250_000_000);
+    }
+
+    #[test]
+    fn bad_run_settings_name_their_field() {
+        let text = BASE.replace("interface = \"rswb0\"", "interface = \"rswa0\"\nworker = 3");
+        let err = load_str(&format!("{text}[run]\nworkers = 2\ncores = [0]\nidle = \"soon\"\n")).unwrap_err();
+        let msg = err.to_string();
+        for needle in ["port[1].interface", "port[1].worker", "run.cores", "run.idle"] {
+            assert!(msg.contains(needle), "{needle} missing from:\n{msg}");
+        }
+        let err = load_str(&BASE.replace("\"rswa0\"", "\"this-name-is-far-too-long\"")).unwrap_err();
+        assert!(err.to_string().contains("port[0].interface"), "{err}");
+    }
+}
