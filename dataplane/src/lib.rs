@@ -5,6 +5,7 @@ pub mod classify;
 pub mod counters;
 pub mod fdb;
 pub mod gen;
+pub mod lab;
 pub mod mmu;
 pub mod packet;
 pub mod pfc;

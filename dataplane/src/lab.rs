@@ -1,0 +1,813 @@
+//! `rocesw lab up` / `rocesw lab down`: test hosts for the real switch, one Linux network
+//! namespace per host, cabled to the root namespace by a veth pair.
+//!
+//! For lab `NAME` and host `i`:
+//!
+//! ```text
+//!  namespace NAME-h<i>                  root namespace
+//!  ┌──────────────────────────────┐
+//!  │ eth0  host_mac(i)            │ veth  NAMEp<i>   ← `rocesw run` attaches here (port i)
+//!  │       host_ip(i)/15          ├──────────  no IP, IPv6 disabled
+//!  │       fd00:5253:57::<i+1>/64 │
+//!  │ static neighbours: all hosts │
+//!  └──────────────────────────────┘
+//! ```
+//!
+//! Everything is done with the `ip` command (iproute2), each command's exit status checked.
+//! `up` records every namespace and interface it creates in `<state dir>/NAME.json` as it goes
+//! (so even an interrupted `up` can be undone) and writes the switch config for the lab to
+//! `<state dir>/NAME.toml`: the base config with its `[[port]]` tables replaced by one port per
+//! host. `down` removes exactly what the state file lists, and nothing else.
+
+use crate::gen::{host_ip, host_mac};
+use anyhow::{anyhow, bail, Context, Result};
+use serde::{Deserialize, Serialize};
+use std::fmt;
+use std::fs;
+use std::io::{ErrorKind, Write};
+use std::net::{Ipv4Addr, Ipv6Addr};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::OnceLock;
+
+/// Where the CLI keeps lab state unless told otherwise.
+pub const DEFAULT_STATE_DIR: &str = "/run/rocesw/lab";
+/// The host's interface inside its namespace.
+pub const HOST_IF: &str = "eth0";
+/// Prefix length of the hosts' IPv4 addresses (198.18.0.0/15, RFC 2544 benchmarking).
+pub const IPV4_PREFIX: u8 = 15;
+/// Prefix length of the hosts' IPv6 addresses (fd00:5253:57::/64, a ULA).
+pub const IPV6_PREFIX: u8 = 64;
+/// At most this many hosts: the config's port limit.
+pub const MAX_HOSTS: usize = 64;
+/// Where iproute2 keeps named network namespaces.
+const NETNS_RUN_DIR: &str = "/run/netns";
+const STATE_FORMAT: u32 = 1;
+
+/// What `up` builds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LabSpec {
+    /// 1–8 characters of `[a-z0-9]` (interface names must fit in 15 characters).
+    pub name: String,
+    /// 1–64 hosts, one switch port each.
+    pub hosts: usize,
+    /// Port speed written into the config's `[port_defaults]`, e.g. `"25G"`.
+    pub speed: String,
+    /// MTU of both veth ends, and the ports' `mtu` in the config (1280–9216: the hosts have IPv6).
+    pub mtu: u32,
+}
+
+/// A lab that is up.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Lab {
+    pub name: String,
+    pub hosts: Vec<LabHost>,
+    /// The switch config for the lab: port i is `hosts[i].switch_if`.
+    pub config_path: PathBuf,
+    state_path: PathBuf,
+}
+
+impl Lab {
+    /// The state file `down` reads.
+    pub fn state_path(&self) -> &Path {
+        &self.state_path
+    }
+}
+
+/// One line per host, then the config: what `rocesw lab up` prints.
+impl fmt::Display for Lab {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(f, "lab {}: {} host(s)", self.name, self.hosts.len())?;
+        for h in &self.hosts {
+            writeln!(
+                f,
+                "  port {:<2} {:<11} <-> {}:{}  {}  {}/{IPV4_PREFIX}  {}/{IPV6_PREFIX}",
+                h.index,
+                h.switch_if,
+                h.netns,
+                h.host_if,
+                h.mac_string(),
+                h.ipv4,
+                h.ipv6
+            )?;
+        }
+        write!(f, "switch config: {}", self.config_path.display())
+    }
+}
+
+/// One test host.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LabHost {
+    pub index: usize,
+    /// Its network namespace, `NAME-h<i>`.
+    pub netns: String,
+    /// Its interface inside the namespace, `eth0`.
+    pub host_if: String,
+    /// The veth end in the root namespace the switch attaches to, `NAMEp<i>`.
+    pub switch_if: String,
+    /// `gen::host_mac(i)`, on `host_if` (`"02:00:5e:10:00:00"` in the state file).
+    #[serde(with = "mac_serde")]
+    pub mac: [u8; 6],
+    /// `gen::host_ip(i)`, /15 on `host_if`.
+    pub ipv4: Ipv4Addr,
+    /// `fd00:5253:57::<i+1>`, /64 on `host_if`.
+    pub ipv6: Ipv6Addr,
+}
+
+impl LabHost {
+    /// The MAC as `02:00:5e:10:00:00`.
+    pub fn mac_string(&self) -> String {
+        mac_string(&self.mac)
+    }
+}
+
+/// What `down` did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DownReport {
+    pub name: String,
+    /// A state file existed. If not, nothing was touched (the lab was already down, or never up).
+    pub found: bool,
+    /// Root-namespace veth ends deleted (each takes its peer in the namespace with it).
+    pub interfaces_removed: Vec<String>,
+    pub namespaces_removed: Vec<String>,
+    pub files_removed: Vec<PathBuf>,
+    /// Interfaces and namespaces in the state file that no longer existed.
+    pub already_gone: Vec<String>,
+    /// Interfaces in the state file that exist but are no longer veths: someone else's, left alone.
+    pub left_alone: Vec<String>,
+}
+
+impl fmt::Display for DownReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if !self.found {
+            return write!(f, "lab {}: no state file, nothing to remove", self.name);
+        }
+        write!(
+            f,
+            "lab {}: removed {} interface(s) [{}], {} namespace(s) [{}], {} file(s)",
+            self.name,
+            self.interfaces_removed.len(),
+            self.interfaces_removed.join(" "),
+            self.namespaces_removed.len(),
+            self.namespaces_removed.join(" "),
+            self.files_removed.len()
+        )?;
+        if !self.already_gone.is_empty() {
+            write!(f, "; already gone: {}", self.already_gone.join(" "))?;
+        }
+        if !self.left_alone.is_empty() {
+            write!(f, "; left alone (no longer a veth): {}", self.left_alone.join(" "))?;
+        }
+        Ok(())
+    }
+}
+
+/// The state file: everything `up` created, appended as it is created.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct State {
+    format: u32,
+    rocesw_version: String,
+    name: String,
+    /// False while `up` is still running (or if it was interrupted).
+    complete: bool,
+    /// Namespaces created, in order.
+    namespaces: Vec<String>,
+    /// Root-namespace veth ends created, in order.
+    interfaces: Vec<String>,
+    /// The config file, once written.
+    config_path: Option<PathBuf>,
+    hosts: Vec<LabHost>,
+}
+
+/// Fails unless this process may create network namespaces.
+pub fn require_root() -> Result<()> {
+    const MSG: &str = "rocesw lab needs root (CAP_NET_ADMIN) to create network namespaces";
+    // CAP_NET_ADMIN = 12 (interfaces, addresses), CAP_SYS_ADMIN = 21 (`ip netns add` mounts).
+    let status = fs::read_to_string("/proc/self/status").map_err(|e| anyhow!("{MSG} (cannot read /proc: {e})"))?;
+    let cap_eff = status
+        .lines()
+        .find_map(|l| l.strip_prefix("CapEff:"))
+        .and_then(|v| u64::from_str_radix(v.trim(), 16).ok())
+        .ok_or_else(|| anyhow!("{MSG} (no CapEff in /proc/self/status)"))?;
+    let missing: Vec<&str> = [(12, "CAP_NET_ADMIN"), (21, "CAP_SYS_ADMIN")]
+        .into_iter()
+        .filter(|&(bit, _)| cap_eff & (1 << bit) == 0)
+        .map(|(_, name)| name)
+        .collect();
+    if !missing.is_empty() {
+        bail!("{MSG}; this process lacks {}", missing.join(" and "));
+    }
+    Ok(())
+}
+
+/// Checks a lab name: 1–8 characters of `[a-z0-9]`, so `NAMEp63` fits in IFNAMSIZ.
+pub fn validate_name(name: &str) -> Result<()> {
+    if name.is_empty() || name.len() > 8 || !name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit()) {
+        bail!(
+            "lab name {name:?} is not valid: use 1-8 characters of a-z and 0-9 \
+             (interface names NAMEp<i> must fit in 15 characters)"
+        );
+    }
+    Ok(())
+}
+
+fn validate_spec(spec: &LabSpec) -> Result<()> {
+    validate_name(&spec.name)?;
+    if spec.hosts == 0 || spec.hosts > MAX_HOSTS {
+        bail!(
+            "lab {}: {} hosts; a lab has 1-{MAX_HOSTS} (one switch port each)",
+            spec.name,
+            spec.hosts
+        );
+    }
+    if !(1280..=9216).contains(&spec.mtu) {
+        bail!(
+            "lab {}: mtu {} is not in 1280-9216 (the hosts have IPv6 addresses, which need 1280)",
+            spec.name,
+            spec.mtu
+        );
+    }
+    if spec.speed.trim().is_empty() {
+        bail!("lab {}: speed is empty (e.g. \"25G\")", spec.name);
+    }
+    Ok(())
+}
+
+/// Host `i` of lab `name`: names and addresses, nothing created.
+pub fn plan_host(name: &str, i: usize) -> LabHost {
+    let n = u16::try_from(i).expect("host index fits in u16");
+    LabHost {
+        index: i,
+        netns: format!("{name}-h{i}"),
+        host_if: HOST_IF.to_string(),
+        switch_if: format!("{name}p{i}"),
+        mac: host_mac(n),
+        ipv4: Ipv4Addr::from(host_ip(n)),
+        ipv6: Ipv6Addr::new(0xfd00, 0x5253, 0x57, 0, 0, 0, 0, n + 1),
+    }
+}
+
+fn state_path(name: &str, state_dir: &Path) -> PathBuf {
+    state_dir.join(format!("{name}.json"))
+}
+
+fn config_path(name: &str, state_dir: &Path) -> PathBuf {
+    state_dir.join(format!("{name}.toml"))
+}
+
+/// The lab's switch config: `base_text` with `[[port]]` replaced by one port per host
+/// (`id = i`, `name = "h<i>"`, `interface = "NAMEp<i>"`) and `[port_defaults]` speed and mtu
+/// set from the spec; every other section kept. Validated with `controlplane::load_str`.
+pub fn lab_config(spec: &LabSpec, base_text: &str, base_name: &str) -> Result<String> {
+    use toml::{Table, Value};
+    let mut table: Table = base_text
+        .parse()
+        .with_context(|| format!("{base_name}: not a TOML config"))?;
+    let defaults = table
+        .entry("port_defaults")
+        .or_insert_with(|| Value::Table(Table::new()));
+    let defaults = defaults
+        .as_table_mut()
+        .ok_or_else(|| anyhow!("{base_name}: port_defaults is not a table"))?;
+    defaults.insert("speed".into(), Value::String(spec.speed.clone()));
+    defaults.insert("mtu".into(), Value::Integer(spec.mtu.into()));
+    let ports = (0..spec.hosts)
+        .map(|i| {
+            let host = plan_host(&spec.name, i);
+            let mut port = Table::new();
+            port.insert("id".into(), Value::Integer(i as i64));
+            port.insert("name".into(), Value::String(format!("h{i}")));
+            port.insert("interface".into(), Value::String(host.switch_if));
+            Value::Table(port)
+        })
+        .collect();
+    table.insert("port".into(), Value::Array(ports));
+    let body = toml::to_string(&table).context("serialising the lab config")?;
+    let text = format!(
+        "# rocesw lab {name}: {hosts} host(s), written by `rocesw lab up` from {base_name}.\n\
+         # Port i is the veth {name}p<i>; its host is eth0 in network namespace {name}-h<i>.\n\n{body}",
+        name = spec.name,
+        hosts = spec.hosts,
+    );
+    controlplane::load_str(&text).map_err(|e| anyhow!("the lab config made from {base_name} does not load:\n{e}"))?;
+    Ok(text)
+}
+
+/// Creates the lab: namespaces, veths, addresses, neighbours, and its switch config.
+///
+/// Refuses if a lab of that name already has a state file in `state_dir`, or if any namespace
+/// or interface it would create already exists. On a failure part-way, removes what it created.
+pub fn up(spec: &LabSpec, base_config: &Path, state_dir: &Path) -> Result<Lab> {
+    validate_spec(spec)?;
+    require_root()?;
+    if !Path::new("/proc/sys/net/ipv6").exists() {
+        bail!("IPv6 is disabled in this kernel (no /proc/sys/net/ipv6); rocesw lab gives every host an IPv6 address");
+    }
+    let name = spec.name.as_str();
+    let base_text =
+        fs::read_to_string(base_config).with_context(|| format!("{}: cannot read", base_config.display()))?;
+    let config_text = lab_config(spec, &base_text, &base_config.display().to_string())?;
+    let hosts: Vec<LabHost> = (0..spec.hosts).map(|i| plan_host(name, i)).collect();
+
+    fs::create_dir_all(state_dir).with_context(|| format!("{}: cannot create", state_dir.display()))?;
+    let state_path = state_path(name, state_dir);
+    let config_path = config_path(name, state_dir);
+    // Claim the name: create_new makes two concurrent `up`s of one name exclusive.
+    match fs::OpenOptions::new().write(true).create_new(true).open(&state_path) {
+        Ok(_) => {}
+        Err(e) if e.kind() == ErrorKind::AlreadyExists => bail!(
+            "lab {name} already exists (state file {}); run `rocesw lab down {name}` first",
+            state_path.display()
+        ),
+        Err(e) => return Err(e).with_context(|| format!("{}: cannot create", state_path.display())),
+    }
+    let mut state = State {
+        format: STATE_FORMAT,
+        rocesw_version: env!("CARGO_PKG_VERSION").to_string(),
+        name: name.to_string(),
+        complete: false,
+        namespaces: Vec::new(),
+        interfaces: Vec::new(),
+        config_path: None,
+        hosts: hosts.clone(),
+    };
+    let result = (|| -> Result<()> {
+        save_state(&state_path, &state)?;
+        check_free(name, &hosts)?;
+        for host in &hosts {
+            create_host(host, &hosts, spec.mtu, &mut state, &state_path)
+                .with_context(|| format!("setting up host {} ({})", host.index, host.netns))?;
+        }
+        state.config_path = Some(config_path.clone());
+        save_state(&state_path, &state)?;
+        fs::write(&config_path, &config_text).with_context(|| format!("{}: cannot write", config_path.display()))?;
+        state.complete = true;
+        save_state(&state_path, &state)
+    })();
+    match result {
+        Ok(()) => Ok(Lab {
+            name: name.to_string(),
+            hosts,
+            config_path,
+            state_path,
+        }),
+        Err(e) => {
+            let mut report = teardown(&state);
+            remove_file(&state_path, &mut report);
+            Err(e.context(format!("rocesw lab up {name} failed and was rolled back ({report})")))
+        }
+    }
+}
+
+/// Removes what `up` created, as recorded in the lab's state file, then the state and config
+/// files. Tolerates anything already gone; with no state file it does nothing.
+pub fn down(name: &str, state_dir: &Path) -> Result<DownReport> {
+    validate_name(name)?;
+    let state_path = state_path(name, state_dir);
+    let state = match read_state(&state_path) {
+        Ok(Some(state)) => state,
+        Ok(None) => {
+            return Ok(DownReport {
+                name: name.to_string(),
+                ..DownReport::default()
+            })
+        }
+        Err(e) => return Err(e),
+    };
+    require_root()?;
+    let mut report = teardown(&state);
+    if let Some(config) = &state.config_path {
+        remove_file(config, &mut report);
+    }
+    remove_file(&state_path, &mut report);
+    Ok(report)
+}
+
+/// The lab `name` as `up` left it.
+pub fn load(name: &str, state_dir: &Path) -> Result<Lab> {
+    validate_name(name)?;
+    let state_path = state_path(name, state_dir);
+    let state = read_state(&state_path)?.ok_or_else(|| {
+        anyhow!(
+            "no lab {name} (no state file {}); `rocesw lab up` creates one",
+            state_path.display()
+        )
+    })?;
+    if !state.complete {
+        bail!(
+            "lab {name} is incomplete (its `up` was interrupted or is still running); `rocesw lab down {name}` removes it"
+        );
+    }
+    let config_path = state.config_path.unwrap_or_else(|| config_path(name, state_dir));
+    Ok(Lab {
+        name: state.name,
+        hosts: state.hosts,
+        config_path,
+        state_path,
+    })
+}
+
+fn read_state(path: &Path) -> Result<Option<State>> {
+    let text = match fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e).with_context(|| format!("{}: cannot read", path.display())),
+    };
+    let state: State =
+        serde_json::from_str(&text).with_context(|| format!("{}: not a rocesw lab state file", path.display()))?;
+    if state.format != STATE_FORMAT {
+        bail!(
+            "{}: state format {} (this rocesw reads {STATE_FORMAT})",
+            path.display(),
+            state.format
+        );
+    }
+    Ok(Some(state))
+}
+
+/// Writes the state file atomically (temporary file, then rename).
+fn save_state(path: &Path, state: &State) -> Result<()> {
+    let tmp = path.with_extension("json.tmp");
+    let mut text = serde_json::to_string_pretty(state).expect("state serialises");
+    text.push('\n');
+    let write = || -> std::io::Result<()> {
+        let mut f = fs::File::create(&tmp)?;
+        f.write_all(text.as_bytes())?;
+        f.sync_all()?;
+        fs::rename(&tmp, path)
+    };
+    write().with_context(|| format!("{}: cannot write", path.display()))
+}
+
+fn remove_file(path: &Path, report: &mut DownReport) {
+    match fs::remove_file(path) {
+        Ok(()) => report.files_removed.push(path.to_path_buf()),
+        Err(e) if e.kind() == ErrorKind::NotFound => {}
+        Err(e) => tracing::warn!("{}: cannot remove: {e}", path.display()),
+    }
+}
+
+/// Refuses to start if anything the lab would create already exists: it is not ours.
+fn check_free(name: &str, hosts: &[LabHost]) -> Result<()> {
+    let mut taken = Vec::new();
+    for h in hosts {
+        if netns_exists(&h.netns) {
+            taken.push(format!("network namespace {}", h.netns));
+        }
+        if link_exists(&h.switch_if)? {
+            taken.push(format!("interface {}", h.switch_if));
+        }
+    }
+    if !taken.is_empty() {
+        bail!(
+            "lab {name}: {} already exist(s) but no state file records it; \
+             not created by this `rocesw lab` (or its state dir differs), so left alone",
+            taken.join(", ")
+        );
+    }
+    Ok(())
+}
+
+fn create_host(h: &LabHost, all: &[LabHost], mtu: u32, state: &mut State, state_path: &Path) -> Result<()> {
+    let mtu = mtu.to_string();
+    ip(&["netns", "add", &h.netns])?;
+    state.namespaces.push(h.netns.clone());
+    save_state(state_path, state)?;
+
+    // The host end is born inside the namespace as eth0: no temporary name in the root namespace.
+    ip(&[
+        "link",
+        "add",
+        &h.switch_if,
+        "type",
+        "veth",
+        "peer",
+        "name",
+        &h.host_if,
+        "netns",
+        &h.netns,
+    ])?;
+    state.interfaces.push(h.switch_if.clone());
+    save_state(state_path, state)?;
+
+    // The switch end is a switch port: no addresses, and no router solicitations or MLD
+    // reports of the kernel's own. Disabled while still down, before it could send any.
+    let sysctl = format!("/proc/sys/net/ipv6/conf/{}/disable_ipv6", h.switch_if);
+    fs::write(&sysctl, "1").with_context(|| format!("{sysctl}: cannot write"))?;
+    ip(&["link", "set", "dev", &h.switch_if, "mtu", &mtu, "up"])?;
+
+    // No duplicate address detection: addresses usable at once (link-local included).
+    let accept_dad = format!("/proc/sys/net/ipv6/conf/{}/accept_dad", h.host_if);
+    run(Command::new(ip_bin())
+        .args(["netns", "exec", &h.netns, "sh", "-c"])
+        .arg(format!("echo 0 > {accept_dad}")))?;
+
+    let mut batch = format!(
+        "link set dev lo up\n\
+         link set dev {dev} address {mac} mtu {mtu}\n\
+         address add {v4}/{IPV4_PREFIX} dev {dev}\n\
+         address add {v6}/{IPV6_PREFIX} dev {dev} nodad\n\
+         link set dev {dev} up\n",
+        dev = h.host_if,
+        mac = h.mac_string(),
+        v4 = h.ipv4,
+        v6 = h.ipv6,
+    );
+    for other in all.iter().filter(|o| o.index != h.index) {
+        for addr in [other.ipv4.to_string(), other.ipv6.to_string()] {
+            batch.push_str(&format!(
+                "neighbour replace {addr} lladdr {} dev {} nud permanent\n",
+                other.mac_string(),
+                h.host_if
+            ));
+        }
+    }
+    ip_batch(&h.netns, &batch)
+}
+
+/// Deletes what `state` lists: root-namespace veths first (synchronously taking their peers
+/// with them), then the namespaces. Never fails; problems are logged and the rest carries on.
+fn teardown(state: &State) -> DownReport {
+    let mut report = DownReport {
+        name: state.name.clone(),
+        found: true,
+        ..DownReport::default()
+    };
+    for ifname in state.interfaces.iter().rev() {
+        match link_kind(ifname) {
+            Ok(None) => report.already_gone.push(ifname.clone()),
+            Ok(Some(kind)) if kind != "veth" => report.left_alone.push(ifname.clone()),
+            Ok(Some(_)) => match ip(&["link", "del", "dev", ifname]) {
+                Ok(_) => report.interfaces_removed.push(ifname.clone()),
+                // Gone in between (e.g. its namespace was deleted by hand just now).
+                Err(_) if !link_exists(ifname).unwrap_or(true) => report.already_gone.push(ifname.clone()),
+                Err(e) => tracing::warn!("lab {}: {e:#}", state.name),
+            },
+            Err(e) => tracing::warn!("lab {}: {e:#}", state.name),
+        }
+    }
+    for ns in state.namespaces.iter().rev() {
+        if !netns_exists(ns) {
+            report.already_gone.push(ns.clone());
+            continue;
+        }
+        match ip(&["netns", "del", ns]) {
+            Ok(_) => report.namespaces_removed.push(ns.clone()),
+            Err(_) if !netns_exists(ns) => report.already_gone.push(ns.clone()),
+            Err(e) => tracing::warn!("lab {}: {e:#}", state.name),
+        }
+    }
+    report
+}
+
+fn netns_exists(ns: &str) -> bool {
+    Path::new(NETNS_RUN_DIR).join(ns).exists()
+}
+
+fn link_exists(ifname: &str) -> Result<bool> {
+    Ok(link_kind(ifname)?.is_some())
+}
+
+/// The kind of root-namespace interface `ifname` (`"veth"`, `""` for a plain device), or None
+/// if there is no such interface.
+fn link_kind(ifname: &str) -> Result<Option<String>> {
+    let out = Command::new(ip_bin())
+        .args(["-j", "-d", "link", "show", "dev", ifname])
+        .stdin(Stdio::null())
+        .output()
+        .with_context(|| format!("cannot run `{}` (is iproute2 installed?)", ip_bin()))?;
+    if !out.status.success() {
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        if stderr.contains("does not exist") || stderr.contains("Cannot find device") {
+            return Ok(None);
+        }
+        bail!(
+            "`ip -j -d link show dev {ifname}` failed ({}): {}",
+            out.status,
+            stderr.trim()
+        );
+    }
+    let links: serde_json::Value =
+        serde_json::from_slice(&out.stdout).with_context(|| format!("`ip -j -d link show dev {ifname}`: not JSON"))?;
+    let kind = links
+        .get(0)
+        .and_then(|l| l.get("linkinfo"))
+        .and_then(|li| li.get("info_kind"))
+        .and_then(|k| k.as_str())
+        .unwrap_or("");
+    Ok(Some(kind.to_string()))
+}
+
+/// The `ip` binary: on PATH, else iproute2's usual places (PATH may lack the sbin directories).
+fn ip_bin() -> &'static str {
+    static IP: OnceLock<String> = OnceLock::new();
+    IP.get_or_init(|| {
+        let on_path = std::env::var_os("PATH")
+            .map(|p| std::env::split_paths(&p).any(|d| d.join("ip").is_file()))
+            .unwrap_or(false);
+        if on_path {
+            return "ip".to_string();
+        }
+        ["/usr/sbin/ip", "/sbin/ip", "/usr/bin/ip", "/bin/ip"]
+            .into_iter()
+            .find(|p| Path::new(p).is_file())
+            .unwrap_or("ip")
+            .to_string()
+    })
+}
+
+fn ip(args: &[&str]) -> Result<String> {
+    run(Command::new(ip_bin()).args(args))
+}
+
+/// Runs `ip -n NS -batch -` with `commands` on stdin; the first failing line stops it.
+fn ip_batch(ns: &str, commands: &str) -> Result<()> {
+    let shown = format!("{} -n {ns} -batch -", ip_bin());
+    tracing::debug!("{shown} <<EOF\n{commands}EOF");
+    let mut child = Command::new(ip_bin())
+        .args(["-n", ns, "-batch", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .with_context(|| format!("cannot run `{shown}` (is iproute2 installed?)"))?;
+    child
+        .stdin
+        .take()
+        .expect("stdin is piped")
+        .write_all(commands.as_bytes())
+        .with_context(|| format!("`{shown}`: cannot write its commands"))?;
+    let out = child.wait_with_output().with_context(|| format!("`{shown}`"))?;
+    if !out.status.success() {
+        bail!(
+            "`{shown}` failed ({}): {}\ncommands:\n{commands}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    Ok(())
+}
+
+/// Runs a command, returning its stdout; a non-zero exit is an error carrying the command line
+/// and its stderr.
+fn run(cmd: &mut Command) -> Result<String> {
+    let shown = std::iter::once(cmd.get_program())
+        .chain(cmd.get_args())
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect::<Vec<_>>()
+        .join(" ");
+    tracing::debug!("{shown}");
+    let out = cmd
+        .stdin(Stdio::null())
+        .output()
+        .with_context(|| format!("cannot run `{shown}` (is iproute2 installed?)"))?;
+    if !out.status.success() {
+        bail!(
+            "`{shown}` failed ({}): {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+fn mac_string(mac: &[u8; 6]) -> String {
+    mac.iter().map(|b| format!("{b:02x}")).collect::<Vec<_>>().join(":")
+}
+
+/// A MAC as `aa:bb:cc:dd:ee:ff` in the state file.
+mod mac_serde {
+    use serde::{de::Error, Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(mac: &[u8; 6], s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&super::mac_string(mac))
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<[u8; 6], D::Error> {
+        let text = String::deserialize(d)?;
+        let bytes: Vec<u8> = text
+            .split(':')
+            .map(|b| u8::from_str_radix(b, 16))
+            .collect::<Result<_, _>>()
+            .map_err(|_| D::Error::custom(format!("{text:?} is not a MAC")))?;
+        bytes
+            .try_into()
+            .map_err(|_| D::Error::custom(format!("{text:?} is not a MAC")))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names() {
+        for ok in ["a", "lab0", "abcdefgh", "12345678"] {
+            validate_name(ok).unwrap();
+        }
+        for bad in ["", "abcdefghi", "Lab", "a-b", "a_b", "a b", "a/b", "é"] {
+            let e = validate_name(bad).unwrap_err().to_string();
+            assert!(e.contains("1-8 characters of a-z and 0-9"), "{e}");
+        }
+        // The longest switch-end name fits in IFNAMSIZ - 1.
+        assert!(plan_host("abcdefgh", MAX_HOSTS - 1).switch_if.len() <= 15);
+        assert!(plan_host("abcdefgh", MAX_HOSTS - 1).netns.len() <= 15);
+    }
+
+    #[test]
+    fn hosts_follow_gen() {
+        let h = plan_host("x", 2);
+        assert_eq!(h.netns, "x-h2");
+        assert_eq!(h.switch_if, "xp2");
+        assert_eq!(h.host_if, "eth0");
+        assert_eq!(h.mac, host_mac(2));
+        assert_eq!(h.mac_string(), "02:00:5e:10:00:02");
+        assert_eq!(h.ipv4, Ipv4Addr::new(198, 18, 0, 3));
+        assert_eq!(h.ipv6.to_string(), "fd00:5253:57::3");
+        assert_eq!(plan_host("x", 15).ipv6.to_string(), "fd00:5253:57::10");
+        let lab = Lab {
+            name: "x".into(),
+            hosts: vec![h.clone()],
+            config_path: "x.toml".into(),
+            state_path: "x.json".into(),
+        };
+        assert_eq!(
+            lab.to_string(),
+            "lab x: 1 host(s)\n  port 2  xp2         <-> x-h2:eth0  02:00:5e:10:00:02  198.18.0.3/15  fd00:5253:57::3/64\n\
+             switch config: x.toml"
+        );
+        let json = serde_json::to_string(&h).unwrap();
+        assert!(json.contains(r#""mac":"02:00:5e:10:00:02""#), "{json}");
+        assert_eq!(serde_json::from_str::<LabHost>(&json).unwrap(), h);
+    }
+
+    #[test]
+    fn config_replaces_ports_and_keeps_the_rest() {
+        let spec = LabSpec {
+            name: "cfg".into(),
+            hosts: 3,
+            speed: "100G".into(),
+            mtu: 4200,
+        };
+        let text = lab_config(&spec, include_str!("../../configs/default.toml"), "default.toml").unwrap();
+        let cfg = controlplane::load_str(&text).unwrap().config;
+        assert_eq!(cfg.ports.len(), 3);
+        for (i, p) in cfg.ports.iter().enumerate() {
+            assert_eq!(p.id as usize, i);
+            assert_eq!(p.name.as_deref(), Some(format!("h{i}").as_str()));
+            assert_eq!(p.interface.as_deref(), Some(format!("cfgp{i}").as_str()));
+            assert_eq!(p.speed_bps, 100_000_000_000);
+            assert_eq!(p.max_frame_bytes, 4200 + 18);
+        }
+        let base = controlplane::load_str(include_str!("../../configs/default.toml"))
+            .unwrap()
+            .config;
+        assert_eq!(cfg.buffer, base.buffer);
+        assert_eq!(cfg.pfc, base.pfc);
+    }
+
+    #[test]
+    fn bad_specs_are_rejected() {
+        let good = LabSpec {
+            name: "ok".into(),
+            hosts: 2,
+            speed: "25G".into(),
+            mtu: 1500,
+        };
+        validate_spec(&good).unwrap();
+        for bad in [
+            LabSpec {
+                hosts: 0,
+                ..good.clone()
+            },
+            LabSpec {
+                hosts: MAX_HOSTS + 1,
+                ..good.clone()
+            },
+            LabSpec {
+                mtu: 67,
+                ..good.clone()
+            },
+            LabSpec {
+                mtu: 9217,
+                ..good.clone()
+            },
+            LabSpec {
+                speed: " ".into(),
+                ..good.clone()
+            },
+        ] {
+            assert!(validate_spec(&bad).is_err(), "{bad:?}");
+        }
+        let e = lab_config(
+            &LabSpec {
+                speed: "25GB".into(),
+                ..good
+            },
+            include_str!("../../configs/default.toml"),
+            "d",
+        )
+        .unwrap_err();
+        assert!(format!("{e:#}").contains("speed"), "{e:#}");
+    }
+}
