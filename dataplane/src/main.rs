@@ -55,6 +55,48 @@ enum Command {
     /// Write synthetic RoCEv2 traffic as one pcap per port, ready for `replay`.
     #[command(subcommand)]
     Gen(GenCommand),
+    /// Test hosts for the real switch: network namespaces, each with a veth to a switch port
+    /// (needs root).
+    #[command(subcommand)]
+    Lab(LabCommand),
+}
+
+#[derive(Subcommand)]
+enum LabCommand {
+    /// Create N hosts and write the matching switch config (STATE_DIR/NAME.toml).
+    Up {
+        /// Number of hosts (one switch port each).
+        #[arg(long, default_value_t = 4)]
+        hosts: usize,
+        /// Lab name: 1-8 characters of a-z0-9; prefixes every namespace and interface.
+        #[arg(long, default_value = "lab")]
+        name: String,
+        /// Switch profile the lab config starts from (its ports are replaced).
+        #[arg(long, default_value = "configs/default.toml")]
+        config: PathBuf,
+        /// Port speed written into the lab config.
+        #[arg(long, default_value = "25G")]
+        speed: String,
+        /// MTU of the hosts and the switch ports.
+        #[arg(long, default_value_t = 1500)]
+        mtu: u32,
+        #[arg(long, default_value = dataplane::lab::DEFAULT_STATE_DIR)]
+        state_dir: PathBuf,
+    },
+    /// Remove everything `lab up` created for NAME, and only that.
+    Down {
+        #[arg(long, default_value = "lab")]
+        name: String,
+        #[arg(long, default_value = dataplane::lab::DEFAULT_STATE_DIR)]
+        state_dir: PathBuf,
+    },
+    /// Show a lab's hosts and config path.
+    Show {
+        #[arg(long, default_value = "lab")]
+        name: String,
+        #[arg(long, default_value = dataplane::lab::DEFAULT_STATE_DIR)]
+        state_dir: PathBuf,
+    },
 }
 
 #[derive(Subcommand)]
@@ -163,6 +205,32 @@ fn run(cmd: Command) -> Result<()> {
                     outcome.outputs.len()
                 );
             }
+            Ok(())
+        }
+        Command::Lab(LabCommand::Up {
+            hosts,
+            name,
+            config,
+            speed,
+            mtu,
+            state_dir,
+        }) => {
+            let spec = dataplane::lab::LabSpec {
+                name,
+                hosts,
+                speed,
+                mtu,
+            };
+            let lab = dataplane::lab::up(&spec, &config, &state_dir)?;
+            println!("{lab}");
+            Ok(())
+        }
+        Command::Lab(LabCommand::Down { name, state_dir }) => {
+            println!("{}", dataplane::lab::down(&name, &state_dir)?);
+            Ok(())
+        }
+        Command::Lab(LabCommand::Show { name, state_dir }) => {
+            println!("{}", dataplane::lab::load(&name, &state_dir)?);
             Ok(())
         }
         Command::Gen(GenCommand::Incast {
