@@ -46,7 +46,10 @@
 
 use super::roce::{Bth, ROCEV2_UDP_PORT};
 use etherparse::err::Layer;
-use etherparse::{Ethernet2HeaderSlice, Ipv4Slice, Ipv6HeaderSlice, Ipv6Slice, SingleVlanHeaderSlice, UdpHeaderSlice};
+use etherparse::{
+    Ethernet2HeaderSlice, IpNumber, Ipv4HeaderSlice, Ipv4Slice, Ipv6HeaderSlice, Ipv6Slice, SingleVlanHeaderSlice,
+    UdpHeaderSlice,
+};
 
 /// EtherType of IPv4.
 pub const ETHERTYPE_IPV4: u16 = 0x0800;
@@ -477,6 +480,23 @@ fn offset_in(outer: &[u8], inner: &[u8]) -> usize {
 /// Parses an L2 frame without FCS. See the module documentation for the length rules.
 ///
 /// Never allocates, never panics; reads only within `frame`.
+///
+/// # Fast paths
+///
+/// The common shapes skip etherparse's whole-packet slicers but still read every header
+/// through etherparse's header slices, with the same checks in the same order:
+///
+/// * IPv4 is sliced with `Ipv4HeaderSlice` plus the two total-length checks `Ipv4Slice` makes
+///   (total length below the header length, beyond the frame). Only when the protocol is the
+///   authentication header (51), the one thing `Ipv4Slice` walks past, does it go through
+///   `Ipv4Slice`.
+/// * IPv6 whose next header is UDP has no extension header for `Ipv6Slice` to walk: its
+///   payload is the bytes after the 40-byte header up to the payload length. Any other next
+///   header goes through `Ipv6Slice`.
+///
+/// `tests::fast_paths_match_the_reference` checks both against the plain `Ipv4Slice` /
+/// `Ipv6Slice` parser on arbitrary and mutated frames.
+#[inline(always)]
 pub fn parse(frame: &[u8], max_frame: usize) -> Result<FrameInfo, Malformed> {
     if frame.len() > max_frame {
         return Err(Malformed::Oversize);
@@ -513,33 +533,46 @@ pub fn parse(frame: &[u8], max_frame: usize) -> Result<FrameInfo, Malformed> {
     let payload: &[u8] = match info.ether_type {
         ETHERTYPE_IPV4 => {
             info.l3 = L3Kind::Ipv4;
-            let ip = Ipv4Slice::from_slice(rest).map_err(map_ipv4_err)?;
-            let h = ip.header();
-            info.tos = h.slice()[1];
-            info.ip_end = (l3 + h.total_len() as usize) as u32;
-            let p = ip.payload();
-            info.ip_proto = p.ip_number.0;
-            info.fragment = p.fragmented;
-            p.payload
+            let h = Ipv4HeaderSlice::from_slice(rest).map_err(map_ipv4_header_err)?;
+            let header = h.slice();
+            let total = h.total_len() as usize;
+            // `Ipv4Slice`'s checks after the header, in its order: both are `Layer::Ipv4Packet`.
+            if total < header.len() || total > rest.len() {
+                return Err(Malformed::BadIpv4Length);
+            }
+            info.tos = header[1];
+            info.ip_end = (l3 + total) as u32;
+            if h.protocol() == IpNumber::AUTHENTICATION_HEADER {
+                let (proto, fragment, payload) = ipv4_slow(rest)?;
+                info.ip_proto = proto;
+                info.fragment = fragment;
+                payload
+            } else {
+                info.ip_proto = h.protocol().0;
+                info.fragment = h.is_fragmenting_payload();
+                &rest[header.len()..total]
+            }
         }
         ETHERTYPE_IPV6 => {
             info.l3 = L3Kind::Ipv6;
-            let h = Ipv6HeaderSlice::from_slice(rest).map_err(|e| match e {
-                etherparse::err::ipv6::HeaderSliceError::Len(_) => Malformed::TruncatedIpv6,
-                etherparse::err::ipv6::HeaderSliceError::Content(_) => Malformed::BadIpVersion,
-            })?;
-            let end = h.slice().len() + h.payload_length() as usize;
+            let h = Ipv6HeaderSlice::from_slice(rest).map_err(map_ipv6_header_err)?;
+            let header = h.slice();
+            let end = header.len() + h.payload_length() as usize;
             // Bound the packet by its own length so etherparse never sees Ethernet padding
             // (it would take the whole slice as payload when the payload length is 0).
             let packet = rest.get(..end).ok_or(Malformed::BadIpv6Length)?;
-            let ip = Ipv6Slice::from_slice(packet).map_err(map_ipv6_err)?;
-            let b = h.slice();
-            info.tos = (b[0] << 4) | (b[1] >> 4);
+            info.tos = (header[0] << 4) | (header[1] >> 4);
             info.ip_end = (l3 + end) as u32;
-            let p = ip.payload();
-            info.ip_proto = p.ip_number.0;
-            info.fragment = p.fragmented;
-            p.payload
+            if h.next_header() == IpNumber::UDP {
+                // Not an extension header: `Ipv6Slice` would stop right here.
+                info.ip_proto = IP_PROTO_UDP;
+                &packet[header.len()..]
+            } else {
+                let (proto, fragment, payload) = ipv6_slow(packet)?;
+                info.ip_proto = proto;
+                info.fragment = fragment;
+                payload
+            }
         }
         ETHERTYPE_ARP => {
             info.l3 = L3Kind::Arp;
@@ -559,29 +592,65 @@ pub fn parse(frame: &[u8], max_frame: usize) -> Result<FrameInfo, Malformed> {
         return Ok(info);
     }
     let udp = UdpHeaderSlice::from_slice(payload).map_err(|_| Malformed::TruncatedUdp)?;
-    let len = udp.length();
-    if (len as usize) < UDP_HEADER_LEN || len as usize > payload.len() {
+    let len = udp.length() as usize;
+    if len < UDP_HEADER_LEN || len > payload.len() {
         return Err(Malformed::BadUdpLength);
     }
     info.l4_offset = offset_in(frame, payload) as u32;
-    let ports = UdpPorts {
+    let dst_port = udp.destination_port();
+    info.udp = Some(UdpPorts {
         src_port: udp.source_port(),
-        dst_port: udp.destination_port(),
-        length: len,
-    };
-    info.udp = Some(ports);
-    if ports.dst_port == ROCEV2_UDP_PORT {
-        let data = &payload[UDP_HEADER_LEN..len as usize];
-        if data.len() < Bth::LEN + super::roce::ICRC_LEN {
-            return Err(Malformed::TruncatedBth);
+        dst_port,
+        length: len as u16,
+    });
+    if dst_port == ROCEV2_UDP_PORT {
+        let data = &payload[UDP_HEADER_LEN..len];
+        match data.first_chunk::<{ Bth::LEN }>() {
+            Some(b) if data.len() >= Bth::LEN + super::roce::ICRC_LEN => info.bth = Some(Bth::from_bytes(*b)),
+            _ => return Err(Malformed::TruncatedBth),
         }
-        let mut b = [0u8; Bth::LEN];
-        b.copy_from_slice(&data[..Bth::LEN]);
-        info.bth = Some(Bth::from_bytes(b));
     }
     Ok(info)
 }
 
+/// IPv4 through `Ipv4Slice` (which walks an authentication header): upper-layer protocol,
+/// fragment flag and payload. Out of line: rare, and it keeps the inlined [`parse`] small.
+#[inline(never)]
+fn ipv4_slow(packet: &[u8]) -> Result<(u8, bool, &[u8]), Malformed> {
+    let ip = Ipv4Slice::from_slice(packet).map_err(map_ipv4_err)?;
+    let p = ip.payload();
+    Ok((p.ip_number.0, p.fragmented, p.payload))
+}
+
+/// IPv6 through `Ipv6Slice` (which walks the extension headers), `packet` already bounded by
+/// the payload length: upper-layer protocol, fragment flag and payload. Out of line, as
+/// [`ipv4_slow`].
+#[inline(never)]
+fn ipv6_slow(packet: &[u8]) -> Result<(u8, bool, &[u8]), Malformed> {
+    let ip = Ipv6Slice::from_slice(packet).map_err(map_ipv6_err)?;
+    let p = ip.payload();
+    Ok((p.ip_number.0, p.fragmented, p.payload))
+}
+
+#[cold]
+fn map_ipv4_header_err(e: etherparse::err::ipv4::HeaderSliceError) -> Malformed {
+    use etherparse::err::ipv4::{HeaderError, HeaderSliceError};
+    match e {
+        HeaderSliceError::Len(_) => Malformed::TruncatedIpv4,
+        HeaderSliceError::Content(HeaderError::UnexpectedVersion { .. }) => Malformed::BadIpVersion,
+        HeaderSliceError::Content(HeaderError::HeaderLengthSmallerThanHeader { .. }) => Malformed::BadIpv4Ihl,
+    }
+}
+
+#[cold]
+fn map_ipv6_header_err(e: etherparse::err::ipv6::HeaderSliceError) -> Malformed {
+    match e {
+        etherparse::err::ipv6::HeaderSliceError::Len(_) => Malformed::TruncatedIpv6,
+        etherparse::err::ipv6::HeaderSliceError::Content(_) => Malformed::BadIpVersion,
+    }
+}
+
+#[cold]
 fn map_ipv4_err(e: etherparse::err::ipv4::SliceError) -> Malformed {
     use etherparse::err::ipv4::{HeaderError, SliceError};
     match e {
@@ -596,6 +665,7 @@ fn map_ipv4_err(e: etherparse::err::ipv4::SliceError) -> Malformed {
     }
 }
 
+#[cold]
 fn map_ipv6_err(e: etherparse::err::ipv6::SliceError) -> Malformed {
     use etherparse::err::ipv6::SliceError;
     match e {
@@ -655,5 +725,270 @@ mod tests {
         // The same to port 4791 lacks a BTH.
         f[36..38].copy_from_slice(&ROCEV2_UDP_PORT.to_be_bytes());
         assert_eq!(parse(&f, 1500), Err(Malformed::TruncatedBth));
+    }
+
+    /// The parser before the fast paths, verbatim: `Ipv4Slice` / `Ipv6Slice` for every IP
+    /// packet. The oracle the fast paths must match exactly.
+    fn parse_reference(frame: &[u8], max_frame: usize) -> Result<FrameInfo, Malformed> {
+        if frame.len() > max_frame {
+            return Err(Malformed::Oversize);
+        }
+        let eth = Ethernet2HeaderSlice::from_slice(frame).map_err(|_| Malformed::Runt)?;
+        let mut info = FrameInfo {
+            dst: eth.destination(),
+            src: eth.source(),
+            vlan: None,
+            ether_type: eth.ether_type().0,
+            l3_offset: ETH_HEADER_LEN as u16,
+            l3: L3Kind::Other,
+            tos: 0,
+            ip_proto: 0,
+            fragment: false,
+            ip_end: 0,
+            l4_offset: 0,
+            udp: None,
+            bth: None,
+        };
+        if info.ether_type == ETHERTYPE_VLAN {
+            let tag =
+                SingleVlanHeaderSlice::from_slice(&frame[ETH_HEADER_LEN..]).map_err(|_| Malformed::TruncatedVlan)?;
+            info.vlan = Some(VlanTag {
+                pcp: tag.priority_code_point().value(),
+                dei: tag.drop_eligible_indicator(),
+                vid: tag.vlan_identifier().value(),
+            });
+            info.ether_type = tag.ether_type().0;
+            info.l3_offset = (ETH_HEADER_LEN + VLAN_TAG_LEN) as u16;
+        }
+        let l3 = info.l3_offset as usize;
+        let rest = &frame[l3..];
+        let payload: &[u8] = match info.ether_type {
+            ETHERTYPE_IPV4 => {
+                info.l3 = L3Kind::Ipv4;
+                let ip = Ipv4Slice::from_slice(rest).map_err(map_ipv4_err)?;
+                let h = ip.header();
+                info.tos = h.slice()[1];
+                info.ip_end = (l3 + h.total_len() as usize) as u32;
+                let p = ip.payload();
+                info.ip_proto = p.ip_number.0;
+                info.fragment = p.fragmented;
+                p.payload
+            }
+            ETHERTYPE_IPV6 => {
+                info.l3 = L3Kind::Ipv6;
+                let h = Ipv6HeaderSlice::from_slice(rest).map_err(|e| match e {
+                    etherparse::err::ipv6::HeaderSliceError::Len(_) => Malformed::TruncatedIpv6,
+                    etherparse::err::ipv6::HeaderSliceError::Content(_) => Malformed::BadIpVersion,
+                })?;
+                let end = h.slice().len() + h.payload_length() as usize;
+                let packet = rest.get(..end).ok_or(Malformed::BadIpv6Length)?;
+                let ip = Ipv6Slice::from_slice(packet).map_err(map_ipv6_err)?;
+                let b = h.slice();
+                info.tos = (b[0] << 4) | (b[1] >> 4);
+                info.ip_end = (l3 + end) as u32;
+                let p = ip.payload();
+                info.ip_proto = p.ip_number.0;
+                info.fragment = p.fragmented;
+                p.payload
+            }
+            ETHERTYPE_ARP => {
+                info.l3 = L3Kind::Arp;
+                return Ok(info);
+            }
+            ETHERTYPE_MAC_CONTROL => {
+                info.l3 = L3Kind::MacControl;
+                return Ok(info);
+            }
+            t if t < 0x0600 => {
+                info.l3 = L3Kind::None;
+                return Ok(info);
+            }
+            _ => return Ok(info),
+        };
+        if info.ip_proto != IP_PROTO_UDP || info.fragment {
+            return Ok(info);
+        }
+        let udp = UdpHeaderSlice::from_slice(payload).map_err(|_| Malformed::TruncatedUdp)?;
+        let len = udp.length();
+        if (len as usize) < UDP_HEADER_LEN || len as usize > payload.len() {
+            return Err(Malformed::BadUdpLength);
+        }
+        info.l4_offset = offset_in(frame, payload) as u32;
+        let ports = UdpPorts {
+            src_port: udp.source_port(),
+            dst_port: udp.destination_port(),
+            length: len,
+        };
+        info.udp = Some(ports);
+        if ports.dst_port == ROCEV2_UDP_PORT {
+            let data = &payload[UDP_HEADER_LEN..len as usize];
+            if data.len() < Bth::LEN + super::super::roce::ICRC_LEN {
+                return Err(Malformed::TruncatedBth);
+            }
+            let mut b = [0u8; Bth::LEN];
+            b.copy_from_slice(&data[..Bth::LEN]);
+            info.bth = Some(Bth::from_bytes(b));
+        }
+        Ok(info)
+    }
+
+    /// A valid IPv4 RoCEv2 frame with an authentication header (next header UDP, 12 bytes)
+    /// between the IP header and UDP: the one IPv4 shape the fast path hands to `Ipv4Slice`.
+    fn ipv4_ah_frame() -> Vec<u8> {
+        let f = super::super::build::RoceFrameBuilder::new()
+            .payload(&[7; 20])
+            .build()
+            .unwrap();
+        let ip = ETH_HEADER_LEN;
+        let udp = ip + 20;
+        let mut g = f[..udp].to_vec();
+        // AH: next header, payload length ((12 / 4) - 2), reserved, SPI, sequence number.
+        g.extend_from_slice(&[IP_PROTO_UDP, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 9]);
+        g.extend_from_slice(&f[udp..]);
+        g[ip + 9] = 51;
+        let total = u16::from_be_bytes([g[ip + 2], g[ip + 3]]) + 12;
+        g[ip + 2..ip + 4].copy_from_slice(&total.to_be_bytes());
+        g
+    }
+
+    #[test]
+    fn ipv4_authentication_header_is_walked() {
+        let f = ipv4_ah_frame();
+        let info = parse(&f, usize::MAX).unwrap();
+        assert_eq!(info, parse_reference(&f, usize::MAX).unwrap());
+        assert_eq!(
+            (info.ip_proto(), info.l4_offset()),
+            (Some(IP_PROTO_UDP), Some(ETH_HEADER_LEN + 20 + 12))
+        );
+        assert!(info.is_roce());
+        // An authentication header running past the IP packet.
+        let mut g = f.clone();
+        g[ETH_HEADER_LEN + 20 + 1] = 200;
+        assert_eq!(parse(&g, usize::MAX), Err(Malformed::TruncatedIpExt));
+        assert_eq!(parse(&g, usize::MAX), parse_reference(&g, usize::MAX));
+    }
+
+    mod fast_paths_match_the_reference {
+        use super::super::super::build::{IpPair, RoceFrameBuilder};
+        use super::*;
+        use proptest::prelude::*;
+
+        prop_compose! {
+            fn valid_frame()(
+                v6 in any::<bool>(),
+                vlan in proptest::option::of((0u8..8, any::<bool>(), 0u16..4096)),
+                opts in 0usize..=10,
+                ah in any::<bool>(),
+                payload in 0usize..80,
+                eth_padding in 0usize..8,
+                bth in any::<[u8; 12]>(),
+            ) -> Vec<u8> {
+                let b = RoceFrameBuilder {
+                    vlan: vlan.map(|(pcp, dei, vid)| VlanTag { pcp, dei, vid }),
+                    ip: if v6 { IpPair::V6 { src: [1; 16], dst: [2; 16] } } else { RoceFrameBuilder::new().ip },
+                    ipv4_options: vec![1; opts * 4],
+                    bth: Bth::from_bytes(bth),
+                    payload: vec![0x3c; payload],
+                    eth_padding,
+                    ..RoceFrameBuilder::new()
+                };
+                if ah && !v6 && vlan.is_none() && opts == 0 && payload == 0 && eth_padding == 0 {
+                    ipv4_ah_frame()
+                } else {
+                    b.build().unwrap()
+                }
+            }
+        }
+
+        /// IP protocol / next header values that steer both parsers down every branch.
+        fn proto() -> impl Strategy<Value = u8> {
+            prop_oneof![
+                Just(17u8),
+                Just(51),
+                Just(0),
+                Just(43),
+                Just(44),
+                Just(60),
+                Just(6),
+                any::<u8>()
+            ]
+        }
+
+        fn check(frame: &[u8], max_frame: usize) -> Result<(), TestCaseError> {
+            prop_assert_eq!(parse(frame, max_frame), parse_reference(frame, max_frame));
+            Ok(())
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig { cases: 2048, ..ProptestConfig::default() })]
+
+            #[test]
+            fn on_arbitrary_bytes(bytes in proptest::collection::vec(any::<u8>(), 0..200), max in any::<usize>()) {
+                check(&bytes, usize::MAX)?;
+                check(&bytes, max % 256)?;
+            }
+
+            #[test]
+            fn on_arbitrary_bytes_behind_an_ip_ethertype(
+                et in prop_oneof![Just(ETHERTYPE_IPV4), Just(ETHERTYPE_IPV6), Just(ETHERTYPE_VLAN)],
+                inner in prop_oneof![Just(ETHERTYPE_IPV4), Just(ETHERTYPE_IPV6)],
+                first in prop_oneof![Just(0x45u8), Just(0x46), Just(0x4f), Just(0x60), any::<u8>()],
+                proto in proto(),
+                mut rest in proptest::collection::vec(any::<u8>(), 0..120),
+            ) {
+                let mut f = vec![0u8; 12];
+                f.extend_from_slice(&et.to_be_bytes());
+                if et == ETHERTYPE_VLAN {
+                    f.extend_from_slice(&[0x20, 0x05]);
+                    f.extend_from_slice(&inner.to_be_bytes());
+                }
+                if let Some(b) = rest.first_mut() {
+                    *b = first;
+                }
+                let at = if first >> 4 == 6 { 6 } else { 9 };
+                if let Some(b) = rest.get_mut(at) {
+                    *b = proto;
+                }
+                f.extend_from_slice(&rest);
+                check(&f, usize::MAX)?;
+            }
+
+            #[test]
+            fn on_valid_frames(f in valid_frame()) {
+                check(&f, usize::MAX)?;
+                check(&f, f.len())?;
+                check(&f, f.len() - 1)?;
+            }
+
+            #[test]
+            fn on_mutated_valid_frames(
+                mut f in valid_frame(),
+                proto in proptest::option::of(proto()),
+                flips in proptest::collection::vec((0usize..100, any::<u8>()), 0..4),
+                cut in proptest::option::of(any::<prop::sample::Index>()),
+            ) {
+                if let Some(p) = proto {
+                    let l3 = if f[12..14] == ETHERTYPE_VLAN.to_be_bytes() { 18 } else { 14 };
+                    let at = if f[l3] >> 4 == 6 { l3 + 6 } else { l3 + 9 };
+                    f[at] = p;
+                }
+                for (at, v) in flips {
+                    if let Some(b) = f.get_mut(at) {
+                        *b = v;
+                    }
+                }
+                if let Some(c) = cut {
+                    f.truncate(c.index(f.len() + 1));
+                }
+                check(&f, usize::MAX)?;
+            }
+
+            #[test]
+            fn on_every_truncation(f in valid_frame()) {
+                for n in 0..=f.len() {
+                    check(&f[..n], usize::MAX)?;
+                }
+            }
+        }
     }
 }
