@@ -279,7 +279,13 @@ impl Switch {
             self.receive_mac_control(port, frame, now);
             return;
         }
-        if info.dst_is_link_local() {
+        // MACs are read from the frame, not from `info`: the parser has just written them there
+        // byte by byte, and reading them back wider stalls on store forwarding.
+        let (dst, src): ([u8; 6], [u8; 6]) = match (frame[0..6].try_into(), frame[6..12].try_into()) {
+            (Ok(d), Ok(s)) => (d, s),
+            _ => return, // parse guarantees 14 bytes
+        };
+        if dst[..5] == [0x01, 0x80, 0xc2, 0x00, 0x00] && dst[5] <= 0x0f {
             p.counters.drops[DropReason::LinkLocal as usize] += 1;
             return;
         }
@@ -288,7 +294,6 @@ impl Switch {
         }
 
         let in_id = p.id;
-        let src = info.src_mac();
         if src[0] & 1 == 0 {
             self.fdb.learn(&src, in_id, now);
         }
@@ -297,7 +302,6 @@ impl Switch {
         pgc.rx_packets += 1;
         pgc.rx_bytes += frame.len() as u64;
 
-        let dst = info.dst_mac();
         let unicast_to = if dst[0] & 1 == 0 {
             self.fdb.lookup(&dst, now)
         } else {

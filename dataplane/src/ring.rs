@@ -64,10 +64,12 @@ impl<T: Copy + Default> Ring<T> {
         }
         let item = self.slots[self.head];
         self.head += 1;
-        if self.head == self.slots.len() {
+        self.len -= 1;
+        if self.head == self.slots.len() || self.len == 0 {
+            // Restart at the front when empty: a queue that rarely builds up then keeps
+            // reusing the same few cache lines instead of streaming through the whole ring.
             self.head = 0;
         }
-        self.len -= 1;
         Some(item)
     }
 }
