@@ -11,12 +11,14 @@ pub mod packet;
 pub mod pfc;
 pub mod pipeline;
 pub mod pool;
+pub mod port;
 pub mod ratelimit;
 pub mod replay;
 pub mod report;
 pub mod ring;
 pub mod rng;
 pub mod sched;
+pub mod worker;
 pub mod wred;
 
 pub use pipeline::{Switch, TxSink};

@@ -5,6 +5,8 @@ use clap::{Parser, Subcommand};
 use dataplane::replay::{self, ReplayOptions};
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
 #[derive(Parser)]
 #[command(
@@ -51,6 +53,29 @@ enum Command {
         /// No progress bar and no human summary (summary.json is still written).
         #[arg(long, short)]
         quiet: bool,
+    },
+    /// Run the switch on real interfaces (AF_PACKET on veth/tap) until SIGINT/SIGTERM.
+    ///
+    /// Every port in the config needs an `interface`. Poll-mode workers as `[run]` says; the
+    /// egress scheduler enforces each port's configured speed, so a veth behaves like a 25G
+    /// (or 1G...) link and queues, ECN and PFC happen for real. On stop it drains the queues
+    /// (bounded by run.drain_timeout) and prints the final counters.
+    #[command(after_help = "Example:\n  rocesw lab up --hosts 4 && rocesw run --config /run/rocesw/lab/lab.toml")]
+    Run {
+        #[arg(long, value_name = "FILE")]
+        config: PathBuf,
+        /// Seed for WRED's random marking decisions.
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Print per-port rates, queue depths, PFC and marks every second (to stderr).
+        #[arg(long)]
+        stats: bool,
+        /// Write the final counters as JSON here on exit.
+        #[arg(long, value_name = "FILE")]
+        summary: Option<PathBuf>,
+        /// Stop by itself after this many seconds (tests, demos).
+        #[arg(long, value_name = "SECONDS")]
+        duration: Option<f64>,
     },
     /// Write synthetic RoCEv2 traffic as one pcap per port, ready for `replay`.
     #[command(subcommand)]
@@ -207,6 +232,71 @@ fn run(cmd: Command) -> Result<()> {
             }
             Ok(())
         }
+        Command::Run {
+            config,
+            seed,
+            stats,
+            summary,
+            duration,
+        } => {
+            let cfg = load_config(&config)?;
+            if let Some(p) = cfg.ports.iter().find(|p| p.interface.is_none()) {
+                anyhow::bail!(
+                    "port {} has no interface: rocesw run needs `interface = \"...\"` on every [[port]]",
+                    p.id
+                );
+            }
+            let stop = Arc::new(AtomicBool::new(false));
+            for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+                signal_hook::flag::register(sig, stop.clone())?;
+            }
+            if let Some(secs) = duration {
+                let stop = stop.clone();
+                std::thread::spawn(move || {
+                    std::thread::sleep(std::time::Duration::from_secs_f64(secs));
+                    stop.store(true, Ordering::Relaxed);
+                });
+            }
+            let opts = dataplane::worker::RunOptions {
+                seed,
+                open: Box::new(|p: &controlplane::PortConfig| {
+                    let ifname = p.interface.as_deref().unwrap_or_default();
+                    let port = dataplane::port::AfPacket::open(ifname, Default::default())?;
+                    Ok(Box::new(port) as Box<dyn dataplane::port::PortBackend + Send>)
+                }),
+            };
+            eprintln!(
+                "rocesw: switching {} ports ({}) on {} worker(s); Ctrl-C stops",
+                cfg.ports.len(),
+                cfg.ports
+                    .iter()
+                    .filter_map(|p| p.interface.as_deref())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                cfg.run.workers
+            );
+            let mut printer = live::Printer::default();
+            let mut hook = |s: &dataplane::report::Snapshot, now: u64| printer.print(s, now);
+            let outcome = dataplane::worker::run(&cfg, opts, stop, if stats { Some(&mut hook) } else { None })?;
+            print!(
+                "{}",
+                dataplane::report::human_summary(&outcome.snapshot, outcome.uptime_ns)
+            );
+            if outcome.undrained > 0 {
+                println!("drain timed out: {} frames were still queued", outcome.undrained);
+            }
+            if outcome.tx_dropped > 0 {
+                println!(
+                    "{} frames could not be handed to the interfaces (TX ring full or link down)",
+                    outcome.tx_dropped
+                );
+            }
+            if let Some(path) = summary {
+                let json = serde_json::to_string_pretty(&outcome.snapshot)?;
+                std::fs::write(&path, json + "\n").with_context(|| format!("cannot write {}", path.display()))?;
+            }
+            Ok(())
+        }
         Command::Lab(LabCommand::Up {
             hosts,
             name,
@@ -252,6 +342,44 @@ fn run(cmd: Command) -> Result<()> {
                 println!("wrote {}", p.display());
             }
             Ok(())
+        }
+    }
+}
+
+/// Once-a-second figures while `rocesw run --stats` switches.
+mod live {
+    use dataplane::report::Snapshot;
+
+    /// Per port: bytes received, bytes sent, CE marks.
+    type PortTotals = Vec<(u64, u64, u64)>;
+
+    #[derive(Default)]
+    pub struct Printer {
+        last: Option<(u64, PortTotals)>,
+    }
+
+    impl Printer {
+        pub fn print(&mut self, s: &Snapshot, now: u64) {
+            let cur: PortTotals = s.ports.iter().map(|p| (p.rx_bytes, p.tx_bytes, p.ecn_marked)).collect();
+            if let Some((t0, prev)) = &self.last {
+                let dt = (now - t0) as f64 / 1e9;
+                let mut line = String::new();
+                for (p, (c, o)) in s.ports.iter().zip(cur.iter().zip(prev)) {
+                    let depth: u64 = p.queues.iter().map(|q| q.depth_bytes).sum();
+                    let pfc: u64 = p.pfc_tx.iter().sum();
+                    line += &format!(
+                        " | p{} rx {:.2}G tx {:.2}G q {}KB ce {} pfc {}",
+                        p.id,
+                        (c.0 - o.0) as f64 * 8.0 / dt / 1e9,
+                        (c.1 - o.1) as f64 * 8.0 / dt / 1e9,
+                        depth / 1000,
+                        c.2 - o.2,
+                        pfc
+                    );
+                }
+                eprintln!("{:>7.1}s{line}", now as f64 / 1e9);
+            }
+            self.last = Some((now, cur));
         }
     }
 }

@@ -191,7 +191,7 @@ fn list(v: &[u64; NUM_TC]) -> String {
 pub fn human_summary(s: &Snapshot, duration_ns: u64) -> String {
     use std::fmt::Write;
     let mut out = String::new();
-    let _ = writeln!(out, "virtual time {:.3} ms", duration_ns as f64 / 1e6);
+    let _ = writeln!(out, "elapsed {:.3} ms", duration_ns as f64 / 1e6);
     let _ = writeln!(
         out,
         "{:>4} {:>10} {:>10} {:>8} {:>8} {:>14} {:>14}  drops",

@@ -1,0 +1,211 @@
+//! One host, one thread, one socket: the NIC loop. Receives (data → receiver, CNP → the
+//! sender's DCQCN, PFC/PAUSE → the sender's pause state), sends what is due, and sleeps
+//! briefly only when nothing arrived and nothing is due.
+
+use super::receiver::{ipv4_addrs, Receiver};
+use super::sender::{Dest, PauseRx, Sender, TrafficConfig};
+use super::wire::{enter_netns, now_ns, set_timer_slack_1us, sleep_ns, RawSocket};
+use anyhow::{Context, Result};
+use dataplane::packet::{decode_mac_control, parse};
+use std::sync::mpsc;
+
+/// Where a host is and how to address it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HostSpec {
+    /// A label for reports (the namespace, or the interface).
+    pub name: String,
+    /// Network namespace (`/var/run/netns/<netns>`) to enter; `None`: the current one.
+    pub netns: Option<String>,
+    pub iface: String,
+    /// `None`: read from the interface.
+    pub mac: Option<[u8; 6]>,
+    pub ip: [u8; 4],
+}
+
+/// What a host does in a run.
+#[derive(Debug, Clone, Default)]
+pub struct HostRole {
+    /// Send to these destinations (empty: no sender).
+    pub dests: Vec<Dest>,
+    /// Run a receiver.
+    pub receive: bool,
+}
+
+/// Frames the host loop saw, by kind.
+#[derive(Debug, Clone, Default)]
+pub struct RxCounters {
+    pub frames: u64,
+    pub roce_data: u64,
+    pub cnps_received: u64,
+    pub mac_control: u64,
+    pub malformed: u64,
+    /// Anything else (ARP, IPv6 neighbour discovery, ...).
+    pub other: u64,
+    /// Frames a host without a receiver got (RoCEv2 data to a sender-only host).
+    pub ignored_roce: u64,
+}
+
+/// Everything a host measured.
+pub struct HostResult {
+    pub spec: HostSpec,
+    pub mac: [u8; 6],
+    pub sender: Option<Sender>,
+    pub receiver: Option<Receiver>,
+    pub pause: PauseRx,
+    pub rx: RxCounters,
+    pub start_ns: u64,
+    pub tx_stop_ns: u64,
+    pub end_ns: u64,
+}
+
+/// How a host thread learns its start time.
+pub enum Start {
+    /// Start now; senders stop after the configured duration, the loop `drain_ns` later.
+    Now { drain_ns: u64 },
+    /// Report readiness on `ready`, then wait for (start, stop) on `go`.
+    Sync {
+        ready: mpsc::Sender<std::result::Result<(), String>>,
+        go: mpsc::Receiver<(u64, u64)>,
+    },
+}
+
+/// Runs one host to the end of its run (enters its namespace first if it has one: call
+/// from a thread of its own then).
+pub fn run_host(spec: HostSpec, role: HostRole, cfg: TrafficConfig, start: Start) -> Result<HostResult> {
+    let setup = || -> Result<(RawSocket, [u8; 6], Option<Sender>)> {
+        if let Some(ns) = &spec.netns {
+            enter_netns(ns)?;
+        }
+        let sock = RawSocket::open(&spec.iface)?;
+        let mac = match spec.mac {
+            Some(m) => m,
+            None => sock.mac()?,
+        };
+        let sender = if role.dests.is_empty() {
+            None
+        } else {
+            Some(Sender::new(cfg.clone(), mac, spec.ip, &role.dests)?)
+        };
+        Ok((sock, mac, sender))
+    };
+    let ctx = || format!("host {} ({})", spec.name, spec.iface);
+    let (sock, mac, mut sender, start_ns, end_ns) = match start {
+        Start::Now { drain_ns } => {
+            let (s, m, snd) = setup().with_context(ctx)?;
+            let t = now_ns();
+            (s, m, snd, t, t + cfg.duration_ns + drain_ns)
+        }
+        Start::Sync { ready, go } => {
+            let r = setup().with_context(ctx);
+            let _ = ready.send(r.as_ref().map(|_| ()).map_err(|e| format!("{e:#}")));
+            let (s, m, snd) = r?;
+            let (t0, t1) = go.recv().context("the coordinator went away")?;
+            (s, m, snd, t0, t1)
+        }
+    };
+    let tx_stop_ns = start_ns + cfg.duration_ns;
+    set_timer_slack_1us();
+    let mut receiver = role
+        .receive
+        .then(|| Receiver::new(cfg.dcqcn.then_some(cfg.cnp_interval_ns)));
+    let mut pause = PauseRx::default();
+    let mut rx = RxCounters::default();
+    if let Some(s) = &mut sender {
+        s.start(start_ns);
+    }
+    let mut buf = vec![0u8; 16384];
+    loop {
+        let now = now_ns();
+        if now >= end_ns {
+            break;
+        }
+        let mut busy = false;
+        for _ in 0..64 {
+            let Some(n) = sock
+                .recv(&mut buf)
+                .with_context(|| format!("receive on {}", spec.iface))?
+            else {
+                break;
+            };
+            busy = true;
+            let t = now_ns();
+            let frame = &buf[..n];
+            rx.frames += 1;
+            let info = match parse(frame, usize::MAX) {
+                Ok(i) => i,
+                Err(_) => {
+                    rx.malformed += 1;
+                    continue;
+                }
+            };
+            if info.is_mac_control() {
+                rx.mac_control += 1;
+                match decode_mac_control(frame) {
+                    Ok(mc) => {
+                        if cfg.pfc {
+                            pause.on_mac_control(mc, t, cfg.link_bps);
+                        } else {
+                            match mc {
+                                dataplane::packet::MacControl::Pfc { .. } => pause.pfc_frames += 1,
+                                dataplane::packet::MacControl::Pause { .. } => pause.pause_frames += 1,
+                                _ => {}
+                            }
+                        }
+                    }
+                    Err(_) => rx.malformed += 1,
+                }
+            } else if info.is_cnp() {
+                rx.cnps_received += 1;
+                if let (Some(s), Some((src, _))) = (&mut sender, ipv4_addrs(frame, &info)) {
+                    s.on_cnp(src, info.bth().map_or(0, |b| b.dest_qp()), t);
+                }
+            } else if info.is_roce() {
+                rx.roce_data += 1;
+                match &mut receiver {
+                    Some(r) => {
+                        if let Some(cnp) = r.on_roce(frame, &info, t) {
+                            if !matches!(sock.send(cnp), Ok(true)) {
+                                r.cnp_send_failures += 1;
+                            }
+                        }
+                    }
+                    None => rx.ignored_roce += 1,
+                }
+            } else {
+                rx.other += 1;
+            }
+        }
+        let mut next_due = end_ns;
+        if let Some(s) = &mut sender {
+            let now = now_ns();
+            if now < start_ns {
+                next_due = next_due.min(start_ns);
+            } else if now < tx_stop_ns {
+                let nd = s.poll(&sock, &mut pause, now, 32)?;
+                next_due = next_due.min(nd).min(tx_stop_ns);
+            }
+        }
+        if !busy {
+            let now = now_ns();
+            if next_due > now + 2_000 {
+                sleep_ns((next_due - now - 1_000).min(50_000));
+            }
+        }
+    }
+    let end = now_ns();
+    pause.finish(end);
+    if let Some(s) = &mut sender {
+        s.finish(end);
+    }
+    Ok(HostResult {
+        spec,
+        mac,
+        sender,
+        receiver,
+        pause,
+        rx,
+        start_ns,
+        tx_stop_ns,
+        end_ns: end,
+    })
+}

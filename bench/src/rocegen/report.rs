@@ -1,0 +1,654 @@
+//! The run report: per flow throughput, loss, CE, CNPs, latency; Jain fairness; per host PFC
+//! and pause time. One struct, printed as a table or serialised as JSON.
+
+use super::dcqcn::DcqcnParams;
+use super::host::HostResult;
+use super::sender::TrafficConfig;
+use super::{fmt_ip, fmt_mac, Op};
+use serde::Serialize;
+use std::fmt::Write as _;
+
+const SUB_BITS: u32 = 7;
+const SUB: u64 = 1 << SUB_BITS;
+const BUCKETS: usize = ((64 - SUB_BITS + 1) as usize) << SUB_BITS;
+
+/// A fixed-size log-linear histogram of nanosecond values: exact below 128 ns, then 128
+/// buckets per power of two (under 0.8 % error). Recording never allocates.
+#[derive(Debug, Clone)]
+pub struct Histogram {
+    counts: Box<[u64]>,
+    n: u64,
+    sum: u128,
+    min: u64,
+    max: u64,
+}
+
+impl Default for Histogram {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Histogram {
+    pub fn new() -> Histogram {
+        Histogram {
+            counts: vec![0; BUCKETS].into_boxed_slice(),
+            n: 0,
+            sum: 0,
+            min: u64::MAX,
+            max: 0,
+        }
+    }
+
+    #[inline]
+    fn index(v: u64) -> usize {
+        if v < SUB {
+            v as usize
+        } else {
+            let e = 63 - v.leading_zeros();
+            (((e - SUB_BITS + 1) as usize) << SUB_BITS) | ((v >> (e - SUB_BITS)) & (SUB - 1)) as usize
+        }
+    }
+
+    /// The middle of bucket `i`.
+    fn value(i: usize) -> u64 {
+        if (i as u64) < SUB {
+            return i as u64;
+        }
+        let b = (i >> SUB_BITS) as u32;
+        let m = (i as u64) & (SUB - 1);
+        let shift = b - 1;
+        ((SUB + m) << shift) + ((1u64 << shift) >> 1)
+    }
+
+    #[inline]
+    pub fn record(&mut self, v: u64) {
+        self.counts[Self::index(v)] += 1;
+        self.n += 1;
+        self.sum += u128::from(v);
+        self.min = self.min.min(v);
+        self.max = self.max.max(v);
+    }
+
+    pub fn merge(&mut self, o: &Histogram) {
+        for (a, b) in self.counts.iter_mut().zip(o.counts.iter()) {
+            *a += b;
+        }
+        self.n += o.n;
+        self.sum += o.sum;
+        self.min = self.min.min(o.min);
+        self.max = self.max.max(o.max);
+    }
+
+    pub fn count(&self) -> u64 {
+        self.n
+    }
+
+    pub fn max(&self) -> u64 {
+        self.max
+    }
+
+    /// The value at quantile `q` (0..=1), within the bucket error, clamped to [min, max].
+    pub fn quantile(&self, q: f64) -> u64 {
+        if self.n == 0 {
+            return 0;
+        }
+        let rank = ((q.clamp(0.0, 1.0) * self.n as f64).ceil() as u64).max(1);
+        let mut acc = 0;
+        for (i, &c) in self.counts.iter().enumerate() {
+            acc += c;
+            if acc >= rank {
+                return Self::value(i).clamp(self.min, self.max);
+            }
+        }
+        self.max
+    }
+
+    pub fn summary(&self) -> Latency {
+        Latency {
+            samples: self.n,
+            p50_ns: self.quantile(0.5),
+            p99_ns: self.quantile(0.99),
+            max_ns: self.max,
+            min_ns: if self.n == 0 { 0 } else { self.min },
+            mean_ns: if self.n == 0 {
+                0
+            } else {
+                (self.sum / u128::from(self.n)) as u64
+            },
+        }
+    }
+}
+
+/// One-way latency (send timestamp in the payload → arrival at the receiver's socket).
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct Latency {
+    pub samples: u64,
+    pub p50_ns: u64,
+    pub p99_ns: u64,
+    pub max_ns: u64,
+    pub min_ns: u64,
+    pub mean_ns: u64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ConfigReport {
+    pub op: Op,
+    pub msg_size: u64,
+    pub mtu: usize,
+    pub dscp: u8,
+    pub priority: u8,
+    pub vlan: Option<u16>,
+    /// Per sender → destination connection.
+    pub rate_bps: u64,
+    pub link_bps: u64,
+    pub qps: u32,
+    pub duration_s: f64,
+    pub pfc: bool,
+    pub dcqcn: bool,
+    /// Per QP (rates are per QP).
+    pub dcqcn_params: Option<DcqcnParams>,
+    pub cnp_interval_ns: u64,
+}
+
+/// The sender's side of a flow.
+#[derive(Debug, Clone, Serialize)]
+pub struct FlowTx {
+    pub packets: u64,
+    pub bytes: u64,
+    pub messages: u64,
+    /// Wire bits over the sending period.
+    pub rate_bps: f64,
+    pub cnps_received: u64,
+    /// Sending time lost to the sender running late beyond the token bucket depth.
+    pub late_ns: u64,
+    pub rate_cuts: u64,
+    pub final_rate_bps: Option<f64>,
+    pub min_rate_bps: Option<f64>,
+    pub alpha: Option<f64>,
+}
+
+/// The receiver's side of a flow.
+#[derive(Debug, Clone, Serialize)]
+pub struct FlowRxReport {
+    pub packets: u64,
+    pub bytes: u64,
+    /// Wire bits (frame + 24 B) between the first and the last arrival.
+    pub throughput_bps: f64,
+    pub lost: u64,
+    pub duplicates: u64,
+    pub out_of_order: u64,
+    pub bad_icrc: u64,
+    pub ce: u64,
+    pub ce_fraction: f64,
+    pub cnps_sent: u64,
+    /// Longest time between two consecutive arrivals, and when it ended (ns after start).
+    pub max_gap_ns: u64,
+    pub max_gap_end_ns: u64,
+    pub latency: Latency,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct FlowReport {
+    pub src: String,
+    pub dst: String,
+    pub src_host: Option<String>,
+    pub dst_host: Option<String>,
+    pub qp: u32,
+    /// The receiver's throughput if it was measured, else the sender's rate.
+    pub throughput_bps: f64,
+    pub tx: Option<FlowTx>,
+    pub rx: Option<FlowRxReport>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Fairness {
+    /// Jain's index (Σx)² / (n·Σx²) over the flows' throughput: 1 = equal shares.
+    pub jain: f64,
+    pub flows: usize,
+    pub min_bps: f64,
+    pub max_bps: f64,
+    pub mean_bps: f64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct HostReport {
+    pub name: String,
+    pub netns: Option<String>,
+    pub iface: String,
+    pub mac: String,
+    pub ip: String,
+    pub sends: bool,
+    pub receives: bool,
+    pub tx_packets: u64,
+    pub tx_bytes: u64,
+    pub tx_errors: u64,
+    pub rx_frames: u64,
+    pub rx_roce: u64,
+    pub rx_other: u64,
+    pub rx_malformed: u64,
+    pub cnps_sent: u64,
+    pub cnps_received: u64,
+    pub pfc_frames: u64,
+    pub pause_frames: u64,
+    pub pfc_xoff: [u64; 8],
+    pub pfc_xon: [u64; 8],
+    /// Time each priority was paused by received PFC/PAUSE (0 unless PFC is honoured).
+    pub paused_ns: [u64; 8],
+    /// `paused_ns` at the priority of this host's data.
+    pub data_paused_ns: u64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Totals {
+    pub tx_packets: u64,
+    pub rx_packets: u64,
+    pub throughput_bps: f64,
+    pub lost: u64,
+    pub duplicates: u64,
+    pub out_of_order: u64,
+    pub bad_icrc: u64,
+    pub ce: u64,
+    pub ce_fraction: f64,
+    pub cnps_sent: u64,
+    pub cnps_received: u64,
+    pub pfc_frames: u64,
+    pub pause_frames: u64,
+    pub max_data_paused_ns: u64,
+    pub latency: Latency,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    /// `send`, `recv` or `coordinate`.
+    pub mode: String,
+    pub pattern: Option<String>,
+    pub config: ConfigReport,
+    pub elapsed_s: f64,
+    pub flows: Vec<FlowReport>,
+    pub fairness: Option<Fairness>,
+    pub totals: Totals,
+    pub hosts: Vec<HostReport>,
+}
+
+/// Jain's fairness index of `xs` (1 for an empty or all-zero set).
+pub fn jain(xs: &[f64]) -> f64 {
+    let s: f64 = xs.iter().sum();
+    let s2: f64 = xs.iter().map(|x| x * x).sum();
+    if xs.is_empty() || s2 == 0.0 {
+        1.0
+    } else {
+        s * s / (xs.len() as f64 * s2)
+    }
+}
+
+impl Report {
+    /// Joins every host's sender and receiver into flows (source IP, destination IP, QP).
+    pub fn build(mode: &str, pattern: Option<&str>, cfg: &TrafficConfig, hosts: &[HostResult]) -> Report {
+        let name_of = |ip: [u8; 4]| hosts.iter().find(|h| h.spec.ip == ip).map(|h| h.spec.name.clone());
+        let start = hosts.iter().map(|h| h.start_ns).min().unwrap_or(0);
+        let end = hosts.iter().map(|h| h.end_ns).max().unwrap_or(start);
+        let mut flows = Vec::new();
+        let mut used_rx = std::collections::HashSet::new();
+        let mut all_lat = super::report::Histogram::new();
+        for h in hosts {
+            let Some(s) = &h.sender else { continue };
+            let tx_dur = h.tx_stop_ns.saturating_sub(h.start_ns).max(1) as f64;
+            for q in &s.qps {
+                let tx = FlowTx {
+                    packets: q.stats.packets,
+                    bytes: q.stats.bytes,
+                    messages: q.stats.messages,
+                    rate_bps: q.stats.wire_bytes as f64 * 8e9 / tx_dur,
+                    cnps_received: q.stats.cnps_received,
+                    late_ns: q.stats.late_ns,
+                    rate_cuts: q.dcqcn.as_ref().map_or(0, |d| d.cnps),
+                    final_rate_bps: q.dcqcn.as_ref().map(|d| d.rate()),
+                    min_rate_bps: q.dcqcn.as_ref().map(|d| d.min_rc),
+                    alpha: q.dcqcn.as_ref().map(|d| d.alpha()),
+                };
+                let rx = hosts.iter().enumerate().find_map(|(hi, rh)| {
+                    let r = rh.receiver.as_ref()?;
+                    let fi = r
+                        .flows
+                        .iter()
+                        .position(|f| f.src_ip == h.spec.ip && f.dst_ip == q.dst_ip && f.qpn == q.qpn)?;
+                    used_rx.insert((hi, fi));
+                    Some(&r.flows[fi])
+                });
+                let rx_report = rx.map(|f| {
+                    all_lat.merge(&f.latency);
+                    rx_report(f, start)
+                });
+                flows.push(FlowReport {
+                    src: fmt_ip(h.spec.ip),
+                    dst: fmt_ip(q.dst_ip),
+                    src_host: Some(h.spec.name.clone()),
+                    dst_host: name_of(q.dst_ip),
+                    qp: q.qpn,
+                    throughput_bps: rx_report.as_ref().map_or(tx.rate_bps, |r| r.throughput_bps),
+                    tx: Some(tx),
+                    rx: rx_report,
+                });
+            }
+        }
+        // Flows received from senders outside this run (`recv` mode).
+        for (hi, h) in hosts.iter().enumerate() {
+            let Some(r) = &h.receiver else { continue };
+            for (fi, f) in r.flows.iter().enumerate() {
+                if used_rx.contains(&(hi, fi)) {
+                    continue;
+                }
+                all_lat.merge(&f.latency);
+                let rr = rx_report(f, start);
+                flows.push(FlowReport {
+                    src: fmt_ip(f.src_ip),
+                    dst: fmt_ip(f.dst_ip),
+                    src_host: name_of(f.src_ip),
+                    dst_host: Some(h.spec.name.clone()),
+                    qp: f.qpn,
+                    throughput_bps: rr.throughput_bps,
+                    tx: None,
+                    rx: Some(rr),
+                });
+            }
+        }
+        let tputs: Vec<f64> = flows.iter().map(|f| f.throughput_bps).collect();
+        let fairness = (!tputs.is_empty()).then(|| Fairness {
+            jain: jain(&tputs),
+            flows: tputs.len(),
+            min_bps: tputs.iter().copied().fold(f64::INFINITY, f64::min),
+            max_bps: tputs.iter().copied().fold(0.0, f64::max),
+            mean_bps: tputs.iter().sum::<f64>() / tputs.len() as f64,
+        });
+        let prio = cfg.priority();
+        let host_reports: Vec<HostReport> = hosts
+            .iter()
+            .map(|h| HostReport {
+                name: h.spec.name.clone(),
+                netns: h.spec.netns.clone(),
+                iface: h.spec.iface.clone(),
+                mac: fmt_mac(h.mac),
+                ip: fmt_ip(h.spec.ip),
+                sends: h.sender.is_some(),
+                receives: h.receiver.is_some(),
+                tx_packets: h
+                    .sender
+                    .as_ref()
+                    .map_or(0, |s| s.qps.iter().map(|q| q.stats.packets).sum()),
+                tx_bytes: h
+                    .sender
+                    .as_ref()
+                    .map_or(0, |s| s.qps.iter().map(|q| q.stats.bytes).sum()),
+                tx_errors: h.sender.as_ref().map_or(0, |s| s.tx_errors),
+                rx_frames: h.rx.frames,
+                rx_roce: h.rx.roce_data,
+                rx_other: h.rx.other,
+                rx_malformed: h.rx.malformed,
+                cnps_sent: h
+                    .receiver
+                    .as_ref()
+                    .map_or(0, |r| r.flows.iter().map(|f| f.cnps_sent).sum()),
+                cnps_received: h.rx.cnps_received,
+                pfc_frames: h.pause.pfc_frames,
+                pause_frames: h.pause.pause_frames,
+                pfc_xoff: h.pause.xoff,
+                pfc_xon: h.pause.xon,
+                paused_ns: h.pause.paused_ns,
+                data_paused_ns: h.pause.paused_ns[usize::from(prio)],
+            })
+            .collect();
+        let rxs = || flows.iter().filter_map(|f| f.rx.as_ref());
+        let rx_packets: u64 = rxs().map(|r| r.packets).sum();
+        let ce: u64 = rxs().map(|r| r.ce).sum();
+        let totals = Totals {
+            tx_packets: host_reports.iter().map(|h| h.tx_packets).sum(),
+            rx_packets,
+            throughput_bps: tputs.iter().sum(),
+            lost: rxs().map(|r| r.lost).sum(),
+            duplicates: rxs().map(|r| r.duplicates).sum(),
+            out_of_order: rxs().map(|r| r.out_of_order).sum(),
+            bad_icrc: rxs().map(|r| r.bad_icrc).sum(),
+            ce,
+            ce_fraction: if rx_packets == 0 {
+                0.0
+            } else {
+                ce as f64 / rx_packets as f64
+            },
+            cnps_sent: host_reports.iter().map(|h| h.cnps_sent).sum(),
+            cnps_received: host_reports.iter().map(|h| h.cnps_received).sum(),
+            pfc_frames: host_reports.iter().map(|h| h.pfc_frames).sum(),
+            pause_frames: host_reports.iter().map(|h| h.pause_frames).sum(),
+            max_data_paused_ns: host_reports.iter().map(|h| h.data_paused_ns).max().unwrap_or(0),
+            latency: all_lat.summary(),
+        };
+        Report {
+            mode: mode.to_string(),
+            pattern: pattern.map(str::to_string),
+            config: ConfigReport {
+                op: cfg.op,
+                msg_size: cfg.msg_size,
+                mtu: cfg.mtu,
+                dscp: cfg.dscp,
+                priority: prio,
+                vlan: cfg.vlan,
+                rate_bps: cfg.rate_bps,
+                link_bps: cfg.link_bps,
+                qps: cfg.qps,
+                duration_s: cfg.duration_ns as f64 / 1e9,
+                pfc: cfg.pfc,
+                dcqcn: cfg.dcqcn,
+                dcqcn_params: cfg.dcqcn.then(|| cfg.dcqcn_overrides.params(cfg.qp_max_rate())),
+                cnp_interval_ns: cfg.cnp_interval_ns,
+            },
+            elapsed_s: end.saturating_sub(start) as f64 / 1e9,
+            flows,
+            fairness,
+            totals,
+            hosts: host_reports,
+        }
+    }
+
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).expect("the report serialises")
+    }
+
+    /// The human-readable table.
+    pub fn to_table(&self) -> String {
+        let mut o = String::new();
+        let c = &self.config;
+        let _ = writeln!(
+            o,
+            "rocegen {}{}: {:?} {} B messages, MTU {}, DSCP {} (priority {}), {} QP(s) at {} per connection, \
+             link {}, {:.3} s; PFC {}, DCQCN {}",
+            self.mode,
+            self.pattern.as_deref().map(|p| format!(" {p}")).unwrap_or_default(),
+            c.op,
+            c.msg_size,
+            c.mtu,
+            c.dscp,
+            c.priority,
+            c.qps,
+            rate(c.rate_bps as f64),
+            rate(c.link_bps as f64),
+            c.duration_s,
+            on_off(c.pfc),
+            on_off(c.dcqcn)
+        );
+        let _ = writeln!(
+            o,
+            "\n{:<16} {:<16} {:>6} {:>11} {:>10} {:>10} {:>7} {:>7} {:>7} {:>6} {:>6} {:>6} {:>9} {:>9} {:>9}",
+            "src",
+            "dst",
+            "qp",
+            "throughput",
+            "tx pkts",
+            "rx pkts",
+            "lost",
+            "ooo",
+            "badcrc",
+            "CE%",
+            "CNPtx",
+            "CNPrx",
+            "p50",
+            "p99",
+            "max"
+        );
+        for f in &self.flows {
+            let rx = f.rx.as_ref();
+            let tx = f.tx.as_ref();
+            let dash = || "-".to_string();
+            let _ = writeln!(
+                o,
+                "{:<16} {:<16} {:>6} {:>11} {:>10} {:>10} {:>7} {:>7} {:>7} {:>6} {:>6} {:>6} {:>9} {:>9} {:>9}",
+                f.src_host.clone().unwrap_or_else(|| f.src.clone()),
+                f.dst_host.clone().unwrap_or_else(|| f.dst.clone()),
+                f.qp,
+                rate(f.throughput_bps),
+                tx.map_or_else(dash, |t| t.packets.to_string()),
+                rx.map_or_else(dash, |r| r.packets.to_string()),
+                rx.map_or_else(dash, |r| r.lost.to_string()),
+                rx.map_or_else(dash, |r| (r.out_of_order + r.duplicates).to_string()),
+                rx.map_or_else(dash, |r| r.bad_icrc.to_string()),
+                rx.map_or_else(dash, |r| format!("{:.2}", r.ce_fraction * 100.0)),
+                rx.map_or_else(dash, |r| r.cnps_sent.to_string()),
+                tx.map_or_else(dash, |t| t.cnps_received.to_string()),
+                rx.map_or_else(dash, |r| dur(r.latency.p50_ns)),
+                rx.map_or_else(dash, |r| dur(r.latency.p99_ns)),
+                rx.map_or_else(dash, |r| dur(r.latency.max_ns)),
+            );
+        }
+        let t = &self.totals;
+        let _ = writeln!(
+            o,
+            "\ntotal {} over {} flow(s); Jain fairness {}; lost {}, out of order {}, duplicates {}, bad ICRC {}; \
+             CE {:.3}%; CNPs sent {} received {}; latency p50 {} p99 {} max {}",
+            rate(t.throughput_bps),
+            self.flows.len(),
+            self.fairness.as_ref().map_or("-".into(), |f| format!("{:.4}", f.jain)),
+            t.lost,
+            t.out_of_order,
+            t.duplicates,
+            t.bad_icrc,
+            t.ce_fraction * 100.0,
+            t.cnps_sent,
+            t.cnps_received,
+            dur(t.latency.p50_ns),
+            dur(t.latency.p99_ns),
+            dur(t.latency.max_ns),
+        );
+        let _ = writeln!(
+            o,
+            "\n{:<16} {:<10} {:<16} {:>10} {:>10} {:>6} {:>6} {:>6} {:>12}",
+            "host", "iface", "ip", "tx pkts", "rx frames", "PFC", "PAUSE", "CNPrx", "data paused"
+        );
+        for h in &self.hosts {
+            let _ = writeln!(
+                o,
+                "{:<16} {:<10} {:<16} {:>10} {:>10} {:>6} {:>6} {:>6} {:>12}",
+                h.name,
+                h.iface,
+                h.ip,
+                h.tx_packets,
+                h.rx_frames,
+                h.pfc_frames,
+                h.pause_frames,
+                h.cnps_received,
+                dur(h.data_paused_ns)
+            );
+        }
+        o
+    }
+}
+
+fn rx_report(f: &super::receiver::FlowRx, start: u64) -> FlowRxReport {
+    FlowRxReport {
+        packets: f.packets,
+        bytes: f.bytes,
+        throughput_bps: f.throughput_bps(),
+        lost: f.psn.lost,
+        duplicates: f.psn.duplicates,
+        out_of_order: f.psn.out_of_order,
+        bad_icrc: f.bad_icrc,
+        ce: f.ce,
+        ce_fraction: if f.packets == 0 {
+            0.0
+        } else {
+            f.ce as f64 / f.packets as f64
+        },
+        cnps_sent: f.cnps_sent,
+        max_gap_ns: f.max_gap_ns,
+        max_gap_end_ns: f.max_gap_end_ns.saturating_sub(start),
+        latency: f.latency.summary(),
+    }
+}
+
+fn on_off(b: bool) -> &'static str {
+    if b {
+        "on"
+    } else {
+        "off"
+    }
+}
+
+/// `1.23 Gb/s`.
+pub fn rate(bps: f64) -> String {
+    if bps >= 1e9 {
+        format!("{:.3} Gb/s", bps / 1e9)
+    } else if bps >= 1e6 {
+        format!("{:.2} Mb/s", bps / 1e6)
+    } else {
+        format!("{:.1} kb/s", bps / 1e3)
+    }
+}
+
+/// `12.3 µs`.
+pub fn dur(ns: u64) -> String {
+    if ns >= 1_000_000_000 {
+        format!("{:.3} s", ns as f64 / 1e9)
+    } else if ns >= 1_000_000 {
+        format!("{:.2} ms", ns as f64 / 1e6)
+    } else if ns >= 1_000 {
+        format!("{:.1} µs", ns as f64 / 1e3)
+    } else {
+        format!("{ns} ns")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn histogram_quantiles() {
+        let mut h = Histogram::new();
+        for v in 1..=10_000u64 {
+            h.record(v * 1000);
+        }
+        let s = h.summary();
+        assert_eq!(s.samples, 10_000);
+        assert_eq!(s.max_ns, 10_000_000);
+        let near = |a: u64, b: u64| (a as f64 - b as f64).abs() / b as f64 <= 0.01;
+        assert!(near(s.p50_ns, 5_000_000), "{}", s.p50_ns);
+        assert!(near(s.p99_ns, 9_900_000), "{}", s.p99_ns);
+        // Exact below 128, continuous indices above.
+        for v in [0u64, 1, 127, 128, 129, 255, 256, 1 << 40, u64::MAX] {
+            let i = Histogram::index(v);
+            assert!(i < BUCKETS);
+            let back = Histogram::value(i);
+            assert!(
+                v < 128 && back == v || (back as f64 - v as f64).abs() / v as f64 <= 0.008,
+                "{v} {back}"
+            );
+        }
+        assert_eq!(Histogram::index(127) + 1, Histogram::index(128));
+        assert_eq!(Histogram::index(255) + 1, Histogram::index(256));
+    }
+
+    #[test]
+    fn jain_index() {
+        assert!((jain(&[1.0, 1.0, 1.0]) - 1.0).abs() < 1e-12);
+        assert!((jain(&[1.0, 0.0]) - 0.5).abs() < 1e-12);
+        assert_eq!(jain(&[]), 1.0);
+    }
+}

@@ -1,0 +1,286 @@
+//! Port backends: where frames come from and go to in real time.
+//!
+//! The interface is deliberately narrow (burst receive, per-frame send, flush, link state,
+//! counters) so that a DPDK backend can sit behind it later without the workers changing. It
+//! knows nothing of the switch: the poll-mode workers (`worker.rs`) move frames between a backend
+//! and `Switch::receive` / `TxSink::transmit`.
+//!
+//! Contract shared by every backend:
+//! * nothing blocks: an empty receive ring returns 0, a full transmit ring returns `Ok(false)`;
+//! * frames are L2 without FCS, exactly as they would appear on the wire (an 802.1Q tag the
+//!   kernel pulled out of the frame is put back, so the switch sees the PCP);
+//! * `Err` means the port is unusable (its interface vanished, or an unexpected I/O error); the
+//!   worker logs it once and stops polling that port. Transient conditions (ring full, kernel
+//!   buffer pressure, link down) are never errors: they are counted in [`PortStats`].
+
+pub mod afpacket;
+
+pub use afpacket::{AfPacket, AfPacketOptions};
+
+use std::collections::VecDeque;
+
+/// Why a port cannot be used any more.
+#[derive(Debug, thiserror::Error)]
+pub enum PortError {
+    /// The interface was deleted (or moved to another namespace) while open. Callers keep the
+    /// rest of the switch running: log once, count, stop polling this port.
+    #[error("interface {iface} vanished: {source}")]
+    Vanished {
+        iface: String,
+        #[source]
+        source: std::io::Error,
+    },
+    /// Any other failure of a system call, with what we were doing.
+    #[error("interface {iface}: {context}: {source}")]
+    Io {
+        iface: String,
+        context: &'static str,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+impl PortError {
+    /// True if the interface went away (as opposed to a setup or unexpected I/O failure).
+    pub fn is_vanished(&self) -> bool {
+        matches!(self, PortError::Vanished { .. })
+    }
+
+    /// The OS error number behind the error, if any.
+    pub fn errno(&self) -> Option<i32> {
+        match self {
+            PortError::Vanished { source, .. } | PortError::Io { source, .. } => source.raw_os_error(),
+        }
+    }
+}
+
+/// Counters a backend keeps itself (the switch counts everything else). Monotonic since open.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct PortStats {
+    /// Frames handed to the receive callback.
+    pub rx_frames: u64,
+    /// Frames the kernel dropped because the receive ring was full (`PACKET_STATISTICS`
+    /// `tp_drops`): the switch did not poll fast enough.
+    pub rx_kernel_drops: u64,
+    /// Received frames larger than a ring slot (truncated by the kernel), or shorter than an
+    /// Ethernet header: skipped.
+    pub rx_oversize: u64,
+    /// Frames accepted by `send` (queued in the transmit ring).
+    pub tx_frames: u64,
+    /// `send` calls refused because the transmit ring had no free slot.
+    pub tx_ring_full: u64,
+    /// Frames refused by `send` because they exceed the slot or the interface MTU (or are shorter
+    /// than an Ethernet header).
+    pub tx_bad_size: u64,
+    /// Queued frames discarded unsent because the link was (administratively) down at flush.
+    pub tx_dropped: u64,
+    /// Flushes the kernel only partly served (send buffer full, `ENOBUFS`); the frames left stay
+    /// queued and go out on the next flush.
+    pub tx_flush_retries: u64,
+}
+
+/// A source and sink of L2 frames, polled by one worker thread.
+pub trait PortBackend {
+    /// Calls `f` with up to `max` received frames (L2, no FCS), each slice valid only during the
+    /// call; returns how many. Never blocks.
+    fn recv_burst(&mut self, max: usize, f: &mut dyn FnMut(&[u8])) -> Result<usize, PortError>;
+    /// Queues one frame for transmission; `Ok(false)` if it could not be queued (ring full, or
+    /// larger than the port can send; both counted in [`PortStats`]), and the caller counts a
+    /// drop or retries next round. Never blocks.
+    fn send(&mut self, frame: &[u8]) -> Result<bool, PortError>;
+    /// Kicks queued frames out (at most one system call).
+    fn flush(&mut self) -> Result<(), PortError>;
+    /// Link state as the kernel reports it (administratively up and running). A few system
+    /// calls: meant for a few times per second. Also how a vanished interface is noticed when no
+    /// traffic is sent (`recv_burst` makes no system call).
+    fn link_up(&mut self) -> bool;
+    /// The interface name (or the in-memory port's label).
+    fn name(&self) -> &str;
+    /// The backend's own counters.
+    fn stats(&mut self) -> PortStats;
+}
+
+/// An in-memory port for tests and benches: frames pushed with [`MemPort::push_rx`] come out of
+/// `recv_burst`; frames `send` accepts wait in a transmit queue until `flush` moves them to the
+/// "wire", where [`MemPort::pop_tx`] takes them. Frame buffers are recycled, so a steady state
+/// does not allocate.
+#[derive(Debug)]
+pub struct MemPort {
+    name: String,
+    rx: VecDeque<Vec<u8>>,
+    /// Sent but not yet flushed: bounded by `tx_capacity`, like a transmit ring.
+    tx_queued: VecDeque<Vec<u8>>,
+    /// Flushed: what the peer would have received.
+    wire: VecDeque<Vec<u8>>,
+    free: Vec<Vec<u8>>,
+    tx_capacity: usize,
+    max_frame: usize,
+    link: bool,
+    vanished: bool,
+    stats: PortStats,
+}
+
+impl MemPort {
+    /// A port whose transmit queue holds `tx_capacity` unflushed frames, sending frames of up to
+    /// 9216 bytes.
+    pub fn new(name: impl Into<String>, tx_capacity: usize) -> Self {
+        MemPort {
+            name: name.into(),
+            rx: VecDeque::new(),
+            tx_queued: VecDeque::with_capacity(tx_capacity),
+            wire: VecDeque::new(),
+            free: Vec::new(),
+            tx_capacity,
+            max_frame: 9216,
+            link: true,
+            vanished: false,
+            stats: PortStats::default(),
+        }
+    }
+
+    /// Makes `frame` arrive: the next `recv_burst` will hand it over.
+    pub fn push_rx(&mut self, frame: &[u8]) {
+        let mut b = self.free.pop().unwrap_or_default();
+        b.clear();
+        b.extend_from_slice(frame);
+        self.rx.push_back(b);
+    }
+
+    /// Frames waiting to be received.
+    pub fn rx_pending(&self) -> usize {
+        self.rx.len()
+    }
+
+    /// Takes the oldest frame that left the port (flushed), if any.
+    pub fn pop_tx(&mut self) -> Option<Vec<u8>> {
+        self.wire.pop_front()
+    }
+
+    /// Frames that left the port and have not been taken yet.
+    pub fn tx_pending(&self) -> usize {
+        self.wire.len()
+    }
+
+    /// Sets the link state `link_up` reports.
+    pub fn set_link(&mut self, up: bool) {
+        self.link = up;
+    }
+
+    /// Simulates the interface disappearing: every later call fails with `Vanished`.
+    pub fn vanish(&mut self) {
+        self.vanished = true;
+    }
+
+    fn check(&self) -> Result<(), PortError> {
+        if self.vanished {
+            return Err(PortError::Vanished {
+                iface: self.name.clone(),
+                source: std::io::Error::from_raw_os_error(libc::ENODEV),
+            });
+        }
+        Ok(())
+    }
+}
+
+impl PortBackend for MemPort {
+    fn recv_burst(&mut self, max: usize, f: &mut dyn FnMut(&[u8])) -> Result<usize, PortError> {
+        self.check()?;
+        let mut n = 0;
+        while n < max {
+            let Some(b) = self.rx.pop_front() else { break };
+            f(&b);
+            self.free.push(b);
+            n += 1;
+        }
+        self.stats.rx_frames += n as u64;
+        Ok(n)
+    }
+
+    fn send(&mut self, frame: &[u8]) -> Result<bool, PortError> {
+        self.check()?;
+        if frame.len() > self.max_frame {
+            self.stats.tx_bad_size += 1;
+            return Ok(false);
+        }
+        if self.tx_queued.len() >= self.tx_capacity {
+            self.stats.tx_ring_full += 1;
+            return Ok(false);
+        }
+        let mut b = self.free.pop().unwrap_or_default();
+        b.clear();
+        b.extend_from_slice(frame);
+        self.tx_queued.push_back(b);
+        self.stats.tx_frames += 1;
+        Ok(true)
+    }
+
+    fn flush(&mut self) -> Result<(), PortError> {
+        self.check()?;
+        if self.link {
+            self.wire.extend(self.tx_queued.drain(..));
+        } else {
+            // A down link sends nothing: the frames are lost, as on AF_PACKET.
+            self.stats.tx_dropped += self.tx_queued.len() as u64;
+            self.free.extend(self.tx_queued.drain(..));
+        }
+        Ok(())
+    }
+
+    fn link_up(&mut self) -> bool {
+        self.link && !self.vanished
+    }
+
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn stats(&mut self) -> PortStats {
+        self.stats
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mem_port_moves_frames_in_order_and_bounds_the_tx_queue() {
+        let mut p = MemPort::new("m0", 2);
+        p.push_rx(&[1; 60]);
+        p.push_rx(&[2; 64]);
+        p.push_rx(&[3; 70]);
+        let mut got = Vec::new();
+        assert_eq!(p.recv_burst(2, &mut |f| got.push(f.to_vec())).unwrap(), 2);
+        assert_eq!(got, vec![vec![1; 60], vec![2; 64]]);
+        assert_eq!(p.rx_pending(), 1);
+
+        assert!(p.send(&[9; 60]).unwrap());
+        assert!(p.send(&[8; 60]).unwrap());
+        assert!(!p.send(&[7; 60]).unwrap(), "third frame finds the queue full");
+        assert!(!p.send(&[0; 10_000]).unwrap(), "oversize");
+        assert_eq!(p.tx_pending(), 0, "nothing leaves before flush");
+        p.flush().unwrap();
+        assert_eq!(p.pop_tx(), Some(vec![9; 60]));
+        assert_eq!(p.pop_tx(), Some(vec![8; 60]));
+        assert_eq!(p.pop_tx(), None);
+        let s = p.stats();
+        assert_eq!((s.rx_frames, s.tx_frames, s.tx_ring_full, s.tx_bad_size), (2, 2, 1, 1));
+    }
+
+    #[test]
+    fn mem_port_link_down_drops_and_vanish_errors() {
+        let mut p = MemPort::new("m1", 8);
+        p.set_link(false);
+        assert!(!p.link_up());
+        assert!(p.send(&[1; 60]).unwrap());
+        p.flush().unwrap();
+        assert_eq!(p.tx_pending(), 0);
+        assert_eq!(p.stats().tx_dropped, 1);
+        p.vanish();
+        let e = p.recv_burst(4, &mut |_| {}).unwrap_err();
+        assert!(e.is_vanished());
+        assert_eq!(e.errno(), Some(libc::ENODEV));
+        assert!(p.send(&[1; 60]).unwrap_err().is_vanished());
+        assert!(p.flush().unwrap_err().is_vanished());
+    }
+}

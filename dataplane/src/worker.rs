@@ -1,0 +1,451 @@
+//! The real-time switch: poll-mode workers moving frames between port backends and the
+//! pipeline, on a monotonic clock.
+//!
+//! Ownership (why the shared-buffer accounting stays exact): one `Switch` — and so the whole
+//! MMU, every queue, every counter — belongs to the pipeline worker (worker 0), which polls its
+//! own ports directly. Ports assigned to other workers are polled by those I/O workers, which
+//! hand received frames to the pipeline worker through a lock-free ring and take back the frames
+//! the pipeline releases for their ports through another; the frames travel in fixed buffers
+//! from a pool allocated at start-up that circulates on a third ring. No counter has two
+//! writers, so no counter needs an atomic; what crosses cores is only frames.
+
+use crate::pipeline::{Switch, TxSink};
+use crate::port::{PortBackend, PortError};
+use crate::report::Snapshot;
+use crossbeam_queue::ArrayQueue;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Frames taken from a port per poll: DPDK's usual burst.
+pub const BURST: usize = 32;
+/// Largest frame a cross-worker buffer holds (jumbo frames included).
+pub const XFER_FRAME: usize = 9216 + 64;
+
+/// A frame in flight between workers.
+pub struct Xfer {
+    pub port: usize,
+    pub len: usize,
+    pub data: Box<[u8; XFER_FRAME]>,
+}
+
+/// Rings between the pipeline worker and one I/O worker.
+pub struct XferRings {
+    /// I/O worker → pipeline: received frames.
+    pub rx: ArrayQueue<Xfer>,
+    /// Pipeline → I/O worker: frames to transmit.
+    pub tx: ArrayQueue<Xfer>,
+    /// Empty buffers, shared by both directions.
+    pub free: ArrayQueue<Xfer>,
+}
+
+impl XferRings {
+    pub fn new(depth: usize) -> Self {
+        let free = ArrayQueue::new(depth * 2);
+        for _ in 0..depth * 2 {
+            let _ = free.push(Xfer {
+                port: 0,
+                len: 0,
+                data: Box::new([0u8; XFER_FRAME]),
+            });
+        }
+        XferRings {
+            rx: ArrayQueue::new(depth),
+            tx: ArrayQueue::new(depth),
+            free,
+        }
+    }
+}
+
+/// Per-port state a worker keeps about its backend.
+pub struct PortIo {
+    pub index: usize,
+    pub backend: Box<dyn PortBackend + Send>,
+    /// Set once the interface has gone away: logged once, then skipped.
+    pub gone: bool,
+    pub link_up: bool,
+    pub tx_dropped: u64,
+}
+
+impl PortIo {
+    pub fn new(index: usize, backend: Box<dyn PortBackend + Send>) -> Self {
+        PortIo {
+            index,
+            backend,
+            gone: false,
+            link_up: true,
+            tx_dropped: 0,
+        }
+    }
+
+    fn fail(&mut self, e: PortError) {
+        if !self.gone {
+            tracing::error!(port = self.index, interface = self.backend.name(), "port stopped: {e}");
+        }
+        self.gone = true;
+    }
+
+    fn check_link(&mut self) {
+        if self.gone {
+            return;
+        }
+        let up = self.backend.link_up();
+        if up != self.link_up {
+            if up {
+                tracing::info!(interface = self.backend.name(), "link up");
+            } else {
+                tracing::warn!(interface = self.backend.name(), "link down");
+            }
+            self.link_up = up;
+        }
+    }
+}
+
+/// Monotonic nanoseconds since the switch started: the pipeline's clock in real mode.
+#[derive(Clone, Copy)]
+pub struct Clock(Instant);
+
+impl Clock {
+    pub fn start() -> Self {
+        Clock(Instant::now())
+    }
+
+    #[inline]
+    pub fn now_ns(&self) -> u64 {
+        self.0.elapsed().as_nanos() as u64
+    }
+}
+
+/// How workers wait when a round moved nothing.
+#[derive(Clone, Copy)]
+pub struct Polling {
+    pub idle_sleep: Option<Duration>,
+    pub drain_timeout: Duration,
+}
+
+/// Sends what the pipeline releases: straight into a local backend, or across a ring.
+struct Egress<'a> {
+    local: &'a mut [Option<PortIo>],
+    remote: &'a [Option<Arc<XferRings>>],
+    remote_dropped: &'a mut u64,
+}
+
+impl TxSink for Egress<'_> {
+    fn transmit(&mut self, port: usize, frame: &[u8], _at_ns: u64) {
+        if let Some(io) = self.local[port].as_mut() {
+            if io.gone {
+                io.tx_dropped += 1;
+                return;
+            }
+            match io.backend.send(frame) {
+                Ok(true) => {}
+                Ok(false) => io.tx_dropped += 1,
+                Err(e) => io.fail(e),
+            }
+        } else if let Some(rings) = self.remote[port].as_ref() {
+            match rings.free.pop() {
+                Some(mut x) if frame.len() <= XFER_FRAME => {
+                    x.port = port;
+                    x.len = frame.len();
+                    x.data[..frame.len()].copy_from_slice(frame);
+                    if let Err(x) = rings.tx.push(x) {
+                        let _ = rings.free.push(x);
+                        *self.remote_dropped += 1;
+                    }
+                }
+                Some(x) => {
+                    let _ = rings.free.push(x);
+                    *self.remote_dropped += 1;
+                }
+                None => *self.remote_dropped += 1,
+            }
+        }
+    }
+}
+
+/// What a run ends with.
+pub struct RunOutcome {
+    pub snapshot: Snapshot,
+    pub uptime_ns: u64,
+    /// Frames still queued when the drain timed out (0 if everything admitted was sent).
+    pub undrained: usize,
+    /// Frames the backends or the cross-worker rings could not take.
+    pub tx_dropped: u64,
+}
+
+/// Called by the pipeline worker about once a second with a fresh snapshot.
+pub type StatsHook<'a> = &'a mut dyn FnMut(&Snapshot, u64);
+
+/// The pipeline worker's loop: owns the switch and the ports assigned to worker 0, and serves
+/// the I/O workers' rings. Returns when `stop` is set and the queues have drained (or the drain
+/// timed out).
+pub fn run_pipeline(
+    sw: &mut Switch,
+    mut local: Vec<Option<PortIo>>,
+    remote: Vec<Option<Arc<XferRings>>>,
+    clock: Clock,
+    polling: Polling,
+    stop: &AtomicBool,
+    mut stats: Option<StatsHook<'_>>,
+) -> RunOutcome {
+    let n = sw.num_ports();
+    let mut remote_dropped = 0u64;
+    let mut next_check = 0u64;
+    let mut drain_deadline: Option<u64> = None;
+    // Distinct rings, each polled once per round.
+    let mut rings: Vec<Arc<XferRings>> = Vec::new();
+    for r in remote.iter().flatten() {
+        if !rings.iter().any(|x| Arc::ptr_eq(x, r)) {
+            rings.push(r.clone());
+        }
+    }
+    loop {
+        let now = clock.now_ns();
+        let mut moved = 0usize;
+        if drain_deadline.is_none() {
+            if stop.load(Ordering::Relaxed) {
+                drain_deadline = Some(now + polling.drain_timeout.as_nanos() as u64);
+                tracing::info!("stopping: no longer receiving, draining the queues");
+            } else {
+                for io in local.iter_mut().flatten() {
+                    if io.gone {
+                        continue;
+                    }
+                    let idx = io.index;
+                    match io.backend.recv_burst(BURST, &mut |frame| sw.receive(idx, frame, now)) {
+                        Ok(k) => moved += k,
+                        Err(e) => io.fail(e),
+                    }
+                }
+                for r in &rings {
+                    for _ in 0..BURST {
+                        let Some(x) = r.rx.pop() else { break };
+                        sw.receive(x.port, &x.data[..x.len], now);
+                        let _ = r.free.push(x);
+                        moved += 1;
+                    }
+                }
+            }
+        }
+        sw.poll(now);
+        let mut egress = Egress {
+            local: &mut local,
+            remote: &remote,
+            remote_dropped: &mut remote_dropped,
+        };
+        for port in 0..n {
+            moved += sw.transmit(port, now, &mut egress);
+        }
+        for io in local.iter_mut().flatten() {
+            if !io.gone {
+                if let Err(e) = io.backend.flush() {
+                    io.fail(e);
+                }
+            }
+        }
+        if now >= next_check {
+            next_check = now + 1_000_000_000;
+            for io in local.iter_mut().flatten() {
+                io.check_link();
+            }
+            if let Some(hook) = stats.as_mut() {
+                hook(&sw.snapshot(now), now);
+            }
+        }
+        if let Some(deadline) = drain_deadline {
+            let remote_empty = rings.iter().all(|r| r.tx.is_empty());
+            if (sw.is_idle() && remote_empty) || now >= deadline {
+                let undrained = if sw.is_idle() {
+                    0
+                } else {
+                    sw.snapshot(now)
+                        .ports
+                        .iter()
+                        .flat_map(|p| &p.queues)
+                        .map(|q| q.depth_packets)
+                        .sum()
+                };
+                let tx_dropped = local.iter().flatten().map(|io| io.tx_dropped).sum::<u64>() + remote_dropped;
+                return RunOutcome {
+                    snapshot: sw.snapshot(now),
+                    uptime_ns: now,
+                    undrained,
+                    tx_dropped,
+                };
+            }
+        }
+        if moved == 0 {
+            match polling.idle_sleep {
+                Some(d) => std::thread::sleep(d),
+                None => std::hint::spin_loop(),
+            }
+        }
+    }
+}
+
+/// An I/O worker's loop: polls its ports, hands frames to the pipeline, sends what comes back.
+/// Returns its transmit-drop count when `done` is set (after the pipeline has finished).
+pub fn run_io(
+    mut ports: Vec<PortIo>,
+    rings: Arc<XferRings>,
+    polling: Polling,
+    stop: &AtomicBool,
+    done: &AtomicBool,
+) -> u64 {
+    let mut lost = 0u64;
+    let mut next_check = Instant::now();
+    loop {
+        let mut moved = 0usize;
+        if !stop.load(Ordering::Relaxed) {
+            for io in ports.iter_mut() {
+                if io.gone {
+                    continue;
+                }
+                let idx = io.index;
+                let r = &rings;
+                let res = io.backend.recv_burst(BURST, &mut |frame| match r.free.pop() {
+                    Some(mut x) if frame.len() <= XFER_FRAME => {
+                        x.port = idx;
+                        x.len = frame.len();
+                        x.data[..frame.len()].copy_from_slice(frame);
+                        if let Err(x) = r.rx.push(x) {
+                            let _ = r.free.push(x);
+                            lost += 1;
+                        }
+                    }
+                    Some(x) => {
+                        let _ = r.free.push(x);
+                        lost += 1;
+                    }
+                    None => lost += 1,
+                });
+                match res {
+                    Ok(k) => moved += k,
+                    Err(e) => io.fail(e),
+                }
+            }
+        }
+        for _ in 0..BURST * ports.len().max(1) {
+            let Some(x) = rings.tx.pop() else { break };
+            if let Some(io) = ports.iter_mut().find(|p| p.index == x.port) {
+                if !io.gone {
+                    match io.backend.send(&x.data[..x.len]) {
+                        Ok(true) => {}
+                        Ok(false) => io.tx_dropped += 1,
+                        Err(e) => io.fail(e),
+                    }
+                }
+            }
+            let _ = rings.free.push(x);
+            moved += 1;
+        }
+        for io in ports.iter_mut() {
+            if !io.gone {
+                if let Err(e) = io.backend.flush() {
+                    io.fail(e);
+                }
+            }
+        }
+        if Instant::now() >= next_check {
+            next_check = Instant::now() + Duration::from_secs(1);
+            for io in ports.iter_mut() {
+                io.check_link();
+            }
+        }
+        if done.load(Ordering::Acquire) && rings.tx.is_empty() {
+            return lost + ports.iter().map(|p| p.tx_dropped).sum::<u64>();
+        }
+        if moved == 0 {
+            match polling.idle_sleep {
+                Some(d) => std::thread::sleep(d),
+                None => std::hint::spin_loop(),
+            }
+        }
+    }
+}
+
+/// Pins the calling thread to `core`, logging (not failing) if the OS refuses.
+pub fn pin(core: usize) {
+    let ok = core_affinity::get_core_ids()
+        .and_then(|ids| ids.into_iter().find(|c| c.id == core))
+        .is_some_and(core_affinity::set_for_current);
+    if !ok {
+        tracing::warn!(core, "could not pin worker to core");
+    }
+}
+
+/// Opens the backend of a port (AF_PACKET in production, in-memory ports in tests).
+pub type OpenPort = Box<dyn Fn(&controlplane::PortConfig) -> Result<Box<dyn PortBackend + Send>, PortError>>;
+
+/// Options of `rocesw run` beyond the config.
+pub struct RunOptions {
+    pub seed: u64,
+    pub open: OpenPort,
+}
+
+/// Runs the switch until `stop` is set: opens every port, starts the I/O workers, runs the
+/// pipeline worker on the calling thread, drains, and returns the final counters.
+pub fn run(
+    cfg: &controlplane::Config,
+    opts: RunOptions,
+    stop: Arc<AtomicBool>,
+    stats: Option<StatsHook<'_>>,
+) -> anyhow::Result<RunOutcome> {
+    let workers = cfg.run.workers.max(1);
+    let mut sw = Switch::new(cfg, opts.seed);
+    let n = sw.num_ports();
+    let mut local: Vec<Option<PortIo>> = (0..n).map(|_| None).collect();
+    let mut per_worker: Vec<Vec<PortIo>> = (0..workers).map(|_| Vec::new()).collect();
+    for (i, p) in cfg.ports.iter().enumerate() {
+        let backend = (opts.open)(p).map_err(|e| {
+            anyhow::anyhow!(
+                "port {} ({}): {e}",
+                p.id,
+                p.interface.as_deref().unwrap_or("no interface")
+            )
+        })?;
+        let io = PortIo::new(i, backend);
+        if p.worker == 0 {
+            local[i] = Some(io);
+        } else {
+            per_worker[p.worker.min(workers - 1)].push(io);
+        }
+    }
+    let polling = Polling {
+        idle_sleep: cfg.run.idle_sleep_ns.map(Duration::from_nanos),
+        drain_timeout: Duration::from_nanos(cfg.run.drain_timeout_ns),
+    };
+    let done = Arc::new(AtomicBool::new(false));
+    let mut remote: Vec<Option<Arc<XferRings>>> = (0..n).map(|_| None).collect();
+    let mut handles = Vec::new();
+    for (w, ports) in per_worker.into_iter().enumerate().skip(1) {
+        if ports.is_empty() {
+            continue;
+        }
+        let rings = Arc::new(XferRings::new(4096));
+        for io in &ports {
+            remote[io.index] = Some(rings.clone());
+        }
+        let (stop, done) = (stop.clone(), done.clone());
+        let core = cfg.run.cores.get(w).copied();
+        let handle = std::thread::Builder::new()
+            .name(format!("rocesw-io{w}"))
+            .spawn(move || {
+                if let Some(c) = core {
+                    pin(c);
+                }
+                run_io(ports, rings, polling, &stop, &done)
+            })?;
+        handles.push(handle);
+    }
+    if let Some(&c) = cfg.run.cores.first() {
+        pin(c);
+    }
+    let clock = Clock::start();
+    let mut outcome = run_pipeline(&mut sw, local, remote, clock, polling, &stop, stats);
+    done.store(true, Ordering::Release);
+    for h in handles {
+        outcome.tx_dropped += h.join().map_err(|_| anyhow::anyhow!("an I/O worker panicked"))?;
+    }
+    Ok(outcome)
+}
