@@ -1,0 +1,363 @@
+//! End to end over real interfaces: test hosts in network namespaces (`rocesw lab`), the switch
+//! running on AF_PACKET ports (`rocesw run`'s code, in this process), RoCEv2 traffic from
+//! `rocegen`, and frames checked on the receiving host by an independent decoder (scapy).
+//! Needs root (CI runs as root). Every test makes its own lab with a unique name and removes it,
+//! also when it fails.
+
+use controlplane::Config;
+use dataplane::lab::{self, Lab, LabSpec};
+use dataplane::port::{AfPacket, PortBackend};
+use dataplane::worker::{self, RunOptions, RunOutcome};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+const SPEED: &str = "500M";
+
+struct LabGuard {
+    lab: Lab,
+    state: tempfile::TempDir,
+}
+
+impl Drop for LabGuard {
+    fn drop(&mut self) {
+        let _ = lab::down(&self.lab.name, self.state.path());
+    }
+}
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
+}
+
+fn lab_up(hosts: usize) -> LabGuard {
+    lab::require_root().expect("the end-to-end tests need root: run them as root (CI does)");
+    static N: AtomicU32 = AtomicU32::new(0);
+    let name = format!(
+        "e{:x}{}",
+        std::process::id() % 0xffff,
+        N.fetch_add(1, Ordering::Relaxed)
+    );
+    let state = tempfile::tempdir().unwrap();
+    let spec = LabSpec {
+        name,
+        hosts,
+        speed: SPEED.into(),
+        mtu: 1500,
+    };
+    let lab = lab::up(&spec, &repo().join("configs/default.toml"), state.path()).expect("lab up");
+    LabGuard { lab, state }
+}
+
+struct Switch {
+    stop: Arc<AtomicBool>,
+    handle: Option<JoinHandle<RunOutcome>>,
+}
+
+impl Switch {
+    fn start(cfg: Config) -> Switch {
+        let stop = Arc::new(AtomicBool::new(false));
+        let s = stop.clone();
+        let handle = std::thread::spawn(move || {
+            let opts = RunOptions {
+                seed: 1,
+                open: Box::new(|p| {
+                    let port = AfPacket::open(p.interface.as_deref().unwrap(), Default::default())?;
+                    Ok(Box::new(port) as Box<dyn PortBackend + Send>)
+                }),
+            };
+            worker::run(&cfg, opts, s, None).expect("switch runs")
+        });
+        std::thread::sleep(Duration::from_millis(200));
+        Switch {
+            stop,
+            handle: Some(handle),
+        }
+    }
+
+    fn stop(mut self) -> RunOutcome {
+        self.stop.store(true, Ordering::Relaxed);
+        self.handle.take().unwrap().join().expect("switch thread")
+    }
+}
+
+impl Drop for Switch {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+}
+
+fn config(g: &LabGuard) -> Config {
+    controlplane::load_file(&g.lab.config_path)
+        .expect("lab config loads")
+        .config
+}
+
+fn rocegen() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_rocegen"))
+}
+
+fn json_of(out: std::process::Output) -> Value {
+    assert!(
+        out.status.success(),
+        "rocegen failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("rocegen JSON: {e}: {}", String::from_utf8_lossy(&out.stdout)))
+}
+
+fn lab_json(g: &LabGuard) -> PathBuf {
+    g.state.path().join(format!("{}.json", g.lab.name))
+}
+
+fn port_drops(o: &RunOutcome, id: u16, reason: &str) -> u64 {
+    o.snapshot.ports.iter().find(|p| p.id == id).unwrap().drops.get(reason)
+}
+
+/// 3→1 lossless incast through a 500 Mb/s port: nothing lost end to end, PFC reaches the
+/// senders, CE marks and CNPs appear.
+#[test]
+fn lossless_incast_loses_nothing_with_pfc_ecn_and_cnps() {
+    let g = lab_up(4);
+    let sw = Switch::start(config(&g));
+    let report = json_of(
+        rocegen()
+            .args(["coordinate", "--pattern", "incast", "--lab"])
+            .arg(lab_json(&g))
+            .args([
+                "--rate",
+                "300M",
+                "--link-speed",
+                SPEED,
+                "--duration",
+                "1.5",
+                "--burst-us",
+                "50",
+                "--json",
+            ])
+            .output()
+            .unwrap(),
+    );
+    let o = sw.stop();
+    let t = &report["totals"];
+    assert_eq!(t["lost"], 0, "lossless traffic lost: {t}");
+    assert_eq!(t["bad_icrc"], 0);
+    assert_eq!(t["out_of_order"], 0);
+    assert!(t["rx_packets"].as_u64().unwrap() > 10_000, "{t}");
+    assert!(t["ce"].as_u64().unwrap() > 0, "no CE marks: {t}");
+    assert!(t["cnps_received"].as_u64().unwrap() > 0, "no CNPs: {t}");
+    assert!(t["pfc_frames"].as_u64().unwrap() > 0, "no PFC reached the senders: {t}");
+    assert_eq!(
+        o.snapshot.totals.drops.total(),
+        0,
+        "switch drops: {:?}",
+        o.snapshot.totals.drops
+    );
+    for s in 1..4u16 {
+        assert!(o.snapshot.ports[s as usize].pfc_tx[3] > 0, "port {s} sent no PFC");
+    }
+    assert!(o.snapshot.ports[0].ecn_marked > 0);
+    assert_eq!(o.undrained, 0);
+}
+
+/// The same congestion with lossy traffic (DSCP 0): the switch drops at the egress limit and
+/// counts it; the receivers see the loss.
+#[test]
+fn lossy_incast_drops_and_counts() {
+    let g = lab_up(4);
+    let sw = Switch::start(config(&g));
+    let report = json_of(
+        rocegen()
+            .args(["coordinate", "--pattern", "incast", "--lab"])
+            .arg(lab_json(&g))
+            .args([
+                "--rate",
+                "300M",
+                "--link-speed",
+                SPEED,
+                "--duration",
+                "1.5",
+                "--dscp",
+                "0",
+                "--no-dcqcn",
+                "--json",
+            ])
+            .output()
+            .unwrap(),
+    );
+    let o = sw.stop();
+    let lost = report["totals"]["lost"].as_u64().unwrap();
+    let dropped = port_drops(&o, 0, "egress_limit");
+    assert!(dropped > 0, "no egress-limit drops: {:?}", o.snapshot.totals.drops);
+    assert!(lost > 0, "receivers saw no loss");
+    assert_eq!(o.snapshot.totals.drops.get("headroom_overflow"), 0);
+    assert!(
+        o.snapshot.ports.iter().all(|p| p.pfc_tx.iter().all(|&n| n == 0)),
+        "lossy traffic never triggers PFC"
+    );
+}
+
+fn host_args(g: &LabGuard, i: usize) -> Vec<String> {
+    let h = &g.lab.hosts[i];
+    vec!["--netns".into(), h.netns.clone(), "--iface".into(), h.host_if.clone()]
+}
+
+fn sender(g: &LabGuard, from: usize, to: usize, dscp: &str) -> Child {
+    let d = &g.lab.hosts[to];
+    rocegen()
+        .arg("send")
+        .args(host_args(g, from))
+        .args([
+            "--src-ip",
+            &g.lab.hosts[from].ipv4.to_string(),
+            "--dst-ip",
+            &d.ipv4.to_string(),
+        ])
+        .args([
+            "--dst-mac",
+            &d.mac_string(),
+            "--dscp",
+            dscp,
+            "--rate",
+            "50M",
+            "--duration",
+            "0.8",
+        ])
+        .args(["--link-speed", SPEED, "--no-dcqcn", "--json"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+/// Sends `first`, waits `gap_s`, sends `second`, from inside a host's namespace (python's raw
+/// socket: no project code on the sending side).
+fn inject(g: &LabGuard, host: usize, first: &[u8], gap_s: f64, second: &[u8]) {
+    let h = &g.lab.hosts[host];
+    let hex = |f: &[u8]| f.iter().map(|b| format!("{b:02x}")).collect::<String>();
+    let script = format!(
+        "import socket, time; s=socket.socket(socket.AF_PACKET, socket.SOCK_RAW); s.bind(('{}', 0)); \
+         s.send(bytes.fromhex('{}')); time.sleep({gap_s}); s.send(bytes.fromhex('{}'))",
+        h.host_if,
+        hex(first),
+        hex(second)
+    );
+    let st = Command::new("ip")
+        .args(["netns", "exec", &h.netns, "python3", "-c", &script])
+        .status()
+        .unwrap();
+    assert!(st.success());
+}
+
+/// A host that sends XOFF for priority 3 stops the lossless queue toward it, not the lossy one.
+#[test]
+fn received_xoff_stops_the_lossless_queue_only() {
+    let g = lab_up(3);
+    let sw = Switch::start(config(&g));
+    let recv = rocegen()
+        .arg("recv")
+        .args(host_args(&g, 2))
+        .args(["--duration", "1.6", "--no-dcqcn", "--link-speed", SPEED, "--json"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    let lossless = sender(&g, 0, 2, "26");
+    let lossy = sender(&g, 1, 2, "0");
+    std::thread::sleep(Duration::from_millis(300));
+    // XOFF for priority 3, maximum pause (65535 quanta = 67 ms at 500 Mb/s), then XON 40 ms later.
+    let mut xoff = [0u8; 64];
+    let n = dataplane::packet::encode_pfc(&mut xoff, g.lab.hosts[2].mac, 1 << 3, [0, 0, 0, 65535, 0, 0, 0, 0]);
+    let mut xon = [0u8; 64];
+    let m = dataplane::packet::encode_pfc(&mut xon, g.lab.hosts[2].mac, 1 << 3, [0; 8]);
+    inject(&g, 2, &xoff[..n], 0.04, &xon[..m]);
+    let _ = json_of(lossless.wait_with_output().unwrap());
+    let _ = json_of(lossy.wait_with_output().unwrap());
+    let report = json_of(recv.wait_with_output().unwrap());
+    let o = sw.stop();
+
+    let rx = &o.snapshot.ports[2];
+    assert_eq!(rx.pfc_rx[3], 2, "XOFF and XON received");
+    let paused_ms = rx.paused_ns[3] as f64 / 1e6;
+    assert!((20.0..60.0).contains(&paused_ms), "priority 3 paused {paused_ms} ms");
+    assert_eq!(rx.paused_ns[0], 0, "priority 0 never paused");
+    let flows = report["flows"].as_array().unwrap();
+    let gap = |src: usize| {
+        let ip = g.lab.hosts[src].ipv4.to_string();
+        let f = flows
+            .iter()
+            .find(|f| f["src"].as_str().unwrap_or_default().starts_with(&ip))
+            .expect("flow present");
+        assert_eq!(f["rx"]["lost"], 0, "{f}");
+        f["rx"]["max_gap_ns"].as_u64().unwrap() as f64 / 1e6
+    };
+    let (g_lossless, g_lossy) = (gap(0), gap(1));
+    assert!(
+        g_lossless >= 25.0,
+        "lossless flow did not stop: longest gap {g_lossless} ms"
+    );
+    assert!(
+        g_lossy < g_lossless / 2.0,
+        "lossy flow stopped too: gaps {g_lossy} vs {g_lossless} ms"
+    );
+    assert_eq!(o.snapshot.totals.drops.total(), 0, "{:?}", o.snapshot.totals.drops);
+}
+
+/// Frames captured on the receiving host, decoded by scapy: every RoCEv2 frame's ICRC and
+/// IPv4 checksum valid after crossing the switch.
+#[test]
+fn frames_cross_the_switch_intact_for_an_independent_decoder() {
+    let g = lab_up(2);
+    let sw = Switch::start(config(&g));
+    let pcap = g.state.path().join("rx.pcap");
+    let h1 = &g.lab.hosts[1];
+    let mut cap = Command::new("ip")
+        .args([
+            "netns",
+            "exec",
+            &h1.netns,
+            "tshark",
+            "-q",
+            "-F",
+            "pcap",
+            "-i",
+            &h1.host_if,
+            "-a",
+            "duration:2",
+            "-f",
+            "udp port 4791",
+            "-w",
+        ])
+        .arg(&pcap)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("tshark (run .ci/install-deps)");
+    std::thread::sleep(Duration::from_millis(700));
+    let s = sender(&g, 0, 1, "26");
+    let sent = json_of(s.wait_with_output().unwrap());
+    assert!(cap.wait().unwrap().success(), "tshark capture failed");
+    let _ = sw.stop();
+    let out = Command::new("python3")
+        .arg(repo().join("dataplane/tests/oracle/check_pcap.py"))
+        .arg(&pcap)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let f = &r["files"][0];
+    let tx = sent["totals"]["tx_packets"].as_u64().unwrap();
+    assert!(
+        f["roce"].as_u64().unwrap() >= tx * 9 / 10,
+        "captured {} of {tx}",
+        f["roce"]
+    );
+    assert_eq!(f["icrc_bad"], 0);
+    assert_eq!(f["ipv4_csum_bad"], 0);
+    assert_eq!(f["bad"].as_array().unwrap().len(), 0, "{}", f["bad"]);
+}
