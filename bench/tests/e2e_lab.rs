@@ -328,20 +328,27 @@ fn frames_cross_the_switch_intact_for_an_independent_decoder() {
             "-i",
             &h1.host_if,
             "-a",
-            "duration:2",
-            "-f",
-            "udp port 4791",
-            "-w",
+            "duration:30",
         ])
+        .args(["-f", "udp port 4791", "-w"])
         .arg(&pcap)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
         .expect("tshark (run .ci/install-deps)");
-    std::thread::sleep(Duration::from_millis(700));
+    // tshark writes the file header once it is capturing.
+    let deadline = std::time::Instant::now() + Duration::from_secs(15);
+    while std::fs::metadata(&pcap).map_or(true, |m| m.len() < 24) {
+        assert!(std::time::Instant::now() < deadline, "tshark did not start capturing");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_millis(300));
     let s = sender(&g, 0, 1, "26");
     let sent = json_of(s.wait_with_output().unwrap());
-    assert!(cap.wait().unwrap().success(), "tshark capture failed");
+    std::thread::sleep(Duration::from_millis(300));
+    // SIGINT: tshark flushes the capture and exits.
+    unsafe { libc::kill(cap.id() as i32, libc::SIGINT) };
+    let _ = cap.wait();
     let _ = sw.stop();
     let out = Command::new("python3")
         .arg(repo().join("dataplane/tests/oracle/check_pcap.py"))
