@@ -443,7 +443,7 @@ mod demo {
         println!("3→1 incast: hosts 1-3 send lossless RoCEv2 (DSCP 26) at {rate} each to host 0 for {duration} s; port 0 runs at {speed}\n");
         let mut gen = std::process::Command::new(&rocegen)
             .args(["coordinate", "--pattern", "incast", "--lab"])
-            .arg(&lab.state_path())
+            .arg(lab.state_path())
             .args([
                 "--rate",
                 rate,
