@@ -64,6 +64,7 @@ impl Switch {
         let handle = std::thread::spawn(move || {
             let opts = RunOptions {
                 seed: 1,
+                control: None,
                 open: Box::new(|p| {
                     let port = AfPacket::open(p.interface.as_deref().unwrap(), Default::default())?;
                     Ok(Box::new(port) as Box<dyn PortBackend + Send>)

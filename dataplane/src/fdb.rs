@@ -74,6 +74,15 @@ impl Fdb {
         fdb
     }
 
+    /// Takes a new config's learning, aging and static entries; learnt entries are kept.
+    pub fn reconfigure(&mut self, cfg: &FdbConfig) {
+        self.learning = cfg.learning;
+        self.aging_ns = cfg.aging_ns.max(1);
+        for s in &cfg.static_entries {
+            self.insert(mac_key(&s.mac), s.port, 0, true);
+        }
+    }
+
     #[inline]
     fn live(&self, e: &Entry, now: u64) -> bool {
         e.used && (e.is_static || now.saturating_sub(e.last_seen) < self.aging_ns)

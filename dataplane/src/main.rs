@@ -276,6 +276,7 @@ fn run(cmd: Command) -> Result<()> {
             }
             let opts = dataplane::worker::RunOptions {
                 seed,
+                control: None,
                 open: Box::new(|p: &controlplane::PortConfig| {
                     let ifname = p.interface.as_deref().unwrap_or_default();
                     let port = dataplane::port::AfPacket::open(ifname, Default::default())?;
@@ -430,6 +431,7 @@ mod demo {
         let switch = std::thread::spawn(move || {
             let opts = dataplane::worker::RunOptions {
                 seed: 1,
+                control: None,
                 open: Box::new(|p: &controlplane::PortConfig| {
                     let port = AfPacket::open(p.interface.as_deref().unwrap_or_default(), Default::default())?;
                     Ok(Box::new(port) as Box<dyn PortBackend + Send>)

@@ -28,6 +28,13 @@ impl PfcGenerator {
         }
     }
 
+    /// New pause time and refresh interval; XOFF state and pending refreshes are kept.
+    pub fn reconfigure(&mut self, cfg: &PfcConfig, speed_bps: u64) {
+        let fresh = PfcGenerator::new(cfg, speed_bps);
+        self.pause_quanta = fresh.pause_quanta;
+        self.refresh_ns = fresh.refresh_ns;
+    }
+
     pub fn pause_quanta(&self) -> u16 {
         self.pause_quanta
     }
@@ -157,6 +164,12 @@ impl Watchdog {
             storm: 0,
             last_pfc: [0; NUM_TC],
         }
+    }
+
+    /// New times, action and watched queues; storms in progress stay until restored.
+    pub fn reconfigure(&mut self, cfg: WatchdogConfig, watched: u8) {
+        self.cfg = cfg;
+        self.watched = watched;
     }
 
     fn in_storm(&self, q: usize) -> bool {

@@ -149,6 +149,28 @@ pub fn ser_ps(len: usize, speed_bps: u64) -> u64 {
     LinkRate::new(speed_bps).ser_ps(len)
 }
 
+/// Per queue, the priorities whose frames it holds (what a received PFC pauses); per PG, the
+/// PFC-enabled priorities that map to it (what an XOFF for that PG announces).
+fn priority_masks(cfg: &Config) -> ([u8; NUM_TC], [u8; NUM_TC]) {
+    let mut queue_prios = [0u8; NUM_TC];
+    let mut pg_prios = [0u8; NUM_TC];
+    for prio in 0..NUM_TC {
+        queue_prios[cfg.classify.tc_to_queue[prio] as usize & 7] |= 1 << prio;
+        if cfg.pfc.enabled[prio] {
+            pg_prios[cfg.classify.tc_to_pg[prio] as usize & 7] |= 1 << prio;
+        }
+    }
+    (queue_prios, pg_prios)
+}
+
+/// Queues that carry PFC-enabled priorities: the ones the watchdog watches.
+fn lossless_queue_mask(queue_prios: &[u8; NUM_TC], pg_prios: &[u8; NUM_TC]) -> u8 {
+    let pfc = pg_prios.iter().fold(0, |a, b| a | b);
+    (0..NUM_TC)
+        .filter(|&q| queue_prios[q] & pfc != 0)
+        .fold(0, |m, q| m | 1 << q)
+}
+
 impl Switch {
     pub fn new(cfg: &Config, seed: u64) -> Self {
         let mmu = Mmu::new(cfg);
@@ -162,17 +184,8 @@ impl Switch {
         // headroom for one receive burst per port on top.
         let slots = mmu.total_cells() as usize + TX_BURST * NUM_TC * cfg.ports.len();
         let pool = PacketPool::new(slots, max_frame);
-        let mut queue_prios = [0u8; NUM_TC];
-        let mut pg_prios = [0u8; NUM_TC];
-        for prio in 0..NUM_TC {
-            queue_prios[cfg.classify.tc_to_queue[prio] as usize & 7] |= 1 << prio;
-            if cfg.pfc.enabled[prio] {
-                pg_prios[cfg.classify.tc_to_pg[prio] as usize & 7] |= 1 << prio;
-            }
-        }
-        let lossless_queues: u8 = (0..NUM_TC)
-            .filter(|&q| queue_prios[q] & pg_prios.iter().fold(0, |a, b| a | b) != 0)
-            .fold(0, |m, q| m | 1 << q);
+        let (queue_prios, pg_prios) = priority_masks(cfg);
+        let lossless_queues = lossless_queue_mask(&queue_prios, &pg_prios);
         let ports = cfg
             .ports
             .iter()
@@ -222,6 +235,63 @@ impl Switch {
             pg_prios,
             cfg: cfg.clone(),
         }
+    }
+
+    /// Switches to a new config between two bursts, as the control plane asks. A frame is
+    /// handled wholly under the old config or wholly under the new one; nothing queued is lost
+    /// and every cell stays charged where it is (the MMU keeps its counts, only limits change).
+    /// Refused, with the reason, for what cannot change under traffic: the ports (ids, count,
+    /// largest frame beyond the packet buffers) and the buffer size or cell.
+    pub fn reconfigure(&mut self, cfg: &Config) -> Result<(), String> {
+        let old = &self.cfg;
+        if old.buffer != cfg.buffer {
+            return Err("buffer.size and buffer.cell cannot change while the switch runs (restart it)".into());
+        }
+        let ids = |c: &Config| c.ports.iter().map(|p| p.id).collect::<Vec<_>>();
+        if ids(old) != ids(cfg) {
+            return Err("the set of ports cannot change while the switch runs (restart it)".into());
+        }
+        if let Some(p) = cfg
+            .ports
+            .iter()
+            .find(|p| p.max_frame_bytes as usize > self.pool.slot_size())
+        {
+            return Err(format!(
+                "port {}: frames up to {} B exceed the running switch's packet buffers (restart it)",
+                p.id, p.max_frame_bytes
+            ));
+        }
+        let (queue_prios, pg_prios) = priority_masks(cfg);
+        let lossless_queues = lossless_queue_mask(&queue_prios, &pg_prios);
+        for (p, pc) in self.ports.iter_mut().zip(&cfg.ports) {
+            let modes = std::array::from_fn(|q| cfg.queues[q].sched);
+            p.speed_bps = pc.speed_bps.max(1);
+            p.rate = LinkRate::new(pc.speed_bps);
+            p.max_frame = pc.max_frame_bytes as usize;
+            p.sched = Scheduler::new(&modes, pc.max_frame_bytes);
+            p.shapers = std::array::from_fn(|q| cfg.queues[q].shaper.map(TokenBucket::new));
+            p.shaped = (0..NUM_TC)
+                .filter(|&q| cfg.queues[q].shaper.is_some())
+                .fold(0, |m, q| m | 1 << q);
+            p.wred = std::array::from_fn(|q| cfg.queues[q].ecn.as_ref().map(Wred::new));
+            p.cnp_policer = cfg.cnp.policer.map(TokenBucket::new);
+            p.pfc_gen.reconfigure(&cfg.pfc, pc.speed_bps);
+            p.watchdog = match (p.watchdog.take(), cfg.pfc.watchdog.clone()) {
+                (Some(mut w), Some(c)) => {
+                    w.reconfigure(c, lossless_queues);
+                    Some(w)
+                }
+                (None, Some(c)) => Some(Watchdog::new(c, lossless_queues)),
+                (_, None) => None,
+            };
+        }
+        self.mmu.set_limits(cfg);
+        self.fdb.reconfigure(&cfg.fdb);
+        self.classifier = Classifier::new(&cfg.classify, &cfg.cnp);
+        self.queue_prios = queue_prios;
+        self.pg_prios = pg_prios;
+        self.cfg = cfg.clone();
+        Ok(())
     }
 
     pub fn config(&self) -> &Config {

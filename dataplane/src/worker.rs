@@ -176,12 +176,58 @@ pub struct RunOutcome {
     pub tx_dropped: u64,
 }
 
+/// What the control plane asks of the running switch. Requests wait on a lock-free queue and
+/// the pipeline worker serves them between two bursts, so a config change applies to whole
+/// bursts and the packet path never takes a lock.
+pub enum ControlRequest {
+    /// Switch to this (validated) config; answered with the reason if it cannot change live.
+    Apply {
+        config: Box<controlplane::Config>,
+        reply: std::sync::mpsc::SyncSender<Result<(), String>>,
+    },
+    /// Counters and buffer state now.
+    Snapshot {
+        reply: std::sync::mpsc::SyncSender<Snapshot>,
+    },
+    /// The MAC table now.
+    Fdb {
+        reply: std::sync::mpsc::SyncSender<Vec<crate::fdb::FdbRow>>,
+    },
+}
+
+/// The queue the control thread feeds and the pipeline worker drains.
+pub type ControlQueue = ArrayQueue<ControlRequest>;
+
+fn serve_control(sw: &mut Switch, q: &ControlQueue, now: u64) {
+    // A few per round: control traffic is rare, the packet path is not.
+    for _ in 0..4 {
+        let Some(req) = q.pop() else { return };
+        match req {
+            ControlRequest::Apply { config, reply } => {
+                let r = sw.reconfigure(&config);
+                match &r {
+                    Ok(()) => tracing::info!("config applied"),
+                    Err(e) => tracing::warn!("config refused: {e}"),
+                }
+                let _ = reply.try_send(r);
+            }
+            ControlRequest::Snapshot { reply } => {
+                let _ = reply.try_send(sw.snapshot(now));
+            }
+            ControlRequest::Fdb { reply } => {
+                let _ = reply.try_send(sw.fdb().rows(now));
+            }
+        }
+    }
+}
+
 /// Called by the pipeline worker about once a second with a fresh snapshot.
 pub type StatsHook<'a> = &'a mut dyn FnMut(&Snapshot, u64);
 
 /// The pipeline worker's loop: owns the switch and the ports assigned to worker 0, and serves
 /// the I/O workers' rings. Returns when `stop` is set and the queues have drained (or the drain
 /// timed out).
+#[allow(clippy::too_many_arguments)]
 pub fn run_pipeline(
     sw: &mut Switch,
     mut local: Vec<Option<PortIo>>,
@@ -189,6 +235,7 @@ pub fn run_pipeline(
     clock: Clock,
     polling: Polling,
     stop: &AtomicBool,
+    control: Option<&ControlQueue>,
     mut stats: Option<StatsHook<'_>>,
 ) -> RunOutcome {
     let n = sw.num_ports();
@@ -229,6 +276,9 @@ pub fn run_pipeline(
                     }
                 }
             }
+        }
+        if let Some(q) = control {
+            serve_control(sw, q, now);
         }
         sw.poll(now);
         let mut egress = Egress {
@@ -384,6 +434,8 @@ pub type OpenPort = Box<dyn Fn(&controlplane::PortConfig) -> Result<Box<dyn Port
 pub struct RunOptions {
     pub seed: u64,
     pub open: OpenPort,
+    /// Requests from the control plane (`rocectl`), served between bursts.
+    pub control: Option<Arc<ControlQueue>>,
 }
 
 /// Runs the switch until `stop` is set: opens every port, starts the I/O workers, runs the
@@ -445,7 +497,8 @@ pub fn run(
         pin(c);
     }
     let clock = Clock::start();
-    let mut outcome = run_pipeline(&mut sw, local, remote, clock, polling, &stop, stats);
+    let control = opts.control.clone();
+    let mut outcome = run_pipeline(&mut sw, local, remote, clock, polling, &stop, control.as_deref(), stats);
     done.store(true, Ordering::Release);
     for h in handles {
         outcome.tx_dropped += h.join().map_err(|_| anyhow::anyhow!("an I/O worker panicked"))?;

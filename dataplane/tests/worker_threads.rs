@@ -85,6 +85,7 @@ fn start(mut cfg: Config, workers: usize) -> Running {
     let handle = std::thread::spawn(move || {
         let opts = RunOptions {
             seed: 1,
+            control: None,
             open: Box::new(move |p| {
                 let idx = p.id as usize;
                 Ok(Box::new(TestPort {

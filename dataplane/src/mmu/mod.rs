@@ -188,6 +188,17 @@ impl Mmu {
         }
     }
 
+    /// Takes the limits of a new config (same buffer and ports) and keeps every count: what is
+    /// queued stays charged where it is, and the next admission or release sees the new limits.
+    pub fn set_limits(&mut self, cfg: &Config) {
+        let fresh = Mmu::new(cfg);
+        self.shared_cells = fresh.shared_cells;
+        for (mine, new) in self.ports.iter_mut().zip(fresh.ports) {
+            mine.pg_limits = new.pg_limits;
+            mine.queue_limits = new.queue_limits;
+        }
+    }
+
     #[inline]
     pub fn cells_for(&self, len: usize) -> u32 {
         (len as u32 + self.cell_bytes - 1) >> self.cell_shift
