@@ -7,6 +7,7 @@
 
 pub mod headroom;
 pub mod model;
+pub mod patch;
 pub mod schema;
 pub mod units;
 pub mod validate;

@@ -28,6 +28,9 @@ pub struct ReplayOptions {
     pub peer_ignores_pfc: bool,
     /// Called now and then with (input bytes consumed, total input bytes).
     pub progress: Option<fn(u64, u64)>,
+    /// Config changes at virtual times (ns from the replay's start), in time order: the
+    /// reproducible form of live tuning (`rocesw replay --schedule`).
+    pub schedule: Vec<(u64, Config)>,
 }
 
 /// What a replay produced.
@@ -135,11 +138,23 @@ pub fn run(cfg: &Config, opts: &ReplayOptions) -> Result<ReplayOutcome> {
     };
 
     let mut now = 0u64;
+    let mut next_change = 0usize;
     let mut input_frames = 0u64;
     let mut input_bytes = 0u64;
     let mut last_progress = 0u64;
     loop {
         let mut progressed = false;
+        // Changes due now apply before anything else at this instant: a frame arriving at the
+        // same nanosecond is handled under the new config.
+        while let Some((at, cfg)) = opts.schedule.get(next_change) {
+            if *at > now {
+                break;
+            }
+            sw.reconfigure(cfg)
+                .map_err(|e| anyhow::anyhow!("schedule change at {at} ns: {e}"))?;
+            next_change += 1;
+            progressed = true;
+        }
         for port in 0..n {
             let Some(peer) = out.peers[port].as_mut() else { continue };
             while let Some((frame, at)) = peer.pop_due(now, sw.classifier()) {
@@ -172,6 +187,7 @@ pub fn run(cfg: &Config, opts: &ReplayOptions) -> Result<ReplayOutcome> {
             .iter()
             .filter_map(|p| p.as_ref().and_then(|p| p.next_event(now)))
             .chain(sw.next_event(now))
+            .chain(opts.schedule.get(next_change).map(|(at, _)| *at))
             .min();
         match next {
             Some(t) if t > now => now = t,

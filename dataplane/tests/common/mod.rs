@@ -23,6 +23,7 @@ pub fn replay(cfg: &Config, dir: &Path, inputs: &[(u16, PathBuf)], seed: u64, pe
         seed,
         peer_ignores_pfc,
         progress: None,
+        schedule: Vec::new(),
     };
     replay::run(cfg, &opts).expect("replay runs")
 }
