@@ -533,13 +533,13 @@ impl Switch {
         if prios == 0 || !p.pfc_gen.start_xoff(pg, now) {
             return;
         }
-        let times = std::array::from_fn(|i| {
-            if prios & (1 << i) != 0 {
-                p.pfc_gen.pause_quanta()
-            } else {
-                0
-            }
-        });
+        Self::send_xoff(p, pg, prios);
+    }
+
+    /// Queues an XOFF for the priorities `prios` of `pg` (first one or a refresh).
+    fn send_xoff(p: &mut Port, pg: usize, prios: u8) {
+        let quanta = p.pfc_gen.pause_quanta();
+        let times = std::array::from_fn(|i| if prios & (1 << i) != 0 { quanta } else { 0 });
         p.pg_counters[pg].xoff_sent += 1;
         Self::queue_pfc(p, prios, times);
     }
@@ -739,15 +739,7 @@ impl Switch {
                         let prios = self.pg_prios[pg];
                         let p = &mut self.ports[port];
                         p.pfc_gen.refreshed(pg, now);
-                        let times = std::array::from_fn(|i| {
-                            if prios & (1 << i) != 0 {
-                                p.pfc_gen.pause_quanta()
-                            } else {
-                                0
-                            }
-                        });
-                        p.pg_counters[pg].xoff_sent += 1;
-                        Self::queue_pfc(p, prios, times);
+                        Self::send_xoff(p, pg, prios);
                     }
                 }
             }
