@@ -3,8 +3,7 @@
 
 mod common;
 use common::*;
-use dataplane::gen::{announce, Flow};
-use dataplane::packet::Ecn;
+use dataplane::gen::announce;
 use dataplane::Switch;
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -37,26 +36,7 @@ static GLOBAL: Counting = Counting;
 #[test]
 fn congested_pipeline_does_not_allocate() {
     let mut sw = Switch::new(&default_config(), 1);
-    let flows: Vec<Vec<Vec<u8>>> = (0..3)
-        .map(|s| {
-            Flow {
-                src: s,
-                dst: 3,
-                dscp: if s == 2 { 0 } else { 26 },
-                ecn: Ecn::Ect0,
-                qp: s as u32,
-                frame_len: 1024,
-                count: 32,
-                start_ns: 0,
-                rate_bps: 25_000_000_000,
-            }
-            .frames()
-            .unwrap()
-            .into_iter()
-            .map(|(_, f)| f)
-            .collect()
-        })
-        .collect();
+    let flows: Vec<Vec<Vec<u8>>> = (0..3).map(|s| burst32(s, 3, if s == 2 { 0 } else { 26 })).collect();
     sw.receive(3, &announce(3, 0).unwrap(), 0);
     let mut tx = 0u64;
     let mut sink = |_: usize, _: &[u8], _: u64| tx += 1;

@@ -3,28 +3,8 @@
 
 mod common;
 use common::*;
-use dataplane::gen::{announce, Flow};
-use dataplane::packet::Ecn;
+use dataplane::gen::announce;
 use dataplane::Switch;
-
-fn burst(src: u16) -> Vec<Vec<u8>> {
-    Flow {
-        src,
-        dst: 3,
-        dscp: 26,
-        ecn: Ecn::Ect0,
-        qp: src as u32,
-        frame_len: 1024,
-        count: 32,
-        start_ns: 0,
-        rate_bps: 25_000_000_000,
-    }
-    .frames()
-    .unwrap()
-    .into_iter()
-    .map(|(_, f)| f)
-    .collect()
-}
 
 /// Each round one burst of 32 lossless frames arrives for port 3 and port 3 sends 32: the
 /// queue holds whatever depth it had. Returns (frames sent on port 3, CE marked).
@@ -51,7 +31,7 @@ fn lowering_kmax_under_congestion_raises_marking_and_loses_nothing() {
     let mut cfg = default_config();
     let mut sw = Switch::new(&cfg, 1);
     sw.receive(3, &announce(3, 0).unwrap(), 0);
-    let b = burst(0);
+    let b = burst32(0, 3, 26);
     let mut now = 1_000;
     // Hold about 260 KB in port 3's lossless queue: between Kmin (100 KB) and Kmax (400 KB),
     // where the configured curve marks about 0.2 × 160/300 ≈ 11 %.

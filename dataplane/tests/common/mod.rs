@@ -79,3 +79,23 @@ pub fn roce_frames(frames: &[(u64, Vec<u8>)]) -> Vec<(u64, Vec<u8>, dataplane::p
         })
         .collect()
 }
+
+/// A burst of 32 RoCEv2 frames of 1 KiB from host `src` to host `dst` with `dscp`, ECT(0).
+pub fn burst32(src: u16, dst: u16, dscp: u8) -> Vec<Vec<u8>> {
+    dataplane::gen::Flow {
+        src,
+        dst,
+        dscp,
+        ecn: dataplane::packet::Ecn::Ect0,
+        qp: src as u32,
+        frame_len: 1024,
+        count: 32,
+        start_ns: 0,
+        rate_bps: 25_000_000_000,
+    }
+    .frames()
+    .unwrap()
+    .into_iter()
+    .map(|(_, f)| f)
+    .collect()
+}
