@@ -319,9 +319,24 @@ fn run(cmd: Command) -> Result<()> {
                     outcome.tx_dropped
                 );
             }
+            for (i, st) in &outcome.backends {
+                if st.rx_kernel_drops > 0 || st.tx_ring_full > 0 || st.rx_oversize > 0 {
+                    println!(
+                        "port {}: kernel dropped {} received frames (receive ring full: the switch polled too slowly), \
+                         {} sends found the TX ring full, {} oversize frames skipped",
+                        cfg.ports[*i].id, st.rx_kernel_drops, st.tx_ring_full, st.rx_oversize
+                    );
+                }
+            }
             if let Some(path) = summary {
-                let json = serde_json::to_string_pretty(&outcome.snapshot)?;
-                std::fs::write(&path, json + "\n").with_context(|| format!("cannot write {}", path.display()))?;
+                let ports: Vec<serde_json::Value> = outcome
+                    .backends
+                    .iter()
+                    .map(|(i, st)| serde_json::json!({"id": cfg.ports[*i].id, "backend": st}))
+                    .collect();
+                let json = serde_json::json!({"switch": outcome.snapshot, "interfaces": ports, "uptime_ns": outcome.uptime_ns, "undrained": outcome.undrained});
+                std::fs::write(&path, serde_json::to_string_pretty(&json)? + "\n")
+                    .with_context(|| format!("cannot write {}", path.display()))?;
             }
             Ok(())
         }
