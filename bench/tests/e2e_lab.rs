@@ -21,7 +21,12 @@ const SPEED: &str = "500M";
 struct LabGuard {
     lab: Lab,
     state: tempfile::TempDir,
+    /// One lab at a time: the switch, the generator and the hosts share two cores, and two
+    /// incasts at once would measure the machine, not the switch.
+    _serial: std::sync::MutexGuard<'static, ()>,
 }
+
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 impl Drop for LabGuard {
     fn drop(&mut self) {
@@ -34,6 +39,7 @@ fn repo() -> PathBuf {
 }
 
 fn lab_up(hosts: usize) -> LabGuard {
+    let serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     lab::require_root().expect("the end-to-end tests need root: run them as root (CI does)");
     static N: AtomicU32 = AtomicU32::new(0);
     let name = format!(
@@ -49,7 +55,7 @@ fn lab_up(hosts: usize) -> LabGuard {
         mtu: 1500,
     };
     let lab = lab::up(&spec, &repo().join("configs/default.toml"), state.path()).expect("lab up");
-    LabGuard { lab, state }
+    LabGuard { lab, state, _serial: serial }
 }
 
 struct Switch {
