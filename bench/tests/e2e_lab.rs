@@ -55,7 +55,11 @@ fn lab_up(hosts: usize) -> LabGuard {
         mtu: 1500,
     };
     let lab = lab::up(&spec, &repo().join("configs/default.toml"), state.path()).expect("lab up");
-    LabGuard { lab, state, _serial: serial }
+    LabGuard {
+        lab,
+        state,
+        _serial: serial,
+    }
 }
 
 struct Switch {
