@@ -249,7 +249,7 @@ fn run(cmd: Command) -> Result<()> {
             if !quiet {
                 print!(
                     "{}",
-                    dataplane::report::human_summary(&outcome.snapshot, outcome.duration_ns)
+                    dataplane::report::human_summary(&outcome.snapshot, "virtual time", outcome.duration_ns)
                 );
                 println!(
                     "wrote {} and {} port captures",
@@ -308,7 +308,7 @@ fn run(cmd: Command) -> Result<()> {
             let outcome = dataplane::worker::run(&cfg, opts, stop, if stats { Some(&mut hook) } else { None })?;
             print!(
                 "{}",
-                dataplane::report::human_summary(&outcome.snapshot, outcome.uptime_ns)
+                dataplane::report::human_summary(&outcome.snapshot, "uptime", outcome.uptime_ns)
             );
             if outcome.undrained > 0 {
                 println!("drain timed out: {} frames were still queued", outcome.undrained);
@@ -565,7 +565,7 @@ mod demo {
         println!("== switch ==");
         print!(
             "{}",
-            dataplane::report::human_summary(&outcome.snapshot, outcome.uptime_ns)
+            dataplane::report::human_summary(&outcome.snapshot, "uptime", outcome.uptime_ns)
         );
         Ok(())
     }

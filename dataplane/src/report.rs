@@ -188,10 +188,11 @@ fn list(v: &[u64; NUM_TC]) -> String {
 }
 
 /// A short table for people; `summary.json` has everything.
-pub fn human_summary(s: &Snapshot, duration_ns: u64) -> String {
+/// `clock` names what `duration_ns` is ("virtual time" in replay, "uptime" in real time).
+pub fn human_summary(s: &Snapshot, clock: &str, duration_ns: u64) -> String {
     use std::fmt::Write;
     let mut out = String::new();
-    let _ = writeln!(out, "elapsed {:.3} ms", duration_ns as f64 / 1e6);
+    let _ = writeln!(out, "{clock} {:.3} ms", duration_ns as f64 / 1e6);
     let _ = writeln!(
         out,
         "{:>4} {:>10} {:>10} {:>8} {:>8} {:>14} {:>14}  drops",
