@@ -248,7 +248,7 @@ for r in $(seq "$ROUNDS"); do
         stop_fwd
         if [ -f "$WORK/rocesw-summary.json" ]; then
             mv "$WORK/rocesw-summary.json" "$WORK/$f-summary.$r.json"
-            python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print('rocesw counters:', [(p['id'], p['rx_packets'], p['tx_packets'], p['drops']) for p in d['ports']])" \
+            python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print('rocesw counters:', [(p['id'], p['rx_packets'], p['tx_packets'], p['drops']) for p in d['switch']['ports']], 'kernel rx ring drops:', [(i['id'], i['backend']['rx_kernel_drops']) for i in d['interfaces']])" \
                 "$WORK/$f-summary.$r.json" >&2 || true
         fi
     done
