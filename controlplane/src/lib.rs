@@ -8,6 +8,7 @@
 pub mod headroom;
 pub mod model;
 pub mod patch;
+pub mod protocol;
 pub mod schema;
 pub mod units;
 pub mod validate;

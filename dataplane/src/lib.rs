@@ -2,6 +2,7 @@
 //! ARCHITECTURE.md at the repository root maps the modules.
 
 pub mod classify;
+pub mod control;
 pub mod counters;
 pub mod fdb;
 pub mod gen;

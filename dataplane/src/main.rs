@@ -80,6 +80,12 @@ enum Command {
         /// Stop by itself after this many seconds (tests, demos).
         #[arg(long, value_name = "SECONDS")]
         duration: Option<f64>,
+        /// Control socket for `rocectl` (mode 0600; see controlplane/PROTOCOL.md).
+        #[arg(long, value_name = "PATH", default_value = controlplane::protocol::DEFAULT_SOCKET)]
+        control: PathBuf,
+        /// Do not open a control socket.
+        #[arg(long, conflicts_with = "control")]
+        no_control: bool,
     },
     /// A live tour (needs root): 4 test hosts, the switch on their ports, a 3→1 RoCEv2 incast
     /// with PFC and DCQCN, live per-port figures, then the generator's report and the switch's
@@ -265,6 +271,8 @@ fn run(cmd: Command) -> Result<()> {
             stats,
             summary,
             duration,
+            control,
+            no_control,
         } => {
             let cfg = load_config(&config)?;
             if let Some(p) = cfg.ports.iter().find(|p| p.interface.is_none()) {
@@ -284,9 +292,21 @@ fn run(cmd: Command) -> Result<()> {
                     stop.store(true, Ordering::Relaxed);
                 });
             }
+            let queue = Arc::new(crossbeam_queue::ArrayQueue::new(16));
+            // Dropped when the arm ends: stops the control thread and removes the socket.
+            let _server = if no_control {
+                None
+            } else {
+                let text =
+                    std::fs::read_to_string(&config).with_context(|| format!("cannot read {}", config.display()))?;
+                Some(
+                    dataplane::control::ControlServer::spawn(&control, text, queue.clone())
+                        .with_context(|| format!("control socket {}", control.display()))?,
+                )
+            };
             let opts = dataplane::worker::RunOptions {
                 seed,
-                control: None,
+                control: (!no_control).then_some(queue),
                 open: Box::new(|p: &controlplane::PortConfig| {
                     let ifname = p.interface.as_deref().unwrap_or_default();
                     let port = dataplane::port::AfPacket::open(ifname, Default::default())?;

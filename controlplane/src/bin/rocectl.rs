@@ -1,15 +1,23 @@
-//! `rocectl`: rocesw's control-plane command line. For now the offline commands: validate a
-//! config (`check`) and the PFC headroom calculator (`headroom`). Talking to a running
-//! dataplane comes with the control socket.
+//! `rocectl`: rocesw's control-plane command line. Offline: validate a config (`check`) and the
+//! PFC headroom calculator (`headroom`). Against a running switch, over its control socket
+//! (`controlplane/PROTOCOL.md`): `show`, `apply`, `set`, `watch`.
 
-use clap::{Parser, Subcommand};
+use clap::{Parser, Subcommand, ValueEnum};
+use controlplane::protocol::{self, ApplyData, Client, ClientError, Op};
 use controlplane::{headroom, units};
-use std::path::PathBuf;
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::time::{Duration, Instant};
 
 #[derive(Parser)]
 #[command(name = "rocectl", version, about = "Configure and inspect rocesw switches")]
 struct Cli {
+    /// The running switch's control socket (`rocesw run --control`).
+    #[arg(long, global = true, value_name = "PATH", default_value = protocol::DEFAULT_SOCKET)]
+    socket: PathBuf,
     #[command(subcommand)]
     command: Command,
 }
@@ -43,6 +51,65 @@ enum Command {
         #[arg(long, default_value = "256B", value_parser = size)]
         cell: u64,
     },
+    /// Show a running switch's counters, queues, PGs, PFC, buffer or MAC table.
+    Show {
+        what: Show,
+        /// The switch's answer as JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Replace the running switch's config with FILE (validated whole; all or nothing).
+    Apply { file: PathBuf },
+    /// Change a few settings of the running switch (sent as a config patch).
+    #[command(subcommand)]
+    Set(Set),
+    /// Per-port rates and drops, refreshed every interval until interrupted.
+    Watch {
+        #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(100..))]
+        interval_ms: u64,
+    },
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum Show {
+    /// Per port: packets and bytes each way, ECN marks, drops by reason.
+    Counters,
+    /// Per egress queue: transmitted, dropped, ECN-marked, depth and peak.
+    Queues,
+    /// Per ingress priority group: received, dropped, XOFF/XON sent, cells in use and peaks.
+    Pgs,
+    /// PFC frames sent and received per priority, and the time paused.
+    Pfc,
+    /// The shared buffer pool and per-port watermarks.
+    Buffer,
+    /// The MAC table.
+    Fdb,
+}
+
+#[derive(Subcommand)]
+enum Set {
+    /// Retune a WRED-ECN profile: `rocectl set ecn --profile roce --kmax 200KB`.
+    Ecn {
+        /// The profile's name ([ecn.NAME] in the config).
+        #[arg(long)]
+        profile: String,
+        /// Queue length where marking starts, e.g. 100KB.
+        #[arg(long)]
+        kmin: Option<String>,
+        /// Queue length where the probability reaches pmax (every packet above), e.g. 400KB.
+        #[arg(long)]
+        kmax: Option<String>,
+        /// Marking probability at kmax, 0 to 1.
+        #[arg(long)]
+        pmax: Option<String>,
+    },
+    /// The dynamic threshold of an ingress PG: `rocectl set alpha --pg 3 1/16`.
+    Alpha {
+        #[arg(long)]
+        pg: u8,
+        /// A number or a fraction such as 1/8.
+        value: String,
+    },
 }
 
 fn rate(s: &str) -> Result<u64, String> {
@@ -58,7 +125,9 @@ fn size(s: &str) -> Result<u64, String> {
 }
 
 fn main() -> ExitCode {
-    match Cli::parse().command {
+    let cli = Cli::parse();
+    let socket = cli.socket;
+    match cli.command {
         Command::Check { file, verbose } => match controlplane::load_file(&file) {
             Ok(loaded) => {
                 for w in &loaded.warnings {
@@ -114,5 +183,615 @@ fn main() -> ExitCode {
             println!("{}", headroom::headroom(speed, cable, mtu, cell as u32));
             ExitCode::SUCCESS
         }
+        Command::Show { what, json } => live(|| show(&socket, what, json)),
+        Command::Apply { file } => live(|| {
+            let text = std::fs::read_to_string(&file).map_err(|e| format!("{}: cannot read: {e}", file.display()))?;
+            change(&socket, Op::Apply { toml: text })
+        }),
+        Command::Set(set) => live(|| {
+            let patch = set_patch(&set)?;
+            change(&socket, Op::Patch { toml: patch })
+        }),
+        Command::Watch { interval_ms } => live(|| watch(&socket, interval_ms)),
+    }
+}
+
+/// Runs a command against the switch: errors on stderr, exit 1.
+fn live(f: impl FnOnce() -> Result<(), String>) -> ExitCode {
+    match f() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("rocectl: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn connect(socket: &Path) -> Result<Client, String> {
+    let mut c = Client::connect(socket).map_err(|e| e.to_string())?;
+    c.set_timeout(Some(Duration::from_secs(10)))
+        .map_err(|e| e.to_string())?;
+    Ok(c)
+}
+
+fn err(e: ClientError) -> String {
+    e.to_string()
+}
+
+fn show(socket: &Path, what: Show, json: bool) -> Result<(), String> {
+    let mut c = connect(socket)?;
+    let op = if matches!(what, Show::Fdb) {
+        Op::Fdb
+    } else {
+        Op::Counters
+    };
+    let data = c.call(op).map_err(err)?;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&data).map_err(|e| e.to_string())?);
+        return Ok(());
+    }
+    print!("{}", render(what, &data)?);
+    Ok(())
+}
+
+fn render(what: Show, data: &serde_json::Value) -> Result<String, String> {
+    let bad = |e: serde_json::Error| format!("unexpected answer from the switch: {e}");
+    if let Show::Fdb = what {
+        let rows: Vec<FdbRow> = serde_json::from_value(data.clone()).map_err(bad)?;
+        return Ok(render_fdb(&rows));
+    }
+    let s: Snapshot = serde_json::from_value(data.clone()).map_err(bad)?;
+    Ok(match what {
+        Show::Counters => render_counters(&s),
+        Show::Queues => render_queues(&s),
+        Show::Pgs => render_pgs(&s),
+        Show::Pfc => render_pfc(&s),
+        Show::Buffer => render_buffer(&s),
+        Show::Fdb => unreachable!(),
+    })
+}
+
+fn change(socket: &Path, op: Op) -> Result<(), String> {
+    let mut c = connect(socket)?;
+    let answer: ApplyData = c.call_as(op).map_err(err)?;
+    for w in &answer.warnings {
+        println!("warning: {w}");
+    }
+    if answer.changed.is_empty() {
+        println!("applied: nothing changed");
+    } else {
+        println!("applied; changed: {}", answer.changed.join(", "));
+    }
+    Ok(())
+}
+
+/// A command-line value as the config would hold it: an integer, a float, or a string with a
+/// unit or a fraction.
+fn scalar(s: &str) -> toml::Value {
+    if let Ok(i) = s.parse::<i64>() {
+        toml::Value::Integer(i)
+    } else if let Ok(f) = s.parse::<f64>() {
+        toml::Value::Float(f)
+    } else {
+        toml::Value::String(s.to_string())
+    }
+}
+
+/// The TOML patch a `set` command sends.
+fn set_patch(set: &Set) -> Result<String, String> {
+    let mut leaf = toml::Table::new();
+    let (section, name) = match set {
+        Set::Ecn {
+            profile,
+            kmin,
+            kmax,
+            pmax,
+        } => {
+            for (k, v) in [("kmin", kmin), ("kmax", kmax), ("pmax", pmax)] {
+                if let Some(v) = v {
+                    leaf.insert(k.into(), scalar(v));
+                }
+            }
+            if leaf.is_empty() {
+                return Err("set ecn: give at least one of --kmin, --kmax, --pmax".into());
+            }
+            ("ecn", profile.clone())
+        }
+        Set::Alpha { pg, value } => {
+            leaf.insert("alpha".into(), scalar(value));
+            ("pg", pg.to_string())
+        }
+    };
+    let mut mid = toml::Table::new();
+    mid.insert(name, toml::Value::Table(leaf));
+    let mut top = toml::Table::new();
+    top.insert(section.into(), toml::Value::Table(mid));
+    toml::to_string(&top).map_err(|e| e.to_string())
+}
+
+fn watch(socket: &Path, interval_ms: u64) -> Result<(), String> {
+    use std::io::IsTerminal;
+    let mut c = connect(socket)?;
+    c.set_timeout(Some(Duration::from_millis(interval_ms) + Duration::from_secs(10)))
+        .map_err(err)?;
+    c.call(Op::Subscribe { interval_ms }).map_err(err)?;
+    let tty = std::io::stdout().is_terminal();
+    let mut prev: Option<(Instant, Snapshot)> = None;
+    loop {
+        let data = c.read_data().map_err(err)?;
+        let s: Snapshot = serde_json::from_value(data).map_err(|e| format!("unexpected answer: {e}"))?;
+        let now = Instant::now();
+        let secs = prev.as_ref().map_or(0.0, |(t, _)| now.duration_since(*t).as_secs_f64());
+        let table = render_rates(prev.as_ref().map(|(_, p)| p), &s, secs);
+        if tty {
+            print!("\x1b[H\x1b[2J{table}");
+        } else {
+            print!("{table}");
+        }
+        prev = Some((now, s));
+    }
+}
+
+// What the switch sends (dataplane's report::Snapshot), as far as rocectl reads it. Fields it
+// does not know are ignored; missing ones read as zero.
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct Snapshot {
+    ports: Vec<Port>,
+    buffer: Pool,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct Port {
+    id: u16,
+    rx_packets: u64,
+    rx_bytes: u64,
+    tx_packets: u64,
+    tx_bytes: u64,
+    drops: BTreeMap<String, u64>,
+    ecn_marked: u64,
+    pfc_tx: Vec<u64>,
+    pfc_rx: Vec<u64>,
+    pause_rx: u64,
+    paused_ns: Vec<u64>,
+    watchdog_storms: Vec<u64>,
+    buffer: PortUse,
+    queues: Vec<Queue>,
+    pgs: Vec<Pg>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct PortUse {
+    ingress_cells: u32,
+    peak_ingress_cells: u32,
+    egress_cells: u32,
+    peak_egress_cells: u32,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct Pool {
+    total_cells: u32,
+    shared_cells: u32,
+    used_cells: u32,
+    peak_used_cells: u32,
+    ingress_shared_cells: u32,
+    peak_ingress_shared_cells: u32,
+    egress_shared_cells: u32,
+    peak_egress_shared_cells: u32,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct Queue {
+    queue: u8,
+    tx_packets: u64,
+    tx_bytes: u64,
+    dropped_packets: u64,
+    ecn_marked: u64,
+    depth_packets: u64,
+    depth_cells: u32,
+    peak_cells: u32,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct Pg {
+    pg: u8,
+    rx_packets: u64,
+    dropped_packets: u64,
+    xoff_sent: u64,
+    xon_sent: u64,
+    min_cells: u32,
+    shared_cells: u32,
+    headroom_cells: u32,
+    peak_cells: u32,
+    peak_headroom_cells: u32,
+}
+
+#[derive(Deserialize)]
+struct FdbRow {
+    mac: String,
+    port: u16,
+    is_static: bool,
+    age_ns: u64,
+}
+
+fn drops(d: &BTreeMap<String, u64>) -> String {
+    if d.is_empty() {
+        "-".into()
+    } else {
+        d.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(" ")
+    }
+}
+
+fn render_counters(s: &Snapshot) -> String {
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        "{:>4} {:>12} {:>14} {:>12} {:>14} {:>10}  drops",
+        "port", "rx_pkts", "rx_bytes", "tx_pkts", "tx_bytes", "ecn_ce"
+    );
+    for p in &s.ports {
+        let _ = writeln!(
+            o,
+            "{:>4} {:>12} {:>14} {:>12} {:>14} {:>10}  {}",
+            p.id,
+            p.rx_packets,
+            p.rx_bytes,
+            p.tx_packets,
+            p.tx_bytes,
+            p.ecn_marked,
+            drops(&p.drops)
+        );
+    }
+    o
+}
+
+fn render_queues(s: &Snapshot) -> String {
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        "{:>4} {:>5} {:>12} {:>14} {:>10} {:>10} {:>8} {:>8} {:>8}",
+        "port", "queue", "tx_pkts", "tx_bytes", "dropped", "ecn_ce", "depth", "cells", "peak"
+    );
+    let mut idle = 0;
+    for p in &s.ports {
+        for q in &p.queues {
+            if q.tx_packets + q.dropped_packets + q.depth_packets + q.peak_cells as u64 == 0 {
+                idle += 1;
+                continue;
+            }
+            let _ = writeln!(
+                o,
+                "{:>4} {:>5} {:>12} {:>14} {:>10} {:>10} {:>8} {:>8} {:>8}",
+                p.id,
+                q.queue,
+                q.tx_packets,
+                q.tx_bytes,
+                q.dropped_packets,
+                q.ecn_marked,
+                q.depth_packets,
+                q.depth_cells,
+                q.peak_cells
+            );
+        }
+    }
+    if idle > 0 {
+        let _ = writeln!(
+            o,
+            "({idle} queues that never held a packet not shown; depth in packets, cells of the buffer)"
+        );
+    }
+    o
+}
+
+fn render_pgs(s: &Snapshot) -> String {
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        "{:>4} {:>3} {:>12} {:>10} {:>8} {:>8} {:>6} {:>7} {:>9} {:>6} {:>8}",
+        "port", "pg", "rx_pkts", "dropped", "xoff", "xon", "min", "shared", "headroom", "peak", "peak_hr"
+    );
+    let mut idle = 0;
+    for p in &s.ports {
+        for g in &p.pgs {
+            if g.rx_packets + g.dropped_packets + g.peak_cells as u64 == 0 {
+                idle += 1;
+                continue;
+            }
+            let _ = writeln!(
+                o,
+                "{:>4} {:>3} {:>12} {:>10} {:>8} {:>8} {:>6} {:>7} {:>9} {:>6} {:>8}",
+                p.id,
+                g.pg,
+                g.rx_packets,
+                g.dropped_packets,
+                g.xoff_sent,
+                g.xon_sent,
+                g.min_cells,
+                g.shared_cells,
+                g.headroom_cells,
+                g.peak_cells,
+                g.peak_headroom_cells
+            );
+        }
+    }
+    if idle > 0 {
+        let _ = writeln!(
+            o,
+            "({idle} PGs that never received a packet not shown; min/shared/headroom in cells)"
+        );
+    }
+    o
+}
+
+fn render_pfc(s: &Snapshot) -> String {
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        "{:>4} {:>4} {:>10} {:>10} {:>12} {:>8}",
+        "port", "prio", "pfc_tx", "pfc_rx", "paused_ms", "storms"
+    );
+    let at = |v: &[u64], i: usize| v.get(i).copied().unwrap_or(0);
+    let mut pauses = Vec::new();
+    for p in &s.ports {
+        let n = p.pfc_tx.len().max(p.pfc_rx.len()).max(p.paused_ns.len());
+        for prio in 0..n {
+            let (tx, rx, paused, storms) = (
+                at(&p.pfc_tx, prio),
+                at(&p.pfc_rx, prio),
+                at(&p.paused_ns, prio),
+                at(&p.watchdog_storms, prio),
+            );
+            if tx + rx + paused + storms == 0 {
+                continue;
+            }
+            let _ = writeln!(
+                o,
+                "{:>4} {:>4} {:>10} {:>10} {:>12.3} {:>8}",
+                p.id,
+                prio,
+                tx,
+                rx,
+                paused as f64 / 1e6,
+                storms
+            );
+        }
+        if p.pause_rx > 0 {
+            pauses.push(format!("port {}: {}", p.id, p.pause_rx));
+        }
+    }
+    if !pauses.is_empty() {
+        let _ = writeln!(o, "802.3x PAUSE received: {}", pauses.join(", "));
+    }
+    o
+}
+
+fn render_buffer(s: &Snapshot) -> String {
+    let b = &s.buffer;
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        "pool: {} cells, {} shared; used {} (peak {}); ingress shared {} (peak {}); egress shared {} (peak {})",
+        b.total_cells,
+        b.shared_cells,
+        b.used_cells,
+        b.peak_used_cells,
+        b.ingress_shared_cells,
+        b.peak_ingress_shared_cells,
+        b.egress_shared_cells,
+        b.peak_egress_shared_cells
+    );
+    let _ = writeln!(
+        o,
+        "{:>4} {:>12} {:>12} {:>12} {:>12}",
+        "port", "ingress", "peak_in", "egress", "peak_out"
+    );
+    for p in &s.ports {
+        let u = &p.buffer;
+        let _ = writeln!(
+            o,
+            "{:>4} {:>12} {:>12} {:>12} {:>12}",
+            p.id, u.ingress_cells, u.peak_ingress_cells, u.egress_cells, u.peak_egress_cells
+        );
+    }
+    o
+}
+
+fn render_fdb(rows: &[FdbRow]) -> String {
+    let mut o = String::new();
+    let _ = writeln!(o, "{:<17} {:>4} {:>7} {:>9}", "mac", "port", "type", "age_s");
+    for r in rows {
+        let _ = writeln!(
+            o,
+            "{:<17} {:>4} {:>7} {:>9.1}",
+            r.mac,
+            r.port,
+            if r.is_static { "static" } else { "learnt" },
+            r.age_ns as f64 / 1e9
+        );
+    }
+    let _ = writeln!(o, "{} entries", rows.len());
+    o
+}
+
+/// `watch`'s table: per-port rates since the previous update (totals on the first).
+fn render_rates(prev: Option<&Snapshot>, s: &Snapshot, secs: f64) -> String {
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        "{:>4} {:>10} {:>10} {:>10} {:>10} {:>8} {:>8} {:>8}  cells in/out",
+        "port", "rx_pps", "rx_Mbps", "tx_pps", "tx_Mbps", "ecn/s", "pfc_tx/s", "drops/s"
+    );
+    for p in &s.ports {
+        let before = prev.and_then(|q| q.ports.iter().find(|x| x.id == p.id));
+        let rate = |now: u64, then: Option<u64>| match then {
+            Some(t) if secs > 0.0 => now.saturating_sub(t) as f64 / secs,
+            _ => 0.0,
+        };
+        let drops_now: u64 = p.drops.values().sum();
+        let pfc = |x: &Port| x.pfc_tx.iter().sum::<u64>();
+        let _ = writeln!(
+            o,
+            "{:>4} {:>10.0} {:>10.1} {:>10.0} {:>10.1} {:>8.0} {:>8.0} {:>8.0}  {}/{}",
+            p.id,
+            rate(p.rx_packets, before.map(|b| b.rx_packets)),
+            rate(p.rx_bytes, before.map(|b| b.rx_bytes)) * 8.0 / 1e6,
+            rate(p.tx_packets, before.map(|b| b.tx_packets)),
+            rate(p.tx_bytes, before.map(|b| b.tx_bytes)) * 8.0 / 1e6,
+            rate(p.ecn_marked, before.map(|b| b.ecn_marked)),
+            rate(pfc(p), before.map(pfc)),
+            rate(drops_now, before.map(|b| b.drops.values().sum())),
+            p.buffer.ingress_cells,
+            p.buffer.egress_cells
+        );
+    }
+    o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn canned() -> serde_json::Value {
+        let q = |i: u8, tx: u64| {
+            serde_json::json!({"queue": i, "tx_packets": tx, "tx_bytes": tx * 1000, "dropped_packets": 2,
+                "dropped_bytes": 2000, "ecn_marked": 5, "depth_packets": 1, "depth_cells": 4, "depth_bytes": 1000,
+                "peak_cells": 40, "peak_bytes": 10000})
+        };
+        let idle_q = |i: u8| serde_json::json!({"queue": i, "tx_packets": 0, "dropped_packets": 0, "depth_packets": 0, "peak_cells": 0});
+        let pg = |i: u8| {
+            serde_json::json!({"pg": i, "rx_packets": 100, "rx_bytes": 100000, "dropped_packets": 0, "xoff_sent": 3,
+                "xon_sent": 3, "min_cells": 0, "shared_cells": 12, "headroom_cells": 7, "peak_cells": 90,
+                "peak_headroom_cells": 20})
+        };
+        let port = |id: u16| {
+            serde_json::json!({"id": id, "rx_packets": 100 + id as u64, "rx_bytes": 123456, "tx_packets": 99,
+                "tx_bytes": 654321, "drops": {"no_route": 1, "egress_limit": 4}, "ecn_marked": 5,
+                "pfc_tx": [0,0,0,3,0,0,0,0], "pfc_rx": [0,0,0,0,0,0,0,0], "pause_rx": 0,
+                "paused_ns": [0,0,0,2500000,0,0,0,0], "unknown_ethertype": 0,
+                "watchdog_storms": [0,0,0,0,0,0,0,0], "watchdog_restores": [0,0,0,0,0,0,0,0],
+                "buffer": {"ingress_cells": 11, "peak_ingress_cells": 22, "egress_cells": 33, "peak_egress_cells": 44},
+                "queues": [q(3, 90), idle_q(0)], "pgs": [pg(3)]})
+        };
+        serde_json::json!({"ports": [port(0), port(1)],
+            "totals": {"rx_packets": 201},
+            "buffer": {"total_cells": 16384, "shared_cells": 15000, "used_cells": 44, "peak_used_cells": 500,
+                "ingress_shared_cells": 12, "peak_ingress_shared_cells": 90, "egress_shared_cells": 0,
+                "peak_egress_shared_cells": 0}})
+    }
+
+    #[test]
+    fn tables_render_the_switch_answer() {
+        let data = canned();
+        let c = render(Show::Counters, &data).unwrap();
+        assert!(c.lines().next().unwrap().contains("rx_bytes"), "{c}");
+        assert!(c.contains("egress_limit=4 no_route=1"), "{c}");
+        assert_eq!(c.lines().count(), 3, "{c}");
+        let q = render(Show::Queues, &data).unwrap();
+        assert!(
+            q.lines()
+                .nth(1)
+                .unwrap()
+                .split_whitespace()
+                .eq(["0", "3", "90", "90000", "2", "5", "1", "4", "40"]),
+            "{q}"
+        );
+        assert!(q.contains("2 queues that never held a packet"), "{q}");
+        let g = render(Show::Pgs, &data).unwrap();
+        assert!(
+            g.lines()
+                .nth(1)
+                .unwrap()
+                .split_whitespace()
+                .eq(["0", "3", "100", "0", "3", "3", "0", "12", "7", "90", "20"]),
+            "{g}"
+        );
+        let p = render(Show::Pfc, &data).unwrap();
+        assert!(
+            p.lines()
+                .nth(1)
+                .unwrap()
+                .split_whitespace()
+                .eq(["0", "3", "3", "0", "2.500", "0"]),
+            "{p}"
+        );
+        let b = render(Show::Buffer, &data).unwrap();
+        assert!(
+            b.starts_with("pool: 16384 cells, 15000 shared; used 44 (peak 500)"),
+            "{b}"
+        );
+        assert!(
+            b.lines()
+                .nth(2)
+                .unwrap()
+                .split_whitespace()
+                .eq(["0", "11", "22", "33", "44"]),
+            "{b}"
+        );
+        let f = render(
+            Show::Fdb,
+            &serde_json::json!([{"mac": "02:00:00:00:00:01", "port": 1, "is_static": false, "age_ns": 1500000000u64}]),
+        )
+        .unwrap();
+        assert!(f.contains("02:00:00:00:00:01    1  learnt       1.5"), "{f}");
+        assert!(render(Show::Counters, &serde_json::json!([1]))
+            .unwrap_err()
+            .contains("unexpected"));
+    }
+
+    #[test]
+    fn watch_shows_rates_between_updates() {
+        let a: Snapshot = serde_json::from_value(canned()).unwrap();
+        let mut later = canned();
+        later["ports"][0]["rx_packets"] = 300.into();
+        later["ports"][0]["rx_bytes"] = (123456 + 250_000).into();
+        let b: Snapshot = serde_json::from_value(later).unwrap();
+        let t = render_rates(Some(&a), &b, 2.0);
+        let row: Vec<&str> = t.lines().nth(1).unwrap().split_whitespace().collect();
+        assert_eq!(&row[..3], ["0", "100", "1.0"], "{t}");
+        assert!(render_rates(None, &b, 0.0).lines().nth(1).unwrap().contains(" 0 "));
+    }
+
+    #[test]
+    fn set_builds_patches() {
+        let p = set_patch(&Set::Ecn {
+            profile: "roce".into(),
+            kmin: None,
+            kmax: Some("200KB".into()),
+            pmax: Some("0.1".into()),
+        })
+        .unwrap();
+        let t: toml::Table = p.parse().unwrap();
+        assert_eq!(t["ecn"]["roce"]["kmax"].as_str(), Some("200KB"));
+        assert_eq!(t["ecn"]["roce"]["pmax"].as_float(), Some(0.1));
+        assert!(t["ecn"]["roce"].get("kmin").is_none());
+        let a: toml::Table = set_patch(&Set::Alpha {
+            pg: 3,
+            value: "1/16".into(),
+        })
+        .unwrap()
+        .parse()
+        .unwrap();
+        assert_eq!(a["pg"]["3"]["alpha"].as_str(), Some("1/16"));
+        let one: toml::Table = set_patch(&Set::Alpha {
+            pg: 0,
+            value: "1".into(),
+        })
+        .unwrap()
+        .parse()
+        .unwrap();
+        assert_eq!(one["pg"]["0"]["alpha"].as_integer(), Some(1));
+        assert!(set_patch(&Set::Ecn {
+            profile: "roce".into(),
+            kmin: None,
+            kmax: None,
+            pmax: None
+        })
+        .is_err());
     }
 }

@@ -1,0 +1,357 @@
+//! The control protocol between `rocectl` and a running switch (`rocesw run`); the server is
+//! `dataplane::control`. `controlplane/PROTOCOL.md` is the reference; in short:
+//!
+//! * JSON lines over a Unix stream socket (default [`DEFAULT_SOCKET`], mode 0600). Each request
+//!   is one line `{"v":1,"id":N,"op":"...", ...}`; each response is one line
+//!   `{"v":1,"id":N,"ok":true,"data":...}` or `{"v":1,"id":N,"ok":false,"error":"..."}` with
+//!   the request's `id` (`null` when the request was too broken to read one).
+//! * Ops ([`Op`]): `hello`, `get_config`, `apply {toml}`, `patch {toml}`, `counters`, `fdb`,
+//!   `subscribe {interval_ms}` (≥ [`MIN_INTERVAL_MS`]; acknowledged, then a `counters` response
+//!   carrying the subscribe's id is pushed every interval until the connection closes).
+//! * `apply` and `patch` are all or nothing: the resulting config is validated as a whole, then
+//!   the switch applies it between two bursts or refuses it with a reason; nothing changes on
+//!   any error. Both answer [`ApplyData`]: the warnings and the dotted keys whose value changed.
+//! * A wrong `v`, an unknown op or field, malformed JSON, or a line over [`MAX_LINE`] bytes is
+//!   answered with `ok:false`; the connection stays usable.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// The protocol version this crate speaks (`v` in every line).
+pub const VERSION: u32 = 1;
+/// Longest request line the server reads, newline excluded.
+pub const MAX_LINE: usize = 64 * 1024;
+/// Where `rocesw run` listens unless told otherwise.
+pub const DEFAULT_SOCKET: &str = "/run/rocesw/rocesw.sock";
+/// Shortest `subscribe` interval.
+pub const MIN_INTERVAL_MS: u64 = 100;
+
+/// What a request asks for: the `op` field and its arguments.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "snake_case", deny_unknown_fields)]
+pub enum Op {
+    /// Server and protocol version ([`HelloData`]).
+    Hello,
+    /// The running config's TOML text ([`ConfigData`]).
+    GetConfig,
+    /// Replace the whole config with this TOML text ([`ApplyData`]).
+    Apply { toml: String },
+    /// Deep-merge this TOML fragment into the running config ([`ApplyData`]): tables merge key
+    /// by key, any other value (arrays included) replaces.
+    Patch { toml: String },
+    /// Every counter now: the switch's snapshot (`summary.json`'s `switch` object).
+    Counters,
+    /// The MAC table: an array of `{mac, port, is_static, age_ns}`.
+    Fdb,
+    /// Push `counters` every `interval_ms` on this connection until it closes.
+    Subscribe { interval_ms: u64 },
+}
+
+/// One request line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Request {
+    pub id: u64,
+    pub op: Op,
+}
+
+/// Why a request line was refused, with the id when one could be read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BadRequest {
+    pub id: Option<u64>,
+    pub error: String,
+}
+
+impl Request {
+    /// The request as one JSON line (no newline).
+    pub fn to_line(&self) -> String {
+        let mut v = serde_json::to_value(&self.op).expect("ops serialise");
+        let obj = v.as_object_mut().expect("ops are objects");
+        obj.insert("v".into(), VERSION.into());
+        obj.insert("id".into(), self.id.into());
+        v.to_string()
+    }
+
+    /// Reads one request line: checks `v` and `id`, then the op and its fields (unknown ones
+    /// are refused).
+    pub fn parse(line: &str) -> Result<Request, BadRequest> {
+        let bad = |id, error: String| BadRequest { id, error };
+        let value: Value = serde_json::from_str(line).map_err(|e| bad(None, format!("malformed JSON: {e}")))?;
+        let Value::Object(mut obj) = value else {
+            return Err(bad(None, "a request must be a JSON object".into()));
+        };
+        let id = match obj.remove("id") {
+            Some(Value::Number(n)) if n.as_u64().is_some() => n.as_u64(),
+            Some(_) => return Err(bad(None, "`id` must be a non-negative integer".into())),
+            None => return Err(bad(None, "missing `id`".into())),
+        };
+        match obj.remove("v") {
+            Some(Value::Number(n)) if n.as_u64() == Some(VERSION as u64) => {}
+            Some(other) => {
+                return Err(bad(
+                    id,
+                    format!("unsupported protocol version {other} (this server speaks v{VERSION})"),
+                ))
+            }
+            None => return Err(bad(id, format!("missing `v` (this server speaks v{VERSION})"))),
+        }
+        if !obj.contains_key("op") {
+            return Err(bad(id, "missing `op`".into()));
+        }
+        let keys: Vec<String> = obj.keys().cloned().collect();
+        let op: Op = serde_json::from_value(Value::Object(obj)).map_err(|e| bad(id, format!("bad request: {e}")))?;
+        // serde ignores extra fields on ops without arguments: compare with what the op holds.
+        let known = serde_json::to_value(&op).expect("ops serialise");
+        if let Some(k) = keys.iter().find(|k| known.get(k.as_str()).is_none()) {
+            return Err(bad(
+                id,
+                format!(
+                    "bad request: unknown field `{k}` for op `{}`",
+                    known["op"].as_str().unwrap_or("?")
+                ),
+            ));
+        }
+        if let Op::Subscribe { interval_ms } = op {
+            if interval_ms < MIN_INTERVAL_MS {
+                return Err(bad(
+                    id,
+                    format!("subscribe: interval_ms must be at least {MIN_INTERVAL_MS} (got {interval_ms})"),
+                ));
+            }
+        }
+        Ok(Request {
+            id: id.unwrap_or(0),
+            op,
+        })
+    }
+}
+
+/// One response line. Exactly one of `data` (when `ok`) and `error` is present.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Response {
+    pub v: u32,
+    pub id: Option<u64>,
+    pub ok: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+impl Response {
+    pub fn ok(id: u64, data: Value) -> Self {
+        Response {
+            v: VERSION,
+            id: Some(id),
+            ok: true,
+            data: Some(data),
+            error: None,
+        }
+    }
+
+    pub fn err(id: Option<u64>, error: impl Into<String>) -> Self {
+        Response {
+            v: VERSION,
+            id,
+            ok: false,
+            data: None,
+            error: Some(error.into()),
+        }
+    }
+
+    /// The response as one JSON line, newline included.
+    pub fn to_line(&self) -> String {
+        let mut s = serde_json::to_string(self).expect("responses serialise");
+        s.push('\n');
+        s
+    }
+}
+
+/// `hello`'s answer.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HelloData {
+    /// e.g. `rocesw 0.1.0`.
+    pub server: String,
+    pub protocol: u32,
+}
+
+/// `get_config`'s answer.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ConfigData {
+    pub toml: String,
+}
+
+/// `apply`'s and `patch`'s answer.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ApplyData {
+    /// Dotted TOML key paths whose value changed, sorted.
+    pub changed: Vec<String>,
+    /// The new config's validation warnings.
+    pub warnings: Vec<String>,
+}
+
+/// `subscribe`'s acknowledgement (the pushes that follow are `counters` data).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SubscribeData {
+    pub interval_ms: u64,
+}
+
+/// What can go wrong talking to a switch.
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    #[error("cannot connect to the switch: {source} (is `rocesw run` running? socket {})", path.display())]
+    Connect { path: PathBuf, source: std::io::Error },
+    #[error("connection to the switch: {0}")]
+    Io(#[from] std::io::Error),
+    #[error("the switch closed the connection")]
+    Closed,
+    #[error("unreadable response from the switch: {0}")]
+    Protocol(String),
+    /// The switch answered `ok:false`.
+    #[error("{0}")]
+    Refused(String),
+}
+
+/// A blocking client: one connection, requests answered in order.
+pub struct Client {
+    reader: BufReader<UnixStream>,
+    writer: UnixStream,
+    next_id: u64,
+}
+
+impl Client {
+    pub fn connect(path: &Path) -> Result<Client, ClientError> {
+        let stream = UnixStream::connect(path).map_err(|source| ClientError::Connect {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        let writer = stream.try_clone()?;
+        Ok(Client {
+            reader: BufReader::new(stream),
+            writer,
+            next_id: 1,
+        })
+    }
+
+    /// Gives up on a response after this long (`None`: wait for ever).
+    pub fn set_timeout(&mut self, t: Option<Duration>) -> Result<(), ClientError> {
+        self.reader.get_ref().set_read_timeout(t)?;
+        Ok(())
+    }
+
+    /// Sends a request and returns its id.
+    pub fn send(&mut self, op: Op) -> Result<u64, ClientError> {
+        let id = self.next_id;
+        self.next_id += 1;
+        let mut line = Request { id, op }.to_line();
+        line.push('\n');
+        self.writer.write_all(line.as_bytes())?;
+        Ok(id)
+    }
+
+    /// The next response line, whatever it answers.
+    pub fn read(&mut self) -> Result<Response, ClientError> {
+        let mut line = String::new();
+        if self.reader.read_line(&mut line)? == 0 {
+            return Err(ClientError::Closed);
+        }
+        serde_json::from_str(&line).map_err(|e| ClientError::Protocol(format!("{e}: {}", line.trim_end())))
+    }
+
+    /// The data of the next response, or the switch's error.
+    pub fn read_data(&mut self) -> Result<Value, ClientError> {
+        let r = self.read()?;
+        if r.ok {
+            Ok(r.data.unwrap_or(Value::Null))
+        } else {
+            Err(ClientError::Refused(r.error.unwrap_or_else(|| "refused".into())))
+        }
+    }
+
+    /// Sends a request and waits for its answer.
+    pub fn call(&mut self, op: Op) -> Result<Value, ClientError> {
+        let id = self.send(op)?;
+        loop {
+            let r = self.read()?;
+            // Skip pushes of an earlier subscription.
+            if r.id == Some(id) || r.id.is_none() {
+                return if r.ok {
+                    Ok(r.data.unwrap_or(Value::Null))
+                } else {
+                    Err(ClientError::Refused(r.error.unwrap_or_else(|| "refused".into())))
+                };
+            }
+        }
+    }
+
+    /// `call` with the answer decoded.
+    pub fn call_as<T: serde::de::DeserializeOwned>(&mut self, op: Op) -> Result<T, ClientError> {
+        let v = self.call(op)?;
+        serde_json::from_value(v).map_err(|e| ClientError::Protocol(e.to_string()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn requests_round_trip() {
+        for op in [
+            Op::Hello,
+            Op::GetConfig,
+            Op::Apply { toml: "a = 1".into() },
+            Op::Patch {
+                toml: "[ecn.roce]\nkmax = \"200KB\"".into(),
+            },
+            Op::Counters,
+            Op::Fdb,
+            Op::Subscribe { interval_ms: 250 },
+        ] {
+            let r = Request { id: 7, op };
+            assert_eq!(Request::parse(&r.to_line()).unwrap(), r);
+        }
+        assert_eq!(
+            Request::parse(r#"{"v":1,"id":3,"op":"get_config"}"#).unwrap(),
+            Request {
+                id: 3,
+                op: Op::GetConfig
+            }
+        );
+    }
+
+    #[test]
+    fn bad_requests_say_why() {
+        let e = |s: &str| Request::parse(s).unwrap_err();
+        assert!(e("{nope").error.contains("malformed JSON"));
+        assert_eq!(e("{nope").id, None);
+        let w = e(r#"{"v":2,"id":4,"op":"hello"}"#);
+        assert_eq!(w.id, Some(4));
+        assert!(w.error.contains("version 2"), "{}", w.error);
+        assert!(e(r#"{"v":1,"id":4,"op":"reboot"}"#).error.contains("reboot"));
+        assert!(e(r#"{"v":1,"id":4,"op":"hello","x":1}"#).error.contains('x'));
+        assert!(e(r#"{"v":1,"id":4,"op":"apply","toml":"","extra":1}"#)
+            .error
+            .contains("extra"));
+        assert!(e(r#"{"v":1,"id":4,"op":"apply"}"#).error.contains("toml"));
+        assert!(e(r#"{"v":1,"id":4,"op":"subscribe","interval_ms":10}"#)
+            .error
+            .contains("at least 100"));
+        assert!(e(r#"{"v":1,"op":"hello"}"#).error.contains("id"));
+        assert!(e(r#"[1]"#).error.contains("object"));
+    }
+
+    #[test]
+    fn responses_are_one_line() {
+        let r = Response::err(None, "bad\nthing");
+        let line = r.to_line();
+        assert_eq!(line.matches('\n').count(), 1);
+        assert_eq!(line, "{\"v\":1,\"id\":null,\"ok\":false,\"error\":\"bad\\nthing\"}\n");
+        let ok = Response::ok(2, serde_json::json!({"a": 1}));
+        assert_eq!(ok.to_line(), "{\"v\":1,\"id\":2,\"ok\":true,\"data\":{\"a\":1}}\n");
+        assert_eq!(serde_json::from_str::<Response>(&ok.to_line()).unwrap(), ok);
+    }
+}

@@ -1,0 +1,513 @@
+//! The control socket of a running switch: `rocectl` talks to it in the JSON-lines protocol of
+//! `controlplane::protocol` (`controlplane/PROTOCOL.md`).
+//!
+//! One thread (not a worker: it never touches the packet path) runs a mio `Poll` loop over the
+//! listener and its non-blocking connections. What needs the switch — counters, the FDB, a
+//! config change — goes to the pipeline worker as a [`ControlRequest`] on the lock-free
+//! [`ControlQueue`], and this thread waits for the reply (at most [`REPLY_TIMEOUT`]); requests
+//! are therefore served one at a time, in arrival order. The thread keeps the running config's
+//! TOML text: `get_config` answers it, `patch` merges into it, a successful change replaces it.
+
+use crate::worker::{ControlQueue, ControlRequest};
+use anyhow::{bail, Context};
+use controlplane::patch;
+use controlplane::protocol::{self, ApplyData, ConfigData, HelloData, Op, Request, Response, SubscribeData};
+use mio::net::{UnixListener, UnixStream};
+use mio::{Events, Interest, Poll, Token, Waker};
+use serde_json::Value;
+use std::collections::HashMap;
+use std::io::{ErrorKind, Read, Write};
+use std::os::unix::fs::{FileTypeExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{sync_channel, Receiver, RecvTimeoutError};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// How long a request waits for the pipeline worker.
+pub const REPLY_TIMEOUT: Duration = Duration::from_secs(2);
+/// A connection whose unsent output grows past this (a subscriber that stopped reading) is
+/// closed.
+const MAX_PENDING_OUTPUT: usize = 8 << 20;
+
+const LISTENER: Token = Token(0);
+const WAKER: Token = Token(1);
+
+/// The control server of a running switch. Dropping it (or [`ControlServer::shutdown`]) stops
+/// its thread and removes the socket file.
+pub struct ControlServer {
+    path: PathBuf,
+    stop: Arc<AtomicBool>,
+    waker: Arc<Waker>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl ControlServer {
+    /// Listens on `path` (mode 0600) and serves it on a new thread. `config_text` is the
+    /// running config's TOML; `queue` is the one given to the pipeline worker
+    /// (`RunOptions::control`). A stale socket file (nothing listening) is replaced; a live one
+    /// (another switch) is an error, and so is any other file at `path`.
+    pub fn spawn(path: &Path, config_text: String, queue: Arc<ControlQueue>) -> anyhow::Result<ControlServer> {
+        if let Ok(meta) = std::fs::symlink_metadata(path) {
+            if !meta.file_type().is_socket() {
+                bail!("{} exists and is not a socket: not replacing it", path.display());
+            }
+            if std::os::unix::net::UnixStream::connect(path).is_ok() {
+                bail!(
+                    "another switch is listening on {} (stop it, or give this one another --control path)",
+                    path.display()
+                );
+            }
+            std::fs::remove_file(path).with_context(|| format!("cannot remove stale socket {}", path.display()))?;
+        }
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+        }
+        // Bind under a temporary name, restrict it, then rename it into place: nobody can
+        // connect while the socket is still open to everyone.
+        let mut tmp = path.as_os_str().to_owned();
+        tmp.push(format!(".{}.tmp", std::process::id()));
+        let tmp = PathBuf::from(tmp);
+        let _ = std::fs::remove_file(&tmp);
+        let std_listener = std::os::unix::net::UnixListener::bind(&tmp)
+            .with_context(|| format!("cannot listen on {}", tmp.display()))?;
+        let placed = std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o600))
+            .and_then(|()| std::fs::rename(&tmp, path));
+        if let Err(e) = placed {
+            let _ = std::fs::remove_file(&tmp);
+            return Err(e).with_context(|| format!("cannot create the control socket {}", path.display()));
+        }
+        std_listener.set_nonblocking(true)?;
+        let mut listener = UnixListener::from_std(std_listener);
+        let poll = Poll::new()?;
+        poll.registry().register(&mut listener, LISTENER, Interest::READABLE)?;
+        let waker = Arc::new(Waker::new(poll.registry(), WAKER)?);
+        let stop = Arc::new(AtomicBool::new(false));
+        let server = Server {
+            poll,
+            listener,
+            conns: HashMap::new(),
+            next_token: 2,
+            config_text,
+            queue,
+            late: Vec::new(),
+        };
+        let thread_stop = stop.clone();
+        let thread = std::thread::Builder::new()
+            .name("rocesw-control".into())
+            .spawn(move || server.run(&thread_stop))?;
+        tracing::info!(socket = %path.display(), "control socket listening");
+        Ok(ControlServer {
+            path: path.to_path_buf(),
+            stop,
+            waker,
+            thread: Some(thread),
+        })
+    }
+
+    /// Where it listens.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Stops the thread (closing every connection) and removes the socket file.
+    pub fn shutdown(mut self) {
+        self.stop_now();
+    }
+
+    fn stop_now(&mut self) {
+        if let Some(t) = self.thread.take() {
+            self.stop.store(true, Ordering::Release);
+            let _ = self.waker.wake();
+            let _ = t.join();
+            let _ = std::fs::remove_file(&self.path);
+        }
+    }
+}
+
+impl Drop for ControlServer {
+    fn drop(&mut self) {
+        self.stop_now();
+    }
+}
+
+struct Conn {
+    stream: UnixStream,
+    input: Vec<u8>,
+    /// Inside a line longer than the cap (already answered): skip to its end.
+    skipping: bool,
+    output: Vec<u8>,
+    writable_registered: bool,
+    subscription: Option<Subscription>,
+    closed: bool,
+}
+
+struct Subscription {
+    id: u64,
+    every: Duration,
+    next: Instant,
+}
+
+struct Server {
+    poll: Poll,
+    listener: UnixListener,
+    conns: HashMap<Token, Conn>,
+    next_token: usize,
+    config_text: String,
+    queue: Arc<ControlQueue>,
+    /// Config changes the switch answered too late: applied if it eventually says yes, so the
+    /// config text stays what the switch runs.
+    late: Vec<(Receiver<Result<(), String>>, String)>,
+}
+
+impl Server {
+    fn run(mut self, stop: &AtomicBool) {
+        let mut events = Events::with_capacity(64);
+        while !stop.load(Ordering::Acquire) {
+            let timeout = self
+                .conns
+                .values()
+                .filter_map(|c| c.subscription.as_ref().map(|s| s.next))
+                .min()
+                .map(|t| t.saturating_duration_since(Instant::now()))
+                .or(if self.late.is_empty() {
+                    None
+                } else {
+                    Some(Duration::from_millis(100))
+                });
+            if let Err(e) = self.poll.poll(&mut events, timeout) {
+                if e.kind() == ErrorKind::Interrupted {
+                    continue;
+                }
+                tracing::error!("control socket: poll failed, control disabled: {e}");
+                return;
+            }
+            self.collect_late();
+            for ev in events.iter() {
+                match ev.token() {
+                    LISTENER => self.accept(),
+                    WAKER => {}
+                    t => {
+                        if ev.is_readable() || ev.is_read_closed() {
+                            self.read(t);
+                        }
+                        if ev.is_writable() {
+                            self.flush(t);
+                        }
+                    }
+                }
+            }
+            self.push_subscriptions();
+            let tokens: Vec<Token> = self.conns.keys().copied().collect();
+            for t in tokens {
+                self.flush(t);
+            }
+            self.conns.retain(|_, c| !c.closed);
+        }
+    }
+
+    fn accept(&mut self) {
+        loop {
+            match self.listener.accept() {
+                Ok((mut stream, _)) => {
+                    let token = Token(self.next_token);
+                    self.next_token += 1;
+                    if let Err(e) = self.poll.registry().register(&mut stream, token, Interest::READABLE) {
+                        tracing::warn!("control socket: cannot register a connection: {e}");
+                        continue;
+                    }
+                    self.conns.insert(
+                        token,
+                        Conn {
+                            stream,
+                            input: Vec::new(),
+                            skipping: false,
+                            output: Vec::new(),
+                            writable_registered: false,
+                            subscription: None,
+                            closed: false,
+                        },
+                    );
+                }
+                Err(e) if e.kind() == ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(e) => {
+                    tracing::warn!("control socket: accept failed: {e}");
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Reads what is there, answering every complete line.
+    fn read(&mut self, token: Token) {
+        let mut buf = [0u8; 16384];
+        loop {
+            let Some(conn) = self.conns.get_mut(&token) else { return };
+            match conn.stream.read(&mut buf) {
+                Ok(0) => {
+                    conn.closed = true;
+                    return;
+                }
+                Ok(n) => {
+                    let lines = split_lines(conn, &buf[..n]);
+                    for line in lines {
+                        let resp = match line {
+                            Ok(text) => self.handle(token, &text),
+                            Err(resp) => Some(resp),
+                        };
+                        if let (Some(r), Some(c)) = (resp, self.conns.get_mut(&token)) {
+                            c.output.extend_from_slice(r.to_line().as_bytes());
+                        }
+                    }
+                }
+                Err(e) if e.kind() == ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(_) => {
+                    conn.closed = true;
+                    return;
+                }
+            }
+        }
+    }
+
+    fn flush(&mut self, token: Token) {
+        let Some(conn) = self.conns.get_mut(&token) else { return };
+        while !conn.output.is_empty() && !conn.closed {
+            match conn.stream.write(&conn.output) {
+                Ok(0) => conn.closed = true,
+                Ok(n) => {
+                    conn.output.drain(..n);
+                }
+                Err(e) if e.kind() == ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(_) => conn.closed = true,
+            }
+        }
+        if conn.output.len() > MAX_PENDING_OUTPUT {
+            tracing::warn!("control socket: closing a connection that stopped reading");
+            conn.closed = true;
+        }
+        if conn.closed {
+            let _ = self.poll.registry().deregister(&mut conn.stream);
+            return;
+        }
+        let want = !conn.output.is_empty();
+        if want != conn.writable_registered {
+            let interest = if want {
+                Interest::READABLE | Interest::WRITABLE
+            } else {
+                Interest::READABLE
+            };
+            if self
+                .poll
+                .registry()
+                .reregister(&mut conn.stream, token, interest)
+                .is_ok()
+            {
+                conn.writable_registered = want;
+            }
+        }
+    }
+
+    fn push_subscriptions(&mut self) {
+        let now = Instant::now();
+        let due: Vec<(Token, u64)> = self
+            .conns
+            .iter()
+            .filter_map(|(t, c)| c.subscription.as_ref().filter(|s| s.next <= now).map(|s| (*t, s.id)))
+            .collect();
+        if due.is_empty() {
+            return;
+        }
+        // One snapshot serves every subscriber due now.
+        let line = self.snapshot();
+        for (t, id) in due {
+            let Some(c) = self.conns.get_mut(&t) else { continue };
+            let resp = match &line {
+                Ok(v) => Response::ok(id, v.clone()),
+                Err(e) => Response::err(Some(id), e.clone()),
+            };
+            c.output.extend_from_slice(resp.to_line().as_bytes());
+            if let Some(s) = c.subscription.as_mut() {
+                // Keep the cadence; after a stall, resume from now rather than burst.
+                s.next += s.every;
+                if s.next <= now {
+                    s.next = now + s.every;
+                }
+            }
+        }
+    }
+
+    fn handle(&mut self, token: Token, line: &str) -> Option<Response> {
+        if line.trim().is_empty() {
+            return None;
+        }
+        let req = match Request::parse(line) {
+            Ok(r) => r,
+            Err(bad) => return Some(Response::err(bad.id, bad.error)),
+        };
+        let id = req.id;
+        let result: Result<Value, String> = match req.op {
+            Op::Hello => Ok(json(&HelloData {
+                server: format!("rocesw {}", env!("CARGO_PKG_VERSION")),
+                protocol: protocol::VERSION,
+            })),
+            Op::GetConfig => Ok(json(&ConfigData {
+                toml: self.config_text.clone(),
+            })),
+            Op::Apply { toml } => self.change(toml),
+            Op::Patch { toml } => self.patch(&toml),
+            Op::Counters => self.snapshot(),
+            Op::Fdb => {
+                let (tx, rx) = sync_channel(1);
+                self.ask(ControlRequest::Fdb { reply: tx }, &rx).map(|rows| json(&rows))
+            }
+            Op::Subscribe { interval_ms } => {
+                let every = Duration::from_millis(interval_ms);
+                if let Some(c) = self.conns.get_mut(&token) {
+                    c.subscription = Some(Subscription {
+                        id,
+                        every,
+                        next: Instant::now() + every,
+                    });
+                }
+                Ok(json(&SubscribeData { interval_ms }))
+            }
+        };
+        Some(match result {
+            Ok(data) => Response::ok(id, data),
+            Err(e) => Response::err(Some(id), e),
+        })
+    }
+
+    fn snapshot(&mut self) -> Result<Value, String> {
+        let (tx, rx) = sync_channel(1);
+        self.ask(ControlRequest::Snapshot { reply: tx }, &rx).map(|s| json(&s))
+    }
+
+    /// Hands a request to the pipeline worker and waits for its answer.
+    fn ask<T>(&mut self, req: ControlRequest, rx: &Receiver<T>) -> Result<T, String> {
+        if self.queue.push(req).is_err() {
+            return Err("the switch is busy (its control queue is full); try again".into());
+        }
+        match rx.recv_timeout(REPLY_TIMEOUT) {
+            Ok(v) => Ok(v),
+            Err(RecvTimeoutError::Timeout) => Err(format!(
+                "the switch did not answer within {} s",
+                REPLY_TIMEOUT.as_secs()
+            )),
+            Err(RecvTimeoutError::Disconnected) => Err("the switch is stopping".into()),
+        }
+    }
+
+    fn patch(&mut self, fragment: &str) -> Result<Value, String> {
+        let fragment: toml::Table = fragment
+            .parse()
+            .map_err(|e: toml::de::Error| format!("invalid patch: {}", e.to_string().trim_end()))?;
+        let mut merged: toml::Table = self
+            .config_text
+            .parse()
+            .map_err(|e| format!("the running config no longer parses: {e}"))?;
+        patch::merge(&mut merged, fragment);
+        let text = toml::to_string(&merged).map_err(|e| format!("cannot write the patched config: {e}"))?;
+        self.change(text)
+    }
+
+    /// Validates `text` as a whole config, has the switch apply it, and on success makes it
+    /// the running config text.
+    fn change(&mut self, text: String) -> Result<Value, String> {
+        let loaded = controlplane::load_str(&text).map_err(|e| format!("invalid config: {e}"))?;
+        let old: toml::Table = self.config_text.parse().unwrap_or_default();
+        let new: toml::Table = text.parse().map_err(|e| format!("invalid config: {e}"))?;
+        let changed = patch::changed_keys(&old, &new);
+        let (tx, rx) = sync_channel(1);
+        let req = ControlRequest::Apply {
+            config: Box::new(loaded.config),
+            reply: tx,
+        };
+        if self.queue.push(req).is_err() {
+            return Err("the switch is busy (its control queue is full); try again".into());
+        }
+        match rx.recv_timeout(REPLY_TIMEOUT) {
+            Ok(Ok(())) => {
+                self.config_text = text;
+                Ok(json(&ApplyData {
+                    changed,
+                    warnings: loaded.warnings,
+                }))
+            }
+            Ok(Err(reason)) => Err(format!("the switch refused the change: {reason}")),
+            Err(RecvTimeoutError::Timeout) => {
+                self.late.push((rx, text));
+                Err(format!(
+                    "the switch did not answer within {} s (the change may still apply; check get_config)",
+                    REPLY_TIMEOUT.as_secs()
+                ))
+            }
+            Err(RecvTimeoutError::Disconnected) => Err("the switch is stopping".into()),
+        }
+    }
+
+    fn collect_late(&mut self) {
+        let mut i = 0;
+        while i < self.late.len() {
+            match self.late[i].0.try_recv() {
+                Ok(r) => {
+                    let (_, text) = self.late.swap_remove(i);
+                    if r.is_ok() {
+                        tracing::info!("a late config change was applied");
+                        self.config_text = text;
+                    }
+                }
+                Err(std::sync::mpsc::TryRecvError::Empty) => i += 1,
+                Err(std::sync::mpsc::TryRecvError::Disconnected) => {
+                    self.late.swap_remove(i);
+                }
+            }
+        }
+    }
+}
+
+fn json<T: serde::Serialize>(v: &T) -> Value {
+    serde_json::to_value(v).expect("control answers serialise")
+}
+
+/// Appends received bytes to the connection's buffer and takes out every complete line (or
+/// the error answering one over the cap).
+fn split_lines(conn: &mut Conn, mut bytes: &[u8]) -> Vec<Result<String, Response>> {
+    let mut out = Vec::new();
+    while !bytes.is_empty() {
+        let nl = bytes.iter().position(|&b| b == b'\n');
+        let (chunk, rest, complete) = match nl {
+            Some(i) => (&bytes[..i], &bytes[i + 1..], true),
+            None => (bytes, &[][..], false),
+        };
+        bytes = rest;
+        if conn.skipping {
+            if complete {
+                conn.skipping = false;
+            }
+            continue;
+        }
+        conn.input.extend_from_slice(chunk);
+        if conn.input.len() > protocol::MAX_LINE {
+            conn.input.clear();
+            conn.skipping = !complete;
+            out.push(Err(Response::err(
+                None,
+                format!("request line longer than {} KiB: ignored", protocol::MAX_LINE / 1024),
+            )));
+            continue;
+        }
+        if complete {
+            let line = std::mem::take(&mut conn.input);
+            match String::from_utf8(line) {
+                Ok(s) => out.push(Ok(s)),
+                Err(_) => out.push(Err(Response::err(None, "malformed JSON: the line is not UTF-8"))),
+            }
+        }
+    }
+    out
+}

@@ -1,0 +1,394 @@
+//! The control socket of a running switch (`rocesw run` with `worker::run` on in-memory ports):
+//! every op over a real Unix socket, changes that apply and changes that are refused, bad input
+//! that must not hurt the server, subscriptions, and `rocectl` against it.
+
+mod common;
+use common::*;
+use dataplane::control::ControlServer;
+use dataplane::gen::announce;
+use dataplane::port::{PortBackend, PortError, PortStats};
+use dataplane::worker::{self, ControlQueue, RunOptions, RunOutcome};
+use serde_json::{json, Value};
+use std::collections::VecDeque;
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::net::UnixStream;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// Both directions of one port, shared between the test and the worker that owns the port.
+#[derive(Default)]
+struct Wire {
+    to_switch: VecDeque<Vec<u8>>,
+    from_switch: Vec<Vec<u8>>,
+}
+
+struct TestPort {
+    name: String,
+    wire: Arc<Mutex<Wire>>,
+}
+
+impl PortBackend for TestPort {
+    fn recv_burst(&mut self, max: usize, f: &mut dyn FnMut(&[u8])) -> Result<usize, PortError> {
+        let mut w = self.wire.lock().unwrap();
+        let mut n = 0;
+        while n < max {
+            let Some(frame) = w.to_switch.pop_front() else { break };
+            f(&frame);
+            n += 1;
+        }
+        Ok(n)
+    }
+
+    fn send(&mut self, frame: &[u8]) -> Result<bool, PortError> {
+        self.wire.lock().unwrap().from_switch.push(frame.to_vec());
+        Ok(true)
+    }
+
+    fn flush(&mut self) -> Result<(), PortError> {
+        Ok(())
+    }
+
+    fn link_up(&mut self) -> bool {
+        true
+    }
+
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn stats(&mut self) -> PortStats {
+        PortStats::default()
+    }
+}
+
+struct Running {
+    wires: Vec<Arc<Mutex<Wire>>>,
+    stop: Arc<AtomicBool>,
+    handle: std::thread::JoinHandle<RunOutcome>,
+    server: ControlServer,
+    _dir: tempfile::TempDir,
+}
+
+fn config_text() -> String {
+    std::fs::read_to_string(repo_root().join("configs/default.toml")).unwrap()
+}
+
+fn start() -> Running {
+    let mut cfg = default_config();
+    cfg.run.workers = 1;
+    cfg.run.idle_sleep_ns = Some(20_000);
+    let wires: Vec<Arc<Mutex<Wire>>> = cfg.ports.iter().map(|_| Arc::default()).collect();
+    let stop = Arc::new(AtomicBool::new(false));
+    let queue: Arc<ControlQueue> = Arc::new(crossbeam_queue::ArrayQueue::new(16));
+    let dir = tempfile::tempdir().unwrap();
+    let server = ControlServer::spawn(&dir.path().join("run/rocesw.sock"), config_text(), queue.clone()).unwrap();
+    let (w2, s2) = (wires.clone(), stop.clone());
+    let handle = std::thread::spawn(move || {
+        let opts = RunOptions {
+            seed: 1,
+            control: Some(queue),
+            open: Box::new(move |p| {
+                let idx = p.id as usize;
+                Ok(Box::new(TestPort {
+                    name: format!("t{idx}"),
+                    wire: w2[idx].clone(),
+                }) as Box<dyn PortBackend + Send>)
+            }),
+        };
+        worker::run(&cfg, opts, s2, None).expect("run")
+    });
+    Running {
+        wires,
+        stop,
+        handle,
+        server,
+        _dir: dir,
+    }
+}
+
+struct Conn {
+    reader: BufReader<UnixStream>,
+    writer: UnixStream,
+}
+
+impl Conn {
+    fn open(path: &Path) -> Conn {
+        let s = UnixStream::connect(path).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        Conn {
+            writer: s.try_clone().unwrap(),
+            reader: BufReader::new(s),
+        }
+    }
+
+    fn send_raw(&mut self, bytes: &[u8]) {
+        self.writer.write_all(bytes).unwrap();
+    }
+
+    fn read(&mut self) -> Value {
+        let mut line = String::new();
+        assert!(
+            self.reader.read_line(&mut line).unwrap() > 0,
+            "server closed the connection"
+        );
+        serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line}"))
+    }
+
+    fn call(&mut self, req: Value) -> Value {
+        let mut line = req.to_string();
+        line.push('\n');
+        self.send_raw(line.as_bytes());
+        let r = self.read();
+        assert_eq!(r["v"], 1, "{r}");
+        assert_eq!(r["id"], req["id"], "{r}");
+        r
+    }
+
+    fn ok(&mut self, req: Value) -> Value {
+        let r = self.call(req);
+        assert_eq!(r["ok"], true, "{r}");
+        r["data"].clone()
+    }
+
+    fn refused(&mut self, req: Value) -> String {
+        let r = self.call(req);
+        assert_eq!(r["ok"], false, "{r}");
+        assert!(r.get("data").is_none(), "{r}");
+        r["error"].as_str().unwrap().to_string()
+    }
+}
+
+fn running_kmax(c: &mut Conn) -> String {
+    let text = c.ok(json!({"v":1,"id":90,"op":"get_config"}))["toml"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let t: toml::Table = text.parse().unwrap();
+    t["ecn"]["roce"]["kmax"].as_str().unwrap().to_string()
+}
+
+#[test]
+fn control_socket_serves_a_running_switch() {
+    let sw = start();
+    let path = sw.server.path().to_path_buf();
+    let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o600, "socket mode {mode:o}");
+
+    // Some traffic, so counters and the FDB have something to show.
+    for (i, w) in sw.wires.iter().enumerate().take(2) {
+        w.lock()
+            .unwrap()
+            .to_switch
+            .push_back(announce(i as u16, 1 - i as u16).unwrap());
+    }
+
+    let mut c = Conn::open(&path);
+    let hello = c.ok(json!({"v":1,"id":1,"op":"hello"}));
+    assert_eq!(hello["protocol"], 1);
+    assert!(hello["server"].as_str().unwrap().starts_with("rocesw "), "{hello}");
+
+    assert_eq!(
+        c.ok(json!({"v":1,"id":2,"op":"get_config"}))["toml"].as_str().unwrap(),
+        config_text()
+    );
+
+    let mut rx = 0;
+    for _ in 0..100 {
+        let counters = c.ok(json!({"v":1,"id":3,"op":"counters"}));
+        assert_eq!(counters["ports"].as_array().unwrap().len(), 4, "{counters}");
+        rx = counters["totals"]["rx_packets"].as_u64().unwrap();
+        if rx >= 2 {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert_eq!(rx, 2);
+    let fdb = c.ok(json!({"v":1,"id":4,"op":"fdb"}));
+    assert_eq!(fdb.as_array().unwrap().len(), 2, "{fdb}");
+    assert!(fdb[0]["mac"].is_string(), "{fdb}");
+
+    // A patch that applies.
+    let done = c.ok(json!({"v":1,"id":5,"op":"patch","toml":"[ecn.roce]\nkmax = \"300KB\"\n"}));
+    assert_eq!(done["changed"], json!(["ecn.roce.kmax"]), "{done}");
+    assert!(done["warnings"].is_array());
+    assert_eq!(running_kmax(&mut c), "300KB");
+
+    // One that does not validate: refused, naming the field; nothing changes.
+    let e = c.refused(json!({"v":1,"id":6,"op":"patch","toml":"[ecn.roce]\nkmin = \"350KB\"\n"}));
+    assert!(e.contains("ecn.roce.kmin"), "{e}");
+    assert_eq!(running_kmax(&mut c), "300KB");
+    let e = c.refused(json!({"v":1,"id":7,"op":"patch","toml":"[ecn.roce\n"}));
+    assert!(e.contains("invalid patch"), "{e}");
+
+    // Valid, but the switch cannot do it live: its reason, and nothing changes.
+    let three_ports = config_text().replace("[[port]]\nid = 3\n", "");
+    assert_ne!(three_ports, config_text());
+    let e = c.refused(json!({"v":1,"id":8,"op":"apply","toml":three_ports}));
+    assert!(e.contains("the set of ports cannot change"), "{e}");
+    let e = c.refused(json!({"v":1,"id":9,"op":"patch","toml":"[buffer]\nsize = \"8MiB\"\n"}));
+    assert!(e.contains("buffer.size"), "{e}");
+    assert_eq!(running_kmax(&mut c), "300KB");
+
+    // A whole config applies too, and reports what it changed back.
+    let done = c.ok(json!({"v":1,"id":10,"op":"apply","toml":config_text()}));
+    assert_eq!(done["changed"], json!(["ecn.roce.kmax"]), "{done}");
+    assert_eq!(running_kmax(&mut c), "400KB");
+
+    // Bad input: answered, and the connection keeps working.
+    c.send_raw(b"{this is not json\n");
+    let r = c.read();
+    assert_eq!(r["ok"], false);
+    assert!(r["error"].as_str().unwrap().contains("malformed JSON"), "{r}");
+    assert!(c.refused(json!({"v":2,"id":11,"op":"hello"})).contains("version"));
+    assert!(c.refused(json!({"v":1,"id":12,"op":"reboot"})).contains("reboot"));
+    let mut big = vec![b'x'; 100 * 1024];
+    big.push(b'\n');
+    c.send_raw(&big);
+    let r = c.read();
+    assert_eq!(r["ok"], false);
+    assert!(r["error"].as_str().unwrap().contains("64 KiB"), "{r}");
+    c.ok(json!({"v":1,"id":13,"op":"hello"}));
+
+    // Subscriptions push counters until the connection closes.
+    let mut s = Conn::open(&path);
+    let ack = s.ok(json!({"v":1,"id":20,"op":"subscribe","interval_ms":100}));
+    assert_eq!(ack["interval_ms"], 100);
+    for _ in 0..2 {
+        let push = s.read();
+        assert_eq!(push["id"], 20, "{push}");
+        assert_eq!(push["ok"], true, "{push}");
+        assert_eq!(push["data"]["ports"].as_array().unwrap().len(), 4);
+    }
+    assert!(s
+        .refused(json!({"v":1,"id":21,"op":"subscribe","interval_ms":5}))
+        .contains("at least 100"));
+    drop(s);
+    c.ok(json!({"v":1,"id":14,"op":"hello"}));
+
+    rocectl_against(&path);
+
+    // A second switch on the same socket is refused; the first keeps serving.
+    let q = Arc::new(crossbeam_queue::ArrayQueue::new(4));
+    let e = ControlServer::spawn(&path, config_text(), q).err().unwrap();
+    assert!(e.to_string().contains("another switch"), "{e}");
+    c.ok(json!({"v":1,"id":15,"op":"hello"}));
+
+    drop(c);
+    sw.server.shutdown();
+    assert!(!path.exists(), "socket removed on shutdown");
+    sw.stop.store(true, Ordering::Relaxed);
+    sw.handle.join().unwrap();
+}
+
+#[test]
+fn stale_sockets_are_replaced_and_other_files_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.sock");
+    // A socket nobody listens on (a crashed switch's).
+    drop(std::os::unix::net::UnixListener::bind(&path).unwrap());
+    assert!(path.exists());
+    let q = Arc::new(crossbeam_queue::ArrayQueue::new(4));
+    let server = ControlServer::spawn(&path, config_text(), q.clone()).unwrap();
+    // No switch drains the queue: requests that need it time out with a clear error.
+    let mut c = Conn::open(&path);
+    let e = c.refused(json!({"v":1,"id":1,"op":"counters"}));
+    assert!(e.contains("did not answer"), "{e}");
+    drop(server);
+    assert!(!path.exists());
+
+    let file = dir.path().join("not-a-socket");
+    std::fs::write(&file, "keep me").unwrap();
+    let e = ControlServer::spawn(&file, String::new(), q).err().unwrap();
+    assert!(e.to_string().contains("not a socket"), "{e}");
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "keep me");
+}
+
+/// `rocectl` as a user runs it, against the live socket.
+fn rocectl_against(socket: &Path) {
+    let status = std::process::Command::new(env!("CARGO"))
+        .args(["build", "-q", "-p", "rocesw-controlplane", "--bin", "rocectl"])
+        .current_dir(repo_root())
+        .status()
+        .unwrap();
+    assert!(status.success(), "building rocectl");
+    let target = std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| repo_root().join("target"), Into::into);
+    let bin = target.join("debug/rocectl");
+    let run = |args: &[&str]| {
+        let out = std::process::Command::new(&bin)
+            .arg("--socket")
+            .arg(socket)
+            .args(args)
+            .output()
+            .unwrap();
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (ok, out, err) = run(&["show", "counters"]);
+    assert!(ok, "{err}");
+    assert_eq!(out.lines().count(), 5, "{out}");
+    let (ok, out, err) = run(&["show", "counters", "--json"]);
+    assert!(ok, "{err}");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["ports"].as_array().unwrap().len(), 4);
+    for what in ["queues", "pgs", "pfc", "buffer", "fdb"] {
+        let (ok, out, err) = run(&["show", what]);
+        assert!(ok && !out.is_empty(), "{what}: {err}");
+    }
+    let (ok, out, err) = run(&["set", "ecn", "--profile", "roce", "--kmax", "250KB"]);
+    assert!(ok, "{err}");
+    assert!(out.contains("changed: ecn.roce.kmax"), "{out}");
+    let (ok, _, err) = run(&["set", "ecn", "--profile", "roce", "--kmin", "300KB"]);
+    assert!(!ok);
+    assert!(err.contains("ecn.roce.kmin"), "{err}");
+    let (ok, out, err) = run(&["set", "alpha", "--pg", "3", "1/16"]);
+    assert!(ok, "{err}");
+    assert!(out.contains("pg.3.alpha"), "{out}");
+    let file = socket.with_file_name("apply.toml");
+    std::fs::write(&file, config_text()).unwrap();
+    let (ok, out, err) = run(&["apply", file.to_str().unwrap()]);
+    assert!(ok, "{err}");
+    assert!(out.contains("ecn.roce.kmax") && out.contains("pg.3.alpha"), "{out}");
+
+    // `watch` refreshes until interrupted: two updates, then stop it.
+    let mut child = std::process::Command::new(&bin)
+        .arg("--socket")
+        .arg(socket)
+        .args(["watch", "--interval-ms", "100"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut headers = 0;
+    let mut rows = 0;
+    while headers < 2 {
+        let line = lines.next().expect("watch output").unwrap();
+        if line.trim_start().starts_with("port") {
+            headers += 1;
+        } else {
+            rows += 1;
+        }
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(rows >= 4, "{rows} port rows");
+
+    let missing = socket.with_file_name("nothing.sock");
+    let out = std::process::Command::new(&bin)
+        .arg("--socket")
+        .arg(&missing)
+        .args(["show", "counters"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("is `rocesw run` running?") && err.contains("nothing.sock"),
+        "{err}"
+    );
+}
