@@ -48,9 +48,32 @@ pub struct PortConfig {
     pub interface: Option<String>,
     /// Index of the poll-mode worker that owns this port in `rocesw run`.
     pub worker: usize,
+    /// In `rocesw run`, a port fed from and written to capture files instead of an interface
+    /// (exclusive with `interface`).
+    pub pcap: Option<PcapPortConfig>,
     /// Headroom per PG on this port in bytes (0 for lossy PGs), resolved from the PG profile:
     /// either given, or computed from speed, cable length and MTU (see `headroom`).
     pub headroom_bytes: [u64; NUM_TC],
+}
+
+/// A port backed by capture files: what arrives comes from `input`, what the port transmits
+/// goes to `output`. Lets `rocesw run` (real time, real workers) run where no interface is
+/// available, and feeds a capture through the real-time path rather than replay's virtual one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PcapPortConfig {
+    pub input: Option<std::path::PathBuf>,
+    pub output: Option<std::path::PathBuf>,
+    pub pace: PcapPace,
+}
+
+/// When a capture's frames arrive in `rocesw run`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PcapPace {
+    /// At the capture's own spacing, every port on one time base (the earliest first frame of
+    /// all inputs arrives at start-up).
+    Capture,
+    /// As fast as the switch takes them (a burst per poll).
+    Asap,
 }
 
 /// `rocesw run`: workers and their polling.

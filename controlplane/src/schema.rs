@@ -118,6 +118,17 @@ pub struct PortSection {
     pub interface: Option<String>,
     /// Worker that owns the port in `rocesw run`.
     pub worker: Option<i64>,
+    /// A capture-file port for `rocesw run` instead of an interface.
+    pub pcap: Option<PcapPortSection>,
+}
+
+/// `[[port]] pcap = { input = "...", output = "...", pace = "capture" }`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PcapPortSection {
+    pub input: Option<String>,
+    pub output: Option<String>,
+    pub pace: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]

@@ -85,10 +85,19 @@ fn resolve_run(cx: &mut Ctx, s: &RunSection, ports: &[PortConfig]) -> RunConfig 
         .and_then(|v| cx.duration("run.drain_timeout", v))
         .unwrap_or(DEFAULT_DRAIN_TIMEOUT_NS);
     let mut interfaces: BTreeMap<&str, usize> = BTreeMap::new();
+    let mut outputs: BTreeMap<&std::path::Path, usize> = BTreeMap::new();
     for (i, p) in ports.iter().enumerate() {
         if let Some(ifname) = p.interface.as_deref() {
             if let Some(j) = interfaces.insert(ifname, i) {
                 cx.error(format!("port[{i}].interface: {ifname:?} is already used by port[{j}]"));
+            }
+        }
+        if let Some(out) = p.pcap.as_ref().and_then(|c| c.output.as_deref()) {
+            if let Some(j) = outputs.insert(out, i) {
+                cx.error(format!(
+                    "port[{i}].pcap.output: {} is already written by port[{j}]",
+                    out.display()
+                ));
             }
         }
         if p.worker >= workers && p.worker != usize::MAX {
@@ -331,11 +340,40 @@ fn resolve_buffer(cx: &mut Ctx, s: &BufferSection) -> BufferConfig {
     }
 }
 
+/// `[[port]] pcap = {...}`: at least one file, a known pace.
+fn resolve_pcap_port(cx: &mut Ctx, path: &str, s: &PcapPortSection) -> Option<PcapPortConfig> {
+    let pace = match s.pace.as_deref() {
+        None | Some("capture") => PcapPace::Capture,
+        Some("asap") => PcapPace::Asap,
+        Some(other) => {
+            cx.error(format!("{path}.pcap.pace: {other:?} is not one of capture, asap"));
+            return None;
+        }
+    };
+    let file = |key: &str, v: &Option<String>, cx: &mut Ctx| match v.as_deref() {
+        Some("") => {
+            cx.error(format!("{path}.pcap.{key}: empty path"));
+            None
+        }
+        other => other.map(std::path::PathBuf::from),
+    };
+    let input = file("input", &s.input, cx);
+    let output = file("output", &s.output, cx);
+    if s.input.is_none() && s.output.is_none() {
+        cx.error(format!(
+            "{path}.pcap: give an `input` capture, an `output` file, or both"
+        ));
+        return None;
+    }
+    Some(PcapPortConfig { input, output, pace })
+}
+
 /// A port before headroom is known.
 struct PortDraft {
     id: u16,
     name: Option<String>,
     interface: Option<String>,
+    pcap: Option<PcapPortConfig>,
     worker: Option<usize>,
     speed_bps: u64,
     cable_m: f64,
@@ -435,10 +473,17 @@ fn resolve_ports(cx: &mut Ctx, file: &ConfigFile) -> Vec<PortDraft> {
             .worker
             .and_then(|w| cx.int_in(&format!("{path}.worker"), w, 0, MAX_WORKERS as i64))
             .map(|w| w as usize);
+        let pcap = p.pcap.as_ref().and_then(|s| resolve_pcap_port(cx, &path, s));
+        if pcap.is_some() && p.interface.is_some() {
+            cx.error(format!(
+                "{path}: a port has either an `interface` or a `pcap` table, not both"
+            ));
+        }
         out.push(PortDraft {
             id,
             name: p.name.clone(),
             interface,
+            pcap,
             worker,
             speed_bps: speed_bps.unwrap_or(0),
             cable_m: cable_m.unwrap_or(DEFAULT_CABLE_M),
@@ -1340,6 +1385,7 @@ fn resolve_headroom(
                 id: p.id,
                 name: p.name.clone(),
                 interface: p.interface.clone(),
+                pcap: p.pcap.clone(),
                 worker: p.worker.unwrap_or(usize::MAX),
                 speed_bps: p.speed_bps,
                 cable_m: p.cable_m,

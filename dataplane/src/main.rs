@@ -275,15 +275,33 @@ fn run(cmd: Command) -> Result<()> {
             no_control,
         } => {
             let cfg = load_config(&config)?;
-            if let Some(p) = cfg.ports.iter().find(|p| p.interface.is_none()) {
+            if let Some(p) = cfg.ports.iter().find(|p| p.interface.is_none() && p.pcap.is_none()) {
                 anyhow::bail!(
-                    "port {} has no interface: rocesw run needs `interface = \"...\"` on every [[port]]",
+                    "port {} has neither an interface nor a pcap table: rocesw run needs `interface = \"...\"` \
+                     or `pcap = {{ input = \"...\", output = \"...\" }}` on every [[port]]",
                     p.id
                 );
             }
             let stop = Arc::new(AtomicBool::new(false));
             for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
                 signal_hook::flag::register(sig, stop.clone())?;
+            }
+            let inputs: Vec<&std::path::Path> = cfg
+                .ports
+                .iter()
+                .filter_map(|p| p.pcap.as_ref()?.input.as_deref())
+                .collect();
+            let pcap_clock = dataplane::port::PcapClock::for_inputs(inputs.iter().copied());
+            let inputs_left = dataplane::port::InputsLeft::new(inputs.len());
+            if !inputs.is_empty() && cfg.ports.iter().all(|p| p.pcap.is_some()) {
+                // Nothing but captures feeds this switch: once they are all read, stop (and drain).
+                let (stop, left) = (stop.clone(), inputs_left.clone());
+                std::thread::spawn(move || {
+                    while left.get() > 0 && !stop.load(Ordering::Relaxed) {
+                        std::thread::sleep(std::time::Duration::from_millis(10));
+                    }
+                    stop.store(true, Ordering::Relaxed);
+                });
             }
             if let Some(secs) = duration {
                 let stop = stop.clone();
@@ -307,7 +325,12 @@ fn run(cmd: Command) -> Result<()> {
             let opts = dataplane::worker::RunOptions {
                 seed,
                 control: (!no_control).then_some(queue),
-                open: Box::new(|p: &controlplane::PortConfig| {
+                open: Box::new(move |p: &controlplane::PortConfig| {
+                    if let Some(pc) = &p.pcap {
+                        let name = p.name.clone().unwrap_or_else(|| format!("pcap{}", p.id));
+                        let port = dataplane::port::PcapPort::open(&name, pc, pcap_clock, &inputs_left)?;
+                        return Ok(Box::new(port) as Box<dyn dataplane::port::PortBackend + Send>);
+                    }
                     let ifname = p.interface.as_deref().unwrap_or_default();
                     let port = dataplane::port::AfPacket::open(ifname, Default::default())?;
                     Ok(Box::new(port) as Box<dyn dataplane::port::PortBackend + Send>)
@@ -318,7 +341,10 @@ fn run(cmd: Command) -> Result<()> {
                 cfg.ports.len(),
                 cfg.ports
                     .iter()
-                    .filter_map(|p| p.interface.as_deref())
+                    .map(|p| match (&p.interface, &p.pcap) {
+                        (Some(i), _) => i.clone(),
+                        (None, _) => format!("pcap{}", p.id),
+                    })
                     .collect::<Vec<_>>()
                     .join(", "),
                 cfg.run.workers

@@ -484,7 +484,11 @@ pub fn run(
             anyhow::anyhow!(
                 "port {} ({}): {e}",
                 p.id,
-                p.interface.as_deref().unwrap_or("no interface")
+                p.interface.as_deref().unwrap_or(if p.pcap.is_some() {
+                    "capture files"
+                } else {
+                    "no interface"
+                })
             )
         })?;
         let io = PortIo::new(i, backend);

@@ -14,8 +14,10 @@
 //!   buffer pressure, link down) are never errors: they are counted in [`PortStats`].
 
 pub mod afpacket;
+pub mod pcap;
 
 pub use afpacket::{AfPacket, AfPacketOptions};
+pub use pcap::{InputsLeft, PcapClock, PcapPort};
 
 use std::collections::VecDeque;
 

@@ -1,0 +1,274 @@
+//! A port backed by capture files, for `rocesw run` where no interface is available (CI,
+//! laptops without root) or to push a recorded workload through the real-time path, workers and
+//! control socket included. Replay (`rocesw replay`) is the tool for exact, virtual-time
+//! results; this backend runs in wall-clock time, so its outputs depend on the machine.
+//!
+//! Reading and writing are buffered (64 KiB): the system calls come per buffer, not per frame,
+//! and the frame bytes are copied into one reused buffer, so a steady run does not allocate.
+
+use super::{PortBackend, PortError, PortStats};
+use controlplane::model::{PcapPace, PcapPortConfig};
+use pcap_file::pcap::{PcapHeader, PcapPacket, PcapReader, PcapWriter};
+use pcap_file::{DataLink, TsResolution};
+use std::fs::File;
+use std::io::{self, BufReader, BufWriter, Write};
+use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+/// Largest frame a capture may hand the switch (jumbo frames included); longer records are
+/// skipped and counted as oversize, like a frame the kernel truncated.
+const MAX_FRAME: usize = 16 * 1024;
+
+/// The time base every capture-paced port shares, so captures taken on different hosts keep
+/// their relative timing: the capture instant `base_ts_ns` is delivered at `start`.
+#[derive(Clone, Copy, Debug)]
+pub struct PcapClock {
+    pub start: Instant,
+    pub base_ts_ns: u64,
+}
+
+impl PcapClock {
+    /// The earliest first-frame timestamp over `inputs`, delivered now. Inputs that cannot be
+    /// read are skipped here; opening them reports the error.
+    pub fn for_inputs<'a>(inputs: impl IntoIterator<Item = &'a Path>) -> PcapClock {
+        let base_ts_ns = inputs
+            .into_iter()
+            .filter_map(|p| {
+                let f = File::open(p).ok()?;
+                let mut r = PcapReader::new(BufReader::new(f)).ok()?;
+                let ts = r.next_packet()?.ok()?.timestamp;
+                Some(ts.as_nanos() as u64)
+            })
+            .min()
+            .unwrap_or(0);
+        PcapClock {
+            start: Instant::now(),
+            base_ts_ns,
+        }
+    }
+}
+
+/// Counts the inputs not yet read to their end, so the caller can stop a run whose every
+/// port is a finished capture. Start it at the number of ports with an input; each port takes
+/// one off when its input ends (or when it is dropped first).
+#[derive(Clone, Debug, Default)]
+pub struct InputsLeft(Arc<AtomicUsize>);
+
+impl InputsLeft {
+    pub fn new(inputs: usize) -> InputsLeft {
+        InputsLeft(Arc::new(AtomicUsize::new(inputs)))
+    }
+
+    pub fn get(&self) -> usize {
+        self.0.load(Ordering::Acquire)
+    }
+}
+
+pub struct PcapPort {
+    name: String,
+    input: Option<Input>,
+    output: Option<PcapWriter<BufWriter<File>>>,
+    pace: PcapPace,
+    clock: PcapClock,
+    /// Wall-clock time of `clock.start`, for the output's timestamps.
+    epoch_ns: u64,
+    left: InputsLeft,
+    stats: PortStats,
+}
+
+struct Input {
+    reader: PcapReader<BufReader<File>>,
+    /// The next frame, read ahead to learn when it is due: (capture ns, length in `frame`).
+    next: Option<(u64, usize)>,
+    frame: Box<[u8; MAX_FRAME]>,
+}
+
+fn invalid(msg: String) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidData, msg)
+}
+
+impl PcapPort {
+    /// Opens the input (checked to be an Ethernet pcap) and creates the output. `left` is
+    /// decremented when the input ends.
+    pub fn open(name: &str, cfg: &PcapPortConfig, clock: PcapClock, left: &InputsLeft) -> Result<PcapPort, PortError> {
+        let io_err = |context, source| PortError::Io {
+            iface: name.to_string(),
+            context,
+            source,
+        };
+        let input = match &cfg.input {
+            None => None,
+            Some(path) => {
+                let f = File::open(path).map_err(|e| io_err("opening the input capture", e))?;
+                let reader = PcapReader::new(BufReader::with_capacity(1 << 16, f)).map_err(|e| {
+                    io_err(
+                        "reading the input capture",
+                        invalid(format!(
+                            "{} is not a classic pcap file ({e}); convert pcapng with `editcap -F pcap`",
+                            path.display()
+                        )),
+                    )
+                })?;
+                if reader.header().datalink != DataLink::ETHERNET {
+                    return Err(io_err(
+                        "reading the input capture",
+                        invalid(format!(
+                            "{}: link type {:?} is not Ethernet",
+                            path.display(),
+                            reader.header().datalink
+                        )),
+                    ));
+                }
+                Some(Input {
+                    reader,
+                    next: None,
+                    frame: Box::new([0; MAX_FRAME]),
+                })
+            }
+        };
+        let output = match &cfg.output {
+            None => None,
+            Some(path) => {
+                let f = File::create(path).map_err(|e| io_err("creating the output capture", e))?;
+                let header = PcapHeader {
+                    datalink: DataLink::ETHERNET,
+                    ts_resolution: TsResolution::NanoSecond,
+                    snaplen: 65535,
+                    ..Default::default()
+                };
+                let w = PcapWriter::with_header(BufWriter::with_capacity(1 << 16, f), header)
+                    .map_err(|e| io_err("writing the output capture", io::Error::other(e)))?;
+                Some(w)
+            }
+        };
+        let since_epoch = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
+        let mut port = PcapPort {
+            name: name.to_string(),
+            input,
+            output,
+            pace: cfg.pace,
+            clock,
+            epoch_ns: since_epoch.as_nanos() as u64 - clock.start.elapsed().as_nanos() as u64,
+            left: left.clone(),
+            stats: PortStats::default(),
+        };
+        port.read_ahead();
+        Ok(port)
+    }
+
+    /// Loads the next usable frame into `next`, or ends the input (end of file, or a damaged
+    /// record: what was read stays delivered, the rest is reported once).
+    fn read_ahead(&mut self) {
+        let Some(inp) = self.input.as_mut() else { return };
+        inp.next = None;
+        loop {
+            match inp.reader.next_packet() {
+                Some(Ok(p)) => {
+                    let len = p.data.len();
+                    if (len as u32) < p.orig_len || !(14..=MAX_FRAME).contains(&len) {
+                        // Cut by the capture's snap length, too long or not even a header: the
+                        // frame as it was on the wire is not in the file.
+                        self.stats.rx_oversize += 1;
+                        continue;
+                    }
+                    inp.frame[..len].copy_from_slice(&p.data);
+                    inp.next = Some((p.timestamp.as_nanos() as u64, len));
+                    return;
+                }
+                Some(Err(e)) => {
+                    tracing::warn!(port = %self.name, "input capture damaged after {} frames: {e}", self.stats.rx_frames);
+                    break;
+                }
+                None => break,
+            }
+        }
+        self.input = None;
+        self.left.0.fetch_sub(1, Ordering::AcqRel);
+    }
+
+    fn due(&self, ts_ns: u64) -> bool {
+        match self.pace {
+            PcapPace::Asap => true,
+            PcapPace::Capture => {
+                let offset = ts_ns.saturating_sub(self.clock.base_ts_ns);
+                self.clock.start.elapsed() >= Duration::from_nanos(offset)
+            }
+        }
+    }
+
+    fn write_error(&self, e: impl std::fmt::Display) -> PortError {
+        PortError::Io {
+            iface: self.name.clone(),
+            context: "writing the output capture",
+            source: io::Error::other(e.to_string()),
+        }
+    }
+}
+
+impl PortBackend for PcapPort {
+    fn recv_burst(&mut self, max: usize, f: &mut dyn FnMut(&[u8])) -> Result<usize, PortError> {
+        let mut n = 0;
+        while n < max {
+            let Some((ts, len)) = self.input.as_ref().and_then(|i| i.next) else {
+                break;
+            };
+            if !self.due(ts) {
+                break;
+            }
+            f(&self.input.as_ref().expect("input present").frame[..len]);
+            n += 1;
+            self.read_ahead();
+        }
+        self.stats.rx_frames += n as u64;
+        Ok(n)
+    }
+
+    fn send(&mut self, frame: &[u8]) -> Result<bool, PortError> {
+        let Some(w) = self.output.as_mut() else {
+            // No output file: the frame leaves into nothing, like a cable to nowhere.
+            self.stats.tx_frames += 1;
+            return Ok(true);
+        };
+        let ts = Duration::from_nanos(self.epoch_ns + self.clock.start.elapsed().as_nanos() as u64);
+        let len = frame.len() as u32;
+        if let Err(e) = w.write_packet(&PcapPacket::new(ts, len, frame)) {
+            return Err(self.write_error(e));
+        }
+        self.stats.tx_frames += 1;
+        Ok(true)
+    }
+
+    /// Frames reach the file when the 64 KiB buffer fills and when the port is dropped; a flush
+    /// per poll round would be a system call per round for no reader's benefit.
+    fn flush(&mut self) -> Result<(), PortError> {
+        Ok(())
+    }
+
+    fn link_up(&mut self) -> bool {
+        true
+    }
+
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn stats(&mut self) -> PortStats {
+        self.stats
+    }
+}
+
+impl Drop for PcapPort {
+    /// The output is complete on disk once the port is dropped (the end of `worker::run`).
+    fn drop(&mut self) {
+        if let Some(w) = self.output.take() {
+            if let Err(e) = w.into_writer().flush() {
+                tracing::warn!(port = %self.name, "flushing the output capture: {e}");
+            }
+        }
+        if self.input.take().is_some() {
+            self.left.0.fetch_sub(1, Ordering::AcqRel);
+        }
+    }
+}

@@ -1,0 +1,183 @@
+//! `rocesw run` on capture-file ports: the real-time path (workers, wall clock, drain) with no
+//! interface at all. The bundled 3→1 incast goes in; what comes out is checked against the
+//! switch's own counters and against the inputs.
+
+mod common;
+use common::*;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+/// `configs/default.toml` with its four ports replaced by capture-file ports.
+fn config(dir: &Path, port: impl Fn(u16) -> String) -> PathBuf {
+    let text = std::fs::read_to_string(repo_root().join("configs/default.toml")).unwrap();
+    let mut kept: String = text
+        .split("\n[[port]]\n")
+        .enumerate()
+        .map(|(i, chunk)| {
+            if i == 0 {
+                chunk.to_string()
+            } else {
+                // Drop the `id = N` line of each original port; keep what follows it.
+                chunk.split_once('\n').map_or("", |(_, rest)| rest).to_string()
+            }
+        })
+        .collect();
+    for id in 0..4 {
+        kept += &format!("\n[[port]]\nid = {id}\n{}\n", port(id));
+    }
+    let path = dir.join("switch.toml");
+    std::fs::write(&path, kept).unwrap();
+    path
+}
+
+/// Runs `rocesw run` to its end (it stops by itself once every capture is read), at most 60 s.
+fn run(cfg: &Path, summary: &Path) -> (bool, String) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_rocesw"))
+        .args(["run", "--no-control", "--config"])
+        .arg(cfg)
+        .arg("--summary")
+        .arg(summary)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t0 = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if t0.elapsed() > Duration::from_secs(60) {
+            let _ = child.kill();
+            panic!("rocesw run did not stop after its inputs ended");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let mut err = String::new();
+    std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut err).unwrap();
+    (status.success(), err)
+}
+
+#[test]
+fn incast_from_captures_through_the_real_time_switch() {
+    let dir = tempfile::tempdir().unwrap();
+    let examples = repo_root().join("examples/incast");
+    let out = |id| dir.path().join(format!("out{id}.pcap"));
+    let cfg = config(dir.path(), |id| {
+        format!(
+            "pcap = {{ input = {:?}, output = {:?} }}",
+            examples.join(format!("port{id}.pcap")),
+            out(id)
+        )
+    });
+    let summary = dir.path().join("summary.json");
+    let (ok, err) = run(&cfg, &summary);
+    assert!(ok, "rocesw run failed: {err}");
+    let s: Value = serde_json::from_str(&std::fs::read_to_string(&summary).unwrap()).unwrap();
+
+    let inputs: Vec<Vec<(u64, Vec<u8>)>> = (0..4)
+        .map(|i| read_pcap(&examples.join(format!("port{i}.pcap"))))
+        .collect();
+    let total_in: usize = inputs.iter().map(Vec::len).sum();
+    let sw = &s["switch"];
+    assert_eq!(
+        sw["totals"]["rx_packets"], total_in as u64,
+        "every captured frame was received"
+    );
+    assert_eq!(s["undrained"], 0, "the drain sent everything admitted");
+
+    // The backend wrote exactly what the switch transmitted, on every port.
+    let outputs: Vec<Vec<(u64, Vec<u8>)>> = (0..4).map(|i| read_pcap(&out(i))).collect();
+    for (i, frames) in outputs.iter().enumerate() {
+        assert_eq!(
+            sw["ports"][i]["tx_packets"],
+            frames.len() as u64,
+            "port {i}: frames in its output capture"
+        );
+        assert_eq!(s["interfaces"][i]["backend"]["tx_frames"], frames.len() as u64);
+        // Written in wall-clock time: timestamps never go back.
+        assert!(
+            frames.windows(2).all(|w| w[0].0 <= w[1].0),
+            "port {i}: timestamps in order"
+        );
+    }
+
+    // Captures cannot obey PFC, so the incast overflows the headroom; those drops happen at
+    // ingress, before forwarding. Every other frame of the three senders reaches port 3,
+    // intact apart from the CE mark.
+    let drops = &sw["totals"]["drops"];
+    let dropped: u64 = drops.as_object().unwrap().values().map(|v| v.as_u64().unwrap()).sum();
+    assert!(
+        drops.as_object().unwrap().keys().all(|k| k == "headroom_overflow"),
+        "{drops}"
+    );
+    let sent: usize = inputs[..3].iter().map(Vec::len).sum();
+    let roce3 = roce_frames(&outputs[3]);
+    assert_eq!(
+        roce3.len() as u64 + dropped,
+        sent as u64,
+        "{} of {sent} reached port 3",
+        roce3.len()
+    );
+    let mut originals: std::collections::HashMap<Vec<u8>, usize> = std::collections::HashMap::new();
+    for (_, f) in inputs[..3].iter().flatten() {
+        *originals.entry(without_ecn(f)).or_default() += 1;
+    }
+    for (_, f, info) in &roce3 {
+        assert!(
+            dataplane::packet::verify_icrc(f, info),
+            "ICRC still valid after crossing"
+        );
+        let n = originals
+            .get_mut(&without_ecn(f))
+            .expect("an output frame that was never input");
+        assert!(*n > 0, "a frame delivered twice");
+        *n -= 1;
+    }
+}
+
+/// The frame with its ECN bits and IPv4 checksum cleared, so a CE-marked copy compares equal.
+fn without_ecn(f: &[u8]) -> Vec<u8> {
+    let mut f = f.to_vec();
+    f[15] &= !0x03;
+    f[24] = 0;
+    f[25] = 0;
+    f
+}
+
+#[test]
+fn a_bad_capture_is_a_clear_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let junk = dir.path().join("junk.pcap");
+    std::fs::write(&junk, b"this is not a capture at all").unwrap();
+    let cfg = config(dir.path(), |id| {
+        if id == 1 {
+            format!("pcap = {{ input = {junk:?} }}")
+        } else {
+            format!("pcap = {{ output = {:?} }}", dir.path().join(format!("o{id}.pcap")))
+        }
+    });
+    let (ok, err) = run(&cfg, &dir.path().join("s.json"));
+    assert!(!ok);
+    assert!(err.contains("port 1") && err.contains("not a classic pcap"), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+}
+
+#[test]
+fn pcap_ports_are_validated() {
+    let base = std::fs::read_to_string(repo_root().join("configs/default.toml")).unwrap();
+    let with = |extra: &str| base.replacen("[[port]]\nid = 0\n", &format!("[[port]]\nid = 0\n{extra}\n"), 1);
+    let err = |extra: &str| controlplane::load_str(&with(extra)).unwrap_err().to_string();
+    assert!(err("pcap = {}").contains("port[0].pcap: give an `input`"));
+    assert!(err("pcap = { input = \"a.pcap\", pace = \"fast\" }").contains("port[0].pcap.pace"));
+    assert!(err("interface = \"veth0\"\npcap = { input = \"a.pcap\" }").contains("not both"));
+    assert!(err("pcap = { input = \"a.pcap\", speed = 1 }").contains("speed"));
+    let ok = controlplane::load_str(&with(
+        "pcap = { input = \"a.pcap\", output = \"b.pcap\", pace = \"asap\" }",
+    ))
+    .unwrap();
+    let p = ok.config.ports[0].pcap.as_ref().unwrap();
+    assert_eq!(p.pace, controlplane::model::PcapPace::Asap);
+    assert_eq!(p.output.as_deref(), Some(Path::new("b.pcap")));
+}
