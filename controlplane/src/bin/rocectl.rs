@@ -63,7 +63,8 @@ enum Command {
     /// Change a few settings of the running switch (sent as a config patch).
     #[command(subcommand)]
     Set(Set),
-    /// Per-port rates and drops, refreshed every interval until interrupted.
+    /// Live view until interrupted: per port rates, ECN marks, PFC sent and received, drops,
+    /// time paused and buffer use; per busy queue its rate, marks, drops and depth.
     Watch {
         #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(100..))]
         interval_ms: u64,
@@ -622,33 +623,77 @@ fn render_fdb(rows: &[FdbRow]) -> String {
 /// `watch`'s table: per-port rates since the previous update (totals on the first).
 fn render_rates(prev: Option<&Snapshot>, s: &Snapshot, secs: f64) -> String {
     let mut o = String::new();
+    let rate = |now: u64, then: Option<u64>| match then {
+        Some(t) if secs > 0.0 => now.saturating_sub(t) as f64 / secs,
+        _ => 0.0,
+    };
     let _ = writeln!(
         o,
-        "{:>4} {:>10} {:>10} {:>10} {:>10} {:>8} {:>8} {:>8}  cells in/out",
-        "port", "rx_pps", "rx_Mbps", "tx_pps", "tx_Mbps", "ecn/s", "pfc_tx/s", "drops/s"
+        "{:>4} {:>10} {:>10} {:>10} {:>10} {:>8} {:>8} {:>8} {:>8} {:>7}  cells in/out",
+        "port", "rx_pps", "rx_Mbps", "tx_pps", "tx_Mbps", "ecn/s", "pfc_tx/s", "pfc_rx/s", "drops/s", "paused"
     );
     for p in &s.ports {
         let before = prev.and_then(|q| q.ports.iter().find(|x| x.id == p.id));
-        let rate = |now: u64, then: Option<u64>| match then {
-            Some(t) if secs > 0.0 => now.saturating_sub(t) as f64 / secs,
-            _ => 0.0,
-        };
         let drops_now: u64 = p.drops.values().sum();
-        let pfc = |x: &Port| x.pfc_tx.iter().sum::<u64>();
+        let pfc_tx = |x: &Port| x.pfc_tx.iter().sum::<u64>();
+        let pfc_rx = |x: &Port| x.pfc_rx.iter().sum::<u64>() + x.pause_rx;
+        // Share of the interval some priority of this port was paused by its peer (the busiest
+        // priority's paused time; priorities pause independently).
+        let paused = |x: &Port, i: usize| x.paused_ns.get(i).copied().unwrap_or(0);
+        let paused_frac = (0..p.paused_ns.len())
+            .map(|i| rate(paused(p, i), before.map(|b| paused(b, i))) / 1e9)
+            .fold(0.0, f64::max);
         let _ = writeln!(
             o,
-            "{:>4} {:>10.0} {:>10.1} {:>10.0} {:>10.1} {:>8.0} {:>8.0} {:>8.0}  {}/{}",
+            "{:>4} {:>10.0} {:>10.1} {:>10.0} {:>10.1} {:>8.0} {:>8.0} {:>8.0} {:>8.0} {:>6.0}%  {}/{}",
             p.id,
             rate(p.rx_packets, before.map(|b| b.rx_packets)),
             rate(p.rx_bytes, before.map(|b| b.rx_bytes)) * 8.0 / 1e6,
             rate(p.tx_packets, before.map(|b| b.tx_packets)),
             rate(p.tx_bytes, before.map(|b| b.tx_bytes)) * 8.0 / 1e6,
             rate(p.ecn_marked, before.map(|b| b.ecn_marked)),
-            rate(pfc(p), before.map(pfc)),
+            rate(pfc_tx(p), before.map(pfc_tx)),
+            rate(pfc_rx(p), before.map(pfc_rx)),
             rate(drops_now, before.map(|b| b.drops.values().sum())),
+            paused_frac.min(1.0) * 100.0,
             p.buffer.ingress_cells,
             p.buffer.egress_cells
         );
+    }
+    // Queues that hold frames or moved any in the interval: where congestion is, and what ECN
+    // and the scheduler do about it.
+    let mut rows = String::new();
+    for p in &s.ports {
+        let before = prev.and_then(|q| q.ports.iter().find(|x| x.id == p.id));
+        for q in &p.queues {
+            let b = before.and_then(|b| b.queues.iter().find(|x| x.queue == q.queue));
+            let tx = rate(q.tx_packets, b.map(|b| b.tx_packets));
+            let drops = rate(q.dropped_packets, b.map(|b| b.dropped_packets));
+            if q.depth_packets == 0 && tx == 0.0 && drops == 0.0 {
+                continue;
+            }
+            let _ = writeln!(
+                rows,
+                "{:>4} {:>5} {:>10.0} {:>10.1} {:>8.0} {:>8.0} {:>9} {:>8} {:>8}",
+                p.id,
+                q.queue,
+                tx,
+                rate(q.tx_bytes, b.map(|b| b.tx_bytes)) * 8.0 / 1e6,
+                rate(q.ecn_marked, b.map(|b| b.ecn_marked)),
+                drops,
+                q.depth_packets,
+                q.depth_cells,
+                q.peak_cells
+            );
+        }
+    }
+    if !rows.is_empty() {
+        let _ = writeln!(
+            o,
+            "\n{:>4} {:>5} {:>10} {:>10} {:>8} {:>8} {:>9} {:>8} {:>8}",
+            "port", "queue", "tx_pps", "tx_Mbps", "ecn/s", "drops/s", "depth_pkt", "cells", "peak"
+        );
+        o.push_str(&rows);
     }
     o
 }
@@ -755,6 +800,26 @@ mod tests {
         let row: Vec<&str> = t.lines().nth(1).unwrap().split_whitespace().collect();
         assert_eq!(&row[..3], ["0", "100", "1.0"], "{t}");
         assert!(render_rates(None, &b, 0.0).lines().nth(1).unwrap().contains(" 0 "));
+
+        // Paused half the interval on priority 3, PFC received, a queue draining with marks.
+        let mut later = canned();
+        later["ports"][0]["paused_ns"] = serde_json::json!([0, 0, 0, 1_000_000_000u64, 0, 0, 0, 0]);
+        later["ports"][0]["pfc_rx"] = serde_json::json!([0, 0, 0, 10, 0, 0, 0, 0]);
+        later["ports"][0]["queues"][0]["tx_packets"] = 390.into();
+        later["ports"][0]["queues"][0]["ecn_marked"] = 205.into();
+        let c: Snapshot = serde_json::from_value(later).unwrap();
+        let t = render_rates(Some(&a), &c, 2.0);
+        let row: Vec<&str> = t.lines().nth(1).unwrap().split_whitespace().collect();
+        assert_eq!(row[0], "0", "{t}");
+        assert!(row.contains(&"50%"), "{t}");
+        let q3 = t
+            .lines()
+            .skip_while(|l| !l.contains("queue"))
+            .find(|l| l.split_whitespace().take(2).eq(["0", "3"]))
+            .unwrap_or_else(|| panic!("no row for port 0 queue 3: {t}"));
+        let q3: Vec<&str> = q3.split_whitespace().collect();
+        assert_eq!(q3[2], "150", "tx pps of queue 3: {t}");
+        assert_eq!(q3[4], "100", "marks per second of queue 3: {t}");
     }
 
     #[test]
