@@ -64,3 +64,24 @@ fn copy_only_burst32(bencher: Bencher, frame_len: usize) {
     });
     assert!(sent > 0);
 }
+
+/// What a live config change costs the pipeline worker: `Switch::reconfigure` between two
+/// bursts, alternating two configs (ECN thresholds and the lossless PG's alpha differ), with
+/// frames queued. Forwarding stops for this long per change, so it bounds any dip.
+#[divan::bench(sample_count = 200, sample_size = 20)]
+fn reconfigure(bencher: Bencher) {
+    let a = rocesw_bench::default_config();
+    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../configs/default.toml")).unwrap();
+    let patched = text
+        .replace("kmax = \"400KB\"", "kmax = \"200KB\"")
+        .replace("alpha = \"1/8\"", "alpha = \"1/4\"");
+    let b = controlplane::load_str(&patched).expect("patched config loads").config;
+    assert_ne!(a, b, "the two configs differ");
+    let mut sw = switch();
+    sw.receive_burst(0, burst(1024, BURST).iter().map(Vec::as_slice), 1_000_000);
+    let mut flip = false;
+    bencher.bench_local(|| {
+        flip = !flip;
+        sw.reconfigure(if flip { &b } else { &a }).expect("live change");
+    });
+}
