@@ -5,7 +5,9 @@
 //! (units converted, defaults filled, every cross-field rule checked, *all* problems collected)
 //! → [`model::Config`] plus warnings. `configs/README.md` documents the schema.
 
+pub mod daemon;
 pub mod headroom;
+pub mod metrics;
 pub mod model;
 pub mod patch;
 pub mod protocol;

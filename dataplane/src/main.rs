@@ -86,6 +86,10 @@ enum Command {
         /// Do not open a control socket.
         #[arg(long, conflicts_with = "control")]
         no_control: bool,
+        /// When every port is a capture-file port: keep running after the inputs end (by
+        /// default the run drains and stops then), e.g. to inspect it with `rocectl`.
+        #[arg(long)]
+        keep_running: bool,
     },
     /// A live tour (needs root): 4 test hosts, the switch on their ports, a 3→1 RoCEv2 incast
     /// with PFC and DCQCN, live per-port figures, then the generator's report and the switch's
@@ -273,6 +277,7 @@ fn run(cmd: Command) -> Result<()> {
             duration,
             control,
             no_control,
+            keep_running,
         } => {
             let cfg = load_config(&config)?;
             if let Some(p) = cfg.ports.iter().find(|p| p.interface.is_none() && p.pcap.is_none()) {
@@ -293,7 +298,7 @@ fn run(cmd: Command) -> Result<()> {
                 .collect();
             let pcap_clock = dataplane::port::PcapClock::for_inputs(inputs.iter().copied());
             let inputs_left = dataplane::port::InputsLeft::new(inputs.len());
-            if !inputs.is_empty() && cfg.ports.iter().all(|p| p.pcap.is_some()) {
+            if !keep_running && !inputs.is_empty() && cfg.ports.iter().all(|p| p.pcap.is_some()) {
                 // Nothing but captures feeds this switch: once they are all read, stop (and drain).
                 let (stop, left) = (stop.clone(), inputs_left.clone());
                 std::thread::spawn(move || {

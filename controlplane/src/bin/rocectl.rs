@@ -1,6 +1,7 @@
 //! `rocectl`: rocesw's control-plane command line. Offline: validate a config (`check`) and the
 //! PFC headroom calculator (`headroom`). Against a running switch, over its control socket
-//! (`controlplane/PROTOCOL.md`): `show`, `apply`, `set`, `watch`.
+//! (`controlplane/PROTOCOL.md`): `show`, `apply`, `set`, `watch`, and `daemon`, which keeps a
+//! switch on a config file and serves Prometheus metrics (`controlplane/src/daemon.rs`).
 
 use clap::{Parser, Subcommand, ValueEnum};
 use controlplane::protocol::{self, ApplyData, Client, ClientError, Op};
@@ -63,6 +64,29 @@ enum Command {
     /// Change a few settings of the running switch (sent as a config patch).
     #[command(subcommand)]
     Set(Set),
+    /// Keep the switch on the config in FILE: apply it now, after every valid edit of the
+    /// file, and whenever the switch restarts; refuse bad edits with the reason (the running
+    /// config stays). Serves Prometheus metrics of every counter on a loopback address.
+    #[command(
+        after_help = "Examples:\n  rocectl daemon --config /etc/rocesw/switch.toml\n  rocectl --socket /run/rocesw/leaf1.sock daemon --config leaf1.toml --metrics 127.0.0.1:9465\n  curl -s localhost:9464/metrics | grep rocesw_queue_ecn_marked"
+    )]
+    Daemon {
+        /// The desired config (TOML); it must be valid for the daemon to start.
+        #[arg(long, value_name = "FILE")]
+        config: PathBuf,
+        /// Where to serve Prometheus metrics (loopback only; port 0 picks a free one).
+        #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:9464")]
+        metrics: std::net::SocketAddr,
+        /// Do not serve metrics.
+        #[arg(long)]
+        no_metrics: bool,
+        /// How often the file is checked and the switch is heartbeated.
+        #[arg(long, value_name = "MS", default_value_t = 250, value_parser = clap::value_parser!(u64).range(20..=60_000))]
+        poll_ms: u64,
+        /// The `switch` label of the metrics (default: the socket's file name).
+        #[arg(long)]
+        name: Option<String>,
+    },
     /// Live view until interrupted: per port rates, ECN marks, PFC sent and received, drops,
     /// time paused and buffer use; per busy queue its rate, marks, drops and depth.
     Watch {
@@ -194,6 +218,39 @@ fn main() -> ExitCode {
             change(&socket, Op::Patch { toml: patch })
         }),
         Command::Watch { interval_ms } => live(|| watch(&socket, interval_ms)),
+        Command::Daemon {
+            config,
+            metrics,
+            no_metrics,
+            poll_ms,
+            name,
+        } => live(|| {
+            let _ = tracing_subscriber::fmt()
+                .with_env_filter(
+                    tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()),
+                )
+                .with_writer(std::io::stderr)
+                .try_init();
+            let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+            for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+                signal_hook::flag::register(sig, stop.clone()).map_err(|e| e.to_string())?;
+            }
+            let name = name.unwrap_or_else(|| {
+                socket
+                    .file_stem()
+                    .map_or_else(|| "rocesw".into(), |s| s.to_string_lossy().into_owned())
+            });
+            controlplane::daemon::run(
+                controlplane::daemon::DaemonOptions {
+                    config,
+                    socket: socket.clone(),
+                    name,
+                    metrics: (!no_metrics).then_some(metrics),
+                    poll: Duration::from_millis(poll_ms),
+                },
+                stop,
+            )
+        }),
     }
 }
 

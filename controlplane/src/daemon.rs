@@ -1,0 +1,297 @@
+//! `rocectl daemon`: owns the desired config of one switch and keeps the switch on it.
+//!
+//! * The desired config is the last *valid* content of the watched file. An edit that does not
+//!   parse or validate is refused with the reason and changes nothing; the last good config
+//!   stays desired (and running).
+//! * It is applied (whole, `apply`) whenever it changes and whenever the daemon (re)connects to
+//!   the switch: at start, and after the switch restarted. A restart is noticed because the
+//!   connection drops (a heartbeat `hello` every poll interval); reconnection is retried every
+//!   poll interval, so a restarted switch is back on the desired config within about two.
+//! * The daemon holds no state the switch needs: killing it leaves the switch forwarding on its
+//!   last config, and a new daemon simply re-applies.
+//! * Optionally serves Prometheus metrics on a loopback address (`metrics.rs`): each scrape
+//!   asks the switch for a fresh `counters` snapshot over its own connection.
+//!
+//! The file is polled (content compared) rather than watched with inotify: editors replace
+//! files by rename, and polling a small file a few times a second costs nothing. A new content
+//! counts once two reads a poll apart agree, so a file caught half written is not refused.
+
+use crate::metrics::Metrics;
+use crate::protocol::{ApplyData, Client, ClientError, Op};
+use std::io::{BufRead, BufReader, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// What the daemon is told.
+pub struct DaemonOptions {
+    pub config: PathBuf,
+    pub socket: PathBuf,
+    /// The `switch` label of the metrics.
+    pub name: String,
+    pub metrics: Option<SocketAddr>,
+    pub poll: Duration,
+}
+
+/// The daemon's own state, shared with the metrics thread.
+#[derive(Default)]
+pub struct DaemonState {
+    pub dataplane_up: AtomicBool,
+    pub applies_ok: AtomicU64,
+    pub applies_refused: AtomicU64,
+    pub edits_refused: AtomicU64,
+    /// Unix time (ms) of the last successful apply; 0 before the first.
+    pub last_apply_ms: AtomicU64,
+}
+
+/// Runs until `stop` is set. Fails only on a bad start (unreadable or invalid file, metrics
+/// address unusable); everything later is logged and retried.
+pub fn run(opts: DaemonOptions, stop: Arc<AtomicBool>) -> Result<(), String> {
+    let mut desired =
+        std::fs::read_to_string(&opts.config).map_err(|e| format!("{}: cannot read: {e}", opts.config.display()))?;
+    if let Err(e) = crate::load_str(&desired) {
+        return Err(format!(
+            "{}: invalid, not starting:\n  {}",
+            opts.config.display(),
+            e.problems().join("\n  ")
+        ));
+    }
+    let state = Arc::new(DaemonState::default());
+    if let Some(addr) = opts.metrics {
+        let bound = serve_metrics(
+            addr,
+            opts.socket.clone(),
+            opts.name.clone(),
+            state.clone(),
+            stop.clone(),
+        )?;
+        eprintln!("rocectl daemon: metrics on http://{bound}/metrics");
+    }
+    eprintln!(
+        "rocectl daemon: keeping {} on {} (edits are applied as they are saved; Ctrl-C stops)",
+        opts.socket.display(),
+        opts.config.display()
+    );
+    let mut seen = desired.clone();
+    let mut pending: Option<String> = None;
+    let mut client: Option<Client> = None;
+    let mut need_apply = true;
+    while !stop.load(Ordering::Relaxed) {
+        // 1. The file: a new valid content becomes desired; a bad one is refused once.
+        match std::fs::read_to_string(&opts.config) {
+            // A new content is acted on once two reads a poll apart agree: an editor or a
+            // script may be half way through writing it.
+            Ok(text) if text != seen && pending.as_ref() != Some(&text) => pending = Some(text),
+            Ok(text) if text != seen => {
+                pending = None;
+                seen = text.clone();
+                match crate::load_str(&text) {
+                    Ok(_) => {
+                        desired = text;
+                        need_apply = true;
+                    }
+                    Err(e) => {
+                        state.edits_refused.fetch_add(1, Ordering::Relaxed);
+                        let msg = e.problems().join("; ");
+                        eprintln!(
+                            "rocectl daemon: {}: edit refused, the running config stays: {msg}",
+                            opts.config.display()
+                        );
+                    }
+                }
+            }
+            Ok(_) => pending = None,
+            // Mid-rename or briefly missing: try again next round.
+            Err(_) => {}
+        }
+        // 2. The switch: (re)connect, heartbeat, apply.
+        if client.is_none() {
+            if let Ok(mut c) = Client::connect(&opts.socket) {
+                if c.set_timeout(Some(Duration::from_secs(10))).is_ok() {
+                    eprintln!("rocectl daemon: switch at {} is up", opts.socket.display());
+                    client = Some(c);
+                    need_apply = true;
+                }
+            }
+        } else if let Some(c) = client.as_mut() {
+            if c.call(Op::Hello).is_err() {
+                eprintln!("rocectl daemon: lost the switch at {}; retrying", opts.socket.display());
+                client = None;
+            }
+        }
+        state.dataplane_up.store(client.is_some(), Ordering::Relaxed);
+        if let (true, Some(c)) = (need_apply, client.as_mut()) {
+            match c.call_as::<ApplyData>(Op::Apply { toml: desired.clone() }) {
+                Ok(d) => {
+                    need_apply = false;
+                    state.applies_ok.fetch_add(1, Ordering::Relaxed);
+                    let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
+                    state.last_apply_ms.store(now.as_millis() as u64, Ordering::Relaxed);
+                    let changed = if d.changed.is_empty() {
+                        "nothing changed".to_string()
+                    } else {
+                        format!("changed: {}", d.changed.join(", "))
+                    };
+                    eprintln!("rocectl daemon: applied {} ({changed})", opts.config.display());
+                    for w in d.warnings {
+                        eprintln!("rocectl daemon: warning: {w}");
+                    }
+                }
+                Err(ClientError::Refused(why)) => {
+                    // Valid on its own but not applicable live (e.g. other ports): the switch
+                    // keeps its config; the next edit is tried again.
+                    need_apply = false;
+                    state.applies_refused.fetch_add(1, Ordering::Relaxed);
+                    eprintln!("rocectl daemon: the switch refused {}: {why}", opts.config.display());
+                }
+                Err(e) => {
+                    eprintln!("rocectl daemon: apply failed ({e}); retrying");
+                    client = None;
+                }
+            }
+        }
+        std::thread::sleep(opts.poll);
+    }
+    Ok(())
+}
+
+/// Binds the metrics listener (loopback only) and serves it on its own thread. Returns the
+/// bound address (port 0 picks a free one).
+fn serve_metrics(
+    addr: SocketAddr,
+    socket: PathBuf,
+    name: String,
+    state: Arc<DaemonState>,
+    stop: Arc<AtomicBool>,
+) -> Result<SocketAddr, String> {
+    if !addr.ip().is_loopback() {
+        return Err(format!(
+            "--metrics {addr}: only a loopback address (127.0.0.1 or ::1) is served; put a proxy in front to expose it"
+        ));
+    }
+    let listener = TcpListener::bind(addr).map_err(|e| format!("--metrics {addr}: cannot listen: {e}"))?;
+    let bound = listener.local_addr().map_err(|e| e.to_string())?;
+    std::thread::Builder::new()
+        .name("rocectl-metrics".into())
+        .spawn(move || {
+            for conn in listener.incoming() {
+                if stop.load(Ordering::Relaxed) {
+                    break;
+                }
+                if let Ok(s) = conn {
+                    if let Err(e) = answer(s, &socket, &name, &state) {
+                        tracing::debug!("metrics request: {e}");
+                    }
+                }
+            }
+        })
+        .map_err(|e| e.to_string())?;
+    Ok(bound)
+}
+
+/// One HTTP/1.x exchange: `GET /metrics` (or `/`), nothing else; then the connection closes.
+fn answer(mut s: TcpStream, socket: &Path, name: &str, state: &DaemonState) -> std::io::Result<()> {
+    s.set_read_timeout(Some(Duration::from_secs(2)))?;
+    s.set_write_timeout(Some(Duration::from_secs(2)))?;
+    let mut reader = BufReader::new(s.try_clone()?);
+    let mut request_line = String::new();
+    // Bounded reads: a request line and headers of at most 8 KiB.
+    let mut budget = 8192usize;
+    reader.by_ref_limited(&mut budget, &mut request_line)?;
+    loop {
+        let mut h = String::new();
+        let n = reader.by_ref_limited(&mut budget, &mut h)?;
+        if n == 0 || h == "\r\n" || h == "\n" {
+            break;
+        }
+    }
+    let mut parts = request_line.split_whitespace();
+    let (method, path) = (parts.next().unwrap_or(""), parts.next().unwrap_or(""));
+    let (status, ctype, body) = if method.is_empty() || !request_line.ends_with('\n') {
+        ("400 Bad Request", "text/plain", "bad request\n".to_string())
+    } else if method != "GET" {
+        ("405 Method Not Allowed", "text/plain", "only GET\n".to_string())
+    } else if path == "/metrics" || path == "/" {
+        (
+            "200 OK",
+            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+            render_metrics(socket, name, state),
+        )
+    } else {
+        ("404 Not Found", "text/plain", "see /metrics\n".to_string())
+    };
+    write!(
+        s,
+        "HTTP/1.1 {status}\r\nContent-Type: {ctype}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )?;
+    s.flush()
+}
+
+/// The switch's counters (fresh, over a connection of its own) and the daemon's state.
+pub fn render_metrics(socket: &Path, name: &str, state: &DaemonState) -> String {
+    let mut m = Metrics::default();
+    let snapshot = Client::connect(socket).and_then(|mut c| {
+        c.set_timeout(Some(Duration::from_secs(5)))?;
+        c.call(Op::Counters)
+    });
+    let base = vec![("switch".to_string(), name.to_string())];
+    let up = match snapshot {
+        Ok(s) => {
+            m.add_snapshot(name, &s);
+            1.0
+        }
+        Err(_) => 0.0,
+    };
+    m.gauge(
+        "rocectl_daemon_dataplane_up",
+        "1 if the switch answered this scrape",
+        base.clone(),
+        up,
+    );
+    for (result, n) in [("ok", &state.applies_ok), ("refused", &state.applies_refused)] {
+        let mut l = base.clone();
+        l.push(("result".into(), result.into()));
+        m.counter(
+            "rocectl_daemon_applies",
+            "config applies by the daemon, by result",
+            l,
+            n.load(Ordering::Relaxed) as f64,
+        );
+    }
+    m.counter(
+        "rocectl_daemon_edits_refused",
+        "edits of the config file refused as invalid",
+        base.clone(),
+        state.edits_refused.load(Ordering::Relaxed) as f64,
+    );
+    m.gauge(
+        "rocectl_daemon_last_apply_timestamp_seconds",
+        "Unix time of the last successful apply (0: none yet)",
+        base,
+        state.last_apply_ms.load(Ordering::Relaxed) as f64 / 1e3,
+    );
+    m.encode()
+}
+
+/// `read_line` with a shared byte budget, so a client cannot make the server buffer without
+/// bound.
+trait LimitedLines {
+    fn by_ref_limited(&mut self, budget: &mut usize, out: &mut String) -> std::io::Result<usize>;
+}
+
+impl<R: BufRead> LimitedLines for R {
+    fn by_ref_limited(&mut self, budget: &mut usize, out: &mut String) -> std::io::Result<usize> {
+        let n = std::io::Read::take(&mut *self, *budget as u64).read_line(out)?;
+        *budget = budget.saturating_sub(n);
+        if *budget == 0 {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                "request too large",
+            ));
+        }
+        Ok(n)
+    }
+}

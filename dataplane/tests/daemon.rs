@@ -1,0 +1,331 @@
+//! The control plane as separate processes against a real `rocesw run` (capture-file ports, so
+//! no root or interface is needed): `rocectl daemon` keeps the switch on its file through edits,
+//! bad edits and switch restarts, and serves Prometheus metrics; `kill -9` of either side, or
+//! of a `rocectl apply` half way, never leaves a mixed config.
+
+mod common;
+use common::*;
+use controlplane::protocol::{Client, Op};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+fn rocectl() -> PathBuf {
+    let status = Command::new(env!("CARGO"))
+        .args(["build", "-q", "-p", "rocesw-controlplane", "--bin", "rocectl"])
+        .current_dir(repo_root())
+        .status()
+        .unwrap();
+    assert!(status.success(), "building rocectl");
+    let target = std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| repo_root().join("target"), Into::into);
+    target.join("debug/rocectl")
+}
+
+/// `configs/default.toml` on capture-file ports (the bundled incast in, port 3 out), with
+/// `edit` applied to its text.
+fn config_text(dir: &Path, edit: impl Fn(String) -> String) -> String {
+    let text = std::fs::read_to_string(repo_root().join("configs/default.toml")).unwrap();
+    let examples = repo_root().join("examples/incast");
+    let mut out = String::new();
+    for (i, chunk) in text.split("\n[[port]]\n").enumerate() {
+        if i == 0 {
+            out += chunk;
+            continue;
+        }
+        let (id_line, rest) = chunk.split_once('\n').unwrap();
+        let id: u16 = id_line.trim_start_matches("id = ").trim().parse().unwrap();
+        let pcap = if id < 3 {
+            format!(
+                "pcap = {{ input = {:?}, pace = \"asap\" }}",
+                examples.join(format!("port{id}.pcap"))
+            )
+        } else {
+            format!("pcap = {{ output = {:?} }}", dir.join("out3.pcap"))
+        };
+        out += &format!("\n[[port]]\nid = {id}\n{pcap}\n{rest}");
+    }
+    edit(out)
+}
+
+fn kmax(v: &str) -> impl Fn(String) -> String + '_ {
+    move |t: String| t.replacen("kmax = \"400KB\"", &format!("kmax = \"{v}\""), 1)
+}
+
+struct Proc(Child);
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn start_switch(cfg: &Path, socket: &Path) -> Proc {
+    let child = Command::new(env!("CARGO_BIN_EXE_rocesw"))
+        .args(["run", "--keep-running", "--config"])
+        .arg(cfg)
+        .arg("--control")
+        .arg(socket)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let p = Proc(child);
+    wait_for("the switch's control socket", Duration::from_secs(20), || {
+        Client::connect(socket).and_then(|mut c| c.call(Op::Hello)).is_ok()
+    });
+    p
+}
+
+fn wait_for(what: &str, limit: Duration, mut ok: impl FnMut() -> bool) {
+    let t0 = Instant::now();
+    while !ok() {
+        assert!(t0.elapsed() < limit, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn running_config(socket: &Path) -> String {
+    let mut c = Client::connect(socket).unwrap();
+    c.set_timeout(Some(Duration::from_secs(10))).unwrap();
+    c.call(Op::GetConfig).unwrap()["toml"].as_str().unwrap().to_string()
+}
+
+fn running_kmax(socket: &Path) -> String {
+    let t: toml::Table = running_config(socket).parse().unwrap();
+    t["ecn"]["roce"]["kmax"].as_str().unwrap().to_string()
+}
+
+/// The daemon's stderr, collected line by line.
+fn collect(child: &mut Child) -> Arc<Mutex<Vec<String>>> {
+    let lines = Arc::new(Mutex::new(Vec::new()));
+    let (l2, err) = (lines.clone(), child.stderr.take().unwrap());
+    std::thread::spawn(move || {
+        for line in BufReader::new(err).lines().map_while(Result::ok) {
+            l2.lock().unwrap().push(line);
+        }
+    });
+    lines
+}
+
+fn http_get(addr: &str, path: &str) -> (String, String) {
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    write!(s, "GET {path} HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).unwrap();
+    let (head, body) = out.split_once("\r\n\r\n").unwrap();
+    (head.lines().next().unwrap().to_string(), body.to_string())
+}
+
+/// Sum of a metric's samples whose line contains every one of `labels`.
+fn metric(text: &str, name: &str, labels: &[&str]) -> f64 {
+    text.lines()
+        .filter(|l| l.starts_with(&format!("{name}{{")) && labels.iter().all(|x| l.contains(x)))
+        .map(|l| l.rsplit_once(' ').unwrap().1.parse::<f64>().unwrap())
+        .sum()
+}
+
+#[test]
+fn daemon_keeps_the_switch_on_its_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("sw.sock");
+    let switch_cfg = dir.path().join("switch.toml");
+    std::fs::write(&switch_cfg, config_text(dir.path(), |t| t)).unwrap();
+    let desired = dir.path().join("desired.toml");
+    std::fs::write(&desired, config_text(dir.path(), kmax("250KB"))).unwrap();
+    let mut sw = start_switch(&switch_cfg, &socket);
+    assert_eq!(running_kmax(&socket), "400KB");
+
+    let mut d = Command::new(rocectl())
+        .arg("--socket")
+        .arg(&socket)
+        .args(["daemon", "--poll-ms", "50", "--metrics", "127.0.0.1:0", "--config"])
+        .arg(&desired)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let log = collect(&mut d);
+    let daemon = Proc(d);
+    wait_for("the daemon to apply its file", Duration::from_secs(20), || {
+        running_kmax(&socket) == "250KB"
+    });
+    let addr = {
+        let l = log.lock().unwrap();
+        let line = l
+            .iter()
+            .find(|l| l.contains("metrics on http://"))
+            .expect("metrics address logged");
+        line.split("http://")
+            .nth(1)
+            .unwrap()
+            .trim_end_matches("/metrics")
+            .to_string()
+    };
+
+    // A bad edit is refused with the reason, and the switch keeps the last good config.
+    std::fs::write(
+        &desired,
+        config_text(dir.path(), |t| {
+            kmax("250KB")(t).replacen("kmin = \"100KB\"", "kmin = \"900KB\"", 1)
+        }),
+    )
+    .unwrap();
+    wait_for("the bad edit to be refused", Duration::from_secs(10), || {
+        log.lock()
+            .unwrap()
+            .iter()
+            .any(|l| l.contains("edit refused") && l.contains("kmin"))
+    });
+    assert_eq!(running_kmax(&socket), "250KB");
+    // The next good edit goes through.
+    std::fs::write(&desired, config_text(dir.path(), kmax("300KB"))).unwrap();
+    wait_for("the good edit", Duration::from_secs(10), || {
+        running_kmax(&socket) == "300KB"
+    });
+
+    // Metrics: every counter of the switch, equal to what `counters` says.
+    let mut c = Client::connect(&socket).unwrap();
+    wait_for("the captures to be switched", Duration::from_secs(20), || {
+        c.call(Op::Counters).unwrap()["totals"]["rx_packets"] == 6000
+    });
+    let counters = c.call(Op::Counters).unwrap();
+    drop(c);
+    let (status, body) = http_get(&addr, "/metrics");
+    assert!(status.contains("200"), "{status}");
+    assert_eq!(metric(&body, "rocesw_port_rx_packets_total", &[]), 6000.0);
+    for (i, p) in counters["ports"].as_array().unwrap().iter().enumerate() {
+        let port = format!("port=\"{i}\"");
+        for field in ["rx_packets", "tx_packets", "tx_bytes", "ecn_marked"] {
+            assert_eq!(
+                metric(&body, &format!("rocesw_port_{field}_total"), &[&port]),
+                p[field].as_f64().unwrap(),
+                "{field} of port {i}"
+            );
+        }
+        let drops: f64 = p["drops"]
+            .as_object()
+            .unwrap()
+            .values()
+            .map(|v| v.as_f64().unwrap())
+            .sum();
+        assert_eq!(metric(&body, "rocesw_port_drops_total", &[&port]), drops);
+        assert_eq!(
+            metric(&body, "rocesw_queue_peak_cells", &[&port, "queue=\"3\""]),
+            p["queues"][3]["peak_cells"].as_f64().unwrap()
+        );
+    }
+    assert_eq!(metric(&body, "rocectl_daemon_dataplane_up", &[]), 1.0);
+    assert!(metric(&body, "rocectl_daemon_applies_total", &["result=\"ok\""]) >= 2.0);
+    assert_eq!(metric(&body, "rocectl_daemon_edits_refused_total", &[]), 1.0);
+    assert!(http_get(&addr, "/nope").0.contains("404"));
+
+    // kill -9 of the switch, restarted on its original file: the daemon re-applies its own.
+    let _ = sw.0.kill();
+    let _ = sw.0.wait();
+    wait_for("the daemon to notice", Duration::from_secs(10), || {
+        log.lock().unwrap().iter().any(|l| l.contains("lost the switch"))
+    });
+    let (_, body) = http_get(&addr, "/metrics");
+    assert_eq!(metric(&body, "rocectl_daemon_dataplane_up", &[]), 0.0);
+    sw = start_switch(&switch_cfg, &socket);
+    wait_for(
+        "the daemon to re-apply after the restart",
+        Duration::from_secs(10),
+        || running_kmax(&socket) == "300KB",
+    );
+
+    // kill -9 of the daemon: the switch stays up on the last config.
+    drop(daemon);
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!(running_kmax(&socket), "300KB");
+    drop(sw);
+}
+
+#[test]
+fn the_daemon_refuses_to_start_on_a_bad_file_or_a_public_address() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("bad.toml");
+    std::fs::write(&bad, "[buffer]\ncell = \"7B\"\n").unwrap();
+    let out = Command::new(rocectl())
+        .args(["daemon", "--no-metrics", "--config"])
+        .arg(&bad)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("invalid, not starting") && err.contains("buffer.cell"),
+        "{err}"
+    );
+
+    let good = dir.path().join("good.toml");
+    std::fs::write(&good, config_text(dir.path(), |t| t)).unwrap();
+    let out = Command::new(rocectl())
+        .args(["daemon", "--metrics", "0.0.0.0:9464", "--config"])
+        .arg(&good)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("only a loopback address"));
+}
+
+/// `kill -9` of `rocectl apply` at moments spread over its run, and a client that sends half a
+/// request and vanishes: afterwards the running config is exactly one of the two files.
+#[test]
+fn killing_an_apply_half_way_leaves_old_or_new() {
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("sw.sock");
+    let a = config_text(dir.path(), |t| t);
+    // Several keys far apart in the file: a mix would show.
+    let b = config_text(dir.path(), |t| {
+        kmax("200KB")(t)
+            .replacen("alpha = \"1/8\"", "alpha = \"1/4\"", 1)
+            .replacen("aging = \"300s\"", "aging = \"60s\"", 1)
+    });
+    assert_ne!(a, b);
+    let (fa, fb) = (dir.path().join("a.toml"), dir.path().join("b.toml"));
+    std::fs::write(&fa, &a).unwrap();
+    std::fs::write(&fb, &b).unwrap();
+    let _sw = start_switch(&fa, &socket);
+    let bin = rocectl();
+    let mut seen_b = false;
+    for i in 0..40u64 {
+        let file = if i % 2 == 0 { &fb } else { &fa };
+        let mut child = Command::new(&bin)
+            .arg("--socket")
+            .arg(&socket)
+            .arg("apply")
+            .arg(file)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_micros(i * 150));
+        let _ = child.kill();
+        let _ = child.wait();
+        let now = running_config(&socket);
+        assert!(now == a || now == b, "round {i}: the running config is neither file");
+        seen_b |= now == b;
+    }
+    assert!(
+        seen_b,
+        "no apply ever completed: the kills came too early to test anything"
+    );
+
+    let before = running_config(&socket);
+    let other = if before == a { &b } else { &a };
+    let line = controlplane::protocol::Request {
+        id: 1,
+        op: Op::Apply { toml: other.clone() },
+    }
+    .to_line();
+    let mut s = std::os::unix::net::UnixStream::connect(&socket).unwrap();
+    s.write_all(&line.as_bytes()[..line.len() / 2]).unwrap();
+    drop(s);
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!(running_config(&socket), before, "half a request changed the config");
+}
