@@ -27,6 +27,28 @@ pub const VERSION: u32 = 1;
 pub const MAX_LINE: usize = 64 * 1024;
 /// Where `rocesw run` listens unless told otherwise.
 pub const DEFAULT_SOCKET: &str = "/run/rocesw/rocesw.sock";
+/// Where named switches listen: `rocesw run --name NAME` → `SOCKET_DIR/NAME.sock`.
+pub const SOCKET_DIR: &str = "/run/rocesw";
+
+/// The default socket of the switch called `name`.
+pub fn socket_of(name: &str) -> PathBuf {
+    Path::new(SOCKET_DIR).join(format!("{name}.sock"))
+}
+
+/// A switch name is a file name: letters, digits, `-`, `_`, `.`, not starting with `.`.
+pub fn check_name(name: &str) -> Result<(), String> {
+    let ok = !name.is_empty()
+        && name.len() <= 64
+        && !name.starts_with('.')
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c));
+    if ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "switch name {name:?}: use 1-64 letters, digits, '-', '_' or '.' (not starting with '.')"
+        ))
+    }
+}
 /// Shortest `subscribe` interval.
 pub const MIN_INTERVAL_MS: u64 = 100;
 
@@ -176,6 +198,12 @@ pub struct HelloData {
     /// e.g. `rocesw 0.1.0`.
     pub server: String,
     pub protocol: u32,
+    /// The switch's name (`rocesw run --name`), if it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// Time since the control socket opened.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uptime_ms: Option<u64>,
 }
 
 /// `get_config`'s answer.

@@ -49,6 +49,17 @@ impl ControlServer {
     /// (`RunOptions::control`). A stale socket file (nothing listening) is replaced; a live one
     /// (another switch) is an error, and so is any other file at `path`.
     pub fn spawn(path: &Path, config_text: String, queue: Arc<ControlQueue>) -> anyhow::Result<ControlServer> {
+        Self::spawn_named(path, None, config_text, queue)
+    }
+
+    /// `spawn` for a switch with a name (`rocesw run --name`), which `hello` reports so one
+    /// `rocectl` can tell the switches of a fabric apart.
+    pub fn spawn_named(
+        path: &Path,
+        name: Option<String>,
+        config_text: String,
+        queue: Arc<ControlQueue>,
+    ) -> anyhow::Result<ControlServer> {
         if let Ok(meta) = std::fs::symlink_metadata(path) {
             if !meta.file_type().is_socket() {
                 bail!("{} exists and is not a socket: not replacing it", path.display());
@@ -92,6 +103,8 @@ impl ControlServer {
             config_text,
             queue,
             late: Vec::new(),
+            name,
+            started: std::time::Instant::now(),
         };
         let thread_stop = stop.clone();
         let thread = std::thread::Builder::new()
@@ -159,6 +172,8 @@ struct Server {
     /// Config changes the switch answered too late: applied if it eventually says yes, so the
     /// config text stays what the switch runs.
     late: Vec<(Receiver<Result<(), String>>, String)>,
+    name: Option<String>,
+    started: std::time::Instant,
 }
 
 impl Server {
@@ -353,6 +368,8 @@ impl Server {
             Op::Hello => Ok(json(&HelloData {
                 server: format!("rocesw {}", env!("CARGO_PKG_VERSION")),
                 protocol: protocol::VERSION,
+                name: self.name.clone(),
+                uptime_ms: Some(self.started.elapsed().as_millis() as u64),
             })),
             Op::GetConfig => Ok(json(&ConfigData {
                 toml: self.config_text.clone(),

@@ -80,9 +80,14 @@ enum Command {
         /// Stop by itself after this many seconds (tests, demos).
         #[arg(long, value_name = "SECONDS")]
         duration: Option<f64>,
-        /// Control socket for `rocectl` (mode 0600; see controlplane/PROTOCOL.md).
-        #[arg(long, value_name = "PATH", default_value = controlplane::protocol::DEFAULT_SOCKET)]
-        control: PathBuf,
+        /// Control socket for `rocectl` (mode 0600; see controlplane/PROTOCOL.md). Default:
+        /// /run/rocesw/NAME.sock with --name, else /run/rocesw/rocesw.sock.
+        #[arg(long, value_name = "PATH")]
+        control: Option<PathBuf>,
+        /// This switch's name: reported to `rocectl`, and its socket is /run/rocesw/NAME.sock
+        /// (so `rocectl --switch NAME` finds it). Lets one host run a small fabric.
+        #[arg(long, value_parser = switch_name)]
+        name: Option<String>,
         /// Do not open a control socket.
         #[arg(long, conflicts_with = "control")]
         no_control: bool,
@@ -187,6 +192,10 @@ fn parse_rate(s: &str) -> Result<u64, String> {
     controlplane::units::parse_rate(s).map_err(|e| e.to_string())
 }
 
+fn switch_name(s: &str) -> Result<String, String> {
+    controlplane::protocol::check_name(s).map(|()| s.to_string())
+}
+
 fn parse_input(s: &str) -> Result<(u16, PathBuf), String> {
     let (port, path) = s
         .split_once('=')
@@ -276,9 +285,14 @@ fn run(cmd: Command) -> Result<()> {
             summary,
             duration,
             control,
+            name,
             no_control,
             keep_running,
         } => {
+            let control = control.unwrap_or_else(|| match &name {
+                Some(n) => controlplane::protocol::socket_of(n),
+                None => PathBuf::from(controlplane::protocol::DEFAULT_SOCKET),
+            });
             let cfg = load_config(&config)?;
             if let Some(p) = cfg.ports.iter().find(|p| p.interface.is_none() && p.pcap.is_none()) {
                 anyhow::bail!(
@@ -323,7 +337,7 @@ fn run(cmd: Command) -> Result<()> {
                 let text =
                     std::fs::read_to_string(&config).with_context(|| format!("cannot read {}", config.display()))?;
                 Some(
-                    dataplane::control::ControlServer::spawn(&control, text, queue.clone())
+                    dataplane::control::ControlServer::spawn_named(&control, name.clone(), text, queue.clone())
                         .with_context(|| format!("control socket {}", control.display()))?,
                 )
             };

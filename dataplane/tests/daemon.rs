@@ -329,3 +329,80 @@ fn killing_an_apply_half_way_leaves_old_or_new() {
     std::thread::sleep(Duration::from_millis(200));
     assert_eq!(running_config(&socket), before, "half a request changed the config");
 }
+
+/// Two named switches on one host, managed from one `rocectl`: found by `switches`, shown one
+/// section each, changed together.
+#[test]
+fn one_rocectl_manages_several_named_switches() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("switch.toml");
+    std::fs::write(&cfg, config_text(dir.path(), |t| t)).unwrap();
+    let names: Vec<String> = ["a", "b"]
+        .iter()
+        .map(|n| format!("t{}-{n}", std::process::id()))
+        .collect();
+    let mut procs = Vec::new();
+    for n in &names {
+        let child = Command::new(env!("CARGO_BIN_EXE_rocesw"))
+            .args(["run", "--keep-running", "--name", n, "--config"])
+            .arg(&cfg)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        procs.push(Proc(child));
+        let sock = controlplane::protocol::socket_of(n);
+        wait_for("a named switch", Duration::from_secs(20), || {
+            Client::connect(&sock).and_then(|mut c| c.call(Op::Hello)).is_ok()
+        });
+    }
+    let bin = rocectl();
+    let run = |args: &[&str]| {
+        let out = Command::new(&bin)
+            .args(args)
+            .env_remove("ROCECTL_SWITCH")
+            .output()
+            .unwrap();
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (ok, out, err) = run(&["switches"]);
+    assert!(ok, "{err}");
+    for n in &names {
+        let row = out
+            .lines()
+            .find(|l| l.starts_with(n.as_str()))
+            .unwrap_or_else(|| panic!("{n}: {out}"));
+        assert!(row.contains("rocesw ") && row.contains(" s "), "{row}");
+    }
+    let both = names.join(",");
+    let (ok, out, err) = run(&["--switch", &both, "show", "counters"]);
+    assert!(ok, "{err}");
+    for n in &names {
+        assert!(out.contains(&format!("== {n} ==")), "{out}");
+    }
+    let (ok, out, err) = run(&["-s", &both, "set", "ecn", "--profile", "roce", "--kmax", "222KB"]);
+    assert!(ok, "{err}");
+    assert_eq!(out.matches("changed: ecn.roce.kmax").count(), 2, "{out}");
+    for n in &names {
+        assert_eq!(running_kmax(&controlplane::protocol::socket_of(n)), "222KB");
+    }
+    // Watch is one switch at a time; a bad name is refused before anything is sent.
+    let (ok, _, err) = run(&["-s", &both, "watch"]);
+    assert!(!ok && err.contains("one switch at a time"), "{err}");
+    let (ok, _, err) = run(&["-s", "../etc", "show", "counters"]);
+    assert!(!ok && err.contains("switch name"), "{err}");
+    let out = Command::new(env!("CARGO_BIN_EXE_rocesw"))
+        .args(["run", "--name", "x/y", "--config"])
+        .arg(&cfg)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    drop(procs);
+    for n in &names {
+        let _ = std::fs::remove_file(controlplane::protocol::socket_of(n));
+    }
+}

@@ -19,6 +19,21 @@ struct Cli {
     /// The running switch's control socket (`rocesw run --control`).
     #[arg(long, global = true, value_name = "PATH", default_value = protocol::DEFAULT_SOCKET)]
     socket: PathBuf,
+    /// Address switches by name (`rocesw run --name NAME` listens on /run/rocesw/NAME.sock):
+    /// repeat or separate with commas. `show`, `apply` and `set` then act on each in turn.
+    #[arg(
+        long = "switch",
+        short = 's',
+        global = true,
+        value_name = "NAME",
+        value_delimiter = ',',
+        env = "ROCECTL_SWITCH",
+        conflicts_with = "socket"
+    )]
+    switches: Vec<String>,
+    /// Every switch with a socket in /run/rocesw (see `rocectl switches`).
+    #[arg(long, global = true, conflicts_with_all = ["socket", "switches"])]
+    all: bool,
     #[command(subcommand)]
     command: Command,
 }
@@ -64,6 +79,8 @@ enum Command {
     /// Change a few settings of the running switch (sent as a config patch).
     #[command(subcommand)]
     Set(Set),
+    /// The switches listening in /run/rocesw: name, version, uptime (or why one does not answer).
+    Switches,
     /// Keep the switch on the config in FILE: apply it now, after every valid edit of the
     /// file, and whenever the switch restarts; refuse bad edits with the reason (the running
     /// config stays). Serves Prometheus metrics of every counter on a loopback address.
@@ -151,7 +168,21 @@ fn size(s: &str) -> Result<u64, String> {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let socket = cli.socket;
+    let targets = match targets(&cli) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("rocectl: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let socket = targets[0].1.clone();
+    // Commands that talk to one switch at a time.
+    let single = |what: &str| -> Result<(), String> {
+        if targets.len() > 1 {
+            return Err(format!("{what} works on one switch at a time (got {})", targets.len()));
+        }
+        Ok(())
+    };
     match cli.command {
         Command::Check { file, verbose } => match controlplane::load_file(&file) {
             Ok(loaded) => {
@@ -208,16 +239,20 @@ fn main() -> ExitCode {
             println!("{}", headroom::headroom(speed, cable, mtu, cell as u32));
             ExitCode::SUCCESS
         }
-        Command::Show { what, json } => live(|| show(&socket, what, json)),
-        Command::Apply { file } => live(|| {
-            let text = std::fs::read_to_string(&file).map_err(|e| format!("{}: cannot read: {e}", file.display()))?;
-            change(&socket, Op::Apply { toml: text })
+        Command::Show { what, json } => each(&targets, |s| show(s, what, json)),
+        Command::Apply { file } => match std::fs::read_to_string(&file) {
+            Ok(text) => each(&targets, |s| change(s, Op::Apply { toml: text.clone() })),
+            Err(e) => live(|| Err(format!("{}: cannot read: {e}", file.display()))),
+        },
+        Command::Set(set) => match set_patch(&set) {
+            Ok(patch) => each(&targets, |s| change(s, Op::Patch { toml: patch.clone() })),
+            Err(e) => live(|| Err(e)),
+        },
+        Command::Watch { interval_ms } => live(|| {
+            single("watch")?;
+            watch(&socket, interval_ms)
         }),
-        Command::Set(set) => live(|| {
-            let patch = set_patch(&set)?;
-            change(&socket, Op::Patch { toml: patch })
-        }),
-        Command::Watch { interval_ms } => live(|| watch(&socket, interval_ms)),
+        Command::Switches => live(switches),
         Command::Daemon {
             config,
             metrics,
@@ -225,6 +260,7 @@ fn main() -> ExitCode {
             poll_ms,
             name,
         } => live(|| {
+            single("daemon")?;
             let _ = tracing_subscriber::fmt()
                 .with_env_filter(
                     tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()),
@@ -251,6 +287,106 @@ fn main() -> ExitCode {
                 stop,
             )
         }),
+    }
+}
+
+/// The switches a command addresses, each with a label for multi-switch output.
+fn targets(cli: &Cli) -> Result<Vec<(String, PathBuf)>, String> {
+    if cli.all {
+        let found = socket_files()?;
+        if found.is_empty() {
+            return Err(format!("--all: no switch sockets in {}", protocol::SOCKET_DIR));
+        }
+        return Ok(found);
+    }
+    if cli.switches.is_empty() {
+        return Ok(vec![(cli.socket.display().to_string(), cli.socket.clone())]);
+    }
+    cli.switches
+        .iter()
+        .map(|n| {
+            protocol::check_name(n)?;
+            Ok((n.clone(), protocol::socket_of(n)))
+        })
+        .collect()
+}
+
+/// `*.sock` in the socket directory, by name.
+fn socket_files() -> Result<Vec<(String, PathBuf)>, String> {
+    let dir = Path::new(protocol::SOCKET_DIR);
+    let entries = match std::fs::read_dir(dir) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(format!("{}: {e}", dir.display())),
+    };
+    let mut out: Vec<(String, PathBuf)> = entries
+        .filter_map(Result::ok)
+        .filter_map(|e| {
+            let p = e.path();
+            let stem = p.file_stem()?.to_str()?.to_string();
+            (p.extension()? == "sock").then_some((stem, p))
+        })
+        .collect();
+    out.sort();
+    Ok(out)
+}
+
+/// `rocectl switches`.
+fn switches() -> Result<(), String> {
+    let found = socket_files()?;
+    if found.is_empty() {
+        println!("no switch sockets in {}", protocol::SOCKET_DIR);
+        return Ok(());
+    }
+    println!("{:<16} {:<16} {:>12}  socket", "name", "server", "uptime");
+    for (stem, path) in found {
+        let hello = Client::connect(&path).and_then(|mut c| {
+            c.set_timeout(Some(Duration::from_secs(2)))?;
+            c.call_as::<protocol::HelloData>(Op::Hello)
+        });
+        match hello {
+            Ok(h) => println!(
+                "{:<16} {:<16} {:>12}  {}",
+                h.name.unwrap_or(stem),
+                h.server,
+                h.uptime_ms.map_or("-".into(), |ms| format!("{:.1} s", ms as f64 / 1e3)),
+                path.display()
+            ),
+            Err(e) => println!(
+                "{stem:<16} {:<16} {:>12}  {} ({e})",
+                "not answering",
+                "-",
+                path.display()
+            ),
+        }
+    }
+    Ok(())
+}
+
+/// Runs a command against each switch in turn (with a heading when there are several); exit
+/// 1 if any failed.
+fn each(targets: &[(String, PathBuf)], mut f: impl FnMut(&Path) -> Result<(), String>) -> ExitCode {
+    let mut failed = false;
+    for (label, socket) in targets {
+        if targets.len() > 1 {
+            println!("== {label} ==");
+        }
+        if let Err(e) = f(socket) {
+            eprintln!(
+                "rocectl: {}{e}",
+                if targets.len() > 1 {
+                    format!("{label}: ")
+                } else {
+                    String::new()
+                }
+            );
+            failed = true;
+        }
+    }
+    if failed {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
     }
 }
 
