@@ -7,7 +7,8 @@
 //!   the request's `id` (`null` when the request was too broken to read one).
 //! * Ops ([`Op`]): `hello`, `get_config`, `apply {toml}`, `patch {toml}`, `counters`, `fdb`,
 //!   `subscribe {interval_ms}` (≥ [`MIN_INTERVAL_MS`]; acknowledged, then a `counters` response
-//!   carrying the subscribe's id is pushed every interval until the connection closes).
+//!   carrying the subscribe's id is pushed every interval until the connection closes),
+//!   `watermarks {kind}` and `clear_watermarks {kind}` (user or persistent, as SONiC keeps them).
 //! * `apply` and `patch` are all or nothing: the resulting config is validated as a whole, then
 //!   the switch applies it between two bursts or refuses it with a reason; nothing changes on
 //!   any error. Both answer [`ApplyData`]: the warnings and the dotted keys whose value changed.
@@ -71,6 +72,47 @@ pub enum Op {
     Fdb,
     /// Push `counters` every `interval_ms` on this connection until it closes.
     Subscribe { interval_ms: u64 },
+    /// Buffer watermarks (peak use) since they were last cleared, of one kind
+    /// ([`WatermarksData`]).
+    Watermarks {
+        #[serde(default)]
+        kind: WatermarkKind,
+    },
+    /// Restart one kind of watermarks from the current use; the other kind is untouched.
+    ClearWatermarks {
+        #[serde(default)]
+        kind: WatermarkKind,
+    },
+}
+
+/// Two independent sets of watermarks, as SONiC keeps them: `user` for day-to-day clearing,
+/// `persistent` for long-term peaks that only a deliberate clear resets.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WatermarkKind {
+    #[default]
+    User,
+    Persistent,
+}
+
+impl std::fmt::Display for WatermarkKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            WatermarkKind::User => "user",
+            WatermarkKind::Persistent => "persistent",
+        })
+    }
+}
+
+/// `watermarks`' answer: `counters`' shape cut down to the peak fields (`peak_*`) and the ids
+/// that locate them, each the peak since this kind was last cleared.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WatermarksData {
+    pub kind: WatermarkKind,
+    /// Milliseconds since this kind was last cleared (or since the switch started).
+    pub since_ms: u64,
+    pub ports: Value,
+    pub buffer: Value,
 }
 
 /// One request line.
@@ -338,6 +380,12 @@ mod tests {
             Op::Counters,
             Op::Fdb,
             Op::Subscribe { interval_ms: 250 },
+            Op::Watermarks {
+                kind: WatermarkKind::Persistent,
+            },
+            Op::ClearWatermarks {
+                kind: WatermarkKind::User,
+            },
         ] {
             let r = Request { id: 7, op };
             assert_eq!(Request::parse(&r.to_line()).unwrap(), r);

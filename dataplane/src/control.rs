@@ -105,6 +105,7 @@ impl ControlServer {
             late: Vec::new(),
             name,
             started: std::time::Instant::now(),
+            watermarks: Default::default(),
         };
         let thread_stop = stop.clone();
         let thread = std::thread::Builder::new()
@@ -174,6 +175,7 @@ struct Server {
     late: Vec<(Receiver<Result<(), String>>, String)>,
     name: Option<String>,
     started: std::time::Instant,
+    watermarks: crate::watermarks::Watermarks,
 }
 
 impl Server {
@@ -377,6 +379,15 @@ impl Server {
             Op::Apply { toml } => self.change(toml),
             Op::Patch { toml } => self.patch(&toml),
             Op::Counters => self.snapshot(),
+            Op::Watermarks { kind } => self.snapshot().map(|s| json(&self.watermarks.read(kind, &s))),
+            Op::ClearWatermarks { kind } => {
+                let (tx, rx) = sync_channel(1);
+                self.ask(ControlRequest::SnapshotAndRestartPeaks { reply: tx }, &rx)
+                    .map(|s| {
+                        self.watermarks.clear(kind, &json(&s));
+                        serde_json::json!({ "cleared": kind })
+                    })
+            }
             Op::Fdb => {
                 let (tx, rx) = sync_channel(1);
                 self.ask(ControlRequest::Fdb { reply: tx }, &rx).map(|rows| json(&rows))

@@ -19,6 +19,7 @@ pub mod report;
 pub mod ring;
 pub mod rng;
 pub mod sched;
+pub mod watermarks;
 pub mod worker;
 pub mod wred;
 

@@ -322,6 +322,14 @@ impl Switch {
         &self.fdb
     }
 
+    /// A snapshot whose peaks then start afresh from the current use (see
+    /// `Mmu::restart_peaks`): how watermarks are read and cleared without losing a peak.
+    pub fn snapshot_and_restart_peaks(&mut self, now: u64) -> crate::report::Snapshot {
+        let s = self.snapshot(now);
+        self.mmu.restart_peaks();
+        s
+    }
+
     /// Receives a burst of frames on port index `port` at `now`.
     pub fn receive_burst<'a>(&mut self, port: usize, frames: impl IntoIterator<Item = &'a [u8]>, now: u64) {
         for f in frames {

@@ -207,6 +207,10 @@ pub enum ControlRequest {
     Snapshot {
         reply: std::sync::mpsc::SyncSender<Snapshot>,
     },
+    /// Counters now, then every peak restarts from the current use (watermark clearing).
+    SnapshotAndRestartPeaks {
+        reply: std::sync::mpsc::SyncSender<Snapshot>,
+    },
     /// The MAC table now.
     Fdb {
         reply: std::sync::mpsc::SyncSender<Vec<crate::fdb::FdbRow>>,
@@ -231,6 +235,9 @@ fn serve_control(sw: &mut Switch, q: &ControlQueue, now: u64) {
             }
             ControlRequest::Snapshot { reply } => {
                 let _ = reply.try_send(sw.snapshot(now));
+            }
+            ControlRequest::SnapshotAndRestartPeaks { reply } => {
+                let _ = reply.try_send(sw.snapshot_and_restart_peaks(now));
             }
             ControlRequest::Fdb { reply } => {
                 let _ = reply.try_send(sw.fdb().rows(now));

@@ -406,3 +406,78 @@ fn one_rocectl_manages_several_named_switches() {
         let _ = std::fs::remove_file(controlplane::protocol::socket_of(n));
     }
 }
+
+/// SONiC-style watermarks on a switch that has absorbed an incast: user and persistent ones,
+/// cleared independently, through `rocectl`; and `show config`.
+#[test]
+fn watermarks_clear_by_kind() {
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("sw.sock");
+    let cfg = dir.path().join("switch.toml");
+    std::fs::write(&cfg, config_text(dir.path(), |t| t)).unwrap();
+    let _sw = start_switch(&cfg, &socket);
+    let mut c = Client::connect(&socket).unwrap();
+    wait_for("the incast to be switched", Duration::from_secs(20), || {
+        let s = c.call(Op::Counters).unwrap();
+        s["totals"]["rx_packets"] == 6000 && s["buffer"]["used_cells"] == 0
+    });
+    let peak = c.call(Op::Counters).unwrap()["ports"][3]["queues"][3]["peak_cells"]
+        .as_u64()
+        .unwrap();
+    assert!(peak > 100, "the incast built a queue on port 3 ({peak} cells)");
+    let bin = rocectl();
+    let run = |args: &[&str]| {
+        let out = Command::new(&bin)
+            .arg("--socket")
+            .arg(&socket)
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let q3 = |persistent: bool| {
+        let mut args = vec!["show", "watermarks", "--json"];
+        if persistent {
+            args.push("--persistent");
+        }
+        let v: serde_json::Value = serde_json::from_str(&run(&args)).unwrap();
+        let port = v["ports"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["id"] == 3)
+            .unwrap()
+            .clone();
+        let q = port["queues"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|q| q["queue"] == 3)
+            .unwrap()
+            .clone();
+        q["peak_cells"].as_u64().unwrap()
+    };
+    assert_eq!((q3(false), q3(true)), (peak, peak));
+    let table = run(&["show", "watermarks"]);
+    assert!(
+        table.contains("user watermarks") && table.contains(&peak.to_string()),
+        "{table}"
+    );
+
+    assert!(run(&["clear", "watermarks"]).contains("cleared the user watermarks"));
+    assert_eq!((q3(false), q3(true)), (0, peak), "user cleared, persistent kept");
+    assert_eq!(
+        c.call(Op::Counters).unwrap()["ports"][3]["queues"][3]["peak_cells"],
+        0,
+        "the switch's peak restarted from the (empty) queue"
+    );
+    run(&["clear", "watermarks", "--persistent"]);
+    assert_eq!((q3(false), q3(true)), (0, 0));
+
+    assert_eq!(run(&["show", "config"]), running_config(&socket));
+}

@@ -68,11 +68,24 @@ enum Command {
         cell: u64,
     },
     /// Show a running switch's counters, queues, PGs, PFC, buffer or MAC table.
+    #[command(
+        after_help = "Examples:\n  rocectl show pfc\n  rocectl show watermarks --persistent\n  rocectl --switch leaf1 show config > leaf1.toml"
+    )]
     Show {
         what: Show,
         /// The switch's answer as JSON instead of a table.
         #[arg(long)]
         json: bool,
+        /// With `watermarks`: the persistent watermarks instead of the user ones.
+        #[arg(long)]
+        persistent: bool,
+    },
+    /// Clear watermarks: the user ones (what `show watermarks` shows), or with `--persistent`
+    /// the persistent ones; the other kind is untouched. Peaks restart from the current use.
+    Clear {
+        what: ClearWhat,
+        #[arg(long)]
+        persistent: bool,
     },
     /// Replace the running switch's config with FILE (validated whole; all or nothing).
     Apply { file: PathBuf },
@@ -126,6 +139,17 @@ enum Show {
     Buffer,
     /// The MAC table.
     Fdb,
+    /// Peak buffer use per PG, queue, port and pool since the watermarks were last cleared
+    /// (user watermarks; `--persistent` for the persistent ones).
+    Watermarks,
+    /// The running config (TOML).
+    Config,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum ClearWhat {
+    /// Buffer watermarks (peaks) of every PG, queue, port and the pool.
+    Watermarks,
 }
 
 #[derive(Subcommand)]
@@ -239,7 +263,16 @@ fn main() -> ExitCode {
             println!("{}", headroom::headroom(speed, cable, mtu, cell as u32));
             ExitCode::SUCCESS
         }
-        Command::Show { what, json } => each(&targets, |s| show(s, what, json)),
+        Command::Show { what, json, persistent } => each(&targets, |s| show(s, what, json, kind(persistent))),
+        Command::Clear {
+            what: ClearWhat::Watermarks,
+            persistent,
+        } => each(&targets, |s| {
+            let mut c = connect(s)?;
+            c.call(Op::ClearWatermarks { kind: kind(persistent) }).map_err(err)?;
+            println!("cleared the {} watermarks", kind(persistent));
+            Ok(())
+        }),
         Command::Apply { file } => match std::fs::read_to_string(&file) {
             Ok(text) => each(&targets, |s| change(s, Op::Apply { toml: text.clone() })),
             Err(e) => live(|| Err(format!("{}: cannot read: {e}", file.display()))),
@@ -412,12 +445,21 @@ fn err(e: ClientError) -> String {
     e.to_string()
 }
 
-fn show(socket: &Path, what: Show, json: bool) -> Result<(), String> {
-    let mut c = connect(socket)?;
-    let op = if matches!(what, Show::Fdb) {
-        Op::Fdb
+fn kind(persistent: bool) -> protocol::WatermarkKind {
+    if persistent {
+        protocol::WatermarkKind::Persistent
     } else {
-        Op::Counters
+        protocol::WatermarkKind::User
+    }
+}
+
+fn show(socket: &Path, what: Show, json: bool, kind: protocol::WatermarkKind) -> Result<(), String> {
+    let mut c = connect(socket)?;
+    let op = match what {
+        Show::Fdb => Op::Fdb,
+        Show::Watermarks => Op::Watermarks { kind },
+        Show::Config => Op::GetConfig,
+        _ => Op::Counters,
     };
     let data = c.call(op).map_err(err)?;
     if json {
@@ -430,9 +472,17 @@ fn show(socket: &Path, what: Show, json: bool) -> Result<(), String> {
 
 fn render(what: Show, data: &serde_json::Value) -> Result<String, String> {
     let bad = |e: serde_json::Error| format!("unexpected answer from the switch: {e}");
-    if let Show::Fdb = what {
-        let rows: Vec<FdbRow> = serde_json::from_value(data.clone()).map_err(bad)?;
-        return Ok(render_fdb(&rows));
+    match what {
+        Show::Fdb => {
+            let rows: Vec<FdbRow> = serde_json::from_value(data.clone()).map_err(bad)?;
+            return Ok(render_fdb(&rows));
+        }
+        Show::Config => return Ok(data["toml"].as_str().unwrap_or_default().to_string()),
+        Show::Watermarks => {
+            let w: protocol::WatermarksData = serde_json::from_value(data.clone()).map_err(bad)?;
+            return render_watermarks(&w).map_err(bad);
+        }
+        _ => {}
     }
     let s: Snapshot = serde_json::from_value(data.clone()).map_err(bad)?;
     Ok(match what {
@@ -441,8 +491,71 @@ fn render(what: Show, data: &serde_json::Value) -> Result<String, String> {
         Show::Pgs => render_pgs(&s),
         Show::Pfc => render_pfc(&s),
         Show::Buffer => render_buffer(&s),
-        Show::Fdb => unreachable!(),
+        Show::Fdb | Show::Config | Show::Watermarks => unreachable!(),
     })
+}
+
+/// Like SONiC's `show priority-group watermark` and `show queue watermark`: one row per port,
+/// one column per PG or queue, in cells.
+fn render_watermarks(w: &protocol::WatermarksData) -> Result<String, serde_json::Error> {
+    let ports: Vec<Port> = serde_json::from_value(w.ports.clone())?;
+    let pool: Pool = serde_json::from_value(w.buffer.clone()).unwrap_or_default();
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        "{} watermarks, in cells, since {:.1} s ago (rocectl clear watermarks{})",
+        w.kind,
+        w.since_ms as f64 / 1e3,
+        if w.kind == protocol::WatermarkKind::Persistent {
+            " --persistent"
+        } else {
+            ""
+        }
+    );
+    let grid = |o: &mut String, title: &str, label: &str, row: &dyn Fn(&Port) -> Vec<(u8, u32)>| {
+        let _ = writeln!(o, "\n{title}");
+        let _ = write!(o, "{:>4}", "port");
+        for i in 0..8 {
+            let _ = write!(o, " {:>8}", format!("{label}{i}"));
+        }
+        let _ = writeln!(o);
+        for p in &ports {
+            let mut cells = [None; 8];
+            for (i, v) in row(p) {
+                if let Some(c) = cells.get_mut(i as usize) {
+                    *c = Some(v);
+                }
+            }
+            let _ = write!(o, "{:>4}", p.id);
+            for c in cells {
+                let _ = write!(o, " {:>8}", c.map_or("-".into(), |v| v.to_string()));
+            }
+            let _ = writeln!(o);
+        }
+    };
+    grid(&mut o, "Ingress PG shared+min (peak cells):", "PG", &|p| {
+        p.pgs.iter().map(|g| (g.pg, g.peak_cells)).collect()
+    });
+    grid(&mut o, "Ingress PG headroom (peak cells):", "PG", &|p| {
+        p.pgs.iter().map(|g| (g.pg, g.peak_headroom_cells)).collect()
+    });
+    grid(&mut o, "Egress queues (peak cells):", "Q", &|p| {
+        p.queues.iter().map(|q| (q.queue, q.peak_cells)).collect()
+    });
+    let _ = writeln!(o, "\n{:>4} {:>14} {:>14}", "port", "ingress peak", "egress peak");
+    for p in &ports {
+        let _ = writeln!(
+            o,
+            "{:>4} {:>14} {:>14}",
+            p.id, p.buffer.peak_ingress_cells, p.buffer.peak_egress_cells
+        );
+    }
+    let _ = writeln!(
+        o,
+        "\npool: used {} cells, ingress shared {}, egress shared {} (peaks)",
+        pool.peak_used_cells, pool.peak_ingress_shared_cells, pool.peak_egress_shared_cells
+    );
+    Ok(o)
 }
 
 fn change(socket: &Path, op: Op) -> Result<(), String> {

@@ -361,6 +361,27 @@ impl Mmu {
         &self.ports[port].pgs[pg]
     }
 
+    /// Starts every peak afresh from the current use. The control plane reads the peaks and
+    /// restarts them in one step and keeps the user and persistent watermarks itself
+    /// (`dataplane::watermarks`), so clearing costs the packet path nothing.
+    pub fn restart_peaks(&mut self) {
+        self.peak_used = self.used;
+        self.peak_ingress_shared = self.ingress_shared;
+        self.peak_egress_shared = self.egress_shared;
+        for b in &mut self.ports {
+            for p in &mut b.pgs {
+                p.peak = p.total();
+                p.peak_headroom = p.headroom;
+            }
+            for q in &mut b.queues {
+                q.peak = q.total();
+                q.peak_bytes = q.bytes;
+            }
+            b.usage.peak_ingress_cells = b.usage.ingress_cells;
+            b.usage.peak_egress_cells = b.usage.egress_cells;
+        }
+    }
+
     pub fn queue(&self, port: usize, q: usize) -> &QueueUse {
         &self.ports[port].queues[q]
     }
