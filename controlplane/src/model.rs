@@ -14,9 +14,12 @@ pub struct Config {
     pub ports: Vec<PortConfig>,
     pub classify: ClassifyConfig,
     pub cnp: CnpConfig,
-    /// Per priority-group profile, indexed by PG (0..8), applied on every port.
+    /// Per priority-group profile, indexed by PG (0..8): the global `[pg.N]` tables. Each
+    /// port's own copy (`PortConfig::pgs`, with its overrides) is what the switch runs; change
+    /// those when editing a config by hand.
     pub pgs: [PgProfile; NUM_TC],
-    /// Per egress-queue profile, indexed by queue (0..8), applied on every port.
+    /// Per egress-queue profile, indexed by queue (0..8): the global `[queue.N]` tables; see
+    /// `pgs` and `PortConfig::queues`.
     pub queues: [QueueProfile; NUM_TC],
     pub pfc: PfcConfig,
     pub fdb: FdbConfig,
@@ -54,6 +57,11 @@ pub struct PortConfig {
     /// Headroom per PG on this port in bytes (0 for lossy PGs), resolved from the PG profile:
     /// either given, or computed from speed, cable length and MTU (see `headroom`).
     pub headroom_bytes: [u64; NUM_TC],
+    /// This port's PG profiles: `Config::pgs` with the port's own `pg.N` overrides laid over.
+    /// The dataplane reads these, never `Config::pgs`, for anything per port.
+    pub pgs: [PgProfile; NUM_TC],
+    /// This port's queue profiles, likewise.
+    pub queues: [QueueProfile; NUM_TC],
 }
 
 /// A port backed by capture files: what arrives comes from `input`, what the port transmits

@@ -120,6 +120,12 @@ pub struct PortSection {
     pub worker: Option<i64>,
     /// A capture-file port for `rocesw run` instead of an interface.
     pub pcap: Option<PcapPortSection>,
+    /// This port's own PG settings, field by field over the global `[pg.N]`.
+    #[serde(default)]
+    pub pg: BTreeMap<String, PgSection>,
+    /// This port's own queue settings, field by field over the global `[queue.N]`.
+    #[serde(default)]
+    pub queue: BTreeMap<String, QueueSection>,
 }
 
 /// `[[port]] pcap = { input = "...", output = "...", pace = "capture" }`.
@@ -283,4 +289,67 @@ pub struct FdbSection {
 pub struct StaticMacSection {
     pub mac: String,
     pub port: i64,
+}
+
+impl PgSection {
+    /// `self` with every field `over` sets replacing it. The shared-limit keys are one choice:
+    /// an override giving any of them replaces all of them.
+    pub fn overlaid(&self, over: &PgSection) -> PgSection {
+        let limit = over.alpha.is_some()
+            || over.static_limit.is_some()
+            || over.dynamic_th.is_some()
+            || over.unlimited.is_some();
+        let base = if limit {
+            PgSection {
+                alpha: None,
+                static_limit: None,
+                dynamic_th: None,
+                unlimited: None,
+                ..self.clone()
+            }
+        } else {
+            self.clone()
+        };
+        PgSection {
+            min: over.min.clone().or(base.min),
+            alpha: over.alpha.clone().or(base.alpha),
+            static_limit: over.static_limit.clone().or(base.static_limit),
+            dynamic_th: over.dynamic_th.or(base.dynamic_th),
+            unlimited: over.unlimited.or(base.unlimited),
+            headroom: over.headroom.clone().or(base.headroom),
+            xon_offset: over.xon_offset.clone().or(base.xon_offset),
+        }
+    }
+}
+
+impl QueueSection {
+    /// As [`PgSection::overlaid`].
+    pub fn overlaid(&self, over: &QueueSection) -> QueueSection {
+        let limit = over.alpha.is_some()
+            || over.static_limit.is_some()
+            || over.dynamic_th.is_some()
+            || over.unlimited.is_some();
+        let base = if limit {
+            QueueSection {
+                alpha: None,
+                static_limit: None,
+                dynamic_th: None,
+                unlimited: None,
+                ..self.clone()
+            }
+        } else {
+            self.clone()
+        };
+        QueueSection {
+            min: over.min.clone().or(base.min),
+            alpha: over.alpha.clone().or(base.alpha),
+            static_limit: over.static_limit.clone().or(base.static_limit),
+            dynamic_th: over.dynamic_th.or(base.dynamic_th),
+            unlimited: over.unlimited.or(base.unlimited),
+            sched: over.sched.clone().or(base.sched),
+            weight: over.weight.or(base.weight),
+            shaper: over.shaper.clone().or(base.shaper),
+            ecn: over.ecn.clone().or(base.ecn),
+        }
+    }
 }

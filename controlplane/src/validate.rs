@@ -143,13 +143,59 @@ pub fn resolve(file: &ConfigFile) -> Result<Loaded, ConfigError> {
     let cnp_queue = resolve_cnp_queue(&mut cx, &file.cnp);
 
     let e1 = cx.errors.len();
-    let (pgs, headroom_specs) = resolve_pgs(&mut cx, &file.pg, &loss);
-    let queues = resolve_queues(&mut cx, file, &loss, &ecn, cnp_queue, &ports);
+    let (pgs, headroom_specs) = resolve_pgs(&mut cx, "pg", &file.pg, &loss);
+    let (queues, mut used_ecn) = resolve_queues(&mut cx, "queue", &file.queue, &loss, &ecn, cnp_queue, &ports);
+    // Per-port overrides, resolved like the global tables (errors name `port[i].…`). Only on a
+    // valid global base: otherwise every port would repeat the global errors.
+    let mut per_port: Vec<PortQos> = Vec::with_capacity(ports.len());
+    let global_ok = cx.errors.len() == e1;
+    for (i, p) in file.ports.iter().enumerate().take(ports.len()) {
+        if !global_ok || (p.pg.is_empty() && p.queue.is_empty()) {
+            per_port.push(PortQos {
+                pgs: pgs.clone(),
+                queues: queues.clone(),
+                headroom: headroom_specs.clone(),
+            });
+            continue;
+        }
+        let warned = cx.warnings.len();
+        let pg_map = overlay(&file.pg, &p.pg, PgSection::overlaid);
+        let q_map = overlay(&file.queue, &p.queue, QueueSection::overlaid);
+        let (ppgs, specs) = resolve_pgs(&mut cx, &format!("port[{i}].pg"), &pg_map, &loss);
+        let (pqueues, used) = resolve_queues(
+            &mut cx,
+            &format!("port[{i}].queue"),
+            &q_map,
+            &loss,
+            &ecn,
+            cnp_queue,
+            &ports,
+        );
+        used_ecn.extend(used);
+        // What the global tables already warned about, the port's view repeats: keep one.
+        let prefix = format!("port[{i}].");
+        let fresh: Vec<String> = cx.warnings.drain(warned..).collect();
+        for w in fresh {
+            if !cx.warnings.contains(&w.replacen(&prefix, "", 1)) {
+                cx.warnings.push(w);
+            }
+        }
+        per_port.push(PortQos {
+            pgs: ppgs,
+            queues: pqueues,
+            headroom: specs,
+        });
+    }
+    for name in ecn.keys() {
+        if !used_ecn.contains(name.as_str()) {
+            cx.warn(format!("ecn.{name}: not used by any queue"));
+        }
+    }
     let sizes_ok_2 = cx.errors.len() == e1;
 
     let cnp = resolve_cnp(&mut cx, &file.cnp, cnp_queue, &queues, &loss);
     let fdb = resolve_fdb(&mut cx, &file.fdb, &ports);
-    let ports = resolve_headroom(&mut cx, &ports, &headroom_specs, buffer.cell_bytes);
+    let ports = resolve_headroom(&mut cx, &ports, per_port, buffer.cell_bytes);
 
     let run = resolve_run(&mut cx, &file.run, &ports);
     let ports = assign_workers(ports, run.workers);
@@ -982,7 +1028,7 @@ fn resolve_limit(cx: &mut Ctx, path: &str, k: LimitKeys<'_>) -> Option<Threshold
 fn by_index<'a, T>(cx: &mut Ctx, section: &str, map: &'a BTreeMap<String, T>) -> [Option<&'a T>; NUM_TC] {
     let mut out: [Option<&T>; NUM_TC] = [None; NUM_TC];
     let mut keys: [Option<&str>; NUM_TC] = [None; NUM_TC];
-    let what = if section == "pg" { "PG" } else { "queue" };
+    let what = if section.ends_with("pg") { "PG" } else { "queue" };
     for (k, v) in map {
         let path = format!("{section}.{k}");
         if let Some(i) = cx.key(&path, k, 7, what) {
@@ -1005,16 +1051,19 @@ enum HeadroomSpec {
     Fixed { bytes: u64 },
 }
 
+/// PG profiles from `[pg.N]` (`section` = "pg") or a port's merged view of them
+/// (`section` = "port[i].pg", which is also how errors name them).
 fn resolve_pgs(
     cx: &mut Ctx,
+    section: &str,
     map: &BTreeMap<String, PgSection>,
     loss: &Losslessness,
 ) -> ([PgProfile; NUM_TC], [(HeadroomSpec, String); NUM_TC]) {
-    let sections = by_index(cx, "pg", map);
+    let sections = by_index(cx, section, map);
     let default = PgSection::default();
     let pgs: [(PgProfile, (HeadroomSpec, String)); NUM_TC] = std::array::from_fn(|g| {
         let s = sections[g].unwrap_or(&default);
-        let path = format!("pg.{g}");
+        let path = format!("{section}.{g}");
         let lossless = loss.pg[g];
         let min_bytes = s
             .min
@@ -1127,22 +1176,25 @@ fn resolve_rate_limit(
     })
 }
 
-fn resolve_queues(
+/// Queue profiles from `[queue.N]` or a port's merged view (as `resolve_pgs`), with the ECN
+/// profiles they use.
+fn resolve_queues<'e>(
     cx: &mut Ctx,
-    file: &ConfigFile,
+    section: &str,
+    map: &BTreeMap<String, QueueSection>,
     loss: &Losslessness,
-    ecn: &BTreeMap<String, EcnProfile>,
+    ecn: &'e BTreeMap<String, EcnProfile>,
     cnp_queue: u8,
     ports: &[PortDraft],
-) -> [QueueProfile; NUM_TC] {
-    let sections = by_index(cx, "queue", &file.queue);
+) -> ([QueueProfile; NUM_TC], BTreeSet<&'e str>) {
+    let sections = by_index(cx, section, map);
     let default = QueueSection::default();
     let max_frame = ports.iter().map(PortDraft::max_frame).max().unwrap_or(1518);
     let max_speed = ports.iter().map(|p| p.speed_bps).max().unwrap_or(0);
     let mut used_ecn: BTreeSet<&str> = BTreeSet::new();
     let queues = std::array::from_fn(|q| {
         let s = sections[q].unwrap_or(&default);
-        let path = format!("queue.{q}");
+        let path = format!("{section}.{q}");
         let lossless = loss.queue[q];
         let min_bytes = s
             .min
@@ -1203,9 +1255,9 @@ fn resolve_queues(
             }
             Some(r)
         });
-        let ecn = s.ecn.as_deref().and_then(|name| match ecn.get(name) {
-            Some(p) => {
-                used_ecn.insert(name);
+        let ecn = s.ecn.as_deref().and_then(|name| match ecn.get_key_value(name) {
+            Some((k, p)) => {
+                used_ecn.insert(k.as_str());
                 Some(p.clone())
             }
             None => {
@@ -1239,12 +1291,31 @@ fn resolve_queues(
             ecn,
         }
     });
-    for name in ecn.keys() {
-        if !used_ecn.contains(name.as_str()) {
-            cx.warn(format!("ecn.{name}: not used by any queue"));
+    (queues, used_ecn)
+}
+
+/// A port's view of `[pg.N]`/`[queue.N]`: the global tables with its own overrides laid over
+/// them, matched by number.
+fn overlay<T: Clone + Default>(
+    global: &BTreeMap<String, T>,
+    over: &BTreeMap<String, T>,
+    lay: impl Fn(&T, &T) -> T,
+) -> BTreeMap<String, T> {
+    let mut merged = global.clone();
+    for (k, v) in over {
+        let n = k.trim().parse::<u8>().ok();
+        let same = n.and_then(|n| global.keys().find(|g| g.trim().parse::<u8>().ok() == Some(n)).cloned());
+        match same {
+            Some(g) => {
+                let laid = lay(&merged[&g], v);
+                merged.insert(g, laid);
+            }
+            None => {
+                merged.insert(k.clone(), lay(&T::default(), v));
+            }
         }
     }
-    queues
+    merged
 }
 
 fn resolve_cnp(
@@ -1360,23 +1431,27 @@ pub fn parse_mac(text: &str) -> Option<[u8; 6]> {
 // ---------------------------------------------------------------------------------------------
 // headroom and the buffer budget
 
-fn resolve_headroom(
-    cx: &mut Ctx,
-    ports: &[PortDraft],
-    specs: &[(HeadroomSpec, String); NUM_TC],
-    cell_bytes: u32,
-) -> Vec<PortConfig> {
-    let mut low: [Option<(u16, headroom::Headroom)>; NUM_TC] = [None; NUM_TC];
+/// One port's resolved PG and queue profiles (the global ones unless it overrides them).
+struct PortQos {
+    pgs: [PgProfile; NUM_TC],
+    queues: [QueueProfile; NUM_TC],
+    headroom: [(HeadroomSpec, String); NUM_TC],
+}
+
+fn resolve_headroom(cx: &mut Ctx, ports: &[PortDraft], qos: Vec<PortQos>, cell_bytes: u32) -> Vec<PortConfig> {
+    let mut low: [Option<(u16, headroom::Headroom, String)>; NUM_TC] = std::array::from_fn(|_| None);
     let out = ports
         .iter()
-        .map(|p| {
+        .zip(qos)
+        .map(|(p, qos)| {
+            let specs = &qos.headroom;
             let calc = headroom::headroom(p.speed_bps, p.cable_m, p.mtu, cell_bytes);
             let headroom_bytes = std::array::from_fn(|g| match specs[g].0 {
                 HeadroomSpec::None => 0,
                 HeadroomSpec::Auto => calc.bytes,
                 HeadroomSpec::Fixed { bytes } => {
                     if bytes < calc.bytes && low[g].is_none() {
-                        low[g] = Some((p.id, calc));
+                        low[g] = Some((p.id, calc, specs[g].1.clone()));
                     }
                     bytes
                 }
@@ -1391,15 +1466,17 @@ fn resolve_headroom(
                 cable_m: p.cable_m,
                 max_frame_bytes: p.max_frame(),
                 headroom_bytes,
+                pgs: qos.pgs,
+                queues: qos.queues,
             }
         })
         .collect();
     for (g, l) in low.iter().enumerate() {
-        if let Some((id, calc)) = l {
+        if let Some((id, calc, text)) = l {
             cx.warn(format!(
                 "pg.{g}.headroom ({}) is below the {} ({} cells) computed for port {id} \
                  ({} over {}): lossless frames may be dropped",
-                specs[g].1,
+                text,
                 format_size(calc.bytes),
                 calc.cells,
                 format_rate(calc.speed_bps),
@@ -1427,8 +1504,8 @@ fn check_budget(cx: &mut Ctx, c: &Config, size_text: Option<&Scalar>) {
     let total = c.buffer.total_bytes / cell;
     // Saturating throughout: absurd sizes must give an error, not an overflow.
     let sum = |it: &mut dyn Iterator<Item = u64>| it.fold(0u64, u64::saturating_add);
-    let pg_min = sum(&mut c.pgs.iter().map(|p| cells(p.min_bytes))).saturating_mul(nports);
-    let q_min = sum(&mut c.queues.iter().map(|q| cells(q.min_bytes))).saturating_mul(nports);
+    let pg_min = sum(&mut c.ports.iter().flat_map(|p| p.pgs.iter()).map(|p| cells(p.min_bytes)));
+    let q_min = sum(&mut c.ports.iter().flat_map(|p| p.queues.iter()).map(|q| cells(q.min_bytes)));
     let hr = sum(&mut c.ports.iter().flat_map(|p| p.headroom_bytes.iter()).map(|b| cells(*b)));
     let reserved = pg_min.saturating_add(q_min).saturating_add(hr);
     let size = size_text.map_or_else(|| format_size(c.buffer.total_bytes), ToString::to_string);

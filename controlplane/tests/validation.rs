@@ -480,3 +480,51 @@ id = 2
         assert!(err.to_string().contains("port[0].interface"), "{err}");
     }
 }
+
+/// `[[port]] pg.N` / `queue.N`: field by field over the global tables, for that port only.
+#[test]
+fn per_port_overrides() {
+    let with_port1 = |extra: &str| BASE.replacen("[[port]]\nid = 1\n", &format!("[[port]]\nid = 1\n{extra}\n"), 1);
+    let l = ok(
+        &with_port1("queue.3 = { ecn = \"hot\" }\npg.3 = { static = \"64KiB\" }\nqueue.0 = { weight = 4 }").replace(
+            "[ecn.roce]",
+            "[ecn.hot]\nkmin = \"10KB\"\nkmax = \"40KB\"\npmax = 0.5\n\n[ecn.roce]",
+        ),
+    );
+    let (p0, p1) = (&l.config.ports[0], &l.config.ports[1]);
+    assert_eq!(p0.queues[3].ecn.as_ref().unwrap().name, "roce");
+    assert_eq!(p1.queues[3].ecn.as_ref().unwrap().name, "hot");
+    // The override replaced the limit kind (the global PG 3 is dynamic), nothing else.
+    assert!(matches!(p0.pgs[3].shared, Threshold::Dynamic { .. }));
+    assert_eq!(p1.pgs[3].shared, Threshold::Static { bytes: 65536 });
+    assert_eq!(p1.pgs[3].xon_offset_bytes, p0.pgs[3].xon_offset_bytes);
+    assert_eq!(p1.queues[0].sched, SchedMode::Wdrr { weight: 4 });
+    assert_eq!(p0.queues[0].sched, SchedMode::Wdrr { weight: 1 });
+    assert_eq!(
+        l.config.queues[3].ecn.as_ref().unwrap().name,
+        "roce",
+        "the global table is unchanged"
+    );
+    assert!(
+        !l.warnings.iter().any(|w| w.contains("ecn.hot")),
+        "a profile used by one port is used: {:?}",
+        l.warnings
+    );
+
+    // Errors name the port's field.
+    let p = problems(&with_port1("queue.3 = { ecn = \"nope\" }"));
+    assert!(
+        p.iter()
+            .any(|e| e.starts_with("port[1].queue.3.ecn") && e.contains("nope")),
+        "{p:?}"
+    );
+    let p = problems(&with_port1("pg.3 = { alpha = \"1/8\", static = \"1KB\" }"));
+    assert!(p.iter().any(|e| e.starts_with("port[1].pg.3")), "{p:?}");
+    let p = problems(&with_port1("queue.9 = { weight = 2 }"));
+    assert!(p.iter().any(|e| e.contains("port[1].queue.9")), "{p:?}");
+    let e = load_str(&with_port1("pg.3 = { colour = 1 }")).unwrap_err().to_string();
+    assert!(e.contains("colour") && e.contains("line 9"), "{e}");
+    // A port's own minimums count against the buffer.
+    let p = problems(&with_port1("queue.0 = { min = \"64MiB\" }"));
+    assert!(p.iter().any(|e| e.contains("buffer.size")), "{p:?}");
+}

@@ -190,7 +190,7 @@ impl Switch {
             .ports
             .iter()
             .map(|p| {
-                let modes = std::array::from_fn(|q| cfg.queues[q].sched);
+                let modes = std::array::from_fn(|q| p.queues[q].sched);
                 Port {
                     id: p.id,
                     mac: port_mac(p.id),
@@ -199,8 +199,8 @@ impl Switch {
                     max_frame: p.max_frame_bytes as usize,
                     queues: std::array::from_fn(|_| Ring::with_capacity(slots)),
                     sched: Scheduler::new(&modes, p.max_frame_bytes),
-                    shapers: std::array::from_fn(|q| cfg.queues[q].shaper.map(TokenBucket::new)),
-                    wred: std::array::from_fn(|q| cfg.queues[q].ecn.as_ref().map(Wred::new)),
+                    shapers: std::array::from_fn(|q| p.queues[q].shaper.map(TokenBucket::new)),
+                    wred: std::array::from_fn(|q| p.queues[q].ecn.as_ref().map(Wred::new)),
                     cnp_policer: cfg.cnp.policer.map(TokenBucket::new),
                     busy_until_ps: 0,
                     backlogged: false,
@@ -213,7 +213,7 @@ impl Switch {
                     pg_counters: Default::default(),
                     nonempty: 0,
                     shaped: (0..NUM_TC)
-                        .filter(|&q| cfg.queues[q].shaper.is_some())
+                        .filter(|&q| p.queues[q].shaper.is_some())
                         .fold(0, |m, q| m | 1 << q),
                 }
             })
@@ -264,16 +264,16 @@ impl Switch {
         let (queue_prios, pg_prios) = priority_masks(cfg);
         let lossless_queues = lossless_queue_mask(&queue_prios, &pg_prios);
         for (p, pc) in self.ports.iter_mut().zip(&cfg.ports) {
-            let modes = std::array::from_fn(|q| cfg.queues[q].sched);
+            let modes = std::array::from_fn(|q| pc.queues[q].sched);
             p.speed_bps = pc.speed_bps.max(1);
             p.rate = LinkRate::new(pc.speed_bps);
             p.max_frame = pc.max_frame_bytes as usize;
             p.sched = Scheduler::new(&modes, pc.max_frame_bytes);
-            p.shapers = std::array::from_fn(|q| cfg.queues[q].shaper.map(TokenBucket::new));
+            p.shapers = std::array::from_fn(|q| pc.queues[q].shaper.map(TokenBucket::new));
             p.shaped = (0..NUM_TC)
-                .filter(|&q| cfg.queues[q].shaper.is_some())
+                .filter(|&q| pc.queues[q].shaper.is_some())
                 .fold(0, |m, q| m | 1 << q);
-            p.wred = std::array::from_fn(|q| cfg.queues[q].ecn.as_ref().map(Wred::new));
+            p.wred = std::array::from_fn(|q| pc.queues[q].ecn.as_ref().map(Wred::new));
             p.cnp_policer = cfg.cnp.policer.map(TokenBucket::new);
             p.pfc_gen.reconfigure(&cfg.pfc, pc.speed_bps);
             p.watchdog = match (p.watchdog.take(), cfg.pfc.watchdog.clone()) {

@@ -42,9 +42,12 @@ fn lowering_kmax_under_congestion_raises_marking_and_loses_nothing() {
     let depth = sw.snapshot(now).ports[3].queues[3].depth_bytes;
     assert!((100_000..400_000).contains(&depth), "held depth {depth}");
 
-    let profile = cfg.queues[3].ecn.as_mut().unwrap();
-    profile.kmin_bytes = 20_000;
-    profile.kmax_bytes = 40_000;
+    // The dataplane reads each port's own profiles.
+    for port in &mut cfg.ports {
+        let profile = port.queues[3].ecn.as_mut().unwrap();
+        profile.kmin_bytes = 20_000;
+        profile.kmax_bytes = 40_000;
+    }
     sw.reconfigure(&cfg).expect("ECN thresholds change live");
     let (sent_b, marked_b) = drive(&mut sw, &mut now, 400, &b);
     let (fa, fb) = (marked_a as f64 / sent_a as f64, marked_b as f64 / sent_b as f64);
@@ -77,4 +80,73 @@ fn changes_that_cannot_happen_live_are_refused_and_change_nothing() {
     bigger.buffer.total_bytes *= 2;
     assert!(sw.reconfigure(&bigger).unwrap_err().contains("buffer"));
     assert_eq!(sw.config(), &cfg);
+}
+
+/// Congests port 2 (fed from port 1) and port 3 (fed from port 0) alike; returns each one's
+/// (frames sent from its lossless queue, CE marked) over `rounds`.
+fn drive_two(sw: &mut Switch, now: &mut u64, rounds: usize, to3: &[Vec<u8>], to2: &[Vec<u8>]) -> [(u64, u64); 2] {
+    let before = sw.snapshot(*now);
+    let mut sink = |_: usize, _: &[u8], _: u64| {};
+    for _ in 0..rounds {
+        sw.receive_burst(0, to3.iter().map(Vec::as_slice), *now);
+        sw.receive_burst(1, to2.iter().map(Vec::as_slice), *now);
+        sw.poll(*now);
+        for p in 0..4 {
+            sw.transmit(p, *now, &mut sink);
+        }
+        *now += 32 * 336;
+    }
+    let after = sw.snapshot(*now);
+    [2, 3].map(|p| {
+        (
+            after.ports[p].queues[3].tx_packets - before.ports[p].queues[3].tx_packets,
+            after.ports[p].ecn_marked - before.ports[p].ecn_marked,
+        )
+    })
+}
+
+fn with_port_overrides(port3: &str, port2: &str) -> controlplane::Config {
+    let text = std::fs::read_to_string(repo_root().join("configs/default.toml")).unwrap();
+    let text = text
+        .replacen("[[port]]\nid = 3\n", &format!("[[port]]\nid = 3\n{port3}\n"), 1)
+        .replacen("[[port]]\nid = 2\n", &format!("[[port]]\nid = 2\n{port2}\n"), 1)
+        + "\n[ecn.hot]\nkmin = \"20KB\"\nkmax = \"40KB\"\npmax = 0.2\n";
+    controlplane::load_str(&text)
+        .expect("config with port overrides")
+        .config
+}
+
+#[test]
+fn a_port_override_marks_on_that_port_only_and_retunes_live() {
+    // Port 3's lossless queue uses the `hot` profile; port 2 keeps the global `roce` one.
+    let cfg = with_port_overrides("queue.3 = { ecn = \"hot\" }", "");
+    assert_eq!(cfg.ports[3].queues[3].ecn.as_ref().unwrap().name, "hot");
+    assert_eq!(cfg.ports[2].queues[3].ecn.as_ref().unwrap().name, "roce");
+    let mut sw = Switch::new(&cfg, 1);
+    sw.receive(3, &announce(3, 0).unwrap(), 0);
+    sw.receive(2, &announce(2, 1).unwrap(), 0);
+    let (to3, to2) = (burst32(0, 3, 26), burst32(1, 2, 26));
+    let mut now = 1_000;
+    // Hold about 260 KB in both lossless queues: between roce's Kmin and Kmax, above hot's Kmax.
+    for _ in 0..8 {
+        sw.receive_burst(0, to3.iter().map(Vec::as_slice), now);
+        sw.receive_burst(1, to2.iter().map(Vec::as_slice), now);
+    }
+    let frac = |(sent, marked): (u64, u64)| marked as f64 / sent as f64;
+    let [p2, p3] = drive_two(&mut sw, &mut now, 400, &to3, &to2);
+    assert!(
+        (0.05..0.2).contains(&frac(p2)),
+        "port 2 on the global curve: {:.3}",
+        frac(p2)
+    );
+    assert!(frac(p3) > 0.99, "port 3 above its own Kmax: {:.3}", frac(p3));
+
+    // Lower Kmax on port 2 only, live: port 2's marking rises from then on; port 3 unchanged.
+    let retuned = with_port_overrides("queue.3 = { ecn = \"hot\" }", "queue.3 = { ecn = \"hot\" }");
+    sw.reconfigure(&retuned).expect("a per-port profile changes live");
+    let [p2, p3] = drive_two(&mut sw, &mut now, 400, &to3, &to2);
+    assert!(frac(p2) > 0.99, "port 2 after the change: {:.3}", frac(p2));
+    assert!(frac(p3) > 0.99);
+    let s = sw.snapshot(now);
+    assert_eq!(s.totals.drops.total(), 0, "{:?}", s.totals.drops);
 }

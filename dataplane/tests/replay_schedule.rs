@@ -45,14 +45,18 @@ fn a_scheduled_kmax_change_applies_at_its_time_and_replays_identically() {
     let inputs = incast(dir.path());
     let base = default_config();
     // Widen Kmax first so marking is partial, then tighten it at 600 µs.
-    let mut wide = base.clone();
-    let p = wide.queues[3].ecn.as_mut().unwrap();
-    p.kmin_bytes = 400_000;
-    p.kmax_bytes = 4_000_000;
-    let mut tight = wide.clone();
-    let p = tight.queues[3].ecn.as_mut().unwrap();
-    p.kmin_bytes = 10_000;
-    p.kmax_bytes = 20_000;
+    // The dataplane reads each port's own profiles.
+    let with_ecn = |kmin, kmax| {
+        let mut c = base.clone();
+        for port in &mut c.ports {
+            let p = port.queues[3].ecn.as_mut().unwrap();
+            p.kmin_bytes = kmin;
+            p.kmax_bytes = kmax;
+        }
+        c
+    };
+    let wide = with_ecn(400_000, 4_000_000);
+    let tight = with_ecn(10_000, 20_000);
     let split = 600_000;
     let run = |out: &std::path::Path| {
         let opts = ReplayOptions {

@@ -145,7 +145,7 @@ impl Mmu {
             .iter()
             .map(|port| {
                 let pg_limits: [PgLimits; NUM_TC] = std::array::from_fn(|pg| {
-                    let prof = &cfg.pgs[pg];
+                    let prof = &port.pgs[pg];
                     PgLimits {
                         lossless: prof.lossless,
                         min: cells(prof.min_bytes),
@@ -159,8 +159,8 @@ impl Mmu {
                     }
                 });
                 let queue_limits: [QueueLimits; NUM_TC] = std::array::from_fn(|q| QueueLimits {
-                    min: cells(cfg.queues[q].min_bytes),
-                    shared: Limit::from_threshold(cfg.queues[q].shared, cell),
+                    min: cells(port.queues[q].min_bytes),
+                    shared: Limit::from_threshold(port.queues[q].shared, cell),
                 });
                 reserved += pg_limits.iter().map(|p| (p.min + p.headroom) as u64).sum::<u64>();
                 reserved += queue_limits.iter().map(|q| q.min as u64).sum::<u64>();
