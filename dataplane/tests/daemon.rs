@@ -481,3 +481,104 @@ fn watermarks_clear_by_kind() {
 
     assert_eq!(run(&["show", "config"]), running_config(&socket));
 }
+
+/// Every `rocectl set` knob against a running switch, globally and on one port; what is wrong
+/// is refused with the field and changes nothing.
+#[test]
+fn every_set_knob_reaches_the_running_switch() {
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("sw.sock");
+    let cfg = dir.path().join("switch.toml");
+    std::fs::write(&cfg, config_text(dir.path(), |t| t)).unwrap();
+    let _sw = start_switch(&cfg, &socket);
+    let bin = rocectl();
+    let run = |args: &[&str]| {
+        let out = Command::new(&bin)
+            .arg("--socket")
+            .arg(&socket)
+            .args(args)
+            .output()
+            .unwrap();
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let ok = |args: &[&str]| {
+        let (ok, out, err) = run(args);
+        assert!(ok, "{args:?}: {err}");
+        out
+    };
+    let running = || -> toml::Table { running_config(&socket).parse().unwrap() };
+    let port = |t: &toml::Table, id: i64| {
+        t["port"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["id"].as_integer() == Some(id))
+            .unwrap()
+            .clone()
+    };
+
+    let out = ok(&[
+        "set", "ecn", "--port", "3", "--queue", "3", "--kmin", "50KB", "--kmax", "200KB", "--pmax", "0.1",
+    ]);
+    assert!(out.contains("ecn.port3-queue3"), "{out}");
+    let t = running();
+    assert_eq!(port(&t, 3)["queue"]["3"]["ecn"].as_str(), Some("port3-queue3"));
+    assert_eq!(t["ecn"]["port3-queue3"]["kmax"].as_str(), Some("200KB"));
+    assert_eq!(
+        t["ecn"]["roce"]["kmax"].as_str(),
+        Some("400KB"),
+        "other ports keep theirs"
+    );
+    assert!(port(&t, 2).get("queue").is_none());
+
+    ok(&["set", "alpha", "--port", "0", "--pg", "3", "1/4"]);
+    assert_eq!(port(&running(), 0)["pg"]["3"]["alpha"].as_str(), Some("1/4"));
+    ok(&["set", "alpha", "--queue", "0", "1/2"]);
+    ok(&["set", "pg", "--pg", "3", "--xon-offset", "4KiB", "--headroom", "60KiB"]);
+    ok(&["set", "queue", "--queue", "0", "--weight", "3"]);
+    ok(&[
+        "set",
+        "queue",
+        "--port",
+        "2",
+        "--queue",
+        "0",
+        "--shaper-rate",
+        "5G",
+        "--shaper-burst",
+        "64KiB",
+    ]);
+    ok(&["set", "policer", "--rate", "2.5G", "--burst", "32KiB"]);
+    ok(&["set", "pfc", "--pause-quanta", "32768", "--refresh", "0.25"]);
+    ok(&["set", "watchdog", "--detection", "100ms", "--action", "forward"]);
+    ok(&["set", "dscp", "--map", "46=5"]);
+    let patch = dir.path().join("fdb.toml");
+    std::fs::write(&patch, "[fdb]\naging = \"60s\"\n").unwrap();
+    assert!(ok(&["patch", patch.to_str().unwrap()]).contains("fdb.aging"));
+    let t = running();
+    assert_eq!(t["queue"]["0"]["alpha"].as_str(), Some("1/2"));
+    assert_eq!(t["pg"]["3"]["xon_offset"].as_str(), Some("4KiB"));
+    assert_eq!(t["queue"]["0"]["weight"].as_integer(), Some(3));
+    assert_eq!(port(&t, 2)["queue"]["0"]["shaper"]["rate"].as_str(), Some("5G"));
+    assert_eq!(t["cnp"]["policer"]["rate"].as_str(), Some("2.5G"));
+    assert_eq!(t["pfc"]["pause_quanta"].as_integer(), Some(32768));
+    assert_eq!(t["pfc"]["watchdog"]["action"].as_str(), Some("forward"));
+    assert_eq!(t["classify"]["dscp_to_tc"]["46"].as_integer(), Some(5));
+    assert_eq!(t["fdb"]["aging"].as_str(), Some("60s"));
+
+    // Refused with the field, nothing changed.
+    let before = running_config(&socket);
+    let (ok_, _, err) = run(&["set", "ecn", "--port", "3", "--queue", "3", "--kmin", "900KB"]);
+    assert!(!ok_ && err.contains("kmin"), "{err}");
+    let (ok_, _, err) = run(&["set", "queue", "--queue", "0", "--sched", "fastest"]);
+    assert!(!ok_ && err.contains("queue.0.sched"), "{err}");
+    let (ok_, _, err) = run(&["set", "alpha", "--port", "7", "--pg", "3", "1/4"]);
+    assert!(!ok_ && err.contains("no port 7"), "{err}");
+    let (ok_, _, err) = run(&["set", "pg", "--pg", "3"]);
+    assert!(!ok_ && err.contains("at least one"), "{err}");
+    assert_eq!(running_config(&socket), before);
+}

@@ -89,9 +89,14 @@ enum Command {
     },
     /// Replace the running switch's config with FILE (validated whole; all or nothing).
     Apply { file: PathBuf },
-    /// Change a few settings of the running switch (sent as a config patch).
+    /// Change one live knob of the running switch (ECN, alpha, PG, queue, policer, PFC,
+    /// watchdog, DSCP), globally or with --port on one port; applied whole, all or nothing.
     #[command(subcommand)]
-    Set(Set),
+    Set(controlplane::set::Set),
+    /// Merge a TOML fragment into the running config (FILE, or - for stdin): anything `set`
+    /// has no subcommand for, e.g. classification rules. Tables merge key by key; arrays replace.
+    #[command(after_help = "Example:\n  printf '[fdb]\\naging = \"60s\"\\n' | rocectl patch -")]
+    Patch { file: PathBuf },
     /// The switches listening in /run/rocesw: name, version, uptime (or why one does not answer).
     Switches,
     /// Keep the switch on the config in FILE: apply it now, after every valid edit of the
@@ -150,32 +155,6 @@ enum Show {
 enum ClearWhat {
     /// Buffer watermarks (peaks) of every PG, queue, port and the pool.
     Watermarks,
-}
-
-#[derive(Subcommand)]
-enum Set {
-    /// Retune a WRED-ECN profile: `rocectl set ecn --profile roce --kmax 200KB`.
-    Ecn {
-        /// The profile's name ([ecn.NAME] in the config).
-        #[arg(long)]
-        profile: String,
-        /// Queue length where marking starts, e.g. 100KB.
-        #[arg(long)]
-        kmin: Option<String>,
-        /// Queue length where the probability reaches pmax (every packet above), e.g. 400KB.
-        #[arg(long)]
-        kmax: Option<String>,
-        /// Marking probability at kmax, 0 to 1.
-        #[arg(long)]
-        pmax: Option<String>,
-    },
-    /// The dynamic threshold of an ingress PG: `rocectl set alpha --pg 3 1/16`.
-    Alpha {
-        #[arg(long)]
-        pg: u8,
-        /// A number or a fraction such as 1/8.
-        value: String,
-    },
 }
 
 fn rate(s: &str) -> Result<u64, String> {
@@ -277,10 +256,29 @@ fn main() -> ExitCode {
             Ok(text) => each(&targets, |s| change(s, Op::Apply { toml: text.clone() })),
             Err(e) => live(|| Err(format!("{}: cannot read: {e}", file.display()))),
         },
-        Command::Set(set) => match set_patch(&set) {
-            Ok(patch) => each(&targets, |s| change(s, Op::Patch { toml: patch.clone() })),
-            Err(e) => live(|| Err(e)),
-        },
+        Command::Set(set) => each(&targets, |s| {
+            let mut c = connect(s)?;
+            let running: protocol::ConfigData = c.call_as(Op::GetConfig).map_err(err)?;
+            let mut table: toml::Table = running
+                .toml
+                .parse()
+                .map_err(|e| format!("the switch's running config does not parse: {e}"))?;
+            controlplane::set::edit(&mut table, &set)?;
+            let text = toml::to_string(&table).map_err(|e| e.to_string())?;
+            change(s, Op::Apply { toml: text })
+        }),
+        Command::Patch { file } => {
+            let text = if file.as_os_str() == "-" {
+                let mut t = String::new();
+                std::io::Read::read_to_string(&mut std::io::stdin(), &mut t).map(|_| t)
+            } else {
+                std::fs::read_to_string(&file)
+            };
+            match text {
+                Ok(text) => each(&targets, |s| change(s, Op::Patch { toml: text.clone() })),
+                Err(e) => live(|| Err(format!("{}: cannot read: {e}", file.display()))),
+            }
+        }
         Command::Watch { interval_ms } => live(|| {
             single("watch")?;
             watch(&socket, interval_ms)
@@ -572,50 +570,7 @@ fn change(socket: &Path, op: Op) -> Result<(), String> {
     Ok(())
 }
 
-/// A command-line value as the config would hold it: an integer, a float, or a string with a
-/// unit or a fraction.
-fn scalar(s: &str) -> toml::Value {
-    if let Ok(i) = s.parse::<i64>() {
-        toml::Value::Integer(i)
-    } else if let Ok(f) = s.parse::<f64>() {
-        toml::Value::Float(f)
-    } else {
-        toml::Value::String(s.to_string())
-    }
-}
-
 /// The TOML patch a `set` command sends.
-fn set_patch(set: &Set) -> Result<String, String> {
-    let mut leaf = toml::Table::new();
-    let (section, name) = match set {
-        Set::Ecn {
-            profile,
-            kmin,
-            kmax,
-            pmax,
-        } => {
-            for (k, v) in [("kmin", kmin), ("kmax", kmax), ("pmax", pmax)] {
-                if let Some(v) = v {
-                    leaf.insert(k.into(), scalar(v));
-                }
-            }
-            if leaf.is_empty() {
-                return Err("set ecn: give at least one of --kmin, --kmax, --pmax".into());
-            }
-            ("ecn", profile.clone())
-        }
-        Set::Alpha { pg, value } => {
-            leaf.insert("alpha".into(), scalar(value));
-            ("pg", pg.to_string())
-        }
-    };
-    let mut mid = toml::Table::new();
-    mid.insert(name, toml::Value::Table(leaf));
-    let mut top = toml::Table::new();
-    top.insert(section.into(), toml::Value::Table(mid));
-    toml::to_string(&top).map_err(|e| e.to_string())
-}
-
 fn watch(socket: &Path, interval_ms: u64) -> Result<(), String> {
     use std::io::IsTerminal;
     let mut c = connect(socket)?;
@@ -1126,43 +1081,5 @@ mod tests {
         let q3: Vec<&str> = q3.split_whitespace().collect();
         assert_eq!(q3[2], "150", "tx pps of queue 3: {t}");
         assert_eq!(q3[4], "100", "marks per second of queue 3: {t}");
-    }
-
-    #[test]
-    fn set_builds_patches() {
-        let p = set_patch(&Set::Ecn {
-            profile: "roce".into(),
-            kmin: None,
-            kmax: Some("200KB".into()),
-            pmax: Some("0.1".into()),
-        })
-        .unwrap();
-        let t: toml::Table = p.parse().unwrap();
-        assert_eq!(t["ecn"]["roce"]["kmax"].as_str(), Some("200KB"));
-        assert_eq!(t["ecn"]["roce"]["pmax"].as_float(), Some(0.1));
-        assert!(t["ecn"]["roce"].get("kmin").is_none());
-        let a: toml::Table = set_patch(&Set::Alpha {
-            pg: 3,
-            value: "1/16".into(),
-        })
-        .unwrap()
-        .parse()
-        .unwrap();
-        assert_eq!(a["pg"]["3"]["alpha"].as_str(), Some("1/16"));
-        let one: toml::Table = set_patch(&Set::Alpha {
-            pg: 0,
-            value: "1".into(),
-        })
-        .unwrap()
-        .parse()
-        .unwrap();
-        assert_eq!(one["pg"]["0"]["alpha"].as_integer(), Some(1));
-        assert!(set_patch(&Set::Ecn {
-            profile: "roce".into(),
-            kmin: None,
-            kmax: None,
-            pmax: None
-        })
-        .is_err());
     }
 }

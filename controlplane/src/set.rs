@@ -1,0 +1,583 @@
+//! `rocectl set`: one subcommand per live knob, each an edit of the running config's TOML.
+//!
+//! `rocectl` reads the running config (`get_config`), applies the edit here to the table and
+//! sends the whole result with `apply`, which the switch validates and swaps in all or nothing.
+//! Editing the whole table rather than sending a `patch` is what lets a change *remove* keys
+//! (a PG going from `static` to `alpha`) and reach one `[[port]]` (arrays replace whole in a
+//! patch). Two `rocectl set` at the same instant on the same switch race (the later wins
+//! whole); a control plane with one writer (`rocectl daemon`) has no such race.
+//!
+//! With `--port P`, PG and queue settings go to that port's own `pg.N`/`queue.N` overrides
+//! (configs/README.md); an ECN change for one port's queue gives that queue its own profile,
+//! `port<P>-queue<Q>`, copied from the one in force, so no other port changes.
+
+use clap::Subcommand;
+use toml::{Table, Value};
+
+#[derive(Subcommand, Debug, Clone)]
+pub enum Set {
+    /// Retune WRED-ECN: a profile by name, or the one a queue uses (globally, or on one port:
+    /// that queue then gets its own profile).
+    #[command(
+        after_help = "Examples:\n  rocectl set ecn --profile roce --kmax 200KB\n  rocectl set ecn --port 3 --queue 3 --kmin 50KB --kmax 200KB --pmax 0.1"
+    )]
+    Ecn {
+        /// The profile's name ([ecn.NAME] in the config).
+        #[arg(long, conflicts_with_all = ["queue", "port"], required_unless_present = "queue")]
+        profile: Option<String>,
+        /// The egress queue whose profile to change (0-7).
+        #[arg(long, value_parser = clap::value_parser!(u8).range(0..8))]
+        queue: Option<u8>,
+        /// Only on this port (its id), with --queue.
+        #[arg(long, requires = "queue")]
+        port: Option<u16>,
+        /// Queue length where marking starts, e.g. 100KB.
+        #[arg(long)]
+        kmin: Option<String>,
+        /// Queue length where the probability reaches pmax (every packet above), e.g. 400KB.
+        #[arg(long)]
+        kmax: Option<String>,
+        /// Marking probability at kmax, 0 to 1.
+        #[arg(long)]
+        pmax: Option<String>,
+        /// Queue length the curve reads: `instant` or `ewma`.
+        #[arg(long)]
+        average: Option<String>,
+        /// EWMA weight as a shift (weight = 2^-N), with --average ewma.
+        #[arg(long)]
+        ewma_shift: Option<i64>,
+        /// Where to mark: `enqueue` or `dequeue`.
+        #[arg(long)]
+        mark_at: Option<String>,
+        /// Non-ECN-capable packets above the curve: `pass` or `drop`.
+        #[arg(long)]
+        non_ect: Option<String>,
+    },
+    /// The dynamic threshold (alpha) of an ingress PG or an egress queue; replaces a static
+    /// limit if one was set.
+    #[command(after_help = "Examples:\n  rocectl set alpha --pg 3 1/16\n  rocectl set alpha --port 0 --pg 3 1/4")]
+    Alpha {
+        /// Only on this port (its id).
+        #[arg(long)]
+        port: Option<u16>,
+        #[arg(long, value_parser = clap::value_parser!(u8).range(0..8), required_unless_present = "queue", conflicts_with = "queue")]
+        pg: Option<u8>,
+        #[arg(long, value_parser = clap::value_parser!(u8).range(0..8))]
+        queue: Option<u8>,
+        /// A number or a fraction such as 1/8.
+        value: String,
+    },
+    /// An ingress PG's reservation, static limit, headroom and XON offset.
+    #[command(after_help = "Example:\n  rocectl set pg --pg 3 --headroom 40KiB --xon-offset 4KiB")]
+    Pg {
+        /// Only on this port (its id).
+        #[arg(long)]
+        port: Option<u16>,
+        #[arg(long, value_parser = clap::value_parser!(u8).range(0..8))]
+        pg: u8,
+        /// Guaranteed minimum, e.g. 4KiB.
+        #[arg(long)]
+        min: Option<String>,
+        /// A static shared limit instead of alpha, e.g. 200KB.
+        #[arg(long = "static")]
+        static_limit: Option<String>,
+        /// `auto` or a size.
+        #[arg(long)]
+        headroom: Option<String>,
+        #[arg(long)]
+        xon_offset: Option<String>,
+    },
+    /// An egress queue's reservation, limit, scheduling and shaper.
+    #[command(
+        after_help = "Examples:\n  rocectl set queue --queue 0 --weight 3\n  rocectl set queue --port 2 --queue 1 --shaper-rate 5G --shaper-burst 64KiB"
+    )]
+    Queue {
+        /// Only on this port (its id).
+        #[arg(long)]
+        port: Option<u16>,
+        #[arg(long, value_parser = clap::value_parser!(u8).range(0..8))]
+        queue: u8,
+        #[arg(long)]
+        min: Option<String>,
+        /// A static shared limit instead of alpha, e.g. 1MB.
+        #[arg(long = "static", conflicts_with = "unlimited")]
+        static_limit: Option<String>,
+        /// No shared limit (lossless queues).
+        #[arg(long)]
+        unlimited: bool,
+        /// `strict` or `wdrr`.
+        #[arg(long)]
+        sched: Option<String>,
+        /// WDRR weight.
+        #[arg(long)]
+        weight: Option<i64>,
+        #[arg(long, requires = "shaper_burst")]
+        shaper_rate: Option<String>,
+        #[arg(long, requires = "shaper_rate")]
+        shaper_burst: Option<String>,
+        /// Remove the queue's shaper.
+        #[arg(long, conflicts_with = "shaper_rate")]
+        no_shaper: bool,
+    },
+    /// The CNP fast lane's policer.
+    #[command(after_help = "Example:\n  rocectl set policer --rate 2.5G --burst 32KiB")]
+    Policer {
+        #[arg(long, requires = "burst", required_unless_present = "off")]
+        rate: Option<String>,
+        #[arg(long, requires = "rate")]
+        burst: Option<String>,
+        /// No policer on CNPs.
+        #[arg(long, conflicts_with = "rate")]
+        off: bool,
+    },
+    /// PFC: the lossless priorities, pause time and refresh.
+    #[command(after_help = "Example:\n  rocectl set pfc --priorities 3,4 --pause-quanta 32768")]
+    Pfc {
+        /// Lossless priorities, e.g. 3 or 3,4 (empty for none: --priorities '').
+        #[arg(long, value_delimiter = ',')]
+        priorities: Option<Vec<String>>,
+        #[arg(long)]
+        pause_quanta: Option<i64>,
+        /// Resend XOFF after this fraction of the pause time.
+        #[arg(long)]
+        refresh: Option<f64>,
+    },
+    /// The PFC watchdog.
+    #[command(after_help = "Example:\n  rocectl set watchdog --detection 100ms --restoration 200ms --action forward")]
+    Watchdog {
+        #[arg(long)]
+        enabled: Option<bool>,
+        #[arg(long)]
+        detection: Option<String>,
+        #[arg(long)]
+        restoration: Option<String>,
+        /// `drop`, `forward` or `alert`.
+        #[arg(long)]
+        action: Option<String>,
+    },
+    /// Classification: what to trust, DSCP → traffic class entries, the default class.
+    #[command(after_help = "Example:\n  rocectl set dscp --map 26=3 --map 46=5 --default-tc 0")]
+    Dscp {
+        /// `dscp`, `pcp` or `none`.
+        #[arg(long)]
+        trust: Option<String>,
+        /// DSCP=TC, repeatable.
+        #[arg(long, value_name = "DSCP=TC")]
+        map: Vec<String>,
+        #[arg(long)]
+        default_tc: Option<i64>,
+    },
+}
+
+/// A command-line value as the config would hold it: an integer, a float, or a string with a
+/// unit or a fraction.
+pub fn scalar(s: &str) -> Value {
+    if let Ok(i) = s.parse::<i64>() {
+        Value::Integer(i)
+    } else if let Ok(f) = s.parse::<f64>() {
+        Value::Float(f)
+    } else {
+        Value::String(s.to_string())
+    }
+}
+
+/// `t[key]` as a table, created if missing.
+fn table<'a>(t: &'a mut Table, key: &str) -> Result<&'a mut Table, String> {
+    t.entry(key.to_string())
+        .or_insert_with(|| Value::Table(Table::new()))
+        .as_table_mut()
+        .ok_or_else(|| format!("`{key}` in the running config is not a table"))
+}
+
+/// The `[[port]]` table with this id.
+fn port<'a>(root: &'a mut Table, id: u16) -> Result<&'a mut Table, String> {
+    root.get_mut("port")
+        .and_then(Value::as_array_mut)
+        .and_then(|ports| {
+            ports
+                .iter_mut()
+                .filter_map(Value::as_table_mut)
+                .find(|p| p.get("id").and_then(Value::as_integer) == Some(i64::from(id)))
+        })
+        .ok_or_else(|| format!("the switch has no port {id}"))
+}
+
+/// `[pg.N]` / `[queue.N]`, or port P's override of it.
+fn numbered<'a>(root: &'a mut Table, on_port: Option<u16>, section: &str, n: u8) -> Result<&'a mut Table, String> {
+    let parent = match on_port {
+        Some(p) => port(root, p)?,
+        None => root,
+    };
+    table(table(parent, section)?, &n.to_string())
+}
+
+/// Sets the shared limit to exactly one kind.
+fn set_limit(t: &mut Table, key: &str, v: Value) {
+    for k in ["alpha", "static", "dynamic_th", "unlimited"] {
+        t.remove(k);
+    }
+    t.insert(key.into(), v);
+}
+
+fn put(t: &mut Table, key: &str, v: &Option<String>) {
+    if let Some(v) = v {
+        t.insert(key.into(), scalar(v));
+    }
+}
+
+/// Applies `set` to the running config's table. Refuses (before anything is sent) a command
+/// that changes nothing or names what the config does not have.
+pub fn edit(root: &mut Table, set: &Set) -> Result<(), String> {
+    let none = |what: &str| Err(format!("set {what}: give at least one setting to change (see --help)"));
+    match set {
+        Set::Ecn {
+            profile,
+            queue,
+            port: on_port,
+            kmin,
+            kmax,
+            pmax,
+            average,
+            ewma_shift,
+            mark_at,
+            non_ect,
+        } => {
+            let mut fields = Table::new();
+            for (k, v) in [
+                ("kmin", kmin),
+                ("kmax", kmax),
+                ("pmax", pmax),
+                ("average", average),
+                ("mark_at", mark_at),
+                ("non_ect", non_ect),
+            ] {
+                put(&mut fields, k, v);
+            }
+            if let Some(s) = ewma_shift {
+                fields.insert("ewma_shift".into(), Value::Integer(*s));
+            }
+            if fields.is_empty() {
+                return none("ecn");
+            }
+            let name = match (profile, queue) {
+                (Some(p), _) => p.clone(),
+                (None, Some(q)) => {
+                    let global = root
+                        .get("queue")
+                        .and_then(|t| t.get(q.to_string()))
+                        .and_then(|t| t.get("ecn"))
+                        .and_then(Value::as_str)
+                        .map(str::to_string);
+                    match on_port {
+                        None => global.ok_or_else(|| format!("queue {q} has no ECN profile (set [queue.{q}] ecn)"))?,
+                        Some(p) => {
+                            let own = numbered(root, Some(*p), "queue", *q)?;
+                            let current = own.get("ecn").and_then(Value::as_str).map(str::to_string).or(global);
+                            let name = format!("port{p}-queue{q}");
+                            let source =
+                                current.ok_or_else(|| format!("queue {q} has no ECN profile to start from"))?;
+                            own.insert("ecn".into(), Value::String(name.clone()));
+                            if source != name {
+                                let copy = root
+                                    .get("ecn")
+                                    .and_then(|t| t.get(&source))
+                                    .cloned()
+                                    .ok_or_else(|| format!("no [ecn.{source}] in the running config"))?;
+                                table(root, "ecn")?.insert(name.clone(), copy);
+                            }
+                            name
+                        }
+                    }
+                }
+                (None, None) => return Err("set ecn: give --profile NAME or --queue N".into()),
+            };
+            let ecn = table(root, "ecn")?;
+            if !ecn.contains_key(&name) {
+                return Err(format!("there is no ECN profile {name:?} ([ecn.{name}])"));
+            }
+            let prof = table(ecn, &name)?;
+            prof.extend(fields);
+        }
+        Set::Alpha {
+            port: on_port,
+            pg,
+            queue,
+            value,
+        } => {
+            let (section, n) = match (pg, queue) {
+                (Some(g), _) => ("pg", *g),
+                (None, Some(q)) => ("queue", *q),
+                (None, None) => return Err("set alpha: give --pg N or --queue N".into()),
+            };
+            set_limit(numbered(root, *on_port, section, n)?, "alpha", scalar(value));
+        }
+        Set::Pg {
+            port: on_port,
+            pg,
+            min,
+            static_limit,
+            headroom,
+            xon_offset,
+        } => {
+            if min.is_none() && static_limit.is_none() && headroom.is_none() && xon_offset.is_none() {
+                return none("pg");
+            }
+            let t = numbered(root, *on_port, "pg", *pg)?;
+            put(t, "min", min);
+            put(t, "headroom", headroom);
+            put(t, "xon_offset", xon_offset);
+            if let Some(s) = static_limit {
+                set_limit(t, "static", scalar(s));
+            }
+        }
+        Set::Queue {
+            port: on_port,
+            queue,
+            min,
+            static_limit,
+            unlimited,
+            sched,
+            weight,
+            shaper_rate,
+            shaper_burst,
+            no_shaper,
+        } => {
+            let t = numbered(root, *on_port, "queue", *queue)?;
+            let before = t.clone();
+            put(t, "min", min);
+            put(t, "sched", sched);
+            if let Some(w) = weight {
+                t.insert("weight".into(), Value::Integer(*w));
+            }
+            if let Some(s) = static_limit {
+                set_limit(t, "static", scalar(s));
+            }
+            if *unlimited {
+                set_limit(t, "unlimited", Value::Boolean(true));
+            }
+            if let (Some(r), Some(b)) = (shaper_rate, shaper_burst) {
+                let mut sh = Table::new();
+                sh.insert("rate".into(), scalar(r));
+                sh.insert("burst".into(), scalar(b));
+                t.insert("shaper".into(), Value::Table(sh));
+            }
+            if *no_shaper {
+                t.remove("shaper");
+            }
+            if *t == before && !*no_shaper {
+                return none("queue");
+            }
+        }
+        Set::Policer { rate, burst, off } => {
+            let cnp = table(root, "cnp")?;
+            if *off {
+                cnp.remove("policer");
+            } else if let (Some(r), Some(b)) = (rate, burst) {
+                let mut p = Table::new();
+                p.insert("rate".into(), scalar(r));
+                p.insert("burst".into(), scalar(b));
+                cnp.insert("policer".into(), Value::Table(p));
+            }
+        }
+        Set::Pfc {
+            priorities,
+            pause_quanta,
+            refresh,
+        } => {
+            if priorities.is_none() && pause_quanta.is_none() && refresh.is_none() {
+                return none("pfc");
+            }
+            let pfc = table(root, "pfc")?;
+            if let Some(ps) = priorities {
+                let list: Result<Vec<Value>, String> = ps
+                    .iter()
+                    .filter(|p| !p.trim().is_empty())
+                    .map(|p| {
+                        p.trim()
+                            .parse::<i64>()
+                            .map(Value::Integer)
+                            .map_err(|_| format!("--priorities: {p:?} is not a priority number"))
+                    })
+                    .collect();
+                pfc.insert("priorities".into(), Value::Array(list?));
+            }
+            if let Some(q) = pause_quanta {
+                pfc.insert("pause_quanta".into(), Value::Integer(*q));
+            }
+            if let Some(r) = refresh {
+                pfc.insert("refresh".into(), Value::Float(*r));
+            }
+        }
+        Set::Watchdog {
+            enabled,
+            detection,
+            restoration,
+            action,
+        } => {
+            if enabled.is_none() && detection.is_none() && restoration.is_none() && action.is_none() {
+                return none("watchdog");
+            }
+            let w = table(table(root, "pfc")?, "watchdog")?;
+            if let Some(e) = enabled {
+                w.insert("enabled".into(), Value::Boolean(*e));
+            }
+            put(w, "detection", detection);
+            put(w, "restoration", restoration);
+            put(w, "action", action);
+        }
+        Set::Dscp { trust, map, default_tc } => {
+            if trust.is_none() && map.is_empty() && default_tc.is_none() {
+                return none("dscp");
+            }
+            let c = table(root, "classify")?;
+            put(c, "trust", trust);
+            if let Some(d) = default_tc {
+                c.insert("default_tc".into(), Value::Integer(*d));
+            }
+            for m in map {
+                let (d, tc) = m
+                    .split_once('=')
+                    .and_then(|(d, t)| Some((d.trim().parse::<u8>().ok()?, t.trim().parse::<i64>().ok()?)))
+                    .ok_or_else(|| format!("--map {m:?}: expected DSCP=TC, e.g. 26=3"))?;
+                table(c, "dscp_to_tc")?.insert(d.to_string(), Value::Integer(tc));
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const BASE: &str = r#"
+[[port]]
+id = 0
+[[port]]
+id = 3
+[pg.3]
+static = "100KB"
+[queue.3]
+ecn = "roce"
+[ecn.roce]
+kmin = "100KB"
+kmax = "400KB"
+pmax = 0.2
+"#;
+
+    fn after(set: Set) -> Result<Table, String> {
+        let mut t: Table = BASE.parse().unwrap();
+        edit(&mut t, &set).map(|()| t)
+    }
+
+    fn ecn(profile: Option<&str>, queue: Option<u8>, port: Option<u16>, kmax: &str) -> Set {
+        Set::Ecn {
+            profile: profile.map(Into::into),
+            queue,
+            port,
+            kmin: None,
+            kmax: Some(kmax.into()),
+            pmax: Some("0.1".into()),
+            average: None,
+            ewma_shift: None,
+            mark_at: None,
+            non_ect: None,
+        }
+    }
+
+    #[test]
+    fn ecn_by_profile_queue_and_port() {
+        let t = after(ecn(Some("roce"), None, None, "200KB")).unwrap();
+        assert_eq!(t["ecn"]["roce"]["kmax"].as_str(), Some("200KB"));
+        assert_eq!(t["ecn"]["roce"]["pmax"].as_float(), Some(0.1));
+        assert_eq!(t["ecn"]["roce"]["kmin"].as_str(), Some("100KB"), "untouched");
+        let t = after(ecn(None, Some(3), None, "300KB")).unwrap();
+        assert_eq!(t["ecn"]["roce"]["kmax"].as_str(), Some("300KB"));
+        // One port: its queue gets its own profile, copied; the global one stays.
+        let t = after(ecn(None, Some(3), Some(3), "50KB")).unwrap();
+        let p3 = t["port"].as_array().unwrap()[1].as_table().unwrap();
+        assert_eq!(p3["queue"]["3"]["ecn"].as_str(), Some("port3-queue3"));
+        assert_eq!(t["ecn"]["port3-queue3"]["kmax"].as_str(), Some("50KB"));
+        assert_eq!(t["ecn"]["port3-queue3"]["kmin"].as_str(), Some("100KB"));
+        assert_eq!(t["ecn"]["roce"]["kmax"].as_str(), Some("400KB"));
+        assert!(t["port"].as_array().unwrap()[0].get("queue").is_none());
+        assert!(after(ecn(Some("nope"), None, None, "1KB"))
+            .unwrap_err()
+            .contains("nope"));
+        assert!(after(ecn(None, Some(3), Some(9), "1KB"))
+            .unwrap_err()
+            .contains("no port 9"));
+        assert!(after(ecn(None, Some(0), None, "1KB"))
+            .unwrap_err()
+            .contains("no ECN profile"));
+    }
+
+    #[test]
+    fn limits_are_one_kind() {
+        let t = after(Set::Alpha {
+            port: None,
+            pg: Some(3),
+            queue: None,
+            value: "1/4".into(),
+        })
+        .unwrap();
+        assert_eq!(t["pg"]["3"]["alpha"].as_str(), Some("1/4"));
+        assert!(t["pg"]["3"].get("static").is_none(), "alpha replaced the static limit");
+        let t = after(Set::Alpha {
+            port: Some(0),
+            pg: Some(3),
+            queue: None,
+            value: "1".into(),
+        })
+        .unwrap();
+        assert_eq!(t["port"][0]["pg"]["3"]["alpha"].as_integer(), Some(1));
+        assert_eq!(t["pg"]["3"]["static"].as_str(), Some("100KB"), "global untouched");
+    }
+
+    #[test]
+    fn other_knobs() {
+        let t = after(Set::Pfc {
+            priorities: Some(vec!["3".into(), "4".into()]),
+            pause_quanta: None,
+            refresh: Some(0.25),
+        })
+        .unwrap();
+        assert_eq!(t["pfc"]["priorities"].as_array().unwrap().len(), 2);
+        let t = after(Set::Dscp {
+            trust: None,
+            map: vec!["46=5".into()],
+            default_tc: None,
+        })
+        .unwrap();
+        assert_eq!(t["classify"]["dscp_to_tc"]["46"].as_integer(), Some(5));
+        assert!(after(Set::Dscp {
+            trust: None,
+            map: vec!["x".into()],
+            default_tc: None
+        })
+        .unwrap_err()
+        .contains("DSCP=TC"));
+        let t = after(Set::Queue {
+            port: Some(3),
+            queue: 1,
+            min: None,
+            static_limit: None,
+            unlimited: false,
+            sched: None,
+            weight: Some(4),
+            shaper_rate: Some("5G".into()),
+            shaper_burst: Some("64KiB".into()),
+            no_shaper: false,
+        })
+        .unwrap();
+        assert_eq!(t["port"][1]["queue"]["1"]["shaper"]["rate"].as_str(), Some("5G"));
+        assert!(after(Set::Watchdog {
+            enabled: None,
+            detection: None,
+            restoration: None,
+            action: None
+        })
+        .unwrap_err()
+        .contains("at least one"));
+    }
+}
