@@ -190,7 +190,7 @@ fn table<'a>(t: &'a mut Table, key: &str) -> Result<&'a mut Table, String> {
 }
 
 /// The `[[port]]` table with this id.
-fn port<'a>(root: &'a mut Table, id: u16) -> Result<&'a mut Table, String> {
+fn port(root: &mut Table, id: u16) -> Result<&mut Table, String> {
     root.get_mut("port")
         .and_then(Value::as_array_mut)
         .and_then(|ports| {
