@@ -17,10 +17,10 @@
 //! counts once two reads a poll apart agree, so a file caught half written is not refused.
 
 use crate::metrics::Metrics;
-use crate::protocol::{ApplyData, Client, ClientError, Op};
+use crate::protocol::{ApplyData, Client, ClientError, Endpoint, Op};
 use std::io::{BufRead, BufReader, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -28,7 +28,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 /// What the daemon is told.
 pub struct DaemonOptions {
     pub config: PathBuf,
-    pub socket: PathBuf,
+    pub socket: Endpoint,
     /// The `switch` label of the metrics.
     pub name: String,
     pub metrics: Option<SocketAddr>,
@@ -71,7 +71,7 @@ pub fn run(opts: DaemonOptions, stop: Arc<AtomicBool>) -> Result<(), String> {
     }
     eprintln!(
         "rocectl daemon: keeping {} on {} (edits are applied as they are saved; Ctrl-C stops)",
-        opts.socket.display(),
+        opts.socket,
         opts.config.display()
     );
     let mut seen = desired.clone();
@@ -108,16 +108,16 @@ pub fn run(opts: DaemonOptions, stop: Arc<AtomicBool>) -> Result<(), String> {
         }
         // 2. The switch: (re)connect, heartbeat, apply.
         if client.is_none() {
-            if let Ok(mut c) = Client::connect(&opts.socket) {
+            if let Ok(mut c) = Client::connect_to(&opts.socket) {
                 if c.set_timeout(Some(Duration::from_secs(10))).is_ok() {
-                    eprintln!("rocectl daemon: switch at {} is up", opts.socket.display());
+                    eprintln!("rocectl daemon: switch at {} is up", opts.socket);
                     client = Some(c);
                     need_apply = true;
                 }
             }
         } else if let Some(c) = client.as_mut() {
             if c.call(Op::Hello).is_err() {
-                eprintln!("rocectl daemon: lost the switch at {}; retrying", opts.socket.display());
+                eprintln!("rocectl daemon: lost the switch at {}; retrying", opts.socket);
                 client = None;
             }
         }
@@ -161,7 +161,7 @@ pub fn run(opts: DaemonOptions, stop: Arc<AtomicBool>) -> Result<(), String> {
 /// bound address (port 0 picks a free one).
 fn serve_metrics(
     addr: SocketAddr,
-    socket: PathBuf,
+    socket: Endpoint,
     name: String,
     state: Arc<DaemonState>,
     stop: Arc<AtomicBool>,
@@ -192,7 +192,7 @@ fn serve_metrics(
 }
 
 /// One HTTP/1.x exchange: `GET /metrics` (or `/`), nothing else; then the connection closes.
-fn answer(mut s: TcpStream, socket: &Path, name: &str, state: &DaemonState) -> std::io::Result<()> {
+fn answer(mut s: TcpStream, socket: &Endpoint, name: &str, state: &DaemonState) -> std::io::Result<()> {
     s.set_read_timeout(Some(Duration::from_secs(2)))?;
     s.set_write_timeout(Some(Duration::from_secs(2)))?;
     let mut reader = BufReader::new(s.try_clone()?);
@@ -231,9 +231,9 @@ fn answer(mut s: TcpStream, socket: &Path, name: &str, state: &DaemonState) -> s
 }
 
 /// The switch's counters (fresh, over a connection of its own) and the daemon's state.
-pub fn render_metrics(socket: &Path, name: &str, state: &DaemonState) -> String {
+pub fn render_metrics(socket: &Endpoint, name: &str, state: &DaemonState) -> String {
     let mut m = Metrics::default();
-    let snapshot = Client::connect(socket).and_then(|mut c| {
+    let snapshot = Client::connect_to(socket).and_then(|mut c| {
         c.set_timeout(Some(Duration::from_secs(5)))?;
         c.call(Op::Counters)
     });

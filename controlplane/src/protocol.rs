@@ -8,7 +8,8 @@
 //! * Ops ([`Op`]): `hello`, `get_config`, `apply {toml}`, `patch {toml}`, `counters`, `fdb`,
 //!   `subscribe {interval_ms}` (≥ [`MIN_INTERVAL_MS`]; acknowledged, then a `counters` response
 //!   carrying the subscribe's id is pushed every interval until the connection closes),
-//!   `watermarks {kind}` and `clear_watermarks {kind}` (user or persistent, as SONiC keeps them).
+//!   `watermarks {kind}` and `clear_watermarks {kind}` (user or persistent, as SONiC keeps them),
+//!   `auth {token}` (first on a TCP connection, see [`Endpoint`]).
 //! * `apply` and `patch` are all or nothing: the resulting config is validated as a whole, then
 //!   the switch applies it between two bursts or refuses it with a reason; nothing changes on
 //!   any error. Both answer [`ApplyData`]: the warnings and the dotted keys whose value changed.
@@ -34,6 +35,27 @@ pub const SOCKET_DIR: &str = "/run/rocesw";
 /// The default socket of the switch called `name`.
 pub fn socket_of(name: &str) -> PathBuf {
     Path::new(SOCKET_DIR).join(format!("{name}.sock"))
+}
+
+/// Reads a control token file: it must be private to its owner (no group or other
+/// permission bits: the token is a password) and hold at least 16 characters.
+pub fn read_token_file(path: &Path) -> Result<String, String> {
+    use std::os::unix::fs::PermissionsExt;
+    let meta = std::fs::metadata(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mode = meta.permissions().mode() & 0o777;
+    if mode & 0o077 != 0 {
+        return Err(format!(
+            "{}: mode {mode:03o} lets others read the token; `chmod 600 {}`",
+            path.display(),
+            path.display()
+        ));
+    }
+    let token = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let token = token.trim().to_string();
+    if token.len() < 16 {
+        return Err(format!("{}: the token must be at least 16 characters", path.display()));
+    }
+    Ok(token)
 }
 
 /// A switch name is a file name: letters, digits, `-`, `_`, `.`, not starting with `.`.
@@ -83,6 +105,10 @@ pub enum Op {
         #[serde(default)]
         kind: WatermarkKind,
     },
+    /// The first request on a TCP connection (`rocesw run --control-tcp`): the shared token.
+    /// Anything else first, or a wrong token, is refused and the connection closed. Accepted
+    /// (and needless) on the Unix socket, whose file permissions are the access control.
+    Auth { token: String },
 }
 
 /// Two independent sets of watermarks, as SONiC keeps them: `user` for day-to-day clearing,
@@ -285,10 +311,74 @@ pub enum ClientError {
     Refused(String),
 }
 
+/// Where a switch listens: its Unix socket, or (when `rocesw run --control-tcp` enabled it) a
+/// loopback TCP port with the token it requires.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Endpoint {
+    Unix(PathBuf),
+    Tcp { addr: String, token: String },
+}
+
+impl std::fmt::Display for Endpoint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Endpoint::Unix(p) => write!(f, "{}", p.display()),
+            Endpoint::Tcp { addr, .. } => write!(f, "tcp://{addr}"),
+        }
+    }
+}
+
+/// One connection, either kind.
+enum Stream {
+    Unix(UnixStream),
+    Tcp(std::net::TcpStream),
+}
+
+impl Stream {
+    fn try_clone(&self) -> std::io::Result<Stream> {
+        Ok(match self {
+            Stream::Unix(s) => Stream::Unix(s.try_clone()?),
+            Stream::Tcp(s) => Stream::Tcp(s.try_clone()?),
+        })
+    }
+
+    fn set_read_timeout(&self, t: Option<Duration>) -> std::io::Result<()> {
+        match self {
+            Stream::Unix(s) => s.set_read_timeout(t),
+            Stream::Tcp(s) => s.set_read_timeout(t),
+        }
+    }
+}
+
+impl std::io::Read for Stream {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        match self {
+            Stream::Unix(s) => s.read(buf),
+            Stream::Tcp(s) => s.read(buf),
+        }
+    }
+}
+
+impl Write for Stream {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        match self {
+            Stream::Unix(s) => s.write(buf),
+            Stream::Tcp(s) => s.write(buf),
+        }
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        match self {
+            Stream::Unix(s) => s.flush(),
+            Stream::Tcp(s) => s.flush(),
+        }
+    }
+}
+
 /// A blocking client: one connection, requests answered in order.
 pub struct Client {
-    reader: BufReader<UnixStream>,
-    writer: UnixStream,
+    reader: BufReader<Stream>,
+    writer: Stream,
     next_id: u64,
 }
 
@@ -298,6 +388,27 @@ impl Client {
             path: path.to_path_buf(),
             source,
         })?;
+        Client::over(Stream::Unix(stream))
+    }
+
+    /// Connects to either kind of endpoint; over TCP, authenticates first.
+    pub fn connect_to(ep: &Endpoint) -> Result<Client, ClientError> {
+        match ep {
+            Endpoint::Unix(p) => Client::connect(p),
+            Endpoint::Tcp { addr, token } => {
+                let stream = std::net::TcpStream::connect(addr.as_str()).map_err(|source| ClientError::Connect {
+                    path: PathBuf::from(format!("tcp://{addr}")),
+                    source,
+                })?;
+                let mut c = Client::over(Stream::Tcp(stream))?;
+                c.set_timeout(Some(Duration::from_secs(10)))?;
+                c.call(Op::Auth { token: token.clone() })?;
+                Ok(c)
+            }
+        }
+    }
+
+    fn over(stream: Stream) -> Result<Client, ClientError> {
         let writer = stream.try_clone()?;
         Ok(Client {
             reader: BufReader::new(stream),
@@ -386,6 +497,7 @@ mod tests {
             Op::ClearWatermarks {
                 kind: WatermarkKind::User,
             },
+            Op::Auth { token: "s3cret".into() },
         ] {
             let r = Request { id: 7, op };
             assert_eq!(Request::parse(&r.to_line()).unwrap(), r);

@@ -12,7 +12,7 @@ use crate::worker::{ControlQueue, ControlRequest};
 use anyhow::{bail, Context};
 use controlplane::patch;
 use controlplane::protocol::{self, ApplyData, ConfigData, HelloData, Op, Request, Response, SubscribeData};
-use mio::net::{UnixListener, UnixStream};
+use mio::net::{TcpListener, TcpStream, UnixListener, UnixStream};
 use mio::{Events, Interest, Poll, Token, Waker};
 use serde_json::Value;
 use std::collections::HashMap;
@@ -33,6 +33,88 @@ const MAX_PENDING_OUTPUT: usize = 8 << 20;
 
 const LISTENER: Token = Token(0);
 const WAKER: Token = Token(1);
+const TCP_LISTENER: Token = Token(2);
+
+/// The optional TCP listener (`rocesw run --control-tcp`): loopback only, every connection
+/// must first present the token.
+#[derive(Clone)]
+pub struct TcpControl {
+    pub addr: std::net::SocketAddr,
+    pub token: String,
+}
+
+/// Everything about a control server beyond its socket, config and queue.
+#[derive(Clone, Default)]
+pub struct ControlOptions {
+    /// The switch's name (`rocesw run --name`), reported by `hello`.
+    pub name: Option<String>,
+    pub tcp: Option<TcpControl>,
+}
+
+/// Compares in time independent of where the inputs differ, so response timing does not
+/// reveal how much of a guessed token was right.
+fn same_token(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    let mut diff = (a.len() ^ b.len()) as u8 | u8::from(a.len() != b.len());
+    for i in 0..a.len().max(b.len()) {
+        diff |= a.get(i).copied().unwrap_or(0) ^ b.get(i).copied().unwrap_or(0);
+    }
+    diff == 0
+}
+
+/// A control connection of either kind.
+enum CtlStream {
+    Unix(UnixStream),
+    Tcp(TcpStream),
+}
+
+impl Read for CtlStream {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        match self {
+            CtlStream::Unix(s) => s.read(buf),
+            CtlStream::Tcp(s) => s.read(buf),
+        }
+    }
+}
+
+impl Write for CtlStream {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        match self {
+            CtlStream::Unix(s) => s.write(buf),
+            CtlStream::Tcp(s) => s.write(buf),
+        }
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        match self {
+            CtlStream::Unix(s) => s.flush(),
+            CtlStream::Tcp(s) => s.flush(),
+        }
+    }
+}
+
+impl mio::event::Source for CtlStream {
+    fn register(&mut self, r: &mio::Registry, t: Token, i: Interest) -> std::io::Result<()> {
+        match self {
+            CtlStream::Unix(s) => s.register(r, t, i),
+            CtlStream::Tcp(s) => s.register(r, t, i),
+        }
+    }
+
+    fn reregister(&mut self, r: &mio::Registry, t: Token, i: Interest) -> std::io::Result<()> {
+        match self {
+            CtlStream::Unix(s) => s.reregister(r, t, i),
+            CtlStream::Tcp(s) => s.reregister(r, t, i),
+        }
+    }
+
+    fn deregister(&mut self, r: &mio::Registry) -> std::io::Result<()> {
+        match self {
+            CtlStream::Unix(s) => s.deregister(r),
+            CtlStream::Tcp(s) => s.deregister(r),
+        }
+    }
+}
 
 /// The control server of a running switch. Dropping it (or [`ControlServer::shutdown`]) stops
 /// its thread and removes the socket file.
@@ -60,6 +142,37 @@ impl ControlServer {
         config_text: String,
         queue: Arc<ControlQueue>,
     ) -> anyhow::Result<ControlServer> {
+        Self::spawn_with(
+            path,
+            config_text,
+            queue,
+            ControlOptions {
+                name,
+                ..Default::default()
+            },
+        )
+    }
+
+    /// `spawn` with every option, including the TCP listener. A TCP address that is not
+    /// loopback, or an empty token, is refused: the protocol is not encrypted.
+    pub fn spawn_with(
+        path: &Path,
+        config_text: String,
+        queue: Arc<ControlQueue>,
+        opts: ControlOptions,
+    ) -> anyhow::Result<ControlServer> {
+        let ControlOptions { name, tcp } = opts;
+        if let Some(t) = &tcp {
+            if !t.addr.ip().is_loopback() {
+                bail!(
+                    "control over TCP listens on loopback only (127.0.0.1 or ::1), not {}: the protocol is not encrypted",
+                    t.addr
+                );
+            }
+            if t.token.trim().len() < 16 {
+                bail!("the control token must be at least 16 characters");
+            }
+        }
         if let Ok(meta) = std::fs::symlink_metadata(path) {
             if !meta.file_type().is_socket() {
                 bail!("{} exists and is not a socket: not replacing it", path.display());
@@ -94,12 +207,23 @@ impl ControlServer {
         let poll = Poll::new()?;
         poll.registry().register(&mut listener, LISTENER, Interest::READABLE)?;
         let waker = Arc::new(Waker::new(poll.registry(), WAKER)?);
+        let tcp = match tcp {
+            None => None,
+            Some(t) => {
+                let mut l = TcpListener::bind(t.addr)
+                    .with_context(|| format!("control over TCP: cannot listen on {}", t.addr))?;
+                poll.registry().register(&mut l, TCP_LISTENER, Interest::READABLE)?;
+                tracing::info!(addr = %t.addr, "control over TCP listening (token required)");
+                Some((l, t.token.trim().to_string()))
+            }
+        };
         let stop = Arc::new(AtomicBool::new(false));
         let server = Server {
             poll,
             listener,
+            tcp,
             conns: HashMap::new(),
-            next_token: 2,
+            next_token: 3,
             config_text,
             queue,
             late: Vec::new(),
@@ -147,7 +271,11 @@ impl Drop for ControlServer {
 }
 
 struct Conn {
-    stream: UnixStream,
+    stream: CtlStream,
+    /// Unix connections are trusted (file permissions); TCP ones once they sent the token.
+    authed: bool,
+    /// Answer what is queued, then close (a refused authentication).
+    close_when_flushed: bool,
     input: Vec<u8>,
     /// Inside a line longer than the cap (already answered): skip to its end.
     skipping: bool,
@@ -166,6 +294,8 @@ struct Subscription {
 struct Server {
     poll: Poll,
     listener: UnixListener,
+    /// The TCP listener and the token its connections must send first.
+    tcp: Option<(TcpListener, String)>,
     conns: HashMap<Token, Conn>,
     next_token: usize,
     config_text: String,
@@ -204,6 +334,7 @@ impl Server {
             for ev in events.iter() {
                 match ev.token() {
                     LISTENER => self.accept(),
+                    TCP_LISTENER => self.accept_tcp(),
                     WAKER => {}
                     t => {
                         if ev.is_readable() || ev.is_read_closed() {
@@ -227,26 +358,7 @@ impl Server {
     fn accept(&mut self) {
         loop {
             match self.listener.accept() {
-                Ok((mut stream, _)) => {
-                    let token = Token(self.next_token);
-                    self.next_token += 1;
-                    if let Err(e) = self.poll.registry().register(&mut stream, token, Interest::READABLE) {
-                        tracing::warn!("control socket: cannot register a connection: {e}");
-                        continue;
-                    }
-                    self.conns.insert(
-                        token,
-                        Conn {
-                            stream,
-                            input: Vec::new(),
-                            skipping: false,
-                            output: Vec::new(),
-                            writable_registered: false,
-                            subscription: None,
-                            closed: false,
-                        },
-                    );
-                }
+                Ok((stream, _)) => self.add(CtlStream::Unix(stream), true),
                 Err(e) if e.kind() == ErrorKind::WouldBlock => return,
                 Err(e) if e.kind() == ErrorKind::Interrupted => {}
                 Err(e) => {
@@ -255,6 +367,44 @@ impl Server {
                 }
             }
         }
+    }
+
+    fn accept_tcp(&mut self) {
+        loop {
+            let Some((l, _)) = self.tcp.as_ref() else { return };
+            match l.accept() {
+                Ok((stream, _)) => self.add(CtlStream::Tcp(stream), false),
+                Err(e) if e.kind() == ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(e) => {
+                    tracing::warn!("control over TCP: accept failed: {e}");
+                    return;
+                }
+            }
+        }
+    }
+
+    fn add(&mut self, mut stream: CtlStream, authed: bool) {
+        let token = Token(self.next_token);
+        self.next_token += 1;
+        if let Err(e) = self.poll.registry().register(&mut stream, token, Interest::READABLE) {
+            tracing::warn!("control socket: cannot register a connection: {e}");
+            return;
+        }
+        self.conns.insert(
+            token,
+            Conn {
+                stream,
+                authed,
+                close_when_flushed: false,
+                input: Vec::new(),
+                skipping: false,
+                output: Vec::new(),
+                writable_registered: false,
+                subscription: None,
+                closed: false,
+            },
+        );
     }
 
     /// Reads what is there, answering every complete line.
@@ -270,6 +420,10 @@ impl Server {
                 Ok(n) => {
                     let lines = split_lines(conn, &buf[..n]);
                     for line in lines {
+                        // Refused (unauthenticated): nothing more is read from this peer.
+                        if self.conns.get(&token).is_none_or(|c| c.close_when_flushed) {
+                            return;
+                        }
                         let resp = match line {
                             Ok(text) => self.handle(token, &text),
                             Err(resp) => Some(resp),
@@ -301,6 +455,9 @@ impl Server {
                 Err(e) if e.kind() == ErrorKind::Interrupted => {}
                 Err(_) => conn.closed = true,
             }
+        }
+        if conn.output.is_empty() && conn.close_when_flushed {
+            conn.closed = true;
         }
         if conn.output.len() > MAX_PENDING_OUTPUT {
             tracing::warn!("control socket: closing a connection that stopped reading");
@@ -363,10 +520,35 @@ impl Server {
         }
         let req = match Request::parse(line) {
             Ok(r) => r,
-            Err(bad) => return Some(Response::err(bad.id, bad.error)),
+            Err(bad) => {
+                // An unauthenticated TCP peer gets one answer, then the door.
+                if let Some(c) = self.conns.get_mut(&token).filter(|c| !c.authed) {
+                    c.close_when_flushed = true;
+                }
+                return Some(Response::err(bad.id, bad.error));
+            }
         };
         let id = req.id;
+        let authed = self.conns.get(&token).is_some_and(|c| c.authed);
+        if !authed {
+            let expected = self.tcp.as_ref().map(|(_, t)| t.as_str()).unwrap_or("");
+            let ok = matches!(&req.op, Op::Auth { token: t } if !expected.is_empty() && same_token(t.trim(), expected));
+            if let Some(c) = self.conns.get_mut(&token) {
+                c.authed = ok;
+                c.close_when_flushed = !ok;
+            }
+            return Some(if ok {
+                Response::ok(id, serde_json::json!({ "authenticated": true }))
+            } else {
+                tracing::warn!("control over TCP: authentication failed; connection closed");
+                Response::err(
+                    Some(id),
+                    "authentication required: the first request on a TCP connection must be `auth` with the right token",
+                )
+            });
+        }
         let result: Result<Value, String> = match req.op {
+            Op::Auth { .. } => Ok(serde_json::json!({ "authenticated": true })),
             Op::Hello => Ok(json(&HelloData {
                 server: format!("rocesw {}", env!("CARGO_PKG_VERSION")),
                 protocol: protocol::VERSION,

@@ -88,8 +88,16 @@ enum Command {
         /// (so `rocectl --switch NAME` finds it). Lets one host run a small fabric.
         #[arg(long, value_parser = switch_name)]
         name: Option<String>,
+        /// Also serve the control protocol over TCP on this loopback address (e.g.
+        /// 127.0.0.1:7700), for a control plane in another network namespace or container;
+        /// every connection must first send the token of --control-token-file.
+        #[arg(long, value_name = "ADDR", requires = "control_token_file")]
+        control_tcp: Option<std::net::SocketAddr>,
+        /// File holding the TCP token (at least 16 characters; mode 0600 or 0400).
+        #[arg(long, value_name = "FILE", requires = "control_tcp")]
+        control_token_file: Option<PathBuf>,
         /// Do not open a control socket.
-        #[arg(long, conflicts_with = "control")]
+        #[arg(long, conflicts_with_all = ["control", "control_tcp"])]
         no_control: bool,
         /// When every port is a capture-file port: keep running after the inputs end (by
         /// default the run drains and stops then), e.g. to inspect it with `rocectl`.
@@ -286,9 +294,18 @@ fn run(cmd: Command) -> Result<()> {
             duration,
             control,
             name,
+            control_tcp,
+            control_token_file,
             no_control,
             keep_running,
         } => {
+            let tcp = match (control_tcp, control_token_file) {
+                (Some(addr), Some(file)) => Some(dataplane::control::TcpControl {
+                    addr,
+                    token: controlplane::protocol::read_token_file(&file).map_err(|e| anyhow::anyhow!(e))?,
+                }),
+                _ => None,
+            };
             let control = control.unwrap_or_else(|| match &name {
                 Some(n) => controlplane::protocol::socket_of(n),
                 None => PathBuf::from(controlplane::protocol::DEFAULT_SOCKET),
@@ -337,8 +354,16 @@ fn run(cmd: Command) -> Result<()> {
                 let text =
                     std::fs::read_to_string(&config).with_context(|| format!("cannot read {}", config.display()))?;
                 Some(
-                    dataplane::control::ControlServer::spawn_named(&control, name.clone(), text, queue.clone())
-                        .with_context(|| format!("control socket {}", control.display()))?,
+                    dataplane::control::ControlServer::spawn_with(
+                        &control,
+                        text,
+                        queue.clone(),
+                        dataplane::control::ControlOptions {
+                            name: name.clone(),
+                            tcp,
+                        },
+                    )
+                    .with_context(|| format!("control socket {}", control.display()))?,
                 )
             };
             let opts = dataplane::worker::RunOptions {

@@ -582,3 +582,85 @@ fn every_set_knob_reaches_the_running_switch() {
     assert!(!ok_ && err.contains("at least one"), "{err}");
     assert_eq!(running_config(&socket), before);
 }
+
+/// `--control-tcp`: loopback only, a private token file, and nothing served before the token.
+#[test]
+fn control_over_tcp_needs_the_token() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("switch.toml");
+    std::fs::write(&cfg, config_text(dir.path(), |t| t)).unwrap();
+    let token_file = |name: &str, token: &str, mode: u32| {
+        let p = dir.path().join(name);
+        std::fs::write(&p, format!("{token}\n")).unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(mode)).unwrap();
+        p
+    };
+    let good = token_file("good", "a-long-enough-secret-token", 0o600);
+    let wrong = token_file("wrong", "another-long-secret-token!", 0o600);
+    let public = token_file("public", "a-long-enough-secret-token", 0o644);
+    let addr = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().to_string()
+    };
+    let rocesw = |tcp: &str, token: &Path| {
+        Command::new(env!("CARGO_BIN_EXE_rocesw"))
+            .args(["run", "--keep-running", "--control-tcp", tcp, "--control-token-file"])
+            .arg(token)
+            .arg("--control")
+            .arg(dir.path().join("sw.sock"))
+            .arg("--config")
+            .arg(&cfg)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    // Refused before starting: a readable token, a public address.
+    let out = rocesw(&addr, &public).wait_with_output().unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("chmod 600"));
+    let out = rocesw("0.0.0.0:7799", &good).wait_with_output().unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("loopback only"));
+
+    let _sw = Proc(rocesw(&addr, &good));
+    wait_for("the TCP listener", Duration::from_secs(20), || {
+        std::net::TcpStream::connect(&addr).is_ok()
+    });
+    let bin = rocectl();
+    let run = |token: &Path, args: &[&str]| {
+        let out = Command::new(&bin)
+            .args(["--tcp", &addr, "--token-file"])
+            .arg(token)
+            .args(args)
+            .env_remove("ROCECTL_SWITCH")
+            .output()
+            .unwrap();
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (ok, out, err) = run(&good, &["show", "counters", "--json"]);
+    assert!(ok, "{err}");
+    assert!(out.contains("\"ports\""));
+    let (ok, _, err) = run(&good, &["set", "ecn", "--profile", "roce", "--kmax", "333KB"]);
+    assert!(ok, "{err}");
+    let (ok, _, err) = run(&wrong, &["show", "counters"]);
+    assert!(!ok && err.contains("authentication"), "{err}");
+
+    // A raw client that skips `auth`: one refusal, then the connection is closed.
+    let mut s = std::net::TcpStream::connect(&addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    s.write_all(b"{\"v\":1,\"id\":1,\"op\":\"get_config\"}\n{\"v\":1,\"id\":2,\"op\":\"hello\"}\n")
+        .unwrap();
+    let mut all = String::new();
+    s.read_to_string(&mut all).unwrap();
+    assert_eq!(all.lines().count(), 1, "{all}");
+    assert!(
+        all.contains("authentication required") && !all.contains("toml"),
+        "{all}"
+    );
+}

@@ -4,7 +4,7 @@
 //! switch on a config file and serves Prometheus metrics (`controlplane/src/daemon.rs`).
 
 use clap::{Parser, Subcommand, ValueEnum};
-use controlplane::protocol::{self, ApplyData, Client, ClientError, Op};
+use controlplane::protocol::{self, ApplyData, Client, ClientError, Endpoint, Op};
 use controlplane::{headroom, units};
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -34,6 +34,12 @@ struct Cli {
     /// Every switch with a socket in /run/rocesw (see `rocectl switches`).
     #[arg(long, global = true, conflicts_with_all = ["socket", "switches"])]
     all: bool,
+    /// Talk to a switch over TCP instead (`rocesw run --control-tcp`): its loopback address.
+    #[arg(long, global = true, value_name = "ADDR", requires = "token_file", conflicts_with_all = ["socket", "switches", "all"])]
+    tcp: Option<String>,
+    /// The token file for --tcp (private to its owner, as the switch's).
+    #[arg(long, global = true, value_name = "FILE", requires = "tcp")]
+    token_file: Option<PathBuf>,
     #[command(subcommand)]
     command: Command,
 }
@@ -302,10 +308,11 @@ fn main() -> ExitCode {
             for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
                 signal_hook::flag::register(sig, stop.clone()).map_err(|e| e.to_string())?;
             }
-            let name = name.unwrap_or_else(|| {
-                socket
+            let name = name.unwrap_or_else(|| match &socket {
+                Endpoint::Unix(p) => p
                     .file_stem()
-                    .map_or_else(|| "rocesw".into(), |s| s.to_string_lossy().into_owned())
+                    .map_or_else(|| "rocesw".into(), |s| s.to_string_lossy().into_owned()),
+                Endpoint::Tcp { addr, .. } => addr.clone(),
             });
             controlplane::daemon::run(
                 controlplane::daemon::DaemonOptions {
@@ -322,22 +329,35 @@ fn main() -> ExitCode {
 }
 
 /// The switches a command addresses, each with a label for multi-switch output.
-fn targets(cli: &Cli) -> Result<Vec<(String, PathBuf)>, String> {
+fn targets(cli: &Cli) -> Result<Vec<(String, Endpoint)>, String> {
+    if let (Some(addr), Some(file)) = (&cli.tcp, &cli.token_file) {
+        let token = protocol::read_token_file(file)?;
+        return Ok(vec![(
+            format!("tcp://{addr}"),
+            Endpoint::Tcp {
+                addr: addr.clone(),
+                token,
+            },
+        )]);
+    }
     if cli.all {
         let found = socket_files()?;
         if found.is_empty() {
             return Err(format!("--all: no switch sockets in {}", protocol::SOCKET_DIR));
         }
-        return Ok(found);
+        return Ok(found.into_iter().map(|(n, p)| (n, Endpoint::Unix(p))).collect());
     }
     if cli.switches.is_empty() {
-        return Ok(vec![(cli.socket.display().to_string(), cli.socket.clone())]);
+        return Ok(vec![(
+            cli.socket.display().to_string(),
+            Endpoint::Unix(cli.socket.clone()),
+        )]);
     }
     cli.switches
         .iter()
         .map(|n| {
             protocol::check_name(n)?;
-            Ok((n.clone(), protocol::socket_of(n)))
+            Ok((n.clone(), Endpoint::Unix(protocol::socket_of(n))))
         })
         .collect()
 }
@@ -396,7 +416,7 @@ fn switches() -> Result<(), String> {
 
 /// Runs a command against each switch in turn (with a heading when there are several); exit
 /// 1 if any failed.
-fn each(targets: &[(String, PathBuf)], mut f: impl FnMut(&Path) -> Result<(), String>) -> ExitCode {
+fn each(targets: &[(String, Endpoint)], mut f: impl FnMut(&Endpoint) -> Result<(), String>) -> ExitCode {
     let mut failed = false;
     for (label, socket) in targets {
         if targets.len() > 1 {
@@ -432,8 +452,8 @@ fn live(f: impl FnOnce() -> Result<(), String>) -> ExitCode {
     }
 }
 
-fn connect(socket: &Path) -> Result<Client, String> {
-    let mut c = Client::connect(socket).map_err(|e| e.to_string())?;
+fn connect(ep: &Endpoint) -> Result<Client, String> {
+    let mut c = Client::connect_to(ep).map_err(|e| e.to_string())?;
     c.set_timeout(Some(Duration::from_secs(10)))
         .map_err(|e| e.to_string())?;
     Ok(c)
@@ -451,7 +471,7 @@ fn kind(persistent: bool) -> protocol::WatermarkKind {
     }
 }
 
-fn show(socket: &Path, what: Show, json: bool, kind: protocol::WatermarkKind) -> Result<(), String> {
+fn show(socket: &Endpoint, what: Show, json: bool, kind: protocol::WatermarkKind) -> Result<(), String> {
     let mut c = connect(socket)?;
     let op = match what {
         Show::Fdb => Op::Fdb,
@@ -556,7 +576,7 @@ fn render_watermarks(w: &protocol::WatermarksData) -> Result<String, serde_json:
     Ok(o)
 }
 
-fn change(socket: &Path, op: Op) -> Result<(), String> {
+fn change(socket: &Endpoint, op: Op) -> Result<(), String> {
     let mut c = connect(socket)?;
     let answer: ApplyData = c.call_as(op).map_err(err)?;
     for w in &answer.warnings {
@@ -571,7 +591,7 @@ fn change(socket: &Path, op: Op) -> Result<(), String> {
 }
 
 /// The TOML patch a `set` command sends.
-fn watch(socket: &Path, interval_ms: u64) -> Result<(), String> {
+fn watch(socket: &Endpoint, interval_ms: u64) -> Result<(), String> {
     use std::io::IsTerminal;
     let mut c = connect(socket)?;
     c.set_timeout(Some(Duration::from_millis(interval_ms) + Duration::from_secs(10)))
