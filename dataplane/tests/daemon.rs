@@ -53,6 +53,27 @@ fn kmax(v: &str) -> impl Fn(String) -> String + '_ {
     move |t: String| t.replacen("kmax = \"400KB\"", &format!("kmax = \"{v}\""), 1)
 }
 
+/// Runs `rocectl` with `args` (ROCECTL_SWITCH cleared): (success, stdout, stderr).
+fn ctl<S: AsRef<std::ffi::OsStr>>(bin: &Path, args: &[S]) -> (bool, String, String) {
+    let out = Command::new(bin)
+        .args(args)
+        .env_remove("ROCECTL_SWITCH")
+        .output()
+        .unwrap();
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// `ctl` against the switch at `socket`.
+fn ctl_at(bin: &Path, socket: &Path, args: &[&str]) -> (bool, String, String) {
+    let mut all: Vec<std::ffi::OsString> = vec!["--socket".into(), socket.into()];
+    all.extend(args.iter().map(Into::into));
+    ctl(bin, &all)
+}
+
 struct Proc(Child);
 
 impl Drop for Proc {
@@ -357,18 +378,7 @@ fn one_rocectl_manages_several_named_switches() {
         });
     }
     let bin = rocectl();
-    let run = |args: &[&str]| {
-        let out = Command::new(&bin)
-            .args(args)
-            .env_remove("ROCECTL_SWITCH")
-            .output()
-            .unwrap();
-        (
-            out.status.success(),
-            String::from_utf8_lossy(&out.stdout).into_owned(),
-            String::from_utf8_lossy(&out.stderr).into_owned(),
-        )
-    };
+    let run = |args: &[&str]| ctl(&bin, args);
     let (ok, out, err) = run(&["switches"]);
     assert!(ok, "{err}");
     for n in &names {
@@ -427,18 +437,9 @@ fn watermarks_clear_by_kind() {
     assert!(peak > 100, "the incast built a queue on port 3 ({peak} cells)");
     let bin = rocectl();
     let run = |args: &[&str]| {
-        let out = Command::new(&bin)
-            .arg("--socket")
-            .arg(&socket)
-            .args(args)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).into_owned()
+        let (ok, out, err) = ctl_at(&bin, &socket, args);
+        assert!(ok, "{args:?}: {err}");
+        out
     };
     let q3 = |persistent: bool| {
         let mut args = vec!["show", "watermarks", "--json"];
@@ -492,19 +493,7 @@ fn every_set_knob_reaches_the_running_switch() {
     std::fs::write(&cfg, config_text(dir.path(), |t| t)).unwrap();
     let _sw = start_switch(&cfg, &socket);
     let bin = rocectl();
-    let run = |args: &[&str]| {
-        let out = Command::new(&bin)
-            .arg("--socket")
-            .arg(&socket)
-            .args(args)
-            .output()
-            .unwrap();
-        (
-            out.status.success(),
-            String::from_utf8_lossy(&out.stdout).into_owned(),
-            String::from_utf8_lossy(&out.stderr).into_owned(),
-        )
-    };
+    let run = |args: &[&str]| ctl_at(&bin, &socket, args);
     let ok = |args: &[&str]| {
         let (ok, out, err) = run(args);
         assert!(ok, "{args:?}: {err}");
@@ -630,18 +619,14 @@ fn control_over_tcp_needs_the_token() {
     });
     let bin = rocectl();
     let run = |token: &Path, args: &[&str]| {
-        let out = Command::new(&bin)
-            .args(["--tcp", &addr, "--token-file"])
-            .arg(token)
-            .args(args)
-            .env_remove("ROCECTL_SWITCH")
-            .output()
-            .unwrap();
-        (
-            out.status.success(),
-            String::from_utf8_lossy(&out.stdout).into_owned(),
-            String::from_utf8_lossy(&out.stderr).into_owned(),
-        )
+        let mut all: Vec<std::ffi::OsString> = vec![
+            "--tcp".into(),
+            addr.as_str().into(),
+            "--token-file".into(),
+            token.into(),
+        ];
+        all.extend(args.iter().map(Into::into));
+        ctl(&bin, &all)
     };
     let (ok, out, err) = run(&good, &["show", "counters", "--json"]);
     assert!(ok, "{err}");

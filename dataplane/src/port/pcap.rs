@@ -7,11 +7,12 @@
 //! and the frame bytes are copied into one reused buffer, so a steady run does not allocate.
 
 use super::{PortBackend, PortError, PortStats};
+use crate::replay::pcapio::PcapOutput;
 use controlplane::model::{PcapPace, PcapPortConfig};
-use pcap_file::pcap::{PcapHeader, PcapPacket, PcapReader, PcapWriter};
-use pcap_file::{DataLink, TsResolution};
+use pcap_file::pcap::PcapReader;
+use pcap_file::DataLink;
 use std::fs::File;
-use std::io::{self, BufReader, BufWriter, Write};
+use std::io::{self, BufReader};
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -69,7 +70,7 @@ impl InputsLeft {
 pub struct PcapPort {
     name: String,
     input: Option<Input>,
-    output: Option<PcapWriter<BufWriter<File>>>,
+    output: Option<PcapOutput>,
     pace: PcapPace,
     clock: PcapClock,
     /// Wall-clock time of `clock.start`, for the output's timestamps.
@@ -130,18 +131,10 @@ impl PcapPort {
         };
         let output = match &cfg.output {
             None => None,
-            Some(path) => {
-                let f = File::create(path).map_err(|e| io_err("creating the output capture", e))?;
-                let header = PcapHeader {
-                    datalink: DataLink::ETHERNET,
-                    ts_resolution: TsResolution::NanoSecond,
-                    snaplen: 65535,
-                    ..Default::default()
-                };
-                let w = PcapWriter::with_header(BufWriter::with_capacity(1 << 16, f), header)
-                    .map_err(|e| io_err("writing the output capture", io::Error::other(e)))?;
-                Some(w)
-            }
+            Some(path) => Some(
+                PcapOutput::create(path)
+                    .map_err(|e| io_err("creating the output capture", io::Error::other(format!("{e:#}"))))?,
+            ),
         };
         let since_epoch = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
         let mut port = PcapPort {
@@ -231,10 +224,9 @@ impl PortBackend for PcapPort {
             self.stats.tx_frames += 1;
             return Ok(true);
         };
-        let ts = Duration::from_nanos(self.epoch_ns + self.clock.start.elapsed().as_nanos() as u64);
-        let len = frame.len() as u32;
-        if let Err(e) = w.write_packet(&PcapPacket::new(ts, len, frame)) {
-            return Err(self.write_error(e));
+        let ts = self.epoch_ns + self.clock.start.elapsed().as_nanos() as u64;
+        if let Err(e) = w.write(ts, frame) {
+            return Err(self.write_error(format!("{e:#}")));
         }
         self.stats.tx_frames += 1;
         Ok(true)
@@ -263,7 +255,7 @@ impl Drop for PcapPort {
     /// The output is complete on disk once the port is dropped (the end of `worker::run`).
     fn drop(&mut self) {
         if let Some(w) = self.output.take() {
-            if let Err(e) = w.into_writer().flush() {
+            if let Err(e) = w.finish() {
                 tracing::warn!(port = %self.name, "flushing the output capture: {e}");
             }
         }

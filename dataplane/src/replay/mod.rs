@@ -5,7 +5,7 @@
 //! real-time workers run handles it. Nothing reads the wall clock, so the same inputs, config
 //! and seed give byte-identical outputs.
 
-mod pcapio;
+pub(crate) mod pcapio;
 mod peer;
 
 pub use pcapio::{PcapInput, PcapOutput};
