@@ -1,5 +1,6 @@
 //! rocesw's configuration: the TOML schema people write, its validation, and the resolved model
-//! the dataplane runs on. The control-plane process (`rocectl`) will live here too.
+//! the dataplane runs on, and the control plane around it: the protocol and its client,
+//! `rocectl set` edits, the daemon and its metrics (the `rocectl` binary is `src/bin`).
 //!
 //! Flow: text → [`schema::ConfigFile`] (serde, unknown keys rejected) → [`validate::resolve`]
 //! (units converted, defaults filled, every cross-field rule checked, *all* problems collected)
