@@ -73,7 +73,7 @@ enum Command {
         #[arg(long, default_value = "256B", value_parser = size)]
         cell: u64,
     },
-    /// Show a running switch's counters, queues, PGs, PFC, buffer or MAC table.
+    /// Show a running switch's counters, queues, PGs, PFC, buffer, watermarks, MAC table or config.
     #[command(
         after_help = "Examples:\n  rocectl show pfc\n  rocectl show watermarks --persistent\n  rocectl --switch leaf1 show config > leaf1.toml"
     )]
