@@ -78,6 +78,8 @@ pub fn run(opts: DaemonOptions, stop: Arc<AtomicBool>) -> Result<(), String> {
     let mut pending: Option<String> = None;
     let mut client: Option<Client> = None;
     let mut need_apply = true;
+    // Said once per outage, not once per poll.
+    let mut waiting_said = false;
     while !stop.load(Ordering::Relaxed) {
         // 1. The file: a new valid content becomes desired; a bad one is refused once.
         match std::fs::read_to_string(&opts.config) {
@@ -108,17 +110,26 @@ pub fn run(opts: DaemonOptions, stop: Arc<AtomicBool>) -> Result<(), String> {
         }
         // 2. The switch: (re)connect, heartbeat, apply.
         if client.is_none() {
-            if let Ok(mut c) = Client::connect_to(&opts.socket) {
-                if c.set_timeout(Some(Duration::from_secs(10))).is_ok() {
-                    eprintln!("rocectl daemon: switch at {} is up", opts.socket);
-                    client = Some(c);
-                    need_apply = true;
+            match Client::connect_to(&opts.socket) {
+                Ok(mut c) => {
+                    if c.set_timeout(Some(Duration::from_secs(10))).is_ok() {
+                        eprintln!("rocectl daemon: switch at {} is up", opts.socket);
+                        client = Some(c);
+                        need_apply = true;
+                        waiting_said = false;
+                    }
                 }
+                Err(e) if !waiting_said => {
+                    eprintln!("rocectl daemon: waiting for the switch ({e})");
+                    waiting_said = true;
+                }
+                Err(_) => {}
             }
         } else if let Some(c) = client.as_mut() {
             if c.call(Op::Hello).is_err() {
                 eprintln!("rocectl daemon: lost the switch at {}; retrying", opts.socket);
                 client = None;
+                waiting_said = true;
             }
         }
         state.dataplane_up.store(client.is_some(), Ordering::Relaxed);
