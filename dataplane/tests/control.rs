@@ -392,3 +392,90 @@ fn rocectl_against(socket: &Path) {
         "{err}"
     );
 }
+
+/// Requests that cannot be valid: arbitrary byte lines, and JSON objects whose fields are
+/// jumbled (wrong `v`, odd `id`, unknown or argument-less ops, stray keys).
+fn hostile_line() -> impl proptest::strategy::Strategy<Value = Vec<u8>> {
+    use proptest::prelude::*;
+    let bytes = prop::collection::vec(any::<u8>(), 1..400)
+        .prop_map(|mut b| {
+            b.retain(|&c| c != b'\n');
+            b
+        })
+        // A blank line is skipped without an answer (PROTOCOL.md); everything else is answered.
+        .prop_filter("blank", |b| {
+            String::from_utf8(b.clone()).map_or(true, |s| !s.trim().is_empty())
+        });
+    let scalar = prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::from),
+        any::<i64>().prop_map(Value::from),
+        any::<f64>().prop_map(|f| json!(f)),
+        ".{0,20}".prop_map(Value::from),
+    ];
+    let v = prop_oneof![
+        Just(json!(1)),
+        Just(json!(2)),
+        Just(json!("1")),
+        Just(json!(-1)),
+        scalar.clone()
+    ];
+    let id = prop_oneof![any::<u64>().prop_map(Value::from), scalar.clone()];
+    let op = prop_oneof![
+        Just(json!("hello")),
+        Just(json!("apply")),
+        Just(json!("patch")),
+        Just(json!("subscribe")),
+        Just(json!("clear_watermarks")),
+        Just(json!("auth")),
+        Just(json!("reboot")),
+        scalar.clone(),
+    ];
+    // Never a real argument name: a request built here can never be valid.
+    let stray = prop_oneof![Just("x"), Just("Toml"), Just("interval"), Just("Kind"), Just("ops")];
+    let objects = (v, id, op, stray, scalar).prop_map(|(v, id, op, k, x)| {
+        let mut line = json!({ "v": v, "id": id, "op": op, k: x }).to_string();
+        line.retain(|c| c != '\n');
+        line.into_bytes()
+    });
+    prop_oneof![bytes, objects]
+}
+
+#[test]
+fn hostile_lines_are_refused_and_change_nothing() {
+    use proptest::test_runner::{Config, TestCaseError, TestRunner};
+    let sw = start();
+    let path = sw.server.path().to_path_buf();
+    let c = std::cell::RefCell::new(Conn::open(&path));
+    let before = c.borrow_mut().ok(json!({"v":1,"id":1,"op":"get_config"}))["toml"].clone();
+    let mut runner = TestRunner::new(Config {
+        cases: 200,
+        failure_persistence: None,
+        ..Config::default()
+    });
+    let outcome = runner.run(&hostile_line(), |mut line| {
+        let mut c = c.borrow_mut();
+        line.push(b'\n');
+        c.send_raw(&line);
+        let r = c.read();
+        let fail = |what: &str| TestCaseError::fail(format!("{what}: {r} for {:?}", String::from_utf8_lossy(&line)));
+        if r["v"] != 1 || r["ok"] != false || r.get("data").is_some() {
+            return Err(fail("not a refusal"));
+        }
+        if r["error"].as_str().is_none_or(|e| e.len() < 8) {
+            return Err(fail("no clear reason"));
+        }
+        Ok(())
+    });
+    if let Err(e) = outcome {
+        panic!("{e}");
+    }
+    // Same connection still served; nothing changed.
+    let mut c = c.into_inner();
+    assert_eq!(c.ok(json!({"v":1,"id":2,"op":"get_config"}))["toml"], before);
+    c.ok(json!({"v":1,"id":3,"op":"hello"}));
+    drop(c);
+    sw.server.shutdown();
+    sw.stop.store(true, Ordering::Relaxed);
+    sw.handle.join().unwrap();
+}
