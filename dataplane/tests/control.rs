@@ -6,10 +6,9 @@ mod common;
 use common::*;
 use dataplane::control::ControlServer;
 use dataplane::gen::announce;
-use dataplane::port::{PortBackend, PortError, PortStats};
+use dataplane::port::PortBackend;
 use dataplane::worker::{self, ControlQueue, RunOptions, RunOutcome};
 use serde_json::{json, Value};
-use std::collections::VecDeque;
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::UnixStream;
@@ -17,52 +16,6 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-
-/// Both directions of one port, shared between the test and the worker that owns the port.
-#[derive(Default)]
-struct Wire {
-    to_switch: VecDeque<Vec<u8>>,
-    from_switch: Vec<Vec<u8>>,
-}
-
-struct TestPort {
-    name: String,
-    wire: Arc<Mutex<Wire>>,
-}
-
-impl PortBackend for TestPort {
-    fn recv_burst(&mut self, max: usize, f: &mut dyn FnMut(&[u8])) -> Result<usize, PortError> {
-        let mut w = self.wire.lock().unwrap();
-        let mut n = 0;
-        while n < max {
-            let Some(frame) = w.to_switch.pop_front() else { break };
-            f(&frame);
-            n += 1;
-        }
-        Ok(n)
-    }
-
-    fn send(&mut self, frame: &[u8]) -> Result<bool, PortError> {
-        self.wire.lock().unwrap().from_switch.push(frame.to_vec());
-        Ok(true)
-    }
-
-    fn flush(&mut self) -> Result<(), PortError> {
-        Ok(())
-    }
-
-    fn link_up(&mut self) -> bool {
-        true
-    }
-
-    fn name(&self) -> &str {
-        &self.name
-    }
-
-    fn stats(&mut self) -> PortStats {
-        PortStats::default()
-    }
-}
 
 struct Running {
     wires: Vec<Arc<Mutex<Wire>>>,

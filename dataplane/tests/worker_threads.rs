@@ -7,65 +7,11 @@ use common::*;
 use controlplane::Config;
 use dataplane::gen::{announce, Flow};
 use dataplane::packet::Ecn;
-use dataplane::port::{PortBackend, PortError, PortStats};
+use dataplane::port::PortBackend;
 use dataplane::worker::{self, RunOptions, RunOutcome};
-use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-
-/// Both directions of one port, shared between the test and the worker that owns the port.
-#[derive(Default)]
-struct Wire {
-    to_switch: VecDeque<Vec<u8>>,
-    from_switch: Vec<Vec<u8>>,
-    vanished: bool,
-}
-
-struct TestPort {
-    name: String,
-    wire: Arc<Mutex<Wire>>,
-}
-
-impl PortBackend for TestPort {
-    fn recv_burst(&mut self, max: usize, f: &mut dyn FnMut(&[u8])) -> Result<usize, PortError> {
-        let mut w = self.wire.lock().unwrap();
-        if w.vanished {
-            return Err(PortError::Vanished {
-                iface: self.name.clone(),
-                source: std::io::Error::from_raw_os_error(6),
-            });
-        }
-        let mut n = 0;
-        while n < max {
-            let Some(frame) = w.to_switch.pop_front() else { break };
-            f(&frame);
-            n += 1;
-        }
-        Ok(n)
-    }
-
-    fn send(&mut self, frame: &[u8]) -> Result<bool, PortError> {
-        self.wire.lock().unwrap().from_switch.push(frame.to_vec());
-        Ok(true)
-    }
-
-    fn flush(&mut self) -> Result<(), PortError> {
-        Ok(())
-    }
-
-    fn link_up(&mut self) -> bool {
-        !self.wire.lock().unwrap().vanished
-    }
-
-    fn name(&self) -> &str {
-        &self.name
-    }
-
-    fn stats(&mut self) -> PortStats {
-        PortStats::default()
-    }
-}
 
 struct Running {
     wires: Vec<Arc<Mutex<Wire>>>,

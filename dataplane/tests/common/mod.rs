@@ -3,8 +3,11 @@
 #![allow(dead_code)]
 
 use controlplane::Config;
+use dataplane::port::{PortBackend, PortError, PortStats};
 use dataplane::replay::{self, ReplayOptions, ReplayOutcome};
+use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 pub fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
@@ -98,4 +101,59 @@ pub fn burst32(src: u16, dst: u16, dscp: u8) -> Vec<Vec<u8>> {
     .into_iter()
     .map(|(_, f)| f)
     .collect()
+}
+
+/// Both directions of one port, shared between the test and the worker that owns the port.
+#[derive(Default)]
+pub struct Wire {
+    pub to_switch: VecDeque<Vec<u8>>,
+    pub from_switch: Vec<Vec<u8>>,
+    /// The port's interface disappears: receive errors, link down.
+    pub vanished: bool,
+}
+
+/// An in-memory port whose wire the test holds, for `worker::run` tests.
+pub struct TestPort {
+    pub name: String,
+    pub wire: Arc<Mutex<Wire>>,
+}
+
+impl PortBackend for TestPort {
+    fn recv_burst(&mut self, max: usize, f: &mut dyn FnMut(&[u8])) -> Result<usize, PortError> {
+        let mut w = self.wire.lock().unwrap();
+        if w.vanished {
+            return Err(PortError::Vanished {
+                iface: self.name.clone(),
+                source: std::io::Error::from_raw_os_error(6),
+            });
+        }
+        let mut n = 0;
+        while n < max {
+            let Some(frame) = w.to_switch.pop_front() else { break };
+            f(&frame);
+            n += 1;
+        }
+        Ok(n)
+    }
+
+    fn send(&mut self, frame: &[u8]) -> Result<bool, PortError> {
+        self.wire.lock().unwrap().from_switch.push(frame.to_vec());
+        Ok(true)
+    }
+
+    fn flush(&mut self) -> Result<(), PortError> {
+        Ok(())
+    }
+
+    fn link_up(&mut self) -> bool {
+        !self.wire.lock().unwrap().vanished
+    }
+
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn stats(&mut self) -> PortStats {
+        PortStats::default()
+    }
 }
