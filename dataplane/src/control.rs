@@ -131,26 +131,7 @@ impl ControlServer {
     /// (`RunOptions::control`). A stale socket file (nothing listening) is replaced; a live one
     /// (another switch) is an error, and so is any other file at `path`.
     pub fn spawn(path: &Path, config_text: String, queue: Arc<ControlQueue>) -> anyhow::Result<ControlServer> {
-        Self::spawn_named(path, None, config_text, queue)
-    }
-
-    /// `spawn` for a switch with a name (`rocesw run --name`), which `hello` reports so one
-    /// `rocectl` can tell the switches of a fabric apart.
-    pub fn spawn_named(
-        path: &Path,
-        name: Option<String>,
-        config_text: String,
-        queue: Arc<ControlQueue>,
-    ) -> anyhow::Result<ControlServer> {
-        Self::spawn_with(
-            path,
-            config_text,
-            queue,
-            ControlOptions {
-                name,
-                ..Default::default()
-            },
-        )
+        Self::spawn_with(path, config_text, queue, ControlOptions::default())
     }
 
     /// `spawn` with every option, including the TCP listener. A TCP address that is not

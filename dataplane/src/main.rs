@@ -372,7 +372,7 @@ fn run(cmd: Command) -> Result<()> {
                 open: Box::new(move |p: &controlplane::PortConfig| {
                     if let Some(pc) = &p.pcap {
                         let name = p.name.clone().unwrap_or_else(|| format!("pcap{}", p.id));
-                        let port = dataplane::port::PcapPort::open(&name, pc, pcap_clock, &inputs_left)?;
+                        let port = dataplane::port::PcapPort::open(&name, pc, pcap_clock.clone(), &inputs_left)?;
                         return Ok(Box::new(port) as Box<dyn dataplane::port::PortBackend + Send>);
                     }
                     let ifname = p.interface.as_deref().unwrap_or_default();

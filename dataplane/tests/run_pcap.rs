@@ -181,3 +181,39 @@ fn pcap_ports_are_validated() {
     assert_eq!(p.pace, controlplane::model::PcapPace::Asap);
     assert_eq!(p.output.as_deref(), Some(Path::new("b.pcap")));
 }
+
+/// `pace = "capture"` delivers frames at their capture spacing; `asap` does not wait.
+#[test]
+fn capture_pacing_keeps_the_capture_spacing() {
+    let gaps = |pace: &str| {
+        let dir = tempfile::tempdir().unwrap();
+        let input = dir.path().join("in.pcap");
+        let frames = burst32(0, 3, 26);
+        write_pcap(
+            &input,
+            (0..3u64)
+                .map(|i| (i * 150_000_000, frames[i as usize].clone()))
+                .collect(),
+        );
+        let out3 = dir.path().join("out3.pcap");
+        let cfg = config(dir.path(), |id| match id {
+            0 => format!("pcap = {{ input = {input:?}, pace = {pace:?} }}"),
+            3 => format!("pcap = {{ output = {out3:?} }}"),
+            _ => format!("pcap = {{ output = {:?} }}", dir.path().join(format!("o{id}.pcap"))),
+        });
+        let (ok, err) = run(&cfg, &dir.path().join("s.json"));
+        assert!(ok, "{err}");
+        let ts: Vec<u64> = read_pcap(&out3).iter().map(|(t, _)| *t).collect();
+        assert_eq!(ts.len(), 3, "the three frames reach port 3");
+        [ts[1] - ts[0], ts[2] - ts[1]]
+    };
+    for g in gaps("capture") {
+        assert!(
+            (140_000_000..1_000_000_000).contains(&g),
+            "capture pace: gap {g} ns for 150 ms"
+        );
+    }
+    for g in gaps("asap") {
+        assert!(g < 50_000_000, "asap: gap {g} ns");
+    }
+}

@@ -15,23 +15,25 @@ use std::fs::File;
 use std::io::{self, BufReader};
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::sync::{Arc, OnceLock};
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 /// Largest frame a capture may hand the switch (jumbo frames included); longer records are
 /// skipped and counted as oversize, like a frame the kernel truncated.
 const MAX_FRAME: usize = 16 * 1024;
 
 /// The time base every capture-paced port shares, so captures taken on different hosts keep
-/// their relative timing: the capture instant `base_ts_ns` is delivered at `start`.
-#[derive(Clone, Copy, Debug)]
+/// their relative timing: the capture instant `base_ts_ns` is delivered when the first port is
+/// first polled (not when the run is set up, which would make the first frames late and the
+/// first gaps short).
+#[derive(Clone, Debug)]
 pub struct PcapClock {
-    pub start: Instant,
+    start: Arc<OnceLock<Instant>>,
     pub base_ts_ns: u64,
 }
 
 impl PcapClock {
-    /// The earliest first-frame timestamp over `inputs`, delivered now. Inputs that cannot be
+    /// The earliest first-frame timestamp over `inputs` as the base. Inputs that cannot be
     /// read are skipped here; opening them reports the error.
     pub fn for_inputs<'a>(inputs: impl IntoIterator<Item = &'a Path>) -> PcapClock {
         let base_ts_ns = inputs
@@ -45,9 +47,15 @@ impl PcapClock {
             .min()
             .unwrap_or(0);
         PcapClock {
-            start: Instant::now(),
+            start: Arc::default(),
             base_ts_ns,
         }
+    }
+
+    /// The capture time due now (the clock starts at its first reading).
+    fn now_ts(&self) -> u64 {
+        let since = self.start.get_or_init(Instant::now).elapsed().as_nanos() as u64;
+        self.base_ts_ns.saturating_add(since)
     }
 }
 
@@ -73,8 +81,9 @@ pub struct PcapPort {
     output: Option<PcapOutput>,
     pace: PcapPace,
     clock: PcapClock,
-    /// Wall-clock time of `clock.start`, for the output's timestamps.
-    epoch_ns: u64,
+    /// When the port opened, as an `Instant` and in ns since the Unix epoch: the output's
+    /// timestamps.
+    opened: (Instant, u64),
     left: InputsLeft,
     stats: PortStats,
 }
@@ -143,7 +152,7 @@ impl PcapPort {
             output,
             pace: cfg.pace,
             clock,
-            epoch_ns: since_epoch.as_nanos() as u64 - clock.start.elapsed().as_nanos() as u64,
+            opened: (Instant::now(), since_epoch.as_nanos() as u64),
             left: left.clone(),
             stats: PortStats::default(),
         };
@@ -181,13 +190,11 @@ impl PcapPort {
         self.left.0.fetch_sub(1, Ordering::AcqRel);
     }
 
-    fn due(&self, ts_ns: u64) -> bool {
+    /// Capture time (ns) up to which frames are due now: one clock read per burst.
+    fn due_until(&self) -> u64 {
         match self.pace {
-            PcapPace::Asap => true,
-            PcapPace::Capture => {
-                let offset = ts_ns.saturating_sub(self.clock.base_ts_ns);
-                self.clock.start.elapsed() >= Duration::from_nanos(offset)
-            }
+            PcapPace::Asap => u64::MAX,
+            PcapPace::Capture => self.clock.now_ts(),
         }
     }
 
@@ -202,12 +209,13 @@ impl PcapPort {
 
 impl PortBackend for PcapPort {
     fn recv_burst(&mut self, max: usize, f: &mut dyn FnMut(&[u8])) -> Result<usize, PortError> {
+        let due_until = self.due_until();
         let mut n = 0;
         while n < max {
             let Some((ts, len)) = self.input.as_ref().and_then(|i| i.next) else {
                 break;
             };
-            if !self.due(ts) {
+            if ts > due_until {
                 break;
             }
             f(&self.input.as_ref().expect("input present").frame[..len]);
@@ -224,7 +232,7 @@ impl PortBackend for PcapPort {
             self.stats.tx_frames += 1;
             return Ok(true);
         };
-        let ts = self.epoch_ns + self.clock.start.elapsed().as_nanos() as u64;
+        let ts = self.opened.1 + self.opened.0.elapsed().as_nanos() as u64;
         if let Err(e) = w.write(ts, frame) {
             return Err(self.write_error(format!("{e:#}")));
         }
