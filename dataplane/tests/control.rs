@@ -261,14 +261,7 @@ fn stale_sockets_are_replaced_and_other_files_kept() {
 
 /// `rocectl` as a user runs it, against the live socket.
 fn rocectl_against(socket: &Path) {
-    let status = std::process::Command::new(env!("CARGO"))
-        .args(["build", "-q", "-p", "rocesw-controlplane", "--bin", "rocectl"])
-        .current_dir(repo_root())
-        .status()
-        .unwrap();
-    assert!(status.success(), "building rocectl");
-    let target = std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| repo_root().join("target"), Into::into);
-    let bin = target.join("debug/rocectl");
+    let bin = rocectl();
     let run = |args: &[&str]| {
         let out = std::process::Command::new(&bin)
             .arg("--socket")

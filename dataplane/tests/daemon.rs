@@ -7,21 +7,10 @@ mod common;
 use common::*;
 use controlplane::protocol::{Client, Op};
 use std::io::{BufRead, BufReader, Read, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-
-fn rocectl() -> PathBuf {
-    let status = Command::new(env!("CARGO"))
-        .args(["build", "-q", "-p", "rocesw-controlplane", "--bin", "rocectl"])
-        .current_dir(repo_root())
-        .status()
-        .unwrap();
-    assert!(status.success(), "building rocectl");
-    let target = std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| repo_root().join("target"), Into::into);
-    target.join("debug/rocectl")
-}
 
 /// `configs/default.toml` on capture-file ports (the bundled incast in, port 3 out), with
 /// `edit` applied to its text.
@@ -174,6 +163,12 @@ fn daemon_keeps_the_switch_on_its_file() {
     wait_for("the daemon to apply its file", Duration::from_secs(20), || {
         running_kmax(&socket) == "250KB"
     });
+    // The collector thread may not have read the daemon's line yet.
+    wait_for(
+        "the metrics address in the daemon's log",
+        Duration::from_secs(10),
+        || log.lock().unwrap().iter().any(|l| l.contains("metrics on http://")),
+    );
     let addr = {
         let l = log.lock().unwrap();
         let line = l

@@ -157,3 +157,16 @@ impl PortBackend for TestPort {
         PortStats::default()
     }
 }
+
+/// The `rocectl` binary, built first (it belongs to another package, so Cargo does not hand
+/// these tests its path).
+pub fn rocectl() -> PathBuf {
+    let status = std::process::Command::new(env!("CARGO"))
+        .args(["build", "-q", "-p", "rocesw-controlplane", "--bin", "rocectl"])
+        .current_dir(repo_root())
+        .status()
+        .unwrap();
+    assert!(status.success(), "building rocectl");
+    let target = std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| repo_root().join("target"), Into::into);
+    target.join("debug/rocectl")
+}
