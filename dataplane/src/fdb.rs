@@ -8,6 +8,8 @@
 use controlplane::FdbConfig;
 
 const MAX_PROBE: usize = 32;
+/// Never a MAC key (keys are 48-bit): marks an empty one-entry cache.
+const NO_KEY: u64 = u64::MAX;
 
 #[derive(Debug, Clone, Copy, Default)]
 struct Entry {
@@ -35,6 +37,11 @@ pub struct Fdb {
     mask: usize,
     aging_ns: u64,
     learning: bool,
+    /// The last refresh and the last lookup, each valid for its `now` only and until the table
+    /// next changes. The frames of a burst share `now` and mostly their MACs, so most frames
+    /// skip hashing and probing (VPP's l2-learn and l2-fwd keep the same one-entry cache).
+    recent_learn: (u64, u16, u64),
+    recent_lookup: (u64, u64, Option<u16>),
 }
 
 /// An FDB row for reports.
@@ -67,6 +74,8 @@ impl Fdb {
             mask: size - 1,
             aging_ns: cfg.aging_ns.max(1),
             learning: cfg.learning,
+            recent_learn: (NO_KEY, 0, 0),
+            recent_lookup: (NO_KEY, 0, None),
         };
         for s in &cfg.static_entries {
             fdb.insert(mac_key(&s.mac), s.port, 0, true);
@@ -76,6 +85,7 @@ impl Fdb {
 
     /// Takes a new config's learning, aging and static entries; learnt entries are kept.
     pub fn reconfigure(&mut self, cfg: &FdbConfig) {
+        self.forget_recent();
         self.learning = cfg.learning;
         self.aging_ns = cfg.aging_ns.max(1);
         for s in &cfg.static_entries {
@@ -106,6 +116,19 @@ impl Fdb {
         None
     }
 
+    /// [`Fdb::lookup`] through the one-entry cache: the same answer, for the pipeline.
+    #[inline]
+    pub fn lookup_recent(&mut self, mac: &[u8; 6], now: u64) -> Option<u16> {
+        let key = mac_key(mac);
+        let (k, t, port) = self.recent_lookup;
+        if k == key && t == now {
+            return port;
+        }
+        let port = self.lookup(mac, now);
+        self.recent_lookup = (key, now, port);
+        port
+    }
+
     /// Learns a source MAC on a port.
     #[inline]
     pub fn learn(&mut self, mac: &[u8; 6], port: u16, now: u64) -> Learn {
@@ -113,16 +136,29 @@ impl Fdb {
             return Learn::Disabled;
         }
         let key = mac_key(mac);
+        // Refreshed at this very `now` and nothing changed since: refreshing again is a no-op.
+        if self.recent_learn == (key, port, now) {
+            return Learn::Refreshed;
+        }
         // Fast path: a known station seen again on the same port (nearly every frame).
         let e = &mut self.slots[hash(key) & self.mask];
         if e.used && e.mac == key && e.port == port && !e.is_static && now.saturating_sub(e.last_seen) < self.aging_ns {
             e.last_seen = now;
+            self.recent_learn = (key, port, now);
             return Learn::Refreshed;
         }
         self.insert(key, port, now, false)
     }
 
+    /// Empties the one-entry caches: called by everything that changes the table other than a
+    /// refresh (which changes no answer at the same `now`).
+    fn forget_recent(&mut self) {
+        self.recent_learn.0 = NO_KEY;
+        self.recent_lookup.0 = NO_KEY;
+    }
+
     fn insert(&mut self, key: u64, port: u16, now: u64, is_static: bool) -> Learn {
+        self.forget_recent();
         let mut i = hash(key) & self.mask;
         let mut reusable = None;
         for _ in 0..MAX_PROBE {
@@ -253,5 +289,60 @@ mod tests {
         }
         assert!(full > 0);
         assert!(f.rows(0).len() <= 64);
+    }
+
+    /// The one-entry caches change no answer: an FDB whose caches are emptied before every
+    /// call (so they never hit) gives the same results and ends in the same table, along random
+    /// runs of learns, moves, lookups, static entries and aging over a few MACs and ports.
+    mod recent {
+        use super::*;
+        use proptest::prelude::*;
+
+        #[derive(Debug, Clone)]
+        enum Op {
+            Learn(u8, u16),
+            Lookup(u8),
+            Reconfigure(bool),
+            /// Time passes (ns); 0 keeps `now`, as within a burst.
+            Advance(u64),
+        }
+
+        fn op() -> impl Strategy<Value = Op> {
+            prop_oneof![
+                4 => (5u8..10, 0u16..4).prop_map(|(m, p)| Op::Learn(m, p)),
+                4 => (4u8..11).prop_map(Op::Lookup),
+                1 => any::<bool>().prop_map(Op::Reconfigure),
+                3 => prop_oneof![Just(0u64), 1u64..400, 900u64..1200].prop_map(Op::Advance),
+            ]
+        }
+
+        proptest! {
+            #[test]
+            fn caching_changes_no_answer(ops in proptest::collection::vec(op(), 1..300)) {
+                let mut c = cfg(16);
+                let mut cached = Fdb::new(&c);
+                let mut plain = Fdb::new(&c);
+                let mut now = 1u64;
+                let mac = |m: u8| [2, 0, 0, 0, 0, m];
+                for op in ops {
+                    plain.forget_recent();
+                    match op {
+                        Op::Learn(m, port) => {
+                            prop_assert_eq!(cached.learn(&mac(m), port, now), plain.learn(&mac(m), port, now));
+                        }
+                        Op::Lookup(m) => {
+                            prop_assert_eq!(cached.lookup_recent(&mac(m), now), plain.lookup(&mac(m), now));
+                        }
+                        Op::Reconfigure(learning) => {
+                            c.learning = learning;
+                            cached.reconfigure(&c);
+                            plain.reconfigure(&c);
+                        }
+                        Op::Advance(ns) => now += ns,
+                    }
+                }
+                prop_assert_eq!(format!("{:?}", cached.rows(now)), format!("{:?}", plain.rows(now)));
+            }
+        }
     }
 }

@@ -332,13 +332,22 @@ impl Switch {
 
     /// Receives a burst of frames on port index `port` at `now`.
     pub fn receive_burst<'a>(&mut self, port: usize, frames: impl IntoIterator<Item = &'a [u8]>, now: u64) {
+        // One parse result reused by every frame: `parse_into` overwrites it whole.
+        let mut info = FrameInfo::EMPTY;
         for f in frames {
-            self.receive(port, f, now);
+            self.receive_one(port, f, now, &mut info);
         }
     }
 
     /// Receives one frame (without FCS) on port index `port` at `now`.
     pub fn receive(&mut self, port: usize, frame: &[u8], now: u64) {
+        let mut info = FrameInfo::EMPTY;
+        self.receive_one(port, frame, now, &mut info)
+    }
+
+    /// The per-frame receive path, inlined into the burst loop.
+    #[inline(always)]
+    fn receive_one(&mut self, port: usize, frame: &[u8], now: u64, info: &mut FrameInfo) {
         let p = &mut self.ports[port];
         p.counters.rx_packets += 1;
         p.counters.rx_bytes += frame.len() as u64;
@@ -346,13 +355,10 @@ impl Switch {
             p.counters.drops[DropReason::Oversize as usize] += 1;
             return;
         }
-        let info = match packet::parse(frame, p.max_frame) {
-            Ok(info) => info,
-            Err(m) => {
-                p.counters.malformed[m as usize] += 1;
-                return;
-            }
-        };
+        if let Err(m) = packet::parse_into(frame, p.max_frame, info) {
+            p.counters.malformed[m as usize] += 1;
+            return;
+        }
         if info.is_mac_control() {
             self.receive_mac_control(port, frame, now);
             return;
@@ -375,40 +381,40 @@ impl Switch {
         if src[0] & 1 == 0 {
             self.fdb.learn(&src, in_id, now);
         }
-        let class = self.classifier.classify(&info, in_id);
+        let class = self.classifier.classify(info, in_id);
         let pgc = &mut self.ports[port].pg_counters[class.pg as usize];
         pgc.rx_packets += 1;
         pgc.rx_bytes += frame.len() as u64;
 
         let unicast_to = if dst[0] & 1 == 0 {
-            self.fdb.lookup(&dst, now)
+            self.fdb.lookup_recent(&dst, now)
         } else {
             None
         };
         match unicast_to {
-            Some(out_id) if out_id == in_id => self.drop_at_ingress(port, &class, DropReason::NoRoute),
+            Some(out_id) if out_id == in_id => self.drop_at_ingress(port, class.pg, DropReason::NoRoute),
             Some(out_id) => match self.port_index(out_id) {
                 Some(out) => {
                     let Some(slot) = self.pool.alloc_copy(frame) else {
-                        return self.drop_at_ingress(port, &class, DropReason::NoBuffer);
+                        return self.drop_at_ingress(port, class.pg, DropReason::NoBuffer);
                     };
-                    self.rewrite(slot, frame.len(), &info, &class);
-                    self.enqueue(port, out, slot, frame.len(), &info, &class, now);
+                    self.rewrite(slot, frame.len(), info, &class);
+                    self.enqueue(port, out, slot, frame.len(), info, &class, now);
                 }
-                None => self.drop_at_ingress(port, &class, DropReason::NoRoute),
+                None => self.drop_at_ingress(port, class.pg, DropReason::NoRoute),
             },
-            None => self.flood(port, frame, &info, &class, now),
+            None => self.flood(port, frame, info, class, now),
         }
     }
 
-    fn flood(&mut self, port: usize, frame: &[u8], info: &FrameInfo, class: &Class, now: u64) {
+    fn flood(&mut self, port: usize, frame: &[u8], info: &FrameInfo, class: Class, now: u64) {
         if self.ports.len() < 2 {
-            return self.drop_at_ingress(port, class, DropReason::NoRoute);
+            return self.drop_at_ingress(port, class.pg, DropReason::NoRoute);
         }
         let Some(first) = self.pool.alloc_copy(frame) else {
-            return self.drop_at_ingress(port, class, DropReason::NoBuffer);
+            return self.drop_at_ingress(port, class.pg, DropReason::NoBuffer);
         };
-        self.rewrite(first, frame.len(), info, class);
+        self.rewrite(first, frame.len(), info, &class);
         // Each copy is its own frame for the MMU: charged and released independently.
         let outs = (0..self.ports.len()).filter(|&o| o != port);
         let last = self.ports.len() - if port == self.ports.len() - 1 { 2 } else { 1 };
@@ -419,12 +425,12 @@ impl Switch {
                 match self.pool.clone_slot(first, frame.len()) {
                     Some(s) => s,
                     None => {
-                        self.drop_at_ingress(port, class, DropReason::NoBuffer);
+                        self.drop_at_ingress(port, class.pg, DropReason::NoBuffer);
                         continue;
                     }
                 }
             };
-            self.enqueue(port, out, slot, frame.len(), info, class, now);
+            self.enqueue(port, out, slot, frame.len(), info, &class, now);
         }
     }
 
@@ -435,10 +441,12 @@ impl Switch {
         }
     }
 
-    fn drop_at_ingress(&mut self, port: usize, class: &Class, reason: DropReason) {
+    /// Counts a frame dropped before it was queued anywhere, on its port and ingress PG.
+    #[cold]
+    fn drop_at_ingress(&mut self, port: usize, pg: u8, reason: DropReason) {
         let p = &mut self.ports[port];
         p.counters.drops[reason as usize] += 1;
-        p.pg_counters[class.pg as usize].dropped_packets += 1;
+        p.pg_counters[pg as usize & 7].dropped_packets += 1;
     }
 
     /// Drops a frame that was about to be queued: counted on the egress port and queue (where a
@@ -452,6 +460,7 @@ impl Switch {
     }
 
     #[allow(clippy::too_many_arguments)]
+    #[inline]
     fn enqueue(
         &mut self,
         in_port: usize,
@@ -527,10 +536,12 @@ impl Switch {
         }
     }
 
+    #[inline(always)]
     fn release(&mut self, out: usize, queue: usize, d: &Desc) {
         let (inp, pg) = (d.in_port as usize, d.pg as usize);
-        let resume = self.mmu.release(inp, pg, out, queue, d.cells as u32, d.len as u32);
-        if resume && self.ports[inp].pfc_gen.is_xoff(pg) {
+        self.mmu
+            .release_cells(inp, pg, out, queue, d.cells as u32, d.len as u32);
+        if self.ports[inp].pfc_gen.is_xoff(pg) && self.mmu.may_resume(inp, pg) {
             self.xon(inp, pg);
         }
     }
@@ -681,47 +692,28 @@ impl Switch {
             else {
                 break;
             };
-            let p = &mut self.ports[port];
-            let d = p.pop(q).expect("scheduler picked an empty queue");
-            let depth = self.mmu.queue(port, q).bytes;
-            self.release(port, q, &d);
-            let p = &mut self.ports[port];
-            let len = d.len as usize;
-            if !d.wred_done && !d.cnp {
-                if let Some(w) = p.wred[q].as_mut() {
-                    match w.decide(depth, d.ect, &mut self.rng) {
-                        Verdict::Pass => {}
-                        Verdict::Mark => {
-                            let frame = self.pool.get_mut(d.slot, len);
-                            if let Ok(info) = packet::parse(frame, usize::MAX) {
-                                if ecn::mark_ce(frame, &info) == ecn::MarkOutcome::Marked {
-                                    p.counters.ecn_marked += 1;
-                                    p.queue_counters[q].ecn_marked += 1;
-                                }
-                            }
-                        }
-                        Verdict::Drop => {
-                            self.pool.free(d.slot);
-                            p.counters.drops[DropReason::Wred as usize] += 1;
-                            p.queue_counters[q].dropped_packets += 1;
-                            p.queue_counters[q].dropped_bytes += len as u64;
-                            self.ports[d.in_port as usize].pg_counters[d.pg as usize].dropped_packets += 1;
-                            continue;
-                        }
-                    }
+            // Without shapers on this port's busy queues, nothing but a pause expiring or a PFC
+            // frame to send can change the scheduler's choice while this call runs (no frame
+            // arrives meanwhile), so `q` keeps sending while the scheduler would pick it again
+            // (`Scheduler::select_again`) without a full selection per frame.
+            let may_stay = p.shaped & p.nonempty == 0;
+            loop {
+                if let Some(ser_ps) = self.send_head(port, q, t_ps / PS_PER_NS, sink) {
+                    t_ps += ser_ps;
+                    sent += 1;
+                }
+                let p = &mut self.ports[port];
+                if !may_stay || sent >= TX_BURST || t_ps > now_ps || !p.control.is_empty() {
+                    break;
+                }
+                if t_ps / PS_PER_NS >= paused_valid_until {
+                    break;
+                }
+                let Some(head) = p.queues[q].front() else { break };
+                if !p.sched.select_again(q, head.len as u32) {
+                    break;
                 }
             }
-            if let Some(s) = p.shapers[q].as_mut() {
-                s.charge(t_ns, len as u32);
-            }
-            p.counters.tx_packets += 1;
-            p.counters.tx_bytes += len as u64;
-            p.queue_counters[q].tx_packets += 1;
-            p.queue_counters[q].tx_bytes += len as u64;
-            sink.transmit(port, self.pool.get(d.slot, len), t_ns);
-            self.pool.free(d.slot);
-            t_ps += p.rate.ser_ps(len);
-            sent += 1;
         }
         if sent > 0 {
             // Back to back only if the next frame was ready when this one ended; otherwise the
@@ -734,6 +726,52 @@ impl Switch {
             p.backlogged = ready;
         }
         sent
+    }
+
+    /// Dequeues the head of queue `q` and sends it at `t_ns` (WRED at dequeue, MMU release,
+    /// shaper, counters). Returns its time on the wire, or None when WRED dropped it.
+    #[inline(always)]
+    fn send_head(&mut self, port: usize, q: usize, t_ns: u64, sink: &mut impl TxSink) -> Option<u64> {
+        let p = &mut self.ports[port];
+        let d = p.pop(q).expect("the scheduler picked an empty queue");
+        let depth = self.mmu.queue(port, q).bytes;
+        self.release(port, q, &d);
+        let p = &mut self.ports[port];
+        let len = d.len as usize;
+        if !d.wred_done && !d.cnp {
+            if let Some(w) = p.wred[q].as_mut() {
+                match w.decide(depth, d.ect, &mut self.rng) {
+                    Verdict::Pass => {}
+                    Verdict::Mark => {
+                        let frame = self.pool.get_mut(d.slot, len);
+                        if let Ok(info) = packet::parse(frame, usize::MAX) {
+                            if ecn::mark_ce(frame, &info) == ecn::MarkOutcome::Marked {
+                                p.counters.ecn_marked += 1;
+                                p.queue_counters[q].ecn_marked += 1;
+                            }
+                        }
+                    }
+                    Verdict::Drop => {
+                        self.pool.free(d.slot);
+                        p.counters.drops[DropReason::Wred as usize] += 1;
+                        p.queue_counters[q].dropped_packets += 1;
+                        p.queue_counters[q].dropped_bytes += len as u64;
+                        self.ports[d.in_port as usize].pg_counters[d.pg as usize].dropped_packets += 1;
+                        return None;
+                    }
+                }
+            }
+        }
+        if let Some(s) = p.shapers[q].as_mut() {
+            s.charge(t_ns, len as u32);
+        }
+        p.counters.tx_packets += 1;
+        p.counters.tx_bytes += len as u64;
+        p.queue_counters[q].tx_packets += 1;
+        p.queue_counters[q].tx_bytes += len as u64;
+        sink.transmit(port, self.pool.get(d.slot, len), t_ns);
+        self.pool.free(d.slot);
+        Some(p.rate.ser_ps(len))
     }
 
     /// Runs the timers due at `now`: PFC refresh, watchdog detection and restoration.

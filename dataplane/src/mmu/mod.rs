@@ -237,16 +237,19 @@ impl Mmu {
         let (pg, queue) = (pg & 7, queue & 7);
         let ingress_free = self.ingress_free();
         let egress_free = self.egress_free();
+        // Decide on both sides first, reading through references (this runs for every frame:
+        // copying the limit and use structs showed up as a fifth of its instructions).
         let ip = &self.ports[in_port];
-        let pl = ip.pg_limits[pg];
-        let pu = ip.pgs[pg];
+        let (pl, pu) = (&ip.pg_limits[pg], &ip.pgs[pg]);
+        let lossless = pl.lossless;
+        let pg_shared_limit = pl.shared;
         let region = if pu.min + cells <= pl.min {
             IngressRegion::Min
-        } else if cells <= ingress_free && pu.shared + cells <= pl.shared.resolve(ingress_free) {
+        } else if cells <= ingress_free && pu.shared + cells <= pg_shared_limit.resolve(ingress_free) {
             IngressRegion::Shared
-        } else if pl.lossless && pu.headroom + cells <= pl.headroom {
+        } else if lossless && pu.headroom + cells <= pl.headroom {
             IngressRegion::Headroom
-        } else if pl.lossless {
+        } else if lossless {
             return Err(DropReason::HeadroomOverflow);
         } else {
             return Err(DropReason::IngressLimit);
@@ -255,27 +258,23 @@ impl Mmu {
         // Egress. A lossless frame that ingress admitted is never refused here: the ingress PG
         // must reach XOFF first (configs should give lossless queues an unlimited limit).
         let op = &self.ports[out_port];
-        let ql = op.queue_limits[queue];
-        let qu = op.queues[queue];
+        let (ql, qu) = (&op.queue_limits[queue], &op.queues[queue]);
         let to_queue_min = qu.min + cells <= ql.min;
-        if !to_queue_min && !pl.lossless && (cells > egress_free || qu.shared + cells > ql.shared.resolve(egress_free))
-        {
+        if !to_queue_min && !lossless && (cells > egress_free || qu.shared + cells > ql.shared.resolve(egress_free)) {
             return Err(DropReason::EgressLimit);
         }
 
         // Charge both sides.
-        if region == IngressRegion::Shared {
-            self.ingress_shared += cells;
-            self.peak_ingress_shared = self.peak_ingress_shared.max(self.ingress_shared);
-        }
-        if !to_queue_min {
-            self.egress_shared += cells;
-            self.peak_egress_shared = self.peak_egress_shared.max(self.egress_shared);
-        }
+        let shared_in = if region == IngressRegion::Shared { cells } else { 0 };
+        let shared_out = if to_queue_min { 0 } else { cells };
+        self.ingress_shared += shared_in;
+        self.peak_ingress_shared = self.peak_ingress_shared.max(self.ingress_shared);
+        self.egress_shared += shared_out;
+        self.peak_egress_shared = self.peak_egress_shared.max(self.egress_shared);
         self.used += cells;
         self.peak_used = self.peak_used.max(self.used);
         // The limit after this frame: a dynamic one shrinks as the pool fills.
-        let pg_limit_now = pl.shared.resolve(self.ingress_free());
+        let pg_limit_now = pg_shared_limit.resolve(self.ingress_free());
 
         let ip = &mut self.ports[in_port];
         let p = &mut ip.pgs[pg];
@@ -288,17 +287,14 @@ impl Mmu {
             }
         }
         p.peak = p.peak.max(p.total());
-        let wants_xoff = pl.lossless && (region == IngressRegion::Headroom || p.shared >= pg_limit_now);
+        let wants_xoff = lossless && (region == IngressRegion::Headroom || p.shared >= pg_limit_now);
         ip.usage.ingress_cells += cells;
         ip.usage.peak_ingress_cells = ip.usage.peak_ingress_cells.max(ip.usage.ingress_cells);
 
         let op = &mut self.ports[out_port];
         let q = &mut op.queues[queue];
-        if to_queue_min {
-            q.min += cells;
-        } else {
-            q.shared += cells;
-        }
+        q.min += cells - shared_out;
+        q.shared += shared_out;
         q.bytes += bytes as u64;
         q.peak = q.peak.max(q.total());
         q.peak_bytes = q.peak_bytes.max(q.bytes);
@@ -319,6 +315,14 @@ impl Mmu {
         cells: u32,
         bytes: u32,
     ) -> bool {
+        self.release_cells(in_port, pg, out_port, queue, cells, bytes);
+        self.may_resume(in_port, pg)
+    }
+
+    /// [`Mmu::release`] without the XON answer, for callers that only need it while the PG is
+    /// in XOFF (the pipeline checks that first: one bit test instead of a limit per frame).
+    #[inline]
+    pub fn release_cells(&mut self, in_port: usize, pg: usize, out_port: usize, queue: usize, cells: u32, bytes: u32) {
         let (pg, queue) = (pg & 7, queue & 7);
         let ip = &mut self.ports[in_port];
         let p = &mut ip.pgs[pg];
@@ -328,21 +332,19 @@ impl Mmu {
         p.shared -= from_shared;
         let from_min = cells - from_headroom - from_shared;
         debug_assert!(from_min <= p.min, "released more than was admitted");
-        p.min -= from_min.min(p.min);
-        ip.usage.ingress_cells -= cells.min(ip.usage.ingress_cells);
+        p.min = p.min.saturating_sub(from_min);
+        ip.usage.ingress_cells = ip.usage.ingress_cells.saturating_sub(cells);
         self.ingress_shared -= from_shared;
 
         let op = &mut self.ports[out_port];
         let q = &mut op.queues[queue];
         let from_qshared = cells.min(q.shared);
         q.shared -= from_qshared;
-        q.min -= (cells - from_qshared).min(q.min);
-        q.bytes -= (bytes as u64).min(q.bytes);
-        op.usage.egress_cells -= cells.min(op.usage.egress_cells);
+        q.min = q.min.saturating_sub(cells - from_qshared);
+        q.bytes = q.bytes.saturating_sub(bytes as u64);
+        op.usage.egress_cells = op.usage.egress_cells.saturating_sub(cells);
         self.egress_shared -= from_qshared;
-        self.used -= cells.min(self.used);
-
-        self.may_resume(in_port, pg)
+        self.used = self.used.saturating_sub(cells);
     }
 
     /// XON condition for a lossless PG (false for lossy PGs).

@@ -23,6 +23,6 @@ pub mod roce;
 
 pub use build::{build_cnp, BuildError, IpPair, RoceFrameBuilder};
 pub use ecn::{mark_ce, set_dscp, MarkOutcome};
-pub use parse::{parse, Ecn, FrameInfo, L3Kind, Malformed, UdpPorts, VlanTag};
+pub use parse::{parse, parse_into, Ecn, FrameInfo, L3Kind, Malformed, UdpPorts, VlanTag};
 pub use pfc::{decode_mac_control, encode_pause, encode_pfc, MacControl};
 pub use roce::{compute_icrc, verify_icrc, write_icrc, Bth};

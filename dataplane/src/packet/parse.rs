@@ -271,6 +271,23 @@ pub struct FrameInfo {
 }
 
 impl FrameInfo {
+    /// Nothing parsed yet: the starting value for [`parse_into`].
+    pub const EMPTY: FrameInfo = FrameInfo {
+        dst: [0; 6],
+        src: [0; 6],
+        vlan: None,
+        ether_type: 0,
+        l3_offset: 0,
+        l3: L3Kind::None,
+        tos: 0,
+        ip_proto: 0,
+        fragment: false,
+        ip_end: 0,
+        l4_offset: 0,
+        udp: None,
+        bth: None,
+    };
+
     /// Destination MAC address.
     #[inline]
     pub fn dst_mac(&self) -> [u8; 6] {
@@ -498,11 +515,21 @@ fn offset_in(outer: &[u8], inner: &[u8]) -> usize {
 /// `Ipv6Slice` parser on arbitrary and mutated frames.
 #[inline(always)]
 pub fn parse(frame: &[u8], max_frame: usize) -> Result<FrameInfo, Malformed> {
+    let mut info = FrameInfo::EMPTY;
+    parse_into(frame, max_frame, &mut info)?;
+    Ok(info)
+}
+
+/// [`parse`] into the caller's `FrameInfo`, which the pipeline keeps on its stack: returning a
+/// whole `FrameInfo` inside a `Result` costs a copy of it per frame. On error `info` holds
+/// whatever was parsed before the error; use it only on `Ok`.
+#[inline(always)]
+pub fn parse_into(frame: &[u8], max_frame: usize, info: &mut FrameInfo) -> Result<(), Malformed> {
     if frame.len() > max_frame {
         return Err(Malformed::Oversize);
     }
     let eth = Ethernet2HeaderSlice::from_slice(frame).map_err(|_| Malformed::Runt)?;
-    let mut info = FrameInfo {
+    *info = FrameInfo {
         dst: eth.destination(),
         src: eth.source(),
         vlan: None,
@@ -576,20 +603,20 @@ pub fn parse(frame: &[u8], max_frame: usize) -> Result<FrameInfo, Malformed> {
         }
         ETHERTYPE_ARP => {
             info.l3 = L3Kind::Arp;
-            return Ok(info);
+            return Ok(());
         }
         ETHERTYPE_MAC_CONTROL => {
             info.l3 = L3Kind::MacControl;
-            return Ok(info);
+            return Ok(());
         }
         t if t < 0x0600 => {
             info.l3 = L3Kind::None;
-            return Ok(info);
+            return Ok(());
         }
-        _ => return Ok(info),
+        _ => return Ok(()),
     };
     if info.ip_proto != IP_PROTO_UDP || info.fragment {
-        return Ok(info);
+        return Ok(());
     }
     let udp = UdpHeaderSlice::from_slice(payload).map_err(|_| Malformed::TruncatedUdp)?;
     let len = udp.length() as usize;
@@ -610,7 +637,7 @@ pub fn parse(frame: &[u8], max_frame: usize) -> Result<FrameInfo, Malformed> {
             _ => return Err(Malformed::TruncatedBth),
         }
     }
-    Ok(info)
+    Ok(())
 }
 
 /// IPv4 through `Ipv4Slice` (which walks an authentication header): upper-layer protocol,
