@@ -449,7 +449,11 @@ fn live_changes_under_congestion_lose_nothing_and_lower_kmax_marks_more() {
     let low = [variant("1KB", "2KB", 1.0, "1/8"), variant("1KB", "2KB", 1.0, "1/4")];
     let mut c = Client::connect(&socket).unwrap();
     c.set_timeout(Some(Duration::from_secs(10))).unwrap();
-    c.call(Op::Apply { toml: high[0].clone() }).expect("first change");
+    c.call(Op::Apply {
+        toml: high[0].clone(),
+        if_version: None,
+    })
+    .expect("first change");
 
     let gen = rocegen()
         .args(["coordinate", "--pattern", "incast", "--lab"])
@@ -484,6 +488,7 @@ fn live_changes_under_congestion_lose_nothing_and_lower_kmax_marks_more() {
         while t0.elapsed() < Duration::from_millis(1000) {
             c.call(Op::Apply {
                 toml: configs[i % 2].clone(),
+                if_version: None,
             })
             .expect("every change is acknowledged");
             i += 1;

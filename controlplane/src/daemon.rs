@@ -134,7 +134,10 @@ pub fn run(opts: DaemonOptions, stop: Arc<AtomicBool>) -> Result<(), String> {
         }
         state.dataplane_up.store(client.is_some(), Ordering::Relaxed);
         if let (true, Some(c)) = (need_apply, client.as_mut()) {
-            match c.call_as::<ApplyData>(Op::Apply { toml: desired.clone() }) {
+            match c.call_as::<ApplyData>(Op::Apply {
+                toml: desired.clone(),
+                if_version: None,
+            }) {
                 Ok(d) => {
                     need_apply = false;
                     state.applies_ok.fetch_add(1, Ordering::Relaxed);

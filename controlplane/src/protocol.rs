@@ -83,11 +83,21 @@ pub enum Op {
     Hello,
     /// The running config's TOML text ([`ConfigData`]).
     GetConfig,
-    /// Replace the whole config with this TOML text ([`ApplyData`]).
-    Apply { toml: String },
+    /// Replace the whole config with this TOML text ([`ApplyData`]). With `if_version`, only
+    /// if the running config is still that version (`get_config`'s): how a read-edit-apply
+    /// client such as `rocectl set` avoids undoing a change made since it read.
+    Apply {
+        toml: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        if_version: Option<u64>,
+    },
     /// Deep-merge this TOML fragment into the running config ([`ApplyData`]): tables merge key
-    /// by key, any other value (arrays included) replaces.
-    Patch { toml: String },
+    /// by key, any other value (arrays included) replaces. `if_version` as for `Apply`.
+    Patch {
+        toml: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        if_version: Option<u64>,
+    },
     /// Every counter now: the switch's snapshot (`summary.json`'s `switch` object).
     Counters,
     /// The MAC table: an array of `{mac, port, is_static, age_ns}`.
@@ -278,6 +288,9 @@ pub struct HelloData {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ConfigData {
     pub toml: String,
+    /// The running config's version: 1 at start, one more for every change that took effect.
+    #[serde(default)]
+    pub version: u64,
 }
 
 /// `apply`'s and `patch`'s answer.
@@ -287,7 +300,14 @@ pub struct ApplyData {
     pub changed: Vec<String>,
     /// The new config's validation warnings.
     pub warnings: Vec<String>,
+    /// The running config's version now (see [`ConfigData::version`]).
+    #[serde(default)]
+    pub version: u64,
 }
+
+/// How the refusal of an `apply` or `patch` whose `if_version` is no longer the running
+/// config's version begins: a client that sees it may read the config again and retry.
+pub const VERSION_CHANGED: &str = "the running config changed since it was read";
 
 /// `subscribe`'s acknowledgement (the pushes that follow are `counters` data).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -484,9 +504,17 @@ mod tests {
         for op in [
             Op::Hello,
             Op::GetConfig,
-            Op::Apply { toml: "a = 1".into() },
+            Op::Apply {
+                toml: "a = 1".into(),
+                if_version: None,
+            },
+            Op::Apply {
+                toml: "a = 1".into(),
+                if_version: Some(3),
+            },
             Op::Patch {
                 toml: "[ecn.roce]\nkmax = \"200KB\"".into(),
+                if_version: None,
             },
             Op::Counters,
             Op::Fdb,

@@ -4,8 +4,9 @@
 //! sends the whole result with `apply`, which the switch validates and swaps in all or nothing.
 //! Editing the whole table rather than sending a `patch` is what lets a change *remove* keys
 //! (a PG going from `static` to `alpha`) and reach one `[[port]]` (arrays replace whole in a
-//! patch). Two `rocectl set` at the same instant on the same switch race (the later wins
-//! whole); a control plane with one writer (`rocectl daemon`) has no such race.
+//! patch). The `apply` carries the version that was read (`if_version`); if another change
+//! landed in between, the switch refuses it and `rocectl` reads again and redoes the edit, so
+//! concurrent `set`s of different knobs all take effect.
 //!
 //! With `--port P`, PG and queue settings go to that port's own `pg.N`/`queue.N` overrides
 //! (configs/README.md); an ECN change for one port's queue gives that queue its own profile,

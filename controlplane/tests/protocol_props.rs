@@ -73,7 +73,7 @@ proptest! {
     fn mutated_requests(field in prop_oneof![Just("v"), Just("id"), Just("op"), Just("kind"), Just("interval_ms"), Just("toml")],
                         value in any_json(), id in any::<u64>()) {
         for op in [Op::Subscribe { interval_ms: 500 }, Op::Watermarks { kind: WatermarkKind::Persistent },
-                   Op::Apply { toml: "x = 1".into() }] {
+                   Op::Apply { toml: "x = 1".into(), if_version: None }] {
             let mut v: Value = serde_json::from_str(&Request { id, op }.to_line()).unwrap();
             v[field] = value.clone();
             let line = v.to_string();

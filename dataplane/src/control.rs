@@ -206,6 +206,7 @@ impl ControlServer {
             conns: HashMap::new(),
             next_token: 3,
             config_text,
+            config_version: 1,
             queue,
             late: Vec::new(),
             name,
@@ -280,6 +281,8 @@ struct Server {
     conns: HashMap<Token, Conn>,
     next_token: usize,
     config_text: String,
+    /// 1 at start, one more for every change that took effect: what `if_version` compares.
+    config_version: u64,
     queue: Arc<ControlQueue>,
     /// Config changes the switch answered too late: applied if it eventually says yes, so the
     /// config text stays what the switch runs.
@@ -538,9 +541,10 @@ impl Server {
             })),
             Op::GetConfig => Ok(json(&ConfigData {
                 toml: self.config_text.clone(),
+                version: self.config_version,
             })),
-            Op::Apply { toml } => self.change(toml),
-            Op::Patch { toml } => self.patch(&toml),
+            Op::Apply { toml, if_version } => self.check_version(if_version).and_then(|()| self.change(toml)),
+            Op::Patch { toml, if_version } => self.check_version(if_version).and_then(|()| self.patch(&toml)),
             Op::Counters => self.snapshot(),
             Op::Watermarks { kind } => self.snapshot().map(|s| json(&self.watermarks.read(kind, &s))),
             Op::ClearWatermarks { kind } => {
@@ -593,6 +597,28 @@ impl Server {
         }
     }
 
+    /// Refuses a change made against a config version that is no longer the running one. A
+    /// change still pending in the switch (answered late) counts as a change: until it is
+    /// settled nobody can say which version a new change would apply to.
+    fn check_version(&mut self, if_version: Option<u64>) -> Result<(), String> {
+        let Some(wanted) = if_version else { return Ok(()) };
+        self.collect_late();
+        if !self.late.is_empty() {
+            return Err(format!(
+                "{}: a change is still pending in the switch; read the config again",
+                protocol::VERSION_CHANGED
+            ));
+        }
+        if wanted != self.config_version {
+            return Err(format!(
+                "{} (version {wanted} was read, the running config is version {}); read it again",
+                protocol::VERSION_CHANGED,
+                self.config_version
+            ));
+        }
+        Ok(())
+    }
+
     fn patch(&mut self, fragment: &str) -> Result<Value, String> {
         let fragment: toml::Table = fragment
             .parse()
@@ -623,10 +649,15 @@ impl Server {
         }
         match rx.recv_timeout(REPLY_TIMEOUT) {
             Ok(Ok(())) => {
+                // Changes answered late were queued before this one, so the switch has settled
+                // them by now: take them first, or one would later overwrite this text.
+                self.collect_late();
                 self.config_text = text;
+                self.config_version += 1;
                 Ok(json(&ApplyData {
                     changed,
                     warnings: loaded.warnings,
+                    version: self.config_version,
                 }))
             }
             Ok(Err(reason)) => Err(format!("the switch refused the change: {reason}")),
@@ -641,20 +672,23 @@ impl Server {
         }
     }
 
+    /// Takes the answers of changes that timed out, in the order they were queued (the order
+    /// the switch applied them, so the last one applied is the running text).
     fn collect_late(&mut self) {
         let mut i = 0;
         while i < self.late.len() {
             match self.late[i].0.try_recv() {
                 Ok(r) => {
-                    let (_, text) = self.late.swap_remove(i);
+                    let (_, text) = self.late.remove(i);
                     if r.is_ok() {
                         tracing::info!("a late config change was applied");
                         self.config_text = text;
+                        self.config_version += 1;
                     }
                 }
                 Err(std::sync::mpsc::TryRecvError::Empty) => i += 1,
                 Err(std::sync::mpsc::TryRecvError::Disconnected) => {
-                    self.late.swap_remove(i);
+                    self.late.remove(i);
                 }
             }
         }

@@ -236,6 +236,107 @@ fn control_socket_serves_a_running_switch() {
     sw.handle.join().unwrap();
 }
 
+/// `get_config` tells the config's version; a change made with `if_version` applies only to
+/// that version, so a read-edit-apply client never undoes a change made since it read.
+#[test]
+fn changes_can_be_conditional_on_the_version_read() {
+    let sw = start();
+    let path = sw.server.path().to_path_buf();
+    let mut c = Conn::open(&path);
+    let read = c.ok(json!({"v":1,"id":1,"op":"get_config"}));
+    assert_eq!(read["version"], 1, "{read}");
+
+    // Somebody else's change lands first.
+    let other = c.ok(json!({"v":1,"id":2,"op":"patch","toml":"[ecn.roce]\nkmax = \"300KB\"\n"}));
+    assert_eq!(other["version"], 2, "{other}");
+
+    // A whole config edited from version 1 is refused, saying why; nothing changes.
+    let stale = config_text().replace("alpha = \"1/8\"", "alpha = \"1/4\"");
+    assert_ne!(stale, config_text());
+    let e = c.refused(json!({"v":1,"id":3,"op":"apply","toml":stale,"if_version":1}));
+    assert!(e.starts_with(controlplane::protocol::VERSION_CHANGED), "{e}");
+    assert!(e.contains("version 1 was read") && e.contains("version 2"), "{e}");
+    let e = c.refused(json!({"v":1,"id":4,"op":"patch","toml":"[fdb]\naging = \"1s\"\n","if_version":1}));
+    assert!(e.starts_with(controlplane::protocol::VERSION_CHANGED), "{e}");
+    assert_eq!(running_kmax(&mut c), "300KB");
+    assert_eq!(c.ok(json!({"v":1,"id":5,"op":"get_config"}))["version"], 2);
+
+    // Against the version it read, it applies; refused changes do not count.
+    let done = c.ok(json!({"v":1,"id":6,"op":"patch","toml":"[fdb]\naging = \"1s\"\n","if_version":2}));
+    assert_eq!(done["version"], 3, "{done}");
+    let e = c.refused(json!({"v":1,"id":7,"op":"patch","toml":"[ecn.roce]\nkmin = \"350KB\"\n","if_version":3}));
+    assert!(e.contains("ecn.roce.kmin"), "{e}");
+    assert_eq!(c.ok(json!({"v":1,"id":8,"op":"get_config"}))["version"], 3);
+
+    drop(c);
+    sw.server.shutdown();
+    sw.stop.store(true, Ordering::Relaxed);
+    sw.handle.join().unwrap();
+}
+
+/// Eight `rocectl set`s at once, each changing a different knob: every change survives (each
+/// `set` reads, edits and applies the whole config; without the version check the last to
+/// apply would undo the others).
+#[test]
+fn concurrent_rocectl_sets_all_take_effect() {
+    let sw = start();
+    let path = sw.server.path().to_path_buf();
+    let bin = rocectl();
+    let sets: Vec<Vec<String>> = [
+        "alpha --port 0 --pg 3 1/4",
+        "alpha --port 1 --pg 3 1/16",
+        "alpha --port 2 --pg 3 1/32",
+        "alpha --port 3 --pg 3 1/2",
+        "ecn --profile roce --kmax 300KB",
+        "dscp --map 46=5",
+        "policer --rate 2.5G --burst 32KiB",
+        "pfc --pause-quanta 32768",
+    ]
+    .iter()
+    .map(|s| s.split(' ').map(String::from).collect())
+    .collect();
+    let children: Vec<_> = sets
+        .iter()
+        .map(|args| {
+            std::process::Command::new(&bin)
+                .arg("--socket")
+                .arg(&path)
+                .arg("set")
+                .args(args)
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for (child, args) in children.into_iter().zip(&sets) {
+        let out = child.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "set {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let mut c = Conn::open(&path);
+    let read = c.ok(json!({"v":1,"id":1,"op":"get_config"}));
+    assert_eq!(read["version"], 1 + sets.len() as u64, "one version per change");
+    let t: toml::Table = read["toml"].as_str().unwrap().parse().unwrap();
+    let ports = t["port"].as_array().unwrap();
+    for (id, alpha) in ["1/4", "1/16", "1/32", "1/2"].iter().enumerate() {
+        let p = ports.iter().find(|p| p["id"].as_integer() == Some(id as i64)).unwrap();
+        assert_eq!(p["pg"]["3"]["alpha"].as_str(), Some(*alpha), "port {id}: {p}");
+    }
+    assert_eq!(t["ecn"]["roce"]["kmax"].as_str(), Some("300KB"));
+    assert_eq!(t["classify"]["dscp_to_tc"]["46"].as_integer(), Some(5));
+    assert_eq!(t["cnp"]["policer"]["rate"].as_str(), Some("2.5G"));
+    assert_eq!(t["pfc"]["pause_quanta"].as_integer(), Some(32768));
+
+    drop(c);
+    sw.server.shutdown();
+    sw.stop.store(true, Ordering::Relaxed);
+    sw.handle.join().unwrap();
+}
+
 #[test]
 fn stale_sockets_are_replaced_and_other_files_kept() {
     let dir = tempfile::tempdir().unwrap();

@@ -336,7 +336,10 @@ fn killing_an_apply_half_way_leaves_old_or_new() {
     let other = if before == a { &b } else { &a };
     let line = controlplane::protocol::Request {
         id: 1,
-        op: Op::Apply { toml: other.clone() },
+        op: Op::Apply {
+            toml: other.clone(),
+            if_version: None,
+        },
     }
     .to_line();
     let mut s = std::os::unix::net::UnixStream::connect(&socket).unwrap();

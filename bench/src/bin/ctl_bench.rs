@@ -210,6 +210,7 @@ fn main() -> Result<()> {
         let t = Instant::now();
         client.call(Op::Patch {
             toml: PATCHES[i % 2].into(),
+            if_version: None,
         })?;
         rtt_us.push(t.elapsed().as_secs_f64() * 1e6);
     }
@@ -275,6 +276,7 @@ fn main() -> Result<()> {
             change_at.push(now);
             client.call(Op::Patch {
                 toml: PATCHES[i % 2].into(),
+                if_version: None,
             })?;
             i += 1;
         }

@@ -259,20 +259,18 @@ fn main() -> ExitCode {
             Ok(())
         }),
         Command::Apply { file } => match std::fs::read_to_string(&file) {
-            Ok(text) => each(&targets, |s| change(s, Op::Apply { toml: text.clone() })),
+            Ok(text) => each(&targets, |s| {
+                change(
+                    s,
+                    Op::Apply {
+                        toml: text.clone(),
+                        if_version: None,
+                    },
+                )
+            }),
             Err(e) => live(|| Err(format!("{}: cannot read: {e}", file.display()))),
         },
-        Command::Set(set) => each(&targets, |s| {
-            let mut c = connect(s)?;
-            let running: protocol::ConfigData = c.call_as(Op::GetConfig).map_err(err)?;
-            let mut table: toml::Table = running
-                .toml
-                .parse()
-                .map_err(|e| format!("the switch's running config does not parse: {e}"))?;
-            controlplane::set::edit(&mut table, &set)?;
-            let text = toml::to_string(&table).map_err(|e| e.to_string())?;
-            change(s, Op::Apply { toml: text })
-        }),
+        Command::Set(set) => each(&targets, |s| set_knob(s, &set)),
         Command::Patch { file } => {
             let text = if file.as_os_str() == "-" {
                 let mut t = String::new();
@@ -281,7 +279,15 @@ fn main() -> ExitCode {
                 std::fs::read_to_string(&file)
             };
             match text {
-                Ok(text) => each(&targets, |s| change(s, Op::Patch { toml: text.clone() })),
+                Ok(text) => each(&targets, |s| {
+                    change(
+                        s,
+                        Op::Patch {
+                            toml: text.clone(),
+                            if_version: None,
+                        },
+                    )
+                }),
                 Err(e) => live(|| Err(format!("{}: cannot read: {e}", file.display()))),
             }
         }
@@ -579,6 +585,11 @@ fn render_watermarks(w: &protocol::WatermarksData) -> Result<String, serde_json:
 fn change(socket: &Endpoint, op: Op) -> Result<(), String> {
     let mut c = connect(socket)?;
     let answer: ApplyData = c.call_as(op).map_err(err)?;
+    report_change(&answer);
+    Ok(())
+}
+
+fn report_change(answer: &ApplyData) {
     for w in &answer.warnings {
         println!("warning: {w}");
     }
@@ -587,10 +598,45 @@ fn change(socket: &Endpoint, op: Op) -> Result<(), String> {
     } else {
         println!("applied; changed: {}", answer.changed.join(", "));
     }
-    Ok(())
 }
 
-/// The TOML patch a `set` command sends.
+/// `rocectl set`: reads the running config, edits it and applies the whole result, but only if
+/// nobody changed the config in between (`if_version`); if somebody did, reads it again and
+/// redoes the edit on top of their change, so concurrent `set`s all take effect.
+fn set_knob(socket: &Endpoint, set: &controlplane::set::Set) -> Result<(), String> {
+    const ATTEMPTS: u32 = 20;
+    let mut c = connect(socket)?;
+    for attempt in 1..=ATTEMPTS {
+        let running: protocol::ConfigData = c.call_as(Op::GetConfig).map_err(err)?;
+        let mut table: toml::Table = running
+            .toml
+            .parse()
+            .map_err(|e| format!("the switch's running config does not parse: {e}"))?;
+        controlplane::set::edit(&mut table, set)?;
+        let toml = toml::to_string(&table).map_err(|e| e.to_string())?;
+        let op = Op::Apply {
+            toml,
+            if_version: Some(running.version),
+        };
+        match c.call_as::<ApplyData>(op) {
+            Ok(answer) => {
+                report_change(&answer);
+                return Ok(());
+            }
+            Err(protocol::ClientError::Refused(e))
+                if e.starts_with(protocol::VERSION_CHANGED) && attempt < ATTEMPTS =>
+            {
+                // Somebody else's change landed first: back off a little, then redo ours on it.
+                std::thread::sleep(Duration::from_millis(u64::from(attempt) * 2));
+            }
+            Err(e) => return Err(err(e)),
+        }
+    }
+    Err(format!(
+        "the running config kept changing; gave up after {ATTEMPTS} attempts"
+    ))
+}
+
 fn watch(socket: &Endpoint, interval_ms: u64) -> Result<(), String> {
     use std::io::IsTerminal;
     let mut c = connect(socket)?;
