@@ -62,6 +62,15 @@ fn start() -> Running {
     }
 }
 
+impl Running {
+    /// Stops the control server (which removes its socket), then the switch.
+    fn finish(self) {
+        self.server.shutdown();
+        self.stop.store(true, Ordering::Relaxed);
+        self.handle.join().unwrap();
+    }
+}
+
 struct Conn {
     reader: BufReader<UnixStream>,
     writer: UnixStream,
@@ -230,10 +239,8 @@ fn control_socket_serves_a_running_switch() {
     c.ok(json!({"v":1,"id":15,"op":"hello"}));
 
     drop(c);
-    sw.server.shutdown();
+    sw.finish();
     assert!(!path.exists(), "socket removed on shutdown");
-    sw.stop.store(true, Ordering::Relaxed);
-    sw.handle.join().unwrap();
 }
 
 /// `get_config` tells the config's version; a change made with `if_version` applies only to
@@ -269,9 +276,7 @@ fn changes_can_be_conditional_on_the_version_read() {
     assert_eq!(c.ok(json!({"v":1,"id":8,"op":"get_config"}))["version"], 3);
 
     drop(c);
-    sw.server.shutdown();
-    sw.stop.store(true, Ordering::Relaxed);
-    sw.handle.join().unwrap();
+    sw.finish();
 }
 
 /// Eight `rocectl set`s at once, each changing a different knob: every change survives (each
@@ -332,9 +337,7 @@ fn concurrent_rocectl_sets_all_take_effect() {
     assert_eq!(t["pfc"]["pause_quanta"].as_integer(), Some(32768));
 
     drop(c);
-    sw.server.shutdown();
-    sw.stop.store(true, Ordering::Relaxed);
-    sw.handle.join().unwrap();
+    sw.finish();
 }
 
 #[test]
@@ -522,7 +525,5 @@ fn hostile_lines_are_refused_and_change_nothing() {
     assert_eq!(c.ok(json!({"v":1,"id":2,"op":"get_config"}))["toml"], before);
     c.ok(json!({"v":1,"id":3,"op":"hello"}));
     drop(c);
-    sw.server.shutdown();
-    sw.stop.store(true, Ordering::Relaxed);
-    sw.handle.join().unwrap();
+    sw.finish();
 }

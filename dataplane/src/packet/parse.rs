@@ -536,13 +536,7 @@ pub fn parse_into(frame: &[u8], max_frame: usize, info: &mut FrameInfo) -> Resul
         ether_type: eth.ether_type().0,
         l3_offset: ETH_HEADER_LEN as u16,
         l3: L3Kind::Other,
-        tos: 0,
-        ip_proto: 0,
-        fragment: false,
-        ip_end: 0,
-        l4_offset: 0,
-        udp: None,
-        bth: None,
+        ..FrameInfo::EMPTY
     };
     if info.ether_type == ETHERTYPE_VLAN {
         let tag = SingleVlanHeaderSlice::from_slice(&frame[ETH_HEADER_LEN..]).map_err(|_| Malformed::TruncatedVlan)?;
@@ -768,13 +762,7 @@ mod tests {
             ether_type: eth.ether_type().0,
             l3_offset: ETH_HEADER_LEN as u16,
             l3: L3Kind::Other,
-            tos: 0,
-            ip_proto: 0,
-            fragment: false,
-            ip_end: 0,
-            l4_offset: 0,
-            udp: None,
-            bth: None,
+            ..FrameInfo::EMPTY
         };
         if info.ether_type == ETHERTYPE_VLAN {
             let tag =
