@@ -137,6 +137,15 @@ fn port_drops(o: &RunOutcome, id: u16, reason: &str) -> u64 {
 
 /// 3→1 lossless incast through a 500 Mb/s port: nothing lost end to end, PFC reaches the
 /// senders, CE marks and CNPs appear.
+/// For a loss report: what the switch dropped and what its ports' kernel rings dropped (the
+/// latter means the worker did not poll for a long while: CPU starvation, not the pipeline).
+fn where_lost(o: &dataplane::worker::RunOutcome) -> String {
+    format!(
+        "switch drops: {:?}; tx_dropped: {}; undrained: {}; port backends: {:?}",
+        o.snapshot.totals.drops, o.tx_dropped, o.undrained, o.backends
+    )
+}
+
 #[test]
 fn lossless_incast_loses_nothing_with_pfc_ecn_and_cnps() {
     let g = lab_up(4);
@@ -161,7 +170,7 @@ fn lossless_incast_loses_nothing_with_pfc_ecn_and_cnps() {
     );
     let o = sw.stop();
     let t = &report["totals"];
-    assert_eq!(t["lost"], 0, "lossless traffic lost: {t}");
+    assert_eq!(t["lost"], 0, "lossless traffic lost: {t}\n{}", where_lost(&o));
     assert_eq!(t["bad_icrc"], 0);
     assert_eq!(t["out_of_order"], 0);
     assert!(t["rx_packets"].as_u64().unwrap() > 10_000, "{t}");
@@ -521,7 +530,12 @@ fn live_changes_under_congestion_lose_nothing_and_lower_kmax_marks_more() {
         "Kmax lowered under congestion marks most frames: {frac_low:.3}"
     );
     let t = &report["totals"];
-    assert_eq!(t["lost"], 0, "lossless traffic lost during live changes: {t}");
+    assert_eq!(
+        t["lost"],
+        0,
+        "lossless traffic lost during live changes: {t}\n{}",
+        where_lost(&o)
+    );
     assert_eq!(t["out_of_order"], 0);
     assert_eq!(o.snapshot.totals.drops.total(), 0, "{:?}", o.snapshot.totals.drops);
     assert_eq!(o.undrained, 0);
