@@ -1525,32 +1525,59 @@ fn check_budget(cx: &mut Ctx, c: &Config, size_text: Option<&Scalar>) {
     }
 
     // UCloud: a lossless PG must hit XOFF before the egress queue it feeds hits its limit,
-    // even when every other port sends into that queue at once.
-    let ingress = nports.saturating_sub(1).max(1);
-    for (g, pg) in c.pgs.iter().enumerate().filter(|(_, p)| p.lossless) {
-        let headroom = c.ports.iter().map(|p| p.headroom_bytes[g]).max().unwrap_or(0);
-        let pg_shared = worst_case(pg.shared, pool).unwrap_or(pool);
-        let per_port = cells(pg_shared)
-            .saturating_add(cells(pg.min_bytes))
-            .saturating_add(cells(headroom));
-        let lhs = per_port.saturating_mul(ingress);
+    // even when every other port sends into that queue at once. Checked per egress port with
+    // each port's own profiles (per-port overrides) and headroom; egress ports with the same
+    // figures share one warning.
+    let pg_hold = |p: &PortConfig, g: usize| {
+        let prof = &p.pgs[g];
+        let shared = worst_case(prof.shared, pool).unwrap_or(pool);
+        [cells(shared), cells(prof.min_bytes), cells(p.headroom_bytes[g])]
+    };
+    for (g, _) in c.pgs.iter().enumerate().filter(|(_, p)| p.lossless) {
         for q in queue_set(c, g) {
-            let queue = &c.queues[q];
-            let Some(q_shared) = worst_case(queue.shared, pool) else {
-                continue;
-            };
-            let rhs = cells(q_shared).saturating_add(cells(queue.min_bytes));
-            if lhs > rhs {
+            // (what the senders hold, in words; their total; the queue's limit) → egress ports.
+            let mut over: BTreeMap<(String, u64, [u64; 2]), Vec<u16>> = BTreeMap::new();
+            for (e, egress) in c.ports.iter().enumerate() {
+                let queue = &egress.queues[q];
+                let Some(q_shared) = worst_case(queue.shared, pool) else {
+                    continue;
+                };
+                let limit = [cells(q_shared), cells(queue.min_bytes)];
+                // A lone port can only fill its own queue.
+                let senders: Vec<(u16, [u64; 3])> = (c.ports.iter().enumerate())
+                    .filter(|&(i, _)| i != e || nports == 1)
+                    .map(|(_, p)| (p.id, pg_hold(p, g)))
+                    .collect();
+                let hold = sum(&mut senders.iter().map(|(_, h)| sum(&mut h.iter().copied())));
+                if hold <= limit[0].saturating_add(limit[1]) {
+                    continue;
+                }
+                let words = if senders.windows(2).all(|w| w[0].1 == w[1].1) {
+                    let [s, m, h] = senders[0].1;
+                    let n = senders.len();
+                    let ports = if n == 1 { "port" } else { "ports" };
+                    format!("{n} ingress {ports} × (shared {s} + min {m} + headroom {h} cells)")
+                } else {
+                    let each: Vec<String> = (senders.iter())
+                        .map(|(id, [s, m, h])| format!("port {id}: {s} + {m} + {h}"))
+                        .collect();
+                    format!("shared + min + headroom cells of {}", each.join(", "))
+                };
+                over.entry((words, hold, limit)).or_default().push(egress.id);
+            }
+            for ((words, hold, [q_shared, q_min]), ids) in over {
+                let on = if ids.len() == nports as usize {
+                    String::new()
+                } else {
+                    let ids: Vec<String> = ids.iter().map(u16::to_string).collect();
+                    format!(" on port {}", ids.join(", "))
+                };
                 cx.warn(format!(
-                    "queue.{q}: lossless PG {g} can hold {ingress} ingress ports × (shared {} + \
-                     min {} + headroom {} cells) = {lhs} cells, more than queue {q}'s limit \
-                     (shared {} + min {} = {rhs} cells); lossless frames may be dropped at \
-                     egress: make queue.{q} unlimited or lower pg.{g}'s limit",
-                    cells(pg_shared),
-                    cells(pg.min_bytes),
-                    cells(headroom),
-                    cells(q_shared),
-                    cells(queue.min_bytes)
+                    "queue.{q}{on}: lossless PG {g} can hold {words} = {hold} cells, more than \
+                     queue {q}'s limit (shared {q_shared} + min {q_min} = {} cells); lossless \
+                     frames may be dropped at egress: make queue.{q} unlimited or lower pg.{g}'s \
+                     limit",
+                    q_shared.saturating_add(q_min)
                 ));
             }
         }

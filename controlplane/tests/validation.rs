@@ -528,3 +528,54 @@ fn per_port_overrides() {
     let p = problems(&with_port1("queue.0 = { min = \"64MiB\" }"));
     assert!(p.iter().any(|e| e.contains("buffer.size")), "{p:?}");
 }
+
+/// The UCloud check runs per egress port with each port's own profiles: a queue limited on one
+/// port only is warned about for that port, and a PG override on one sender counts for it.
+#[test]
+fn ucloud_check_uses_each_ports_profiles() {
+    let with_port1 = |extra: &str| BASE.replacen("[[port]]\nid = 1\n", &format!("[[port]]\nid = 1\n{extra}\n"), 1);
+    let lossless = |l: &Loaded| -> Vec<String> {
+        l.warnings
+            .iter()
+            .filter(|w| w.contains("lossless PG"))
+            .cloned()
+            .collect()
+    };
+    let limited = |t: String| t.replace("ecn = \"roce\"", "ecn = \"roce\"\nstatic = \"1MiB\"");
+
+    // Only port 1's queue 3 is limited (the global one is unlimited): one warning, for port 1.
+    let l = ok(&with_port1("queue.3 = { static = \"64KiB\" }"));
+    let w = lossless(&l);
+    assert_eq!(w.len(), 1, "{w:?}");
+    has(
+        &w,
+        &["queue.3 on port 1:", "1 ingress port ×", "make queue.3 unlimited"],
+    );
+
+    // The global queue limited, port 1's own unlimited: only port 0 is at risk.
+    let l = ok(&limited(with_port1("queue.3 = { unlimited = true }")));
+    let w = lossless(&l);
+    assert!(w.iter().all(|w| w.contains("on port 0:")), "{w:?}");
+
+    // Port 1 may hold 2 MiB of PG 3: a 1 MiB queue on port 0 (fed by port 1) is at risk, the
+    // one on port 1 (fed by port 0's default PG) is not.
+    let l = ok(&limited(with_port1("pg.3 = { static = \"2MiB\" }")));
+    let w = lossless(&l);
+    assert_eq!(w.len(), 1, "{w:?}");
+    has(&w, &["queue.3 on port 0:", "shared 8192 + min 0 + headroom"]);
+
+    // Three ports, one of them holding more: the senders are listed one by one.
+    let three = limited(BASE.replacen(
+        "[[port]]\nid = 1\n",
+        "[[port]]\nid = 1\npg.3 = { static = \"2MiB\" }\n[[port]]\nid = 2\n",
+        1,
+    ));
+    let w = lossless(&ok(&three));
+    has(
+        &w,
+        &[
+            "queue.3 on port 0:",
+            "shared + min + headroom cells of port 1: 8192 + 0 + ",
+        ],
+    );
+}
