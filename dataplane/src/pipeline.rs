@@ -40,6 +40,24 @@ struct Desc {
     wred_done: bool,
 }
 
+/// The frames of one burst on one port at one time (`Switch::burst_rx`): the per-frame receive
+/// path with what the burst shares, one parse result reused in place (`parse_into` overwrites
+/// it whole), instead of a fresh one per frame.
+pub struct BurstRx<'s> {
+    sw: &'s mut Switch,
+    port: usize,
+    now: u64,
+    info: FrameInfo,
+}
+
+impl BurstRx<'_> {
+    /// Receives one frame (without FCS) of the burst.
+    #[inline]
+    pub fn receive(&mut self, frame: &[u8]) {
+        self.sw.receive_one(self.port, frame, self.now, &mut self.info);
+    }
+}
+
 /// Where transmitted frames go: a port backend, a pcap writer, a test.
 pub trait TxSink {
     /// `frame` leaves `port` (index) starting at `at_ns`. The slice is valid only during the call.
@@ -332,10 +350,20 @@ impl Switch {
 
     /// Receives a burst of frames on port index `port` at `now`.
     pub fn receive_burst<'a>(&mut self, port: usize, frames: impl IntoIterator<Item = &'a [u8]>, now: u64) {
-        // One parse result reused by every frame: `parse_into` overwrites it whole.
-        let mut info = FrameInfo::EMPTY;
+        let mut rx = self.burst_rx(port, now);
         for f in frames {
-            self.receive_one(port, f, now, &mut info);
+            rx.receive(f);
+        }
+    }
+
+    /// A burst arriving on port index `port` at `now`, frame by frame: for port backends that
+    /// hand their frames to a callback rather than as a list.
+    pub fn burst_rx(&mut self, port: usize, now: u64) -> BurstRx<'_> {
+        BurstRx {
+            sw: self,
+            port,
+            now,
+            info: FrameInfo::EMPTY,
         }
     }
 

@@ -287,8 +287,8 @@ pub fn run_pipeline(
                     if io.gone {
                         continue;
                     }
-                    let idx = io.index;
-                    match io.backend.recv_burst(BURST, &mut |frame| sw.receive(idx, frame, now)) {
+                    let mut rx = sw.burst_rx(io.index, now);
+                    match io.backend.recv_burst(BURST, &mut |frame| rx.receive(frame)) {
                         Ok(k) => moved += k,
                         Err(e) => io.fail(e),
                     }
