@@ -12,6 +12,7 @@ pub mod metrics;
 pub mod model;
 pub mod patch;
 pub mod protocol;
+pub mod retext;
 pub mod schema;
 pub mod set;
 pub mod units;

@@ -1,7 +1,8 @@
 //! `rocectl set`: one subcommand per live knob, each an edit of the running config's TOML.
 //!
 //! `rocectl` reads the running config (`get_config`), applies the edit here to the table and
-//! sends the whole result with `apply`, which the switch validates and swaps in all or nothing.
+//! sends the whole result with `apply`, which the switch validates and swaps in all or nothing
+//! (written over the running text by `retext`, so the config's comments survive).
 //! Editing the whole table rather than sending a `patch` is what lets a change *remove* keys
 //! (a PG going from `static` to `alpha`) and reach one `[[port]]` (arrays replace whole in a
 //! patch). The `apply` carries the version that was read (`if_version`); if another change

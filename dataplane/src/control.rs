@@ -628,7 +628,8 @@ impl Server {
             .parse()
             .map_err(|e| format!("the running config no longer parses: {e}"))?;
         patch::merge(&mut merged, fragment);
-        let text = toml::to_string(&merged).map_err(|e| format!("cannot write the patched config: {e}"))?;
+        // Written over the running text, so its comments and layout stay where nothing changed.
+        let text = controlplane::retext::rewrite(&self.config_text, &merged)?;
         self.change(text)
     }
 

@@ -177,6 +177,11 @@ fn control_socket_serves_a_running_switch() {
     assert_eq!(done["changed"], json!(["ecn.roce.kmax"]), "{done}");
     assert!(done["warnings"].is_array());
     assert_eq!(running_kmax(&mut c), "300KB");
+    // The running text is the file's, comments and all, with that one value changed.
+    assert_eq!(
+        c.ok(json!({"v":1,"id":50,"op":"get_config"}))["toml"].as_str().unwrap(),
+        config_text().replacen("kmax = \"400KB\"", "kmax = \"300KB\"", 1)
+    );
 
     // One that does not validate: refused, naming the field; nothing changes.
     let e = c.refused(json!({"v":1,"id":6,"op":"patch","toml":"[ecn.roce]\nkmin = \"350KB\"\n"}));

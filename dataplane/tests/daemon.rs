@@ -557,6 +557,16 @@ fn every_set_knob_reaches_the_running_switch() {
     assert_eq!(t["classify"]["dscp_to_tc"]["46"].as_integer(), Some(5));
     assert_eq!(t["fdb"]["aging"].as_str(), Some("60s"));
 
+    // Every comment of the file survived the edits.
+    let text = running_config(&socket);
+    let comments = |t: &str| -> Vec<String> {
+        t.lines()
+            .filter(|l| l.trim_start().starts_with('#'))
+            .map(str::to_string)
+            .collect()
+    };
+    assert_eq!(comments(&text), comments(&config_text(dir.path(), |t| t)));
+
     // Refused with the field, nothing changed.
     let before = running_config(&socket);
     let (ok_, _, err) = run(&["set", "ecn", "--port", "3", "--queue", "3", "--kmin", "900KB"]);

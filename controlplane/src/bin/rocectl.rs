@@ -613,7 +613,7 @@ fn set_knob(socket: &Endpoint, set: &controlplane::set::Set) -> Result<(), Strin
             .parse()
             .map_err(|e| format!("the switch's running config does not parse: {e}"))?;
         controlplane::set::edit(&mut table, set)?;
-        let toml = toml::to_string(&table).map_err(|e| e.to_string())?;
+        let toml = controlplane::retext::rewrite(&running.toml, &table)?;
         let op = Op::Apply {
             toml,
             if_version: Some(running.version),
