@@ -369,8 +369,7 @@ impl Switch {
 
     /// Receives one frame (without FCS) on port index `port` at `now`.
     pub fn receive(&mut self, port: usize, frame: &[u8], now: u64) {
-        let mut info = FrameInfo::EMPTY;
-        self.receive_one(port, frame, now, &mut info)
+        self.burst_rx(port, now).receive(frame)
     }
 
     /// The per-frame receive path, inlined into the burst loop.
