@@ -284,6 +284,59 @@ fn changes_can_be_conditional_on_the_version_read() {
     sw.finish();
 }
 
+/// A switch that answers a change after the control server stopped waiting (2 s): the change
+/// still counts once the switch says yes, in the order the switch applied it, so the running
+/// text is the last one applied; meanwhile a conditional change is refused, since nobody can
+/// say which version it would apply to. The "switch" here is this test serving the queue.
+#[test]
+fn a_change_answered_late_settles_in_order() {
+    use dataplane::worker::ControlRequest;
+    let queue: Arc<ControlQueue> = Arc::new(crossbeam_queue::ArrayQueue::new(16));
+    let dir = tempfile::tempdir().unwrap();
+    let server = ControlServer::spawn(&dir.path().join("ctl.sock"), config_text(), queue.clone()).unwrap();
+    let q = queue.clone();
+    let slow_switch = std::thread::spawn(move || {
+        let mut answered = 0;
+        while answered < 2 {
+            let Some(req) = q.pop() else {
+                std::thread::sleep(Duration::from_millis(5));
+                continue;
+            };
+            if let ControlRequest::Apply { reply, .. } = req {
+                if answered == 0 {
+                    // Past the server's 2 s: it has told its client the answer is late.
+                    std::thread::sleep(Duration::from_millis(2600));
+                }
+                reply.send(Ok(())).unwrap();
+                answered += 1;
+            }
+        }
+    });
+    let mut c = Conn::open(server.path());
+    let e = c.refused(json!({"v":1,"id":1,"op":"patch","toml":"[ecn.roce]\nkmax = \"300KB\"\n"}));
+    assert!(e.contains("did not answer within 2 s"), "{e}");
+    let e = c.refused(json!({"v":1,"id":2,"op":"patch","toml":"[fdb]\naging = \"1s\"\n","if_version":1}));
+    assert!(
+        e.starts_with(controlplane::protocol::VERSION_CHANGED) && e.contains("pending"),
+        "{e}"
+    );
+    // Written against the text without the late change; the switch applies the late one, then
+    // this one, whole: so this text is what it runs.
+    let done = c.ok(json!({"v":1,"id":3,"op":"patch","toml":"[fdb]\naging = \"1s\"\n"}));
+    assert_eq!(done["version"], 3, "the late change counted first: {done}");
+    slow_switch.join().unwrap();
+    for id in 4..8 {
+        let now = c.ok(json!({"v":1,"id":id,"op":"get_config"}));
+        assert_eq!(now["version"], 3);
+        let t: toml::Table = now["toml"].as_str().unwrap().parse().unwrap();
+        assert_eq!(t["fdb"]["aging"].as_str(), Some("1s"));
+        assert_eq!(t["ecn"]["roce"]["kmax"].as_str(), Some("400KB"), "the later text stays");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    drop(c);
+    server.shutdown();
+}
+
 /// Eight `rocectl set`s at once, each changing a different knob: every change survives (each
 /// `set` reads, edits and applies the whole config; without the version check the last to
 /// apply would undo the others).
