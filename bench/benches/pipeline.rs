@@ -40,7 +40,7 @@ fn parse_burst32(bencher: Bencher, frame_len: usize) {
     let frames = burst(frame_len, BURST);
     bencher.counter(ItemsCount::new(BURST)).bench_local(|| {
         for f in &frames {
-            divan::black_box(dataplane::packet::parse(divan::black_box(f), 9216).ok());
+            divan::black_box(dataplane::wire::parse(divan::black_box(f), 9216).ok());
         }
     });
 }
@@ -50,7 +50,7 @@ fn parse_burst32(bencher: Bencher, frame_len: usize) {
 #[divan::bench(args = [64, 1024], sample_count = 300, sample_size = 200)]
 fn copy_only_burst32(bencher: Bencher, frame_len: usize) {
     let frames = burst(frame_len, BURST);
-    let mut pool = dataplane::pool::PacketPool::new(BURST, 2048);
+    let mut pool = dataplane::buffers::pool::PacketPool::new(BURST, 2048);
     let mut sent = 0u64;
     bencher.counter(ItemsCount::new(BURST)).bench_local(|| {
         let mut slots = [0u32; BURST];

@@ -4,8 +4,8 @@
 pub mod rocegen;
 
 use controlplane::Config;
-use dataplane::gen::{announce, Flow};
-use dataplane::packet::Ecn;
+use dataplane::tools::gen::{announce, Flow};
+use dataplane::wire::Ecn;
 use dataplane::Switch;
 
 pub fn default_config() -> Config {
@@ -52,5 +52,5 @@ pub fn switch() -> Switch {
 
 /// Virtual time one burst takes on the wire at line rate, so the egress link keeps up.
 pub fn burst_time_ns(len: usize, n: usize) -> u64 {
-    (dataplane::pipeline::ser_ps(len, LINE_BPS) * n as u64).div_ceil(1000) + 1
+    (dataplane::switch::ser_ps(len, LINE_BPS) * n as u64).div_ceil(1000) + 1
 }

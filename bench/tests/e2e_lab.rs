@@ -5,9 +5,9 @@
 //! also when it fails.
 
 use controlplane::Config;
-use dataplane::lab::{self, Lab, LabSpec};
-use dataplane::port::{AfPacket, PortBackend};
-use dataplane::worker::{self, ControlQueue, RunOptions, RunOutcome};
+use dataplane::io::{AfPacket, PortBackend};
+use dataplane::runtime::worker::{self, ControlQueue, RunOptions, RunOutcome};
+use dataplane::tools::lab::{self, Lab, LabSpec};
 use serde_json::Value;
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -139,7 +139,7 @@ fn port_drops(o: &RunOutcome, id: u16, reason: &str) -> u64 {
 /// senders, CE marks and CNPs appear.
 /// For a loss report: what the switch dropped and what its ports' kernel rings dropped (the
 /// latter means the worker did not poll for a long while: CPU starvation, not the pipeline).
-fn where_lost(o: &dataplane::worker::RunOutcome) -> String {
+fn where_lost(o: &dataplane::runtime::worker::RunOutcome) -> String {
     format!(
         "switch drops: {:?}; tx_dropped: {}; undrained: {}; port backends: {:?}",
         o.snapshot.totals.drops, o.tx_dropped, o.undrained, o.backends
@@ -314,9 +314,9 @@ fn received_xoff_stops_the_lossless_queue_only() {
     // XOFF for priority 3 with maximum quanta (67 ms at 500 Mb/s), refreshed every 25 ms six
     // times, then XON: 150 ms of pause, under the watchdog's 200 ms detection time.
     let mut xoff = [0u8; 64];
-    let n = dataplane::packet::encode_pfc(&mut xoff, g.lab.hosts[2].mac, 1 << 3, [0, 0, 0, 65535, 0, 0, 0, 0]);
+    let n = dataplane::wire::encode_pfc(&mut xoff, g.lab.hosts[2].mac, 1 << 3, [0, 0, 0, 65535, 0, 0, 0, 0]);
     let mut xon = [0u8; 64];
-    let m = dataplane::packet::encode_pfc(&mut xon, g.lab.hosts[2].mac, 1 << 3, [0; 8]);
+    let m = dataplane::wire::encode_pfc(&mut xon, g.lab.hosts[2].mac, 1 << 3, [0; 8]);
     let injector = PauseInjector::spawn(&g, 2, &xoff[..n], 6, 0.025, &xon[..m]);
     let recv = rocegen()
         .arg("recv")
@@ -437,7 +437,8 @@ fn live_changes_under_congestion_lose_nothing_and_lower_kmax_marks_more() {
     let text = std::fs::read_to_string(&g.lab.config_path).unwrap();
     let queue: Arc<ControlQueue> = Arc::new(crossbeam_queue::ArrayQueue::new(16));
     let socket = g.state.path().join("ctl.sock");
-    let server = dataplane::control::ControlServer::spawn(&socket, text.clone(), queue.clone()).unwrap();
+    let server =
+        dataplane::runtime::control_server::ControlServer::spawn(&socket, text.clone(), queue.clone()).unwrap();
     let sw = Switch::start_with(config(&g), Some(queue));
     let variant = |kmin: &str, kmax: &str, pmax: f64, alpha: &str| {
         let mut t: toml::Table = text.parse().unwrap();

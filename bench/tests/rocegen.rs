@@ -4,9 +4,9 @@
 //! Each network test makes uniquely named namespaces (the pid in every name) and removes them
 //! in a Drop guard; they run one at a time (a lock) so the two shared cores pace one run.
 
-use dataplane::packet::build::RoceFrameBuilder;
-use dataplane::packet::pfc::{encode_pfc, quanta_to_ns};
-use dataplane::packet::{parse, verify_icrc, Ecn};
+use dataplane::wire::build::RoceFrameBuilder;
+use dataplane::wire::pfc::{encode_pfc, quanta_to_ns};
+use dataplane::wire::{parse, verify_icrc, Ecn};
 use rocesw_bench::rocegen::dcqcn::{CnpPacer, Dcqcn, DcqcnParams, Increase};
 use rocesw_bench::rocegen::host::{run_host, HostResult, HostRole, HostSpec, Start};
 use rocesw_bench::rocegen::receiver::Receiver;
@@ -276,8 +276,8 @@ fn a_cnp_from_the_wire_cuts_the_qps_rate() {
             enter_netns(&b2).expect("enter B");
             let sock = RawSocket::open(&ib2).expect("injector socket");
             std::thread::sleep(Duration::from_millis(150));
-            let ip = dataplane::packet::IpPair::V4 { src: IP_B, dst: IP_A };
-            let cnp = dataplane::packet::build_cnp(mac_b, mac_a, ip, 0x101);
+            let ip = dataplane::wire::IpPair::V4 { src: IP_B, dst: IP_A };
+            let cnp = dataplane::wire::build_cnp(mac_b, mac_a, ip, 0x101);
             assert!(sock.send(&cnp).expect("send CNP"));
         })
         .join()

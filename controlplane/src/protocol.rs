@@ -1,5 +1,5 @@
 //! The control protocol between `rocectl` and a running switch (`rocesw run`); the server is
-//! `dataplane::control`. `controlplane/PROTOCOL.md` is the reference; in short:
+//! `dataplane::runtime::control_server`. `controlplane/PROTOCOL.md` is the reference; in short:
 //!
 //! * JSON lines over a Unix stream socket (default [`DEFAULT_SOCKET`], mode 0600). Each request
 //!   is one line `{"v":1,"id":N,"op":"...", ...}`; each response is one line

@@ -1,29 +1,27 @@
 //! rocesw's dataplane: the switch pipeline as a library, independent of ports and clock.
-//! ARCHITECTURE.md at the repository root maps the modules.
+//!
+//! The folders follow a frame: [`wire`] (views over its bytes) → [`ingress`] (parse, learn,
+//! classify, admit) → [`mmu`] (the shared buffer, in cells) → [`egress`] (queues, WRED,
+//! schedulers) → out through a port of [`io`]; [`pfc`] holds the flow-control machines both
+//! sides use, [`switch`] ties one switch together. Around it: [`runtime`] (real-time workers
+//! and the control server), [`replay`] (virtual time over captures), [`stats`] (counters and
+//! reports) and [`tools`] (lab, traffic generator). ARCHITECTURE.md at the repository root is
+//! the map.
 
-pub mod classify;
-pub mod control;
-pub mod counters;
-pub mod fdb;
-pub mod gen;
-pub mod lab;
+pub mod buffers;
+pub mod egress;
+pub mod ingress;
+pub mod io;
 pub mod mmu;
-pub mod packet;
 pub mod pfc;
-pub mod pipeline;
-pub mod pool;
-pub mod port;
-pub mod ratelimit;
 pub mod replay;
-pub mod report;
-pub mod ring;
-pub mod rng;
-pub mod sched;
-pub mod watermarks;
-pub mod worker;
-pub mod wred;
+pub mod runtime;
+pub mod stats;
+pub mod switch;
+pub mod tools;
+pub mod wire;
 
-pub use pipeline::{Switch, TxSink};
+pub use switch::{Switch, TxSink};
 
 /// The shipped default profile, for unit tests.
 #[cfg(test)]

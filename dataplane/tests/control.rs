@@ -4,10 +4,10 @@
 
 mod common;
 use common::*;
-use dataplane::control::ControlServer;
-use dataplane::gen::announce;
-use dataplane::port::PortBackend;
-use dataplane::worker::{self, ControlQueue, RunOptions, RunOutcome};
+use dataplane::io::PortBackend;
+use dataplane::runtime::control_server::ControlServer;
+use dataplane::runtime::worker::{self, ControlQueue, RunOptions, RunOutcome};
+use dataplane::tools::gen::announce;
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::fs::PermissionsExt;
@@ -290,7 +290,7 @@ fn changes_can_be_conditional_on_the_version_read() {
 /// say which version it would apply to. The "switch" here is this test serving the queue.
 #[test]
 fn a_change_answered_late_settles_in_order() {
-    use dataplane::worker::ControlRequest;
+    use dataplane::runtime::worker::ControlRequest;
     let queue: Arc<ControlQueue> = Arc::new(crossbeam_queue::ArrayQueue::new(16));
     let dir = tempfile::tempdir().unwrap();
     let server = ControlServer::spawn(&dir.path().join("ctl.sock"), config_text(), queue.clone()).unwrap();

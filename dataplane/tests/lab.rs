@@ -3,7 +3,7 @@
 //! Every test uses its own lab name (`t` + 4 hex digits) and state directory, and a guard that
 //! runs `lab::down` even if the test panics.
 
-use dataplane::lab::{self, Lab, LabHost, LabSpec};
+use dataplane::tools::lab::{self, Lab, LabHost, LabSpec};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -209,8 +209,8 @@ fn up_creates_hosts_and_config_and_down_removes_them() {
         assert_eq!(h.index, i);
         assert_eq!(h.netns, format!("{}-h{i}", g.name));
         assert_eq!(h.switch_if, format!("{}p{i}", g.name));
-        assert_eq!(h.mac, dataplane::gen::host_mac(i as u16));
-        assert_eq!(h.ipv4.octets(), dataplane::gen::host_ip(i as u16));
+        assert_eq!(h.mac, dataplane::tools::gen::host_mac(i as u16));
+        assert_eq!(h.ipv4.octets(), dataplane::tools::gen::host_ip(i as u16));
         check_host(h, &lab.hosts);
     }
 

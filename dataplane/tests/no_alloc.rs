@@ -3,7 +3,7 @@
 
 mod common;
 use common::*;
-use dataplane::gen::announce;
+use dataplane::tools::gen::announce;
 use dataplane::Switch;
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};

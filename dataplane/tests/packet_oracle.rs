@@ -6,9 +6,9 @@
 //! covers IPv6, VLAN tags, CNPs, RETH, odd payload lengths, Ethernet padding and PFC.
 //! Needs python3 with scapy (`.ci/install-deps`); fails, rather than skips, without it.
 
-use dataplane::packet::build::{build_cnp, reth, IpPair, RoceFrameBuilder};
-use dataplane::packet::roce::opcode;
-use dataplane::packet::{encode_pause, encode_pfc, mark_ce, parse, set_dscp, Ecn};
+use dataplane::wire::build::{build_cnp, reth, IpPair, RoceFrameBuilder};
+use dataplane::wire::roce::opcode;
+use dataplane::wire::{encode_pause, encode_pfc, mark_ce, parse, set_dscp, Ecn};
 use pcap_file::pcap::{PcapPacket, PcapWriter};
 use std::process::Command;
 use std::time::Duration;

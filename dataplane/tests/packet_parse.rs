@@ -2,10 +2,10 @@
 //! and the things that must not be malformed (padding, short frames, unknown EtherTypes,
 //! fragments, options and extension headers).
 
-use dataplane::packet::build::{reth, IpPair, RoceFrameBuilder};
-use dataplane::packet::invariants;
-use dataplane::packet::roce::{opcode, ICRC_LEN};
-use dataplane::packet::{parse, verify_icrc, Ecn, L3Kind, Malformed, VlanTag};
+use dataplane::wire::build::{reth, IpPair, RoceFrameBuilder};
+use dataplane::wire::invariants;
+use dataplane::wire::roce::{opcode, ICRC_LEN};
+use dataplane::wire::{parse, verify_icrc, Ecn, L3Kind, Malformed, VlanTag};
 use std::collections::HashSet;
 
 const MAX: usize = 9216;
@@ -88,7 +88,7 @@ fn reason_names_are_stable_unique_snake_case_and_fit_the_counters() {
         assert_eq!(m.to_string(), m.name());
     }
     assert_eq!(Malformed::from_index(Malformed::COUNT), None);
-    const { assert!(Malformed::COUNT <= dataplane::counters::MALFORMED_SLOTS) };
+    const { assert!(Malformed::COUNT <= dataplane::stats::counters::MALFORMED_SLOTS) };
 }
 
 #[test]
@@ -402,7 +402,7 @@ fn ipv4_options_and_ipv6_extension_headers_are_skipped_and_covered_by_the_icrc()
     let info = invariants::check(&g).unwrap();
     assert_eq!((info.ip_proto(), info.l4_offset()), (Some(17), Some(62)));
     assert!(info.is_roce());
-    assert!(dataplane::packet::write_icrc(&mut g, &info) && verify_icrc(&g, &info));
+    assert!(dataplane::wire::write_icrc(&mut g, &info) && verify_icrc(&g, &info));
 }
 
 #[test]
@@ -428,7 +428,7 @@ fn cnp_is_recognised() {
             dst: [0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1],
         },
     ] {
-        let f = dataplane::packet::build_cnp([2, 0, 0, 0, 0, 2], [2, 0, 0, 0, 0, 1], ip, 0x1234);
+        let f = dataplane::wire::build_cnp([2, 0, 0, 0, 0, 2], [2, 0, 0, 0, 0, 1], ip, 0x1234);
         let info = invariants::check(&f).unwrap();
         assert!(info.is_cnp() && info.is_roce());
         let bth = info.bth().unwrap();

@@ -4,10 +4,10 @@
 //!
 //! `invariants::check` (also the cargo-fuzz target's body) does the per-frame checking.
 
-use dataplane::packet::build::{IpPair, RoceFrameBuilder};
-use dataplane::packet::invariants;
-use dataplane::packet::pfc::{self, decode_mac_control, encode_pause, encode_pfc, MacControl};
-use dataplane::packet::{mark_ce, parse, set_dscp, verify_icrc, Bth, Ecn, L3Kind, Malformed, MarkOutcome, VlanTag};
+use dataplane::wire::build::{IpPair, RoceFrameBuilder};
+use dataplane::wire::invariants;
+use dataplane::wire::pfc::{self, decode_mac_control, encode_pause, encode_pfc, MacControl};
+use dataplane::wire::{mark_ce, parse, set_dscp, verify_icrc, Bth, Ecn, L3Kind, Malformed, MarkOutcome, VlanTag};
 use etherparse::{IpNumber, Ipv4Header, Ipv4HeaderSlice, UdpHeader};
 use proptest::prelude::*;
 

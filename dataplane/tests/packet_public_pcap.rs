@@ -2,7 +2,7 @@
 //! (`shared/pcaps/public-rocev2-rc-send.pcap`, see the README beside it). Every one of its 105
 //! RoCEv2 frames carries an ICRC computed by real RDMA stacks; ours must agree on all of them.
 
-use dataplane::packet::{self, compute_icrc, parse, verify_icrc, write_icrc, Ecn, L3Kind, MarkOutcome};
+use dataplane::wire::{self, compute_icrc, parse, verify_icrc, write_icrc, Ecn, L3Kind, MarkOutcome};
 use pcap_file::pcap::PcapReader;
 use std::collections::BTreeMap;
 
@@ -52,7 +52,7 @@ fn every_rocev2_frame_parses_and_its_icrc_verifies() {
         let bth = info.bth().unwrap();
         assert_eq!(bth.tver(), 0);
         *opcodes.entry(bth.opcode()).or_insert(0) += 1;
-        let stored = packet::roce::stored_icrc(f, &info).unwrap();
+        let stored = wire::icrc::stored_icrc(f, &info).unwrap();
         assert_eq!(compute_icrc(f, &info), Some(stored), "frame {i}: ICRC");
         assert!(verify_icrc(f, &info), "frame {i}");
     }
@@ -129,9 +129,9 @@ fn ce_marking_and_dscp_rewrite_keep_real_frames_valid() {
             continue;
         }
         let mut g = f.clone();
-        assert!(packet::set_dscp(&mut g, &info, 26));
-        assert_eq!(packet::mark_ce(&mut g, &info), MarkOutcome::Marked);
-        assert_eq!(packet::mark_ce(&mut g, &info), MarkOutcome::AlreadyCe);
+        assert!(wire::set_dscp(&mut g, &info, 26));
+        assert_eq!(wire::mark_ce(&mut g, &info), MarkOutcome::Marked);
+        assert_eq!(wire::mark_ce(&mut g, &info), MarkOutcome::AlreadyCe);
         let again = parse(&g, 9216).unwrap();
         assert_eq!((again.dscp(), again.ecn()), (Some(26), Some(Ecn::Ce)));
         assert!(verify_icrc(&g, &again));

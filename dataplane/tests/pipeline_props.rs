@@ -3,9 +3,9 @@
 
 mod common;
 use common::*;
-use dataplane::gen::{host_ip, host_mac, Flow};
-use dataplane::packet::Ecn;
-use dataplane::packet::{build_cnp, IpPair};
+use dataplane::tools::gen::{host_ip, host_mac, Flow};
+use dataplane::wire::Ecn;
+use dataplane::wire::{build_cnp, IpPair};
 use dataplane::Switch;
 use proptest::prelude::*;
 
@@ -78,7 +78,7 @@ proptest! {
             guard += 1;
             prop_assert!(guard < 1_000_000, "did not drain");
         }
-        prop_assert!(sw.mmu().is_empty(), "{:?}", sw.mmu().pool());
+        prop_assert!(sw.buffers_empty(), "{:?}", sw.pool_use());
         prop_assert_eq!(sw.free_buffers(), sw.buffer_capacity());
         let s = sw.snapshot(now);
         for p in &s.ports {

@@ -4,7 +4,7 @@
 //! and deletes it on drop, even on panic. Only frames of the test EtherType are looked at, so
 //! whatever else the host puts on the links does not matter.
 
-use dataplane::port::{AfPacket, AfPacketOptions, PortBackend};
+use dataplane::io::{AfPacket, AfPacketOptions, PortBackend};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};

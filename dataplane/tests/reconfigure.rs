@@ -3,7 +3,7 @@
 
 mod common;
 use common::*;
-use dataplane::gen::announce;
+use dataplane::tools::gen::announce;
 use dataplane::Switch;
 
 /// Each round one burst of 32 lossless frames arrives for port 3 and port 3 sends 32: the
@@ -65,7 +65,7 @@ fn lowering_kmax_under_congestion_raises_marking_and_loses_nothing() {
     }
     let s = sw.snapshot(now);
     assert_eq!(s.totals.drops.total(), 0, "{:?}", s.totals.drops);
-    assert!(sw.mmu().is_empty(), "{:?}", sw.mmu().pool());
+    assert!(sw.buffers_empty(), "{:?}", sw.pool_use());
     assert_eq!(s.ports[3].queues[3].tx_packets, (8 + 800) * 32, "every frame delivered");
 }
 

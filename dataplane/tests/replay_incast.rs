@@ -2,8 +2,8 @@
 
 mod common;
 use common::*;
-use dataplane::gen::Incast;
-use dataplane::packet::{verify_icrc, Ecn};
+use dataplane::tools::gen::Incast;
+use dataplane::wire::{verify_icrc, Ecn};
 
 const FRAMES: u64 = 1500;
 

@@ -2,8 +2,8 @@
 
 mod common;
 use common::*;
-use dataplane::gen::{announce, Flow};
-use dataplane::packet::Ecn;
+use dataplane::tools::gen::{announce, Flow};
+use dataplane::wire::Ecn;
 use std::process::Command;
 
 fn public_pcap() -> std::path::PathBuf {

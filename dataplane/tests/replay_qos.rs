@@ -2,9 +2,9 @@
 
 mod common;
 use common::*;
-use dataplane::gen::{announce, host_ip, host_mac, Flow};
-use dataplane::packet::build::{build_cnp, IpPair};
-use dataplane::packet::{encode_pfc, Ecn};
+use dataplane::tools::gen::{announce, host_ip, host_mac, Flow};
+use dataplane::wire::build::{build_cnp, IpPair};
+use dataplane::wire::{encode_pfc, Ecn};
 
 const LINE: u64 = 25_000_000_000;
 
@@ -62,7 +62,7 @@ fn cnps_cut_through_congestion_and_lossy_traffic_drops_at_its_limit() {
     );
 
     // Each CNP leaves within 2 µs of entering, however deep the data queues are.
-    let base = dataplane::gen::BASE_NS;
+    let base = dataplane::tools::gen::BASE_NS;
     let out = read_pcap(&out_pcap(d, 3));
     let cnp_out: Vec<u64> = roce_frames(&out)
         .iter()
@@ -119,7 +119,7 @@ fn received_xoff_pauses_exactly_the_lossless_queue_until_xon() {
         0
     );
 
-    let base = dataplane::gen::BASE_NS;
+    let base = dataplane::tools::gen::BASE_NS;
     let out = roce_frames(&read_pcap(&out_pcap(d, 3)));
     let lossless_in_window = out
         .iter()
@@ -173,7 +173,7 @@ fn pfc_watchdog_breaks_a_storm_and_restores() {
     assert_eq!(rx.queues[0].tx_packets, 11_900, "lossy queue unaffected");
     // Lossless frames: delivered before the storm or after restoration, dropped in between.
     assert_eq!(rx.queues[3].tx_packets + wd_drops, 11_900);
-    let base = dataplane::gen::BASE_NS;
+    let base = dataplane::tools::gen::BASE_NS;
     let out = roce_frames(&read_pcap(&out_pcap(d, 3)));
     let lossless: Vec<u64> = out
         .iter()

@@ -2,8 +2,8 @@
 
 mod common;
 use common::*;
-use dataplane::gen::Incast;
 use dataplane::replay::{self, ReplayOptions};
+use dataplane::tools::gen::Incast;
 
 fn incast(dir: &std::path::Path) -> Vec<(u16, std::path::PathBuf)> {
     Incast {
@@ -24,7 +24,7 @@ fn incast(dir: &std::path::Path) -> Vec<(u16, std::path::PathBuf)> {
 /// CE-marked frames on port 3 before and after `split_ns` (virtual time from the start).
 fn marks_around(dir: &std::path::Path, split_ns: u64) -> ((usize, usize), (usize, usize)) {
     let frames = roce_frames(&read_pcap(&out_pcap(dir, 3)));
-    let base = dataplane::gen::BASE_NS;
+    let base = dataplane::tools::gen::BASE_NS;
     let count = |early: bool| {
         let sel: Vec<_> = frames
             .iter()
@@ -32,7 +32,7 @@ fn marks_around(dir: &std::path::Path, split_ns: u64) -> ((usize, usize), (usize
             .collect();
         let ce = sel
             .iter()
-            .filter(|(_, _, i)| i.ecn() == Some(dataplane::packet::Ecn::Ce))
+            .filter(|(_, _, i)| i.ecn() == Some(dataplane::wire::Ecn::Ce))
             .count();
         (ce, sel.len())
     };

@@ -125,10 +125,7 @@ fn incast_from_captures_through_the_real_time_switch() {
         *originals.entry(without_ecn(f)).or_default() += 1;
     }
     for (_, f, info) in &roce3 {
-        assert!(
-            dataplane::packet::verify_icrc(f, info),
-            "ICRC still valid after crossing"
-        );
+        assert!(dataplane::wire::verify_icrc(f, info), "ICRC still valid after crossing");
         let n = originals
             .get_mut(&without_ecn(f))
             .expect("an output frame that was never input");

@@ -5,10 +5,10 @@
 mod common;
 use common::*;
 use controlplane::Config;
-use dataplane::gen::{announce, Flow};
-use dataplane::packet::Ecn;
-use dataplane::port::PortBackend;
-use dataplane::worker::{self, RunOptions, RunOutcome};
+use dataplane::io::PortBackend;
+use dataplane::runtime::worker::{self, RunOptions, RunOutcome};
+use dataplane::tools::gen::{announce, Flow};
+use dataplane::wire::Ecn;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};

@@ -22,9 +22,9 @@
 use anyhow::{Context, Result};
 use clap::Parser;
 use controlplane::protocol::{Client, Op};
-use dataplane::control::ControlServer;
-use dataplane::port::{PortBackend, PortError, PortStats};
-use dataplane::worker::{self, ControlQueue, RunOptions};
+use dataplane::io::{PortBackend, PortError, PortStats};
+use dataplane::runtime::control_server::ControlServer;
+use dataplane::runtime::worker::{self, ControlQueue, RunOptions};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -157,11 +157,11 @@ fn main() -> Result<()> {
     // The pipeline worker on core 1, the rest (control server, sampler, client) on core 0.
     cfg.run.cores = vec![1];
     worker::pin(0);
-    let flow = dataplane::gen::Flow {
+    let flow = dataplane::tools::gen::Flow {
         src: 0,
         dst: 1,
         dscp: 26,
-        ecn: dataplane::packet::Ecn::Ect0,
+        ecn: dataplane::wire::Ecn::Ect0,
         qp: 1,
         frame_len: args.frame,
         count: 1,
@@ -185,10 +185,10 @@ fn main() -> Result<()> {
                 Ok(Box::new(Sink {
                     name: format!("mem{i}"),
                     count: (i == 1).then(|| d2.clone()),
-                    announce: (i == 1).then(|| dataplane::gen::announce(1, 0).expect("announce")),
+                    announce: (i == 1).then(|| dataplane::tools::gen::announce(1, 0).expect("announce")),
                     source: (i == 0).then(|| Source {
                         frame: frame.clone(),
-                        announce: Some(dataplane::gen::announce(0, 1).expect("announce")),
+                        announce: Some(dataplane::tools::gen::announce(0, 1).expect("announce")),
                     }),
                 }) as Box<dyn PortBackend + Send>)
             }),

@@ -6,7 +6,7 @@ use super::receiver::{ipv4_addrs, Receiver};
 use super::sender::{Dest, PauseRx, Sender, TrafficConfig};
 use super::wire::{enter_netns, now_ns, set_timer_slack_1us, sleep_ns, RawSocket};
 use anyhow::{Context, Result};
-use dataplane::packet::{decode_mac_control, parse};
+use dataplane::wire::{decode_mac_control, parse};
 use std::sync::mpsc;
 
 /// Where a host is and how to address it.
@@ -146,8 +146,8 @@ pub fn run_host(spec: HostSpec, role: HostRole, cfg: TrafficConfig, start: Start
                             pause.on_mac_control(mc, t, cfg.link_bps);
                         } else {
                             match mc {
-                                dataplane::packet::MacControl::Pfc { .. } => pause.pfc_frames += 1,
-                                dataplane::packet::MacControl::Pause { .. } => pause.pause_frames += 1,
+                                dataplane::wire::MacControl::Pfc { .. } => pause.pfc_frames += 1,
+                                dataplane::wire::MacControl::Pause { .. } => pause.pause_frames += 1,
                                 _ => {}
                             }
                         }

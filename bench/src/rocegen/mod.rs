@@ -29,7 +29,7 @@ use anyhow::{anyhow, bail, Result};
 use std::net::Ipv4Addr;
 
 /// Wire overhead per frame not seen by the socket: preamble + SFD 8, FCS 4, inter-frame gap 12.
-pub const WIRE_OVERHEAD_BYTES: u64 = dataplane::pipeline::WIRE_OVERHEAD_BYTES;
+pub const WIRE_OVERHEAD_BYTES: u64 = dataplane::switch::WIRE_OVERHEAD_BYTES;
 
 /// The 16-byte header at the start of every data packet's payload.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -5,8 +5,8 @@
 use super::dcqcn::CnpPacer;
 use super::report::Histogram;
 use super::{PayloadHeader, WIRE_OVERHEAD_BYTES};
-use dataplane::packet::build::{build_cnp, IpPair};
-use dataplane::packet::{verify_icrc, Ecn, FrameInfo, L3Kind};
+use dataplane::wire::build::{build_cnp, IpPair};
+use dataplane::wire::{verify_icrc, Ecn, FrameInfo, L3Kind};
 use std::collections::HashMap;
 
 const PSN_MASK: u32 = 0x00ff_ffff;

@@ -5,10 +5,10 @@ use super::dcqcn::{Dcqcn, DcqcnParams};
 use super::wire::{now_ns, RawSocket};
 use super::{Op, PayloadHeader, PrioMap, WIRE_OVERHEAD_BYTES};
 use anyhow::{bail, Context, Result};
-use dataplane::packet::build::{reth, RoceFrameBuilder};
-use dataplane::packet::pfc::quanta_to_ns;
-use dataplane::packet::roce::opcode;
-use dataplane::packet::{parse, write_icrc, Ecn, FrameInfo, MacControl};
+use dataplane::wire::build::{reth, RoceFrameBuilder};
+use dataplane::wire::pfc::quanta_to_ns;
+use dataplane::wire::roce::opcode;
+use dataplane::wire::{parse, write_icrc, Ecn, FrameInfo, MacControl};
 
 /// DCQCN parameter overrides (`None`: the default of [`DcqcnParams::for_max_rate`]).
 #[derive(Debug, Clone, Copy, Default, PartialEq)]

@@ -1,15 +1,79 @@
 use super::*;
+use controlplane::{Config, NUM_TC};
 use proptest::prelude::*;
 
 fn cfg() -> Config {
     crate::test_config()
 }
 
+/// The whole switch's accounting in one value, as the switch composes it from its owners:
+/// each port's ingress and egress accounts and the pool, driven through [`admit`] and the two
+/// sides' releases exactly as the pipeline does.
+struct Mmu {
+    pool: SharedPool,
+    ins: Vec<PgAccount>,
+    outs: Vec<QueueAccount>,
+}
+
+impl Mmu {
+    fn new(cfg: &Config) -> Self {
+        let (pool, ins, outs) = build(cfg);
+        Mmu { pool, ins, outs }
+    }
+
+    fn cells_for(&self, len: usize) -> u32 {
+        self.pool.cells_for(len)
+    }
+
+    fn admit(
+        &mut self,
+        inp: usize,
+        pg: usize,
+        out: usize,
+        q: usize,
+        cells: u32,
+        bytes: u32,
+    ) -> Result<Admitted, DropReason> {
+        admit(
+            &mut self.ins[inp],
+            pg,
+            &mut self.outs[out],
+            q,
+            &mut self.pool,
+            cells,
+            bytes,
+        )
+    }
+
+    /// Egress release, then the ingress release it sends back; true when the PG may resume.
+    fn release(&mut self, inp: usize, pg: usize, out: usize, q: usize, cells: u32, bytes: u32) -> bool {
+        self.outs[out].release(q, cells, bytes, &mut self.pool);
+        self.ins[inp].release(pg, cells, &mut self.pool);
+        self.ins[inp].may_resume(pg, &self.pool)
+    }
+
+    fn may_resume(&self, port: usize, pg: usize) -> bool {
+        self.ins[port].may_resume(pg, &self.pool)
+    }
+
+    fn pg(&self, port: usize, pg: usize) -> &PgUse {
+        self.ins[port].pg(pg)
+    }
+
+    fn pool(&self) -> PoolUse {
+        self.pool.usage()
+    }
+
+    fn is_empty(&self) -> bool {
+        self.pool.is_empty() && self.ins.iter().all(PgAccount::is_empty) && self.outs.iter().all(QueueAccount::is_empty)
+    }
+}
+
 #[test]
 fn lossless_pg_goes_min_shared_headroom_then_drops() {
     let cfg = cfg();
     let mut mmu = Mmu::new(&cfg);
-    let headroom = mmu.ports[0].pg_limits[3].headroom;
+    let headroom = mmu.ins[0].headroom_limit(3);
     assert!(headroom > 0, "default config has headroom on PG 3");
     let mut regions = Vec::new();
     let mut drops = 0;
@@ -46,7 +110,7 @@ fn lossless_pg_goes_min_shared_headroom_then_drops() {
     );
     // A lone congested PG settles near B·alpha/(1+alpha) of the shared pool.
     let alpha = 1.0 / 8.0;
-    let expected = mmu.shared_cells as f64 * alpha / (1.0 + alpha);
+    let expected = mmu.pool.shared_cells as f64 * alpha / (1.0 + alpha);
     assert!(
         (pg.shared as f64 - expected).abs() <= 8.0,
         "shared {} expected ~{expected}",
@@ -143,7 +207,7 @@ proptest! {
             prop_assert_eq!(pool.used_cells, charged);
             for port in 0..4 {
                 for pg in 0..NUM_TC {
-                    prop_assert!(mmu.pg(port, pg).headroom <= mmu.ports[port].pg_limits[pg].headroom);
+                    prop_assert!(mmu.pg(port, pg).headroom <= mmu.ins[port].headroom_limit(pg));
                 }
             }
         }

@@ -7,12 +7,14 @@
 
 pub(crate) mod pcapio;
 mod peer;
+pub mod progress;
+pub mod schedule;
 
 pub use pcapio::{PcapInput, PcapOutput};
 pub use peer::{Peer, PEER_HOLD_LIMIT_BYTES};
 
-use crate::pipeline::{ser_ps, Switch, TxSink};
-use crate::report::Snapshot;
+use crate::stats::report::Snapshot;
+use crate::switch::{ser_ps, Switch, TxSink};
 use anyhow::{bail, Context, Result};
 use controlplane::Config;
 use std::path::{Path, PathBuf};

@@ -3,8 +3,8 @@
 //! it (like a RoCE NIC): a paused priority's frames wait, in order, and none is dropped.
 
 use super::pcapio::{InputFrame, PcapInput};
-use crate::classify::Classifier;
-use crate::packet::{self, pfc as wire_pfc};
+use crate::ingress::classify::Classifier;
+use crate::wire::{self, pfc as wire_pfc};
 use std::collections::VecDeque;
 
 /// How much a peer holds back before it stops reading its capture (then all its priorities
@@ -97,7 +97,7 @@ impl Peer {
         if !self.honours_pfc {
             return;
         }
-        if let Ok(packet::MacControl::Pfc { enable, times }) = wire_pfc::decode_mac_control(frame) {
+        if let Ok(wire::MacControl::Pfc { enable, times }) = wire_pfc::decode_mac_control(frame) {
             // The frame reaches the peer after its serialisation and the cable; the peer then
             // needs its response time before it stops. Its pause timer is counted from then,
             // which errs (by the response time) on the side of pausing longer.
@@ -121,7 +121,7 @@ impl Peer {
     }
 
     fn class_of(classifier: &Classifier, data: &[u8]) -> usize {
-        match packet::parse(data, usize::MAX) {
+        match wire::parse(data, usize::MAX) {
             Ok(info) if info.is_mac_control() => 8,
             Ok(info) => classifier.trusted_tc(&info) as usize & 7,
             Err(_) => 0,
@@ -174,7 +174,7 @@ impl Peer {
         let f = self.held[class].pop_front().expect("ready implies non-empty");
         self.held_bytes -= f.data.len() as u64;
         let start_ps = (now * 1000).max(self.link_free_ps);
-        self.link_free_ps = start_ps + crate::pipeline::ser_ps(f.data.len(), self.speed_bps);
+        self.link_free_ps = start_ps + crate::switch::ser_ps(f.data.len(), self.speed_bps);
         self.frames_sent += 1;
         Some((f.data, now))
     }

@@ -3,7 +3,7 @@
 #![allow(dead_code)]
 
 use controlplane::Config;
-use dataplane::port::{PortBackend, PortError, PortStats};
+use dataplane::io::{PortBackend, PortError, PortStats};
 use dataplane::replay::{self, ReplayOptions, ReplayOutcome};
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
@@ -44,7 +44,7 @@ pub fn read_pcap(path: &Path) -> Vec<(u64, Vec<u8>)> {
 }
 
 pub fn write_pcap(path: &Path, frames: Vec<(u64, Vec<u8>)>) {
-    dataplane::gen::write_pcap(path, dataplane::gen::BASE_NS, frames).unwrap();
+    dataplane::tools::gen::write_pcap(path, dataplane::tools::gen::BASE_NS, frames).unwrap();
 }
 
 /// Runs one of the oracle scripts and returns its JSON.
@@ -64,7 +64,7 @@ pub fn oracle(script: &str, files: &[PathBuf]) -> serde_json::Value {
     serde_json::from_slice(&out.stdout).expect("oracle prints JSON")
 }
 
-pub fn port(o: &ReplayOutcome, id: u16) -> &dataplane::report::PortReport {
+pub fn port(o: &ReplayOutcome, id: u16) -> &dataplane::stats::report::PortReport {
     o.snapshot.ports.iter().find(|p| p.id == id).unwrap()
 }
 
@@ -73,11 +73,11 @@ pub fn out_pcap(dir: &Path, port: u16) -> PathBuf {
 }
 
 /// Frames that are RoCEv2 data (not PFC), with their parse.
-pub fn roce_frames(frames: &[(u64, Vec<u8>)]) -> Vec<(u64, Vec<u8>, dataplane::packet::FrameInfo)> {
+pub fn roce_frames(frames: &[(u64, Vec<u8>)]) -> Vec<(u64, Vec<u8>, dataplane::wire::FrameInfo)> {
     frames
         .iter()
         .filter_map(|(t, f)| {
-            let info = dataplane::packet::parse(f, usize::MAX).ok()?;
+            let info = dataplane::wire::parse(f, usize::MAX).ok()?;
             info.is_roce().then(|| (*t, f.clone(), info))
         })
         .collect()
@@ -85,11 +85,11 @@ pub fn roce_frames(frames: &[(u64, Vec<u8>)]) -> Vec<(u64, Vec<u8>, dataplane::p
 
 /// A burst of 32 RoCEv2 frames of 1 KiB from host `src` to host `dst` with `dscp`, ECT(0).
 pub fn burst32(src: u16, dst: u16, dscp: u8) -> Vec<Vec<u8>> {
-    dataplane::gen::Flow {
+    dataplane::tools::gen::Flow {
         src,
         dst,
         dscp,
-        ecn: dataplane::packet::Ecn::Ect0,
+        ecn: dataplane::wire::Ecn::Ect0,
         qp: src as u32,
         frame_len: 1024,
         count: 32,

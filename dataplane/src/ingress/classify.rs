@@ -4,7 +4,7 @@
 //! the trust map (DSCP, PCP or nothing), then the ordered rules, first match wins (the UCloud
 //! edge policy: `udp_dport == 4791 && dscp == 48 → queue 6`, else rewrite DSCP to a default).
 
-use crate::packet::FrameInfo;
+use crate::wire::FrameInfo;
 use controlplane::{ClassifyConfig, CnpConfig, Rule, Trust, NUM_TC};
 
 /// The outcome for one frame.

@@ -3,7 +3,7 @@
 //! Probabilities are compared as 32-bit fixed point against the seeded RNG, so a replay takes
 //! the same decisions on every machine.
 
-use crate::rng::Rng;
+use crate::egress::rng::Rng;
 use controlplane::{EcnProfile, MarkPoint, NonEct};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

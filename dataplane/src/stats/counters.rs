@@ -84,6 +84,32 @@ pub struct PortCounters {
     pub watchdog_restores: [u64; NUM_TC],
 }
 
+impl PortCounters {
+    /// Field-wise sum: a port's ingress side and egress side each keep a `PortCounters`, every
+    /// field written by one of them only, and a report adds the two.
+    pub fn merged(&self, other: &PortCounters) -> PortCounters {
+        fn add<const N: usize>(a: &[u64; N], b: &[u64; N]) -> [u64; N] {
+            std::array::from_fn(|i| a[i] + b[i])
+        }
+        PortCounters {
+            rx_packets: self.rx_packets + other.rx_packets,
+            rx_bytes: self.rx_bytes + other.rx_bytes,
+            tx_packets: self.tx_packets + other.tx_packets,
+            tx_bytes: self.tx_bytes + other.tx_bytes,
+            drops: add(&self.drops, &other.drops),
+            malformed: add(&self.malformed, &other.malformed),
+            unknown_ethertype: self.unknown_ethertype + other.unknown_ethertype,
+            ecn_marked: self.ecn_marked + other.ecn_marked,
+            pfc_tx: add(&self.pfc_tx, &other.pfc_tx),
+            pfc_rx: add(&self.pfc_rx, &other.pfc_rx),
+            pause_rx: self.pause_rx + other.pause_rx,
+            paused_ns: add(&self.paused_ns, &other.paused_ns),
+            watchdog_storms: add(&self.watchdog_storms, &other.watchdog_storms),
+            watchdog_restores: add(&self.watchdog_restores, &other.watchdog_restores),
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, Default)]
 pub struct QueueCounters {
     pub tx_packets: u64,

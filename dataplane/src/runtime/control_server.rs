@@ -8,7 +8,7 @@
 //! are therefore served one at a time, in arrival order. The thread keeps the running config's
 //! TOML text: `get_config` answers it, `patch` merges into it, a successful change replaces it.
 
-use crate::worker::{ControlQueue, ControlRequest};
+use crate::runtime::worker::{ControlQueue, ControlRequest};
 use anyhow::{bail, Context};
 use controlplane::patch;
 use controlplane::protocol::{self, ApplyData, ConfigData, HelloData, Op, Request, Response, SubscribeData};
@@ -289,7 +289,7 @@ struct Server {
     late: Vec<(Receiver<Result<(), String>>, String)>,
     name: Option<String>,
     started: std::time::Instant,
-    watermarks: crate::watermarks::Watermarks,
+    watermarks: crate::stats::watermarks::Watermarks,
 }
 
 impl Server {

@@ -19,7 +19,7 @@
 //! `<state dir>/NAME.toml`: the base config with its `[[port]]` tables replaced by one port per
 //! host. `down` removes exactly what the state file lists, and nothing else.
 
-use crate::gen::{host_ip, host_mac};
+use crate::tools::gen::{host_ip, host_mac};
 use anyhow::{anyhow, bail, Context, Result};
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -771,7 +771,7 @@ mod tests {
             speed: "100G".into(),
             mtu: 4200,
         };
-        let text = lab_config(&spec, include_str!("../../configs/default.toml"), "default.toml").unwrap();
+        let text = lab_config(&spec, include_str!("../../../configs/default.toml"), "default.toml").unwrap();
         let cfg = controlplane::load_str(&text).unwrap().config;
         assert_eq!(cfg.ports.len(), 3);
         for (i, p) in cfg.ports.iter().enumerate() {
@@ -781,7 +781,7 @@ mod tests {
             assert_eq!(p.speed_bps, 100_000_000_000);
             assert_eq!(p.max_frame_bytes, 4200 + 18);
         }
-        let base = controlplane::load_str(include_str!("../../configs/default.toml"))
+        let base = controlplane::load_str(include_str!("../../../configs/default.toml"))
             .unwrap()
             .config;
         assert_eq!(cfg.buffer, base.buffer);
@@ -826,7 +826,7 @@ mod tests {
                 speed: "25GB".into(),
                 ..good
             },
-            include_str!("../../configs/default.toml"),
+            include_str!("../../../configs/default.toml"),
             "d",
         )
         .unwrap_err();

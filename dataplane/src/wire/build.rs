@@ -9,8 +9,9 @@
 //! from [`super::roce`]. Like Linux rxe, the UDP checksum is 0 over IPv4; over IPv6 (where 0
 //! is not allowed) it is computed, after the ICRC, which it covers.
 
+use super::icrc::write_icrc;
 use super::parse::{parse, Ecn, VlanTag, ETHERTYPE_IPV4, ETHERTYPE_IPV6, ETHERTYPE_VLAN, UDP_HEADER_LEN};
-use super::roce::{opcode, write_icrc, Bth, ICRC_LEN, OPCODE_CNP, ROCEV2_UDP_PORT};
+use super::roce::{opcode, Bth, ICRC_LEN, OPCODE_CNP, ROCEV2_UDP_PORT};
 use etherparse::{
     EtherType, Ethernet2Header, IpDscp, IpEcn, IpNumber, Ipv4Header, Ipv6FlowLabel, Ipv6Header, SingleVlanHeader,
     UdpHeader, VlanId, VlanPcp,

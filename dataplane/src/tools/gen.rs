@@ -4,11 +4,11 @@
 //! Hosts use the RFC 2544 benchmarking range (198.18.0.0/15) and locally administered MACs, so
 //! generated captures can never be mistaken for real traffic.
 
-use crate::packet::build::RoceFrameBuilder;
-use crate::packet::roce::opcode;
-use crate::packet::Ecn;
-use crate::pipeline::WIRE_OVERHEAD_BYTES;
 use crate::replay::PcapOutput;
+use crate::switch::WIRE_OVERHEAD_BYTES;
+use crate::wire::build::RoceFrameBuilder;
+use crate::wire::roce::opcode;
+use crate::wire::Ecn;
 use anyhow::{bail, Result};
 use std::path::{Path, PathBuf};
 
@@ -68,7 +68,7 @@ pub fn announce(i: u16, to: u16) -> Result<Vec<u8>> {
         .macs(host_mac(i), host_mac(to))
         .ipv4(host_ip(i), host_ip(to))
         .opcode(opcode::RC_ACK)
-        .ext(&crate::packet::build::aeth(0, 0))
+        .ext(&crate::wire::build::aeth(0, 0))
         .dscp(26);
     Ok(b.build()?)
 }

@@ -9,9 +9,9 @@
 //! from a pool allocated at start-up that circulates on a third ring. No counter has two
 //! writers, so no counter needs an atomic; what crosses cores is only frames.
 
-use crate::pipeline::{Switch, TxSink};
-use crate::port::{PortBackend, PortError};
-use crate::report::Snapshot;
+use crate::io::{PortBackend, PortError};
+use crate::stats::report::Snapshot;
+use crate::switch::{Switch, TxSink};
 use crossbeam_queue::ArrayQueue;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -191,7 +191,7 @@ pub struct RunOutcome {
     /// What each port's backend counted itself, by port index: notably frames the kernel
     /// dropped because the receive ring was full (the switch did not poll fast enough), which
     /// the pipeline never sees.
-    pub backends: Vec<(usize, crate::port::PortStats)>,
+    pub backends: Vec<(usize, crate::io::PortStats)>,
 }
 
 /// What the control plane asks of the running switch. Requests wait on a lock-free queue and
@@ -213,7 +213,7 @@ pub enum ControlRequest {
     },
     /// The MAC table now.
     Fdb {
-        reply: std::sync::mpsc::SyncSender<Vec<crate::fdb::FdbRow>>,
+        reply: std::sync::mpsc::SyncSender<Vec<crate::ingress::fdb::FdbRow>>,
     },
 }
 
@@ -377,7 +377,7 @@ pub fn run_io(
     polling: Polling,
     stop: &AtomicBool,
     done: &AtomicBool,
-) -> (u64, Vec<(usize, crate::port::PortStats)>) {
+) -> (u64, Vec<(usize, crate::io::PortStats)>) {
     polling.prepare_thread();
     let mut lost = 0u64;
     let mut next_check = Instant::now();

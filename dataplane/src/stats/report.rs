@@ -1,10 +1,10 @@
 //! Counter snapshots: what `summary.json` holds and what a control plane will read. Built on
 //! demand from the owners' counters; nothing here runs on the packet path.
 
-use crate::counters::{DropMap, DropReason, MALFORMED_SLOTS};
 use crate::mmu::{PoolUse, PortUse};
-use crate::packet::Malformed;
-use crate::pipeline::Switch;
+use crate::stats::counters::{DropMap, DropReason, MALFORMED_SLOTS};
+use crate::switch::Switch;
+use crate::wire::Malformed;
 use controlplane::NUM_TC;
 use serde::Serialize;
 
@@ -80,7 +80,7 @@ pub struct PgReport {
 }
 
 impl Snapshot {
-    pub(crate) fn build(sw: &Switch, now: u64) -> Self {
+    pub fn build(sw: &Switch, now: u64) -> Self {
         let mut totals = Totals::default();
         let ports: Vec<PortReport> = (0..sw.num_ports())
             .map(|i| {
@@ -97,7 +97,7 @@ impl Snapshot {
                 let qc = sw.queue_counters(i);
                 let queues = (0..NUM_TC)
                     .map(|q| {
-                        let u = sw.mmu().queue(i, q);
+                        let u = sw.queue_use(i, q);
                         QueueReport {
                             queue: q as u8,
                             tx_packets: qc[q].tx_packets,
@@ -116,7 +116,7 @@ impl Snapshot {
                 let pc = sw.pg_counters(i);
                 let pgs = (0..NUM_TC)
                     .map(|g| {
-                        let u = sw.mmu().pg(i, g);
+                        let u = sw.pg_use(i, g);
                         PgReport {
                             pg: g as u8,
                             rx_packets: pc[g].rx_packets,
@@ -159,7 +159,7 @@ impl Snapshot {
                     unknown_ethertype: c.unknown_ethertype,
                     watchdog_storms: c.watchdog_storms,
                     watchdog_restores: c.watchdog_restores,
-                    buffer: *sw.mmu().port(i),
+                    buffer: sw.port_use(i),
                     queues,
                     pgs,
                 }
@@ -168,8 +168,24 @@ impl Snapshot {
         Snapshot {
             ports,
             totals,
-            buffer: sw.mmu().pool(),
+            buffer: sw.pool_use(),
         }
+    }
+}
+
+/// Reports are read from the switch, never pushed by it: the switch does not know this module.
+impl Switch {
+    /// Counters and buffer state, for reports.
+    pub fn snapshot(&self, now: u64) -> Snapshot {
+        Snapshot::build(self, now)
+    }
+
+    /// A snapshot whose peaks then start afresh from the current use (see
+    /// `Switch::restart_peaks`): how watermarks are read and cleared without losing a peak.
+    pub fn snapshot_and_restart_peaks(&mut self, now: u64) -> Snapshot {
+        let s = self.snapshot(now);
+        self.restart_peaks();
+        s
     }
 }
 

@@ -6,9 +6,10 @@
 //! Not for the packet path (it allocates copies of the frame).
 
 use super::ecn::{mark_ce, set_dscp, MarkOutcome};
+use super::icrc::{compute_icrc, stored_icrc, verify_icrc, write_icrc};
 use super::parse::{parse, Ecn, FrameInfo, L3Kind, Malformed, UDP_HEADER_LEN};
 use super::pfc::decode_mac_control;
-use super::roce::{compute_icrc, stored_icrc, verify_icrc, write_icrc, Bth, ICRC_LEN};
+use super::roce::{Bth, ICRC_LEN};
 
 /// Checks every invariant on `frame`; returns the parse result for further checks.
 pub fn check(frame: &[u8]) -> Result<FrameInfo, Malformed> {

@@ -1,0 +1,542 @@
+//! The transmit side of the switch: admission to an egress queue, WRED-ECN, the scheduler at
+//! the port's line rate, pause reception and the PFC watchdog.
+//!
+//! [`Egress`] owns every egress port's state ([`port::EgressPort`]) and WRED's random stream.
+//! It reaches the ingress side only with messages (calls today): admission asks the ingress
+//! PG first (`mmu::admit`), an XOFF asks the ingress port's own link to carry a PFC frame, and
+//! a frame that leaves (or is dropped after admission) releases its cells on the ingress side
+//! ([`crate::ingress::port::IngressPort::release`]).
+
+pub mod link;
+pub mod port;
+pub mod rng;
+pub mod sched;
+pub mod token_bucket;
+pub mod wred;
+
+use crate::buffers::pool::PacketPool;
+use crate::ingress::classify::Class;
+use crate::ingress::Ingress;
+use crate::mmu::{self, SharedPool};
+use crate::pfc::{PfcRequest, WatchdogEvent};
+use crate::stats::counters::DropReason;
+use crate::wire::{self, ecn, FrameInfo, MacControl};
+use controlplane::{Config, MarkPoint, NUM_TC};
+use port::{Desc, EgressPort};
+use rng::Rng;
+use wred::Verdict;
+
+const PS_PER_NS: u64 = 1000;
+/// Frames a port sends per `transmit` call at most: bounds a worker's time on one port.
+pub const TX_BURST: usize = 32;
+
+/// Where transmitted frames go: a port backend, a pcap writer, a test.
+pub trait TxSink {
+    /// `frame` leaves `port` (index) starting at `at_ns`. The slice is valid only during the call.
+    fn transmit(&mut self, port: usize, frame: &[u8], at_ns: u64);
+}
+
+impl<F: FnMut(usize, &[u8], u64)> TxSink for F {
+    fn transmit(&mut self, port: usize, frame: &[u8], at_ns: u64) {
+        self(port, frame, at_ns)
+    }
+}
+
+/// What the egress side shares with the rest of the switch: the pool's occupancy (its own
+/// view written here), the packet buffers, and the ingress side to send releases to.
+pub(crate) struct Peers<'a> {
+    pub ingress: &'a mut Ingress,
+    pub pool: &'a mut SharedPool,
+    pub packets: &'a mut PacketPool,
+}
+
+pub struct Egress {
+    pub(crate) ports: Vec<EgressPort>,
+    rng: Rng,
+    /// Priorities (bit mask) whose frames sit in each queue: what a received PFC pauses.
+    queue_prios: [u8; NUM_TC],
+}
+
+/// Per queue, the priorities whose frames it holds (what a received PFC pauses).
+fn queue_priorities(cfg: &Config) -> [u8; NUM_TC] {
+    let mut queue_prios = [0u8; NUM_TC];
+    for prio in 0..NUM_TC {
+        queue_prios[cfg.classify.tc_to_queue[prio] as usize & 7] |= 1 << prio;
+    }
+    queue_prios
+}
+
+/// Queues that carry PFC-enabled priorities: the ones the watchdog watches.
+fn lossless_queue_mask(cfg: &Config, queue_prios: &[u8; NUM_TC]) -> u8 {
+    let pfc = (0..NUM_TC).filter(|&p| cfg.pfc.enabled[p]).fold(0u8, |m, p| m | 1 << p);
+    (0..NUM_TC)
+        .filter(|&q| queue_prios[q] & pfc != 0)
+        .fold(0, |m, q| m | 1 << q)
+}
+
+impl Egress {
+    pub(crate) fn new(cfg: &Config, accounts: Vec<mmu::QueueAccount>, ring_slots: usize, seed: u64) -> Self {
+        let queue_prios = queue_priorities(cfg);
+        let lossless = lossless_queue_mask(cfg, &queue_prios);
+        let ports = cfg
+            .ports
+            .iter()
+            .zip(accounts)
+            .map(|(p, a)| EgressPort::new(p, cfg, a, ring_slots, lossless))
+            .collect();
+        Egress {
+            ports,
+            rng: Rng::new(seed),
+            queue_prios,
+        }
+    }
+
+    /// Takes a new config (same ports): QoS swapped, queued frames, counts, pause and storm
+    /// state kept.
+    pub(crate) fn reconfigure(&mut self, cfg: &Config, fresh: &[mmu::QueueAccount]) {
+        let queue_prios = queue_priorities(cfg);
+        let lossless = lossless_queue_mask(cfg, &queue_prios);
+        for ((p, pc), a) in self.ports.iter_mut().zip(&cfg.ports).zip(fresh) {
+            p.set_qos(pc, cfg);
+            p.buffers.set_limits(a);
+            p.watchdog = match (p.watchdog.take(), cfg.pfc.watchdog.clone()) {
+                (Some(mut w), Some(c)) => {
+                    w.reconfigure(c, lossless);
+                    Some(w)
+                }
+                (None, Some(c)) => Some(crate::pfc::Watchdog::new(c, lossless)),
+                (_, None) => None,
+            };
+        }
+        self.queue_prios = queue_prios;
+    }
+
+    /// Drops a frame that was about to be queued: counted on the egress port and queue (where a
+    /// switch reports drops) and on the ingress PG.
+    #[allow(clippy::too_many_arguments)]
+    fn drop_frame(
+        &mut self,
+        ingress: &mut Ingress,
+        in_port: usize,
+        out: usize,
+        queue: usize,
+        pg: usize,
+        len: usize,
+        reason: DropReason,
+    ) {
+        let o = &mut self.ports[out];
+        o.counters.drops[reason as usize] += 1;
+        o.queue_counters[queue].dropped_packets += 1;
+        o.queue_counters[queue].dropped_bytes += len as u64;
+        ingress.ports[in_port].count_dropped(pg);
+    }
+
+    /// Queues a frame (in packet slot `slot`) from `in_port` on `out`: CNP policer, watchdog,
+    /// admission (ingress PG, then egress queue), XOFF, WRED at enqueue.
+    #[allow(clippy::too_many_arguments)]
+    #[inline]
+    pub(crate) fn enqueue(
+        &mut self,
+        peers: &mut Peers<'_>,
+        in_port: usize,
+        out: usize,
+        slot: u32,
+        len: usize,
+        info: &FrameInfo,
+        class: &Class,
+        now: u64,
+    ) {
+        let (queue, pg) = (class.queue as usize & 7, class.pg as usize & 7);
+        let o = &mut self.ports[out];
+        let refused = if class.cnp && o.cnp_policer.as_mut().is_some_and(|tb| !tb.take(now, len as u32)) {
+            Some(DropReason::Policer)
+        } else if o.watchdog.as_ref().is_some_and(|w| w.drops(queue)) {
+            Some(DropReason::PfcWatchdog)
+        } else {
+            None
+        };
+        if let Some(reason) = refused {
+            peers.packets.free(slot);
+            return self.drop_frame(peers.ingress, in_port, out, queue, pg, len, reason);
+        }
+        let cells = peers.pool.cells_for(len);
+        let ing = &mut peers.ingress.ports[in_port];
+        let o = &mut self.ports[out];
+        let admitted = match mmu::admit(
+            &mut ing.buffers,
+            pg,
+            &mut o.buffers,
+            queue,
+            peers.pool,
+            cells,
+            len as u32,
+        ) {
+            Ok(a) => a,
+            Err(reason) => {
+                peers.packets.free(slot);
+                return self.drop_frame(peers.ingress, in_port, out, queue, pg, len, reason);
+            }
+        };
+        if admitted.wants_xoff {
+            let prios = peers.ingress.pg_prios[pg];
+            if let Some(req) = peers.ingress.ports[in_port].xoff(pg, prios, now) {
+                self.ports[in_port].queue_pfc(req);
+            }
+        }
+        let ect = info.is_ect();
+        let mut desc = Desc {
+            slot,
+            len: len as u16,
+            in_port: in_port as u8,
+            pg: pg as u8,
+            cells: cells as u16,
+            ect,
+            cnp: class.cnp,
+            wred_done: false,
+        };
+        let o = &mut self.ports[out];
+        // CNPs skip WRED: marking or dropping the congestion signal itself helps nobody.
+        if !class.cnp {
+            if let Some(w) = o.wred[queue].as_mut().filter(|w| w.mark_at == MarkPoint::Enqueue) {
+                let depth = o.buffers.queue(queue).bytes - len as u64;
+                desc.wred_done = true;
+                match w.decide(depth, ect, &mut self.rng) {
+                    Verdict::Pass => {}
+                    Verdict::Mark => {
+                        if ecn::mark_ce(peers.packets.get_mut(slot, len), info) == ecn::MarkOutcome::Marked {
+                            o.counters.ecn_marked += 1;
+                            o.queue_counters[queue].ecn_marked += 1;
+                        }
+                    }
+                    Verdict::Drop => {
+                        self.release(peers, out, queue, &desc, true);
+                        peers.packets.free(slot);
+                        return self.count_drop(out, queue, len, DropReason::Wred);
+                    }
+                }
+            }
+        }
+        if let Err(d) = self.ports[out].push(queue, desc) {
+            // Cannot happen: rings hold as many descriptors as the pool has slots.
+            self.release(peers, out, queue, &d, true);
+            peers.packets.free(slot);
+            self.count_drop(out, queue, len, DropReason::NoBuffer);
+        }
+    }
+
+    /// Counts a drop of an admitted frame on its egress port and queue (its ingress PG was
+    /// told by the release).
+    fn count_drop(&mut self, out: usize, queue: usize, len: usize, reason: DropReason) {
+        let o = &mut self.ports[out];
+        o.counters.drops[reason as usize] += 1;
+        o.queue_counters[queue].dropped_packets += 1;
+        o.queue_counters[queue].dropped_bytes += len as u64;
+    }
+
+    /// Returns a frame's cells: the egress account here, then the ingress side's (the message
+    /// back), which may answer with an XON for the ingress port's link to carry.
+    #[inline(always)]
+    fn release(&mut self, peers: &mut Peers<'_>, out: usize, queue: usize, d: &Desc, dropped: bool) {
+        let (inp, pg) = (d.in_port as usize, d.pg as usize);
+        self.ports[out]
+            .buffers
+            .release(queue, d.cells as u32, d.len as u32, peers.pool);
+        let prios = peers.ingress.pg_prios[pg];
+        if let Some(req) = peers.ingress.ports[inp].release(pg, d.cells as u32, dropped, prios, peers.pool) {
+            self.ports[inp].queue_pfc(req);
+        }
+    }
+
+    /// Obeys a PFC or PAUSE frame received on `port`: pause timers, the watchdog's view.
+    pub(crate) fn receive_mac_control(&mut self, port: usize, frame: &[u8], now: u64) -> Result<(), wire::Malformed> {
+        let p = &mut self.ports[port];
+        match wire::pfc::decode_mac_control(frame)? {
+            MacControl::Pfc { enable, times } => {
+                for (prio, &quanta) in times.iter().enumerate() {
+                    if enable & (1 << prio) != 0 {
+                        p.counters.pfc_rx[prio] += 1;
+                        let dur = wire::pfc::quanta_to_ns(quanta, p.speed_bps);
+                        p.pause.apply(prio, now, dur, &mut p.counters.paused_ns);
+                        if let Some(w) = p.watchdog.as_mut() {
+                            w.pfc_received(prio, now);
+                        }
+                    }
+                }
+            }
+            MacControl::Pause { time } => {
+                p.counters.pause_rx += 1;
+                let dur = wire::pfc::quanta_to_ns(time, p.speed_bps);
+                for prio in 0..NUM_TC {
+                    p.pause.apply(prio, now, dur, &mut p.counters.paused_ns);
+                }
+            }
+            MacControl::Other { .. } => p.counters.drops[DropReason::LinkLocal as usize] += 1,
+        }
+        Ok(())
+    }
+
+    /// Whether queue `q` of port `p` is held by a received pause at `now` (and the watchdog
+    /// does not override it).
+    #[inline]
+    fn paused(&self, p: &EgressPort, q: usize, now: u64) -> bool {
+        p.pause.any_paused(self.queue_prios[q], now) && !p.watchdog.as_ref().is_some_and(|w| w.ignores_pause(q))
+    }
+
+    /// Queues (mask) held by received pauses at `t_ns` on port `port`, and until when that
+    /// holds.
+    #[inline]
+    fn paused_queues(&self, port: usize, t_ns: u64) -> (u8, u64) {
+        let p = &self.ports[port];
+        let (prios, valid_until) = p.pause.paused_prios(t_ns);
+        if prios == 0 {
+            return (0, valid_until);
+        }
+        let mut queues = 0u8;
+        for q in 0..NUM_TC {
+            if self.queue_prios[q] & prios != 0 {
+                queues |= 1 << q;
+            }
+        }
+        let overridden = p.watchdog.as_ref().map_or(0, |w| w.pause_override());
+        (queues & !overridden, valid_until)
+    }
+
+    /// Bit mask of queues that may send at `t_ns`, given the paused ones.
+    #[inline]
+    fn eligible(&mut self, port: usize, t_ns: u64, paused: u8) -> u8 {
+        let p = &mut self.ports[port];
+        let mut mask = p.nonempty & !paused;
+        let mut shaped = mask & p.shaped;
+        while shaped != 0 {
+            let q = shaped.trailing_zeros() as usize;
+            shaped &= shaped - 1;
+            let len = p.queues[q].front().map_or(0, |d| d.len as u32);
+            if let Some(s) = p.shapers[q].as_mut() {
+                if !s.conforms(t_ns, len) {
+                    mask &= !(1 << q);
+                }
+            }
+        }
+        mask
+    }
+
+    /// Lets port index `port` transmit what it can by `now`: PFC frames first, then data in
+    /// scheduler order, one after another at line rate. Returns frames sent.
+    pub(crate) fn transmit(&mut self, peers: &mut Peers<'_>, port: usize, now: u64, sink: &mut impl TxSink) -> usize {
+        let now_ps = now * PS_PER_NS;
+        let p = &self.ports[port];
+        if p.busy_until_ps > now_ps {
+            return 0;
+        }
+        let mut t_ps = if p.backlogged { p.busy_until_ps } else { now_ps };
+        let mut sent = 0;
+        let mut pfc_buf = [0u8; 64];
+        self.ports[port].backlogged = false;
+        let (mut paused, mut paused_valid_until) = self.paused_queues(port, t_ps / PS_PER_NS);
+        while sent < TX_BURST && t_ps <= now_ps {
+            let t_ns = t_ps / PS_PER_NS;
+            if t_ns >= paused_valid_until {
+                (paused, paused_valid_until) = self.paused_queues(port, t_ns);
+            }
+            let p = &mut self.ports[port];
+            if let Some(req) = p.pfc_out.pop() {
+                let n = wire::pfc::encode_pfc(&mut pfc_buf, p.mac, req.prios, req.times);
+                for prio in 0..NUM_TC {
+                    if req.prios & (1 << prio) != 0 {
+                        p.counters.pfc_tx[prio] += 1;
+                    }
+                }
+                p.counters.tx_packets += 1;
+                p.counters.tx_bytes += n as u64;
+                sink.transmit(port, &pfc_buf[..n], t_ns);
+                t_ps += p.rate.ser_ps(n);
+                sent += 1;
+                continue;
+            }
+            let eligible = self.eligible(port, t_ns, paused);
+            let p = &mut self.ports[port];
+            let Some(q) = p
+                .sched
+                .select(eligible, |q| p.queues[q].front().map_or(0, |d| d.len as u32))
+            else {
+                break;
+            };
+            // Without shapers on this port's busy queues, nothing but a pause expiring or a PFC
+            // frame to send can change the scheduler's choice while this call runs (no frame
+            // arrives meanwhile), so `q` keeps sending while the scheduler would pick it again
+            // (`Scheduler::select_again`) without a full selection per frame.
+            let may_stay = p.shaped & p.nonempty == 0;
+            loop {
+                if let Some(ser_ps) = self.send_head(peers, port, q, t_ps / PS_PER_NS, sink) {
+                    t_ps += ser_ps;
+                    sent += 1;
+                }
+                let p = &mut self.ports[port];
+                if !may_stay || sent >= TX_BURST || t_ps > now_ps || !p.pfc_out.is_empty() {
+                    break;
+                }
+                if t_ps / PS_PER_NS >= paused_valid_until {
+                    break;
+                }
+                let Some(head) = p.queues[q].front() else { break };
+                if !p.sched.select_again(q, head.len as u32) {
+                    break;
+                }
+            }
+        }
+        if sent > 0 {
+            // Back to back only if the next frame was ready when this one ended; otherwise the
+            // next transmission starts when it is called for, never before its frame arrived.
+            let t_ns = t_ps / PS_PER_NS;
+            let (paused, _) = self.paused_queues(port, t_ns);
+            let ready = !self.ports[port].pfc_out.is_empty() || self.eligible(port, t_ns, paused) != 0;
+            let p = &mut self.ports[port];
+            p.busy_until_ps = t_ps;
+            p.backlogged = ready;
+        }
+        sent
+    }
+
+    /// Dequeues the head of queue `q` and sends it at `t_ns` (WRED at dequeue, release,
+    /// shaper, counters). Returns its time on the wire, or None when WRED dropped it.
+    #[inline(always)]
+    fn send_head(
+        &mut self,
+        peers: &mut Peers<'_>,
+        port: usize,
+        q: usize,
+        t_ns: u64,
+        sink: &mut impl TxSink,
+    ) -> Option<u64> {
+        let p = &mut self.ports[port];
+        let d = p.pop(q).expect("the scheduler picked an empty queue");
+        let depth = p.buffers.queue(q).bytes;
+        let len = d.len as usize;
+        let wred_drop = !d.wred_done && !d.cnp && self.ports[port].wred[q].is_some() && {
+            let p = &mut self.ports[port];
+            let w = p.wred[q].as_mut().expect("checked above");
+            match w.decide(depth, d.ect, &mut self.rng) {
+                Verdict::Pass => false,
+                Verdict::Mark => {
+                    let frame = peers.packets.get_mut(d.slot, len);
+                    if let Ok(info) = wire::parse(frame, usize::MAX) {
+                        if ecn::mark_ce(frame, &info) == ecn::MarkOutcome::Marked {
+                            p.counters.ecn_marked += 1;
+                            p.queue_counters[q].ecn_marked += 1;
+                        }
+                    }
+                    false
+                }
+                Verdict::Drop => true,
+            }
+        };
+        self.release(peers, port, q, &d, wred_drop);
+        if wred_drop {
+            peers.packets.free(d.slot);
+            self.count_drop(port, q, len, DropReason::Wred);
+            return None;
+        }
+        let p = &mut self.ports[port];
+        if let Some(s) = p.shapers[q].as_mut() {
+            s.charge(t_ns, len as u32);
+        }
+        p.counters.tx_packets += 1;
+        p.counters.tx_bytes += len as u64;
+        p.queue_counters[q].tx_packets += 1;
+        p.queue_counters[q].tx_bytes += len as u64;
+        sink.transmit(port, peers.packets.get(d.slot, len), t_ns);
+        peers.packets.free(d.slot);
+        Some(p.rate.ser_ps(len))
+    }
+
+    /// The watchdog's timers on `port`: storms detected (and, with the drop action, the
+    /// stormed queue flushed) and restored.
+    pub(crate) fn poll_watchdog(&mut self, peers: &mut Peers<'_>, port: usize, now: u64) {
+        if self.ports[port].watchdog.is_none() {
+            return;
+        }
+        for q in 0..NUM_TC {
+            let p = &self.ports[port];
+            let stalled = !p.queues[q].is_empty() && p.pause.any_paused(self.queue_prios[q], now);
+            let prios = self.queue_prios[q];
+            let p = &mut self.ports[port];
+            let w = p.watchdog.as_mut().expect("checked above");
+            match w.poll(q, stalled, prios, now) {
+                Some(WatchdogEvent::Storm) => {
+                    for prio in 0..NUM_TC {
+                        if prios & (1 << prio) != 0 {
+                            p.counters.watchdog_storms[prio] += 1;
+                        }
+                    }
+                    tracing::warn!(port = p.id, queue = q, "PFC storm detected");
+                    if w.drops(q) {
+                        self.flush_queue(peers, port, q, DropReason::PfcWatchdog);
+                    }
+                }
+                Some(WatchdogEvent::Restored) => {
+                    for prio in 0..NUM_TC {
+                        if prios & (1 << prio) != 0 {
+                            p.counters.watchdog_restores[prio] += 1;
+                        }
+                    }
+                    tracing::info!(port = p.id, queue = q, "PFC storm restored");
+                }
+                None => {}
+            }
+        }
+    }
+
+    fn flush_queue(&mut self, peers: &mut Peers<'_>, port: usize, q: usize, reason: DropReason) {
+        while let Some(d) = self.ports[port].pop(q) {
+            self.release(peers, port, q, &d, true);
+            peers.packets.free(d.slot);
+            self.count_drop(port, q, d.len as usize, reason);
+        }
+    }
+
+    /// Asks `port`'s link to carry a PFC frame its ingress side decided on.
+    pub(crate) fn queue_pfc(&mut self, port: usize, req: PfcRequest) {
+        self.ports[port].queue_pfc(req);
+    }
+
+    /// True when no frame is queued and no PFC frame waits to be sent.
+    pub fn is_idle(&self) -> bool {
+        self.ports
+            .iter()
+            .all(|p| p.pfc_out.is_empty() && p.queues.iter().all(|q| q.is_empty()))
+    }
+
+    /// The earliest time after which `transmit` or the watchdog may change something on the
+    /// egress side, given that nothing new arrives.
+    pub(crate) fn next_event(&self, now: u64, mut at: impl FnMut(u64)) {
+        for p in &self.ports {
+            let link_free = p.busy_until_ps.div_ceil(PS_PER_NS).max(now);
+            if !p.pfc_out.is_empty() {
+                at(link_free);
+            }
+            for q in 0..NUM_TC {
+                let Some(head) = p.queues[q].front() else { continue };
+                let mut t = link_free;
+                if self.paused(p, q, t) {
+                    t = p.pause.resume_time(self.queue_prios[q], t);
+                }
+                if let Some(s) = p.shapers[q].as_ref() {
+                    t = s.ready_at(t, head.len as u32);
+                }
+                at(t);
+                if let Some(w) = p.watchdog.as_ref() {
+                    if let Some(d) = w.deadline(q) {
+                        at(d.max(now));
+                    }
+                }
+            }
+            if let Some(w) = p.watchdog.as_ref() {
+                for q in 0..NUM_TC {
+                    if let Some(d) = w.restore_deadline(q) {
+                        at(d.max(now));
+                    }
+                }
+            }
+        }
+    }
+}

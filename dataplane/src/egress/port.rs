@@ -1,0 +1,137 @@
+//! What one egress port owns: its queues of descriptors, scheduler, shapers, WRED profiles, the
+//! CNP policer, pause reception and the watchdog, its half of the buffer account, the link's
+//! pacing and the PFC frames its ingress side asked it to send.
+
+use super::link::LinkRate;
+use super::sched::Scheduler;
+use super::token_bucket::TokenBucket;
+use super::wred::Wred;
+use crate::buffers::ring::Ring;
+use crate::mmu::QueueAccount;
+use crate::pfc::{PauseState, PfcRequest, Watchdog};
+use crate::stats::counters::{PortCounters, QueueCounters};
+use controlplane::{Config, PortConfig, NUM_TC};
+
+/// A queued frame. Small and `Copy`: this is what moves through the egress rings.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Desc {
+    pub slot: u32,
+    pub len: u16,
+    pub in_port: u8,
+    pub pg: u8,
+    pub cells: u16,
+    pub ect: bool,
+    pub cnp: bool,
+    /// Already CE-marked (or WRED-decided) at enqueue.
+    pub wred_done: bool,
+}
+
+/// The switch port's own MAC, used as the source of the PFC frames it sends.
+pub fn port_mac(id: u16) -> [u8; 6] {
+    let b = id.to_be_bytes();
+    [0x02, 0x52, 0x53, 0x57, b[0], b[1]]
+}
+
+/// PFC frames a port may hold waiting to be sent; more means the link is stalled.
+const PFC_BACKLOG: usize = 64;
+
+pub struct EgressPort {
+    pub(crate) id: u16,
+    pub(crate) mac: [u8; 6],
+    pub(crate) speed_bps: u64,
+    pub(crate) rate: LinkRate,
+    pub(crate) queues: [Ring<Desc>; NUM_TC],
+    pub(crate) sched: Scheduler,
+    pub(crate) shapers: [Option<TokenBucket>; NUM_TC],
+    pub(crate) wred: [Option<Wred>; NUM_TC],
+    pub(crate) cnp_policer: Option<TokenBucket>,
+    /// When the link finishes its current frame, in picoseconds (ns would drift at 25G+).
+    pub(crate) busy_until_ps: u64,
+    /// Whether frames were left waiting when the link went busy: then the next frame starts
+    /// back to back at `busy_until_ps` rather than at the time of the next call.
+    pub(crate) backlogged: bool,
+    /// PFC frames to send, ahead of all data (asked for by this port's ingress side).
+    pub(crate) pfc_out: Ring<PfcRequest>,
+    pub(crate) pause: PauseState,
+    pub(crate) watchdog: Option<Watchdog>,
+    pub(crate) buffers: QueueAccount,
+    pub(crate) counters: PortCounters,
+    pub(crate) queue_counters: [QueueCounters; NUM_TC],
+    /// Queues holding frames (bit mask), kept with the rings so the scheduler need not look.
+    pub(crate) nonempty: u8,
+    /// Queues with a shaper.
+    pub(crate) shaped: u8,
+}
+
+impl EgressPort {
+    pub(crate) fn new(
+        p: &PortConfig,
+        cfg: &Config,
+        buffers: QueueAccount,
+        ring_slots: usize,
+        lossless_queues: u8,
+    ) -> Self {
+        let mut port = EgressPort {
+            id: p.id,
+            mac: port_mac(p.id),
+            speed_bps: 0,
+            rate: LinkRate::new(1),
+            queues: std::array::from_fn(|_| Ring::with_capacity(ring_slots)),
+            sched: Scheduler::new(&std::array::from_fn(|q| p.queues[q].sched), p.max_frame_bytes),
+            shapers: Default::default(),
+            wred: Default::default(),
+            cnp_policer: None,
+            busy_until_ps: 0,
+            backlogged: false,
+            pfc_out: Ring::with_capacity(PFC_BACKLOG),
+            pause: PauseState::default(),
+            watchdog: cfg.pfc.watchdog.clone().map(|w| Watchdog::new(w, lossless_queues)),
+            buffers,
+            counters: PortCounters::default(),
+            queue_counters: Default::default(),
+            nonempty: 0,
+            shaped: 0,
+        };
+        port.set_qos(p, cfg);
+        port
+    }
+
+    /// The QoS a config gives this port: rate, scheduler, shapers, WRED, policer.
+    pub(crate) fn set_qos(&mut self, p: &PortConfig, cfg: &Config) {
+        let modes = std::array::from_fn(|q| p.queues[q].sched);
+        self.speed_bps = p.speed_bps.max(1);
+        self.rate = LinkRate::new(p.speed_bps);
+        self.sched = Scheduler::new(&modes, p.max_frame_bytes);
+        self.shapers = std::array::from_fn(|q| p.queues[q].shaper.map(TokenBucket::new));
+        self.shaped = (0..NUM_TC)
+            .filter(|&q| p.queues[q].shaper.is_some())
+            .fold(0, |m, q| m | 1 << q);
+        self.wred = std::array::from_fn(|q| p.queues[q].ecn.as_ref().map(Wred::new));
+        self.cnp_policer = cfg.cnp.policer.map(TokenBucket::new);
+    }
+
+    #[inline]
+    pub(crate) fn push(&mut self, q: usize, d: Desc) -> Result<(), Desc> {
+        self.queues[q].push(d)?;
+        self.nonempty |= 1 << q;
+        Ok(())
+    }
+
+    #[inline]
+    pub(crate) fn pop(&mut self, q: usize) -> Option<Desc> {
+        let d = self.queues[q].pop()?;
+        if self.queues[q].is_empty() {
+            self.nonempty &= !(1 << q);
+        }
+        Some(d)
+    }
+
+    /// Queues a PFC frame to send ahead of all data. 64 pending on one port means the link is
+    /// stalled; the newest state is re-sent by the refresh timer, so dropping here loses
+    /// nothing that matters.
+    pub(crate) fn queue_pfc(&mut self, req: PfcRequest) {
+        if self.pfc_out.push(req).is_err() {
+            self.counters.drops[crate::stats::counters::DropReason::NoBuffer as usize] += 1;
+        }
+    }
+}

@@ -1,0 +1,156 @@
+//! The receive side of the switch: parse → MAC control → link-local filter → FDB learn and
+//! look-up → classify, for each frame of a burst; then admission on the ingress PG (its
+//! [`port::IngressPort`] account) before the egress side queues it.
+//!
+//! [`Ingress`] owns what a port's receive side decides with: the ports' PG accounts and XOFF
+//! generators, the FDB (learning) and the classifier. It never touches an egress queue; it
+//! answers with an [`Arrival`] that the switch hands to the egress side.
+
+pub mod classify;
+pub mod fdb;
+pub mod port;
+
+use crate::stats::counters::DropReason;
+use crate::wire::{self, FrameInfo};
+use classify::{Class, Classifier};
+use controlplane::{Config, NUM_TC};
+use fdb::Fdb;
+use port::IngressPort;
+
+/// Where a received frame goes next.
+pub enum Arrival {
+    /// Dropped or consumed here (counted already).
+    Done,
+    /// A MAC control frame (PFC/PAUSE) for the egress side of the same port to obey.
+    MacControl,
+    /// To one egress port (index).
+    Unicast(usize, Class),
+    /// To every other port.
+    Flood(Class),
+}
+
+pub struct Ingress {
+    pub(crate) ports: Vec<IngressPort>,
+    pub(crate) fdb: Fdb,
+    pub(crate) classifier: Classifier,
+    /// PFC-enabled priorities that map to each PG: what an XOFF for that PG announces.
+    pub(crate) pg_prios: [u8; NUM_TC],
+    /// Port id → index (u16::MAX: no such port): the FDB speaks ids, the arrays indices.
+    index_of_id: Vec<u16>,
+}
+
+/// Per PG, the PFC-enabled priorities that map to it (what an XOFF for that PG announces).
+fn pg_priorities(cfg: &Config) -> [u8; NUM_TC] {
+    let mut pg_prios = [0u8; NUM_TC];
+    for prio in 0..NUM_TC {
+        if cfg.pfc.enabled[prio] {
+            pg_prios[cfg.classify.tc_to_pg[prio] as usize & 7] |= 1 << prio;
+        }
+    }
+    pg_prios
+}
+
+impl Ingress {
+    pub(crate) fn new(cfg: &Config, accounts: Vec<crate::mmu::PgAccount>) -> Self {
+        let ports = cfg
+            .ports
+            .iter()
+            .zip(accounts)
+            .map(|(p, a)| IngressPort::new(p, &cfg.pfc, a))
+            .collect();
+        let max_id = cfg.ports.iter().map(|p| p.id as usize).max().unwrap_or(0);
+        let mut index_of_id = vec![u16::MAX; max_id + 1];
+        for (i, p) in cfg.ports.iter().enumerate() {
+            index_of_id[p.id as usize] = i as u16;
+        }
+        Ingress {
+            ports,
+            fdb: Fdb::new(&cfg.fdb),
+            classifier: Classifier::new(&cfg.classify, &cfg.cnp),
+            pg_prios: pg_priorities(cfg),
+            index_of_id,
+        }
+    }
+
+    /// Takes a new config (same ports); learnt MACs, counts and XOFF state are kept.
+    pub(crate) fn reconfigure(&mut self, cfg: &Config, fresh: &[crate::mmu::PgAccount]) {
+        for ((p, pc), a) in self.ports.iter_mut().zip(&cfg.ports).zip(fresh) {
+            p.reconfigure(pc, &cfg.pfc, a);
+        }
+        self.fdb.reconfigure(&cfg.fdb);
+        self.classifier = Classifier::new(&cfg.classify, &cfg.cnp);
+        self.pg_prios = pg_priorities(cfg);
+    }
+
+    #[inline]
+    pub fn port_index(&self, id: u16) -> Option<usize> {
+        match self.index_of_id.get(id as usize) {
+            Some(&i) if i != u16::MAX => Some(i as usize),
+            _ => None,
+        }
+    }
+
+    /// Receives one frame (without FCS) on port index `port` at `now`, parsing into `info`
+    /// (reused across a burst), and says where it goes.
+    #[inline(always)]
+    pub(crate) fn receive(&mut self, port: usize, frame: &[u8], now: u64, info: &mut FrameInfo) -> Arrival {
+        let p = &mut self.ports[port];
+        p.counters.rx_packets += 1;
+        p.counters.rx_bytes += frame.len() as u64;
+        if frame.len() > p.max_frame {
+            p.counters.drops[DropReason::Oversize as usize] += 1;
+            return Arrival::Done;
+        }
+        if let Err(m) = wire::parse_into(frame, p.max_frame, info) {
+            p.counters.malformed[m as usize] += 1;
+            return Arrival::Done;
+        }
+        if info.is_mac_control() {
+            return Arrival::MacControl;
+        }
+        // MACs are read from the frame, not from `info`: the parser has just written them there
+        // byte by byte, and reading them back wider stalls on store forwarding.
+        let (dst, src): ([u8; 6], [u8; 6]) = match (frame[0..6].try_into(), frame[6..12].try_into()) {
+            (Ok(d), Ok(s)) => (d, s),
+            _ => return Arrival::Done, // parse guarantees 14 bytes
+        };
+        if dst[..5] == [0x01, 0x80, 0xc2, 0x00, 0x00] && dst[5] <= 0x0f {
+            p.counters.drops[DropReason::LinkLocal as usize] += 1;
+            return Arrival::Done;
+        }
+        if info.is_unknown_ethertype() {
+            p.counters.unknown_ethertype += 1;
+        }
+
+        let in_id = p.id;
+        if src[0] & 1 == 0 {
+            self.fdb.learn(&src, in_id, now);
+        }
+        let class = self.classifier.classify(info, in_id);
+        let pgc = &mut self.ports[port].pg_counters[class.pg as usize];
+        pgc.rx_packets += 1;
+        pgc.rx_bytes += frame.len() as u64;
+
+        let unicast_to = if dst[0] & 1 == 0 {
+            self.fdb.lookup_recent(&dst, now)
+        } else {
+            None
+        };
+        match unicast_to {
+            Some(out_id) if out_id == in_id => self.drop_frame(port, class.pg, DropReason::NoRoute),
+            Some(out_id) => match self.port_index(out_id) {
+                Some(out) => Arrival::Unicast(out, class),
+                None => self.drop_frame(port, class.pg, DropReason::NoRoute),
+            },
+            None if self.ports.len() < 2 => self.drop_frame(port, class.pg, DropReason::NoRoute),
+            None => Arrival::Flood(class),
+        }
+    }
+
+    /// Counts a frame dropped before it was queued anywhere, on its port and ingress PG.
+    #[cold]
+    pub(crate) fn drop_frame(&mut self, port: usize, pg: u8, reason: DropReason) -> Arrival {
+        self.ports[port].drop_frame(pg, reason);
+        Arrival::Done
+    }
+}

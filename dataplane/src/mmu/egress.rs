@@ -1,0 +1,114 @@
+//! One egress port's buffer account: per queue, min → shared (to its limit). Owned by the
+//! egress side. Lossy frames are refused here at the queue's limit; a lossless frame the
+//! ingress side admitted never is (its PG must reach XOFF first).
+
+use super::{Limit, QueueUse, SharedPool};
+use crate::stats::counters::DropReason;
+use controlplane::{PortConfig, NUM_TC};
+
+#[derive(Debug, Clone, Copy)]
+struct QueueLimits {
+    min: u32,
+    shared: Limit,
+}
+
+/// The queues of one egress port: limits and use, in cells and bytes.
+#[derive(Debug, Clone)]
+pub struct QueueAccount {
+    limits: [QueueLimits; NUM_TC],
+    queues: [QueueUse; NUM_TC],
+    cells: u32,
+    peak_cells: u32,
+}
+
+impl QueueAccount {
+    pub(super) fn new(port: &PortConfig, cell: u32) -> Self {
+        let cells = |bytes: u64| bytes.div_ceil(cell as u64).min(u32::MAX as u64) as u32;
+        QueueAccount {
+            limits: std::array::from_fn(|q| QueueLimits {
+                min: cells(port.queues[q].min_bytes),
+                shared: Limit::from_threshold(port.queues[q].shared, cell),
+            }),
+            queues: Default::default(),
+            cells: 0,
+            peak_cells: 0,
+        }
+    }
+
+    pub(super) fn reserved_cells(&self) -> u64 {
+        self.limits.iter().map(|q| q.min as u64).sum()
+    }
+
+    /// Takes the limits of a new config's account for the same port; every count is kept.
+    pub fn set_limits(&mut self, fresh: &QueueAccount) {
+        self.limits = fresh.limits;
+    }
+
+    /// Charges a frame to `queue`, or refuses it (lossy only) at the queue's limit.
+    #[inline]
+    pub fn admit(
+        &mut self,
+        queue: usize,
+        cells: u32,
+        bytes: u32,
+        lossless: bool,
+        pool: &mut SharedPool,
+    ) -> Result<(), DropReason> {
+        let queue = queue & 7;
+        let egress_free = pool.egress_free();
+        let (ql, q) = (&self.limits[queue], &mut self.queues[queue]);
+        let to_min = q.min + cells <= ql.min;
+        if !to_min && !lossless && (cells > egress_free || q.shared + cells > ql.shared.resolve(egress_free)) {
+            return Err(DropReason::EgressLimit);
+        }
+        let shared = if to_min { 0 } else { cells };
+        pool.egress.charge(shared);
+        pool.used += cells;
+        pool.peak_used = pool.peak_used.max(pool.used);
+        q.min += cells - shared;
+        q.shared += shared;
+        q.bytes += bytes as u64;
+        q.peak = q.peak.max(q.total());
+        q.peak_bytes = q.peak_bytes.max(q.bytes);
+        self.cells += cells;
+        self.peak_cells = self.peak_cells.max(self.cells);
+        Ok(())
+    }
+
+    /// Releases a frame charged earlier: shared first, then min.
+    #[inline]
+    pub fn release(&mut self, queue: usize, cells: u32, bytes: u32, pool: &mut SharedPool) {
+        let q = &mut self.queues[queue & 7];
+        let from_shared = cells.min(q.shared);
+        q.shared -= from_shared;
+        debug_assert!(cells - from_shared <= q.min, "released more than was admitted");
+        q.min = q.min.saturating_sub(cells - from_shared);
+        debug_assert!(bytes as u64 <= q.bytes, "released more bytes than queued");
+        q.bytes = q.bytes.saturating_sub(bytes as u64);
+        debug_assert!(cells <= self.cells && cells <= pool.used, "released more than is held");
+        self.cells = self.cells.saturating_sub(cells);
+        pool.egress.shared -= from_shared;
+        pool.used = pool.used.saturating_sub(cells);
+    }
+
+    pub fn queue(&self, q: usize) -> &QueueUse {
+        &self.queues[q]
+    }
+
+    /// Cells held by frames that will leave through this port, and the peak.
+    pub fn cells(&self) -> (u32, u32) {
+        (self.cells, self.peak_cells)
+    }
+
+    pub fn restart_peaks(&mut self) {
+        for q in &mut self.queues {
+            q.peak = q.total();
+            q.peak_bytes = q.bytes;
+        }
+        self.peak_cells = self.cells;
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.cells == 0 && self.queues.iter().all(|q| q.total() == 0 && q.bytes == 0)
+    }
+}

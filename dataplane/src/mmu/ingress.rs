@@ -1,0 +1,183 @@
+//! One ingress port's buffer account: per PG, min → shared (to its limit) → headroom, and the
+//! XOFF/XON conditions that follow from it. Owned by the ingress side.
+
+use super::{IngressRegion, Limit, PgUse, SharedPool};
+use crate::stats::counters::DropReason;
+use controlplane::{PortConfig, NUM_TC};
+
+#[derive(Debug, Clone, Copy)]
+struct PgLimits {
+    lossless: bool,
+    min: u32,
+    shared: Limit,
+    headroom: u32,
+    xon_offset: u32,
+}
+
+/// The PGs of one ingress port: limits and use, in cells.
+#[derive(Debug, Clone)]
+pub struct PgAccount {
+    limits: [PgLimits; NUM_TC],
+    pgs: [PgUse; NUM_TC],
+    cells: u32,
+    peak_cells: u32,
+}
+
+impl PgAccount {
+    pub(super) fn new(port: &PortConfig, cell: u32) -> Self {
+        let cells = |bytes: u64| bytes.div_ceil(cell as u64).min(u32::MAX as u64) as u32;
+        PgAccount {
+            limits: std::array::from_fn(|pg| {
+                let prof = &port.pgs[pg];
+                PgLimits {
+                    lossless: prof.lossless,
+                    min: cells(prof.min_bytes),
+                    shared: Limit::from_threshold(prof.shared, cell),
+                    headroom: if prof.lossless {
+                        cells(port.headroom_bytes[pg])
+                    } else {
+                        0
+                    },
+                    xon_offset: cells(prof.xon_offset_bytes),
+                }
+            }),
+            pgs: Default::default(),
+            cells: 0,
+            peak_cells: 0,
+        }
+    }
+
+    /// Cells this port's PGs reserve out of the buffer (min and headroom).
+    pub(super) fn reserved_cells(&self) -> u64 {
+        self.limits.iter().map(|p| (p.min + p.headroom) as u64).sum()
+    }
+
+    /// Takes the limits of a new config's account for the same port; every count is kept.
+    pub fn set_limits(&mut self, fresh: &PgAccount) {
+        self.limits = fresh.limits;
+    }
+
+    #[inline]
+    pub fn is_lossless(&self, pg: usize) -> bool {
+        self.limits[pg & 7].lossless
+    }
+
+    /// Decides where a frame of `cells` goes in `pg` and charges it there (peaks wait for
+    /// [`PgAccount::confirm`], so a refund leaves no trace), or says why it cannot enter.
+    #[inline]
+    pub fn reserve(&mut self, pg: usize, cells: u32, pool: &mut SharedPool) -> Result<IngressRegion, DropReason> {
+        let pg = pg & 7;
+        let ingress_free = pool.ingress_free();
+        // Read through references: this runs for every frame, and copying the limit and use
+        // structs showed up as a fifth of admission's instructions.
+        let (pl, pu) = (&self.limits[pg], &mut self.pgs[pg]);
+        let region = if pu.min + cells <= pl.min {
+            IngressRegion::Min
+        } else if cells <= ingress_free && pu.shared + cells <= pl.shared.resolve(ingress_free) {
+            IngressRegion::Shared
+        } else if pl.lossless && pu.headroom + cells <= pl.headroom {
+            IngressRegion::Headroom
+        } else if pl.lossless {
+            return Err(DropReason::HeadroomOverflow);
+        } else {
+            return Err(DropReason::IngressLimit);
+        };
+        match region {
+            IngressRegion::Min => pu.min += cells,
+            IngressRegion::Shared => {
+                pu.shared += cells;
+                pool.ingress.shared += cells;
+            }
+            IngressRegion::Headroom => pu.headroom += cells,
+        }
+        self.cells += cells;
+        Ok(region)
+    }
+
+    /// Undoes a [`PgAccount::reserve`] whose frame the egress side refused.
+    #[inline]
+    pub fn refund(&mut self, pg: usize, cells: u32, region: IngressRegion, pool: &mut SharedPool) {
+        let pu = &mut self.pgs[pg & 7];
+        match region {
+            IngressRegion::Min => pu.min -= cells,
+            IngressRegion::Shared => {
+                pu.shared -= cells;
+                pool.ingress.shared -= cells;
+            }
+            IngressRegion::Headroom => pu.headroom -= cells,
+        }
+        self.cells -= cells;
+    }
+
+    /// Completes an admission the egress side accepted: peaks, and whether the PG now wants
+    /// XOFF (lossless and in headroom, or at the shared limit, which a dynamic limit lowers
+    /// as the pool fills).
+    #[inline]
+    pub fn confirm(&mut self, pg: usize, region: IngressRegion, pool: &mut SharedPool) -> bool {
+        let pg = pg & 7;
+        pool.ingress.peak_shared = pool.ingress.peak_shared.max(pool.ingress.shared);
+        let pl = &self.limits[pg];
+        let limit_now = pl.shared.resolve(pool.ingress_free());
+        let p = &mut self.pgs[pg];
+        if region == IngressRegion::Headroom {
+            p.peak_headroom = p.peak_headroom.max(p.headroom);
+        }
+        p.peak = p.peak.max(p.total());
+        self.peak_cells = self.peak_cells.max(self.cells);
+        pl.lossless && (region == IngressRegion::Headroom || p.shared >= limit_now)
+    }
+
+    /// Releases a frame admitted earlier: headroom first, then shared, then min.
+    #[inline]
+    pub fn release(&mut self, pg: usize, cells: u32, pool: &mut SharedPool) {
+        let p = &mut self.pgs[pg & 7];
+        let from_headroom = cells.min(p.headroom);
+        p.headroom -= from_headroom;
+        let from_shared = (cells - from_headroom).min(p.shared);
+        p.shared -= from_shared;
+        let from_min = cells - from_headroom - from_shared;
+        debug_assert!(from_min <= p.min, "released more than was admitted");
+        p.min = p.min.saturating_sub(from_min);
+        debug_assert!(cells <= self.cells, "released more than the port holds");
+        self.cells = self.cells.saturating_sub(cells);
+        pool.ingress.shared -= from_shared;
+    }
+
+    /// XON condition for a lossless PG (false for lossy PGs): headroom empty and shared use
+    /// below `limit − xon_offset`.
+    #[inline]
+    pub fn may_resume(&self, pg: usize, pool: &SharedPool) -> bool {
+        let pl = &self.limits[pg & 7];
+        if !pl.lossless {
+            return false;
+        }
+        let p = &self.pgs[pg & 7];
+        p.headroom == 0 && (p.shared == 0 || p.shared + pl.xon_offset < pl.shared.resolve(pool.ingress_free()))
+    }
+
+    pub fn pg(&self, pg: usize) -> &PgUse {
+        &self.pgs[pg]
+    }
+
+    /// Headroom cells `pg` may hold.
+    pub fn headroom_limit(&self, pg: usize) -> u32 {
+        self.limits[pg & 7].headroom
+    }
+
+    /// Cells held by frames that entered through this port, and the peak.
+    pub fn cells(&self) -> (u32, u32) {
+        (self.cells, self.peak_cells)
+    }
+
+    pub fn restart_peaks(&mut self) {
+        for p in &mut self.pgs {
+            p.peak = p.total();
+            p.peak_headroom = p.headroom;
+        }
+        self.peak_cells = self.cells;
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.cells == 0 && self.pgs.iter().all(|p| p.total() == 0)
+    }
+}

@@ -1,0 +1,73 @@
+//! XOFF generation for the PGs of one ingress port: when to send XOFF, refresh it before the
+//! peer's timer runs out, and when XON is due. Owned by the ingress side.
+
+use crate::wire::pfc::quanta_to_ns;
+use controlplane::{PfcConfig, NUM_TC};
+
+/// XOFF generation for the PGs of one ingress port.
+#[derive(Debug, Clone)]
+pub struct PfcGenerator {
+    pause_quanta: u16,
+    /// Re-send XOFF this long after the last one while still congested, so the peer's timer
+    /// never runs out.
+    refresh_ns: u64,
+    xoff: u8,
+    next_refresh: [u64; NUM_TC],
+}
+
+impl PfcGenerator {
+    pub fn new(cfg: &PfcConfig, speed_bps: u64) -> Self {
+        let pause_ns = quanta_to_ns(cfg.pause_quanta, speed_bps);
+        let refresh_ns = ((pause_ns as f64 * cfg.refresh_fraction) as u64).max(1);
+        PfcGenerator {
+            pause_quanta: cfg.pause_quanta,
+            refresh_ns,
+            xoff: 0,
+            next_refresh: [0; NUM_TC],
+        }
+    }
+
+    /// New pause time and refresh interval; XOFF state and pending refreshes are kept.
+    pub fn reconfigure(&mut self, cfg: &PfcConfig, speed_bps: u64) {
+        let fresh = PfcGenerator::new(cfg, speed_bps);
+        self.pause_quanta = fresh.pause_quanta;
+        self.refresh_ns = fresh.refresh_ns;
+    }
+
+    pub fn pause_quanta(&self) -> u16 {
+        self.pause_quanta
+    }
+
+    pub fn is_xoff(&self, pg: usize) -> bool {
+        self.xoff & (1 << pg) != 0
+    }
+
+    /// Enters XOFF; false if already there (no new frame needed).
+    pub fn start_xoff(&mut self, pg: usize, now: u64) -> bool {
+        if self.is_xoff(pg) {
+            return false;
+        }
+        self.xoff |= 1 << pg;
+        self.next_refresh[pg] = now + self.refresh_ns;
+        true
+    }
+
+    pub fn stop_xoff(&mut self, pg: usize) {
+        self.xoff &= !(1 << pg);
+    }
+
+    pub fn refresh_due(&self, pg: usize, now: u64) -> bool {
+        self.is_xoff(pg) && now >= self.next_refresh[pg]
+    }
+
+    pub fn refreshed(&mut self, pg: usize, now: u64) {
+        self.next_refresh[pg] = now + self.refresh_ns;
+    }
+
+    pub fn next_refresh(&self) -> Option<u64> {
+        (0..NUM_TC)
+            .filter(|&pg| self.is_xoff(pg))
+            .map(|pg| self.next_refresh[pg])
+            .min()
+    }
+}

@@ -1,0 +1,54 @@
+//! `rocesw replay --schedule`: timed config patches, each validated (cumulatively, in time
+//! order) before the replay starts, so a bad step fails the run up front.
+
+use anyhow::{anyhow, bail, Context, Result};
+use std::path::Path;
+
+pub fn load(config: &Path, path: &Path) -> Result<Vec<(u64, controlplane::Config)>> {
+    let base_text = std::fs::read_to_string(config).with_context(|| format!("cannot read {}", config.display()))?;
+    let mut running: toml::Table = base_text
+        .parse()
+        .with_context(|| format!("{}: not TOML", config.display()))?;
+    let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let file: toml::Table = text.parse().with_context(|| format!("{}: not TOML", path.display()))?;
+    let Some(changes) = file.get("change").and_then(toml::Value::as_array) else {
+        bail!("{}: no [[change]] entries", path.display());
+    };
+    let mut steps: Vec<(u64, toml::Table)> = Vec::new();
+    for (i, c) in changes.iter().enumerate() {
+        let c = c
+            .as_table()
+            .ok_or_else(|| anyhow!("{}: change[{i}] is not a table", path.display()))?;
+        if let Some(k) = c.keys().find(|k| *k != "at" && *k != "patch") {
+            bail!(
+                "{}: change[{i}].{k}: unknown key (expected `at` and `patch`)",
+                path.display()
+            );
+        }
+        let at = c
+            .get("at")
+            .and_then(toml::Value::as_str)
+            .ok_or_else(|| anyhow!("{}: change[{i}].at: missing (a time such as \"500us\")", path.display()))?;
+        let at =
+            controlplane::units::parse_duration(at).map_err(|e| anyhow!("{}: change[{i}].at: {e}", path.display()))?;
+        let patch = c
+            .get("patch")
+            .and_then(toml::Value::as_table)
+            .ok_or_else(|| anyhow!("{}: change[{i}].patch: missing table", path.display()))?;
+        steps.push((at, patch.clone()));
+    }
+    steps.sort_by_key(|(at, _)| *at);
+    let mut out = Vec::with_capacity(steps.len());
+    for (i, (at, patch)) in steps.into_iter().enumerate() {
+        controlplane::patch::merge(&mut running, patch);
+        let text = toml::to_string(&running)?;
+        let loaded = controlplane::load_str(&text).map_err(|e| {
+            anyhow!(
+                "{}: the config after change {i} (at {at} ns) is invalid:\n{e}",
+                path.display()
+            )
+        })?;
+        out.push((at, loaded.config));
+    }
+    Ok(out)
+}

@@ -1,0 +1,177 @@
+//! `rocesw run`: wires a config to ports, workers, the control server and the live printer,
+//! runs until stopped, and reports. The binary's argument parsing stays in main.rs.
+
+use anyhow::{Context, Result};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+/// What `rocesw run` was asked to do (its command-line options).
+pub struct RunArgs {
+    pub config: PathBuf,
+    pub seed: u64,
+    pub stats: bool,
+    pub summary: Option<PathBuf>,
+    pub duration: Option<f64>,
+    pub control: Option<PathBuf>,
+    pub name: Option<String>,
+    pub control_tcp: Option<std::net::SocketAddr>,
+    pub control_token_file: Option<PathBuf>,
+    pub no_control: bool,
+    pub keep_running: bool,
+}
+
+/// Loads and validates a config file, printing its budget warnings.
+pub fn load_config(path: &Path) -> Result<controlplane::Config> {
+    let loaded =
+        controlplane::load_file(path).map_err(|e| anyhow::anyhow!("{}: invalid config:\n{e}", path.display()))?;
+    for w in &loaded.warnings {
+        eprintln!("rocesw: warning: {w}");
+    }
+    Ok(loaded.config)
+}
+
+pub fn run(args: RunArgs) -> Result<()> {
+    let RunArgs {
+        config,
+        seed,
+        stats,
+        summary,
+        duration,
+        control,
+        name,
+        control_tcp,
+        control_token_file,
+        no_control,
+        keep_running,
+    } = args;
+    let tcp = match (control_tcp, control_token_file) {
+        (Some(addr), Some(file)) => Some(crate::runtime::control_server::TcpControl {
+            addr,
+            token: controlplane::protocol::read_token_file(&file).map_err(|e| anyhow::anyhow!(e))?,
+        }),
+        _ => None,
+    };
+    let control = control.unwrap_or_else(|| match &name {
+        Some(n) => controlplane::protocol::socket_of(n),
+        None => PathBuf::from(controlplane::protocol::DEFAULT_SOCKET),
+    });
+    let cfg = crate::runtime::run::load_config(&config)?;
+    if let Some(p) = cfg.ports.iter().find(|p| p.interface.is_none() && p.pcap.is_none()) {
+        anyhow::bail!(
+            "port {} has neither an interface nor a pcap table: rocesw run needs `interface = \"...\"` \
+             or `pcap = {{ input = \"...\", output = \"...\" }}` on every [[port]]",
+            p.id
+        );
+    }
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(sig, stop.clone())?;
+    }
+    let inputs: Vec<&std::path::Path> = cfg
+        .ports
+        .iter()
+        .filter_map(|p| p.pcap.as_ref()?.input.as_deref())
+        .collect();
+    let pcap_clock = crate::io::PcapClock::for_inputs(inputs.iter().copied());
+    let inputs_left = crate::io::InputsLeft::new(inputs.len());
+    if !keep_running && !inputs.is_empty() && cfg.ports.iter().all(|p| p.pcap.is_some()) {
+        // Nothing but captures feeds this switch: once they are all read, stop (and drain).
+        let (stop, left) = (stop.clone(), inputs_left.clone());
+        std::thread::spawn(move || {
+            while left.get() > 0 && !stop.load(Ordering::Relaxed) {
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            stop.store(true, Ordering::Relaxed);
+        });
+    }
+    if let Some(secs) = duration {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_secs_f64(secs));
+            stop.store(true, Ordering::Relaxed);
+        });
+    }
+    let queue = Arc::new(crossbeam_queue::ArrayQueue::new(16));
+    // Dropped when the arm ends: stops the control thread and removes the socket.
+    let _server = if no_control {
+        None
+    } else {
+        let text = std::fs::read_to_string(&config).with_context(|| format!("cannot read {}", config.display()))?;
+        Some(
+            crate::runtime::control_server::ControlServer::spawn_with(
+                &control,
+                text,
+                queue.clone(),
+                crate::runtime::control_server::ControlOptions {
+                    name: name.clone(),
+                    tcp,
+                },
+            )
+            .with_context(|| format!("control socket {}", control.display()))?,
+        )
+    };
+    let opts = crate::runtime::worker::RunOptions {
+        seed,
+        control: (!no_control).then_some(queue),
+        open: Box::new(move |p: &controlplane::PortConfig| {
+            if let Some(pc) = &p.pcap {
+                let name = p.name.clone().unwrap_or_else(|| format!("pcap{}", p.id));
+                let port = crate::io::PcapPort::open(&name, pc, pcap_clock.clone(), &inputs_left)?;
+                return Ok(Box::new(port) as Box<dyn crate::io::PortBackend + Send>);
+            }
+            let ifname = p.interface.as_deref().unwrap_or_default();
+            let port = crate::io::AfPacket::open(ifname, Default::default())?;
+            Ok(Box::new(port) as Box<dyn crate::io::PortBackend + Send>)
+        }),
+    };
+    eprintln!(
+        "rocesw: switching {} ports ({}) on {} worker(s); Ctrl-C stops",
+        cfg.ports.len(),
+        cfg.ports
+            .iter()
+            .map(|p| match (&p.interface, &p.pcap) {
+                (Some(i), _) => i.clone(),
+                (None, _) => format!("pcap{}", p.id),
+            })
+            .collect::<Vec<_>>()
+            .join(", "),
+        cfg.run.workers
+    );
+    let mut printer = crate::stats::live::Printer::new(&cfg);
+    let mut hook = |s: &crate::stats::report::Snapshot, now: u64| printer.print(s, now);
+    let outcome = crate::runtime::worker::run(&cfg, opts, stop, if stats { Some(&mut hook) } else { None })?;
+    print!(
+        "{}",
+        crate::stats::report::human_summary(&outcome.snapshot, "uptime", outcome.uptime_ns)
+    );
+    if outcome.undrained > 0 {
+        println!("drain timed out: {} frames were still queued", outcome.undrained);
+    }
+    if outcome.tx_dropped > 0 {
+        println!(
+            "{} frames could not be handed to the interfaces (TX ring full or link down)",
+            outcome.tx_dropped
+        );
+    }
+    for (i, st) in &outcome.backends {
+        if st.rx_kernel_drops > 0 || st.tx_ring_full > 0 || st.rx_oversize > 0 {
+            println!(
+                "port {}: kernel dropped {} received frames (receive ring full: the switch polled too slowly), \
+                 {} sends found the TX ring full, {} oversize frames skipped",
+                cfg.ports[*i].id, st.rx_kernel_drops, st.tx_ring_full, st.rx_oversize
+            );
+        }
+    }
+    if let Some(path) = summary {
+        let ports: Vec<serde_json::Value> = outcome
+            .backends
+            .iter()
+            .map(|(i, st)| serde_json::json!({"id": cfg.ports[*i].id, "backend": st}))
+            .collect();
+        let json = serde_json::json!({"switch": outcome.snapshot, "interfaces": ports, "uptime_ns": outcome.uptime_ns, "undrained": outcome.undrained});
+        std::fs::write(&path, serde_json::to_string_pretty(&json)? + "\n")
+            .with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    Ok(())
+}

@@ -1,0 +1,341 @@
+//! One switch: the ingress side, the egress side, the shared pool and the packet buffers, and
+//! the few calls that carry a frame from one to the other.
+//!
+//! `Switch` knows nothing of where frames come from or what time it is: ports hand it frames
+//! with `receive`, ask it for frames with `transmit`, and pass `now` (nanoseconds) every time.
+//! Replay passes virtual time, the real-time workers a monotonic clock; the code is the same.
+//!
+//! Who owns what (ARCHITECTURE.md, "Who owns what"): [`Ingress`] the PG accounts, XOFF
+//! generation, the FDB and the classifier; [`Egress`] the queues, schedulers, WRED, shapers,
+//! the CNP policer, pause reception and the watchdog; the [`SharedPool`] is the one figure both
+//! read. The methods here only route between them.
+
+use crate::buffers::pool::PacketPool;
+use crate::egress::{Egress, Peers, TX_BURST};
+use crate::ingress::classify::{Class, Classifier};
+use crate::ingress::fdb::Fdb;
+use crate::ingress::{Arrival, Ingress};
+use crate::mmu::{self, PgUse, PoolUse, PortUse, QueueUse, SharedPool};
+use crate::stats::counters::{PgCounters, PortCounters, QueueCounters};
+use crate::wire::{ecn, FrameInfo};
+use controlplane::{Config, NUM_TC};
+
+pub use crate::egress::link::{ser_ps, LinkRate, WIRE_OVERHEAD_BYTES};
+pub use crate::egress::port::port_mac;
+pub use crate::egress::TxSink;
+
+pub struct Switch {
+    cfg: Config,
+    ingress: Ingress,
+    egress: Egress,
+    pool: SharedPool,
+    packets: PacketPool,
+}
+
+/// The frames of one burst on one port at one time (`Switch::burst_rx`): the per-frame receive
+/// path with what the burst shares, one parse result reused in place (`parse_into` overwrites
+/// it whole), instead of a fresh one per frame.
+pub struct BurstRx<'s> {
+    sw: &'s mut Switch,
+    port: usize,
+    now: u64,
+    info: FrameInfo,
+}
+
+impl BurstRx<'_> {
+    /// Receives one frame (without FCS) of the burst.
+    #[inline]
+    pub fn receive(&mut self, frame: &[u8]) {
+        self.sw.receive_one(self.port, frame, self.now, &mut self.info);
+    }
+}
+
+impl Switch {
+    pub fn new(cfg: &Config, seed: u64) -> Self {
+        let (pool, pg_accounts, queue_accounts) = mmu::build(cfg);
+        let max_frame = cfg
+            .ports
+            .iter()
+            .map(|p| p.max_frame_bytes as usize)
+            .max()
+            .unwrap_or(1518);
+        // Every queued frame holds at least one cell, so the buffer bounds the frames held;
+        // headroom for one receive burst per port on top.
+        let slots = pool.total_cells() as usize + TX_BURST * NUM_TC * cfg.ports.len();
+        Switch {
+            ingress: Ingress::new(cfg, pg_accounts),
+            egress: Egress::new(cfg, queue_accounts, slots, seed),
+            pool,
+            packets: PacketPool::new(slots, max_frame),
+            cfg: cfg.clone(),
+        }
+    }
+
+    /// Switches to a new config between two bursts, as the control plane asks. A frame is
+    /// handled wholly under the old config or wholly under the new one; nothing queued is lost
+    /// and every cell stays charged where it is (the accounts keep their counts, only limits
+    /// change). Refused, with the reason, for what cannot change under traffic: the ports (ids,
+    /// count, largest frame beyond the packet buffers) and the buffer size or cell.
+    pub fn reconfigure(&mut self, cfg: &Config) -> Result<(), String> {
+        let old = &self.cfg;
+        if old.buffer != cfg.buffer {
+            return Err("buffer.size and buffer.cell cannot change while the switch runs (restart it)".into());
+        }
+        let ids = |c: &Config| c.ports.iter().map(|p| p.id).collect::<Vec<_>>();
+        if ids(old) != ids(cfg) {
+            return Err("the set of ports cannot change while the switch runs (restart it)".into());
+        }
+        if let Some(p) = cfg
+            .ports
+            .iter()
+            .find(|p| p.max_frame_bytes as usize > self.packets.slot_size())
+        {
+            return Err(format!(
+                "port {}: frames up to {} B exceed the running switch's packet buffers (restart it)",
+                p.id, p.max_frame_bytes
+            ));
+        }
+        let (fresh_pool, fresh_in, fresh_out) = mmu::build(cfg);
+        self.pool.resize(&fresh_pool);
+        self.ingress.reconfigure(cfg, &fresh_in);
+        self.egress.reconfigure(cfg, &fresh_out);
+        self.cfg = cfg.clone();
+        Ok(())
+    }
+
+    pub fn config(&self) -> &Config {
+        &self.cfg
+    }
+
+    pub fn classifier(&self) -> &Classifier {
+        &self.ingress.classifier
+    }
+
+    pub fn num_ports(&self) -> usize {
+        self.ingress.ports.len()
+    }
+
+    #[inline]
+    pub fn port_index(&self, id: u16) -> Option<usize> {
+        self.ingress.port_index(id)
+    }
+
+    pub fn fdb(&self) -> &Fdb {
+        &self.ingress.fdb
+    }
+
+    /// Receives a burst of frames on port index `port` at `now`.
+    pub fn receive_burst<'a>(&mut self, port: usize, frames: impl IntoIterator<Item = &'a [u8]>, now: u64) {
+        let mut rx = self.burst_rx(port, now);
+        for f in frames {
+            rx.receive(f);
+        }
+    }
+
+    /// A burst arriving on port index `port` at `now`, frame by frame: for port backends that
+    /// hand their frames to a callback rather than as a list.
+    pub fn burst_rx(&mut self, port: usize, now: u64) -> BurstRx<'_> {
+        BurstRx {
+            sw: self,
+            port,
+            now,
+            info: FrameInfo::EMPTY,
+        }
+    }
+
+    /// Receives one frame (without FCS) on port index `port` at `now`.
+    pub fn receive(&mut self, port: usize, frame: &[u8], now: u64) {
+        self.burst_rx(port, now).receive(frame)
+    }
+
+    /// The per-frame receive path, inlined into the burst loop: the ingress side decides, the
+    /// frame is copied into a packet buffer, the egress side queues it.
+    #[inline(always)]
+    fn receive_one(&mut self, port: usize, frame: &[u8], now: u64, info: &mut FrameInfo) {
+        match self.ingress.receive(port, frame, now, info) {
+            Arrival::Done => {}
+            Arrival::MacControl => {
+                if let Err(m) = self.egress.receive_mac_control(port, frame, now) {
+                    self.ingress.ports[port].counters.malformed[m as usize] += 1;
+                }
+            }
+            Arrival::Unicast(out, class) => {
+                let Some(slot) = self.packets.alloc_copy(frame) else {
+                    self.ingress
+                        .drop_frame(port, class.pg, crate::stats::counters::DropReason::NoBuffer);
+                    return;
+                };
+                self.rewrite(slot, frame.len(), info, &class);
+                let mut peers = Peers {
+                    ingress: &mut self.ingress,
+                    pool: &mut self.pool,
+                    packets: &mut self.packets,
+                };
+                self.egress
+                    .enqueue(&mut peers, port, out, slot, frame.len(), info, &class, now);
+            }
+            Arrival::Flood(class) => self.flood(port, frame, info, class, now),
+        }
+    }
+
+    /// Every other port gets a copy; each copy is its own frame for the MMU (charged and
+    /// released independently) and has its own buffer, since ECN marking rewrites in place.
+    fn flood(&mut self, port: usize, frame: &[u8], info: &FrameInfo, class: Class, now: u64) {
+        use crate::stats::counters::DropReason;
+        let Some(first) = self.packets.alloc_copy(frame) else {
+            self.ingress.drop_frame(port, class.pg, DropReason::NoBuffer);
+            return;
+        };
+        self.rewrite(first, frame.len(), info, &class);
+        let n = self.num_ports();
+        let last = n - if port == n - 1 { 2 } else { 1 };
+        for out in (0..n).filter(|&o| o != port) {
+            let slot = if out == last {
+                first
+            } else {
+                match self.packets.clone_slot(first, frame.len()) {
+                    Some(s) => s,
+                    None => {
+                        self.ingress.drop_frame(port, class.pg, DropReason::NoBuffer);
+                        continue;
+                    }
+                }
+            };
+            let mut peers = Peers {
+                ingress: &mut self.ingress,
+                pool: &mut self.pool,
+                packets: &mut self.packets,
+            };
+            self.egress
+                .enqueue(&mut peers, port, out, slot, frame.len(), info, &class, now);
+        }
+    }
+
+    #[inline]
+    fn rewrite(&mut self, slot: u32, len: usize, info: &FrameInfo, class: &Class) {
+        if let Some(dscp) = class.set_dscp {
+            ecn::set_dscp(self.packets.get_mut(slot, len), info, dscp);
+        }
+    }
+
+    /// Lets port index `port` transmit what it can by `now`: PFC frames first, then data in
+    /// scheduler order, one after another at line rate. Returns frames sent.
+    pub fn transmit(&mut self, port: usize, now: u64, sink: &mut impl TxSink) -> usize {
+        let mut peers = Peers {
+            ingress: &mut self.ingress,
+            pool: &mut self.pool,
+            packets: &mut self.packets,
+        };
+        self.egress.transmit(&mut peers, port, now, sink)
+    }
+
+    /// Runs the timers due at `now`: PFC refresh (ingress), watchdog detection and restoration
+    /// (egress).
+    pub fn poll(&mut self, now: u64) {
+        for port in 0..self.num_ports() {
+            for pg in 0..NUM_TC {
+                let prios = self.ingress.pg_prios[pg];
+                if let Some(req) = self.ingress.ports[port].refresh(pg, prios, now, &self.pool) {
+                    self.egress.queue_pfc(port, req);
+                }
+            }
+            let mut peers = Peers {
+                ingress: &mut self.ingress,
+                pool: &mut self.pool,
+                packets: &mut self.packets,
+            };
+            self.egress.poll_watchdog(&mut peers, port, now);
+        }
+    }
+
+    /// True when no frame is queued and no PFC frame waits to be sent.
+    pub fn is_idle(&self) -> bool {
+        self.egress.is_idle()
+    }
+
+    /// The earliest time after which calling `poll`/`transmit` may change something, given that
+    /// nothing new arrives. Replay jumps its virtual clock there.
+    pub fn next_event(&self, now: u64) -> Option<u64> {
+        let mut next: Option<u64> = None;
+        let mut at = |t: u64| next = Some(next.map_or(t, |n: u64| n.min(t)));
+        self.egress.next_event(now, &mut at);
+        for p in &self.ingress.ports {
+            if let Some(t) = p.next_refresh() {
+                at(t.max(now));
+            }
+        }
+        next
+    }
+
+    // Read access for reports, watermarks and tests: each figure from its owner.
+
+    /// A port's counters: what its ingress side and its egress side counted, summed (each
+    /// field has one writer, so the sum is that writer's count).
+    pub fn port_counters(&self, port: usize) -> PortCounters {
+        self.ingress.ports[port]
+            .counters
+            .merged(&self.egress.ports[port].counters)
+    }
+    pub fn port_paused_ns(&self, port: usize, now: u64) -> [u64; NUM_TC] {
+        let p = &self.egress.ports[port];
+        p.pause.total_paused(now, &p.counters.paused_ns)
+    }
+    pub fn queue_counters(&self, port: usize) -> &[QueueCounters; NUM_TC] {
+        &self.egress.ports[port].queue_counters
+    }
+    pub fn pg_counters(&self, port: usize) -> &[PgCounters; NUM_TC] {
+        &self.ingress.ports[port].pg_counters
+    }
+    pub fn port_id(&self, port: usize) -> u16 {
+        self.ingress.ports[port].id
+    }
+    pub fn queue_len(&self, port: usize, q: usize) -> usize {
+        self.egress.ports[port].queues[q].len()
+    }
+    pub fn pg_use(&self, port: usize, pg: usize) -> &PgUse {
+        self.ingress.ports[port].buffers.pg(pg)
+    }
+    pub fn queue_use(&self, port: usize, q: usize) -> &QueueUse {
+        self.egress.ports[port].buffers.queue(q)
+    }
+    pub fn port_use(&self, port: usize) -> PortUse {
+        let (ingress_cells, peak_ingress_cells) = self.ingress.ports[port].buffers.cells();
+        let (egress_cells, peak_egress_cells) = self.egress.ports[port].buffers.cells();
+        PortUse {
+            ingress_cells,
+            peak_ingress_cells,
+            egress_cells,
+            peak_egress_cells,
+        }
+    }
+    pub fn pool_use(&self) -> PoolUse {
+        self.pool.usage()
+    }
+    pub fn cell_bytes(&self) -> u32 {
+        self.pool.cell_bytes()
+    }
+    /// True when no cell is charged anywhere: what "cells are conserved" means.
+    pub fn buffers_empty(&self) -> bool {
+        self.pool.is_empty()
+            && self.ingress.ports.iter().all(|p| p.buffers.is_empty())
+            && self.egress.ports.iter().all(|p| p.buffers.is_empty())
+    }
+    /// Starts every peak afresh from the current use: the control plane reads the peaks and
+    /// restarts them in one step and keeps the user and persistent watermarks itself
+    /// (`stats::watermarks`), so clearing costs the packet path nothing.
+    pub fn restart_peaks(&mut self) {
+        self.pool.restart_peaks();
+        for p in &mut self.ingress.ports {
+            p.buffers.restart_peaks();
+        }
+        for p in &mut self.egress.ports {
+            p.buffers.restart_peaks();
+        }
+    }
+    pub fn free_buffers(&self) -> usize {
+        self.packets.available()
+    }
+    pub fn buffer_capacity(&self) -> usize {
+        self.packets.capacity()
+    }
+}

@@ -1,0 +1,124 @@
+//! `rocesw demo`: lab, switch, generator, report, teardown.
+
+use crate::io::{AfPacket, PortBackend};
+use crate::tools::lab::{self, LabSpec};
+use anyhow::{bail, Context, Result};
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+/// Removes the lab whatever happens after it was created.
+struct Teardown<'a> {
+    name: &'a str,
+    state: &'a Path,
+}
+
+impl Drop for Teardown<'_> {
+    fn drop(&mut self) {
+        match lab::down(self.name, self.state) {
+            Ok(r) => println!("{r}"),
+            Err(e) => eprintln!("rocesw demo: teardown: {e:#}"),
+        }
+        let _ = std::fs::remove_dir(self.state);
+    }
+}
+
+pub fn run(config: &Path, duration: f64, speed: &str, rate: &str) -> Result<()> {
+    lab::require_root()?;
+    let rocegen = std::env::current_exe()?.with_file_name("rocegen");
+    if !rocegen.exists() {
+        bail!(
+            "{} not found: build both binaries with `cargo build --release --bins`",
+            rocegen.display()
+        );
+    }
+    let state = tempfile_dir()?;
+    let name = format!("demo{}", std::process::id() % 10_000);
+    let spec = LabSpec {
+        name: name.clone(),
+        hosts: 4,
+        speed: speed.into(),
+        mtu: 1500,
+    };
+    let lab = lab::up(&spec, config, &state).context("creating the demo lab")?;
+    let _teardown = Teardown {
+        name: &name,
+        state: &state,
+    };
+    println!("{lab}\n");
+    let cfg = controlplane::load_file(&lab.config_path)
+        .map_err(|e| anyhow::anyhow!("{e}"))?
+        .config;
+
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(sig, stop.clone())?;
+    }
+    let sw_stop = Arc::new(AtomicBool::new(false));
+    let s2 = sw_stop.clone();
+    let switch = std::thread::spawn(move || {
+        let opts = crate::runtime::worker::RunOptions {
+            seed: 1,
+            control: None,
+            open: Box::new(|p: &controlplane::PortConfig| {
+                let port = AfPacket::open(p.interface.as_deref().unwrap_or_default(), Default::default())?;
+                Ok(Box::new(port) as Box<dyn PortBackend + Send>)
+            }),
+        };
+        let mut printer = crate::stats::live::Printer::new(&cfg);
+        let mut hook = |s: &crate::stats::report::Snapshot, now: u64| printer.print(s, now);
+        crate::runtime::worker::run(&cfg, opts, s2, Some(&mut hook))
+    });
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    println!("3→1 incast: hosts 1-3 send lossless RoCEv2 (DSCP 26) at {rate} each to host 0 for {duration} s; port 0 runs at {speed}\n");
+    let mut gen = std::process::Command::new(&rocegen)
+        .args(["coordinate", "--pattern", "incast", "--lab"])
+        .arg(lab.state_path())
+        .args([
+            "--rate",
+            rate,
+            "--link-speed",
+            speed,
+            "--duration",
+            &duration.to_string(),
+            "--burst-us",
+            "50",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .context("starting rocegen")?;
+    loop {
+        if let Some(status) = gen.try_wait()? {
+            let mut out = String::new();
+            use std::io::Read;
+            if let Some(mut o) = gen.stdout.take() {
+                o.read_to_string(&mut out)?;
+            }
+            println!("\n== rocegen ==\n{out}");
+            if !status.success() {
+                eprintln!("rocesw demo: rocegen exited with {status}");
+            }
+            break;
+        }
+        if stop.load(Ordering::Relaxed) {
+            let _ = gen.kill();
+            println!("interrupted");
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    sw_stop.store(true, Ordering::Relaxed);
+    let outcome = switch.join().map_err(|_| anyhow::anyhow!("switch thread panicked"))??;
+    println!("== switch ==");
+    print!(
+        "{}",
+        crate::stats::report::human_summary(&outcome.snapshot, "uptime", outcome.uptime_ns)
+    );
+    Ok(())
+}
+
+fn tempfile_dir() -> Result<std::path::PathBuf> {
+    let dir = std::env::temp_dir().join(format!("rocesw-demo-{}", std::process::id()));
+    std::fs::create_dir_all(&dir)?;
+    Ok(dir)
+}
