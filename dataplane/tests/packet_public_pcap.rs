@@ -1,21 +1,18 @@
 //! The ICRC oracle: a public capture of real RoCEv2 RC traffic between two hosts
-//! (`shared/pcaps/public-rocev2-rc-send.pcap`, see the README beside it). Every one of its 105
+//! (`tests/data/public-rocev2-rc-send.pcap`, see the README beside it). Every one of its 105
 //! RoCEv2 frames carries an ICRC computed by real RDMA stacks; ours must agree on all of them.
 
 use dataplane::wire::{self, compute_icrc, parse, verify_icrc, write_icrc, Ecn, L3Kind, MarkOutcome};
 use pcap_file::pcap::PcapReader;
 use std::collections::BTreeMap;
 
-const PCAP: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/../../shared/pcaps/public-rocev2-rc-send.pcap"
-);
+const PCAP: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/public-rocev2-rc-send.pcap");
 
 fn frames() -> Vec<Vec<u8>> {
     let file = std::fs::File::open(PCAP).unwrap_or_else(|e| {
         panic!(
-            "cannot open the public RoCEv2 capture {PCAP}: {e}. It lives in shared/pcaps/ beside \
-             the repository (CI checks out shared/ next to it); see shared/pcaps/README.md"
+            "cannot open the public RoCEv2 capture {PCAP}: {e} (the repository holds it; see \
+             tests/data/README.md)"
         )
     });
     let mut reader = PcapReader::new(file).expect("a classic pcap");

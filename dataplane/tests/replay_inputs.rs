@@ -6,14 +6,9 @@ use dataplane::tools::gen::{announce, Flow};
 use dataplane::wire::Ecn;
 use std::process::Command;
 
+/// The public RoCEv2 RC capture the repository holds (tests/data/README.md says where it is from).
 fn public_pcap() -> std::path::PathBuf {
-    let p = repo_root().join("../shared/pcaps/public-rocev2-rc-send.pcap");
-    assert!(
-        p.exists(),
-        "{} is missing: CI checks out shared/ beside the repository",
-        p.display()
-    );
-    p
+    repo_root().join("dataplane/tests/data/public-rocev2-rc-send.pcap")
 }
 
 /// The public RoCEv2 RC capture, split by sender MAC onto ports 0 and 1, crosses the switch

@@ -10,7 +10,8 @@
 //! * [`dcqcn`]: the DCQCN rate state machine and the CNP pacer as pure functions of time.
 //! * [`host`]: one thread driving one host (its socket, its sender and receiver).
 //! * [`coordinate`]: several hosts started at the same instant, one report (the CTBG idea).
-//! * [`report`]: the report, its latency histogram, the table and the JSON.
+//! * [`histogram`]: the latency histogram the receiver records and the report summarises.
+//! * [`report`]: the report, the table and the JSON.
 //!
 //! Every data packet's payload begins with [`PayloadHeader`]: magic, send time
 //! (CLOCK_MONOTONIC ns, one clock for all namespaces of a machine), per-QP sequence number.
@@ -19,6 +20,7 @@
 
 pub mod coordinate;
 pub mod dcqcn;
+pub mod histogram;
 pub mod host;
 pub mod receiver;
 pub mod report;

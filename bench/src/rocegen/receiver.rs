@@ -3,7 +3,7 @@
 //! CNPs (at most one per QP per interval). It sends nothing else (no ACKs).
 
 use super::dcqcn::CnpPacer;
-use super::report::Histogram;
+use super::histogram::Histogram;
 use super::{PayloadHeader, WIRE_OVERHEAD_BYTES};
 use dataplane::wire::build::{build_cnp, IpPair};
 use dataplane::wire::{verify_icrc, Ecn, FrameInfo, L3Kind};

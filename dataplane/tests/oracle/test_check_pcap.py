@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Self-tests for check_pcap.py: frames crafted with scapy, written to a
 nanosecond pcap by hand, must be reported exactly. Also checks the public
-capture (shared/pcaps beside the repository, or $ROCESW_PUBLIC_PCAP) when it
-is there, and that check_tshark.py agrees when tshark is installed.
+capture the repository holds (dataplane/tests/data/public-rocev2-rc-send.pcap),
+and that check_tshark.py agrees when tshark is installed.
 
 Run: python3 -m pytest dataplane/tests/oracle   or   python3 test_check_pcap.py
 """
@@ -32,9 +32,7 @@ from scapy.contrib.mac_control import (  # noqa: E402
 HERE = os.path.dirname(os.path.abspath(__file__))
 CHECKER = os.path.join(HERE, "check_pcap.py")
 TSHARK_CHECKER = os.path.join(HERE, "check_tshark.py")
-PUBLIC = os.environ.get("ROCESW_PUBLIC_PCAP") or os.path.normpath(
-    os.path.join(HERE, "..", "..", "..", "..", "shared", "pcaps", "public-rocev2-rc-send.pcap")
-)
+PUBLIC = os.path.join(HERE, "..", "data", "public-rocev2-rc-send.pcap")
 A, B = "02:00:00:00:00:0a", "02:00:00:00:00:0b"
 
 
@@ -186,20 +184,16 @@ def test_tshark_agrees():
     # tshark flags UDP checksum 0 over IPv6 (RFC 8200); nothing else is an error
     assert rep["expert"] == {"error: Illegal checksum value (0)": 2,
                              "error: Bad checksum [should be 0x2650]": 1}, rep["expert"]
-    if os.path.exists(PUBLIC):
-        r = subprocess.run([sys.executable, TSHARK_CHECKER, PUBLIC], capture_output=True,
-                           text=True, timeout=120)
-        assert r.returncode == 0, r.stderr
-        rep = json.loads(r.stdout)["files"][0]
-        assert rep["frames"] == 123 and rep["bth"] == 105
-        assert rep["opcodes"] == {"0": 33, "3": 33, "5": 2, "17": 37}
-        assert rep["ipv4_csum_good"] == 115 and rep["expert_errors"] == 0
+    r = subprocess.run([sys.executable, TSHARK_CHECKER, PUBLIC], capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    rep = json.loads(r.stdout)["files"][0]
+    assert rep["frames"] == 123 and rep["bth"] == 105
+    assert rep["opcodes"] == {"0": 33, "3": 33, "5": 2, "17": 37}
+    assert rep["ipv4_csum_good"] == 115 and rep["expert_errors"] == 0
 
 
 def test_public_capture():
-    if not os.path.exists(PUBLIC):
-        print("skip: %s not found" % PUBLIC)
-        return
     rc, out, err = run_checker(PUBLIC)
     assert rc == 0, err
     rep = json.loads(out)["files"][0]
