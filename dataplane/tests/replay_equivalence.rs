@@ -28,15 +28,15 @@
 //! change of what users get: only bless when a change of output is intended, and say in the
 //! commit message which scenarios changed and why. A refactoring must never need it.
 //!
-//! The library paths below (`dataplane::gen`, `dataplane::packet`) are only used to build
+//! The library paths below (`dataplane::tools::gen`, `dataplane::wire`) are only used to build
 //! inputs; if a restructuring moves them, update the `use` lines: the recorded input digests
 //! then prove the inputs are still the same bytes.
 
 mod common;
 
-use dataplane::gen::{announce, host_ip, host_mac, write_pcap, BASE_NS};
-use dataplane::packet::roce::opcode;
-use dataplane::packet::{build_cnp, encode_pause, encode_pfc, Ecn, IpPair, RoceFrameBuilder, VlanTag};
+use dataplane::tools::gen::{announce, host_ip, host_mac, write_pcap, BASE_NS};
+use dataplane::wire::roce::opcode;
+use dataplane::wire::{build_cnp, encode_pause, encode_pfc, Ecn, IpPair, RoceFrameBuilder, VlanTag};
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
@@ -105,7 +105,7 @@ struct GenIncast {
 
 /// `count` RoCEv2 RC SEND ONLY frames of `size` bytes from the host on `port` to host `dst`
 /// (an address never announced: the switch floods them), every `(size + 24) · 8 / rate_bps`
-/// from `start_ns`, PSN counting up from 0 (as `dataplane::gen::Flow`, with more knobs).
+/// from `start_ns`, PSN counting up from 0 (as `dataplane::tools::gen::Flow`, with more knobs).
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct FlowSpec {

@@ -33,7 +33,14 @@ pub const TX_BURST: usize = 32;
 /// Where transmitted frames go: a port backend, a pcap writer, a test.
 pub trait TxSink {
     /// `frame` leaves `port` (index) starting at `at_ns`. The slice is valid only during the call.
+    /// Called at most [`TxSink::room`] times per `transmit` of the switch.
     fn transmit(&mut self, port: usize, frame: &[u8], at_ns: u64);
+    /// How many frames `port` can take now (its transmit ring's free slots). The switch sends
+    /// no more: the rest stay queued and accounted, so a port that stops taking frames backs up
+    /// into the MMU and PFC as in an ASIC, instead of losing what already left its queue.
+    fn room(&mut self, _port: usize) -> usize {
+        usize::MAX
+    }
 }
 
 impl<F: FnMut(usize, &[u8], u64)> TxSink for F {
@@ -328,12 +335,19 @@ impl Egress {
         if p.busy_until_ps > now_ps {
             return 0;
         }
+        let budget = TX_BURST.min(sink.room(port));
+        if budget == 0 {
+            // The port's ring is full: everything stays queued (and keeps its cells). The link
+            // was not sending meanwhile, so the next frame starts when it is called for.
+            self.ports[port].backlogged = false;
+            return 0;
+        }
         let mut t_ps = if p.backlogged { p.busy_until_ps } else { now_ps };
         let mut sent = 0;
         let mut pfc_buf = [0u8; 64];
         self.ports[port].backlogged = false;
         let (mut paused, mut paused_valid_until) = self.paused_queues(port, t_ps / PS_PER_NS);
-        while sent < TX_BURST && t_ps <= now_ps {
+        while sent < budget && t_ps <= now_ps {
             let t_ns = t_ps / PS_PER_NS;
             if t_ns >= paused_valid_until {
                 (paused, paused_valid_until) = self.paused_queues(port, t_ns);
@@ -372,7 +386,7 @@ impl Egress {
                     sent += 1;
                 }
                 let p = &mut self.ports[port];
-                if !may_stay || sent >= TX_BURST || t_ps > now_ps || !p.pfc_out.is_empty() {
+                if !may_stay || sent >= budget || t_ps > now_ps || !p.pfc_out.is_empty() {
                     break;
                 }
                 if t_ps / PS_PER_NS >= paused_valid_until {

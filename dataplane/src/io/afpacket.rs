@@ -364,6 +364,9 @@ impl AfPacket {
     }
 }
 
+/// Transmit slots `tx_room` looks at, at most: more than one burst needs.
+const TX_ROOM_SCAN: u32 = 64;
+
 impl PortBackend for AfPacket {
     fn recv_burst(&mut self, max: usize, f: &mut dyn FnMut(&[u8])) -> Result<usize, PortError> {
         if self.gone {
@@ -437,6 +440,17 @@ impl PortBackend for AfPacket {
         self.tx_pending = true;
         self.stats.tx_frames += 1;
         Ok(true)
+    }
+
+    fn tx_room(&mut self) -> usize {
+        // Free slots from the head on, up to a burst's worth: the kernel frees them in order.
+        let n = self.rings.tx.frames();
+        (0..TX_ROOM_SCAN.min(n))
+            .take_while(|i| {
+                let off = self.rings.tx_slot((self.tx_head + i) % n);
+                self.rings.status(off).load(Ordering::Acquire) & TX_BUSY == 0
+            })
+            .count()
     }
 
     fn flush(&mut self) -> Result<(), PortError> {

@@ -90,6 +90,11 @@ pub trait PortBackend {
     /// larger than the port can send; both counted in [`PortStats`]), and the caller counts a
     /// drop or retries next round. Never blocks.
     fn send(&mut self, frame: &[u8]) -> Result<bool, PortError>;
+    /// How many frames `send` would take now (free transmit slots; at most a burst's worth need
+    /// be counted). The switch sends no more than this: a frame leaves its queue, and its cells
+    /// are released, only once the port has room for it, so a full ring is back-pressure into
+    /// the MMU and PFC, never a drop. No system call.
+    fn tx_room(&mut self) -> usize;
     /// Kicks queued frames out (at most one system call).
     fn flush(&mut self) -> Result<(), PortError>;
     /// Link state as the kernel reports it (administratively up and running). A few system
@@ -118,6 +123,8 @@ pub struct MemPort {
     tx_capacity: usize,
     max_frame: usize,
     link: bool,
+    /// The far end stopped reading: `flush` moves nothing, so the transmit queue fills.
+    tx_stalled: bool,
     vanished: bool,
     stats: PortStats,
 }
@@ -135,6 +142,7 @@ impl MemPort {
             tx_capacity,
             max_frame: 9216,
             link: true,
+            tx_stalled: false,
             vanished: false,
             stats: PortStats::default(),
         }
@@ -166,6 +174,12 @@ impl MemPort {
     /// Sets the link state `link_up` reports.
     pub fn set_link(&mut self, up: bool) {
         self.link = up;
+    }
+
+    /// Makes the far end stop (or resume) reading, like a NIC or VM that stops taking frames:
+    /// while stalled, `flush` moves nothing and the transmit queue fills.
+    pub fn set_tx_stalled(&mut self, stalled: bool) {
+        self.tx_stalled = stalled;
     }
 
     /// Simulates the interface disappearing: every later call fails with `Vanished`.
@@ -216,8 +230,15 @@ impl PortBackend for MemPort {
         Ok(true)
     }
 
+    fn tx_room(&mut self) -> usize {
+        self.tx_capacity.saturating_sub(self.tx_queued.len())
+    }
+
     fn flush(&mut self) -> Result<(), PortError> {
         self.check()?;
+        if self.tx_stalled {
+            return Ok(());
+        }
         if self.link {
             self.wire.extend(self.tx_queued.drain(..));
         } else {

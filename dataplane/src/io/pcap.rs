@@ -240,6 +240,11 @@ impl PortBackend for PcapPort {
         Ok(true)
     }
 
+    /// A file always has room (a full disk is an error, not back-pressure).
+    fn tx_room(&mut self) -> usize {
+        usize::MAX
+    }
+
     /// Frames reach the file when the 64 KiB buffer fills and when the port is dropped; a flush
     /// per poll round would be a system call per round for no reader's benefit.
     fn flush(&mut self) -> Result<(), PortError> {

@@ -40,10 +40,19 @@ pub struct XferRings {
     pub tx: ArrayQueue<Xfer>,
     /// Empty buffers, shared by both directions.
     pub free: ArrayQueue<Xfer>,
+    /// Per port index: frames the pipeline sent that the port has not taken yet (on the `tx`
+    /// ring or waiting for room). Bounded by [`XFER_PORT_CREDIT`] like a NIC's transmit ring,
+    /// so a port that stops taking frames backs up into the switch's queues (and PFC) instead
+    /// of into buffers the MMU does not see.
+    pub in_flight: Vec<std::sync::atomic::AtomicUsize>,
 }
 
+/// Frames one port may have in flight between the pipeline and its I/O worker: a transmit
+/// ring's worth, several bursts.
+pub const XFER_PORT_CREDIT: usize = 256;
+
 impl XferRings {
-    pub fn new(depth: usize) -> Self {
+    pub fn new(depth: usize, ports: usize) -> Self {
         let free = ArrayQueue::new(depth * 2);
         for _ in 0..depth * 2 {
             let _ = free.push(Xfer {
@@ -56,6 +65,7 @@ impl XferRings {
             rx: ArrayQueue::new(depth),
             tx: ArrayQueue::new(depth),
             free,
+            in_flight: (0..ports).map(|_| Default::default()).collect(),
         }
     }
 }
@@ -68,6 +78,9 @@ pub struct PortIo {
     pub gone: bool,
     pub link_up: bool,
     pub tx_dropped: u64,
+    /// On an I/O worker: frames the pipeline sent that the port had no room for yet, in order;
+    /// sent before anything newer (capacity for every cross-worker buffer, so never grows).
+    pending: std::collections::VecDeque<Xfer>,
 }
 
 impl PortIo {
@@ -78,6 +91,31 @@ impl PortIo {
             gone: false,
             link_up: true,
             tx_dropped: 0,
+            pending: std::collections::VecDeque::new(),
+        }
+    }
+
+    /// Offers one frame from the pipeline to the backend (I/O workers).
+    fn offer(&mut self, x: &Xfer) -> Offer {
+        if self.gone {
+            self.tx_dropped += 1;
+            return Offer::Lost;
+        }
+        if self.backend.tx_room() == 0 {
+            return Offer::Full;
+        }
+        match self.backend.send(&x.data[..x.len]) {
+            Ok(true) => Offer::Taken,
+            Ok(false) => {
+                // Room was there, so the frame itself was refused (size): counted, dropped.
+                self.tx_dropped += 1;
+                Offer::Lost
+            }
+            Err(e) => {
+                self.fail(e);
+                self.tx_dropped += 1;
+                Offer::Lost
+            }
         }
     }
 
@@ -102,6 +140,14 @@ impl PortIo {
             self.link_up = up;
         }
     }
+}
+
+enum Offer {
+    Taken,
+    /// No room in the port's ring: keep the frame and offer it again.
+    Full,
+    /// Refused for good (bad size, vanished port): counted in `tx_dropped`.
+    Lost,
 }
 
 /// Monotonic nanoseconds since the switch started: the pipeline's clock in real mode.
@@ -148,6 +194,24 @@ struct Egress<'a> {
 }
 
 impl TxSink for Egress<'_> {
+    fn room(&mut self, port: usize) -> usize {
+        if let Some(io) = self.local[port].as_mut() {
+            // A vanished interface takes (and loses) everything: nothing will ever drain it.
+            if io.gone {
+                usize::MAX
+            } else {
+                io.backend.tx_room()
+            }
+        } else if let Some(rings) = self.remote[port].as_ref() {
+            // Buffers left to carry frames to the I/O worker; a port that stops taking frames
+            // there holds its buffers until it does, so this reaches 0 and the queues back up.
+            let credit = XFER_PORT_CREDIT.saturating_sub(rings.in_flight[port].load(Ordering::Acquire));
+            credit.min(rings.free.len()).min(rings.tx.capacity() - rings.tx.len())
+        } else {
+            usize::MAX
+        }
+    }
+
     fn transmit(&mut self, port: usize, frame: &[u8], _at_ns: u64) {
         if let Some(io) = self.local[port].as_mut() {
             if io.gone {
@@ -165,7 +229,9 @@ impl TxSink for Egress<'_> {
                     x.port = port;
                     x.len = frame.len();
                     x.data[..frame.len()].copy_from_slice(frame);
+                    rings.in_flight[port].fetch_add(1, Ordering::AcqRel);
                     if let Err(x) = rings.tx.push(x) {
+                        rings.in_flight[port].fetch_sub(1, Ordering::AcqRel);
                         let _ = rings.free.push(x);
                         *self.remote_dropped += 1;
                     }
@@ -379,6 +445,10 @@ pub fn run_io(
     done: &AtomicBool,
 ) -> (u64, Vec<(usize, crate::io::PortStats)>) {
     polling.prepare_thread();
+    for io in ports.iter_mut() {
+        // A port's whole credit may end up waiting on it: no allocation later.
+        io.pending.reserve(XFER_PORT_CREDIT);
+    }
     let mut lost = 0u64;
     let mut next_check = Instant::now();
     loop {
@@ -412,19 +482,41 @@ pub fn run_io(
                 }
             }
         }
-        for _ in 0..BURST * ports.len().max(1) {
-            let Some(x) = rings.tx.pop() else { break };
-            if let Some(io) = ports.iter_mut().find(|p| p.index == x.port) {
-                if !io.gone {
-                    match io.backend.send(&x.data[..x.len]) {
-                        Ok(true) => {}
-                        Ok(false) => io.tx_dropped += 1,
-                        Err(e) => io.fail(e),
+        // Frames a port had no room for go first, in order; what is still refused waits.
+        for io in ports.iter_mut() {
+            while let Some(x) = io.pending.pop_front() {
+                match io.offer(&x) {
+                    Offer::Full => {
+                        io.pending.push_front(x);
+                        break;
+                    }
+                    Offer::Taken | Offer::Lost => {
+                        rings.in_flight[x.port].fetch_sub(1, Ordering::AcqRel);
+                        let _ = rings.free.push(x);
+                        moved += 1;
                     }
                 }
             }
-            let _ = rings.free.push(x);
+        }
+        for _ in 0..BURST * ports.len().max(1) {
+            let Some(x) = rings.tx.pop() else { break };
             moved += 1;
+            let Some(io) = ports.iter_mut().find(|p| p.index == x.port) else {
+                rings.in_flight[x.port].fetch_sub(1, Ordering::AcqRel);
+                let _ = rings.free.push(x);
+                continue;
+            };
+            if !io.pending.is_empty() {
+                io.pending.push_back(x);
+                continue;
+            }
+            match io.offer(&x) {
+                Offer::Full => io.pending.push_back(x),
+                Offer::Taken | Offer::Lost => {
+                    rings.in_flight[x.port].fetch_sub(1, Ordering::AcqRel);
+                    let _ = rings.free.push(x);
+                }
+            }
         }
         for io in ports.iter_mut() {
             if !io.gone {
@@ -439,7 +531,7 @@ pub fn run_io(
                 io.check_link();
             }
         }
-        if done.load(Ordering::Acquire) && rings.tx.is_empty() {
+        if done.load(Ordering::Acquire) && rings.tx.is_empty() && ports.iter().all(|p| p.pending.is_empty() || p.gone) {
             let stats = ports.iter_mut().map(|p| (p.index, p.backend.stats())).collect();
             return (lost + ports.iter().map(|p| p.tx_dropped).sum::<u64>(), stats);
         }
@@ -516,7 +608,7 @@ pub fn run(
         if ports.is_empty() {
             continue;
         }
-        let rings = Arc::new(XferRings::new(XFER_RING_DEPTH));
+        let rings = Arc::new(XferRings::new(XFER_RING_DEPTH, n));
         for io in &ports {
             remote[io.index] = Some(rings.clone());
         }

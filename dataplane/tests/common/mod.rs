@@ -110,6 +110,9 @@ pub struct Wire {
     pub from_switch: Vec<Vec<u8>>,
     /// The port's interface disappears: receive errors, link down.
     pub vanished: bool,
+    /// Frames the port will still take before its transmit ring is full (`None`: always room):
+    /// 0 is a NIC or VM that stopped reading.
+    pub tx_room: Option<usize>,
 }
 
 /// An in-memory port whose wire the test holds, for `worker::run` tests.
@@ -137,8 +140,18 @@ impl PortBackend for TestPort {
     }
 
     fn send(&mut self, frame: &[u8]) -> Result<bool, PortError> {
-        self.wire.lock().unwrap().from_switch.push(frame.to_vec());
+        let mut w = self.wire.lock().unwrap();
+        match w.tx_room {
+            Some(0) => return Ok(false),
+            Some(n) => w.tx_room = Some(n - 1),
+            None => {}
+        }
+        w.from_switch.push(frame.to_vec());
         Ok(true)
+    }
+
+    fn tx_room(&mut self) -> usize {
+        self.wire.lock().unwrap().tx_room.unwrap_or(usize::MAX)
     }
 
     fn flush(&mut self) -> Result<(), PortError> {
