@@ -107,6 +107,11 @@ impl PortBackend for Sink {
         Ok(true)
     }
 
+    /// A sink never fills.
+    fn tx_room(&mut self) -> usize {
+        usize::MAX
+    }
+
     fn flush(&mut self) -> Result<(), PortError> {
         Ok(())
     }
