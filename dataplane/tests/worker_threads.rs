@@ -66,8 +66,8 @@ fn frames(src: u16, dst: u16, count: u64) -> Vec<Vec<u8>> {
 
 /// A frame with its ECN field and IPv4 checksum cleared: a queue that builds up marks CE on the
 /// way (which the ICRC does not cover), so "intact" compares the rest.
-fn unmarked(f: &Vec<u8>) -> Vec<u8> {
-    let mut f = f.clone();
+fn unmarked(f: &[u8]) -> Vec<u8> {
+    let mut f = f.to_vec();
     f[15] &= !3;
     f[24..26].fill(0);
     f
@@ -134,10 +134,10 @@ fn frames_cross_between_pipeline_and_io_workers() {
         .cloned()
         .collect();
     let (got0, got3, a, b): (Vec<_>, Vec<_>, Vec<_>, Vec<_>) = (
-        got0.iter().map(unmarked).collect(),
-        got3.iter().map(unmarked).collect(),
-        a.iter().map(unmarked).collect(),
-        b.iter().map(unmarked).collect(),
+        got0.iter().map(|f| unmarked(f)).collect(),
+        got3.iter().map(|f| unmarked(f)).collect(),
+        a.iter().map(|f| unmarked(f)).collect(),
+        b.iter().map(|f| unmarked(f)).collect(),
     );
     assert!(
         got0 == a,
@@ -299,9 +299,9 @@ fn a_port_that_stops_taking_frames_backs_up_into_pfc_and_loses_nothing() {
             let mine: Vec<Vec<u8>> = got
                 .iter()
                 .filter(|f| f[6..12] == flow[0][6..12])
-                .map(unmarked)
+                .map(|f| unmarked(f))
                 .collect();
-            let sent: Vec<Vec<u8>> = flow.iter().map(unmarked).collect();
+            let sent: Vec<Vec<u8>> = flow.iter().map(|f| unmarked(f)).collect();
             assert!(
                 mine == sent,
                 "workers={workers}: sender {s}'s frames changed or reordered"
