@@ -2,7 +2,6 @@
 //! read, as VPP and OVS do: no atomics or locks on the packet path.
 
 use controlplane::NUM_TC;
-use serde::Serialize;
 
 /// Why a frame did not make it through the switch. Every drop is counted under one of these
 /// (malformed frames under their parser reason instead, see `PortCounters::malformed`).
@@ -100,25 +99,4 @@ pub struct PgCounters {
     pub dropped_packets: u64,
     pub xoff_sent: u64,
     pub xon_sent: u64,
-}
-
-/// A count per reason with its name, for reports (zeros left out).
-#[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
-#[serde(transparent)]
-pub struct DropMap(pub std::collections::BTreeMap<String, u64>);
-
-impl DropMap {
-    pub fn add(&mut self, name: &str, n: u64) {
-        if n > 0 {
-            *self.0.entry(name.to_string()).or_default() += n;
-        }
-    }
-
-    pub fn total(&self) -> u64 {
-        self.0.values().sum()
-    }
-
-    pub fn get(&self, name: &str) -> u64 {
-        self.0.get(name).copied().unwrap_or(0)
-    }
 }

@@ -917,7 +917,7 @@ impl Switch {
 
     /// Counters and buffer state, for reports.
     pub fn snapshot(&self, now: u64) -> crate::report::Snapshot {
-        crate::report::Snapshot::build(self, now)
+        <crate::report::Snapshot as crate::report::Build>::build(self, now)
     }
 
     // Accessors for the report module.

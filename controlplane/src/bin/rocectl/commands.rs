@@ -2,9 +2,10 @@
 //! (`render`).
 
 use crate::cli::Show;
-use crate::render::{render, render_rates, Snapshot};
+use crate::render::{render, render_rates};
 use crate::target::{connect, err};
 use controlplane::protocol::{self, ApplyData, Endpoint, Op};
+use controlplane::snapshot::Snapshot;
 use controlplane::units;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;

@@ -1,9 +1,8 @@
 //! The tables of `show` and `watch`, drawn from the switch's answers.
 
 use crate::cli::Show;
-use controlplane::protocol;
-use serde::Deserialize;
-use std::collections::BTreeMap;
+use controlplane::protocol::{self, FdbRow, WatermarksData};
+use controlplane::snapshot::{Drops, PortPeaks, PortReport, Snapshot};
 use std::fmt::Write as _;
 
 pub fn render(what: Show, data: &serde_json::Value) -> Result<String, String> {
@@ -15,8 +14,8 @@ pub fn render(what: Show, data: &serde_json::Value) -> Result<String, String> {
         }
         Show::Config => return Ok(data["toml"].as_str().unwrap_or_default().to_string()),
         Show::Watermarks => {
-            let w: protocol::WatermarksData = serde_json::from_value(data.clone()).map_err(bad)?;
-            return render_watermarks(&w).map_err(bad);
+            let w: WatermarksData = serde_json::from_value(data.clone()).map_err(bad)?;
+            return Ok(render_watermarks(&w));
         }
         _ => {}
     }
@@ -33,9 +32,8 @@ pub fn render(what: Show, data: &serde_json::Value) -> Result<String, String> {
 
 /// Like SONiC's `show priority-group watermark` and `show queue watermark`: one row per port,
 /// one column per PG or queue, in cells.
-fn render_watermarks(w: &protocol::WatermarksData) -> Result<String, serde_json::Error> {
-    let ports: Vec<Port> = serde_json::from_value(w.ports.clone())?;
-    let pool: Pool = serde_json::from_value(w.buffer.clone()).unwrap_or_default();
+fn render_watermarks(w: &WatermarksData) -> String {
+    let (ports, pool) = (&w.ports, &w.buffer);
     let mut o = String::new();
     let _ = writeln!(
         o,
@@ -48,14 +46,14 @@ fn render_watermarks(w: &protocol::WatermarksData) -> Result<String, serde_json:
             ""
         }
     );
-    let grid = |o: &mut String, title: &str, label: &str, row: &dyn Fn(&Port) -> Vec<(u8, u32)>| {
+    let grid = |o: &mut String, title: &str, label: &str, row: &dyn Fn(&PortPeaks) -> Vec<(u8, u32)>| {
         let _ = writeln!(o, "\n{title}");
         let _ = write!(o, "{:>4}", "port");
         for i in 0..8 {
             let _ = write!(o, " {:>8}", format!("{label}{i}"));
         }
         let _ = writeln!(o);
-        for p in &ports {
+        for p in ports {
             let mut cells = [None; 8];
             for (i, v) in row(p) {
                 if let Some(c) = cells.get_mut(i as usize) {
@@ -79,7 +77,7 @@ fn render_watermarks(w: &protocol::WatermarksData) -> Result<String, serde_json:
         p.queues.iter().map(|q| (q.queue, q.peak_cells)).collect()
     });
     let _ = writeln!(o, "\n{:>4} {:>14} {:>14}", "port", "ingress peak", "egress peak");
-    for p in &ports {
+    for p in ports {
         let _ = writeln!(
             o,
             "{:>4} {:>14} {:>14}",
@@ -91,98 +89,10 @@ fn render_watermarks(w: &protocol::WatermarksData) -> Result<String, serde_json:
         "\npool: used {} cells, ingress shared {}, egress shared {} (peaks)",
         pool.peak_used_cells, pool.peak_ingress_shared_cells, pool.peak_egress_shared_cells
     );
-    Ok(o)
+    o
 }
 
-// What the switch sends (dataplane's report::Snapshot), as far as rocectl reads it. Fields it
-// does not know are ignored; missing ones read as zero.
-
-#[derive(Deserialize, Default)]
-#[serde(default)]
-pub struct Snapshot {
-    ports: Vec<Port>,
-    buffer: Pool,
-}
-
-#[derive(Deserialize, Default)]
-#[serde(default)]
-struct Port {
-    id: u16,
-    rx_packets: u64,
-    rx_bytes: u64,
-    tx_packets: u64,
-    tx_bytes: u64,
-    drops: BTreeMap<String, u64>,
-    ecn_marked: u64,
-    pfc_tx: Vec<u64>,
-    pfc_rx: Vec<u64>,
-    pause_rx: u64,
-    paused_ns: Vec<u64>,
-    watchdog_storms: Vec<u64>,
-    buffer: PortUse,
-    queues: Vec<Queue>,
-    pgs: Vec<Pg>,
-}
-
-#[derive(Deserialize, Default)]
-#[serde(default)]
-struct PortUse {
-    ingress_cells: u32,
-    peak_ingress_cells: u32,
-    egress_cells: u32,
-    peak_egress_cells: u32,
-}
-
-#[derive(Deserialize, Default)]
-#[serde(default)]
-struct Pool {
-    total_cells: u32,
-    shared_cells: u32,
-    used_cells: u32,
-    peak_used_cells: u32,
-    ingress_shared_cells: u32,
-    peak_ingress_shared_cells: u32,
-    egress_shared_cells: u32,
-    peak_egress_shared_cells: u32,
-}
-
-#[derive(Deserialize, Default)]
-#[serde(default)]
-struct Queue {
-    queue: u8,
-    tx_packets: u64,
-    tx_bytes: u64,
-    dropped_packets: u64,
-    ecn_marked: u64,
-    depth_packets: u64,
-    depth_cells: u32,
-    peak_cells: u32,
-}
-
-#[derive(Deserialize, Default)]
-#[serde(default)]
-struct Pg {
-    pg: u8,
-    rx_packets: u64,
-    dropped_packets: u64,
-    xoff_sent: u64,
-    xon_sent: u64,
-    min_cells: u32,
-    shared_cells: u32,
-    headroom_cells: u32,
-    peak_cells: u32,
-    peak_headroom_cells: u32,
-}
-
-#[derive(Deserialize)]
-struct FdbRow {
-    mac: String,
-    port: u16,
-    is_static: bool,
-    age_ns: u64,
-}
-
-fn drops(d: &BTreeMap<String, u64>) -> String {
+fn drops(d: &Drops) -> String {
     if d.is_empty() {
         "-".into()
     } else {
@@ -395,12 +305,12 @@ pub fn render_rates(prev: Option<&Snapshot>, s: &Snapshot, secs: f64) -> String 
     );
     for p in &s.ports {
         let before = prev.and_then(|q| q.ports.iter().find(|x| x.id == p.id));
-        let drops_now: u64 = p.drops.values().sum();
-        let pfc_tx = |x: &Port| x.pfc_tx.iter().sum::<u64>();
-        let pfc_rx = |x: &Port| x.pfc_rx.iter().sum::<u64>() + x.pause_rx;
+        let drops_now = p.drops.total();
+        let pfc_tx = |x: &PortReport| x.pfc_tx.iter().sum::<u64>();
+        let pfc_rx = |x: &PortReport| x.pfc_rx.iter().sum::<u64>() + x.pause_rx;
         // Share of the interval some priority of this port was paused by its peer (the busiest
         // priority's paused time; priorities pause independently).
-        let paused = |x: &Port, i: usize| x.paused_ns.get(i).copied().unwrap_or(0);
+        let paused = |x: &PortReport, i: usize| x.paused_ns.get(i).copied().unwrap_or(0);
         let paused_frac = (0..p.paused_ns.len())
             .map(|i| rate(paused(p, i), before.map(|b| paused(b, i))) / 1e9)
             .fold(0.0, f64::max);
@@ -415,7 +325,7 @@ pub fn render_rates(prev: Option<&Snapshot>, s: &Snapshot, secs: f64) -> String 
             rate(p.ecn_marked, before.map(|b| b.ecn_marked)),
             rate(pfc_tx(p), before.map(pfc_tx)),
             rate(pfc_rx(p), before.map(pfc_rx)),
-            rate(drops_now, before.map(|b| b.drops.values().sum())),
+            rate(drops_now, before.map(|b| b.drops.total())),
             paused_frac.min(1.0) * 100.0,
             p.buffer.ingress_cells,
             p.buffer.egress_cells
@@ -463,32 +373,85 @@ pub fn render_rates(prev: Option<&Snapshot>, s: &Snapshot, secs: f64) -> String 
 mod tests {
     use super::*;
 
-    fn canned() -> serde_json::Value {
-        let q = |i: u8, tx: u64| {
-            serde_json::json!({"queue": i, "tx_packets": tx, "tx_bytes": tx * 1000, "dropped_packets": 2,
-                "dropped_bytes": 2000, "ecn_marked": 5, "depth_packets": 1, "depth_cells": 4, "depth_bytes": 1000,
-                "peak_cells": 40, "peak_bytes": 10000})
+    fn snapshot() -> Snapshot {
+        use controlplane::snapshot::{PgReport, PoolBuffer, PortBuffer, QueueReport, Totals};
+        let q = |i: u8, tx: u64| QueueReport {
+            queue: i,
+            tx_packets: tx,
+            tx_bytes: tx * 1000,
+            dropped_packets: 2,
+            dropped_bytes: 2000,
+            ecn_marked: 5,
+            depth_packets: 1,
+            depth_cells: 4,
+            depth_bytes: 1000,
+            peak_cells: 40,
+            peak_bytes: 10000,
         };
-        let idle_q = |i: u8| serde_json::json!({"queue": i, "tx_packets": 0, "dropped_packets": 0, "depth_packets": 0, "peak_cells": 0});
-        let pg = |i: u8| {
-            serde_json::json!({"pg": i, "rx_packets": 100, "rx_bytes": 100000, "dropped_packets": 0, "xoff_sent": 3,
-                "xon_sent": 3, "min_cells": 0, "shared_cells": 12, "headroom_cells": 7, "peak_cells": 90,
-                "peak_headroom_cells": 20})
+        let idle_q = |i: u8| QueueReport {
+            queue: i,
+            ..Default::default()
+        };
+        let pg = |i: u8| PgReport {
+            pg: i,
+            rx_packets: 100,
+            rx_bytes: 100000,
+            dropped_packets: 0,
+            xoff_sent: 3,
+            xon_sent: 3,
+            min_cells: 0,
+            shared_cells: 12,
+            headroom_cells: 7,
+            peak_cells: 90,
+            peak_headroom_cells: 20,
         };
         let port = |id: u16| {
-            serde_json::json!({"id": id, "rx_packets": 100 + id as u64, "rx_bytes": 123456, "tx_packets": 99,
-                "tx_bytes": 654321, "drops": {"no_route": 1, "egress_limit": 4}, "ecn_marked": 5,
-                "pfc_tx": [0,0,0,3,0,0,0,0], "pfc_rx": [0,0,0,0,0,0,0,0], "pause_rx": 0,
-                "paused_ns": [0,0,0,2500000,0,0,0,0], "unknown_ethertype": 0,
-                "watchdog_storms": [0,0,0,0,0,0,0,0], "watchdog_restores": [0,0,0,0,0,0,0,0],
-                "buffer": {"ingress_cells": 11, "peak_ingress_cells": 22, "egress_cells": 33, "peak_egress_cells": 44},
-                "queues": [q(3, 90), idle_q(0)], "pgs": [pg(3)]})
+            let mut drops = Drops::default();
+            drops.add("no_route", 1);
+            drops.add("egress_limit", 4);
+            PortReport {
+                id,
+                rx_packets: 100 + u64::from(id),
+                rx_bytes: 123456,
+                tx_packets: 99,
+                tx_bytes: 654321,
+                drops,
+                ecn_marked: 5,
+                pfc_tx: [0, 0, 0, 3, 0, 0, 0, 0],
+                paused_ns: [0, 0, 0, 2500000, 0, 0, 0, 0],
+                buffer: PortBuffer {
+                    ingress_cells: 11,
+                    peak_ingress_cells: 22,
+                    egress_cells: 33,
+                    peak_egress_cells: 44,
+                },
+                queues: vec![q(3, 90), idle_q(0)],
+                pgs: vec![pg(3)],
+                ..Default::default()
+            }
         };
-        serde_json::json!({"ports": [port(0), port(1)],
-            "totals": {"rx_packets": 201},
-            "buffer": {"total_cells": 16384, "shared_cells": 15000, "used_cells": 44, "peak_used_cells": 500,
-                "ingress_shared_cells": 12, "peak_ingress_shared_cells": 90, "egress_shared_cells": 0,
-                "peak_egress_shared_cells": 0}})
+        Snapshot {
+            ports: vec![port(0), port(1)],
+            totals: Totals {
+                rx_packets: 201,
+                ..Default::default()
+            },
+            buffer: PoolBuffer {
+                total_cells: 16384,
+                shared_cells: 15000,
+                used_cells: 44,
+                peak_used_cells: 500,
+                ingress_shared_cells: 12,
+                peak_ingress_shared_cells: 90,
+                egress_shared_cells: 0,
+                peak_egress_shared_cells: 0,
+            },
+        }
+    }
+
+    /// The switch's answer to `counters`, as JSON.
+    fn canned() -> serde_json::Value {
+        serde_json::to_value(snapshot()).unwrap()
     }
 
     #[test]
@@ -545,6 +508,30 @@ mod tests {
         )
         .unwrap();
         assert!(f.contains("02:00:00:00:00:01    1  learnt       1.5"), "{f}");
+        let peaks = snapshot().peaks();
+        let w = WatermarksData {
+            kind: protocol::WatermarkKind::Persistent,
+            since_ms: 1500,
+            ports: peaks.ports,
+            buffer: peaks.buffer,
+        };
+        let w = render(Show::Watermarks, &serde_json::to_value(w).unwrap()).unwrap();
+        assert!(w.starts_with("persistent watermarks, in cells, since 1.5 s ago"), "{w}");
+        let pg_row = w
+            .lines()
+            .skip_while(|l| !l.starts_with("Ingress PG shared"))
+            .nth(2)
+            .unwrap();
+        assert!(
+            pg_row
+                .split_whitespace()
+                .eq(["0", "-", "-", "-", "90", "-", "-", "-", "-"]),
+            "{w}"
+        );
+        assert!(
+            w.contains("pool: used 500 cells, ingress shared 90, egress shared 0"),
+            "{w}"
+        );
         assert!(render(Show::Counters, &serde_json::json!([1]))
             .unwrap_err()
             .contains("unexpected"));
