@@ -310,6 +310,60 @@ mod tests {
         assert!(v["ports"][0].get("rx_packets").is_none());
     }
 
+    /// Paths of the `peak*` numbers of `v` (`/ports/0/queues/0/peak_cells`), and the names of
+    /// its other numbers.
+    fn numbers(v: &serde_json::Value, path: &str, peaks: &mut Vec<String>, others: &mut Vec<String>) {
+        match v {
+            serde_json::Value::Object(m) => {
+                for (k, x) in m {
+                    let p = format!("{path}/{k}");
+                    match x.is_u64() {
+                        true if k.starts_with("peak") => peaks.push(p),
+                        true => others.push(k.clone()),
+                        false => numbers(x, &p, peaks, others),
+                    }
+                }
+            }
+            serde_json::Value::Array(a) => {
+                for (i, x) in a.iter().enumerate() {
+                    numbers(x, &format!("{path}/{i}"), peaks, others);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    #[test]
+    fn peaks_hold_every_peak_of_a_snapshot_and_the_ids_that_locate_them() {
+        // One of everything, every number set, so no figure hides behind a zero.
+        let mut v = serde_json::to_value(Snapshot {
+            ports: vec![port(1, 5)],
+            ..Default::default()
+        })
+        .unwrap();
+        v["ports"][0]["pgs"] = serde_json::to_value(vec![PgReport::default()]).unwrap();
+        fn ones(v: &mut serde_json::Value) {
+            match v {
+                serde_json::Value::Number(_) => *v = 1.into(),
+                serde_json::Value::Array(a) => a.iter_mut().for_each(ones),
+                serde_json::Value::Object(m) => m.values_mut().for_each(ones),
+                _ => {}
+            }
+        }
+        ones(&mut v);
+        let s: Snapshot = serde_json::from_value(v.clone()).unwrap();
+        v.as_object_mut().unwrap().remove("totals");
+        let (mut want, mut got, mut ids) = (Vec::new(), Vec::new(), Vec::new());
+        numbers(&v, "", &mut want, &mut Vec::new());
+        numbers(&serde_json::to_value(s.peaks()).unwrap(), "", &mut got, &mut ids);
+        want.sort();
+        got.sort();
+        assert_eq!(got, want, "Peaks must carry every peak_* figure of the snapshot");
+        ids.sort();
+        ids.dedup();
+        assert_eq!(ids, ["id", "pg", "queue"], "and besides them only the ids");
+    }
+
     #[test]
     fn raising_takes_the_larger_figure_at_each_place() {
         let mut acc = Peaks::default();
