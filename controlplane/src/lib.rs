@@ -1,6 +1,7 @@
 //! rocesw's configuration: the TOML schema people write, its validation, and the resolved model
-//! the dataplane runs on, and the control plane around it: the protocol and its client,
-//! `rocectl set` edits, the daemon and its metrics (the `rocectl` binary is `src/bin`).
+//! the dataplane runs on, and the control plane around it: the protocol and its client, the
+//! counters snapshot both sides share, `rocectl set` edits, the daemon and its metrics (the
+//! `rocectl` binary is `src/bin/rocectl`).
 //!
 //! Flow: text → [`schema::ConfigFile`] (serde, unknown keys rejected) → [`validate::resolve`]
 //! (units converted, defaults filled, every cross-field rule checked, *all* problems collected)
@@ -15,6 +16,7 @@ pub mod protocol;
 pub mod retext;
 pub mod schema;
 pub mod set;
+pub mod snapshot;
 pub mod units;
 pub mod validate;
 

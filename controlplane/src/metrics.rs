@@ -1,8 +1,8 @@
 //! Prometheus metrics (OpenMetrics text, via prometheus-client) from a switch's `counters`
 //! snapshot, for `rocectl daemon`.
 //!
-//! The snapshot is walked generically rather than field by field, so every counter the switch
-//! reports is exported, including ones added later, under predictable names:
+//! Every number of the snapshot is exported, under a name derived from its field, so names are
+//! predictable from PROTOCOL.md and `summary.json`:
 //! * `rocesw_port_<field>{switch,port}` for each number of a port (`rx_packets` →
 //!   `rocesw_port_rx_packets_total`), with a `priority` label for the per-priority arrays
 //!   (`pfc_tx`, `pfc_rx`, `watchdog_*`), `reason` for `drops`, and `paused_ns` exported as
@@ -13,13 +13,18 @@
 //!   gauge; everything else is a counter.
 //!
 //! `totals` is left out: it is the sum over ports, which Prometheus computes itself.
+//!
+//! The snapshot is read through its shared type, each struct destructured without `..`: a field
+//! added to `controlplane::snapshot` does not compile here until it is exported, and the test
+//! below checks each number of a serialized snapshot against the metric its name implies.
 
+use crate::snapshot::{Drops, PgReport, PoolBuffer, PortBuffer, PortReport, QueueReport, Snapshot};
+use crate::NUM_TC;
 use prometheus_client::encoding::text::encode;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
-use serde_json::Value;
 use std::collections::BTreeMap;
 use std::sync::atomic::AtomicU64;
 
@@ -75,70 +80,193 @@ impl Metrics {
         }
     }
 
-    /// Every number of `obj` (one level deep; arrays by priority, objects by `key_label`).
-    fn object(&mut self, prefix: &str, obj: &serde_json::Map<String, Value>, labels: &Labels, skip: &[&str]) {
-        for (field, v) in obj {
-            if skip.contains(&field.as_str()) {
-                continue;
-            }
-            match v {
-                Value::Number(n) => {
-                    if let Some(x) = n.as_f64() {
-                        self.number(prefix, field, labels, x);
-                    }
-                }
-                Value::Array(items) => {
-                    for (i, item) in items.iter().enumerate() {
-                        if let Some(x) = item.as_f64() {
-                            let mut l = labels.clone();
-                            l.push(("priority".into(), i.to_string()));
-                            self.number(prefix, field, &l, x);
-                        }
-                    }
-                }
-                Value::Object(map) if field == "drops" => {
-                    for (reason, x) in map {
-                        if let Some(x) = x.as_f64() {
-                            let mut l = labels.clone();
-                            l.push(("reason".into(), reason.clone()));
-                            self.counter(
-                                &format!("rocesw_{prefix}_drops"),
-                                "rocesw frames dropped, by reason",
-                                l,
-                                x,
-                            );
-                        }
-                    }
-                }
-                Value::Object(map) => {
-                    let inner = format!("{prefix}_{field}");
-                    self.object(&inner, map, labels, &[]);
-                }
-                _ => {}
-            }
+    fn numbers(&mut self, prefix: &str, labels: &Labels, fields: &[(&str, u64)]) {
+        for &(field, v) in fields {
+            self.number(prefix, field, labels, v as f64);
+        }
+    }
+
+    fn per_priority(&mut self, prefix: &str, field: &str, labels: &Labels, v: &[u64; NUM_TC]) {
+        for (i, x) in v.iter().enumerate() {
+            let mut l = labels.clone();
+            l.push(("priority".into(), i.to_string()));
+            self.number(prefix, field, &l, *x as f64);
+        }
+    }
+
+    fn drops(&mut self, prefix: &str, labels: &Labels, drops: &Drops) {
+        for (reason, n) in drops.iter() {
+            let mut l = labels.clone();
+            l.push(("reason".into(), reason.to_string()));
+            self.counter(
+                &format!("rocesw_{prefix}_drops"),
+                "rocesw frames dropped, by reason",
+                l,
+                n as f64,
+            );
         }
     }
 
     /// Adds a `counters` snapshot of the switch called `switch`.
-    pub fn add_snapshot(&mut self, switch: &str, snap: &Value) {
+    pub fn add_snapshot(&mut self, switch: &str, snap: &Snapshot) {
         let base: Labels = vec![("switch".into(), switch.to_string())];
-        for port in snap["ports"].as_array().into_iter().flatten() {
-            let Some(p) = port.as_object() else { continue };
+        let Snapshot {
+            ports,
+            totals: _,
+            buffer: pool,
+        } = snap;
+        for port in ports {
+            let PortReport {
+                id,
+                rx_packets,
+                rx_bytes,
+                tx_packets,
+                tx_bytes,
+                drops,
+                ecn_marked,
+                pfc_tx,
+                pfc_rx,
+                pause_rx,
+                paused_ns,
+                unknown_ethertype,
+                watchdog_storms,
+                watchdog_restores,
+                buffer,
+                queues,
+                pgs,
+            } = port;
             let mut labels = base.clone();
-            labels.push(("port".into(), port["id"].to_string()));
-            self.object("port", p, &labels, &["id", "queues", "pgs"]);
-            for (list, key) in [("queues", "queue"), ("pgs", "pg")] {
-                for item in port[list].as_array().into_iter().flatten() {
-                    let Some(o) = item.as_object() else { continue };
-                    let mut l = labels.clone();
-                    l.push((key.into(), item[key].to_string()));
-                    self.object(key, o, &l, &[key]);
-                }
+            labels.push(("port".into(), id.to_string()));
+            self.numbers(
+                "port",
+                &labels,
+                &[
+                    ("rx_packets", *rx_packets),
+                    ("rx_bytes", *rx_bytes),
+                    ("tx_packets", *tx_packets),
+                    ("tx_bytes", *tx_bytes),
+                    ("ecn_marked", *ecn_marked),
+                    ("pause_rx", *pause_rx),
+                    ("unknown_ethertype", *unknown_ethertype),
+                ],
+            );
+            self.drops("port", &labels, drops);
+            for (field, v) in [
+                ("pfc_tx", pfc_tx),
+                ("pfc_rx", pfc_rx),
+                ("paused_ns", paused_ns),
+                ("watchdog_storms", watchdog_storms),
+                ("watchdog_restores", watchdog_restores),
+            ] {
+                self.per_priority("port", field, &labels, v);
+            }
+            let PortBuffer {
+                ingress_cells,
+                peak_ingress_cells,
+                egress_cells,
+                peak_egress_cells,
+            } = *buffer;
+            self.numbers(
+                "port_buffer",
+                &labels,
+                &[
+                    ("ingress_cells", ingress_cells.into()),
+                    ("peak_ingress_cells", peak_ingress_cells.into()),
+                    ("egress_cells", egress_cells.into()),
+                    ("peak_egress_cells", peak_egress_cells.into()),
+                ],
+            );
+            for q in queues {
+                let QueueReport {
+                    queue,
+                    tx_packets,
+                    tx_bytes,
+                    dropped_packets,
+                    dropped_bytes,
+                    ecn_marked,
+                    depth_packets,
+                    depth_cells,
+                    depth_bytes,
+                    peak_cells,
+                    peak_bytes,
+                } = *q;
+                let mut l = labels.clone();
+                l.push(("queue".into(), queue.to_string()));
+                self.numbers(
+                    "queue",
+                    &l,
+                    &[
+                        ("tx_packets", tx_packets),
+                        ("tx_bytes", tx_bytes),
+                        ("dropped_packets", dropped_packets),
+                        ("dropped_bytes", dropped_bytes),
+                        ("ecn_marked", ecn_marked),
+                        ("depth_packets", depth_packets),
+                        ("depth_cells", depth_cells.into()),
+                        ("depth_bytes", depth_bytes),
+                        ("peak_cells", peak_cells.into()),
+                        ("peak_bytes", peak_bytes),
+                    ],
+                );
+            }
+            for g in pgs {
+                let PgReport {
+                    pg,
+                    rx_packets,
+                    rx_bytes,
+                    dropped_packets,
+                    xoff_sent,
+                    xon_sent,
+                    min_cells,
+                    shared_cells,
+                    headroom_cells,
+                    peak_cells,
+                    peak_headroom_cells,
+                } = *g;
+                let mut l = labels.clone();
+                l.push(("pg".into(), pg.to_string()));
+                self.numbers(
+                    "pg",
+                    &l,
+                    &[
+                        ("rx_packets", rx_packets),
+                        ("rx_bytes", rx_bytes),
+                        ("dropped_packets", dropped_packets),
+                        ("xoff_sent", xoff_sent),
+                        ("xon_sent", xon_sent),
+                        ("min_cells", min_cells.into()),
+                        ("shared_cells", shared_cells.into()),
+                        ("headroom_cells", headroom_cells.into()),
+                        ("peak_cells", peak_cells.into()),
+                        ("peak_headroom_cells", peak_headroom_cells.into()),
+                    ],
+                );
             }
         }
-        if let Some(pool) = snap["buffer"].as_object() {
-            self.object("pool", pool, &base, &[]);
-        }
+        let PoolBuffer {
+            total_cells,
+            shared_cells,
+            used_cells,
+            peak_used_cells,
+            ingress_shared_cells,
+            peak_ingress_shared_cells,
+            egress_shared_cells,
+            peak_egress_shared_cells,
+        } = *pool;
+        self.numbers(
+            "pool",
+            &base,
+            &[
+                ("total_cells", total_cells.into()),
+                ("shared_cells", shared_cells.into()),
+                ("used_cells", used_cells.into()),
+                ("peak_used_cells", peak_used_cells.into()),
+                ("ingress_shared_cells", ingress_shared_cells.into()),
+                ("peak_ingress_shared_cells", peak_ingress_shared_cells.into()),
+                ("egress_shared_cells", egress_shared_cells.into()),
+                ("peak_egress_shared_cells", peak_egress_shared_cells.into()),
+            ],
+        );
     }
 
     /// The OpenMetrics text exposition.
@@ -161,20 +289,59 @@ impl Metrics {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use crate::snapshot::Totals;
+    use serde_json::Value;
+
+    fn snapshot() -> Snapshot {
+        let mut drops = Drops::default();
+        drops.add("headroom_overflow", 3);
+        drops.add("malformed", 1);
+        let mut paused_ns = [0; NUM_TC];
+        paused_ns[3] = 1_500_000_000;
+        let mut pfc_tx = [0; NUM_TC];
+        pfc_tx[3] = 5;
+        Snapshot {
+            ports: vec![PortReport {
+                id: 2,
+                rx_packets: 7,
+                drops,
+                pfc_tx,
+                paused_ns,
+                buffer: PortBuffer {
+                    ingress_cells: 4,
+                    peak_egress_cells: 9,
+                    ..Default::default()
+                },
+                queues: vec![QueueReport {
+                    queue: 3,
+                    tx_packets: 6,
+                    depth_cells: 2,
+                    peak_cells: 8,
+                    ..Default::default()
+                }],
+                pgs: vec![PgReport {
+                    pg: 3,
+                    xoff_sent: 1,
+                    ..Default::default()
+                }],
+                ..Default::default()
+            }],
+            totals: Totals {
+                rx_packets: 7,
+                ..Default::default()
+            },
+            buffer: PoolBuffer {
+                used_cells: 11,
+                total_cells: 16384,
+                ..Default::default()
+            },
+        }
+    }
 
     #[test]
     fn every_number_of_the_snapshot_is_exported() {
-        let snap = json!({
-            "ports": [{"id": 2, "rx_packets": 7, "drops": {"headroom_overflow": 3}, "pfc_tx": [0, 0, 0, 5],
-                "paused_ns": [0, 0, 0, 1_500_000_000u64], "buffer": {"ingress_cells": 4, "peak_egress_cells": 9},
-                "queues": [{"queue": 3, "tx_packets": 6, "depth_cells": 2, "peak_cells": 8}],
-                "pgs": [{"pg": 3, "xoff_sent": 1, "headroom_cells": 0}]}],
-            "totals": {"rx_packets": 7},
-            "buffer": {"used_cells": 11, "total_cells": 16384}
-        });
         let mut m = Metrics::default();
-        m.add_snapshot("s1", &snap);
+        m.add_snapshot("s1", &snapshot());
         let text = m.encode();
         for line in [
             r#"rocesw_port_rx_packets_total{switch="s1",port="2"} 7"#,
@@ -200,5 +367,72 @@ mod tests {
         assert!(text.contains("# TYPE rocesw_port_rx_packets counter"), "{text}");
         assert!(!text.contains("totals"), "totals are left to Prometheus");
         assert!(text.ends_with("# EOF\n"));
+    }
+
+    /// The naming scheme applied to the snapshot's JSON: (metric name without `_total`, labels)
+    /// for every number in `obj`.
+    fn expected(
+        prefix: &str,
+        obj: &serde_json::Map<String, Value>,
+        labels: &str,
+        skip: &[&str],
+    ) -> Vec<(String, String)> {
+        let mut out = Vec::new();
+        for (k, v) in obj.iter().filter(|(k, _)| !skip.contains(&k.as_str())) {
+            let name = match k.strip_suffix("_ns") {
+                Some(base) => format!("rocesw_{prefix}_{base}_seconds"),
+                None => format!("rocesw_{prefix}_{k}"),
+            };
+            match v {
+                Value::Number(_) => out.push((name, labels.to_string())),
+                Value::Array(a) => {
+                    out.extend((0..a.len()).map(|i| (name.clone(), format!("{labels},priority=\"{i}\""))))
+                }
+                Value::Object(m) if k == "drops" => out.extend(
+                    m.keys()
+                        .map(|r| (format!("rocesw_{prefix}_drops"), format!("{labels},reason=\"{r}\""))),
+                ),
+                Value::Object(m) => out.extend(expected(&format!("{prefix}_{k}"), m, labels, &[])),
+                _ => panic!("{k}: a snapshot holds numbers, lists of numbers and objects"),
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn each_field_has_the_metric_its_json_name_implies_and_nothing_else_is_exported() {
+        let snap = snapshot();
+        let v = serde_json::to_value(&snap).unwrap();
+        let mut want = Vec::new();
+        for p in v["ports"].as_array().unwrap() {
+            let labels = format!("switch=\"s1\",port=\"{}\"", p["id"]);
+            want.extend(expected(
+                "port",
+                p.as_object().unwrap(),
+                &labels,
+                &["id", "queues", "pgs"],
+            ));
+            for (list, key) in [("queues", "queue"), ("pgs", "pg")] {
+                for item in p[list].as_array().unwrap() {
+                    let l = format!("{labels},{key}=\"{}\"", item[key]);
+                    want.extend(expected(key, item.as_object().unwrap(), &l, &[key]));
+                }
+            }
+        }
+        want.extend(expected("pool", v["buffer"].as_object().unwrap(), "switch=\"s1\"", &[]));
+
+        let mut m = Metrics::default();
+        m.add_snapshot("s1", &snap);
+        let text = m.encode();
+        let samples: Vec<&str> = text.lines().filter(|l| !l.starts_with('#')).collect();
+        for (name, labels) in &want {
+            let found = samples.iter().any(|l| {
+                [format!("{name}{{{labels}}} "), format!("{name}_total{{{labels}}} ")]
+                    .iter()
+                    .any(|p| l.starts_with(p.as_str()))
+            });
+            assert!(found, "no {name}{{{labels}}} in:\n{text}");
+        }
+        assert_eq!(samples.len(), want.len(), "exported beyond the snapshot:\n{text}");
     }
 }

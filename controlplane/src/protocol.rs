@@ -16,6 +16,7 @@
 //! * A wrong `v`, an unknown op or field, malformed JSON, or a line over [`MAX_LINE`] bytes is
 //!   answered with `ok:false`; the connection stays usable.
 
+use crate::snapshot::{PoolPeaks, PortPeaks};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::io::{BufRead, BufReader, Write};
@@ -141,14 +142,24 @@ impl std::fmt::Display for WatermarkKind {
 }
 
 /// `watermarks`' answer: `counters`' shape cut down to the peak fields (`peak_*`) and the ids
-/// that locate them, each the peak since this kind was last cleared.
+/// that locate them ([`crate::snapshot::Peaks`]), each the peak since this kind was last
+/// cleared.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct WatermarksData {
     pub kind: WatermarkKind,
     /// Milliseconds since this kind was last cleared (or since the switch started).
     pub since_ms: u64,
-    pub ports: Value,
-    pub buffer: Value,
+    pub ports: Vec<PortPeaks>,
+    pub buffer: PoolPeaks,
+}
+
+/// One row of `fdb`'s answer.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FdbRow {
+    pub mac: String,
+    pub port: u16,
+    pub is_static: bool,
+    pub age_ns: u64,
 }
 
 /// One request line.

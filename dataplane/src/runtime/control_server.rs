@@ -12,6 +12,7 @@ use crate::runtime::worker::{ControlQueue, ControlRequest};
 use anyhow::{bail, Context};
 use controlplane::patch;
 use controlplane::protocol::{self, ApplyData, ConfigData, HelloData, Op, Request, Response, SubscribeData};
+use controlplane::snapshot::Snapshot;
 use mio::net::{TcpListener, TcpStream, UnixListener, UnixStream};
 use mio::{Events, Interest, Poll, Token, Waker};
 use serde_json::Value;
@@ -480,7 +481,7 @@ impl Server {
             return;
         }
         // One snapshot serves every subscriber due now.
-        let line = self.snapshot();
+        let line = self.snapshot().map(|s| json(&s));
         for (t, id) in due {
             let Some(c) = self.conns.get_mut(&t) else { continue };
             let resp = match &line {
@@ -545,13 +546,13 @@ impl Server {
             })),
             Op::Apply { toml, if_version } => self.check_version(if_version).and_then(|()| self.change(toml)),
             Op::Patch { toml, if_version } => self.check_version(if_version).and_then(|()| self.patch(&toml)),
-            Op::Counters => self.snapshot(),
+            Op::Counters => self.snapshot().map(|s| json(&s)),
             Op::Watermarks { kind } => self.snapshot().map(|s| json(&self.watermarks.read(kind, &s))),
             Op::ClearWatermarks { kind } => {
                 let (tx, rx) = sync_channel(1);
                 self.ask(ControlRequest::SnapshotAndRestartPeaks { reply: tx }, &rx)
                     .map(|s| {
-                        self.watermarks.clear(kind, &json(&s));
+                        self.watermarks.clear(kind, &s);
                         serde_json::json!({ "cleared": kind })
                     })
             }
@@ -577,9 +578,9 @@ impl Server {
         })
     }
 
-    fn snapshot(&mut self) -> Result<Value, String> {
+    fn snapshot(&mut self) -> Result<Snapshot, String> {
         let (tx, rx) = sync_channel(1);
-        self.ask(ControlRequest::Snapshot { reply: tx }, &rx).map(|s| json(&s))
+        self.ask(ControlRequest::Snapshot { reply: tx }, &rx)
     }
 
     /// Hands a request to the pipeline worker and waits for its answer.

@@ -407,7 +407,7 @@ pub fn run_pipeline(
                         .ports
                         .iter()
                         .flat_map(|p| &p.queues)
-                        .map(|q| q.depth_packets)
+                        .map(|q| q.depth_packets as usize)
                         .sum()
                 };
                 let tx_dropped = local.iter().flatten().map(|io| io.tx_dropped).sum::<u64>() + remote_dropped;

@@ -2,62 +2,57 @@
 //! read, as VPP and OVS do: no atomics or locks on the packet path.
 
 use controlplane::NUM_TC;
-use serde::Serialize;
 
-/// Why a frame did not make it through the switch. Every drop is counted under one of these
-/// (malformed frames under their parser reason instead, see `PortCounters::malformed`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum DropReason {
-    /// Lossy traffic beyond its egress queue's limit.
-    EgressLimit,
-    /// Lossy traffic beyond its ingress PG's limit (or the pool is full).
-    IngressLimit,
-    /// Lossless traffic after the PG's headroom is gone: the peer did not stop in time.
-    HeadroomOverflow,
-    /// Non-ECT traffic dropped by WRED.
-    Wred,
-    /// CNPs above the CNP policer's rate.
-    Policer,
-    /// Nowhere to send it: destination learnt on the ingress port, or no other port to flood to.
-    NoRoute,
-    /// Link-local control traffic (01:80:c2:00:00:0x) that a bridge must not forward.
-    LinkLocal,
-    /// Frame larger than the port accepts.
-    Oversize,
-    /// Dropped by the PFC watchdog's `drop` action on a stormed queue.
-    PfcWatchdog,
-    /// No free packet buffer (should not happen: the MMU bounds what is held).
-    NoBuffer,
+/// Declares `DropReason` from one list, so its variants, `ALL`, `COUNT` and names cannot
+/// disagree: a reason added to the list is counted, reported and has room in `PortCounters`,
+/// where a hand-kept `COUNT` one short would index past the counters on the packet path.
+macro_rules! drop_reasons {
+    ($(#[$meta:meta])* pub enum DropReason { $($(#[$vmeta:meta])* $variant:ident => $name:literal,)+ }) => {
+        $(#[$meta])*
+        pub enum DropReason {
+            $($(#[$vmeta])* $variant,)+
+        }
+
+        impl DropReason {
+            pub const COUNT: usize = [$(DropReason::$variant),+].len();
+            /// Every reason in declaration order, so `ALL[r as usize] == r`.
+            pub const ALL: [DropReason; Self::COUNT] = [$(DropReason::$variant),+];
+
+            /// The reason's key in reports (`drops` in `summary.json` and `counters`).
+            pub fn name(self) -> &'static str {
+                match self {
+                    $(DropReason::$variant => $name,)+
+                }
+            }
+        }
+    };
 }
 
-impl DropReason {
-    pub const COUNT: usize = 10;
-    pub const ALL: [DropReason; Self::COUNT] = [
-        DropReason::EgressLimit,
-        DropReason::IngressLimit,
-        DropReason::HeadroomOverflow,
-        DropReason::Wred,
-        DropReason::Policer,
-        DropReason::NoRoute,
-        DropReason::LinkLocal,
-        DropReason::Oversize,
-        DropReason::PfcWatchdog,
-        DropReason::NoBuffer,
-    ];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            DropReason::EgressLimit => "egress_limit",
-            DropReason::IngressLimit => "ingress_limit",
-            DropReason::HeadroomOverflow => "headroom_overflow",
-            DropReason::Wred => "wred",
-            DropReason::Policer => "policer",
-            DropReason::NoRoute => "no_route",
-            DropReason::LinkLocal => "link_local",
-            DropReason::Oversize => "oversize",
-            DropReason::PfcWatchdog => "pfc_watchdog",
-            DropReason::NoBuffer => "no_buffer",
-        }
+drop_reasons! {
+    /// Why a frame did not make it through the switch. Every drop is counted under one of these
+    /// (malformed frames under their parser reason instead, see `PortCounters::malformed`).
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum DropReason {
+        /// Lossy traffic beyond its egress queue's limit.
+        EgressLimit => "egress_limit",
+        /// Lossy traffic beyond its ingress PG's limit (or the pool is full).
+        IngressLimit => "ingress_limit",
+        /// Lossless traffic after the PG's headroom is gone: the peer did not stop in time.
+        HeadroomOverflow => "headroom_overflow",
+        /// Non-ECT traffic dropped by WRED.
+        Wred => "wred",
+        /// CNPs above the CNP policer's rate.
+        Policer => "policer",
+        /// Nowhere to send it: destination learnt on the ingress port, or no other port to flood to.
+        NoRoute => "no_route",
+        /// Link-local control traffic (01:80:c2:00:00:0x) that a bridge must not forward.
+        LinkLocal => "link_local",
+        /// Frame larger than the port accepts.
+        Oversize => "oversize",
+        /// Dropped by the PFC watchdog's `drop` action on a stormed queue.
+        PfcWatchdog => "pfc_watchdog",
+        /// No free packet buffer (should not happen: the MMU bounds what is held).
+        NoBuffer => "no_buffer",
     }
 }
 
@@ -128,23 +123,29 @@ pub struct PgCounters {
     pub xon_sent: u64,
 }
 
-/// A count per reason with its name, for reports (zeros left out).
-#[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
-#[serde(transparent)]
-pub struct DropMap(pub std::collections::BTreeMap<String, u64>);
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::wire::Malformed;
 
-impl DropMap {
-    pub fn add(&mut self, name: &str, n: u64) {
-        if n > 0 {
-            *self.0.entry(name.to_string()).or_default() += n;
+    #[test]
+    fn drop_reasons_index_their_counters_and_have_their_own_names() {
+        assert_eq!(DropReason::ALL.len(), DropReason::COUNT);
+        assert_eq!(PortCounters::default().drops.len(), DropReason::COUNT);
+        let mut names = std::collections::BTreeSet::new();
+        for (i, r) in DropReason::ALL.into_iter().enumerate() {
+            assert_eq!(r as usize, i, "{r:?}");
+            assert!(names.insert(r.name()), "{} named twice", r.name());
         }
-    }
-
-    pub fn total(&self) -> u64 {
-        self.0.values().sum()
-    }
-
-    pub fn get(&self, name: &str) -> u64 {
-        self.0.get(name).copied().unwrap_or(0)
+        // Parser reasons share the `drops` map: a name in both merges two counts, which only
+        // `oversize` means to (the same drop, found before or by the parser).
+        for m in (0..MALFORMED_SLOTS).filter_map(Malformed::from_index) {
+            let shared = m == Malformed::Oversize && m.name() == DropReason::Oversize.name();
+            assert!(
+                shared || !names.contains(m.name()),
+                "{} is a drop reason and a malformed reason",
+                m.name()
+            );
+        }
     }
 }

@@ -1,91 +1,30 @@
-//! Counter snapshots: what `summary.json` holds and what a control plane will read. Built on
-//! demand from the owners' counters; nothing here runs on the packet path.
+//! Counter snapshots: what `summary.json` holds and what the control protocol answers, built on
+//! demand from the owners' counters; nothing here runs on the packet path. The type is the
+//! control plane's (`controlplane::snapshot`), so rocectl, the metrics and the watermarks read
+//! the very fields built here; the building stays here because only the dataplane knows where
+//! each figure lives.
 
 use crate::mmu::{PoolUse, PortUse};
-use crate::stats::counters::{DropMap, DropReason, MALFORMED_SLOTS};
+use crate::stats::counters::{DropReason, MALFORMED_SLOTS};
 use crate::switch::Switch;
 use crate::wire::Malformed;
 use controlplane::NUM_TC;
-use serde::Serialize;
 
-#[derive(Debug, Clone, Serialize)]
-pub struct Snapshot {
-    pub ports: Vec<PortReport>,
-    pub totals: Totals,
-    pub buffer: PoolUse,
+pub use controlplane::snapshot::{Drops, PgReport, PoolBuffer, PortBuffer, PortReport, QueueReport, Snapshot, Totals};
+
+/// The dataplane's half of the shared snapshot type: building it from a `Switch`
+/// (`Switch::snapshot`).
+pub(crate) trait Build {
+    fn build(sw: &Switch, now: u64) -> Self;
 }
 
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct Totals {
-    pub rx_packets: u64,
-    pub rx_bytes: u64,
-    pub tx_packets: u64,
-    pub tx_bytes: u64,
-    pub drops: DropMap,
-    pub ecn_marked: u64,
-    pub pfc_tx: [u64; NUM_TC],
-    pub pfc_rx: [u64; NUM_TC],
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct PortReport {
-    pub id: u16,
-    pub rx_packets: u64,
-    pub rx_bytes: u64,
-    pub tx_packets: u64,
-    pub tx_bytes: u64,
-    pub drops: DropMap,
-    pub ecn_marked: u64,
-    pub pfc_tx: [u64; NUM_TC],
-    pub pfc_rx: [u64; NUM_TC],
-    pub pause_rx: u64,
-    pub paused_ns: [u64; NUM_TC],
-    pub unknown_ethertype: u64,
-    pub watchdog_storms: [u64; NUM_TC],
-    pub watchdog_restores: [u64; NUM_TC],
-    /// Buffer cells held by frames that entered / will leave through this port, with peaks.
-    pub buffer: PortUse,
-    pub queues: Vec<QueueReport>,
-    pub pgs: Vec<PgReport>,
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct QueueReport {
-    pub queue: u8,
-    pub tx_packets: u64,
-    pub tx_bytes: u64,
-    pub dropped_packets: u64,
-    pub dropped_bytes: u64,
-    pub ecn_marked: u64,
-    pub depth_packets: usize,
-    pub depth_cells: u32,
-    pub depth_bytes: u64,
-    pub peak_cells: u32,
-    pub peak_bytes: u64,
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct PgReport {
-    pub pg: u8,
-    pub rx_packets: u64,
-    pub rx_bytes: u64,
-    pub dropped_packets: u64,
-    pub xoff_sent: u64,
-    pub xon_sent: u64,
-    pub min_cells: u32,
-    pub shared_cells: u32,
-    pub headroom_cells: u32,
-    pub peak_cells: u32,
-    pub peak_headroom_cells: u32,
-}
-
-impl Snapshot {
-    pub fn build(sw: &Switch, now: u64) -> Self {
+impl Build for Snapshot {
+    fn build(sw: &Switch, now: u64) -> Self {
         let mut totals = Totals::default();
         let ports: Vec<PortReport> = (0..sw.num_ports())
             .map(|i| {
                 let c = sw.port_counters(i);
-                let mut drops = DropMap::default();
+                let mut drops = Drops::default();
                 for r in DropReason::ALL {
                     drops.add(r.name(), c.drops[r as usize]);
                 }
@@ -105,7 +44,7 @@ impl Snapshot {
                             dropped_packets: qc[q].dropped_packets,
                             dropped_bytes: qc[q].dropped_bytes,
                             ecn_marked: qc[q].ecn_marked,
-                            depth_packets: sw.queue_len(i, q),
+                            depth_packets: sw.queue_len(i, q) as u64,
                             depth_cells: u.total(),
                             depth_bytes: u.bytes,
                             peak_cells: u.peak,
@@ -137,8 +76,8 @@ impl Snapshot {
                 totals.tx_packets += c.tx_packets;
                 totals.tx_bytes += c.tx_bytes;
                 totals.ecn_marked += c.ecn_marked;
-                for (name, n) in &drops.0 {
-                    totals.drops.add(name, *n);
+                for (name, n) in drops.iter() {
+                    totals.drops.add(name, n);
                 }
                 for p in 0..NUM_TC {
                     totals.pfc_tx[p] += c.pfc_tx[p];
@@ -159,7 +98,7 @@ impl Snapshot {
                     unknown_ethertype: c.unknown_ethertype,
                     watchdog_storms: c.watchdog_storms,
                     watchdog_restores: c.watchdog_restores,
-                    buffer: sw.port_use(i),
+                    buffer: port_buffer(&sw.port_use(i)),
                     queues,
                     pgs,
                 }
@@ -168,8 +107,30 @@ impl Snapshot {
         Snapshot {
             ports,
             totals,
-            buffer: sw.pool_use(),
+            buffer: pool_buffer(&sw.pool_use()),
         }
+    }
+}
+
+fn port_buffer(u: &PortUse) -> PortBuffer {
+    PortBuffer {
+        ingress_cells: u.ingress_cells,
+        peak_ingress_cells: u.peak_ingress_cells,
+        egress_cells: u.egress_cells,
+        peak_egress_cells: u.peak_egress_cells,
+    }
+}
+
+fn pool_buffer(p: &PoolUse) -> PoolBuffer {
+    PoolBuffer {
+        total_cells: p.total_cells,
+        shared_cells: p.shared_cells,
+        used_cells: p.used_cells,
+        peak_used_cells: p.peak_used_cells,
+        ingress_shared_cells: p.ingress_shared_cells,
+        peak_ingress_shared_cells: p.peak_ingress_shared_cells,
+        egress_shared_cells: p.egress_shared_cells,
+        peak_egress_shared_cells: p.peak_egress_shared_cells,
     }
 }
 
@@ -177,7 +138,7 @@ impl Snapshot {
 impl Switch {
     /// Counters and buffer state, for reports.
     pub fn snapshot(&self, now: u64) -> Snapshot {
-        Snapshot::build(self, now)
+        <Snapshot as Build>::build(self, now)
     }
 
     /// A snapshot whose peaks then start afresh from the current use (see

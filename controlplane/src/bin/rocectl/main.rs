@@ -1,0 +1,116 @@
+//! `rocectl`: rocesw's control-plane command line. Offline: validate a config (`check`) and the
+//! PFC headroom calculator (`headroom`). Against a running switch, over its control socket
+//! (`controlplane/PROTOCOL.md`): `show`, `apply`, `set`, `watch`, and `daemon`, which keeps a
+//! switch on a config file and serves Prometheus metrics (`controlplane/src/daemon.rs`).
+//!
+//! The binary is a folder of modules, one job each: `cli` (what it accepts), `target` (which
+//! switches, and running a command on each), `commands` (what each command does) and `render`
+//! (the tables). They stay in the binary rather than the library because only rocectl's users
+//! see them: the library is what the dataplane and the daemon build on, and a table layout or
+//! a flag is not an interface they should depend on.
+
+mod cli;
+mod commands;
+mod render;
+mod target;
+
+use clap::Parser;
+use cli::{ClearWhat, Cli, Command};
+use commands::{change, kind, set_knob, show, watch};
+use controlplane::headroom;
+use controlplane::protocol::Op;
+use std::process::ExitCode;
+use target::{connect, each, err, live, switches, targets};
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let targets = match targets(&cli) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("rocectl: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let socket = targets[0].1.clone();
+    // Commands that talk to one switch at a time.
+    let single = |what: &str| -> Result<(), String> {
+        if targets.len() > 1 {
+            return Err(format!("{what} works on one switch at a time (got {})", targets.len()));
+        }
+        Ok(())
+    };
+    match cli.command {
+        Command::Check { file, verbose } => commands::check(&file, verbose),
+        Command::Headroom {
+            speed,
+            cable,
+            mtu,
+            cell,
+        } => {
+            if !(64..=65536).contains(&cell) {
+                eprintln!("rocectl: --cell must be between 64 B and 64 KiB");
+                return ExitCode::from(2);
+            }
+            println!("{}", headroom::headroom(speed, cable, mtu, cell as u32));
+            ExitCode::SUCCESS
+        }
+        Command::Show { what, json, persistent } => each(&targets, |s| show(s, what, json, kind(persistent))),
+        Command::Clear {
+            what: ClearWhat::Watermarks,
+            persistent,
+        } => each(&targets, |s| {
+            let mut c = connect(s)?;
+            c.call(Op::ClearWatermarks { kind: kind(persistent) }).map_err(err)?;
+            println!("cleared the {} watermarks", kind(persistent));
+            Ok(())
+        }),
+        Command::Apply { file } => match std::fs::read_to_string(&file) {
+            Ok(text) => each(&targets, |s| {
+                change(
+                    s,
+                    Op::Apply {
+                        toml: text.clone(),
+                        if_version: None,
+                    },
+                )
+            }),
+            Err(e) => live(|| Err(format!("{}: cannot read: {e}", file.display()))),
+        },
+        Command::Set(set) => each(&targets, |s| set_knob(s, &set)),
+        Command::Patch { file } => {
+            let text = if file.as_os_str() == "-" {
+                let mut t = String::new();
+                std::io::Read::read_to_string(&mut std::io::stdin(), &mut t).map(|_| t)
+            } else {
+                std::fs::read_to_string(&file)
+            };
+            match text {
+                Ok(text) => each(&targets, |s| {
+                    change(
+                        s,
+                        Op::Patch {
+                            toml: text.clone(),
+                            if_version: None,
+                        },
+                    )
+                }),
+                Err(e) => live(|| Err(format!("{}: cannot read: {e}", file.display()))),
+            }
+        }
+        Command::Watch { interval_ms } => live(|| {
+            single("watch")?;
+            watch(&socket, interval_ms)
+        }),
+        Command::Switches => live(switches),
+        Command::Daemon {
+            config,
+            metrics,
+            no_metrics,
+            poll_ms,
+            name,
+        } => live(|| {
+            single("daemon")?;
+            commands::daemon(&socket, config, (!no_metrics).then_some(metrics), poll_ms, name)
+        }),
+    }
+}

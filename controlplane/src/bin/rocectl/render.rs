@@ -1,0 +1,572 @@
+//! The tables of `show` and `watch`, drawn from the switch's answers.
+
+use crate::cli::Show;
+use controlplane::protocol::{self, FdbRow, WatermarksData};
+use controlplane::snapshot::{Drops, PortPeaks, PortReport, Snapshot};
+use std::fmt::Write as _;
+
+pub fn render(what: Show, data: &serde_json::Value) -> Result<String, String> {
+    let bad = |e: serde_json::Error| format!("unexpected answer from the switch: {e}");
+    match what {
+        Show::Fdb => {
+            let rows: Vec<FdbRow> = serde_json::from_value(data.clone()).map_err(bad)?;
+            return Ok(render_fdb(&rows));
+        }
+        Show::Config => return Ok(data["toml"].as_str().unwrap_or_default().to_string()),
+        Show::Watermarks => {
+            let w: WatermarksData = serde_json::from_value(data.clone()).map_err(bad)?;
+            return Ok(render_watermarks(&w));
+        }
+        _ => {}
+    }
+    let s: Snapshot = serde_json::from_value(data.clone()).map_err(bad)?;
+    Ok(match what {
+        Show::Counters => render_counters(&s),
+        Show::Queues => render_queues(&s),
+        Show::Pgs => render_pgs(&s),
+        Show::Pfc => render_pfc(&s),
+        Show::Buffer => render_buffer(&s),
+        Show::Fdb | Show::Config | Show::Watermarks => unreachable!(),
+    })
+}
+
+/// Like SONiC's `show priority-group watermark` and `show queue watermark`: one row per port,
+/// one column per PG or queue, in cells.
+fn render_watermarks(w: &WatermarksData) -> String {
+    let (ports, pool) = (&w.ports, &w.buffer);
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        "{} watermarks, in cells, since {:.1} s ago (rocectl clear watermarks{})",
+        w.kind,
+        w.since_ms as f64 / 1e3,
+        if w.kind == protocol::WatermarkKind::Persistent {
+            " --persistent"
+        } else {
+            ""
+        }
+    );
+    let grid = |o: &mut String, title: &str, label: &str, row: &dyn Fn(&PortPeaks) -> Vec<(u8, u32)>| {
+        let _ = writeln!(o, "\n{title}");
+        let _ = write!(o, "{:>4}", "port");
+        for i in 0..8 {
+            let _ = write!(o, " {:>8}", format!("{label}{i}"));
+        }
+        let _ = writeln!(o);
+        for p in ports {
+            let mut cells = [None; 8];
+            for (i, v) in row(p) {
+                if let Some(c) = cells.get_mut(i as usize) {
+                    *c = Some(v);
+                }
+            }
+            let _ = write!(o, "{:>4}", p.id);
+            for c in cells {
+                let _ = write!(o, " {:>8}", c.map_or("-".into(), |v| v.to_string()));
+            }
+            let _ = writeln!(o);
+        }
+    };
+    grid(&mut o, "Ingress PG shared+min (peak cells):", "PG", &|p| {
+        p.pgs.iter().map(|g| (g.pg, g.peak_cells)).collect()
+    });
+    grid(&mut o, "Ingress PG headroom (peak cells):", "PG", &|p| {
+        p.pgs.iter().map(|g| (g.pg, g.peak_headroom_cells)).collect()
+    });
+    grid(&mut o, "Egress queues (peak cells):", "Q", &|p| {
+        p.queues.iter().map(|q| (q.queue, q.peak_cells)).collect()
+    });
+    let _ = writeln!(o, "\n{:>4} {:>14} {:>14}", "port", "ingress peak", "egress peak");
+    for p in ports {
+        let _ = writeln!(
+            o,
+            "{:>4} {:>14} {:>14}",
+            p.id, p.buffer.peak_ingress_cells, p.buffer.peak_egress_cells
+        );
+    }
+    let _ = writeln!(
+        o,
+        "\npool: used {} cells, ingress shared {}, egress shared {} (peaks)",
+        pool.peak_used_cells, pool.peak_ingress_shared_cells, pool.peak_egress_shared_cells
+    );
+    o
+}
+
+fn drops(d: &Drops) -> String {
+    if d.is_empty() {
+        "-".into()
+    } else {
+        d.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(" ")
+    }
+}
+
+fn render_counters(s: &Snapshot) -> String {
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        "{:>4} {:>12} {:>14} {:>12} {:>14} {:>10}  drops",
+        "port", "rx_pkts", "rx_bytes", "tx_pkts", "tx_bytes", "ecn_ce"
+    );
+    for p in &s.ports {
+        let _ = writeln!(
+            o,
+            "{:>4} {:>12} {:>14} {:>12} {:>14} {:>10}  {}",
+            p.id,
+            p.rx_packets,
+            p.rx_bytes,
+            p.tx_packets,
+            p.tx_bytes,
+            p.ecn_marked,
+            drops(&p.drops)
+        );
+    }
+    o
+}
+
+fn render_queues(s: &Snapshot) -> String {
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        "{:>4} {:>5} {:>12} {:>14} {:>10} {:>10} {:>8} {:>8} {:>8}",
+        "port", "queue", "tx_pkts", "tx_bytes", "dropped", "ecn_ce", "depth", "cells", "peak"
+    );
+    let mut idle = 0;
+    for p in &s.ports {
+        for q in &p.queues {
+            if q.tx_packets + q.dropped_packets + q.depth_packets + q.peak_cells as u64 == 0 {
+                idle += 1;
+                continue;
+            }
+            let _ = writeln!(
+                o,
+                "{:>4} {:>5} {:>12} {:>14} {:>10} {:>10} {:>8} {:>8} {:>8}",
+                p.id,
+                q.queue,
+                q.tx_packets,
+                q.tx_bytes,
+                q.dropped_packets,
+                q.ecn_marked,
+                q.depth_packets,
+                q.depth_cells,
+                q.peak_cells
+            );
+        }
+    }
+    if idle > 0 {
+        let _ = writeln!(
+            o,
+            "({idle} queues that never held a packet not shown; depth in packets, cells of the buffer)"
+        );
+    }
+    o
+}
+
+fn render_pgs(s: &Snapshot) -> String {
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        "{:>4} {:>3} {:>12} {:>10} {:>8} {:>8} {:>6} {:>7} {:>9} {:>6} {:>8}",
+        "port", "pg", "rx_pkts", "dropped", "xoff", "xon", "min", "shared", "headroom", "peak", "peak_hr"
+    );
+    let mut idle = 0;
+    for p in &s.ports {
+        for g in &p.pgs {
+            if g.rx_packets + g.dropped_packets + g.peak_cells as u64 == 0 {
+                idle += 1;
+                continue;
+            }
+            let _ = writeln!(
+                o,
+                "{:>4} {:>3} {:>12} {:>10} {:>8} {:>8} {:>6} {:>7} {:>9} {:>6} {:>8}",
+                p.id,
+                g.pg,
+                g.rx_packets,
+                g.dropped_packets,
+                g.xoff_sent,
+                g.xon_sent,
+                g.min_cells,
+                g.shared_cells,
+                g.headroom_cells,
+                g.peak_cells,
+                g.peak_headroom_cells
+            );
+        }
+    }
+    if idle > 0 {
+        let _ = writeln!(
+            o,
+            "({idle} PGs that never received a packet not shown; min/shared/headroom in cells)"
+        );
+    }
+    o
+}
+
+fn render_pfc(s: &Snapshot) -> String {
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        "{:>4} {:>4} {:>10} {:>10} {:>12} {:>8}",
+        "port", "prio", "pfc_tx", "pfc_rx", "paused_ms", "storms"
+    );
+    let at = |v: &[u64], i: usize| v.get(i).copied().unwrap_or(0);
+    let mut pauses = Vec::new();
+    for p in &s.ports {
+        let n = p.pfc_tx.len().max(p.pfc_rx.len()).max(p.paused_ns.len());
+        for prio in 0..n {
+            let (tx, rx, paused, storms) = (
+                at(&p.pfc_tx, prio),
+                at(&p.pfc_rx, prio),
+                at(&p.paused_ns, prio),
+                at(&p.watchdog_storms, prio),
+            );
+            if tx + rx + paused + storms == 0 {
+                continue;
+            }
+            let _ = writeln!(
+                o,
+                "{:>4} {:>4} {:>10} {:>10} {:>12.3} {:>8}",
+                p.id,
+                prio,
+                tx,
+                rx,
+                paused as f64 / 1e6,
+                storms
+            );
+        }
+        if p.pause_rx > 0 {
+            pauses.push(format!("port {}: {}", p.id, p.pause_rx));
+        }
+    }
+    if !pauses.is_empty() {
+        let _ = writeln!(o, "802.3x PAUSE received: {}", pauses.join(", "));
+    }
+    o
+}
+
+fn render_buffer(s: &Snapshot) -> String {
+    let b = &s.buffer;
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        "pool: {} cells, {} shared; used {} (peak {}); ingress shared {} (peak {}); egress shared {} (peak {})",
+        b.total_cells,
+        b.shared_cells,
+        b.used_cells,
+        b.peak_used_cells,
+        b.ingress_shared_cells,
+        b.peak_ingress_shared_cells,
+        b.egress_shared_cells,
+        b.peak_egress_shared_cells
+    );
+    let _ = writeln!(
+        o,
+        "{:>4} {:>12} {:>12} {:>12} {:>12}",
+        "port", "ingress", "peak_in", "egress", "peak_out"
+    );
+    for p in &s.ports {
+        let u = &p.buffer;
+        let _ = writeln!(
+            o,
+            "{:>4} {:>12} {:>12} {:>12} {:>12}",
+            p.id, u.ingress_cells, u.peak_ingress_cells, u.egress_cells, u.peak_egress_cells
+        );
+    }
+    o
+}
+
+fn render_fdb(rows: &[FdbRow]) -> String {
+    let mut o = String::new();
+    let _ = writeln!(o, "{:<17} {:>4} {:>7} {:>9}", "mac", "port", "type", "age_s");
+    for r in rows {
+        let _ = writeln!(
+            o,
+            "{:<17} {:>4} {:>7} {:>9.1}",
+            r.mac,
+            r.port,
+            if r.is_static { "static" } else { "learnt" },
+            r.age_ns as f64 / 1e9
+        );
+    }
+    let _ = writeln!(o, "{} entries", rows.len());
+    o
+}
+
+/// `watch`'s table: per-port rates since the previous update (totals on the first).
+pub fn render_rates(prev: Option<&Snapshot>, s: &Snapshot, secs: f64) -> String {
+    let mut o = String::new();
+    let rate = |now: u64, then: Option<u64>| match then {
+        Some(t) if secs > 0.0 => now.saturating_sub(t) as f64 / secs,
+        _ => 0.0,
+    };
+    let _ = writeln!(
+        o,
+        "{:>4} {:>10} {:>10} {:>10} {:>10} {:>8} {:>8} {:>8} {:>8} {:>7}  cells in/out",
+        "port", "rx_pps", "rx_Mbps", "tx_pps", "tx_Mbps", "ecn/s", "pfc_tx/s", "pfc_rx/s", "drops/s", "paused"
+    );
+    for p in &s.ports {
+        let before = prev.and_then(|q| q.ports.iter().find(|x| x.id == p.id));
+        let drops_now = p.drops.total();
+        let pfc_tx = |x: &PortReport| x.pfc_tx.iter().sum::<u64>();
+        let pfc_rx = |x: &PortReport| x.pfc_rx.iter().sum::<u64>() + x.pause_rx;
+        // Share of the interval some priority of this port was paused by its peer (the busiest
+        // priority's paused time; priorities pause independently).
+        let paused = |x: &PortReport, i: usize| x.paused_ns.get(i).copied().unwrap_or(0);
+        let paused_frac = (0..p.paused_ns.len())
+            .map(|i| rate(paused(p, i), before.map(|b| paused(b, i))) / 1e9)
+            .fold(0.0, f64::max);
+        let _ = writeln!(
+            o,
+            "{:>4} {:>10.0} {:>10.1} {:>10.0} {:>10.1} {:>8.0} {:>8.0} {:>8.0} {:>8.0} {:>6.0}%  {}/{}",
+            p.id,
+            rate(p.rx_packets, before.map(|b| b.rx_packets)),
+            rate(p.rx_bytes, before.map(|b| b.rx_bytes)) * 8.0 / 1e6,
+            rate(p.tx_packets, before.map(|b| b.tx_packets)),
+            rate(p.tx_bytes, before.map(|b| b.tx_bytes)) * 8.0 / 1e6,
+            rate(p.ecn_marked, before.map(|b| b.ecn_marked)),
+            rate(pfc_tx(p), before.map(pfc_tx)),
+            rate(pfc_rx(p), before.map(pfc_rx)),
+            rate(drops_now, before.map(|b| b.drops.total())),
+            paused_frac.min(1.0) * 100.0,
+            p.buffer.ingress_cells,
+            p.buffer.egress_cells
+        );
+    }
+    // Queues that hold frames or moved any in the interval: where congestion is, and what ECN
+    // and the scheduler do about it.
+    let mut rows = String::new();
+    for p in &s.ports {
+        let before = prev.and_then(|q| q.ports.iter().find(|x| x.id == p.id));
+        for q in &p.queues {
+            let b = before.and_then(|b| b.queues.iter().find(|x| x.queue == q.queue));
+            let tx = rate(q.tx_packets, b.map(|b| b.tx_packets));
+            let drops = rate(q.dropped_packets, b.map(|b| b.dropped_packets));
+            if q.depth_packets == 0 && tx == 0.0 && drops == 0.0 {
+                continue;
+            }
+            let _ = writeln!(
+                rows,
+                "{:>4} {:>5} {:>10.0} {:>10.1} {:>8.0} {:>8.0} {:>9} {:>8} {:>8}",
+                p.id,
+                q.queue,
+                tx,
+                rate(q.tx_bytes, b.map(|b| b.tx_bytes)) * 8.0 / 1e6,
+                rate(q.ecn_marked, b.map(|b| b.ecn_marked)),
+                drops,
+                q.depth_packets,
+                q.depth_cells,
+                q.peak_cells
+            );
+        }
+    }
+    if !rows.is_empty() {
+        let _ = writeln!(
+            o,
+            "\n{:>4} {:>5} {:>10} {:>10} {:>8} {:>8} {:>9} {:>8} {:>8}",
+            "port", "queue", "tx_pps", "tx_Mbps", "ecn/s", "drops/s", "depth_pkt", "cells", "peak"
+        );
+        o.push_str(&rows);
+    }
+    o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn snapshot() -> Snapshot {
+        use controlplane::snapshot::{PgReport, PoolBuffer, PortBuffer, QueueReport, Totals};
+        let q = |i: u8, tx: u64| QueueReport {
+            queue: i,
+            tx_packets: tx,
+            tx_bytes: tx * 1000,
+            dropped_packets: 2,
+            dropped_bytes: 2000,
+            ecn_marked: 5,
+            depth_packets: 1,
+            depth_cells: 4,
+            depth_bytes: 1000,
+            peak_cells: 40,
+            peak_bytes: 10000,
+        };
+        let idle_q = |i: u8| QueueReport {
+            queue: i,
+            ..Default::default()
+        };
+        let pg = |i: u8| PgReport {
+            pg: i,
+            rx_packets: 100,
+            rx_bytes: 100000,
+            dropped_packets: 0,
+            xoff_sent: 3,
+            xon_sent: 3,
+            min_cells: 0,
+            shared_cells: 12,
+            headroom_cells: 7,
+            peak_cells: 90,
+            peak_headroom_cells: 20,
+        };
+        let port = |id: u16| {
+            let mut drops = Drops::default();
+            drops.add("no_route", 1);
+            drops.add("egress_limit", 4);
+            PortReport {
+                id,
+                rx_packets: 100 + u64::from(id),
+                rx_bytes: 123456,
+                tx_packets: 99,
+                tx_bytes: 654321,
+                drops,
+                ecn_marked: 5,
+                pfc_tx: [0, 0, 0, 3, 0, 0, 0, 0],
+                paused_ns: [0, 0, 0, 2500000, 0, 0, 0, 0],
+                buffer: PortBuffer {
+                    ingress_cells: 11,
+                    peak_ingress_cells: 22,
+                    egress_cells: 33,
+                    peak_egress_cells: 44,
+                },
+                queues: vec![q(3, 90), idle_q(0)],
+                pgs: vec![pg(3)],
+                ..Default::default()
+            }
+        };
+        Snapshot {
+            ports: vec![port(0), port(1)],
+            totals: Totals {
+                rx_packets: 201,
+                ..Default::default()
+            },
+            buffer: PoolBuffer {
+                total_cells: 16384,
+                shared_cells: 15000,
+                used_cells: 44,
+                peak_used_cells: 500,
+                ingress_shared_cells: 12,
+                peak_ingress_shared_cells: 90,
+                egress_shared_cells: 0,
+                peak_egress_shared_cells: 0,
+            },
+        }
+    }
+
+    /// The switch's answer to `counters`, as JSON.
+    fn canned() -> serde_json::Value {
+        serde_json::to_value(snapshot()).unwrap()
+    }
+
+    #[test]
+    fn tables_render_the_switch_answer() {
+        let data = canned();
+        let c = render(Show::Counters, &data).unwrap();
+        assert!(c.lines().next().unwrap().contains("rx_bytes"), "{c}");
+        assert!(c.contains("egress_limit=4 no_route=1"), "{c}");
+        assert_eq!(c.lines().count(), 3, "{c}");
+        let q = render(Show::Queues, &data).unwrap();
+        assert!(
+            q.lines()
+                .nth(1)
+                .unwrap()
+                .split_whitespace()
+                .eq(["0", "3", "90", "90000", "2", "5", "1", "4", "40"]),
+            "{q}"
+        );
+        assert!(q.contains("2 queues that never held a packet"), "{q}");
+        let g = render(Show::Pgs, &data).unwrap();
+        assert!(
+            g.lines()
+                .nth(1)
+                .unwrap()
+                .split_whitespace()
+                .eq(["0", "3", "100", "0", "3", "3", "0", "12", "7", "90", "20"]),
+            "{g}"
+        );
+        let p = render(Show::Pfc, &data).unwrap();
+        assert!(
+            p.lines()
+                .nth(1)
+                .unwrap()
+                .split_whitespace()
+                .eq(["0", "3", "3", "0", "2.500", "0"]),
+            "{p}"
+        );
+        let b = render(Show::Buffer, &data).unwrap();
+        assert!(
+            b.starts_with("pool: 16384 cells, 15000 shared; used 44 (peak 500)"),
+            "{b}"
+        );
+        assert!(
+            b.lines()
+                .nth(2)
+                .unwrap()
+                .split_whitespace()
+                .eq(["0", "11", "22", "33", "44"]),
+            "{b}"
+        );
+        let f = render(
+            Show::Fdb,
+            &serde_json::json!([{"mac": "02:00:00:00:00:01", "port": 1, "is_static": false, "age_ns": 1500000000u64}]),
+        )
+        .unwrap();
+        assert!(f.contains("02:00:00:00:00:01    1  learnt       1.5"), "{f}");
+        let peaks = snapshot().peaks();
+        let w = WatermarksData {
+            kind: protocol::WatermarkKind::Persistent,
+            since_ms: 1500,
+            ports: peaks.ports,
+            buffer: peaks.buffer,
+        };
+        let w = render(Show::Watermarks, &serde_json::to_value(w).unwrap()).unwrap();
+        assert!(w.starts_with("persistent watermarks, in cells, since 1.5 s ago"), "{w}");
+        let pg_row = w
+            .lines()
+            .skip_while(|l| !l.starts_with("Ingress PG shared"))
+            .nth(2)
+            .unwrap();
+        assert!(
+            pg_row
+                .split_whitespace()
+                .eq(["0", "-", "-", "-", "90", "-", "-", "-", "-"]),
+            "{w}"
+        );
+        assert!(
+            w.contains("pool: used 500 cells, ingress shared 90, egress shared 0"),
+            "{w}"
+        );
+        assert!(render(Show::Counters, &serde_json::json!([1]))
+            .unwrap_err()
+            .contains("unexpected"));
+    }
+
+    #[test]
+    fn watch_shows_rates_between_updates() {
+        let a: Snapshot = serde_json::from_value(canned()).unwrap();
+        let mut later = canned();
+        later["ports"][0]["rx_packets"] = 300.into();
+        later["ports"][0]["rx_bytes"] = (123456 + 250_000).into();
+        let b: Snapshot = serde_json::from_value(later).unwrap();
+        let t = render_rates(Some(&a), &b, 2.0);
+        let row: Vec<&str> = t.lines().nth(1).unwrap().split_whitespace().collect();
+        assert_eq!(&row[..3], ["0", "100", "1.0"], "{t}");
+        assert!(render_rates(None, &b, 0.0).lines().nth(1).unwrap().contains(" 0 "));
+
+        // Paused half the interval on priority 3, PFC received, a queue draining with marks.
+        let mut later = canned();
+        later["ports"][0]["paused_ns"] = serde_json::json!([0, 0, 0, 1_000_000_000u64, 0, 0, 0, 0]);
+        later["ports"][0]["pfc_rx"] = serde_json::json!([0, 0, 0, 10, 0, 0, 0, 0]);
+        later["ports"][0]["queues"][0]["tx_packets"] = 390.into();
+        later["ports"][0]["queues"][0]["ecn_marked"] = 205.into();
+        let c: Snapshot = serde_json::from_value(later).unwrap();
+        let t = render_rates(Some(&a), &c, 2.0);
+        let row: Vec<&str> = t.lines().nth(1).unwrap().split_whitespace().collect();
+        assert_eq!(row[0], "0", "{t}");
+        assert!(row.contains(&"50%"), "{t}");
+        let q3 = t
+            .lines()
+            .skip_while(|l| !l.contains("queue"))
+            .find(|l| l.split_whitespace().take(2).eq(["0", "3"]))
+            .unwrap_or_else(|| panic!("no row for port 0 queue 3: {t}"));
+        let q3: Vec<&str> = q3.split_whitespace().collect();
+        assert_eq!(q3[2], "150", "tx pps of queue 3: {t}");
+        assert_eq!(q3[4], "100", "marks per second of queue 3: {t}");
+    }
+}

@@ -1,0 +1,393 @@
+//! The switch's counters at one instant: `summary.json`, the `counters` answer and what
+//! `subscribe` pushes. Declared once, here, because both sides use it: the dataplane builds it
+//! (`dataplane::stats::report`), and `rocectl`, the daemon's metrics and the dataplane's watermarks
+//! read its fields. A field renamed on one side is then a compile error on the other, where a
+//! hand-kept copy read the missing field as zero.
+//!
+//! Reading one back (`serde_json::from_*`): every field is required, so a switch that renamed
+//! or dropped a field is refused with that field's name. Fields this build does not know are
+//! ignored rather than refused, because PROTOCOL.md promises clients that the snapshot may grow
+//! within protocol v1 (an older `rocectl` keeps working against a newer switch); the
+//! dataplane's tests check that both sides agree exactly (`dataplane/tests/snapshot.rs`).
+//!
+//! Field order is the JSON order of `summary.json` (the protocol sends keys sorted).
+
+use crate::NUM_TC;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Snapshot {
+    pub ports: Vec<PortReport>,
+    pub totals: Totals,
+    pub buffer: PoolBuffer,
+}
+
+/// The sums over ports (what a replay's test or summary line wants without adding up).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Totals {
+    pub rx_packets: u64,
+    pub rx_bytes: u64,
+    pub tx_packets: u64,
+    pub tx_bytes: u64,
+    pub drops: Drops,
+    pub ecn_marked: u64,
+    pub pfc_tx: [u64; NUM_TC],
+    pub pfc_rx: [u64; NUM_TC],
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PortReport {
+    pub id: u16,
+    pub rx_packets: u64,
+    pub rx_bytes: u64,
+    pub tx_packets: u64,
+    pub tx_bytes: u64,
+    pub drops: Drops,
+    pub ecn_marked: u64,
+    pub pfc_tx: [u64; NUM_TC],
+    pub pfc_rx: [u64; NUM_TC],
+    pub pause_rx: u64,
+    pub paused_ns: [u64; NUM_TC],
+    pub unknown_ethertype: u64,
+    pub watchdog_storms: [u64; NUM_TC],
+    pub watchdog_restores: [u64; NUM_TC],
+    /// Buffer cells held by frames that entered / will leave through this port, with peaks.
+    pub buffer: PortBuffer,
+    pub queues: Vec<QueueReport>,
+    pub pgs: Vec<PgReport>,
+}
+
+/// A port's buffer use in cells, both views (ingress and egress), with peaks.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PortBuffer {
+    pub ingress_cells: u32,
+    pub peak_ingress_cells: u32,
+    pub egress_cells: u32,
+    pub peak_egress_cells: u32,
+}
+
+/// The shared buffer pool.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PoolBuffer {
+    pub total_cells: u32,
+    pub shared_cells: u32,
+    pub used_cells: u32,
+    pub peak_used_cells: u32,
+    pub ingress_shared_cells: u32,
+    pub peak_ingress_shared_cells: u32,
+    pub egress_shared_cells: u32,
+    pub peak_egress_shared_cells: u32,
+}
+
+/// An egress queue.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct QueueReport {
+    pub queue: u8,
+    pub tx_packets: u64,
+    pub tx_bytes: u64,
+    pub dropped_packets: u64,
+    pub dropped_bytes: u64,
+    pub ecn_marked: u64,
+    pub depth_packets: u64,
+    pub depth_cells: u32,
+    pub depth_bytes: u64,
+    pub peak_cells: u32,
+    pub peak_bytes: u64,
+}
+
+/// An ingress priority group.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PgReport {
+    pub pg: u8,
+    pub rx_packets: u64,
+    pub rx_bytes: u64,
+    pub dropped_packets: u64,
+    pub xoff_sent: u64,
+    pub xon_sent: u64,
+    pub min_cells: u32,
+    pub shared_cells: u32,
+    pub headroom_cells: u32,
+    pub peak_cells: u32,
+    pub peak_headroom_cells: u32,
+}
+
+/// Frames dropped, by reason name, zeros left out. Keyed by name rather than by an enum
+/// because the reasons come from two owners (the dataplane's drop reasons and its parser's
+/// malformed reasons) and a client must read reasons newer than itself.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Drops(pub BTreeMap<String, u64>);
+
+impl Drops {
+    pub fn add(&mut self, name: &str, n: u64) {
+        if n > 0 {
+            *self.0.entry(name.to_string()).or_default() += n;
+        }
+    }
+
+    pub fn total(&self) -> u64 {
+        self.0.values().sum()
+    }
+
+    pub fn get(&self, name: &str) -> u64 {
+        self.0.get(name).copied().unwrap_or(0)
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = (&str, u64)> {
+        self.0.iter().map(|(k, v)| (k.as_str(), *v))
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The peaks alone: what `watermarks` answers (a snapshot cut down to the `peak_*` figures and
+// the ids that locate them) and what the watermark accumulators keep.
+
+/// Every peak of a snapshot, located as in the snapshot (ports, queues and PGs in the same
+/// order).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Peaks {
+    pub ports: Vec<PortPeaks>,
+    pub buffer: PoolPeaks,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PortPeaks {
+    pub id: u16,
+    pub buffer: PortBufferPeaks,
+    pub queues: Vec<QueuePeaks>,
+    pub pgs: Vec<PgPeaks>,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PortBufferPeaks {
+    pub peak_ingress_cells: u32,
+    pub peak_egress_cells: u32,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PoolPeaks {
+    pub peak_used_cells: u32,
+    pub peak_ingress_shared_cells: u32,
+    pub peak_egress_shared_cells: u32,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct QueuePeaks {
+    pub queue: u8,
+    pub peak_cells: u32,
+    pub peak_bytes: u64,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PgPeaks {
+    pub pg: u8,
+    pub peak_cells: u32,
+    pub peak_headroom_cells: u32,
+}
+
+impl Snapshot {
+    /// The peaks of this snapshot, nothing else.
+    pub fn peaks(&self) -> Peaks {
+        let b = &self.buffer;
+        Peaks {
+            ports: self
+                .ports
+                .iter()
+                .map(|p| PortPeaks {
+                    id: p.id,
+                    buffer: PortBufferPeaks {
+                        peak_ingress_cells: p.buffer.peak_ingress_cells,
+                        peak_egress_cells: p.buffer.peak_egress_cells,
+                    },
+                    queues: (p.queues.iter())
+                        .map(|q| QueuePeaks {
+                            queue: q.queue,
+                            peak_cells: q.peak_cells,
+                            peak_bytes: q.peak_bytes,
+                        })
+                        .collect(),
+                    pgs: (p.pgs.iter())
+                        .map(|g| PgPeaks {
+                            pg: g.pg,
+                            peak_cells: g.peak_cells,
+                            peak_headroom_cells: g.peak_headroom_cells,
+                        })
+                        .collect(),
+                })
+                .collect(),
+            buffer: PoolPeaks {
+                peak_used_cells: b.peak_used_cells,
+                peak_ingress_shared_cells: b.peak_ingress_shared_cells,
+                peak_egress_shared_cells: b.peak_egress_shared_cells,
+            },
+        }
+    }
+}
+
+/// Raises each of `into`'s figures to `from`'s at the same place (same index), taking what
+/// `into` lacks from `from` whole.
+fn raise_list<T: Clone>(into: &mut Vec<T>, from: &[T], raise: impl Fn(&mut T, &T)) {
+    for (i, f) in from.iter().enumerate() {
+        match into.get_mut(i) {
+            Some(t) => raise(t, f),
+            None => into.push(f.clone()),
+        }
+    }
+}
+
+impl Peaks {
+    /// Each peak becomes the larger of itself and `other`'s at the same place: how a
+    /// watermark accumulator takes in the peaks the switch just restarted, and how a reading
+    /// is raised to what the accumulator holds. Ids are kept from `self`.
+    pub fn raise_to(&mut self, other: &Peaks) {
+        raise_list(&mut self.ports, &other.ports, |p, o| {
+            p.buffer.peak_ingress_cells = p.buffer.peak_ingress_cells.max(o.buffer.peak_ingress_cells);
+            p.buffer.peak_egress_cells = p.buffer.peak_egress_cells.max(o.buffer.peak_egress_cells);
+            raise_list(&mut p.queues, &o.queues, |q, o| {
+                q.peak_cells = q.peak_cells.max(o.peak_cells);
+                q.peak_bytes = q.peak_bytes.max(o.peak_bytes);
+            });
+            raise_list(&mut p.pgs, &o.pgs, |g, o| {
+                g.peak_cells = g.peak_cells.max(o.peak_cells);
+                g.peak_headroom_cells = g.peak_headroom_cells.max(o.peak_headroom_cells);
+            });
+        });
+        let (b, o) = (&mut self.buffer, &other.buffer);
+        b.peak_used_cells = b.peak_used_cells.max(o.peak_used_cells);
+        b.peak_ingress_shared_cells = b.peak_ingress_shared_cells.max(o.peak_ingress_shared_cells);
+        b.peak_egress_shared_cells = b.peak_egress_shared_cells.max(o.peak_egress_shared_cells);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn port(id: u16, peak: u32) -> PortReport {
+        PortReport {
+            id,
+            queues: vec![QueueReport {
+                queue: 3,
+                depth_cells: 1,
+                peak_cells: peak,
+                ..Default::default()
+            }],
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn a_renamed_or_missing_field_is_refused_by_name() {
+        let s = Snapshot {
+            ports: vec![port(1, 5)],
+            ..Default::default()
+        };
+        let mut v = serde_json::to_value(&s).unwrap();
+        assert_eq!(serde_json::from_value::<Snapshot>(v.clone()).unwrap(), s);
+        let q = v["ports"][0]["queues"][0].as_object_mut().unwrap();
+        let peak = q.remove("peak_cells").unwrap();
+        q.insert("peak_cell".into(), peak);
+        let e = serde_json::from_value::<Snapshot>(v).unwrap_err().to_string();
+        assert!(e.contains("missing field `peak_cells`"), "{e}");
+    }
+
+    #[test]
+    fn peaks_are_the_peak_fields_where_they_are() {
+        let s = Snapshot {
+            ports: vec![port(4, 100)],
+            ..Default::default()
+        };
+        let v = serde_json::to_value(s.peaks()).unwrap();
+        assert_eq!(v["ports"][0]["id"], 4);
+        assert_eq!(v["ports"][0]["queues"][0]["queue"], 3);
+        assert_eq!(v["ports"][0]["queues"][0]["peak_cells"], 100);
+        assert!(v["ports"][0]["queues"][0].get("depth_cells").is_none());
+        assert!(v["ports"][0].get("rx_packets").is_none());
+    }
+
+    /// Paths of the `peak*` numbers of `v` (`/ports/0/queues/0/peak_cells`), and the names of
+    /// its other numbers.
+    fn numbers(v: &serde_json::Value, path: &str, peaks: &mut Vec<String>, others: &mut Vec<String>) {
+        match v {
+            serde_json::Value::Object(m) => {
+                for (k, x) in m {
+                    let p = format!("{path}/{k}");
+                    match x.is_u64() {
+                        true if k.starts_with("peak") => peaks.push(p),
+                        true => others.push(k.clone()),
+                        false => numbers(x, &p, peaks, others),
+                    }
+                }
+            }
+            serde_json::Value::Array(a) => {
+                for (i, x) in a.iter().enumerate() {
+                    numbers(x, &format!("{path}/{i}"), peaks, others);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    #[test]
+    fn peaks_hold_every_peak_of_a_snapshot_and_the_ids_that_locate_them() {
+        // One of everything, every number set, so no figure hides behind a zero.
+        let mut v = serde_json::to_value(Snapshot {
+            ports: vec![port(1, 5)],
+            ..Default::default()
+        })
+        .unwrap();
+        v["ports"][0]["pgs"] = serde_json::to_value(vec![PgReport::default()]).unwrap();
+        fn ones(v: &mut serde_json::Value) {
+            match v {
+                serde_json::Value::Number(_) => *v = 1.into(),
+                serde_json::Value::Array(a) => a.iter_mut().for_each(ones),
+                serde_json::Value::Object(m) => m.values_mut().for_each(ones),
+                _ => {}
+            }
+        }
+        ones(&mut v);
+        let s: Snapshot = serde_json::from_value(v.clone()).unwrap();
+        v.as_object_mut().unwrap().remove("totals");
+        let (mut want, mut got, mut ids) = (Vec::new(), Vec::new(), Vec::new());
+        numbers(&v, "", &mut want, &mut Vec::new());
+        numbers(&serde_json::to_value(s.peaks()).unwrap(), "", &mut got, &mut ids);
+        want.sort();
+        got.sort();
+        assert_eq!(got, want, "Peaks must carry every peak_* figure of the snapshot");
+        ids.sort();
+        ids.dedup();
+        assert_eq!(ids, ["id", "pg", "queue"], "and besides them only the ids");
+    }
+
+    #[test]
+    fn raising_takes_the_larger_figure_at_each_place() {
+        let mut acc = Peaks::default();
+        let a = Snapshot {
+            ports: vec![port(4, 100)],
+            ..Default::default()
+        }
+        .peaks();
+        acc.raise_to(&a);
+        assert_eq!(acc, a, "an empty accumulator takes everything");
+        let mut low = Snapshot {
+            ports: vec![port(4, 5)],
+            ..Default::default()
+        }
+        .peaks();
+        low.raise_to(&acc);
+        assert_eq!(low.ports[0].queues[0].peak_cells, 100);
+        acc.raise_to(
+            &Snapshot {
+                ports: vec![port(4, 7)],
+                ..Default::default()
+            }
+            .peaks(),
+        );
+        assert_eq!(acc.ports[0].queues[0].peak_cells, 100);
+    }
+}

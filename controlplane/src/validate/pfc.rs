@@ -1,0 +1,170 @@
+//! `[pfc]` and the watchdog, and which PGs and queues are therefore lossless: the fact the PG,
+//! queue, CNP and budget checks all start from.
+
+use super::ctx::Ctx;
+use super::defaults::*;
+use crate::model::*;
+use crate::schema::*;
+use crate::units;
+
+pub(super) fn resolve_pfc(cx: &mut Ctx, s: &PfcSection) -> PfcConfig {
+    let mut enabled = [false; NUM_TC];
+    for (i, p) in s.priorities.iter().enumerate() {
+        if let Some(p) = cx.idx(&format!("pfc.priorities[{i}]"), *p, 7, "priority") {
+            if enabled[usize::from(p)] {
+                cx.warn(format!("pfc.priorities[{i}]: priority {p} is listed twice"));
+            }
+            enabled[usize::from(p)] = true;
+        }
+    }
+    let pause_quanta = s
+        .pause_quanta
+        .and_then(|q| cx.int_in("pfc.pause_quanta", q, 1, 65535))
+        .and_then(|q| u16::try_from(q).ok())
+        .unwrap_or(DEFAULT_PAUSE_QUANTA);
+    let mut refresh_fraction = DEFAULT_REFRESH;
+    if let Some(v) = &s.refresh {
+        if let Some(f) = cx.real("pfc.refresh", v) {
+            if f > 0.0 && f < 1.0 {
+                refresh_fraction = f;
+            } else {
+                cx.error(format!(
+                    "pfc.refresh ({v}) must be strictly between 0 and 1 (a fraction of the pause time)"
+                ));
+            }
+        }
+    }
+    let watchdog = s.watchdog.as_ref().and_then(|w| resolve_watchdog(cx, w));
+    if watchdog.is_some() && !enabled.iter().any(|e| *e) {
+        cx.warn("pfc.watchdog: enabled but no PFC priority is; it has nothing to watch".to_string());
+    }
+    PfcConfig {
+        enabled,
+        pause_quanta,
+        refresh_fraction,
+        watchdog,
+    }
+}
+
+fn resolve_watchdog(cx: &mut Ctx, w: &WatchdogSection) -> Option<WatchdogConfig> {
+    let mut time = |key: &str, v: &Option<Scalar>, default: u64| -> u64 {
+        let path = format!("pfc.watchdog.{key}");
+        match v {
+            None => default,
+            Some(v) => match cx.duration(&path, v) {
+                Some(0) => {
+                    cx.error(format!("{path} ({v}) must be above 0"));
+                    default
+                }
+                Some(ns) => ns,
+                None => default,
+            },
+        }
+    };
+    let detection_ns = time("detection", &w.detection, DEFAULT_WD_DETECTION_NS);
+    let restoration_ns = time("restoration", &w.restoration, DEFAULT_WD_RESTORATION_NS);
+    let action = w
+        .action
+        .as_deref()
+        .and_then(|a| {
+            cx.word(
+                "pfc.watchdog.action",
+                a,
+                &[
+                    ("drop", WatchdogAction::Drop),
+                    ("forward", WatchdogAction::Forward),
+                    ("alert", WatchdogAction::Alert),
+                ],
+            )
+        })
+        .unwrap_or(WatchdogAction::Drop);
+    if restoration_ns < detection_ns {
+        cx.warn(format!(
+            "pfc.watchdog.restoration ({}) is shorter than detection ({}): a storm may flap",
+            units::format_duration(restoration_ns),
+            units::format_duration(detection_ns)
+        ));
+    }
+    if w.enabled == Some(false) {
+        return None;
+    }
+    Some(WatchdogConfig {
+        detection_ns,
+        restoration_ns,
+        action,
+    })
+}
+
+/// Which PGs and queues are lossless, derived from the PFC priorities and the tc maps.
+pub(super) struct Losslessness {
+    pub(super) pg: [bool; NUM_TC],
+    pub(super) queue: [bool; NUM_TC],
+}
+
+impl Losslessness {
+    pub(super) fn check(cx: &mut Ctx, c: &ClassifyConfig, pfc: &PfcConfig) -> Self {
+        let mut pg = [false; NUM_TC];
+        let mut queue = [false; NUM_TC];
+        for (p, _) in pfc.enabled.iter().enumerate().filter(|(_, e)| **e) {
+            pg[usize::from(c.tc_to_pg[p])] = true;
+            queue[usize::from(c.tc_to_queue[p])] = true;
+        }
+        let lossless_of =
+            |field: &[u8; NUM_TC], target: u8| (0..NUM_TC).find(|&p| pfc.enabled[p] && field[p] == target);
+        for t in (0..NUM_TC).filter(|&t| !pfc.enabled[t]) {
+            let g = c.tc_to_pg[t];
+            if pg[usize::from(g)] {
+                let p = lossless_of(&c.tc_to_pg, g).unwrap_or(0);
+                cx.error(format!(
+                    "classify.tc_to_pg: lossy tc {t} and lossless priority {p} both map to PG {g}; \
+                     a PG is either lossless or lossy"
+                ));
+            }
+            let q = c.tc_to_queue[t];
+            if queue[usize::from(q)] {
+                let p = lossless_of(&c.tc_to_queue, q).unwrap_or(0);
+                cx.error(format!(
+                    "classify.tc_to_queue: lossy tc {t} and lossless priority {p} both map to queue {q}; \
+                     a lossless queue must carry only lossless traffic"
+                ));
+            }
+        }
+        // A lossless priority nothing is classified into is probably a mistake in the maps.
+        for p in (0..NUM_TC).filter(|&p| pfc.enabled[p]) {
+            let tc = u8::try_from(p).unwrap_or(0);
+            let by_rule = c.rules.iter().any(|r| r.action.tc == Some(tc));
+            let (mapped, via) = match c.trust {
+                Trust::Dscp => (
+                    c.dscp_to_tc.contains(&tc),
+                    "no DSCP value maps to it (classify.dscp_to_tc)",
+                ),
+                Trust::Pcp => (
+                    c.pcp_to_tc.contains(&tc),
+                    "no PCP value maps to it (classify.pcp_to_tc)",
+                ),
+                Trust::None => (
+                    c.default_tc == tc,
+                    "classify.trust is none and default_tc is another tc",
+                ),
+            };
+            if !mapped && !by_rule {
+                cx.warn(format!(
+                    "pfc.priorities: priority {p} is lossless but {via} and no rule sets tc {p}"
+                ));
+            }
+        }
+        for (i, r) in c.rules.iter().enumerate() {
+            if let Some(q) = r.action.queue {
+                let tc_lossless = r.action.tc.is_some_and(|t| pfc.enabled[usize::from(t)]);
+                if queue[usize::from(q)] && !tc_lossless {
+                    cx.warn(format!(
+                        "classify.rule[{i}].action.queue: queue {q} is lossless but rule {:?} \
+                         does not set a lossless tc; lossy frames would share it",
+                        r.name
+                    ));
+                }
+            }
+        }
+        Losslessness { pg, queue }
+    }
+}

@@ -1,0 +1,223 @@
+//! `[buffer]`, `[port_defaults]` and `[[port]]`: sizes, speeds, cables, MTUs, interfaces and
+//! capture files. Ports come out as drafts: their headroom needs the PG profiles (`budget`).
+
+use super::ctx::Ctx;
+use super::defaults::*;
+use crate::model::*;
+use crate::schema::*;
+use crate::units::{self, format_size};
+use std::collections::BTreeMap;
+
+pub(super) fn resolve_buffer(cx: &mut Ctx, s: &BufferSection) -> BufferConfig {
+    let mut cell_bytes = DEFAULT_CELL_BYTES;
+    if let Some(v) = &s.cell {
+        if let Some(c) = cx.size("buffer.cell", v) {
+            let ok = c.is_power_of_two() && (u64::from(MIN_CELL_BYTES)..=u64::from(MAX_CELL_BYTES)).contains(&c);
+            if ok {
+                cell_bytes = u32::try_from(c).unwrap_or(DEFAULT_CELL_BYTES);
+            } else {
+                cx.error(format!(
+                    "buffer.cell ({v}) must be a power of two from {MIN_CELL_BYTES}B to {MAX_CELL_BYTES}B"
+                ));
+            }
+        }
+    }
+    let mut total_bytes = DEFAULT_BUFFER_BYTES;
+    if let Some(v) = &s.size {
+        if let Some(b) = cx.size("buffer.size", v) {
+            total_bytes = b;
+        }
+    }
+    let min = MIN_BUFFER_CELLS * u64::from(cell_bytes);
+    if total_bytes < min {
+        cx.error(format!(
+            "buffer.size ({}) is below the minimum of {MIN_BUFFER_CELLS} cells ({})",
+            format_size(total_bytes),
+            format_size(min)
+        ));
+    }
+    BufferConfig {
+        cell_bytes,
+        total_bytes,
+    }
+}
+
+/// `[[port]] pcap = {...}`: at least one file, a known pace.
+fn resolve_pcap_port(cx: &mut Ctx, path: &str, s: &PcapPortSection) -> Option<PcapPortConfig> {
+    let pace = match s.pace.as_deref() {
+        None | Some("capture") => PcapPace::Capture,
+        Some("asap") => PcapPace::Asap,
+        Some(other) => {
+            cx.error(format!("{path}.pcap.pace: {other:?} is not one of capture, asap"));
+            return None;
+        }
+    };
+    let file = |key: &str, v: &Option<String>, cx: &mut Ctx| match v.as_deref() {
+        Some("") => {
+            cx.error(format!("{path}.pcap.{key}: empty path"));
+            None
+        }
+        other => other.map(std::path::PathBuf::from),
+    };
+    let input = file("input", &s.input, cx);
+    let output = file("output", &s.output, cx);
+    if s.input.is_none() && s.output.is_none() {
+        cx.error(format!(
+            "{path}.pcap: give an `input` capture, an `output` file, or both"
+        ));
+        return None;
+    }
+    Some(PcapPortConfig { input, output, pace })
+}
+
+/// A port before headroom is known.
+pub(super) struct PortDraft {
+    pub(super) id: u16,
+    pub(super) name: Option<String>,
+    pub(super) interface: Option<String>,
+    pub(super) pcap: Option<PcapPortConfig>,
+    pub(super) worker: Option<usize>,
+    pub(super) speed_bps: u64,
+    pub(super) cable_m: f64,
+    pub(super) mtu: u32,
+}
+
+impl PortDraft {
+    pub(super) fn max_frame(&self) -> u32 {
+        self.mtu + L2_OVERHEAD
+    }
+}
+
+/// `None`: not given; `Some(None)`: given but invalid (already reported).
+type Inherited<T> = Option<Option<T>>;
+
+pub(super) fn resolve_ports(cx: &mut Ctx, file: &ConfigFile) -> Vec<PortDraft> {
+    let d = &file.port_defaults;
+    let def_speed: Inherited<u64> = d.speed.as_ref().map(|v| {
+        let s = cx.rate("port_defaults.speed", v);
+        check_speed(cx, "port_defaults.speed", v, s)
+    });
+    let def_cable: Inherited<f64> = d.cable.as_ref().map(|v| {
+        let c = cx.length("port_defaults.cable", v);
+        check_cable(cx, "port_defaults.cable", v, c)
+    });
+    let def_mtu: Inherited<u32> = d.mtu.map(|m| check_mtu(cx, "port_defaults.mtu", m));
+
+    if file.ports.is_empty() {
+        cx.error("port: at least one [[port]] is required".to_string());
+    } else if file.ports.len() > MAX_PORTS {
+        cx.error(format!(
+            "port: {} ports configured, at most {MAX_PORTS} are supported",
+            file.ports.len()
+        ));
+    }
+
+    let mut ids: BTreeMap<u16, usize> = BTreeMap::new();
+    let mut names: BTreeMap<&str, usize> = BTreeMap::new();
+    let mut out = Vec::with_capacity(file.ports.len());
+    for (i, p) in file.ports.iter().enumerate() {
+        let path = format!("port[{i}]");
+        let id = match u16::try_from(p.id) {
+            Ok(id) => {
+                if let Some(j) = ids.insert(id, i) {
+                    cx.error(format!("{path}.id: {id} is already used by port[{j}]"));
+                }
+                id
+            }
+            Err(_) => {
+                cx.error(format!("{path}.id: {} is out of range 0..=65535", p.id));
+                0
+            }
+        };
+        if let Some(name) = &p.name {
+            if name.trim().is_empty() {
+                cx.error(format!("{path}.name: must not be empty"));
+            } else if let Some(j) = names.insert(name, i) {
+                cx.error(format!("{path}.name: {name:?} is already used by port[{j}]"));
+            }
+        }
+        let speed_bps = match &p.speed {
+            Some(v) => {
+                let sp = format!("{path}.speed");
+                let s = cx.rate(&sp, v);
+                check_speed(cx, &sp, v, s)
+            }
+            None => match def_speed {
+                Some(s) => s,
+                None => {
+                    cx.error(format!("{path}.speed: missing (set it here or in [port_defaults])"));
+                    None
+                }
+            },
+        };
+        let cable_m = match &p.cable {
+            Some(v) => {
+                let cp = format!("{path}.cable");
+                let c = cx.length(&cp, v);
+                check_cable(cx, &cp, v, c)
+            }
+            None => def_cable.unwrap_or(Some(DEFAULT_CABLE_M)),
+        };
+        let mtu = match p.mtu {
+            Some(m) => check_mtu(cx, &format!("{path}.mtu"), m),
+            None => def_mtu.unwrap_or(Some(DEFAULT_MTU)),
+        };
+        let interface = p.interface.as_ref().and_then(|ifname| {
+            let ok = !ifname.is_empty() && ifname.len() < 16 && !ifname.contains(['/', ' ', '\0']);
+            if !ok {
+                cx.error(format!(
+                    "{path}.interface: {ifname:?} is not a Linux interface name (1-15 characters, no '/' or spaces)"
+                ));
+            }
+            ok.then(|| ifname.clone())
+        });
+        let worker = p
+            .worker
+            .and_then(|w| cx.int_in(&format!("{path}.worker"), w, 0, MAX_WORKERS as i64))
+            .map(|w| w as usize);
+        let pcap = p.pcap.as_ref().and_then(|s| resolve_pcap_port(cx, &path, s));
+        if pcap.is_some() && p.interface.is_some() {
+            cx.error(format!(
+                "{path}: a port has either an `interface` or a `pcap` table, not both"
+            ));
+        }
+        out.push(PortDraft {
+            id,
+            name: p.name.clone(),
+            interface,
+            pcap,
+            worker,
+            speed_bps: speed_bps.unwrap_or(0),
+            cable_m: cable_m.unwrap_or(DEFAULT_CABLE_M),
+            mtu: mtu.unwrap_or(DEFAULT_MTU),
+        });
+    }
+    out
+}
+
+fn check_speed(cx: &mut Ctx, path: &str, v: &Scalar, s: Option<u64>) -> Option<u64> {
+    match s {
+        Some(0) => {
+            cx.error(format!("{path} ({v}) must be above 0"));
+            None
+        }
+        other => other,
+    }
+}
+
+fn check_cable(cx: &mut Ctx, path: &str, v: &Scalar, c: Option<f64>) -> Option<f64> {
+    match c {
+        Some(m) if !(0.0..=MAX_CABLE_M).contains(&m) => {
+            cx.error(format!(
+                "{path} ({v}) must be from 0m to {}",
+                units::format_length(MAX_CABLE_M)
+            ));
+            None
+        }
+        other => other,
+    }
+}
+
+fn check_mtu(cx: &mut Ctx, path: &str, m: i64) -> Option<u32> {
+    cx.int_in(path, m, MIN_MTU, MAX_MTU).and_then(|m| u32::try_from(m).ok())
+}

@@ -1,0 +1,113 @@
+//! The switch's snapshot, as it leaves the switch (`summary.json`, the `counters` answer), reads
+//! back as the control plane's type exactly: no field the type does not know (it would be
+//! ignored by rocectl and the metrics), none missing or renamed (it would be refused), and the
+//! same values. Built by a real `Switch` with congestion, PFC and several drop reasons, so the
+//! figures are not all zero.
+
+mod common;
+use common::*;
+use controlplane::snapshot::Snapshot;
+use dataplane::tools::gen::announce;
+use dataplane::Switch;
+use serde_json::Value;
+
+/// Where two JSON values first differ, as a path (`ports/3/queues/1/peak_cells`).
+fn first_difference(a: &Value, b: &Value, path: &str) -> Option<String> {
+    match (a, b) {
+        (Value::Object(x), Value::Object(y)) => {
+            for k in x.keys().chain(y.keys()) {
+                let p = format!("{path}/{k}");
+                match (x.get(k), y.get(k)) {
+                    (Some(u), Some(v)) => {
+                        if let Some(d) = first_difference(u, v, &p) {
+                            return Some(d);
+                        }
+                    }
+                    (Some(_), None) => return Some(format!("{p}: sent by the switch, not read back")),
+                    (None, _) => return Some(format!("{p}: read back, not sent by the switch")),
+                }
+            }
+            None
+        }
+        (Value::Array(x), Value::Array(y)) if x.len() == y.len() => x
+            .iter()
+            .zip(y)
+            .enumerate()
+            .find_map(|(i, (u, v))| first_difference(u, v, &format!("{path}/{i}"))),
+        _ => (a != b).then(|| format!("{path}: {a} sent, {b} read back")),
+    }
+}
+
+/// A switch after an incast into port 3's lossless queue (XOFF, headroom, overflow), a
+/// truncated frame and a link-local frame: most figures non-zero, three drop reasons.
+fn busy_switch() -> (Switch, u64) {
+    let cfg = default_config();
+    let mut sw = Switch::new(&cfg, 1);
+    sw.receive(3, &announce(3, 0).unwrap(), 0);
+    let mut now = 1_000;
+    for src in 0..3 {
+        let b = burst32(src, 3, 26);
+        for _ in 0..40 {
+            sw.receive_burst(src as usize, b.iter().map(Vec::as_slice), now);
+        }
+    }
+    sw.receive(1, &[0u8; 10], now);
+    let mut lldp = announce(1, 0).unwrap();
+    lldp[..6].copy_from_slice(&[0x01, 0x80, 0xc2, 0x00, 0x00, 0x0e]);
+    sw.receive(1, &lldp, now);
+    let mut sink = |_: usize, _: &[u8], _: u64| {};
+    for _ in 0..5 {
+        sw.poll(now);
+        for p in 0..4 {
+            sw.transmit(p, now, &mut sink);
+        }
+        now += 10_000;
+    }
+    (sw, now)
+}
+
+#[test]
+fn the_switch_snapshot_reads_back_exactly_as_the_shared_type() {
+    let (sw, now) = busy_switch();
+    let snap = sw.snapshot(now);
+    let drops = &snap.ports[1].drops;
+    assert!(drops.0.len() >= 2, "drop reasons exercised: {drops:?}");
+    assert!(
+        snap.totals.drops.get("headroom_overflow") > 0,
+        "{:?}",
+        snap.totals.drops
+    );
+    assert!(
+        snap.ports[3].queues[3].depth_packets > 0,
+        "{:?}",
+        snap.ports[3].queues[3]
+    );
+    assert!(snap.ports[0].pfc_tx[3] > 0, "{:?}", snap.ports[0]);
+
+    // As the control server sends it (keys sorted) and as summary.json holds it (in order).
+    for text in [
+        serde_json::to_value(&snap).unwrap().to_string(),
+        serde_json::to_string_pretty(&snap).unwrap(),
+    ] {
+        let sent: Value = serde_json::from_str(&text).unwrap();
+        let read: Snapshot = serde_json::from_str(&text).unwrap_or_else(|e| panic!("rocectl cannot read it: {e}"));
+        let back = serde_json::to_value(&read).unwrap();
+        if let Some(d) = first_difference(&sent, &back, "") {
+            panic!("the switch's snapshot and controlplane::snapshot disagree at {d}");
+        }
+        assert_eq!(read, snap);
+    }
+}
+
+#[test]
+fn the_fdb_answer_reads_back_exactly_as_the_protocol_type() {
+    let (sw, now) = busy_switch();
+    let rows = sw.fdb().rows(now);
+    assert!(rows.len() >= 4, "{rows:?}");
+    let sent = serde_json::to_value(&rows).unwrap();
+    let read: Vec<controlplane::protocol::FdbRow> = serde_json::from_value(sent.clone()).unwrap();
+    let back = serde_json::to_value(&read).unwrap();
+    if let Some(d) = first_difference(&sent, &back, "") {
+        panic!("the switch's fdb rows and controlplane::protocol::FdbRow disagree at {d}");
+    }
+}
