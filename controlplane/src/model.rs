@@ -54,6 +54,8 @@ pub struct PortConfig {
     /// In `rocesw run`, a port fed from and written to capture files instead of an interface
     /// (exclusive with `interface`).
     pub pcap: Option<PcapPortConfig>,
+    /// What is at the far end in `rocesw run`: when a received frame counts as arrived.
+    pub peer: PeerKind,
     /// Headroom per PG on this port in bytes (0 for lossy PGs), resolved from the PG profile:
     /// either given, or computed from speed, cable length and MTU (see `headroom`).
     pub headroom_bytes: [u64; NUM_TC],
@@ -72,6 +74,59 @@ pub struct PcapPortConfig {
     pub input: Option<std::path::PathBuf>,
     pub output: Option<std::path::PathBuf>,
     pub pace: PcapPace,
+}
+
+/// How `rocesw run` treats what arrives on a port (`[[port]] peer`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PeerKind {
+    /// The far end is software (a veth or tap to a host process, capture files, a VM): the
+    /// port's receive ring is the peer NIC's transmit queue. Frames cross an emulated wire at the
+    /// port's line rate from when the switch reads them, and a priority the switch paused waits
+    /// outside the switch's buffer (as replay's peers do). A process that was not scheduled for
+    /// milliseconds, or a switch that was not, then costs time, not lossless frames.
+    Emulated,
+    /// The far end is a real NIC on a real wire, which already paces frames and obeys PFC
+    /// within its 802.3 response time: frames count as arrived when the switch reads them.
+    Wire,
+}
+
+/// What backs a port in `rocesw run`: decides the default [`PeerKind`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BackendKind {
+    /// `interface = "..."`: AF_PACKET on a veth or tap (the lab's test hosts).
+    Interface,
+    /// `pcap = {...}`: capture files.
+    Pcap,
+    /// Neither: the port exists only in replay.
+    Unattached,
+}
+
+impl PeerKind {
+    /// The peer a port gets unless `peer` says otherwise. Every backend we have today is
+    /// software at the far end; a backend on a physical NIC (DPDK) returns `Wire` here.
+    pub fn default_for(backend: BackendKind) -> PeerKind {
+        match backend {
+            BackendKind::Interface | BackendKind::Pcap | BackendKind::Unattached => PeerKind::Emulated,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            PeerKind::Emulated => "emulated",
+            PeerKind::Wire => "wire",
+        }
+    }
+}
+
+impl PortConfig {
+    /// What backs this port in `rocesw run`.
+    pub fn backend_kind(&self) -> BackendKind {
+        match (&self.interface, &self.pcap) {
+            (Some(_), _) => BackendKind::Interface,
+            (None, Some(_)) => BackendKind::Pcap,
+            (None, None) => BackendKind::Unattached,
+        }
+    }
 }
 
 /// When a capture's frames arrive in `rocesw run`.

@@ -120,6 +120,9 @@ pub struct PortSection {
     pub worker: Option<i64>,
     /// A capture-file port for `rocesw run` instead of an interface.
     pub pcap: Option<PcapPortSection>,
+    /// "emulated" or "wire": what is at the far end (default: by backend, see
+    /// `PeerKind::default_for`).
+    pub peer: Option<String>,
     /// This port's own PG settings, field by field over the global `[pg.N]`.
     #[serde(default)]
     pub pg: BTreeMap<String, PgSection>,

@@ -76,6 +76,7 @@ pub(super) struct PortDraft {
     pub(super) name: Option<String>,
     pub(super) interface: Option<String>,
     pub(super) pcap: Option<PcapPortConfig>,
+    pub(super) peer: PeerKind,
     pub(super) worker: Option<usize>,
     pub(super) speed_bps: u64,
     pub(super) cable_m: f64,
@@ -181,11 +182,30 @@ pub(super) fn resolve_ports(cx: &mut Ctx, file: &ConfigFile) -> Vec<PortDraft> {
                 "{path}: a port has either an `interface` or a `pcap` table, not both"
             ));
         }
+        let backend = match (&p.interface, &p.pcap) {
+            (Some(_), _) => BackendKind::Interface,
+            (None, Some(_)) => BackendKind::Pcap,
+            (None, None) => BackendKind::Unattached,
+        };
+        let peer = match p.peer.as_deref() {
+            None => PeerKind::default_for(backend),
+            Some("emulated") => PeerKind::Emulated,
+            Some("wire") => PeerKind::Wire,
+            Some(other) => {
+                cx.error(format!(
+                    "{path}.peer: {other:?} is not one of \"emulated\" (the far end is software: a veth, \
+                     tap, capture file or VM; frames are paced at line rate and PFC is obeyed for it) or \
+                     \"wire\" (a real NIC: frames count as arrived when read)"
+                ));
+                PeerKind::default_for(backend)
+            }
+        };
         out.push(PortDraft {
             id,
             name: p.name.clone(),
             interface,
             pcap,
+            peer,
             worker,
             speed_bps: speed_bps.unwrap_or(0),
             cable_m: cable_m.unwrap_or(DEFAULT_CABLE_M),
