@@ -102,11 +102,14 @@ pub enum BackendKind {
 }
 
 impl PeerKind {
-    /// The peer a port gets unless `peer` says otherwise. Every backend we have today is
-    /// software at the far end; a backend on a physical NIC (DPDK) returns `Wire` here.
+    /// The peer a port gets unless `peer` says otherwise. Interfaces (veth, tap) and capture
+    /// files have software at the far end. A port with neither is fed by whatever embeds the
+    /// switch (tests' in-memory ports, which play a NIC), so it counts frames on arrival; a
+    /// backend on a physical NIC (DPDK) returns `Wire` here too.
     pub fn default_for(backend: BackendKind) -> PeerKind {
         match backend {
-            BackendKind::Interface | BackendKind::Pcap | BackendKind::Unattached => PeerKind::Emulated,
+            BackendKind::Interface | BackendKind::Pcap => PeerKind::Emulated,
+            BackendKind::Unattached => PeerKind::Wire,
         }
     }
 

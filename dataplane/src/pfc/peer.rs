@@ -161,20 +161,30 @@ impl<F> EmulatedLink<F> {
         Some(t)
     }
 
+    /// The cable delay plus the peer's response time: how long a PFC frame takes to act.
+    pub fn reaction_ns(&self) -> u64 {
+        self.reaction_ns
+    }
+
     /// The next frame that crosses the link by `now`, oldest first, with the time its first
     /// bit reaches the switch.
     ///
-    /// `catch_up` says whether departures may lie before `now`. Replay calls at every instant
-    /// something happens, so a frame always leaves exactly at `now` (false). The real-time
-    /// path polls when the OS lets it: a frame that would have started crossing between two
-    /// polls leaves at that earlier instant (true), so the link keeps its line rate whatever
-    /// the poll interval, and no faster.
-    pub fn pop(&mut self, now: u64, catch_up: bool) -> Option<(F, usize, u64)> {
+    /// `catch_up_ns` is how far before `now` a departure may lie. Replay calls at every instant
+    /// something happens, so a frame always leaves exactly at `now` (0). The real-time path
+    /// polls when the OS lets it: a frame that would have started crossing since the last poll
+    /// leaves at that earlier instant, so the link keeps its line rate whatever the poll
+    /// interval — but no further back than the peer's reaction time ([`Self::reaction_ns`]).
+    /// The switch sends PFC only after the frames of a poll are in, so a longer catch-up would
+    /// let more arrive unpaused than a NIC could send before obeying, and that is what
+    /// headroom is sized for; a longer gap is time the emulated wire stays idle, as it would
+    /// behind a stalled switch.
+    pub fn pop(&mut self, now: u64, catch_up_ns: u64) -> Option<(F, usize, u64)> {
         self.apply_pending(now);
+        let floor = now.saturating_sub(catch_up_ns);
         let mut best: Option<(u64, u64, usize)> = None; // (departure, ts, class)
         for class in 0..9 {
             if let Some(t) = self.ready_time(class) {
-                let t = if catch_up { t } else { t.max(now) };
+                let t = t.max(floor);
                 let ts = self.held[class].front().map_or(0, |h| h.ts);
                 if t <= now && best.is_none_or(|(bt, bts, _)| (t, ts) < (bt, bts)) {
                     best = Some((t, ts, class));
@@ -227,13 +237,29 @@ mod tests {
         }
         // Polled only at 20 µs: all four would have left by then, each after the other.
         let mut got = Vec::new();
-        while let Some((f, _, at)) = l.pop(20_000, true) {
+        while let Some((f, _, at)) = l.pop(20_000, u64::MAX) {
             got.push((f, at));
         }
         assert_eq!(got, vec![(0, 0), (1, 8192), (2, 16384)]);
         assert_eq!(l.held_frames(), 1, "the fourth has not started crossing by 20 µs");
-        assert_eq!(l.pop(24_575, true).map(|x| x.0), None);
-        assert_eq!(l.pop(24_576, true).map(|x| x.0), Some(3));
+        assert_eq!(l.pop(24_575, u64::MAX).map(|x| x.0), None);
+        assert_eq!(l.pop(24_576, u64::MAX).map(|x| x.0), Some(3));
+    }
+
+    #[test]
+    fn catch_up_reaches_back_no_further_than_asked() {
+        let mut l: EmulatedLink<u32> = EmulatedLink::new(G, 0.0, 0, true, 16);
+        for i in 0..4 {
+            l.push(3, 0, 1000, i);
+        }
+        // Polled at 20 µs, catching up 10 µs: the first leaves at 10 µs, the next 8192 ns on.
+        let (_, _, at) = l.pop(20_000, 10_000).unwrap();
+        assert_eq!(at, 10_000);
+        let (_, _, at) = l.pop(20_000, 10_000).unwrap();
+        assert_eq!(at, 18_192);
+        assert!(l.pop(20_000, 10_000).is_none());
+        // Without catch-up (replay), a frame leaves exactly now.
+        assert_eq!(l.pop(30_000, 0).unwrap().2, 30_000);
     }
 
     #[test]
@@ -247,12 +273,12 @@ mod tests {
         l.push(3, 0, 100, 30);
         l.push(3, 0, 100, 31);
         l.push(0, 0, 100, 0);
-        let (f, _, at) = l.pop(10, true).unwrap();
+        let (f, _, at) = l.pop(10, u64::MAX).unwrap();
         assert_eq!((f, at), (0, 0), "priority 0 passes the paused priority 3");
-        assert!(l.pop(51_199, true).is_none(), "priority 3 is paused for 51.2 µs");
-        let (f, _, at) = l.pop(60_000, true).unwrap();
+        assert!(l.pop(51_199, u64::MAX).is_none(), "priority 3 is paused for 51.2 µs");
+        let (f, _, at) = l.pop(60_000, u64::MAX).unwrap();
         assert_eq!((f, at), (30, 51_200));
-        assert_eq!(l.pop(60_000, true).unwrap().0, 31);
+        assert_eq!(l.pop(60_000, u64::MAX).unwrap().0, 31);
         assert_eq!(l.counters.held_frames[3], 2);
         // 30 left at 51.2 µs, 31 one 100-byte frame (992 ns) later.
         assert_eq!(l.counters.held_ns[3], 51_200 + 51_200 + 992);

@@ -90,7 +90,7 @@ impl Peer {
     /// The next frame that leaves at exactly `now` (or earlier), oldest capture time first.
     pub fn pop_due(&mut self, now: u64, classifier: &Classifier) -> Option<(Vec<u8>, u64)> {
         self.admit_arrivals(now, classifier);
-        self.link.pop(now, false).map(|(data, _, at)| (data, at))
+        self.link.pop(now, 0).map(|(data, _, at)| (data, at))
     }
 
     /// The next time this peer has something to do.
