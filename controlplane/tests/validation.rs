@@ -584,11 +584,12 @@ fn ucloud_check_uses_each_ports_profiles() {
 fn peer_defaults_by_backend_and_refuses_unknown_kinds() {
     let port = |extra: &str| BASE.replacen("[[port]]\nid = 1\n", &format!("[[port]]\nid = 1\n{extra}\n"), 1);
     let cfg = ok(&port("interface = \"veth1\"")).config;
-    assert_eq!(cfg.ports[1].peer, controlplane::model::PeerKind::Emulated, "software ports emulate");
     assert_eq!(
-        cfg.ports[1].backend_kind(),
-        controlplane::model::BackendKind::Interface
+        cfg.ports[1].peer,
+        controlplane::model::PeerKind::Emulated,
+        "software ports emulate"
     );
+    assert_eq!(cfg.ports[1].backend_kind(), controlplane::model::BackendKind::Interface);
     let cfg = ok(&port("pcap = { input = \"in.pcap\" }")).config;
     assert_eq!(cfg.ports[1].peer, controlplane::model::PeerKind::Emulated);
     let cfg = ok(&port("interface = \"veth1\"\npeer = \"wire\"")).config;

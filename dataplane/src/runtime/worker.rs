@@ -405,7 +405,9 @@ pub fn run_pipeline(
                 }
                 for (r, parked) in rings.iter().zip(parked.iter_mut()) {
                     for _ in 0..BURST {
-                        let Some(x) = parked.take().or_else(|| r.rx.pop()) else { break };
+                        let Some(x) = parked.take().or_else(|| r.rx.pop()) else {
+                            break;
+                        };
                         match emu[x.port].as_mut() {
                             Some(em) if em.room() == 0 => {
                                 em.link.counters.stalled_reads += 1;
