@@ -89,7 +89,8 @@ fn emulated_links_do_not_allocate() {
         }
         for (p, em) in emu.iter_mut().enumerate() {
             let mut rx = sw.burst_rx(p, now);
-            em.deliver(now, &mut rx);
+            let catch_up = em.link.reaction_ns();
+            em.deliver(now, catch_up, &mut rx);
         }
         sw.poll(now);
         let mut sink = |p: usize, f: &[u8], at: u64| emu[p].link.on_frame_from_switch(f, at, 0);

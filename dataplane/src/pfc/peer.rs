@@ -173,11 +173,10 @@ impl<F> EmulatedLink<F> {
     /// something happens, so a frame always leaves exactly at `now` (0). The real-time path
     /// polls when the OS lets it: a frame that would have started crossing since the last poll
     /// leaves at that earlier instant, so the link keeps its line rate whatever the poll
-    /// interval — but no further back than the peer's reaction time ([`Self::reaction_ns`]).
-    /// The switch sends PFC only after the frames of a poll are in, so a longer catch-up would
-    /// let more arrive unpaused than a NIC could send before obeying, and that is what
-    /// headroom is sized for; a longer gap is time the emulated wire stays idle, as it would
-    /// behind a stalled switch.
+    /// interval. It looks back no more than the peer's reaction time ([`Self::reaction_ns`])
+    /// at once: the switch sends PFC only after the frames of a call are in, so a longer
+    /// catch-up would let more arrive unpaused than a NIC could send before obeying (what
+    /// headroom is sized for); the worker plays a longer gap through in such steps.
     pub fn pop(&mut self, now: u64, catch_up_ns: u64) -> Option<(F, usize, u64)> {
         self.apply_pending(now);
         let floor = now.saturating_sub(catch_up_ns);

@@ -67,15 +67,15 @@ impl EmulatedPort {
         self.link.push(class, now, len, slot);
     }
 
-    /// Hands the switch every frame that has crossed the emulated wire by `now`; returns how
-    /// many. They enter at `now` (the switch cannot take them in its past), but the wire's
-    /// pacing follows their own departure times, so a poll a little late does not slow the
-    /// link (see `EmulatedLink::pop` for why it catches up only the peer's reaction time).
+    /// Hands the switch every frame that has crossed the emulated wire by `now`, looking back
+    /// at most `catch_up_ns`; returns how many. They enter at `now` (the switch cannot take them
+    /// in its past), but the wire's pacing follows their own departure times, so a poll a
+    /// little late does not slow the link. The worker plays a long gap through in steps of at
+    /// most the peer's reaction time (see `EmulatedLink::pop`).
     #[inline]
-    pub fn deliver(&mut self, now: u64, rx: &mut BurstRx<'_>) -> usize {
+    pub fn deliver(&mut self, now: u64, catch_up_ns: u64, rx: &mut BurstRx<'_>) -> usize {
         let mut n = 0;
-        let catch_up = self.link.reaction_ns();
-        while let Some((slot, len, _)) = self.link.pop(now, catch_up) {
+        while let Some((slot, len, _)) = self.link.pop(now, catch_up_ns) {
             let at = slot as usize * self.slot_bytes;
             rx.receive(&self.store[at..at + len]);
             self.free.push(slot);

@@ -357,6 +357,16 @@ pub fn run_pipeline(
     let mut remote_dropped = 0u64;
     let mut next_check = 0u64;
     let mut drain_deadline: Option<u64> = None;
+    // The emulated wires are replayed over the time since the last round in steps no longer
+    // than the shortest peer reaction time (see below).
+    let step_ns = emu
+        .iter()
+        .flatten()
+        .map(|em| em.link.reaction_ns())
+        .min()
+        .unwrap_or(u64::MAX)
+        .max(1_000);
+    let mut last_now = 0u64;
     // Distinct rings, each polled once per round.
     let mut rings: Vec<Arc<XferRings>> = Vec::new();
     for r in remote.iter().flatten() {
@@ -424,13 +434,41 @@ pub fn run_pipeline(
             }
         }
         // What crossed the emulated wires by now enters the switch (while draining too: the
-        // peers' frames were sent before the stop).
-        for (i, em) in emu.iter_mut().enumerate() {
-            if let Some(em) = em.as_mut().filter(|em| !em.is_empty()) {
-                let mut rx = sw.burst_rx(i, now);
-                moved += em.deliver(now, &mut rx);
+        // peers' frames were sent before the stop). When this round comes late (the switch
+        // was not scheduled), the time since the last round is played through in steps of at
+        // most a peer's reaction time, the switch running at each step (timers, transmit and
+        // the PFC it sends, which the peers see), as replay would have: the wires keep their
+        // line rate across the gap, and a pause reaches each peer within a step of when a NIC
+        // would obey it, which the computed headroom covers. Time never goes back: each step
+        // is after the last round.
+        if emu.iter().flatten().any(|em| !em.is_empty()) {
+            let mut t = last_now;
+            loop {
+                // Straight to the next departure if none is due within a step.
+                let next_due = emu.iter().flatten().filter_map(|em| em.link.next_event(t)).min();
+                t = next_due.unwrap_or(now).max(t.saturating_add(step_ns)).min(now);
+                for (i, em) in emu.iter_mut().enumerate() {
+                    if let Some(em) = em.as_mut().filter(|em| !em.is_empty()) {
+                        let mut rx = sw.burst_rx(i, t);
+                        moved += em.deliver(t, step_ns, &mut rx);
+                    }
+                }
+                if t >= now {
+                    break;
+                }
+                sw.poll(t);
+                let mut egress = Egress {
+                    local: &mut local,
+                    remote: &remote,
+                    remote_dropped: &mut remote_dropped,
+                    emu: &mut emu,
+                };
+                for port in 0..n {
+                    moved += sw.transmit(port, t, &mut egress);
+                }
             }
         }
+        last_now = now;
         if let Some(q) = control {
             serve_control(sw, &emu, q, now);
         }
