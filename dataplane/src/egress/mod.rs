@@ -179,6 +179,12 @@ impl Egress {
             len as u32,
         ) {
             Ok(a) => a,
+            Err(reason @ (DropReason::HeadroomOverflow | DropReason::IngressLimit)) => {
+                // Refused by the ingress PG: counted where it was decided, on the ingress port
+                // and PG (where SONiC's PG drop counters are), not on the egress queue.
+                peers.packets.free(slot);
+                return peers.ingress.ports[in_port].drop_frame(pg as u8, reason);
+            }
             Err(reason) => {
                 peers.packets.free(slot);
                 return self.drop_frame(peers.ingress, in_port, out, queue, pg, len, reason);
