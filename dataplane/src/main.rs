@@ -280,7 +280,7 @@ fn run(cmd: Command) -> Result<()> {
             if !quiet {
                 print!(
                     "{}",
-                    dataplane::stats::report::human_summary(&outcome.snapshot, "virtual time", outcome.duration_ns)
+                    dataplane::report::human_summary(&outcome.snapshot, "virtual time", outcome.duration_ns)
                 );
                 println!(
                     "wrote {} and {} port captures",

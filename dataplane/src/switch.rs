@@ -11,12 +11,12 @@
 //! read. The methods here only route between them.
 
 use crate::buffers::pool::PacketPool;
+use crate::counters::{PgCounters, PortCounters, QueueCounters};
 use crate::egress::{Egress, Peers, TX_BURST};
 use crate::ingress::classify::{Class, Classifier};
 use crate::ingress::fdb::Fdb;
 use crate::ingress::{Arrival, Ingress};
 use crate::mmu::{self, PgUse, PoolUse, PortUse, QueueUse, SharedPool};
-use crate::stats::counters::{PgCounters, PortCounters, QueueCounters};
 use crate::wire::{ecn, FrameInfo};
 use controlplane::{Config, NUM_TC};
 
@@ -162,7 +162,7 @@ impl Switch {
             Arrival::Unicast(out, class) => {
                 let Some(slot) = self.packets.alloc_copy(frame) else {
                     self.ingress
-                        .drop_frame(port, class.pg, crate::stats::counters::DropReason::NoBuffer);
+                        .drop_frame(port, class.pg, crate::counters::DropReason::NoBuffer);
                     return;
                 };
                 self.rewrite(slot, frame.len(), info, &class);
@@ -181,7 +181,7 @@ impl Switch {
     /// Every other port gets a copy; each copy is its own frame for the MMU (charged and
     /// released independently) and has its own buffer, since ECN marking rewrites in place.
     fn flood(&mut self, port: usize, frame: &[u8], info: &FrameInfo, class: Class, now: u64) {
-        use crate::stats::counters::DropReason;
+        use crate::counters::DropReason;
         let Some(first) = self.packets.alloc_copy(frame) else {
             self.ingress.drop_frame(port, class.pg, DropReason::NoBuffer);
             return;
@@ -322,7 +322,7 @@ impl Switch {
     }
     /// Starts every peak afresh from the current use: the control plane reads the peaks and
     /// restarts them in one step and keeps the user and persistent watermarks itself
-    /// (`stats::watermarks`), so clearing costs the packet path nothing.
+    /// (`report::watermarks`), so clearing costs the packet path nothing.
     pub fn restart_peaks(&mut self) {
         self.pool.restart_peaks();
         for p in &mut self.ingress.ports {

@@ -15,11 +15,11 @@ pub mod token_bucket;
 pub mod wred;
 
 use crate::buffers::pool::PacketPool;
+use crate::counters::DropReason;
 use crate::ingress::classify::Class;
 use crate::ingress::Ingress;
 use crate::mmu::{self, SharedPool};
 use crate::pfc::{PfcRequest, WatchdogEvent};
-use crate::stats::counters::DropReason;
 use crate::wire::{self, ecn, FrameInfo, MacControl};
 use controlplane::{Config, MarkPoint, NUM_TC};
 use port::{Desc, EgressPort};

@@ -7,9 +7,9 @@ use super::sched::Scheduler;
 use super::token_bucket::TokenBucket;
 use super::wred::Wred;
 use crate::buffers::ring::Ring;
+use crate::counters::{PortCounters, QueueCounters};
 use crate::mmu::QueueAccount;
 use crate::pfc::{PauseState, PfcRequest, Watchdog};
-use crate::stats::counters::{PortCounters, QueueCounters};
 use controlplane::{Config, PortConfig, NUM_TC};
 
 /// A queued frame. Small and `Copy`: this is what moves through the egress rings.
@@ -131,7 +131,7 @@ impl EgressPort {
     /// nothing that matters.
     pub(crate) fn queue_pfc(&mut self, req: PfcRequest) {
         if self.pfc_out.push(req).is_err() {
-            self.counters.drops[crate::stats::counters::DropReason::NoBuffer as usize] += 1;
+            self.counters.drops[crate::counters::DropReason::NoBuffer as usize] += 1;
         }
     }
 }

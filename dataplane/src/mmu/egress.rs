@@ -3,7 +3,7 @@
 //! ingress side admitted never is (its PG must reach XOFF first).
 
 use super::{Limit, QueueUse, SharedPool};
-use crate::stats::counters::DropReason;
+use crate::counters::DropReason;
 use controlplane::{PortConfig, NUM_TC};
 
 #[derive(Debug, Clone, Copy)]

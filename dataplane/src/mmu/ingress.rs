@@ -2,7 +2,7 @@
 //! XOFF/XON conditions that follow from it. Owned by the ingress side.
 
 use super::{IngressRegion, Limit, PgUse, SharedPool};
-use crate::stats::counters::DropReason;
+use crate::counters::DropReason;
 use controlplane::{PortConfig, NUM_TC};
 
 #[derive(Debug, Clone, Copy)]

@@ -28,7 +28,7 @@ pub use ingress::PgAccount;
 pub use pool::{PoolSide, SharedPool};
 pub use thresholds::Limit;
 
-use crate::stats::counters::DropReason;
+use crate::counters::DropReason;
 use controlplane::Config;
 
 /// Where an admitted frame sits on the ingress side, which decides PFC.

@@ -13,7 +13,7 @@ pub mod schedule;
 pub use pcapio::{PcapInput, PcapOutput};
 pub use peer::{Peer, PEER_HOLD_LIMIT_BYTES};
 
-use crate::stats::report::Snapshot;
+use crate::report::Snapshot;
 use crate::switch::{ser_ps, Switch, TxSink};
 use anyhow::{bail, Context, Result};
 use controlplane::Config;

@@ -138,12 +138,12 @@ pub fn run(args: RunArgs) -> Result<()> {
             .join(", "),
         cfg.run.workers
     );
-    let mut printer = crate::stats::live::Printer::new(&cfg);
-    let mut hook = |s: &crate::stats::report::Snapshot, now: u64| printer.print(s, now);
+    let mut printer = crate::report::live::Printer::new(&cfg);
+    let mut hook = |s: &crate::report::Snapshot, now: u64| printer.print(s, now);
     let outcome = crate::runtime::worker::run(&cfg, opts, stop, if stats { Some(&mut hook) } else { None })?;
     print!(
         "{}",
-        crate::stats::report::human_summary(&outcome.snapshot, "uptime", outcome.uptime_ns)
+        crate::report::human_summary(&outcome.snapshot, "uptime", outcome.uptime_ns)
     );
     if outcome.undrained > 0 {
         println!("drain timed out: {} frames were still queued", outcome.undrained);

@@ -10,7 +10,7 @@
 //! writers, so no counter needs an atomic; what crosses cores is only frames.
 
 use crate::io::{PortBackend, PortError};
-use crate::stats::report::Snapshot;
+use crate::report::Snapshot;
 use crate::switch::{Switch, TxSink};
 use crossbeam_queue::ArrayQueue;
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -4,7 +4,7 @@
 //! that interval, and queue depths are as of now; a legend says so once, so nobody reads a
 //! cumulative PFC count next to per-interval marks.
 
-use crate::stats::report::Snapshot;
+use crate::report::Snapshot;
 
 /// The legend printed before the first line.
 pub const LEGEND: &str = "per port, over the last interval: rx/tx Gb/s | queue depths now | +ce frames CE-marked \
