@@ -148,6 +148,17 @@ fn mbufs_hold_frames(pool: &Mempool) {
     assert_eq!(tiny.alloc_copy(&[1]).unwrap_err(), AllocError::Exhausted);
     drop(held);
     assert_eq!(tiny.available(), 4);
+    // A pool with every mbuf home is freed on drop: its name is free again.
+    drop(tiny);
+    drop(Mempool::new("tiny", 4, 0, 128).unwrap());
+    // A pool dropped while one of its mbufs is out is kept (leaked), not freed under it.
+    let scratch = Mempool::new("scratch", 63, 0, 256).unwrap();
+    let out = scratch.alloc_copy(&[1, 2, 3]).unwrap();
+    drop(scratch);
+    assert_eq!(out.data(), &[1, 2, 3]);
+    drop(out);
+    let e = Mempool::new("scratch", 63, 0, 256).unwrap_err();
+    assert!(e.to_string().contains("already exists"), "{e}");
 
     let mut burst = MbufBurst::new(4);
     for i in 0..4 {
