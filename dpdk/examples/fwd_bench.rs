@@ -79,6 +79,9 @@ fn open(cfg: &PortConfig, pool: &Mempool, name: &str) -> EthPort {
 
 /// Forwards port 0 → 1 and 1 → 0 for `duration`; returns frames the drivers took and the
 /// time taken. A frame the peer does not take stays in its burst for the next round.
+/// Not inlined, so callgrind can count its instructions alone
+/// (`valgrind --tool=callgrind --toggle-collect='fwd_bench::forward'`).
+#[inline(never)]
 fn forward(ports: &mut [EthPort; 2], bursts: &mut [MbufBurst; 2], duration: Duration) -> (u64, Duration) {
     let start = Instant::now();
     let mut frames = 0u64;
