@@ -11,8 +11,10 @@ use crate::error::{Error, ErrorKind};
 use crate::mbuf::MbufBurst;
 use crate::mempool::Mempool;
 use dpdk_sys as sys;
+use std::cell::Cell;
 use std::collections::BTreeSet;
 use std::ffi::{CStr, CString};
+use std::marker::PhantomData;
 use std::path::Path;
 use std::sync::Mutex;
 
@@ -122,6 +124,9 @@ pub struct EthPort {
     pool: Option<Mempool>,
     promiscuous: bool,
     rx_chained_dropped: u64,
+    /// Movable to another thread, not shared between threads: some drivers' control calls
+    /// (counters that clear on read, link polling) are not safe to run concurrently.
+    _not_sync: PhantomData<Cell<()>>,
 }
 
 /// Port ids with a live handle.
@@ -180,6 +185,7 @@ impl EthPort {
             pool: None,
             promiscuous: false,
             rx_chained_dropped: 0,
+            _not_sync: PhantomData,
         };
         port.driver = port.info()?.driver;
         Ok(port)

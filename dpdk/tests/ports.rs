@@ -373,7 +373,14 @@ fn null_ports_forward_and_count(pool: &Mempool) {
     assert!(b.link().unwrap().up);
 }
 
+fn assert_send<T: Send>() {}
+
 fn threads_register_as_lcores(eal: &'static Eal) {
+    // Ports, pools and mbufs move to worker threads.
+    assert_send::<EthPort>();
+    assert_send::<Mempool>();
+    assert_send::<Mbuf>();
+    assert_send::<MbufBurst>();
     assert_eq!(dpdk::lcore_id(), Some(0), "the thread that started the EAL is lcore 0");
     std::thread::spawn(move || {
         assert_eq!(dpdk::lcore_id(), None);
