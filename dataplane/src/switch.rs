@@ -74,16 +74,13 @@ impl Switch {
     /// Switches to a new config between two bursts, as the control plane asks. A frame is
     /// handled wholly under the old config or wholly under the new one; nothing queued is lost
     /// and every cell stays charged where it is (the accounts keep their counts, only limits
-    /// change). Refused, with the reason, for what cannot change under traffic: the ports (ids,
-    /// count, largest frame beyond the packet buffers) and the buffer size or cell.
+    /// change). Refused, with the reason, for what cannot change under traffic: what
+    /// `controlplane::live_change_refusal` names (the one rule every path shares: buffer, the
+    /// set of ports, a port's interface, captures and worker, `[run]`), and a largest frame
+    /// beyond the packet buffers allocated at start.
     pub fn reconfigure(&mut self, cfg: &Config) -> Result<(), String> {
-        let old = &self.cfg;
-        if old.buffer != cfg.buffer {
-            return Err("buffer.size and buffer.cell cannot change while the switch runs (restart it)".into());
-        }
-        let ids = |c: &Config| c.ports.iter().map(|p| p.id).collect::<Vec<_>>();
-        if ids(old) != ids(cfg) {
-            return Err("the set of ports cannot change while the switch runs (restart it)".into());
+        if let Some(refusal) = controlplane::live_change_refusal(&self.cfg, cfg) {
+            return Err(refusal);
         }
         if let Some(p) = cfg
             .ports

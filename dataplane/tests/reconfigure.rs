@@ -150,3 +150,51 @@ fn a_port_override_marks_on_that_port_only_and_retunes_live() {
     let s = sw.snapshot(now);
     assert_eq!(s.totals.drops.total(), 0, "{:?}", s.totals.drops);
 }
+
+/// Issue 10 item 4: what the running switch was built with (a port's interface, capture files
+/// and worker, every `[run]` knob) cannot change live; an apply that changes it is refused,
+/// naming the field, instead of answering "applied" and running as before.
+#[test]
+fn fields_fixed_at_start_are_refused_naming_the_field() {
+    let cfg = default_config();
+    let mut sw = Switch::new(&cfg, 1);
+    let cases: Vec<(&str, Box<dyn Fn(&mut controlplane::Config)>)> = vec![
+        (
+            "port[1].interface",
+            Box::new(|c| c.ports[1].interface = Some("eth9".into())),
+        ),
+        (
+            "port[2].pcap",
+            Box::new(|c| {
+                c.ports[2].pcap = Some(controlplane::PcapPortConfig {
+                    input: None,
+                    output: Some("x.pcap".into()),
+                    pace: controlplane::PcapPace::Asap,
+                })
+            }),
+        ),
+        ("port[0].worker", Box::new(|c| c.ports[0].worker = 3)),
+        ("run.workers", Box::new(|c| c.run.workers += 1)),
+        ("run.cores", Box::new(|c| c.run.cores = vec![1])),
+        ("run.idle", Box::new(|c| c.run.idle_sleep_ns = Some(5_000))),
+        ("run.drain_timeout", Box::new(|c| c.run.drain_timeout_ns += 1)),
+        ("buffer", Box::new(|c| c.buffer.cell_bytes *= 2)),
+    ];
+    for (field, edit) in cases {
+        let mut new = cfg.clone();
+        edit(&mut new);
+        let e = sw.reconfigure(&new).expect_err(field);
+        assert!(e.contains(field), "{field}: {e}");
+        assert_eq!(
+            controlplane::live_change_refusal(&cfg, &new).as_deref(),
+            Some(e.as_str()),
+            "one rule for every path"
+        );
+        assert_eq!(sw.config(), &cfg, "{field}: nothing changed");
+    }
+    // What can change live still does.
+    let mut faster = cfg.clone();
+    faster.ports[1].speed_bps /= 2;
+    assert_eq!(controlplane::live_change_refusal(&cfg, &faster), None);
+    sw.reconfigure(&faster).expect("speed changes live");
+}
