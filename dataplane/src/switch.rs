@@ -82,13 +82,14 @@ impl Switch {
         if let Some(refusal) = controlplane::live_change_refusal(&self.cfg, cfg) {
             return Err(refusal);
         }
-        if let Some(p) = cfg
+        if let Some((i, p)) = cfg
             .ports
             .iter()
-            .find(|p| p.max_frame_bytes as usize > self.packets.slot_size())
+            .enumerate()
+            .find(|(_, p)| p.max_frame_bytes as usize > self.packets.slot_size())
         {
             return Err(format!(
-                "port {}: frames up to {} B exceed the running switch's packet buffers (restart it)",
+                "port[{i}].mtu (port {}): frames up to {} B exceed the running switch's packet buffers (restart it)",
                 p.id, p.max_frame_bytes
             ));
         }
