@@ -64,6 +64,11 @@ impl Mmu {
         self.pool.usage()
     }
 
+    fn underflows(&self) -> u64 {
+        self.ins.iter().map(PgAccount::underflows).sum::<u64>()
+            + self.outs.iter().map(QueueAccount::underflows).sum::<u64>()
+    }
+
     fn is_empty(&self) -> bool {
         self.pool.is_empty() && self.ins.iter().all(PgAccount::is_empty) && self.outs.iter().all(QueueAccount::is_empty)
     }
@@ -203,6 +208,7 @@ proptest! {
             let pool = mmu.pool();
             prop_assert!(pool.used_cells <= pool.total_cells);
             prop_assert!(pool.ingress_shared_cells <= pool.shared_cells);
+            prop_assert_eq!(mmu.underflows(), 0, "a release returned more than was charged");
             let charged: u32 = held.iter().map(|h| h.4).sum();
             prop_assert_eq!(pool.used_cells, charged);
             for port in 0..4 {
@@ -215,5 +221,24 @@ proptest! {
             mmu.release(inp, pg, out, q, cells, len);
         }
         prop_assert!(mmu.is_empty(), "{:?}", mmu.pool());
+        prop_assert_eq!(mmu.underflows(), 0);
+    }
+}
+
+/// Releasing what was never admitted is an accounting bug: a debug build (the tests) panics
+/// at once; a release build clamps at zero and counts it, so it shows instead of hiding.
+#[test]
+fn an_over_release_is_loud() {
+    let cfg = cfg();
+    let mut mmu = Mmu::new(&cfg);
+    let over = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        mmu.release(0, 3, 1, 3, 4, 1024);
+    }));
+    if cfg!(debug_assertions) {
+        assert!(over.is_err(), "debug builds panic on an over-release");
+    } else {
+        assert!(over.is_ok());
+        assert_eq!(mmu.underflows(), 2, "counted on the ingress and the egress side");
+        assert!(mmu.is_empty(), "clamped at zero");
     }
 }
