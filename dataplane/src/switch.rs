@@ -318,12 +318,15 @@ impl Switch {
             && self.ingress.ports.iter().all(|p| p.buffers.is_empty())
             && self.egress.ports.iter().all(|p| p.buffers.is_empty())
     }
-    /// Releases anywhere that returned more cells or bytes than were charged: 0 unless the
-    /// accounting is broken. Clamped and counted in release builds (debug builds panic), so a
-    /// bug shows as a figure rather than as counts silently held at zero.
-    pub fn accounting_underflows(&self) -> u64 {
-        self.ingress.ports.iter().map(|p| p.buffers.underflows()).sum::<u64>()
-            + self.egress.ports.iter().map(|p| p.buffers.underflows()).sum::<u64>()
+    /// Where the buffer counts disagree with one another (`mmu::audit`): empty unless a
+    /// release returned more than was charged somewhere (clamped at zero in release builds,
+    /// a panic in debug ones), so such a bug shows instead of hiding.
+    pub fn accounting_errors(&self) -> Vec<String> {
+        mmu::audit(
+            &self.pool,
+            self.ingress.ports.iter().map(|p| &p.buffers),
+            self.egress.ports.iter().map(|p| &p.buffers),
+        )
     }
     /// Starts every peak afresh from the current use: the control plane reads the peaks and
     /// restarts them in one step and keeps the user and persistent watermarks itself

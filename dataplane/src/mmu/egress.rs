@@ -19,9 +19,6 @@ pub struct QueueAccount {
     queues: [QueueUse; NUM_TC],
     cells: u32,
     peak_cells: u32,
-    /// Releases that would have taken a count below zero (an accounting bug): clamped at zero
-    /// and counted rather than silently hidden; a debug build panics at the first.
-    underflows: u64,
 }
 
 impl QueueAccount {
@@ -35,7 +32,6 @@ impl QueueAccount {
             queues: Default::default(),
             cells: 0,
             peak_cells: 0,
-            underflows: 0,
         }
     }
 
@@ -85,46 +81,14 @@ impl QueueAccount {
         let q = &mut self.queues[queue & 7];
         let from_shared = cells.min(q.shared);
         q.shared -= from_shared;
-        let from_min = cells - from_shared;
-        if from_min > q.min || bytes as u64 > q.bytes || cells > self.cells || cells > pool.used {
-            return self.release_underflow(queue, from_min, cells, bytes, from_shared, pool);
-        }
-        q.min -= from_min;
-        q.bytes -= bytes as u64;
-        self.cells -= cells;
-        pool.egress.shared -= from_shared;
-        pool.used -= cells;
-    }
-
-    /// A release of more than was charged: loud in tests (debug assertions), clamped and
-    /// counted in release builds, off the hot path.
-    #[cold]
-    #[inline(never)]
-    fn release_underflow(
-        &mut self,
-        queue: usize,
-        from_min: u32,
-        cells: u32,
-        bytes: u32,
-        from_shared: u32,
-        pool: &mut SharedPool,
-    ) {
-        debug_assert!(
-            false,
-            "queue {queue}: released {cells} cells / {bytes} B, more than was charged"
-        );
-        let q = &mut self.queues[queue & 7];
-        q.min = q.min.saturating_sub(from_min);
+        debug_assert!(cells - from_shared <= q.min, "released more than was admitted");
+        q.min = q.min.saturating_sub(cells - from_shared);
+        debug_assert!(bytes as u64 <= q.bytes, "released more bytes than queued");
         q.bytes = q.bytes.saturating_sub(bytes as u64);
+        debug_assert!(cells <= self.cells && cells <= pool.used, "released more than is held");
         self.cells = self.cells.saturating_sub(cells);
         pool.egress.shared -= from_shared;
         pool.used = pool.used.saturating_sub(cells);
-        self.underflows += 1;
-    }
-
-    /// Releases that found less charged than they returned (0 unless accounting is broken).
-    pub fn underflows(&self) -> u64 {
-        self.underflows
     }
 
     pub fn queue(&self, q: usize) -> &QueueUse {
@@ -146,5 +110,17 @@ impl QueueAccount {
 
     pub fn is_empty(&self) -> bool {
         self.cells == 0 && self.queues.iter().all(|q| q.total() == 0 && q.bytes == 0)
+    }
+
+    /// Queues' shared cells summed (for the pool audit).
+    pub(super) fn shared_sum(&self) -> u64 {
+        self.queues.iter().map(|q| q.shared as u64).sum()
+    }
+
+    /// The port's total against the sum over its queues: they differ once a release clamped a
+    /// count at zero (`saturating_sub` above; debug builds panic at the release itself).
+    pub(super) fn audit(&self) -> Option<String> {
+        let sum: u64 = self.queues.iter().map(|q| q.min as u64 + q.shared as u64).sum();
+        (sum != self.cells as u64).then(|| format!("port holds {} egress cells, its queues {sum}", self.cells))
     }
 }

@@ -21,9 +21,6 @@ pub struct PgAccount {
     pgs: [PgUse; NUM_TC],
     cells: u32,
     peak_cells: u32,
-    /// Releases that would have taken a count below zero (an accounting bug): clamped at zero
-    /// and counted rather than silently hidden; a debug build panics at the first.
-    underflows: u64,
 }
 
 impl PgAccount {
@@ -47,7 +44,6 @@ impl PgAccount {
             pgs: Default::default(),
             cells: 0,
             peak_cells: 0,
-            underflows: 0,
         }
     }
 
@@ -140,30 +136,11 @@ impl PgAccount {
         let from_shared = (cells - from_headroom).min(p.shared);
         p.shared -= from_shared;
         let from_min = cells - from_headroom - from_shared;
-        if from_min > p.min || cells > self.cells {
-            return self.release_underflow(pg, from_min, cells, from_shared, pool);
-        }
-        p.min -= from_min;
-        self.cells -= cells;
-        pool.ingress.shared -= from_shared;
-    }
-
-    /// A release of more than was admitted: loud in tests (debug assertions), clamped and
-    /// counted in release builds, off the hot path.
-    #[cold]
-    #[inline(never)]
-    fn release_underflow(&mut self, pg: usize, from_min: u32, cells: u32, from_shared: u32, pool: &mut SharedPool) {
-        debug_assert!(false, "PG {pg}: released {cells} cells, more than was admitted");
-        let p = &mut self.pgs[pg & 7];
+        debug_assert!(from_min <= p.min, "released more than was admitted");
         p.min = p.min.saturating_sub(from_min);
+        debug_assert!(cells <= self.cells, "released more than the port holds");
         self.cells = self.cells.saturating_sub(cells);
         pool.ingress.shared -= from_shared;
-        self.underflows += 1;
-    }
-
-    /// Releases that found less charged than they returned (0 unless accounting is broken).
-    pub fn underflows(&self) -> u64 {
-        self.underflows
     }
 
     /// XON condition for a lossless PG (false for lossy PGs): headroom empty and shared use
@@ -202,5 +179,21 @@ impl PgAccount {
 
     pub fn is_empty(&self) -> bool {
         self.cells == 0 && self.pgs.iter().all(|p| p.total() == 0)
+    }
+
+    /// PGs' shared cells summed (for the pool audit).
+    pub(super) fn shared_sum(&self) -> u64 {
+        self.pgs.iter().map(|p| p.shared as u64).sum()
+    }
+
+    /// The port's total against the sum over its PGs: they differ once a release clamped a
+    /// count at zero (`saturating_sub` above; debug builds panic at the release itself).
+    pub(super) fn audit(&self) -> Option<String> {
+        let sum: u64 = self
+            .pgs
+            .iter()
+            .map(|p| p.min as u64 + p.shared as u64 + p.headroom as u64)
+            .sum();
+        (sum != self.cells as u64).then(|| format!("port holds {} ingress cells, its PGs {sum}", self.cells))
     }
 }
