@@ -74,24 +74,22 @@ impl Switch {
     /// Switches to a new config between two bursts, as the control plane asks. A frame is
     /// handled wholly under the old config or wholly under the new one; nothing queued is lost
     /// and every cell stays charged where it is (the accounts keep their counts, only limits
-    /// change). Refused, with the reason, for what cannot change under traffic: the ports (ids,
-    /// count, largest frame beyond the packet buffers) and the buffer size or cell.
+    /// change). Refused, with the reason, for what cannot change under traffic: what
+    /// `controlplane::live_change_refusal` names (the one rule every path shares: buffer, the
+    /// set of ports, a port's interface, captures and worker, `[run]`), and a largest frame
+    /// beyond the packet buffers allocated at start.
     pub fn reconfigure(&mut self, cfg: &Config) -> Result<(), String> {
-        let old = &self.cfg;
-        if old.buffer != cfg.buffer {
-            return Err("buffer.size and buffer.cell cannot change while the switch runs (restart it)".into());
+        if let Some(refusal) = controlplane::live_change_refusal(&self.cfg, cfg) {
+            return Err(refusal);
         }
-        let ids = |c: &Config| c.ports.iter().map(|p| p.id).collect::<Vec<_>>();
-        if ids(old) != ids(cfg) {
-            return Err("the set of ports cannot change while the switch runs (restart it)".into());
-        }
-        if let Some(p) = cfg
+        if let Some((i, p)) = cfg
             .ports
             .iter()
-            .find(|p| p.max_frame_bytes as usize > self.packets.slot_size())
+            .enumerate()
+            .find(|(_, p)| p.max_frame_bytes as usize > self.packets.slot_size())
         {
             return Err(format!(
-                "port {}: frames up to {} B exceed the running switch's packet buffers (restart it)",
+                "port[{i}].mtu (port {}): frames up to {} B exceed the running switch's packet buffers (restart it)",
                 p.id, p.max_frame_bytes
             ));
         }
@@ -319,6 +317,16 @@ impl Switch {
         self.pool.is_empty()
             && self.ingress.ports.iter().all(|p| p.buffers.is_empty())
             && self.egress.ports.iter().all(|p| p.buffers.is_empty())
+    }
+    /// Where the buffer counts disagree with one another (`mmu::audit`): empty unless a
+    /// release returned more than was charged somewhere (clamped at zero in release builds,
+    /// a panic in debug ones), so such a bug shows instead of hiding.
+    pub fn accounting_errors(&self) -> Vec<String> {
+        mmu::audit(
+            &self.pool,
+            self.ingress.ports.iter().map(|p| &p.buffers),
+            self.egress.ports.iter().map(|p| &p.buffers),
+        )
     }
     /// Starts every peak afresh from the current use: the control plane reads the peaks and
     /// restarts them in one step and keeps the user and persistent watermarks itself

@@ -33,6 +33,9 @@ pub struct Peer {
     paused_until: [u64; 8],
     base_ns: u64,
     pub frames_sent: u64,
+    /// Frames the capture held only in part (snap length), counted as it is read: kept here
+    /// because the input is dropped at its end.
+    pub skipped_snapped: u64,
 }
 
 impl Peer {
@@ -58,6 +61,7 @@ impl Peer {
             paused_until: [0; 8],
             base_ns,
             frames_sent: 0,
+            skipped_snapped: 0,
         };
         peer.refill();
         peer
@@ -66,7 +70,9 @@ impl Peer {
     fn refill(&mut self) {
         if self.lookahead.is_none() {
             if let Some(input) = self.input.as_mut() {
-                match input.next_frame() {
+                let frame = input.next_frame();
+                self.skipped_snapped = input.skipped_snapped;
+                match frame {
                     Some(InputFrame { ts_ns, data }) => {
                         self.lookahead = Some(Held {
                             ts: ts_ns.saturating_sub(self.base_ns),
