@@ -9,6 +9,7 @@
 
 pub mod daemon;
 pub mod headroom;
+pub mod live;
 pub mod metrics;
 pub mod model;
 pub mod patch;
@@ -20,6 +21,7 @@ pub mod snapshot;
 pub mod units;
 pub mod validate;
 
+pub use live::live_change_refusal;
 pub use model::*;
 
 use std::fmt;

@@ -23,9 +23,10 @@ pub enum Set {
     #[command(
         after_help = "Examples:\n  rocectl set ecn --profile roce --kmax 200KB\n  rocectl set ecn --port 3 --queue 3 --kmin 50KB --kmax 200KB --pmax 0.1"
     )]
+    #[command(group(clap::ArgGroup::new("which").required(true).args(["profile", "queue"])))]
     Ecn {
-        /// The profile's name ([ecn.NAME] in the config).
-        #[arg(long, conflicts_with_all = ["queue", "port"], required_unless_present = "queue")]
+        /// The profile's name ([ecn.NAME] in the config); or name the queue with --queue.
+        #[arg(long, conflicts_with_all = ["queue", "port"])]
         profile: Option<String>,
         /// The egress queue whose profile to change (0-7).
         #[arg(long, value_parser = clap::value_parser!(u8).range(0..8))]
@@ -62,8 +63,10 @@ pub enum Set {
         /// Only on this port (its id).
         #[arg(long)]
         port: Option<u16>,
+        /// The ingress PG whose shared limit to change (0-7); or --queue.
         #[arg(long, value_parser = clap::value_parser!(u8).range(0..8), required_unless_present = "queue", conflicts_with = "queue")]
         pg: Option<u8>,
+        /// The egress queue whose shared limit to change (0-7); or --pg.
         #[arg(long, value_parser = clap::value_parser!(u8).range(0..8))]
         queue: Option<u8>,
         /// A number or a fraction such as 1/8.
@@ -75,6 +78,7 @@ pub enum Set {
         /// Only on this port (its id).
         #[arg(long)]
         port: Option<u16>,
+        /// The ingress PG (0-7).
         #[arg(long, value_parser = clap::value_parser!(u8).range(0..8))]
         pg: u8,
         /// Guaranteed minimum, e.g. 4KiB.
@@ -86,6 +90,7 @@ pub enum Set {
         /// `auto` or a size.
         #[arg(long)]
         headroom: Option<String>,
+        /// How far below its limit the PG must fall before XON, e.g. 4KiB.
         #[arg(long)]
         xon_offset: Option<String>,
     },
@@ -97,8 +102,10 @@ pub enum Set {
         /// Only on this port (its id).
         #[arg(long)]
         port: Option<u16>,
+        /// The egress queue (0-7).
         #[arg(long, value_parser = clap::value_parser!(u8).range(0..8))]
         queue: u8,
+        /// Guaranteed minimum, e.g. 4KiB.
         #[arg(long)]
         min: Option<String>,
         /// A static shared limit instead of alpha, e.g. 1MB.
@@ -113,8 +120,10 @@ pub enum Set {
         /// WDRR weight.
         #[arg(long)]
         weight: Option<i64>,
+        /// Shape the queue to this rate, e.g. 5G (with --shaper-burst).
         #[arg(long, requires = "shaper_burst")]
         shaper_rate: Option<String>,
+        /// The shaper's bucket, e.g. 64KiB (with --shaper-rate).
         #[arg(long, requires = "shaper_rate")]
         shaper_burst: Option<String>,
         /// Remove the queue's shaper.
@@ -124,8 +133,10 @@ pub enum Set {
     /// The CNP fast lane's policer.
     #[command(after_help = "Example:\n  rocectl set policer --rate 2.5G --burst 32KiB")]
     Policer {
+        /// CNPs per port at most this rate, e.g. 2.5G (with --burst).
         #[arg(long, requires = "burst", required_unless_present = "off")]
         rate: Option<String>,
+        /// The policer's bucket, e.g. 32KiB (with --rate).
         #[arg(long, requires = "rate")]
         burst: Option<String>,
         /// No policer on CNPs.
@@ -138,6 +149,7 @@ pub enum Set {
         /// Lossless priorities, e.g. 3 or 3,4 (empty for none: --priorities '').
         #[arg(long, value_delimiter = ',')]
         priorities: Option<Vec<String>>,
+        /// Pause time an XOFF asks for, in quanta of 512 bit times (1-65535).
         #[arg(long)]
         pause_quanta: Option<i64>,
         /// Resend XOFF after this fraction of the pause time.
@@ -147,10 +159,13 @@ pub enum Set {
     /// The PFC watchdog.
     #[command(after_help = "Example:\n  rocectl set watchdog --detection 100ms --restoration 200ms --action forward")]
     Watchdog {
+        /// Turn the watchdog on or off (true/false).
         #[arg(long)]
         enabled: Option<bool>,
+        /// How long a queue must stay paused while holding frames to be a storm, e.g. 100ms.
         #[arg(long)]
         detection: Option<String>,
+        /// How long without PFC before a stormed queue is restored, e.g. 200ms.
         #[arg(long)]
         restoration: Option<String>,
         /// `drop`, `forward` or `alert`.
@@ -166,6 +181,7 @@ pub enum Set {
         /// DSCP=TC, repeatable.
         #[arg(long, value_name = "DSCP=TC")]
         map: Vec<String>,
+        /// Traffic class for frames the trusted field does not map (0-7).
         #[arg(long)]
         default_tc: Option<i64>,
     },

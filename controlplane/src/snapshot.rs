@@ -1,6 +1,6 @@
 //! The switch's counters at one instant: `summary.json`, the `counters` answer and what
 //! `subscribe` pushes. Declared once, here, because both sides use it: the dataplane builds it
-//! (`dataplane::stats::report`), and `rocectl`, the daemon's metrics and the dataplane's watermarks
+//! (`dataplane::report`), and `rocectl`, the daemon's metrics and the dataplane's watermarks
 //! read its fields. A field renamed on one side is then a compile error on the other, where a
 //! hand-kept copy read the missing field as zero.
 //!

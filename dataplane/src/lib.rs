@@ -9,14 +9,15 @@
 //! the map.
 
 pub mod buffers;
+pub mod counters;
 pub mod egress;
 pub mod ingress;
 pub mod io;
 pub mod mmu;
 pub mod pfc;
 pub mod replay;
+pub mod report;
 pub mod runtime;
-pub mod stats;
 pub mod switch;
 pub mod tools;
 pub mod wire;

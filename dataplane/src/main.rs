@@ -150,20 +150,25 @@ enum LabCommand {
         /// MTU of the hosts and the switch ports.
         #[arg(long, default_value_t = 1500)]
         mtu: u32,
+        /// Where labs keep their state file and switch config (NAME.json, NAME.toml).
         #[arg(long, default_value = dataplane::tools::lab::DEFAULT_STATE_DIR)]
         state_dir: PathBuf,
     },
     /// Remove everything `lab up` created for NAME, and only that.
     Down {
+        /// The lab to remove (as given to `lab up --name`).
         #[arg(long, default_value = "lab")]
         name: String,
+        /// Where labs keep their state file and switch config (NAME.json, NAME.toml).
         #[arg(long, default_value = dataplane::tools::lab::DEFAULT_STATE_DIR)]
         state_dir: PathBuf,
     },
     /// Show a lab's hosts and config path.
     Show {
+        /// The lab to show (as given to `lab up --name`).
         #[arg(long, default_value = "lab")]
         name: String,
+        /// Where labs keep their state file and switch config (NAME.json, NAME.toml).
         #[arg(long, default_value = dataplane::tools::lab::DEFAULT_STATE_DIR)]
         state_dir: PathBuf,
     },
@@ -192,6 +197,7 @@ enum GenCommand {
         /// DSCP of the frames (26 = the default profile's lossless class).
         #[arg(long, default_value_t = 26, value_parser = clap::value_parser!(u8).range(0..64))]
         dscp: u8,
+        /// Directory for port<N>.pcap (created if missing).
         #[arg(long, value_name = "DIR")]
         output_dir: PathBuf,
     },
@@ -274,7 +280,7 @@ fn run(cmd: Command) -> Result<()> {
             if !quiet {
                 print!(
                     "{}",
-                    dataplane::stats::report::human_summary(&outcome.snapshot, "virtual time", outcome.duration_ns)
+                    dataplane::report::human_summary(&outcome.snapshot, "virtual time", outcome.duration_ns)
                 );
                 println!(
                     "wrote {} and {} port captures",
@@ -361,5 +367,31 @@ fn run(cmd: Command) -> Result<()> {
             }
             Ok(())
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Cli;
+    use clap::CommandFactory;
+
+    /// Every option and argument of every subcommand says what it is for: a newcomer's `-h`
+    /// never shows a bare flag.
+    #[test]
+    fn every_option_has_help() {
+        fn walk(cmd: &clap::Command, path: &str, missing: &mut Vec<String>) {
+            for a in cmd.get_arguments() {
+                let id = a.get_id().as_str();
+                if id != "help" && id != "version" && a.get_help().is_none() && a.get_long_help().is_none() {
+                    missing.push(format!("{path} {id}"));
+                }
+            }
+            for sub in cmd.get_subcommands() {
+                walk(sub, &format!("{path} {}", sub.get_name()), missing);
+            }
+        }
+        let mut missing = Vec::new();
+        walk(&Cli::command(), "rocesw", &mut missing);
+        assert!(missing.is_empty(), "options without help: {missing:?}");
     }
 }

@@ -11,12 +11,12 @@
 //! read. The methods here only route between them.
 
 use crate::buffers::pool::PacketPool;
+use crate::counters::{PgCounters, PortCounters, QueueCounters};
 use crate::egress::{Egress, Peers, TX_BURST};
 use crate::ingress::classify::{Class, Classifier};
 use crate::ingress::fdb::Fdb;
 use crate::ingress::{Arrival, Ingress};
 use crate::mmu::{self, PgUse, PoolUse, PortUse, QueueUse, SharedPool};
-use crate::stats::counters::{PgCounters, PortCounters, QueueCounters};
 use crate::wire::{ecn, FrameInfo};
 use controlplane::{Config, NUM_TC};
 
@@ -74,24 +74,22 @@ impl Switch {
     /// Switches to a new config between two bursts, as the control plane asks. A frame is
     /// handled wholly under the old config or wholly under the new one; nothing queued is lost
     /// and every cell stays charged where it is (the accounts keep their counts, only limits
-    /// change). Refused, with the reason, for what cannot change under traffic: the ports (ids,
-    /// count, largest frame beyond the packet buffers) and the buffer size or cell.
+    /// change). Refused, with the reason, for what cannot change under traffic: what
+    /// `controlplane::live_change_refusal` names (the one rule every path shares: buffer, the
+    /// set of ports, a port's interface, captures and worker, `[run]`), and a largest frame
+    /// beyond the packet buffers allocated at start.
     pub fn reconfigure(&mut self, cfg: &Config) -> Result<(), String> {
-        let old = &self.cfg;
-        if old.buffer != cfg.buffer {
-            return Err("buffer.size and buffer.cell cannot change while the switch runs (restart it)".into());
+        if let Some(refusal) = controlplane::live_change_refusal(&self.cfg, cfg) {
+            return Err(refusal);
         }
-        let ids = |c: &Config| c.ports.iter().map(|p| p.id).collect::<Vec<_>>();
-        if ids(old) != ids(cfg) {
-            return Err("the set of ports cannot change while the switch runs (restart it)".into());
-        }
-        if let Some(p) = cfg
+        if let Some((i, p)) = cfg
             .ports
             .iter()
-            .find(|p| p.max_frame_bytes as usize > self.packets.slot_size())
+            .enumerate()
+            .find(|(_, p)| p.max_frame_bytes as usize > self.packets.slot_size())
         {
             return Err(format!(
-                "port {}: frames up to {} B exceed the running switch's packet buffers (restart it)",
+                "port[{i}].mtu (port {}): frames up to {} B exceed the running switch's packet buffers (restart it)",
                 p.id, p.max_frame_bytes
             ));
         }
@@ -162,7 +160,7 @@ impl Switch {
             Arrival::Unicast(out, class) => {
                 let Some(slot) = self.packets.alloc_copy(frame) else {
                     self.ingress
-                        .drop_frame(port, class.pg, crate::stats::counters::DropReason::NoBuffer);
+                        .drop_frame(port, class.pg, crate::counters::DropReason::NoBuffer);
                     return;
                 };
                 self.rewrite(slot, frame.len(), info, &class);
@@ -181,7 +179,7 @@ impl Switch {
     /// Every other port gets a copy; each copy is its own frame for the MMU (charged and
     /// released independently) and has its own buffer, since ECN marking rewrites in place.
     fn flood(&mut self, port: usize, frame: &[u8], info: &FrameInfo, class: Class, now: u64) {
-        use crate::stats::counters::DropReason;
+        use crate::counters::DropReason;
         let Some(first) = self.packets.alloc_copy(frame) else {
             self.ingress.drop_frame(port, class.pg, DropReason::NoBuffer);
             return;
@@ -320,9 +318,19 @@ impl Switch {
             && self.ingress.ports.iter().all(|p| p.buffers.is_empty())
             && self.egress.ports.iter().all(|p| p.buffers.is_empty())
     }
+    /// Where the buffer counts disagree with one another (`mmu::audit`): empty unless a
+    /// release returned more than was charged somewhere (clamped at zero in release builds,
+    /// a panic in debug ones), so such a bug shows instead of hiding.
+    pub fn accounting_errors(&self) -> Vec<String> {
+        mmu::audit(
+            &self.pool,
+            self.ingress.ports.iter().map(|p| &p.buffers),
+            self.egress.ports.iter().map(|p| &p.buffers),
+        )
+    }
     /// Starts every peak afresh from the current use: the control plane reads the peaks and
     /// restarts them in one step and keeps the user and persistent watermarks itself
-    /// (`stats::watermarks`), so clearing costs the packet path nothing.
+    /// (`report::watermarks`), so clearing costs the packet path nothing.
     pub fn restart_peaks(&mut self) {
         self.pool.restart_peaks();
         for p in &mut self.ingress.ports {

@@ -25,14 +25,15 @@ struct Running {
     _dir: tempfile::TempDir,
 }
 
+/// The default profile with the `[run]` the test switch runs (one worker, an idle sleep):
+/// what the control server holds must be what the switch runs, since `[run]` cannot change live.
 fn config_text() -> String {
     std::fs::read_to_string(repo_root().join("configs/default.toml")).unwrap()
+        + "\n[run]\nworkers = 1\nidle = \"20us\"\n"
 }
 
 fn start() -> Running {
-    let mut cfg = default_config();
-    cfg.run.workers = 1;
-    cfg.run.idle_sleep_ns = Some(20_000);
+    let cfg = controlplane::load_str(&config_text()).unwrap().config;
     let wires: Vec<Arc<Mutex<Wire>>> = cfg.ports.iter().map(|_| Arc::default()).collect();
     let stop = Arc::new(AtomicBool::new(false));
     let queue: Arc<ControlQueue> = Arc::new(crossbeam_queue::ArrayQueue::new(16));

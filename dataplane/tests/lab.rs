@@ -285,7 +285,10 @@ fn up_twice_fails_clearly_and_leaves_the_first_lab_alone() {
     let lab = g.up(2);
     let e = lab::up(&g.spec(2), &base_config(), g.dir.path()).unwrap_err();
     let msg = format!("{e:#}");
-    assert!(msg.contains("already exists") && msg.contains("lab down"), "{msg}");
+    assert!(
+        msg.contains("already exists") && msg.contains("lab down --name"),
+        "{msg}"
+    );
 
     // Same name, another state dir: the namespaces and veths are there but not recorded in this
     // state dir, so up refuses without touching them.

@@ -88,7 +88,7 @@ fn reason_names_are_stable_unique_snake_case_and_fit_the_counters() {
         assert_eq!(m.to_string(), m.name());
     }
     assert_eq!(Malformed::from_index(Malformed::COUNT), None);
-    const { assert!(Malformed::COUNT <= dataplane::stats::counters::MALFORMED_SLOTS) };
+    const { assert!(Malformed::COUNT <= dataplane::counters::MALFORMED_SLOTS) };
 }
 
 #[test]

@@ -79,6 +79,7 @@ proptest! {
             prop_assert!(guard < 1_000_000, "did not drain");
         }
         prop_assert!(sw.buffers_empty(), "{:?}", sw.pool_use());
+        prop_assert_eq!(sw.accounting_errors(), Vec::<String>::new());
         prop_assert_eq!(sw.free_buffers(), sw.buffer_capacity());
         let s = sw.snapshot(now);
         for p in &s.ports {

@@ -150,3 +150,90 @@ fn a_port_override_marks_on_that_port_only_and_retunes_live() {
     let s = sw.snapshot(now);
     assert_eq!(s.totals.drops.total(), 0, "{:?}", s.totals.drops);
 }
+
+/// Issue 10 item 4: what the running switch was built with (a port's interface, capture files
+/// and worker, every `[run]` knob) cannot change live; an apply that changes it is refused,
+/// naming the field, instead of answering "applied" and running as before.
+#[test]
+fn fields_fixed_at_start_are_refused_naming_the_field() {
+    let cfg = default_config();
+    let mut sw = Switch::new(&cfg, 1);
+    type Edit = Box<dyn Fn(&mut controlplane::Config)>;
+    let cases: Vec<(&str, Edit)> = vec![
+        (
+            "port[1].interface",
+            Box::new(|c| c.ports[1].interface = Some("eth9".into())),
+        ),
+        (
+            "port[2].pcap",
+            Box::new(|c| {
+                c.ports[2].pcap = Some(controlplane::PcapPortConfig {
+                    input: None,
+                    output: Some("x.pcap".into()),
+                    pace: controlplane::PcapPace::Asap,
+                })
+            }),
+        ),
+        ("port[0].worker", Box::new(|c| c.ports[0].worker = 3)),
+        ("run.workers", Box::new(|c| c.run.workers += 1)),
+        ("run.cores", Box::new(|c| c.run.cores = vec![1])),
+        ("run.idle", Box::new(|c| c.run.idle_sleep_ns = Some(5_000))),
+        ("run.drain_timeout", Box::new(|c| c.run.drain_timeout_ns += 1)),
+        ("buffer", Box::new(|c| c.buffer.cell_bytes *= 2)),
+    ];
+    for (field, edit) in cases {
+        let mut new = cfg.clone();
+        edit(&mut new);
+        let e = sw.reconfigure(&new).expect_err(field);
+        assert!(e.contains(field), "{field}: {e}");
+        assert_eq!(
+            controlplane::live_change_refusal(&cfg, &new).as_deref(),
+            Some(e.as_str()),
+            "one rule for every path"
+        );
+        assert_eq!(sw.config(), &cfg, "{field}: nothing changed");
+    }
+    // What can change live still does.
+    let mut faster = cfg.clone();
+    faster.ports[1].speed_bps /= 2;
+    assert_eq!(controlplane::live_change_refusal(&cfg, &faster), None);
+    sw.reconfigure(&faster).expect("speed changes live");
+}
+
+/// Issue 10 item 5: a live change keeps state. A script re-applying its config every
+/// microsecond must not refill the CNP policer each time: over 2 ms of a CNP flood at ten
+/// times the policer's rate, what passes stays within rate × time + one burst.
+#[test]
+fn reapplying_the_same_config_does_not_refill_the_cnp_policer() {
+    use dataplane::tools::gen::{host_ip, host_mac};
+    use dataplane::wire::build::{build_cnp, IpPair};
+    let cfg = default_config();
+    let limit = cfg.cnp.policer.expect("the default profile polices CNPs");
+    let mut sw = Switch::new(&cfg, 1);
+    sw.receive(3, &announce(3, 0).unwrap(), 0);
+    let ip = IpPair::V4 {
+        src: host_ip(0),
+        dst: host_ip(3),
+    };
+    let cnp = build_cnp(host_mac(0), host_mac(3), ip, 7);
+    let mut sink = |_: usize, _: &[u8], _: u64| {};
+    let (step_ns, per_step, steps) = (1_000u64, 25usize, 2_000u64);
+    for i in 1..=steps {
+        let now = i * step_ns;
+        sw.receive_burst(0, std::iter::repeat_n(cnp.as_slice(), per_step), now);
+        sw.reconfigure(&cfg).expect("the same config applies");
+        sw.poll(now);
+        for p in 0..4 {
+            sw.transmit(p, now, &mut sink);
+        }
+    }
+    let s = sw.snapshot(steps * step_ns);
+    let offered = steps * per_step as u64;
+    let passed = offered - s.totals.drops.get("policer");
+    let allowed_bytes = limit.rate_bps * steps * step_ns / 8 / 1_000_000_000 + limit.burst_bytes;
+    let allowed = allowed_bytes / cnp.len() as u64 + 1;
+    assert!(
+        passed <= allowed,
+        "{passed} CNPs passed the policer, its rate and burst allow {allowed} (of {offered})"
+    );
+}

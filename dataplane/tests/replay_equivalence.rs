@@ -16,11 +16,11 @@
 //! 4. checks the SHA-256 of every file the run wrote (`port<N>.pcap`, `summary.json`) against
 //!    `expected.toml`, naming each scenario and file that differs.
 //!
-//! Paths: `summary.json` lists the output files by the path `--output-dir` was given as (a
-//! known wart). The binary therefore runs with the temporary directory as its working
-//! directory and relative paths only (`--output-dir out`, `--input 0=in/port0.pcap`), so the
-//! file is the same wherever the temporary directory is; should an absolute form of that
-//! directory ever appear in it, it is replaced by `<tmp>` before hashing. Nothing else is
+//! Paths: `summary.json` names the output files relative to the output folder, so it is the
+//! same wherever the replay wrote. The binary still runs with the temporary directory as its
+//! working directory and relative paths only (`--output-dir out`, `--input 0=in/port0.pcap`);
+//! should an absolute form of that directory ever appear in the summary, it is replaced by
+//! `<tmp>` before hashing. Nothing else is
 //! normalised: every other byte is what a user gets.
 //!
 //! `ROCESW_BLESS=1 cargo test -p rocesw-dataplane --test replay_equivalence` rewrites

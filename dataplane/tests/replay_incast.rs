@@ -131,6 +131,14 @@ fn without_pfc_the_same_incast_overflows_headroom() {
     let delivered = port(&o, 3).queues[3].tx_packets;
     assert_eq!(delivered + dropped, 3 * FRAMES, "every frame delivered or counted");
     assert_eq!(o.snapshot.buffer.used_cells, 0);
+    // A headroom overflow is the ingress PG's refusal: counted on the senders' ports and their
+    // PG 3 (where SONiC users look), never on the congested egress port or its queue.
+    let on_ingress: u64 = (0..3).map(|p| port(&o, p).drops.get("headroom_overflow")).sum();
+    assert_eq!(on_ingress, dropped, "counted on the ingress ports");
+    let pg_drops: u64 = (0..3).map(|p| port(&o, p).pgs[3].dropped_packets).sum();
+    assert_eq!(pg_drops, dropped, "and on their ingress PG");
+    assert_eq!(port(&o, 3).drops.total(), 0, "nothing on the egress port");
+    assert_eq!(port(&o, 3).queues[3].dropped_packets, 0, "nor on its queue");
 }
 
 #[test]

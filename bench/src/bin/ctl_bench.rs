@@ -154,13 +154,20 @@ fn main() -> Result<()> {
     let args = Args::parse();
     let text =
         std::fs::read_to_string(&args.config).with_context(|| format!("cannot read {}", args.config.display()))?;
-    let mut cfg = controlplane::load_str(&text)
+    // The pipeline worker on core 1, the rest (control server, sampler, client) on core 0.
+    // Written into the text the control server holds as well: `[run]` cannot change live, so
+    // edits of that text would be refused if the switch ran on other `[run]` values.
+    let mut table: toml::Table = text
+        .parse()
+        .with_context(|| format!("{}: not TOML", args.config.display()))?;
+    table.insert(
+        "run".into(),
+        toml::Value::Table("workers = 1\nidle = \"busy\"\ncores = [1]\n".parse()?),
+    );
+    let text = toml::to_string(&table)?;
+    let cfg = controlplane::load_str(&text)
         .map_err(|e| anyhow::anyhow!("{e}"))?
         .config;
-    cfg.run.workers = 1;
-    cfg.run.idle_sleep_ns = None;
-    // The pipeline worker on core 1, the rest (control server, sampler, client) on core 0.
-    cfg.run.cores = vec![1];
     worker::pin(0);
     let flow = dataplane::tools::gen::Flow {
         src: 0,

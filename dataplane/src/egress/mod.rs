@@ -15,11 +15,11 @@ pub mod token_bucket;
 pub mod wred;
 
 use crate::buffers::pool::PacketPool;
+use crate::counters::DropReason;
 use crate::ingress::classify::Class;
 use crate::ingress::Ingress;
 use crate::mmu::{self, SharedPool};
 use crate::pfc::{PfcRequest, WatchdogEvent};
-use crate::stats::counters::DropReason;
 use crate::wire::{self, ecn, FrameInfo, MacControl};
 use controlplane::{Config, MarkPoint, NUM_TC};
 use port::{Desc, EgressPort};
@@ -179,6 +179,12 @@ impl Egress {
             len as u32,
         ) {
             Ok(a) => a,
+            Err(reason @ (DropReason::HeadroomOverflow | DropReason::IngressLimit)) => {
+                // Refused by the ingress PG: counted where it was decided, on the ingress port
+                // and PG (where SONiC's PG drop counters are), not on the egress queue.
+                peers.packets.free(slot);
+                return peers.ingress.ports[in_port].drop_frame(pg as u8, reason);
+            }
             Err(reason) => {
                 peers.packets.free(slot);
                 return self.drop_frame(peers.ingress, in_port, out, queue, pg, len, reason);

@@ -7,9 +7,9 @@ use super::sched::Scheduler;
 use super::token_bucket::TokenBucket;
 use super::wred::Wred;
 use crate::buffers::ring::Ring;
+use crate::counters::{PortCounters, QueueCounters};
 use crate::mmu::QueueAccount;
 use crate::pfc::{PauseState, PfcRequest, Watchdog};
-use crate::stats::counters::{PortCounters, QueueCounters};
 use controlplane::{Config, PortConfig, NUM_TC};
 
 /// A queued frame. Small and `Copy`: this is what moves through the egress rings.
@@ -96,18 +96,39 @@ impl EgressPort {
         port
     }
 
-    /// The QoS a config gives this port: rate, scheduler, shapers, WRED, policer.
+    /// The QoS a config gives this port: rate, scheduler, shapers, WRED, policer. A live change
+    /// keeps their state (ARCHITECTURE.md, "Live configuration"): a shaper or the policer keeps
+    /// its tokens (clamped to a new burst), WRED its average, the scheduler its deficits and
+    /// position where the queue modes stay; only what a change adds starts afresh (a new
+    /// shaper or policer full, a new WRED profile at an average of zero).
     pub(crate) fn set_qos(&mut self, p: &PortConfig, cfg: &Config) {
         let modes = std::array::from_fn(|q| p.queues[q].sched);
         self.speed_bps = p.speed_bps.max(1);
         self.rate = LinkRate::new(p.speed_bps);
-        self.sched = Scheduler::new(&modes, p.max_frame_bytes);
-        self.shapers = std::array::from_fn(|q| p.queues[q].shaper.map(TokenBucket::new));
+        self.sched.retune(&modes, p.max_frame_bytes);
+        fn bucket(old: &mut Option<TokenBucket>, new: Option<controlplane::RateLimit>) {
+            *old = match (old.take(), new) {
+                (Some(mut tb), Some(limit)) => {
+                    tb.retune(limit);
+                    Some(tb)
+                }
+                (_, new) => new.map(TokenBucket::new),
+            };
+        }
+        for q in 0..NUM_TC {
+            bucket(&mut self.shapers[q], p.queues[q].shaper);
+            self.wred[q] = match (self.wred[q].take(), p.queues[q].ecn.as_ref()) {
+                (Some(mut w), Some(profile)) => {
+                    w.retune(profile);
+                    Some(w)
+                }
+                (_, new) => new.map(Wred::new),
+            };
+        }
         self.shaped = (0..NUM_TC)
             .filter(|&q| p.queues[q].shaper.is_some())
             .fold(0, |m, q| m | 1 << q);
-        self.wred = std::array::from_fn(|q| p.queues[q].ecn.as_ref().map(Wred::new));
-        self.cnp_policer = cfg.cnp.policer.map(TokenBucket::new);
+        bucket(&mut self.cnp_policer, cfg.cnp.policer);
     }
 
     #[inline]
@@ -131,7 +152,7 @@ impl EgressPort {
     /// nothing that matters.
     pub(crate) fn queue_pfc(&mut self, req: PfcRequest) {
         if self.pfc_out.push(req).is_err() {
-            self.counters.drops[crate::stats::counters::DropReason::NoBuffer as usize] += 1;
+            self.counters.drops[crate::counters::DropReason::NoBuffer as usize] += 1;
         }
     }
 }

@@ -25,6 +25,15 @@ impl TokenBucket {
         }
     }
 
+    /// Takes a new rate and burst keeping the tokens it holds (clamped to the new burst), so a
+    /// live change, even re-applying the same config in a loop, never refills the bucket: a
+    /// refill per change would let a CNP flood past the policer one burst per change.
+    pub fn retune(&mut self, limit: RateLimit) {
+        self.rate_bps = limit.rate_bps.max(1);
+        self.burst_bytes = limit.burst_bytes.max(1);
+        self.tokens = self.tokens.min(Self::scale(self.burst_bytes));
+    }
+
     /// Bytes are held scaled by 8·10^12 so that rate_bps × elapsed_ps... adds exactly.
     #[inline]
     fn scale(bytes: u64) -> u128 {
@@ -100,6 +109,23 @@ mod tests {
         let expected = 1_000_000_000u64 / 8 / 100; // 10 ms at 1 Gb/s
         let err = (passed as f64 - expected as f64).abs() / expected as f64;
         assert!(err < 0.02, "passed {passed} expected {expected}");
+    }
+
+    #[test]
+    fn retune_keeps_the_tokens_clamped_to_the_new_burst() {
+        let limit = RateLimit {
+            rate_bps: 8_000,
+            burst_bytes: 3000,
+        };
+        let mut tb = TokenBucket::new(limit);
+        assert!(tb.take(0, 2000));
+        tb.retune(limit);
+        assert!(!tb.take(0, 1001), "the same limit again does not refill");
+        tb.retune(RateLimit {
+            burst_bytes: 500,
+            ..limit
+        });
+        assert!(tb.take(0, 500) && !tb.take(0, 1), "clamped to the smaller burst");
     }
 
     #[test]

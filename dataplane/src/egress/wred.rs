@@ -41,6 +41,16 @@ impl Wred {
         }
     }
 
+    /// Takes a new profile keeping the average queue length (when it still averages), so a
+    /// live change does not forget the congestion history and mark as if the queue were empty.
+    pub fn retune(&mut self, p: &EcnProfile) {
+        let avg_q16 = if p.ewma_shift.is_some() { self.avg_q16 } else { 0 };
+        *self = Wred {
+            avg_q16,
+            ..Wred::new(p)
+        };
+    }
+
     /// Marking probability × 2^32 at queue length `q` bytes (the configured curve).
     #[inline]
     pub fn probability_q32(&self, q: u64) -> u64 {

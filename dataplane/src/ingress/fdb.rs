@@ -44,14 +44,9 @@ pub struct Fdb {
     recent_lookup: (u64, u64, Option<u16>),
 }
 
-/// An FDB row for reports.
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct FdbRow {
-    pub mac: String,
-    pub port: u16,
-    pub is_static: bool,
-    pub age_ns: u64,
-}
+/// An FDB row for reports: the control protocol's type, so the switch and `rocectl` cannot
+/// disagree on it.
+pub use controlplane::protocol::FdbRow;
 
 #[inline]
 pub fn mac_key(mac: &[u8; 6]) -> u64 {

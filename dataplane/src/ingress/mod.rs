@@ -10,7 +10,7 @@ pub mod classify;
 pub mod fdb;
 pub mod port;
 
-use crate::stats::counters::DropReason;
+use crate::counters::DropReason;
 use crate::wire::{self, FrameInfo};
 use classify::{Class, Classifier};
 use controlplane::{Config, NUM_TC};

@@ -3,9 +3,9 @@
 //! frame of this port left the switch, or was dropped after admission): a call on one core, a
 //! message between shards.
 
+use crate::counters::{DropReason, PgCounters, PortCounters};
 use crate::mmu::{PgAccount, SharedPool};
 use crate::pfc::{PfcGenerator, PfcRequest};
-use crate::stats::counters::{DropReason, PgCounters, PortCounters};
 use controlplane::{PfcConfig, PortConfig, NUM_TC};
 
 pub struct IngressPort {

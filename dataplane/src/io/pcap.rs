@@ -7,14 +7,14 @@
 //! and the frame bytes are copied into one reused buffer, so a steady run does not allocate.
 
 use super::{PortBackend, PortError, PortStats};
+use crate::replay::pcapio::decode_record;
 use crate::replay::pcapio::PcapOutput;
 use controlplane::model::{PcapPace, PcapPortConfig};
 use pcap_file::pcap::PcapReader;
 use pcap_file::DataLink;
 use std::fs::File;
 use std::io::{self, BufReader};
-use std::path::Path;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
@@ -23,39 +23,43 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 const MAX_FRAME: usize = 16 * 1024;
 
 /// The time base every capture-paced port shares, so captures taken on different hosts keep
-/// their relative timing: the capture instant `base_ts_ns` is delivered when the first port is
-/// first polled (not when the run is set up, which would make the first frames late and the
-/// first gaps short).
+/// their relative timing: the earliest first-frame timestamp of all inputs (each port lowers
+/// it as it opens, from the frame it reads ahead, so no input is opened twice: a pipe could
+/// not be) is delivered when the first port is first polled (not when the run is set up, which
+/// would make the first frames late and the first gaps short).
 #[derive(Clone, Debug)]
 pub struct PcapClock {
     start: Arc<OnceLock<Instant>>,
-    pub base_ts_ns: u64,
+    base_ts_ns: Arc<AtomicU64>,
+}
+
+impl Default for PcapClock {
+    fn default() -> Self {
+        PcapClock {
+            start: Arc::default(),
+            base_ts_ns: Arc::new(AtomicU64::new(u64::MAX)),
+        }
+    }
 }
 
 impl PcapClock {
-    /// The earliest first-frame timestamp over `inputs` as the base. Inputs that cannot be
-    /// read are skipped here; opening them reports the error.
-    pub fn for_inputs<'a>(inputs: impl IntoIterator<Item = &'a Path>) -> PcapClock {
-        let base_ts_ns = inputs
-            .into_iter()
-            .filter_map(|p| {
-                let f = File::open(p).ok()?;
-                let mut r = PcapReader::new(BufReader::new(f)).ok()?;
-                let ts = r.next_packet()?.ok()?.timestamp;
-                Some(ts.as_nanos() as u64)
-            })
-            .min()
-            .unwrap_or(0);
-        PcapClock {
-            start: Arc::default(),
-            base_ts_ns,
+    /// A clock whose base the ports set as they open (every port opens before any is polled).
+    pub fn new() -> PcapClock {
+        PcapClock::default()
+    }
+
+    /// The capture instant delivered at the first reading (0 when no input has a frame).
+    pub fn base_ts_ns(&self) -> u64 {
+        match self.base_ts_ns.load(Ordering::Acquire) {
+            u64::MAX => 0,
+            t => t,
         }
     }
 
     /// The capture time due now (the clock starts at its first reading).
     fn now_ts(&self) -> u64 {
         let since = self.start.get_or_init(Instant::now).elapsed().as_nanos() as u64;
-        self.base_ts_ns.saturating_add(since)
+        self.base_ts_ns().saturating_add(since)
     }
 }
 
@@ -111,7 +115,8 @@ impl PcapPort {
         let input = match &cfg.input {
             None => None,
             Some(path) => {
-                let f = File::open(path).map_err(|e| io_err("opening the input capture", e))?;
+                let named = |e: io::Error| io::Error::new(e.kind(), format!("{}: {e}", path.display()));
+                let f = File::open(path).map_err(|e| io_err("opening the input capture", named(e)))?;
                 let reader = PcapReader::new(BufReader::with_capacity(1 << 16, f)).map_err(|e| {
                     io_err(
                         "reading the input capture",
@@ -157,6 +162,9 @@ impl PcapPort {
             stats: PortStats::default(),
         };
         port.read_ahead();
+        if let Some((ts, _)) = port.input.as_ref().and_then(|i| i.next) {
+            port.clock.base_ts_ns.fetch_min(ts, Ordering::AcqRel);
+        }
         Ok(port)
     }
 
@@ -165,25 +173,30 @@ impl PcapPort {
     fn read_ahead(&mut self) {
         let Some(inp) = self.input.as_mut() else { return };
         inp.next = None;
+        let res = inp.reader.header().ts_resolution;
         loop {
-            match inp.reader.next_packet() {
-                Some(Ok(p)) => {
-                    let len = p.data.len();
-                    if (len as u32) < p.orig_len || !(14..=MAX_FRAME).contains(&len) {
+            let record = match inp.reader.next_raw_packet() {
+                None => break,
+                Some(Ok(raw)) => decode_record(raw, res),
+                Some(Err(e)) => Err(e.to_string()),
+            };
+            match record {
+                Ok(r) => {
+                    let len = r.data.len();
+                    if (len as u32) < r.orig_len || !(14..=MAX_FRAME).contains(&len) {
                         // Cut by the capture's snap length, too long or not even a header: the
                         // frame as it was on the wire is not in the file.
                         self.stats.rx_oversize += 1;
                         continue;
                     }
-                    inp.frame[..len].copy_from_slice(&p.data);
-                    inp.next = Some((p.timestamp.as_nanos() as u64, len));
+                    inp.frame[..len].copy_from_slice(&r.data);
+                    inp.next = Some((r.ts_ns, len));
                     return;
                 }
-                Some(Err(e)) => {
+                Err(e) => {
                     tracing::warn!(port = %self.name, "input capture damaged after {} frames: {e}", self.stats.rx_frames);
                     break;
                 }
-                None => break,
             }
         }
         self.input = None;

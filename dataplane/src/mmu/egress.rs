@@ -3,7 +3,7 @@
 //! ingress side admitted never is (its PG must reach XOFF first).
 
 use super::{Limit, QueueUse, SharedPool};
-use crate::stats::counters::DropReason;
+use crate::counters::DropReason;
 use controlplane::{PortConfig, NUM_TC};
 
 #[derive(Debug, Clone, Copy)]
@@ -110,5 +110,17 @@ impl QueueAccount {
 
     pub fn is_empty(&self) -> bool {
         self.cells == 0 && self.queues.iter().all(|q| q.total() == 0 && q.bytes == 0)
+    }
+
+    /// Queues' shared cells summed (for the pool audit).
+    pub(super) fn shared_sum(&self) -> u64 {
+        self.queues.iter().map(|q| q.shared as u64).sum()
+    }
+
+    /// The port's total against the sum over its queues: they differ once a release clamped a
+    /// count at zero (`saturating_sub` above; debug builds panic at the release itself).
+    pub(super) fn audit(&self) -> Option<String> {
+        let sum: u64 = self.queues.iter().map(|q| q.min as u64 + q.shared as u64).sum();
+        (sum != self.cells as u64).then(|| format!("port holds {} egress cells, its queues {sum}", self.cells))
     }
 }

@@ -2,7 +2,7 @@
 //! XOFF/XON conditions that follow from it. Owned by the ingress side.
 
 use super::{IngressRegion, Limit, PgUse, SharedPool};
-use crate::stats::counters::DropReason;
+use crate::counters::DropReason;
 use controlplane::{PortConfig, NUM_TC};
 
 #[derive(Debug, Clone, Copy)]
@@ -179,5 +179,21 @@ impl PgAccount {
 
     pub fn is_empty(&self) -> bool {
         self.cells == 0 && self.pgs.iter().all(|p| p.total() == 0)
+    }
+
+    /// PGs' shared cells summed (for the pool audit).
+    pub(super) fn shared_sum(&self) -> u64 {
+        self.pgs.iter().map(|p| p.shared as u64).sum()
+    }
+
+    /// The port's total against the sum over its PGs: they differ once a release clamped a
+    /// count at zero (`saturating_sub` above; debug builds panic at the release itself).
+    pub(super) fn audit(&self) -> Option<String> {
+        let sum: u64 = self
+            .pgs
+            .iter()
+            .map(|p| p.min as u64 + p.shared as u64 + p.headroom as u64)
+            .sum();
+        (sum != self.cells as u64).then(|| format!("port holds {} ingress cells, its PGs {sum}", self.cells))
     }
 }

@@ -64,6 +64,10 @@ impl Mmu {
         self.pool.usage()
     }
 
+    fn audit(&self) -> Vec<String> {
+        super::audit(&self.pool, &self.ins, &self.outs)
+    }
+
     fn is_empty(&self) -> bool {
         self.pool.is_empty() && self.ins.iter().all(PgAccount::is_empty) && self.outs.iter().all(QueueAccount::is_empty)
     }
@@ -203,6 +207,7 @@ proptest! {
             let pool = mmu.pool();
             prop_assert!(pool.used_cells <= pool.total_cells);
             prop_assert!(pool.ingress_shared_cells <= pool.shared_cells);
+            prop_assert_eq!(mmu.audit(), Vec::<String>::new());
             let charged: u32 = held.iter().map(|h| h.4).sum();
             prop_assert_eq!(pool.used_cells, charged);
             for port in 0..4 {
@@ -215,5 +220,26 @@ proptest! {
             mmu.release(inp, pg, out, q, cells, len);
         }
         prop_assert!(mmu.is_empty(), "{:?}", mmu.pool());
+        prop_assert_eq!(mmu.audit(), Vec::<String>::new());
+    }
+}
+
+/// Releasing more than was admitted is an accounting bug: a debug build (the tests) panics at
+/// once; a release build clamps at zero, and the audit shows it instead of hiding it.
+#[test]
+fn an_over_release_is_loud() {
+    let cfg = cfg();
+    let mut mmu = Mmu::new(&cfg);
+    mmu.admit(0, 3, 1, 3, 4, 1024).expect("admitted");
+    mmu.admit(0, 0, 1, 0, 4, 1024).expect("admitted");
+    assert_eq!(mmu.audit(), Vec::<String>::new());
+    // Both frames' cells returned through one queue and PG: more than either was charged.
+    let over = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        mmu.release(0, 3, 1, 3, 8, 2048);
+    }));
+    if cfg!(debug_assertions) {
+        assert!(over.is_err(), "debug builds panic on an over-release");
+    } else {
+        assert!(!mmu.audit().is_empty(), "the audit shows the clamp");
     }
 }

@@ -13,7 +13,7 @@ pub mod schedule;
 pub use pcapio::{PcapInput, PcapOutput};
 pub use peer::{Peer, PEER_HOLD_LIMIT_BYTES};
 
-use crate::stats::report::Snapshot;
+use crate::report::Snapshot;
 use crate::switch::{ser_ps, Switch, TxSink};
 use anyhow::{bail, Context, Result};
 use controlplane::Config;
@@ -42,7 +42,9 @@ pub struct ReplayOutcome {
     /// Virtual time from the first input frame to the last transmitted frame.
     pub duration_ns: u64,
     pub input_frames: u64,
+    /// Frames the inputs hold only in part (captured with a snap length): not replayed.
     pub input_frames_skipped_snaplen: u64,
+    /// The port captures written, relative to the output folder.
     pub outputs: Vec<PathBuf>,
     #[serde(flatten)]
     pub snapshot: Snapshot,
@@ -72,18 +74,10 @@ impl TxSink for Outputs<'_> {
     }
 }
 
-/// Peeks at a capture's first timestamp: replay time zero is the earliest across inputs.
-fn first_timestamp(path: &Path) -> Result<Option<u64>> {
-    Ok(PcapInput::open(path)?.next_frame().map(|f| f.ts_ns))
-}
-
 pub fn run(cfg: &Config, opts: &ReplayOptions) -> Result<ReplayOutcome> {
     let mut sw = Switch::new(cfg, opts.seed);
     let n = sw.num_ports();
     let mut seen = vec![false; n];
-    let mut base_ns = u64::MAX;
-    let mut total_bytes = 0u64;
-    let mut indexed = Vec::new();
     for (id, path) in &opts.inputs {
         let Some(idx) = sw.port_index(*id) else {
             let ids: Vec<String> = cfg.ports.iter().map(|p| p.id.to_string()).collect();
@@ -96,22 +90,52 @@ pub fn run(cfg: &Config, opts: &ReplayOptions) -> Result<ReplayOutcome> {
         if std::mem::replace(&mut seen[idx], true) {
             bail!("port {id} is given more than one --input");
         }
-        if let Some(ts) = first_timestamp(path)? {
+    }
+    // Outputs are named in the summary relative to the output folder, so the same replay into
+    // two folders writes the same summary.
+    let names: Vec<PathBuf> = cfg
+        .ports
+        .iter()
+        .map(|p| PathBuf::from(format!("port{}.pcap", p.id)))
+        .collect();
+    let paths: Vec<PathBuf> = names.iter().map(|name| opts.output_dir.join(name)).collect();
+    let labelled_in: Vec<(String, &Path)> = opts
+        .inputs
+        .iter()
+        .map(|(id, p)| (format!("port {id} input"), p.as_path()))
+        .collect();
+    let labelled_out: Vec<(String, &Path)> = cfg
+        .ports
+        .iter()
+        .zip(&paths)
+        .map(|(p, path)| (format!("port {} output", p.id), path.as_path()))
+        .collect();
+    pcapio::refuse_aliased_outputs(&labelled_in, &labelled_out)?;
+
+    // Each input is opened once (a pipe cannot be reopened); its first frame is read ahead to
+    // find replay time zero, the earliest first timestamp across inputs.
+    let mut base_ns = u64::MAX;
+    let mut total_bytes = 0u64;
+    let mut opened = Vec::new();
+    for (id, path) in &opts.inputs {
+        let idx = sw.port_index(*id).expect("checked above");
+        let mut input = PcapInput::open(path)?;
+        if let Some(ts) = input.first_ts() {
             base_ns = base_ns.min(ts);
         }
         total_bytes += std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
-        indexed.push((idx, path.clone()));
+        opened.push((idx, input));
     }
     if base_ns == u64::MAX {
         base_ns = 0;
     }
 
     let mut peers: Vec<Option<Peer>> = (0..n).map(|_| None).collect();
-    for (idx, path) in &indexed {
-        let port = &cfg.ports[*idx];
+    for (idx, input) in opened {
+        let port = &cfg.ports[idx];
         let quanta = controlplane::headroom::peer_response_quanta(port.speed_bps);
-        peers[*idx] = Some(Peer::new(
-            PcapInput::open(path)?,
+        peers[idx] = Some(Peer::new(
+            input,
             base_ns,
             port.speed_bps,
             port.cable_m,
@@ -123,11 +147,8 @@ pub fn run(cfg: &Config, opts: &ReplayOptions) -> Result<ReplayOutcome> {
     std::fs::create_dir_all(&opts.output_dir)
         .with_context(|| format!("cannot create output directory {}", opts.output_dir.display()))?;
     let mut files = Vec::with_capacity(n);
-    let mut paths = Vec::with_capacity(n);
-    for p in &cfg.ports {
-        let path = opts.output_dir.join(format!("port{}.pcap", p.id));
-        files.push(PcapOutput::create(&path)?);
-        paths.push(path);
+    for path in &paths {
+        files.push(PcapOutput::create(path)?);
     }
     let speeds = cfg.ports.iter().map(|p| p.speed_bps).collect();
     let mut out = Outputs {
@@ -206,13 +227,21 @@ pub fn run(cfg: &Config, opts: &ReplayOptions) -> Result<ReplayOutcome> {
     if let Some(report) = opts.progress {
         report(total_bytes, total_bytes);
     }
-    let skipped = out
-        .peers
-        .iter()
-        .flatten()
-        .filter_map(|p| p.input())
-        .map(|i| i.skipped_snapped)
-        .sum();
+    let mut skipped = 0;
+    for (port, peer) in cfg.ports.iter().zip(out.peers.iter()) {
+        let Some(peer) = peer else { continue };
+        if peer.skipped_snapped > 0 {
+            // Loud: a capture taken with a snap length (tcpdump -s) replays as much less
+            // traffic than it recorded, and the summary alone is easy to miss.
+            tracing::warn!(
+                "port {}: {} frames skipped: the capture holds only their first bytes (taken \
+                 with a snap length, e.g. tcpdump -s); recapture with -s 0 to replay them",
+                port.id,
+                peer.skipped_snapped
+            );
+        }
+        skipped += peer.skipped_snapped;
+    }
     let last_ns = out.last_ns;
     for f in out.files {
         f.finish()?;
@@ -222,7 +251,7 @@ pub fn run(cfg: &Config, opts: &ReplayOptions) -> Result<ReplayOutcome> {
         duration_ns: last_ns,
         input_frames,
         input_frames_skipped_snaplen: skipped,
-        outputs: paths,
+        outputs: names,
         snapshot: sw.snapshot(last_ns.max(now)),
     })
 }

@@ -19,6 +19,9 @@ pub struct Peer {
     lookahead: Option<(u64, Vec<u8>)>,
     link: EmulatedLink<Vec<u8>>,
     base_ns: u64,
+    /// Frames the capture held only in part (snap length), counted as it is read: kept here
+    /// because the input is dropped at its end.
+    pub skipped_snapped: u64,
 }
 
 impl Peer {
@@ -35,6 +38,7 @@ impl Peer {
             lookahead: None,
             link: EmulatedLink::new(speed_bps, cable_m, response_quanta, honours_pfc, 0),
             base_ns,
+            skipped_snapped: 0,
         };
         peer.refill();
         peer
@@ -43,7 +47,9 @@ impl Peer {
     fn refill(&mut self) {
         if self.lookahead.is_none() {
             if let Some(input) = self.input.as_mut() {
-                match input.next_frame() {
+                let frame = input.next_frame();
+                self.skipped_snapped = input.skipped_snapped;
+                match frame {
                     Some(InputFrame { ts_ns, data }) => {
                         self.lookahead = Some((ts_ns.saturating_sub(self.base_ns), data));
                     }

@@ -1,5 +1,8 @@
 //! `rocesw replay --schedule`: timed config patches, each validated (cumulatively, in time
-//! order) before the replay starts, so a bad step fails the run up front.
+//! order) before the replay starts, so a bad step fails the run up front, before any output
+//! is written: as a valid config, and as a change the switch can take live (the same rule
+//! `Switch::reconfigure` applies, `controlplane::live_change_refusal`, against the config the
+//! replay starts with, plus the largest frame its packet buffers were sized for).
 
 use anyhow::{anyhow, bail, Context, Result};
 use std::path::Path;
@@ -38,6 +41,10 @@ pub fn load(config: &Path, path: &Path) -> Result<Vec<(u64, controlplane::Config
         steps.push((at, patch.clone()));
     }
     steps.sort_by_key(|(at, _)| *at);
+    let start = controlplane::load_str(&base_text)
+        .map_err(|e| anyhow!("{}: invalid config:\n{e}", config.display()))?
+        .config;
+    let slot_bytes = max_frame_bytes(&start);
     let mut out = Vec::with_capacity(steps.len());
     for (i, (at, patch)) in steps.into_iter().enumerate() {
         controlplane::patch::merge(&mut running, patch);
@@ -48,7 +55,30 @@ pub fn load(config: &Path, path: &Path) -> Result<Vec<(u64, controlplane::Config
                 path.display()
             )
         })?;
+        let refusal = controlplane::live_change_refusal(&start, &loaded.config).or_else(|| {
+            let (i, p) = loaded
+                .config
+                .ports
+                .iter()
+                .enumerate()
+                .find(|(_, p)| p.max_frame_bytes > slot_bytes)?;
+            Some(format!(
+                "port[{i}].mtu (port {}): frames up to {} B exceed the {slot_bytes} B the switch was started with (restart it)",
+                p.id, p.max_frame_bytes
+            ))
+        });
+        if let Some(why) = refusal {
+            bail!(
+                "{}: change {i} (at {at} ns) cannot apply to a running switch: {why}",
+                path.display()
+            );
+        }
         out.push((at, loaded.config));
     }
     Ok(out)
+}
+
+/// The largest frame any port of `cfg` accepts: what the switch sizes its packet buffers for.
+fn max_frame_bytes(cfg: &controlplane::Config) -> u32 {
+    cfg.ports.iter().map(|p| p.max_frame_bytes).max().unwrap_or(1518)
 }

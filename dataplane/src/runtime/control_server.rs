@@ -290,7 +290,7 @@ struct Server {
     late: Vec<(Receiver<Result<(), String>>, String)>,
     name: Option<String>,
     started: std::time::Instant,
-    watermarks: crate::stats::watermarks::Watermarks,
+    watermarks: crate::report::watermarks::Watermarks,
 }
 
 impl Server {

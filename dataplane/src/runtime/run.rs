@@ -73,7 +73,19 @@ pub fn run(args: RunArgs) -> Result<()> {
         .iter()
         .filter_map(|p| p.pcap.as_ref()?.input.as_deref())
         .collect();
-    let pcap_clock = crate::io::PcapClock::for_inputs(inputs.iter().copied());
+    // Before any port opens (an output is created when its port opens): no output may be an
+    // input or another port's output, however the paths are spelt.
+    let labelled = |what: &str, pick: fn(&controlplane::PcapPortConfig) -> Option<&std::path::Path>| {
+        cfg.ports
+            .iter()
+            .filter_map(|p| Some((format!("port {} pcap {what}", p.id), pick(p.pcap.as_ref()?)?)))
+            .collect::<Vec<_>>()
+    };
+    crate::replay::pcapio::refuse_aliased_outputs(
+        &labelled("input", |c| c.input.as_deref()),
+        &labelled("output", |c| c.output.as_deref()),
+    )?;
+    let pcap_clock = crate::io::PcapClock::new();
     let inputs_left = crate::io::InputsLeft::new(inputs.len());
     if !keep_running && !inputs.is_empty() && cfg.ports.iter().all(|p| p.pcap.is_some()) {
         // Nothing but captures feeds this switch: once they are all read, stop (and drain).
@@ -138,12 +150,12 @@ pub fn run(args: RunArgs) -> Result<()> {
             .join(", "),
         cfg.run.workers
     );
-    let mut printer = crate::stats::live::Printer::new(&cfg);
-    let mut hook = |s: &crate::stats::report::Snapshot, now: u64| printer.print(s, now);
+    let mut printer = crate::report::live::Printer::new(&cfg);
+    let mut hook = |s: &crate::report::Snapshot, now: u64| printer.print(s, now);
     let outcome = crate::runtime::worker::run(&cfg, opts, stop, if stats { Some(&mut hook) } else { None })?;
     print!(
         "{}",
-        crate::stats::report::human_summary(&outcome.snapshot, "uptime", outcome.uptime_ns)
+        crate::report::human_summary(&outcome.snapshot, "uptime", outcome.uptime_ns)
     );
     if outcome.undrained > 0 {
         println!("drain timed out: {} frames were still queued", outcome.undrained);

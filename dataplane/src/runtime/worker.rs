@@ -10,8 +10,8 @@
 //! writers, so no counter needs an atomic; what crosses cores is only frames.
 
 use crate::io::{PortBackend, PortError};
+use crate::report::Snapshot;
 use crate::runtime::emulated::EmulatedPort;
-use crate::stats::report::Snapshot;
 use crate::switch::{Switch, TxSink};
 use crossbeam_queue::ArrayQueue;
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -65,8 +65,8 @@ pub fn run(config: &Path, duration: f64, speed: &str, rate: &str) -> Result<()> 
                 Ok(Box::new(port) as Box<dyn PortBackend + Send>)
             }),
         };
-        let mut printer = crate::stats::live::Printer::new(&cfg);
-        let mut hook = |s: &crate::stats::report::Snapshot, now: u64| printer.print(s, now);
+        let mut printer = crate::report::live::Printer::new(&cfg);
+        let mut hook = |s: &crate::report::Snapshot, now: u64| printer.print(s, now);
         crate::runtime::worker::run(&cfg, opts, s2, Some(&mut hook))
     });
     std::thread::sleep(std::time::Duration::from_millis(300));
@@ -112,7 +112,7 @@ pub fn run(config: &Path, duration: f64, speed: &str, rate: &str) -> Result<()> 
     println!("== switch ==");
     print!(
         "{}",
-        crate::stats::report::human_summary(&outcome.snapshot, "uptime", outcome.uptime_ns)
+        crate::report::human_summary(&outcome.snapshot, "uptime", outcome.uptime_ns)
     );
     Ok(())
 }

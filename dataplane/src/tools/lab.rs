@@ -330,7 +330,7 @@ pub fn up(spec: &LabSpec, base_config: &Path, state_dir: &Path) -> Result<Lab> {
     match fs::OpenOptions::new().write(true).create_new(true).open(&state_path) {
         Ok(_) => {}
         Err(e) if e.kind() == ErrorKind::AlreadyExists => bail!(
-            "lab {name} already exists (state file {}); run `rocesw lab down {name}` first",
+            "lab {name} already exists (state file {}); run `rocesw lab down --name {name}` first",
             state_path.display()
         ),
         Err(e) => return Err(e).with_context(|| format!("{}: cannot create", state_path.display())),
@@ -409,7 +409,7 @@ pub fn load(name: &str, state_dir: &Path) -> Result<Lab> {
     })?;
     if !state.complete {
         bail!(
-            "lab {name} is incomplete (its `up` was interrupted or is still running); `rocesw lab down {name}` removes it"
+            "lab {name} is incomplete (its `up` was interrupted or is still running); `rocesw lab down --name {name}` removes it"
         );
     }
     let config_path = state.config_path.unwrap_or_else(|| config_path(name, state_dir));

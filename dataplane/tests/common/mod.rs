@@ -64,7 +64,7 @@ pub fn oracle(script: &str, files: &[PathBuf]) -> serde_json::Value {
     serde_json::from_slice(&out.stdout).expect("oracle prints JSON")
 }
 
-pub fn port(o: &ReplayOutcome, id: u16) -> &dataplane::stats::report::PortReport {
+pub fn port(o: &ReplayOutcome, id: u16) -> &dataplane::report::PortReport {
     o.snapshot.ports.iter().find(|p| p.id == id).unwrap()
 }
 

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 #[command(name = "rocectl", version, about = "Configure and inspect rocesw switches")]
 pub struct Cli {
     /// The running switch's control socket (`rocesw run --control`).
-    #[arg(long, global = true, value_name = "PATH", default_value = protocol::DEFAULT_SOCKET)]
+    #[arg(long, global = true, value_name = "PATH", default_value = protocol::DEFAULT_SOCKET, help_heading = "Connection (commands that talk to a switch)")]
     pub socket: PathBuf,
     /// Address switches by name (`rocesw run --name NAME` listens on /run/rocesw/NAME.sock):
     /// repeat or separate with commas. `show`, `apply` and `set` then act on each in turn.
@@ -16,6 +16,7 @@ pub struct Cli {
         long = "switch",
         short = 's',
         global = true,
+        help_heading = "Connection (commands that talk to a switch)",
         value_name = "NAME",
         value_delimiter = ',',
         env = "ROCECTL_SWITCH",
@@ -23,13 +24,19 @@ pub struct Cli {
     )]
     pub switches: Vec<String>,
     /// Every switch with a socket in /run/rocesw (see `rocectl switches`).
-    #[arg(long, global = true, conflicts_with_all = ["socket", "switches"])]
+    #[arg(long, global = true, conflicts_with_all = ["socket", "switches"], help_heading = "Connection (commands that talk to a switch)")]
     pub all: bool,
     /// Talk to a switch over TCP instead (`rocesw run --control-tcp`): its loopback address.
-    #[arg(long, global = true, value_name = "ADDR", requires = "token_file", conflicts_with_all = ["socket", "switches", "all"])]
+    #[arg(long, global = true, value_name = "ADDR", requires = "token_file", conflicts_with_all = ["socket", "switches", "all"], help_heading = "Connection (commands that talk to a switch)")]
     pub tcp: Option<String>,
     /// The token file for --tcp (private to its owner, as the switch's).
-    #[arg(long, global = true, value_name = "FILE", requires = "tcp")]
+    #[arg(
+        long,
+        global = true,
+        value_name = "FILE",
+        requires = "tcp",
+        help_heading = "Connection (commands that talk to a switch)"
+    )]
     pub token_file: Option<PathBuf>,
     #[command(subcommand)]
     pub command: Command,
@@ -69,6 +76,7 @@ pub enum Command {
         after_help = "Examples:\n  rocectl show pfc\n  rocectl show watermarks --persistent\n  rocectl --switch leaf1 show config > leaf1.toml"
     )]
     Show {
+        /// What to show.
         what: Show,
         /// The switch's answer as JSON instead of a table.
         #[arg(long)]
@@ -80,12 +88,17 @@ pub enum Command {
     /// Clear watermarks: the user ones (what `show watermarks` shows), or with `--persistent`
     /// the persistent ones; the other kind is untouched. Peaks restart from the current use.
     Clear {
+        /// What to clear.
         what: ClearWhat,
+        /// The persistent watermarks instead of the user ones.
         #[arg(long)]
         persistent: bool,
     },
     /// Replace the running switch's config with FILE (validated whole; all or nothing).
-    Apply { file: PathBuf },
+    Apply {
+        /// The whole config (TOML).
+        file: PathBuf,
+    },
     /// Change one live knob of the running switch (ECN, alpha, PG, queue, policer, PFC,
     /// watchdog, DSCP), globally or with --port on one port; applied whole, all or nothing.
     #[command(subcommand)]
@@ -93,7 +106,10 @@ pub enum Command {
     /// Merge a TOML fragment into the running config (FILE, or - for stdin): anything `set`
     /// has no subcommand for, e.g. classification rules. Tables merge key by key; arrays replace.
     #[command(after_help = "Example:\n  printf '[fdb]\\naging = \"60s\"\\n' | rocectl patch -")]
-    Patch { file: PathBuf },
+    Patch {
+        /// The TOML fragment, or - for standard input.
+        file: PathBuf,
+    },
     /// The switches listening in /run/rocesw: name, version, uptime (or why one does not answer).
     Switches,
     /// Keep the switch on the config in FILE: apply it now, after every valid edit of the
@@ -122,6 +138,7 @@ pub enum Command {
     /// Live view until interrupted: per port rates, ECN marks, PFC sent and received, drops,
     /// time paused and buffer use; per busy queue its rate, marks, drops and depth.
     Watch {
+        /// How often the view refreshes, in milliseconds.
         #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(100..))]
         interval_ms: u64,
     },
@@ -164,4 +181,41 @@ fn length(s: &str) -> Result<f64, String> {
 
 fn size(s: &str) -> Result<u64, String> {
     units::parse_size(s).map_err(|e| e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Cli;
+    use clap::CommandFactory;
+
+    /// Every option and argument of every subcommand says what it is for.
+    #[test]
+    fn every_option_has_help() {
+        fn walk(cmd: &clap::Command, path: &str, missing: &mut Vec<String>) {
+            for a in cmd.get_arguments() {
+                let id = a.get_id().as_str();
+                if id != "help" && id != "version" && a.get_help().is_none() && a.get_long_help().is_none() {
+                    missing.push(format!("{path} {id}"));
+                }
+            }
+            for sub in cmd.get_subcommands() {
+                walk(sub, &format!("{path} {}", sub.get_name()), missing);
+            }
+        }
+        let mut missing = Vec::new();
+        walk(&Cli::command(), "rocectl", &mut missing);
+        assert!(missing.is_empty(), "options without help: {missing:?}");
+    }
+
+    /// `set ecn` names its target by profile or by queue: an error says either will do.
+    #[test]
+    fn set_ecn_wants_a_profile_or_a_queue() {
+        use clap::Parser;
+        let err = Cli::try_parse_from(["rocectl", "set", "ecn", "--kmax", "10KB"])
+            .err()
+            .expect("refused");
+        let msg = err.to_string();
+        assert!(msg.contains("--profile") && msg.contains("--queue"), "{msg}");
+        assert!(Cli::try_parse_from(["rocectl", "set", "ecn", "--queue", "3", "--kmax", "10KB"]).is_ok());
+    }
 }

@@ -40,6 +40,22 @@ impl Scheduler {
         }
     }
 
+    /// Takes new modes and weights. Where every queue keeps its mode (strict or WDRR) the round
+    /// goes on where it was: deficits (clamped to the new quanta) and the queue being served
+    /// are kept, so a live change, even of nothing, does not restart the round and favour the
+    /// first queue. A change of modes starts a fresh round.
+    pub fn retune(&mut self, modes: &[SchedMode; NUM_TC], base_quantum: u32) {
+        let fresh = Scheduler::new(modes, base_quantum);
+        if fresh.strict != self.strict {
+            *self = fresh;
+            return;
+        }
+        self.quantum = fresh.quantum;
+        for q in 0..NUM_TC {
+            self.deficit[q] = self.deficit[q].min(self.quantum[q]);
+        }
+    }
+
     /// Picks the queue to send from next, or None if nothing is eligible. A WDRR queue is
     /// charged `head_len(q)` bytes when picked.
     #[inline]

@@ -4,8 +4,8 @@
 //! the very fields built here; the building stays here because only the dataplane knows where
 //! each figure lives.
 
+use crate::counters::{DropReason, MALFORMED_SLOTS};
 use crate::mmu::{PoolUse, PortUse};
-use crate::stats::counters::{DropReason, MALFORMED_SLOTS};
 use crate::switch::Switch;
 use crate::wire::Malformed;
 use controlplane::NUM_TC;

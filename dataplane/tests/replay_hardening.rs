@@ -1,0 +1,287 @@
+//! Issue 10 (hardening) at the command line: captures that cannot be replayed as they are,
+//! outputs that would overwrite inputs, schedules that cannot apply, pipes and full disks.
+
+mod common;
+use common::*;
+use dataplane::tools::gen::{announce, Flow};
+use dataplane::wire::Ecn;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn rocesw(args: &[&str]) -> (bool, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_rocesw")).args(args).output().unwrap();
+    (out.status.success(), String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+fn default_toml() -> String {
+    repo_root().join("configs/default.toml").to_str().unwrap().to_string()
+}
+
+/// Two hosts' worth of traffic: port 0 announces itself, port 1 sends it 20 frames.
+fn two_inputs(d: &Path) -> (PathBuf, PathBuf) {
+    let (a, b) = (d.join("port0.pcap"), d.join("port1.pcap"));
+    write_pcap(&a, vec![(0, announce(0, 1).unwrap())]);
+    let flow = Flow {
+        src: 1,
+        dst: 0,
+        dscp: 26,
+        ecn: Ecn::Ect0,
+        qp: 1,
+        frame_len: 512,
+        count: 20,
+        start_ns: 10_000,
+        rate_bps: 10_000_000_000,
+    };
+    write_pcap(&b, flow.frames().unwrap());
+    (a, b)
+}
+
+fn input_arg(port: u16, p: &Path) -> String {
+    format!("{port}={}", p.display())
+}
+
+/// Item 9: a capture taken with a snap length holds no replayable frame; the replay says so
+/// on stderr and counts them in the summary instead of replaying nothing silently.
+#[test]
+fn snapped_frames_are_counted_and_reported() {
+    use pcap_file::pcap::{PcapHeader, PcapPacket, PcapWriter};
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let input = d.join("snapped.pcap");
+    let header = PcapHeader {
+        snaplen: 128,
+        ..Default::default()
+    };
+    let mut w = PcapWriter::with_header(std::fs::File::create(&input).unwrap(), header).unwrap();
+    let frames = burst32(0, 1, 26);
+    for (i, f) in frames.iter().enumerate() {
+        let ts = std::time::Duration::from_micros(1_000_000 + i as u64);
+        w.write_packet(&PcapPacket::new(ts, f.len() as u32, &f[..128])).unwrap();
+    }
+    drop(w);
+    let out = d.join("out");
+    let (ok, err) = rocesw(&[
+        "replay",
+        "--config",
+        &default_toml(),
+        "--input",
+        &input_arg(0, &input),
+        "--output-dir",
+        out.to_str().unwrap(),
+        "--quiet",
+    ]);
+    assert!(ok, "{err}");
+    assert!(
+        err.contains("32 frames") && err.contains("snap"),
+        "stderr says what happened: {err}"
+    );
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(summary["input_frames_skipped_snaplen"], 32, "{summary}");
+    assert_eq!(summary["input_frames"], 0);
+}
+
+/// Item 12: summary.json names its outputs relative to the output folder, so the same replay
+/// into two folders writes the same summary.
+#[test]
+fn identical_replays_into_different_folders_write_identical_summaries() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let (a, b) = two_inputs(d);
+    let mut summaries = Vec::new();
+    for name in ["first", "second/deeper"] {
+        let out = d.join(name);
+        let (ok, err) = rocesw(&[
+            "replay",
+            "--config",
+            &default_toml(),
+            "--input",
+            &input_arg(0, &a),
+            "--input",
+            &input_arg(1, &b),
+            "--output-dir",
+            out.to_str().unwrap(),
+            "--quiet",
+        ]);
+        assert!(ok, "{err}");
+        summaries.push(std::fs::read_to_string(out.join("summary.json")).unwrap());
+    }
+    assert!(summaries[0] == summaries[1], "the two summaries differ");
+    let summary: serde_json::Value = serde_json::from_str(&summaries[0]).unwrap();
+    assert_eq!(summary["outputs"][0], "port0.pcap");
+}
+
+/// Item 7: an output directory that holds the inputs would overwrite them: refused before
+/// anything is written, and the inputs are intact.
+#[test]
+fn replay_refuses_to_overwrite_its_inputs() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let (a, b) = two_inputs(d);
+    let before = (std::fs::read(&a).unwrap(), std::fs::read(&b).unwrap());
+    let (ok, err) = rocesw(&[
+        "replay",
+        "--config",
+        &default_toml(),
+        "--input",
+        &input_arg(0, &a),
+        "--input",
+        &input_arg(1, &b),
+        "--output-dir",
+        d.to_str().unwrap(),
+        "--quiet",
+    ]);
+    assert!(!ok, "replaying into the inputs' folder must fail");
+    assert!(err.contains("port0.pcap") && err.contains("input"), "{err}");
+    assert_eq!(before, (std::fs::read(&a).unwrap(), std::fs::read(&b).unwrap()));
+    assert!(!d.join("summary.json").exists());
+
+    // The same through a symlink in a fresh output directory.
+    let out = d.join("out");
+    std::fs::create_dir(&out).unwrap();
+    std::os::unix::fs::symlink(&b, out.join("port3.pcap")).unwrap();
+    let (ok, err) = rocesw(&[
+        "replay",
+        "--config",
+        &default_toml(),
+        "--input",
+        &input_arg(0, &a),
+        "--input",
+        &input_arg(1, &b),
+        "--output-dir",
+        out.to_str().unwrap(),
+        "--quiet",
+    ]);
+    assert!(!ok && err.contains("port3.pcap"), "{err}");
+    assert_eq!(before.1, std::fs::read(&b).unwrap());
+}
+
+/// A config whose four ports are capture files, for `rocesw run`.
+fn pcap_ports_config(d: &Path, ports: [(Option<&Path>, Option<&Path>); 4]) -> PathBuf {
+    let mut text = std::fs::read_to_string(repo_root().join("configs/default.toml")).unwrap();
+    for (id, (input, output)) in ports.iter().enumerate() {
+        let mut table = vec!["pace = \"asap\"".to_string()];
+        if let Some(i) = input {
+            table.push(format!("input = {:?}", i.to_str().unwrap()));
+        }
+        if let Some(o) = output {
+            table.push(format!("output = {:?}", o.to_str().unwrap()));
+        }
+        text = text.replacen(
+            &format!("[[port]]\nid = {id}\n"),
+            &format!("[[port]]\nid = {id}\npcap = {{ {} }}\n", table.join(", ")),
+            1,
+        );
+    }
+    let path = d.join("run.toml");
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// Item 7: `rocesw run` refuses two outputs that are one file (through a symlink) and an
+/// output that is another port's input, before opening anything.
+#[test]
+fn run_refuses_aliased_outputs() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let (a, b) = two_inputs(d);
+    let (o0, link) = (d.join("o0.pcap"), d.join("link.pcap"));
+    std::os::unix::fs::symlink(&o0, &link).unwrap();
+    let (o2, o3) = (d.join("o2.pcap"), d.join("o3.pcap"));
+    let rest = [(None, Some(o2.as_path())), (None, Some(o3.as_path()))];
+    let cfg = pcap_ports_config(d, [(Some(&a), Some(&o0)), (Some(&b), Some(&link)), rest[0], rest[1]]);
+    let (ok, err) = rocesw(&["run", "--config", cfg.to_str().unwrap(), "--no-control"]);
+    assert!(!ok, "two outputs naming one file must fail");
+    assert!(err.contains("link.pcap") && err.contains("o0.pcap"), "{err}");
+    assert!(!o0.exists() && !o2.exists(), "nothing written");
+
+    let before = std::fs::read(&b).unwrap();
+    let cfg = pcap_ports_config(d, [(Some(&a), Some(&b)), (Some(&b), None), rest[0], rest[1]]);
+    let (ok, err) = rocesw(&["run", "--config", cfg.to_str().unwrap(), "--no-control"]);
+    assert!(!ok && err.contains("input"), "{err}");
+    assert_eq!(before, std::fs::read(&b).unwrap(), "the input is intact");
+}
+
+/// Item 11: a schedule step that cannot apply live is refused before the replay starts, so
+/// the previous run's outputs are untouched.
+#[test]
+fn a_schedule_that_cannot_apply_fails_before_writing() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let (a, b) = two_inputs(d);
+    let out = d.join("out");
+    std::fs::create_dir(&out).unwrap();
+    std::fs::write(out.join("summary.json"), "old").unwrap();
+    std::fs::write(out.join("port0.pcap"), "old").unwrap();
+    for (patch, field) in [
+        ("[change.patch.buffer]\nsize = \"8MiB\"\n", "buffer.size"),
+        ("[change.patch.port_defaults]\nmtu = 9100\n", "mtu"),
+    ] {
+        let schedule = d.join("schedule.toml");
+        std::fs::write(&schedule, format!("[[change]]\nat = \"5us\"\n{patch}")).unwrap();
+        let (ok, err) = rocesw(&[
+            "replay",
+            "--config",
+            &default_toml(),
+            "--input",
+            &input_arg(0, &a),
+            "--input",
+            &input_arg(1, &b),
+            "--output-dir",
+            out.to_str().unwrap(),
+            "--schedule",
+            schedule.to_str().unwrap(),
+            "--quiet",
+        ]);
+        assert!(!ok && err.contains(field), "{field}: {err}");
+        assert_eq!(std::fs::read_to_string(out.join("port0.pcap")).unwrap(), "old");
+        assert_eq!(std::fs::read_to_string(out.join("summary.json")).unwrap(), "old");
+    }
+}
+
+/// Item 13: a capture read through a pipe (`<(zcat x.pcap.gz)`) is opened once and replays.
+#[test]
+fn an_input_through_a_pipe_replays() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let (a, b) = two_inputs(d);
+    let out = d.join("out");
+    let script = format!(
+        "{:?} replay --config {:?} --input 0={:?} --input 1=<(cat {:?}) --output-dir {:?} --quiet",
+        env!("CARGO_BIN_EXE_rocesw"),
+        default_toml(),
+        a,
+        b,
+        out
+    );
+    let o = Command::new("bash").arg("-c").arg(&script).output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(summary["input_frames"], 21);
+}
+
+/// Item 13: a write that fails (a full disk: /dev/full) names the file and what was done.
+#[test]
+fn a_full_disk_names_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let (a, b) = two_inputs(d);
+    let out = d.join("out");
+    std::fs::create_dir(&out).unwrap();
+    std::os::unix::fs::symlink("/dev/full", out.join("port0.pcap")).unwrap();
+    let (ok, err) = rocesw(&[
+        "replay",
+        "--config",
+        &default_toml(),
+        "--input",
+        &input_arg(0, &a),
+        "--input",
+        &input_arg(1, &b),
+        "--output-dir",
+        out.to_str().unwrap(),
+        "--quiet",
+    ]);
+    assert!(!ok, "a full disk fails the replay");
+    assert!(err.contains("port0.pcap") && err.contains("writing"), "{err}");
+}
