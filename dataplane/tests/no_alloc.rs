@@ -81,33 +81,41 @@ fn emulated_links_do_not_allocate() {
     let flows: Vec<Vec<Vec<u8>>> = (0..3).map(|s| burst32(s, 3, 26)).collect();
     sw.receive(3, &announce(3, 0).unwrap(), 0);
     let mut now = 1_000u64;
-    let mut round = |sw: &mut Switch, emu: &mut [EmulatedPort], now: u64| {
+    // A burst of 32 frames per sender per round, at the senders' line rate.
+    const ROUND_NS: u64 = 32 * 336;
+    let round = |sw: &mut Switch, emu: &mut [EmulatedPort], now: u64| {
         for (s, burst) in flows.iter().enumerate() {
             for f in burst.iter().take(emu[s].room()) {
                 emu[s].accept(f, now, sw.classifier());
             }
         }
-        for (p, em) in emu.iter_mut().enumerate() {
-            let mut rx = sw.burst_rx(p, now);
-            let catch_up = em.link.reaction_ns();
-            em.deliver(now, catch_up, &mut rx);
-        }
-        sw.poll(now);
-        let mut sink = |p: usize, f: &[u8], at: u64| emu[p].link.on_frame_from_switch(f, at, 0);
-        for p in 0..4 {
-            sw.transmit(p, now, &mut sink);
+        // The round is played through in steps of the peers' reaction time, switch timers,
+        // transmit and PFC at each, as the worker does with the time since its last round.
+        let step = emu[0].link.reaction_ns().max(1);
+        let mut t = now;
+        while t < now + ROUND_NS {
+            t = (t + step).min(now + ROUND_NS);
+            for (p, em) in emu.iter_mut().enumerate() {
+                let mut rx = sw.burst_rx(p, t);
+                em.deliver(t, step, &mut rx);
+            }
+            sw.poll(t);
+            let mut sink = |p: usize, f: &[u8], at: u64| emu[p].link.on_frame_from_switch(f, at, 0);
+            for p in 0..4 {
+                sw.transmit(p, t, &mut sink);
+            }
         }
     };
     // Warm up until the peers hold frames (their queues are reserved up front regardless).
     for _ in 0..200 {
         round(&mut sw, &mut emu, now);
-        now += 32 * 336;
+        now += ROUND_NS;
     }
     let before = ALLOCS.load(Ordering::SeqCst);
     COUNTING.store(true, Ordering::SeqCst);
     for _ in 0..2000 {
         round(&mut sw, &mut emu, now);
-        now += 32 * 336;
+        now += ROUND_NS;
     }
     COUNTING.store(false, Ordering::SeqCst);
     let allocs = ALLOCS.load(Ordering::SeqCst) - before;
@@ -115,7 +123,9 @@ fn emulated_links_do_not_allocate() {
     let held: u64 = emu.iter().map(|e| e.report().held_frames[3]).sum();
     assert!(
         snap.ports[0].pfc_tx[3] > 0 && held > 0,
-        "PFC went out and the peers obeyed it"
+        "PFC went out and the peers obeyed it: pfc_tx {:?}, held {held}, peers {:?}",
+        snap.ports[0].pfc_tx,
+        emu.iter().map(|e| e.report()).collect::<Vec<_>>()
     );
     assert_eq!(snap.totals.drops.get("headroom_overflow"), 0);
     assert_eq!(allocs, 0, "{allocs} allocations on the emulated path");
