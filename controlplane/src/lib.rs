@@ -9,6 +9,7 @@
 
 pub mod daemon;
 pub mod headroom;
+pub mod help;
 pub mod live;
 pub mod metrics;
 pub mod model;

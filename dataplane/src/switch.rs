@@ -164,13 +164,8 @@ impl Switch {
                     return;
                 };
                 self.rewrite(slot, frame.len(), info, &class);
-                let mut peers = Peers {
-                    ingress: &mut self.ingress,
-                    pool: &mut self.pool,
-                    packets: &mut self.packets,
-                };
-                self.egress
-                    .enqueue(&mut peers, port, out, slot, frame.len(), info, &class, now);
+                let (egress, mut peers) = self.sides();
+                egress.enqueue(&mut peers, port, out, slot, frame.len(), info, &class, now);
             }
             Arrival::Flood(class) => self.flood(port, frame, info, class, now),
         }
@@ -199,14 +194,22 @@ impl Switch {
                     }
                 }
             };
-            let mut peers = Peers {
+            let (egress, mut peers) = self.sides();
+            egress.enqueue(&mut peers, port, out, slot, frame.len(), info, &class, now);
+        }
+    }
+
+    /// The egress side, and what it shares with the rest of the switch (disjoint borrows).
+    #[inline(always)]
+    fn sides(&mut self) -> (&mut Egress, Peers<'_>) {
+        (
+            &mut self.egress,
+            Peers {
                 ingress: &mut self.ingress,
                 pool: &mut self.pool,
                 packets: &mut self.packets,
-            };
-            self.egress
-                .enqueue(&mut peers, port, out, slot, frame.len(), info, &class, now);
-        }
+            },
+        )
     }
 
     #[inline]
@@ -219,12 +222,8 @@ impl Switch {
     /// Lets port index `port` transmit what it can by `now`: PFC frames first, then data in
     /// scheduler order, one after another at line rate. Returns frames sent.
     pub fn transmit(&mut self, port: usize, now: u64, sink: &mut impl TxSink) -> usize {
-        let mut peers = Peers {
-            ingress: &mut self.ingress,
-            pool: &mut self.pool,
-            packets: &mut self.packets,
-        };
-        self.egress.transmit(&mut peers, port, now, sink)
+        let (egress, mut peers) = self.sides();
+        egress.transmit(&mut peers, port, now, sink)
     }
 
     /// Runs the timers due at `now`: PFC refresh (ingress), watchdog detection and restoration
@@ -237,12 +236,8 @@ impl Switch {
                     self.egress.queue_pfc(port, req);
                 }
             }
-            let mut peers = Peers {
-                ingress: &mut self.ingress,
-                pool: &mut self.pool,
-                packets: &mut self.packets,
-            };
-            self.egress.poll_watchdog(&mut peers, port, now);
+            let (egress, mut peers) = self.sides();
+            egress.poll_watchdog(&mut peers, port, now);
         }
     }
 
