@@ -6,19 +6,52 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-/// What `rocesw run` was asked to do (its command-line options).
+/// What `rocesw run` was asked to do: its command-line options.
+#[derive(clap::Args)]
 pub struct RunArgs {
+    /// The switch config (TOML; see configs/README.md), validated whole before the start.
+    #[arg(long, value_name = "FILE")]
     pub config: PathBuf,
+    /// Seed for WRED's random marking decisions.
+    #[arg(long, default_value_t = 1)]
     pub seed: u64,
+    /// Print per-port rates, queue depths, PFC and marks every second (to stderr).
+    #[arg(long)]
     pub stats: bool,
+    /// Write the final counters as JSON here on exit.
+    #[arg(long, value_name = "FILE")]
     pub summary: Option<PathBuf>,
+    /// Stop by itself after this many seconds (tests, demos).
+    #[arg(long, value_name = "SECONDS")]
     pub duration: Option<f64>,
+    /// Control socket for `rocectl` (mode 0600; see controlplane/PROTOCOL.md). Default:
+    /// /run/rocesw/NAME.sock with --name, else /run/rocesw/rocesw.sock.
+    #[arg(long, value_name = "PATH")]
     pub control: Option<PathBuf>,
+    /// This switch's name: reported to `rocectl`, and its socket is /run/rocesw/NAME.sock
+    /// (so `rocectl --switch NAME` finds it). Lets one host run a small fabric.
+    #[arg(long, value_parser = switch_name)]
     pub name: Option<String>,
+    /// Also serve the control protocol over TCP on this loopback address (e.g.
+    /// 127.0.0.1:7700), for a control plane in another network namespace or container;
+    /// every connection must first send the token of --control-token-file.
+    #[arg(long, value_name = "ADDR", requires = "control_token_file")]
     pub control_tcp: Option<std::net::SocketAddr>,
+    /// File holding the TCP token (at least 16 characters; mode 0600 or 0400).
+    #[arg(long, value_name = "FILE", requires = "control_tcp")]
     pub control_token_file: Option<PathBuf>,
+    /// Do not open a control socket.
+    #[arg(long, conflicts_with_all = ["control", "control_tcp"])]
     pub no_control: bool,
+    /// When every port is a capture-file port: keep running after the inputs end (by
+    /// default the run drains and stops then), e.g. to inspect it with `rocectl`.
+    #[arg(long)]
     pub keep_running: bool,
+}
+
+/// A switch name as `--name` takes it (the socket path is made from it).
+fn switch_name(s: &str) -> Result<String, String> {
+    controlplane::protocol::check_name(s).map(|()| s.to_string())
 }
 
 /// Loads and validates a config file, printing its budget warnings.
