@@ -657,3 +657,82 @@ fn control_over_tcp_needs_the_token() {
         "{all}"
     );
 }
+
+/// Idle TCP peers that never authenticate cannot lock the owner out: with 256 descriptors
+/// and 300 such connections, the Unix socket still answers at once; connections over the
+/// TCP cap are closed straight away, and the rest once their time to authenticate is up.
+#[test]
+fn idle_tcp_peers_cannot_lock_the_owner_out() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("switch.toml");
+    std::fs::write(&cfg, config_text(dir.path(), |t| t)).unwrap();
+    let token = dir.path().join("token");
+    std::fs::write(&token, "a-long-enough-secret-token\n").unwrap();
+    std::fs::set_permissions(&token, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let addr = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().to_string()
+    };
+    let socket = dir.path().join("sw.sock");
+    let mut cmd = Command::new("sh");
+    cmd.arg("-c")
+        .arg("ulimit -n 256 && exec \"$0\" \"$@\"")
+        .arg(env!("CARGO_BIN_EXE_rocesw"))
+        .args(["run", "--keep-running", "--control-tcp", &addr, "--control-token-file"])
+        .arg(&token)
+        .arg("--control")
+        .arg(&socket)
+        .arg("--config")
+        .arg(&cfg)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    let _sw = Proc(cmd.spawn().unwrap());
+    wait_for("the switch's control socket", Duration::from_secs(20), || {
+        Client::connect(&socket).and_then(|mut c| c.call(Op::Hello)).is_ok()
+    });
+    let idle: Vec<std::net::TcpStream> = (0..300)
+        .filter_map(|_| std::net::TcpStream::connect(&addr).ok())
+        .collect();
+    std::thread::sleep(Duration::from_millis(300));
+    // The owner gets in, promptly, and is served.
+    let t0 = Instant::now();
+    let mut owner = Client::connect(&socket).expect("the owner is locked out");
+    owner.set_timeout(Some(Duration::from_secs(2))).unwrap();
+    owner.call(Op::Hello).expect("the owner is not served");
+    assert!(
+        t0.elapsed() < Duration::from_secs(1),
+        "the owner waited {:?}",
+        t0.elapsed()
+    );
+    // Over the cap: closed at once. The rest: closed when their time to authenticate is up.
+    let closed = |s: &std::net::TcpStream| {
+        s.set_read_timeout(Some(Duration::from_millis(20))).unwrap();
+        let mut b = [0u8; 1];
+        matches!((&*s).read(&mut b), Ok(0) | Err(_)) && {
+            // A timeout is "still open"; EOF or reset is "closed".
+            s.set_nonblocking(true).unwrap();
+            !matches!((&*s).read(&mut b), Err(ref e) if e.kind() == std::io::ErrorKind::WouldBlock)
+        }
+    };
+    let open_now = idle.iter().filter(|s| !closed(s)).count();
+    assert!(open_now <= 16, "{open_now} idle unauthenticated TCP connections held");
+    std::thread::sleep(Duration::from_secs(4));
+    let open_later = idle.iter().filter(|s| !closed(s)).count();
+    assert_eq!(open_later, 0, "idle connections kept past the authentication timeout");
+    // And a well-behaved TCP client still gets in afterwards.
+    let (ok, out, err) = ctl(
+        &rocectl(),
+        &[
+            "--tcp",
+            addr.as_str(),
+            "--token-file",
+            token.to_str().unwrap(),
+            "show",
+            "counters",
+            "--json",
+        ],
+    );
+    assert!(ok && out.contains("\"ports\""), "{err}");
+    owner.call(Op::Hello).unwrap();
+}
