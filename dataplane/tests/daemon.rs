@@ -736,3 +736,36 @@ fn idle_tcp_peers_cannot_lock_the_owner_out() {
     assert!(ok && out.contains("\"ports\""), "{err}");
     owner.call(Op::Hello).unwrap();
 }
+
+/// Capture-file ports need no root, but a control socket where the user may not write fails:
+/// the error says how to run anyway (`--control PATH` or `--no-control`).
+#[test]
+fn an_unusable_control_socket_says_what_to_do() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("switch.toml");
+    std::fs::write(&cfg, config_text(dir.path(), |t| t)).unwrap();
+    // A directory nobody can create (its parent is a file): as a non-root user's
+    // /run/rocesw would be.
+    let blocker = dir.path().join("not-a-dir");
+    std::fs::write(&blocker, "").unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_rocesw"))
+        .args(["run", "--duration", "1", "--config"])
+        .arg(&cfg)
+        .arg("--control")
+        .arg(blocker.join("rocesw.sock"))
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("--control PATH") && err.contains("--no-control") && err.contains("not-a-dir"),
+        "{err}"
+    );
+    // And with --no-control it runs.
+    let out = Command::new(env!("CARGO_BIN_EXE_rocesw"))
+        .args(["run", "--no-control", "--duration", "0.2", "--config"])
+        .arg(&cfg)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+}
