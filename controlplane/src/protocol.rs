@@ -314,6 +314,11 @@ pub struct ApplyData {
     /// The running config's version now (see [`ConfigData::version`]).
     #[serde(default)]
     pub version: u64,
+    /// True when the request changed nothing (a `patch` that is empty or sets what is already
+    /// set): the switch was not asked and the version stays, so a version always stands for
+    /// a change that took effect. Added within v1; left out when false.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub unchanged: bool,
 }
 
 /// How the refusal of an `apply` or `patch` whose `if_version` is no longer the running

@@ -687,3 +687,29 @@ fn framing_violations_close_the_connection() {
     drop(c);
     sw.finish();
 }
+
+/// A patch that changes nothing (empty, or setting what is already set) is answered
+/// `unchanged` and does not bump the version: a version is a change that took effect.
+#[test]
+fn a_patch_that_changes_nothing_keeps_the_version() {
+    let sw = start();
+    let path = sw.server.path().to_path_buf();
+    let mut c = Conn::open(&path);
+    for (id, frag) in [(1, ""), (2, "\n# nothing\n"), (3, "[ecn.roce]\nkmax = \"400KB\"\n")] {
+        let d = c.ok(json!({"v":1,"id":id,"op":"patch","toml":frag}));
+        assert_eq!(d["version"], 1, "{frag:?}: {d}");
+        assert_eq!(d["changed"], json!([]), "{d}");
+        assert_eq!(d["unchanged"], true, "{d}");
+    }
+    assert_eq!(c.ok(json!({"v":1,"id":4,"op":"get_config"}))["version"], 1);
+    assert_eq!(
+        c.ok(json!({"v":1,"id":5,"op":"get_config"}))["toml"].as_str().unwrap(),
+        config_text()
+    );
+    // A real change still counts, and its answer does not say unchanged.
+    let d = c.ok(json!({"v":1,"id":6,"op":"patch","toml":"[ecn.roce]\nkmax = \"300KB\"\n"}));
+    assert_eq!(d["version"], 2, "{d}");
+    assert!(d.get("unchanged").is_none(), "{d}");
+    drop(c);
+    sw.finish();
+}

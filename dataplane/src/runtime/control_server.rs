@@ -874,7 +874,19 @@ impl Server {
             .config_text
             .parse()
             .map_err(|e| format!("the running config no longer parses: {e}"))?;
+        let before = merged.clone();
         patch::merge(&mut merged, fragment);
+        if patch::changed_keys(&before, &merged).is_empty() {
+            // Nothing to do: not a change, so no new version. Still validated, so a patch
+            // never answers better than the config it would leave.
+            let loaded = controlplane::load_str(&self.config_text).map_err(|e| format!("invalid config: {e}"))?;
+            return Ok(json(&ApplyData {
+                changed: Vec::new(),
+                warnings: loaded.warnings,
+                version: self.config_version,
+                unchanged: true,
+            }));
+        }
         // Written over the running text, so its comments and layout stay where nothing changed.
         let text = controlplane::retext::rewrite(&self.config_text, &merged)?;
         self.change(text)
@@ -906,6 +918,7 @@ impl Server {
                     changed,
                     warnings: loaded.warnings,
                     version: self.config_version,
+                    unchanged: false,
                 }))
             }
             Ok(Err(reason)) => Err(format!("the switch refused the change: {reason}")),
