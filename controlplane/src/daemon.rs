@@ -13,8 +13,20 @@
 //!   asks the switch for a fresh `counters` snapshot over its own connection.
 //!
 //! The file is polled (content compared) rather than watched with inotify: editors replace
-//! files by rename, and polling a small file a few times a second costs nothing. A new content
-//! counts once two reads a poll apart agree, so a file caught half written is not refused.
+//! files by rename, and polling a small file a few times a second costs nothing.
+//!
+//! Only a complete, settled file is applied (a file caught half written may well parse: TOML
+//! sections have defaults, so a truncated file is often a valid, different config):
+//! * a new content counts once two reads a poll apart agree;
+//! * a content that looks cut short, because it drops a whole section (a table, or an element
+//!   of an array of tables such as a `[[port]]`) the last applied file had, or does not end in
+//!   a newline, counts only once it has stayed the same for [`SETTLE`] (and at least four
+//!   polls): a writer that paused mid-file finishes long before, one that meant it is applied
+//!   a little later, with a log line saying why it waited.
+//!
+//! A file that disappears (for two polls: an editor's save may briefly remove it) is said
+//! loudly and counted (`rocectl_daemon_config_missing_total`); the running config stays, and
+//! the file is applied again when it is back.
 
 use crate::metrics::Metrics;
 use crate::protocol::{ApplyData, Client, ClientError, Endpoint, Op};
@@ -24,7 +36,10 @@ use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+/// How long a content that looks cut short must stay unchanged before it is applied.
+pub const SETTLE: Duration = Duration::from_secs(2);
 
 /// What the daemon is told.
 pub struct DaemonOptions {
@@ -45,6 +60,10 @@ pub struct DaemonState {
     pub edits_refused: AtomicU64,
     /// Unix time (ms) of the last successful apply; 0 before the first.
     pub last_apply_ms: AtomicU64,
+    /// Times the config file was found gone (or unreadable); the running config stayed.
+    pub config_missing: AtomicU64,
+    /// Whether the config file is there now (false from the second failed read on).
+    pub config_present: AtomicBool,
 }
 
 /// Runs until `stop` is set. Fails only on a bad start (unreadable or invalid file, metrics
@@ -60,6 +79,7 @@ pub fn run(opts: DaemonOptions, stop: Arc<AtomicBool>) -> Result<(), String> {
         ));
     }
     let state = Arc::new(DaemonState::default());
+    state.config_present.store(true, Ordering::Relaxed);
     if let Some(addr) = opts.metrics {
         let bound = serve_metrics(
             addr,
@@ -76,38 +96,86 @@ pub fn run(opts: DaemonOptions, stop: Arc<AtomicBool>) -> Result<(), String> {
         opts.config.display()
     );
     let mut seen = desired.clone();
-    let mut pending: Option<String> = None;
+    // A new content and when it was first read that way.
+    let mut pending: Option<(String, Instant)> = None;
+    // What was said about the pending content being held.
+    let mut held_said = false;
+    let mut missing_polls = 0u32;
     let mut client: Option<Client> = None;
     let mut need_apply = true;
     // Said once per outage, not once per poll.
     let mut waiting_said = false;
     while !stop.load(Ordering::Relaxed) {
-        // 1. The file: a new valid content becomes desired; a bad one is refused once.
+        // 1. The file: a new valid content becomes desired once complete and settled; a bad
+        //    one is refused once.
         match std::fs::read_to_string(&opts.config) {
-            // A new content is acted on once two reads a poll apart agree: an editor or a
-            // script may be half way through writing it.
-            Ok(text) if text != seen && pending.as_ref() != Some(&text) => pending = Some(text),
-            Ok(text) if text != seen => {
-                pending = None;
-                seen = text.clone();
-                match crate::load_str(&text) {
-                    Ok(_) => {
-                        desired = text;
-                        need_apply = true;
-                    }
-                    Err(e) => {
-                        state.edits_refused.fetch_add(1, Ordering::Relaxed);
-                        let msg = e.problems().join("; ");
-                        eprintln!(
-                            "rocectl daemon: {}: edit refused, the running config stays: {msg}",
-                            opts.config.display()
-                        );
+            Ok(text) => {
+                if missing_polls >= 2 {
+                    eprintln!("rocectl daemon: {} is back", opts.config.display());
+                }
+                missing_polls = 0;
+                state.config_present.store(true, Ordering::Relaxed);
+                if text == seen {
+                    pending = None;
+                } else if pending.as_ref().is_none_or(|(p, _)| *p != text) {
+                    pending = Some((text, Instant::now()));
+                    held_said = false;
+                } else if let Some((text, since)) = pending.take() {
+                    let suspicion = looks_cut_short(&desired, &text);
+                    let settle = SETTLE.max(opts.poll * 4);
+                    match suspicion {
+                        Some(why) if since.elapsed() < settle => {
+                            if !held_said {
+                                eprintln!(
+                                    "rocectl daemon: {}: the new content {why}; holding it until it has stayed \
+                                     the same for {} ms (a save caught half way)",
+                                    opts.config.display(),
+                                    settle.as_millis()
+                                );
+                                held_said = true;
+                            }
+                            pending = Some((text, since));
+                        }
+                        _ => {
+                            if let Some(why) = suspicion {
+                                eprintln!(
+                                    "rocectl daemon: {}: the new content {why}, and stayed so: taking it as meant",
+                                    opts.config.display()
+                                );
+                            }
+                            seen = text.clone();
+                            match crate::load_str(&text) {
+                                Ok(_) => {
+                                    desired = text;
+                                    need_apply = true;
+                                }
+                                Err(e) => {
+                                    state.edits_refused.fetch_add(1, Ordering::Relaxed);
+                                    let msg = e.problems().join("; ");
+                                    eprintln!(
+                                        "rocectl daemon: {}: edit refused, the running config stays: {msg}",
+                                        opts.config.display()
+                                    );
+                                }
+                            }
+                        }
                     }
                 }
             }
-            Ok(_) => pending = None,
-            // Mid-rename or briefly missing: try again next round.
-            Err(_) => {}
+            // Gone or unreadable. An editor's save may remove it for an instant: said (loudly,
+            // once) from the second failed read on.
+            Err(e) => {
+                missing_polls += 1;
+                if missing_polls == 2 {
+                    state.config_missing.fetch_add(1, Ordering::Relaxed);
+                    state.config_present.store(false, Ordering::Relaxed);
+                    eprintln!(
+                        "rocectl daemon: WARNING: {} disappeared or cannot be read ({e}); the switch keeps \
+                         the running config, and the file is applied again when it is back",
+                        opts.config.display()
+                    );
+                }
+            }
         }
         // 2. The switch: (re)connect, heartbeat, apply.
         if client.is_none() {
@@ -170,6 +238,55 @@ pub fn run(opts: DaemonOptions, stop: Arc<AtomicBool>) -> Result<(), String> {
         std::thread::sleep(opts.poll);
     }
     Ok(())
+}
+
+/// Why `new` looks like `old` cut short rather than edited: it drops a whole section (table
+/// path) or array-of-tables element that `old` had, or its last line is unfinished. None if
+/// neither (or if it does not parse: then validation says what is wrong).
+fn looks_cut_short(old: &str, new: &str) -> Option<String> {
+    if !new.is_empty() && !new.ends_with('\n') {
+        return Some("does not end with a newline".into());
+    }
+    let (Ok(old), Ok(new)) = (old.parse::<toml::Table>(), new.parse::<toml::Table>()) else {
+        return None;
+    };
+    let (mut before, mut after) = (Vec::new(), Vec::new());
+    sections(&old, "", &mut before);
+    sections(&new, "", &mut after);
+    let gone: Vec<&String> = before.iter().filter(|s| !after.contains(s)).collect();
+    if gone.is_empty() {
+        return None;
+    }
+    let names: Vec<String> = gone.iter().take(4).map(|s| format!("[{s}]")).collect();
+    let more = if gone.len() > 4 { ", …" } else { "" };
+    Some(format!("drops {}{more}", names.join(", ")))
+}
+
+/// Every table's dotted path in `t`, array-of-tables elements as `name[i]`.
+fn sections(t: &toml::Table, prefix: &str, out: &mut Vec<String>) {
+    for (k, v) in t {
+        let path = if prefix.is_empty() {
+            k.clone()
+        } else {
+            format!("{prefix}.{k}")
+        };
+        match v {
+            toml::Value::Table(inner) => {
+                out.push(path.clone());
+                sections(inner, &path, out);
+            }
+            toml::Value::Array(items) if items.iter().all(toml::Value::is_table) && !items.is_empty() => {
+                for (i, item) in items.iter().enumerate() {
+                    let p = format!("{path}[{i}]");
+                    out.push(p.clone());
+                    if let toml::Value::Table(inner) = item {
+                        sections(inner, &p, out);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
 }
 
 /// Binds the metrics listener (loopback only) and serves it on its own thread. Returns the
@@ -287,6 +404,22 @@ pub fn render_metrics(socket: &Endpoint, name: &str, state: &DaemonState) -> Str
         "edits of the config file refused as invalid",
         base.clone(),
         state.edits_refused.load(Ordering::Relaxed) as f64,
+    );
+    m.counter(
+        "rocectl_daemon_config_missing",
+        "times the config file disappeared or could not be read (the running config stayed)",
+        base.clone(),
+        state.config_missing.load(Ordering::Relaxed) as f64,
+    );
+    m.gauge(
+        "rocectl_daemon_config_file_present",
+        "1 if the config file is there now",
+        base.clone(),
+        if state.config_present.load(Ordering::Relaxed) {
+            1.0
+        } else {
+            0.0
+        },
     );
     m.gauge(
         "rocectl_daemon_last_apply_timestamp_seconds",

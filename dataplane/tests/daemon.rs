@@ -769,3 +769,83 @@ fn an_unusable_control_socket_says_what_to_do() {
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
 }
+
+/// The daemon applies only a complete, settled file: a save caught half way that parses but
+/// has lost a whole section is held (an editor finishing its write replaces it before it
+/// counts), a section really removed is applied once the file has stayed so for the settle
+/// time, and a file that disappears is said loudly and counted while the running config stays.
+#[test]
+fn the_daemon_applies_only_complete_files_and_says_when_its_file_goes() {
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("sw.sock");
+    let switch_cfg = dir.path().join("switch.toml");
+    std::fs::write(&switch_cfg, config_text(dir.path(), |t| t)).unwrap();
+    let desired = dir.path().join("desired.toml");
+    std::fs::write(&desired, config_text(dir.path(), kmax("250KB"))).unwrap();
+    let _sw = start_switch(&switch_cfg, &socket);
+    let mut d = Command::new(rocectl())
+        .arg("--socket")
+        .arg(&socket)
+        .args(["daemon", "--poll-ms", "50", "--metrics", "127.0.0.1:0", "--config"])
+        .arg(&desired)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let log = collect(&mut d);
+    let _daemon = Proc(d);
+    wait_for("the daemon to apply its file", Duration::from_secs(20), || {
+        running_kmax(&socket) == "250KB"
+    });
+    let has_fdb = |s: &Path| running_config(s).contains("[fdb]");
+    assert!(has_fdb(&socket));
+
+    // Half written: everything up to the last section. It parses and validates (the section
+    // has defaults), but it is not what the user is saving.
+    let full = config_text(dir.path(), kmax("300KB"));
+    let half = full.split("[fdb]").next().unwrap().to_string();
+    assert!(
+        controlplane::load_str(&half).is_ok(),
+        "the truncated file must validate for this test"
+    );
+    std::fs::write(&desired, &half).unwrap();
+    std::thread::sleep(Duration::from_millis(800));
+    assert_eq!(running_kmax(&socket), "250KB", "a half-written file was applied");
+    assert!(has_fdb(&socket));
+    // The write completes: the whole file applies.
+    std::fs::write(&desired, &full).unwrap();
+    wait_for("the completed file", Duration::from_secs(5), || {
+        running_kmax(&socket) == "300KB"
+    });
+    assert!(has_fdb(&socket));
+
+    // The file disappears: said loudly, counted, the running config stays.
+    std::fs::remove_file(&desired).unwrap();
+    wait_for("the daemon to say the file is gone", Duration::from_secs(5), || {
+        log.lock().unwrap().iter().any(|l| l.contains("disappeared"))
+    });
+    let addr = {
+        let l = log.lock().unwrap();
+        let line = l.iter().find(|l| l.contains("metrics on http://")).unwrap();
+        line.split("http://")
+            .nth(1)
+            .unwrap()
+            .trim_end_matches("/metrics")
+            .to_string()
+    };
+    let (_, body) = http_get(&addr, "/metrics");
+    assert_eq!(metric(&body, "rocectl_daemon_config_missing_total", &[]), 1.0, "{body}");
+    assert_eq!(running_kmax(&socket), "300KB");
+
+    // A section removed on purpose (the file stays so): applied after the settle time.
+    std::fs::write(&desired, half.replace("kmax = \"300KB\"", "kmax = \"320KB\"")).unwrap();
+    wait_for("the back file", Duration::from_secs(1), || {
+        log.lock().unwrap().iter().any(|l| l.contains("is back"))
+    });
+    std::thread::sleep(Duration::from_millis(800));
+    assert_eq!(running_kmax(&socket), "300KB", "applied before it settled");
+    wait_for("the settled removal", Duration::from_secs(5), || {
+        running_kmax(&socket) == "320KB"
+    });
+    assert!(!has_fdb(&socket));
+}
