@@ -31,8 +31,7 @@
 use crate::metrics::Metrics;
 use crate::protocol::{ApplyData, Client, ClientError, Endpoint, Op};
 use crate::snapshot::Snapshot;
-use std::io::{BufRead, BufReader, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::{SocketAddr, TcpListener};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -289,8 +288,25 @@ fn sections(t: &toml::Table, prefix: &str, out: &mut Vec<String>) {
     }
 }
 
-/// Binds the metrics listener (loopback only) and serves it on its own thread. Returns the
-/// bound address (port 0 picks a free one).
+/// A metrics request (its headers) must arrive whole within this, or its connection is closed:
+/// a client trickling bytes cannot hold a connection for ever.
+pub const METRICS_REQUEST_DEADLINE: Duration = Duration::from_secs(5);
+/// A metrics connection is closed this long after it was accepted, whatever it is doing
+/// (a scrape asks the switch with a 5 s timeout, so an answer is always ready before).
+pub const METRICS_CONNECTION_DEADLINE: Duration = Duration::from_secs(10);
+/// Metrics connections open at once; more are closed as they arrive.
+pub const MAX_METRICS_CONNECTIONS: usize = 32;
+
+/// What a metrics request needs to answer.
+struct MetricsCtx {
+    socket: Endpoint,
+    name: String,
+    state: Arc<DaemonState>,
+}
+
+/// Binds the metrics listener (loopback only) and serves it on its own thread: a tokio runtime
+/// with one task per connection (at most [`MAX_METRICS_CONNECTIONS`]), hyper's HTTP/1 with a
+/// whole-header deadline. Returns the bound address (port 0 picks a free one).
 fn serve_metrics(
     addr: SocketAddr,
     socket: Endpoint,
@@ -305,61 +321,96 @@ fn serve_metrics(
     }
     let listener = TcpListener::bind(addr).map_err(|e| format!("--metrics {addr}: cannot listen: {e}"))?;
     let bound = listener.local_addr().map_err(|e| e.to_string())?;
+    listener.set_nonblocking(true).map_err(|e| e.to_string())?;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_io()
+        .enable_time()
+        .build()
+        .map_err(|e| format!("metrics: cannot start: {e}"))?;
+    let ctx = Arc::new(MetricsCtx { socket, name, state });
     std::thread::Builder::new()
         .name("rocectl-metrics".into())
-        .spawn(move || {
-            for conn in listener.incoming() {
-                if stop.load(Ordering::Relaxed) {
-                    break;
-                }
-                if let Ok(s) = conn {
-                    if let Err(e) = answer(s, &socket, &name, &state) {
-                        tracing::debug!("metrics request: {e}");
-                    }
-                }
-            }
-        })
+        .spawn(move || rt.block_on(metrics_loop(listener, ctx, stop)))
         .map_err(|e| e.to_string())?;
     Ok(bound)
 }
 
-/// One HTTP/1.x exchange: `GET /metrics` (or `/`), nothing else; then the connection closes.
-fn answer(mut s: TcpStream, socket: &Endpoint, name: &str, state: &DaemonState) -> std::io::Result<()> {
-    s.set_read_timeout(Some(Duration::from_secs(2)))?;
-    s.set_write_timeout(Some(Duration::from_secs(2)))?;
-    let mut reader = BufReader::new(s.try_clone()?);
-    let mut request_line = String::new();
-    // Bounded reads: a request line and headers of at most 8 KiB.
-    let mut budget = 8192usize;
-    reader.by_ref_limited(&mut budget, &mut request_line)?;
-    loop {
-        let mut h = String::new();
-        let n = reader.by_ref_limited(&mut budget, &mut h)?;
-        if n == 0 || h == "\r\n" || h == "\n" {
-            break;
+async fn metrics_loop(listener: TcpListener, ctx: Arc<MetricsCtx>, stop: Arc<AtomicBool>) {
+    let listener = match tokio::net::TcpListener::from_std(listener) {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("rocectl daemon: metrics disabled: {e}");
+            return;
         }
-    }
-    let mut parts = request_line.split_whitespace();
-    let (method, path) = (parts.next().unwrap_or(""), parts.next().unwrap_or(""));
-    let (status, ctype, body) = if method.is_empty() || !request_line.ends_with('\n') {
-        ("400 Bad Request", "text/plain", "bad request\n".to_string())
-    } else if method != "GET" {
-        ("405 Method Not Allowed", "text/plain", "only GET\n".to_string())
-    } else if path == "/metrics" || path == "/" {
-        (
-            "200 OK",
-            "application/openmetrics-text; version=1.0.0; charset=utf-8",
-            render_metrics(socket, name, state),
-        )
-    } else {
-        ("404 Not Found", "text/plain", "see /metrics\n".to_string())
     };
-    write!(
-        s,
-        "HTTP/1.1 {status}\r\nContent-Type: {ctype}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        body.len()
-    )?;
-    s.flush()
+    let slots = Arc::new(tokio::sync::Semaphore::new(MAX_METRICS_CONNECTIONS));
+    while !stop.load(Ordering::Relaxed) {
+        // Wakes up now and then to notice `stop`.
+        let Ok(accepted) = tokio::time::timeout(Duration::from_millis(250), listener.accept()).await else {
+            continue;
+        };
+        let tcp = match accepted {
+            Ok((tcp, _)) => tcp,
+            Err(e) => {
+                tracing::debug!("metrics: accept failed: {e}");
+                // Out of descriptors and the like: do not spin.
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                continue;
+            }
+        };
+        let Ok(slot) = slots.clone().try_acquire_owned() else {
+            tracing::debug!("metrics: too many connections; closing a new one");
+            continue;
+        };
+        let ctx = ctx.clone();
+        tokio::spawn(async move {
+            let _slot = slot;
+            let svc = hyper::service::service_fn(move |req| respond(req, ctx.clone()));
+            let mut http = hyper::server::conn::http1::Builder::new();
+            http.timer(hyper_util::rt::TokioTimer::new())
+                .header_read_timeout(METRICS_REQUEST_DEADLINE)
+                .max_buf_size(16 * 1024)
+                .keep_alive(false);
+            let conn = http.serve_connection(hyper_util::rt::TokioIo::new(tcp), svc);
+            match tokio::time::timeout(METRICS_CONNECTION_DEADLINE, conn).await {
+                Ok(Err(e)) => tracing::debug!("metrics request: {e}"),
+                Err(_) => tracing::debug!("metrics request: connection deadline"),
+                Ok(Ok(())) => {}
+            }
+        });
+    }
+}
+
+/// `GET /metrics` (or `/`), nothing else.
+async fn respond(
+    req: hyper::Request<hyper::body::Incoming>,
+    ctx: Arc<MetricsCtx>,
+) -> Result<hyper::Response<http_body_util::Full<bytes::Bytes>>, std::convert::Infallible> {
+    let plain = |status: u16, text: &'static str| {
+        hyper::Response::builder()
+            .status(status)
+            .header("content-type", "text/plain")
+            .body(http_body_util::Full::new(bytes::Bytes::from_static(text.as_bytes())))
+            .expect("a static response builds")
+    };
+    if req.method() != hyper::Method::GET {
+        return Ok(plain(405, "only GET\n"));
+    }
+    if !matches!(req.uri().path(), "/metrics" | "/") {
+        return Ok(plain(404, "see /metrics\n"));
+    }
+    // Asking the switch blocks (up to its 5 s timeout): off the runtime's thread, so other
+    // connections keep being served.
+    let body = tokio::task::spawn_blocking(move || render_metrics(&ctx.socket, &ctx.name, &ctx.state))
+        .await
+        .unwrap_or_default();
+    Ok(hyper::Response::builder()
+        .header(
+            "content-type",
+            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+        )
+        .body(http_body_util::Full::new(bytes::Bytes::from(body)))
+        .expect("a metrics response builds"))
 }
 
 /// The switch's counters (fresh, over a connection of its own) and the daemon's state.
@@ -428,24 +479,4 @@ pub fn render_metrics(socket: &Endpoint, name: &str, state: &DaemonState) -> Str
         state.last_apply_ms.load(Ordering::Relaxed) as f64 / 1e3,
     );
     m.encode()
-}
-
-/// `read_line` with a shared byte budget, so a client cannot make the server buffer without
-/// bound.
-trait LimitedLines {
-    fn by_ref_limited(&mut self, budget: &mut usize, out: &mut String) -> std::io::Result<usize>;
-}
-
-impl<R: BufRead> LimitedLines for R {
-    fn by_ref_limited(&mut self, budget: &mut usize, out: &mut String) -> std::io::Result<usize> {
-        let n = std::io::Read::take(&mut *self, *budget as u64).read_line(out)?;
-        *budget = budget.saturating_sub(n);
-        if *budget == 0 {
-            return Err(std::io::Error::new(
-                std::io::ErrorKind::InvalidData,
-                "request too large",
-            ));
-        }
-        Ok(n)
-    }
 }

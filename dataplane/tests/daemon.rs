@@ -849,3 +849,65 @@ fn the_daemon_applies_only_complete_files_and_says_when_its_file_goes() {
     });
     assert!(!has_fdb(&socket));
 }
+
+/// The metrics endpoint serves scrapes concurrently, and a client that trickles its request
+/// (a byte every 1.5 s) neither delays them nor holds its connection past the request deadline.
+#[test]
+fn a_slow_metrics_client_does_not_block_scrapes() {
+    let dir = tempfile::tempdir().unwrap();
+    let desired = dir.path().join("desired.toml");
+    std::fs::write(&desired, config_text(dir.path(), |t| t)).unwrap();
+    // No switch: scrapes answer at once with dataplane_up 0.
+    let mut d = Command::new(rocectl())
+        .arg("--socket")
+        .arg(dir.path().join("nobody.sock"))
+        .args(["daemon", "--poll-ms", "100", "--metrics", "127.0.0.1:0", "--config"])
+        .arg(&desired)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let log = collect(&mut d);
+    let _daemon = Proc(d);
+    wait_for("the metrics address", Duration::from_secs(10), || {
+        log.lock().unwrap().iter().any(|l| l.contains("metrics on http://"))
+    });
+    let addr = {
+        let l = log.lock().unwrap();
+        let line = l.iter().find(|l| l.contains("metrics on http://")).unwrap();
+        line.split("http://")
+            .nth(1)
+            .unwrap()
+            .trim_end_matches("/metrics")
+            .to_string()
+    };
+    let slow: Vec<_> = (0..3)
+        .map(|_| {
+            let addr = addr.clone();
+            std::thread::spawn(move || {
+                let mut s = std::net::TcpStream::connect(&addr).unwrap();
+                let t0 = Instant::now();
+                for b in b"GET /metrics HTTP/1.1\r\nHost: slow\r\n".iter().cycle() {
+                    if s.write_all(&[*b]).is_err() || t0.elapsed() > Duration::from_secs(20) {
+                        break;
+                    }
+                    std::thread::sleep(Duration::from_millis(1500));
+                }
+                t0.elapsed()
+            })
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(200));
+    let t0 = Instant::now();
+    while t0.elapsed() < Duration::from_secs(4) {
+        let t = Instant::now();
+        let (status, body) = http_get(&addr, "/metrics");
+        assert!(status.contains("200"), "{status}");
+        assert_eq!(metric(&body, "rocectl_daemon_dataplane_up", &[]), 0.0, "{body}");
+        assert!(t.elapsed() < Duration::from_secs(1), "a scrape took {:?}", t.elapsed());
+    }
+    for s in slow {
+        let held = s.join().unwrap();
+        assert!(held < Duration::from_secs(10), "a trickling client was held {held:?}");
+    }
+}
