@@ -10,7 +10,9 @@
 //! * The daemon holds no state the switch needs: killing it leaves the switch forwarding on its
 //!   last config, and a new daemon simply re-applies.
 //! * Optionally serves Prometheus metrics on a loopback address (`metrics.rs`): each scrape
-//!   asks the switch for a fresh `counters` snapshot over its own connection.
+//!   asks the switch for a fresh `counters` snapshot over its own connection. Connections are
+//!   served concurrently (hyper on a small tokio runtime) with a deadline on the request and
+//!   on the connection, so a slow or stalled client delays no scrape.
 //!
 //! The file is polled (content compared) rather than watched with inotify: editors replace
 //! files by rename, and polling a small file a few times a second costs nothing.

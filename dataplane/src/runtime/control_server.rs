@@ -5,8 +5,16 @@
 //! listener and its non-blocking connections. What needs the switch — counters, the FDB, a
 //! config change — goes to the pipeline worker as a [`ControlRequest`] on the lock-free
 //! [`ControlQueue`], and this thread waits for the reply (at most [`REPLY_TIMEOUT`]); requests
-//! are therefore served one at a time, in arrival order. The thread keeps the running config's
-//! TOML text: `get_config` answers it, `patch` merges into it, a successful change replaces it.
+//! are therefore served one at a time. The thread keeps the running config's TOML text:
+//! `get_config` answers it, `patch` merges into it, a successful change replaces it.
+//!
+//! No client can take the thread or the process's memory from the others (PROTOCOL.md,
+//! "Limits"): each round of the loop serves every connection at most [`REQUESTS_PER_ROUND`]
+//! requests; a connection's requests are read only while fewer than [`MAX_PENDING_OUTPUT`]
+//! bytes of its answers wait to be sent, and only when no complete line is buffered, so what
+//! one connection holds is bounded; connections are capped per listener, TCP ones must
+//! authenticate within [`AUTH_TIMEOUT`], and the owner's Unix socket is accepted first and
+//! freed a descriptor when the process has none left.
 
 use crate::runtime::worker::{ControlQueue, ControlRequest};
 use anyhow::{bail, Context};
