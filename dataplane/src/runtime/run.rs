@@ -64,6 +64,25 @@ pub fn load_config(path: &Path) -> Result<controlplane::Config> {
     Ok(loaded.config)
 }
 
+/// A control socket that cannot be created stops the run; the message says how to run anyway,
+/// since capture-file ports need no root but the default socket under /run/rocesw does.
+fn control_socket_error(path: &Path, e: anyhow::Error) -> anyhow::Error {
+    let msg = format!("{e:#}");
+    if msg.contains("another switch") {
+        return e.context(format!("control socket {}", path.display()));
+    }
+    let root = if path.starts_with("/run") {
+        " (the default under /run/rocesw needs root)"
+    } else {
+        ""
+    };
+    anyhow::anyhow!(
+        "control socket {}: {msg}\n  to run anyway, give --control PATH (somewhere you may write, e.g. \
+         --control ./rocesw.sock{root}) or --no-control",
+        path.display()
+    )
+}
+
 pub fn run(args: RunArgs) -> Result<()> {
     let RunArgs {
         config,
@@ -153,7 +172,7 @@ pub fn run(args: RunArgs) -> Result<()> {
                     tcp,
                 },
             )
-            .with_context(|| format!("control socket {}", control.display()))?,
+            .map_err(|e| control_socket_error(&control, e))?,
         )
     };
     let opts = crate::runtime::worker::RunOptions {
