@@ -91,6 +91,15 @@ impl EalArgs {
         Ok(EalArgs { args })
     }
 
+    /// Sets the memory the EAL reserves (`-m`, MiB), replacing the default of
+    /// [`EalArgs::default_for_vdevs`].
+    pub fn set_memory_mb(&mut self, mb: u32) {
+        match self.args.iter().position(|a| a == "-m") {
+            Some(i) if i + 1 < self.args.len() => self.args[i + 1] = mb.to_string(),
+            _ => self.args.extend(["-m".to_string(), mb.to_string()]),
+        }
+    }
+
     /// Appends an argument (e.g. `--log-level=pmd.net.ring:debug`).
     pub fn push(&mut self, arg: impl Into<String>) {
         self.args.push(arg.into());
@@ -246,7 +255,9 @@ mod tests {
         }
         let prefix = a.file_prefix().unwrap();
         assert!(prefix.starts_with(&format!("rocesw-{}-", std::process::id())));
-        let b = EalArgs::default_for_vdevs::<&str>(&[]).unwrap();
+        let mut b = EalArgs::default_for_vdevs::<&str>(&[]).unwrap();
+        b.set_memory_mb(1024);
+        assert!(b.as_slice().join(" ").contains("--no-huge -m 1024 --no-pci"));
         assert_ne!(b.file_prefix(), a.file_prefix(), "prefixes are unique");
     }
 
