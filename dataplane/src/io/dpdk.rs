@@ -65,6 +65,24 @@ impl DpdkRuntime {
         if devs.is_empty() {
             return Ok(None);
         }
+        // An unknown driver makes the whole EAL fail with "No such device", naming nothing:
+        // say which port asks for it before starting DPDK.
+        let pmd_dir = std::path::Path::new(Eal::pmd_dir());
+        for (i, d) in &devs {
+            let driver = DeviceSpec::parse(d).ok().and_then(|s| s.driver().map(str::to_string));
+            if let Some(driver) = driver {
+                if dpdk::driver_installed(pmd_dir, &driver) == Some(false) {
+                    anyhow::bail!(
+                        "port {} (dpdk = {d:?}): no such DPDK driver '{driver}': the installed \
+                         drivers are in {}/ (install the DPDK driver packages, librte-net-*, or \
+                         fix the device name: net_null, net_ring, net_pcap, net_af_packet, \
+                         net_tap, net_vhost, net_memif...)",
+                        cfg.ports[*i].id,
+                        pmd_dir.display()
+                    );
+                }
+            }
+        }
         let names: Vec<&str> = devs.iter().map(|(_, d)| *d).collect();
         let args = eal_args(&cfg.run.dpdk, &names).map_err(|e| anyhow::anyhow!("DPDK: {e}"))?;
         tracing::debug!(args = args.as_slice().join(" "), "starting DPDK's EAL");
@@ -86,10 +104,20 @@ impl DpdkRuntime {
     }
 
     /// Opens, configures and starts the DPDK port of `p` (which must have `dpdk` set).
-    pub fn open(&self, p: &PortConfig) -> Result<DpdkPort, dpdk::Error> {
+    /// Errors name the device, not the port (the caller adds it).
+    pub fn open(&self, p: &PortConfig) -> anyhow::Result<DpdkPort> {
         let device = p.dpdk.as_deref().unwrap_or_default();
-        let spec = DeviceSpec::parse(device)?;
-        let mut port = EthPort::by_name(device)?;
+        let spec = DeviceSpec::parse(device).map_err(|e| anyhow::anyhow!("{e}"))?;
+        let mut port = EthPort::by_name(device).map_err(|e| match e.kind() {
+            // The EAL started without it: its driver refused the device or its arguments.
+            dpdk::ErrorKind::NoSuchPort if !spec.is_pci() => anyhow::anyhow!(
+                "driver {} refused device {} (DPDK's log above says why, e.g. a file or \
+                 interface that does not exist): check its key=value arguments",
+                spec.driver().unwrap_or("?"),
+                spec.name()
+            ),
+            _ => anyhow::anyhow!("{e}"),
+        })?;
         // The driver's default MTU (1500) unless the port asks for more: some virtual drivers
         // refuse any MTU setting.
         let mtu = p.max_frame_bytes.saturating_sub(L2_OVERHEAD);
@@ -97,8 +125,8 @@ impl DpdkRuntime {
             mtu: (mtu > 1500).then(|| u16::try_from(mtu).unwrap_or(u16::MAX)),
             ..Default::default()
         };
-        port.configure(&cfg, &self.pool)?;
-        port.start()?;
+        port.configure(&cfg, &self.pool).map_err(|e| anyhow::anyhow!("{e}"))?;
+        port.start().map_err(|e| anyhow::anyhow!("{e}"))?;
         Ok(DpdkPort {
             label: spec.name().to_string(),
             port,
