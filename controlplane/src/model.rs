@@ -54,6 +54,10 @@ pub struct PortConfig {
     /// In `rocesw run`, a port fed from and written to capture files instead of an interface
     /// (exclusive with `interface`).
     pub pcap: Option<PcapPortConfig>,
+    /// In `rocesw run`, a DPDK port: its device string as written (a virtual device such as
+    /// `net_pcap0,rx_pcap=in.pcap`, or a PCI address), already checked to be well formed.
+    /// Exclusive with `interface` and `pcap`.
+    pub dpdk: Option<String>,
     /// Headroom per PG on this port in bytes (0 for lossy PGs), resolved from the PG profile:
     /// either given, or computed from speed, cable length and MTU (see `headroom`).
     pub headroom_bytes: [u64; NUM_TC],
@@ -95,6 +99,21 @@ pub struct RunConfig {
     pub idle_sleep_ns: Option<u64>,
     /// On SIGINT/SIGTERM, how long to keep transmitting what was admitted before giving up.
     pub drain_timeout_ns: u64,
+    /// How DPDK's EAL starts when some port is a DPDK port (`[run.dpdk]`).
+    pub dpdk: DpdkRunConfig,
+}
+
+/// `[run.dpdk]`, resolved.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DpdkRunConfig {
+    /// Extra EAL arguments, after rocesw's own.
+    pub eal_args: Vec<String>,
+    /// Memory the EAL reserves, in MiB.
+    pub memory_mb: u32,
+    /// Hugepage-backed memory (needed by PCI ports); false: `--no-huge`, anonymous memory.
+    pub hugepages: bool,
+    /// Mbufs in the shared packet pool of the DPDK ports.
+    pub mbufs: u32,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -579,3 +579,55 @@ fn ucloud_check_uses_each_ports_profiles() {
         ],
     );
 }
+
+/// `[[port]] dpdk = "..."` (issue 8): the device string is checked without DPDK, one backend
+/// per port, one port per device, and PCI devices need hugepages.
+#[test]
+fn dpdk_ports_are_validated() {
+    let port0 = |extra: &str| BASE.replacen("[[port]]\nid = 0\n", &format!("[[port]]\nid = 0\n{extra}\n"), 1);
+    let l = ok(&port0(
+        "dpdk = \"net_pcap0,rx_pcap=/tmp/in.pcap,tx_pcap=/tmp/out.pcap\"",
+    ));
+    assert_eq!(
+        l.config.ports[0].dpdk.as_deref(),
+        Some("net_pcap0,rx_pcap=/tmp/in.pcap,tx_pcap=/tmp/out.pcap")
+    );
+    let d = &l.config.run.dpdk;
+    assert!(!d.hugepages, "no PCI port: no hugepages by default");
+    assert_eq!((d.memory_mb, d.mbufs), (512, 16383));
+    assert!(d.eal_args.is_empty());
+
+    has(
+        &problems(&port0("dpdk = \"net_ring0,,\"")),
+        &["port[0].dpdk", "malformed DPDK device"],
+    );
+    has(&problems(&port0("dpdk = \"\"")), &["port[0].dpdk", "empty"]);
+    has(
+        &problems(&port0("dpdk = \"net_null0\"\ninterface = \"veth0\"")),
+        &["port[0]", "one of `interface`, `pcap` or `dpdk`"],
+    );
+    let both = BASE.replacen("id = 0\n", "id = 0\ndpdk = \"net_null0\"\n", 1).replacen(
+        "id = 1\n",
+        "id = 1\ndpdk = \"net_null0,size=64\"\n",
+        1,
+    );
+    has(
+        &problems(&both),
+        &["port[1].dpdk", "net_null0 is already used by port[0]"],
+    );
+
+    // A PCI port turns hugepages on; refusing them is an error naming the port.
+    let pci = ok(&port0("dpdk = \"3b:00.0\""));
+    assert_eq!(pci.config.ports[0].dpdk.as_deref(), Some("0000:3b:00.0"));
+    assert!(pci.config.run.dpdk.hugepages);
+    let refused = port0("dpdk = \"3b:00.0\"") + "\n[run.dpdk]\nhugepages = false\n";
+    has(&problems(&refused), &["run.dpdk.hugepages", "PCI port 0000:3b:00.0"]);
+
+    let tuned = port0("dpdk = \"net_null0\"")
+        + "\n[run.dpdk]\nmemory = \"1GiB\"\nmbufs = 8191\neal_args = [\"--log-level=pmd.net.null:debug\"]\n";
+    let d = ok(&tuned).config.run.dpdk;
+    assert_eq!((d.memory_mb, d.mbufs, d.eal_args.len()), (1024, 8191, 1));
+    let bad = problems(&(port0("dpdk = \"net_null0\"") + "\n[run.dpdk]\nmemory = \"1MiB\"\nmbufs = 10\n"));
+    has(&bad, &["run.dpdk.memory", "64MiB"]);
+    has(&bad, &["run.dpdk.mbufs"]);
+}

@@ -214,3 +214,22 @@ fn capture_pacing_keeps_the_capture_spacing() {
         assert!(g < 50_000_000, "asap: gap {g} ns");
     }
 }
+
+/// A build without the `dpdk` feature refuses a DPDK port, saying how to build one that can.
+#[cfg(not(feature = "dpdk"))]
+#[test]
+fn dpdk_ports_need_the_dpdk_build() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(dir.path(), |id| format!("dpdk = \"net_null{id}\""));
+    let out = Command::new(env!("CARGO_BIN_EXE_rocesw"))
+        .args(["run", "--no-control", "--config"])
+        .arg(&cfg)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("port 0 (dpdk = \"net_null0\"): this rocesw was built without DPDK support: cargo build --release --features dpdk"),
+        "{err}"
+    );
+}

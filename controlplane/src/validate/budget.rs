@@ -46,6 +46,7 @@ pub(super) fn resolve_headroom(
                 name: p.name.clone(),
                 interface: p.interface.clone(),
                 pcap: p.pcap.clone(),
+                dpdk: p.dpdk.clone(),
                 worker: p.worker.unwrap_or(usize::MAX),
                 speed_bps: p.speed_bps,
                 cable_m: p.cable_m,

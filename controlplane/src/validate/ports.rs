@@ -70,12 +70,25 @@ fn resolve_pcap_port(cx: &mut Ctx, path: &str, s: &PcapPortSection) -> Option<Pc
     Some(PcapPortConfig { input, output, pace })
 }
 
+/// `[[port]] dpdk = "..."`: a well-formed device string (checked without DPDK), stored with a
+/// short PCI address completed (`3b:00.0` → `0000:3b:00.0`).
+fn resolve_dpdk_port(cx: &mut Ctx, path: &str, text: &str) -> Option<String> {
+    match dpdk::DeviceSpec::parse(text) {
+        Ok(spec) => Some(spec.devargs().to_string()),
+        Err(e) => {
+            cx.error(format!("{path}.dpdk: {e}"));
+            None
+        }
+    }
+}
+
 /// A port before headroom is known.
 pub(super) struct PortDraft {
     pub(super) id: u16,
     pub(super) name: Option<String>,
     pub(super) interface: Option<String>,
     pub(super) pcap: Option<PcapPortConfig>,
+    pub(super) dpdk: Option<String>,
     pub(super) worker: Option<usize>,
     pub(super) speed_bps: u64,
     pub(super) cable_m: f64,
@@ -181,11 +194,19 @@ pub(super) fn resolve_ports(cx: &mut Ctx, file: &ConfigFile) -> Vec<PortDraft> {
                 "{path}: a port has either an `interface` or a `pcap` table, not both"
             ));
         }
+        let dpdk = p.dpdk.as_ref().and_then(|d| resolve_dpdk_port(cx, &path, d));
+        let backends = [p.interface.is_some(), p.pcap.is_some(), p.dpdk.is_some()];
+        if p.dpdk.is_some() && backends.iter().filter(|b| **b).count() > 1 {
+            cx.error(format!(
+                "{path}: a port has one of `interface`, `pcap` or `dpdk`, not several"
+            ));
+        }
         out.push(PortDraft {
             id,
             name: p.name.clone(),
             interface,
             pcap,
+            dpdk,
             worker,
             speed_bps: speed_bps.unwrap_or(0),
             cable_m: cable_m.unwrap_or(DEFAULT_CABLE_M),

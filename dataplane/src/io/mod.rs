@@ -14,6 +14,8 @@
 //!   buffer pressure, link down) are never errors: they are counted in [`PortStats`].
 
 pub mod afpacket;
+#[cfg(feature = "dpdk")]
+pub mod dpdk;
 pub mod pcap;
 
 pub use afpacket::{AfPacket, AfPacketOptions};
@@ -79,6 +81,18 @@ pub struct PortStats {
     /// Flushes the kernel only partly served (send buffer full, `ENOBUFS`); the frames left stay
     /// queued and go out on the next flush.
     pub tx_flush_retries: u64,
+    /// DPDK ports: frames `send` refused because the mbuf pool was empty (`[run.dpdk] mbufs`).
+    pub tx_nombuf: u64,
+    /// DPDK ports: the driver's `imissed`, frames the NIC dropped because its receive ring was
+    /// full (the switch polled too slowly). 0 on other backends.
+    pub imissed: u64,
+    /// DPDK ports: the driver's `ierrors`, erroneous frames received. 0 on other backends.
+    pub ierrors: u64,
+    /// DPDK ports: the driver's `oerrors`, frames it failed to transmit. 0 on other backends.
+    pub oerrors: u64,
+    /// DPDK ports: the driver's `rx_nombuf`, receive mbuf allocation failures (the pool was
+    /// empty). 0 on other backends.
+    pub rx_nombuf: u64,
 }
 
 /// A source and sink of L2 frames, polled by one worker thread.

@@ -109,13 +109,18 @@ pub fn run(args: RunArgs) -> Result<()> {
         None => PathBuf::from(controlplane::protocol::DEFAULT_SOCKET),
     });
     let cfg = crate::runtime::run::load_config(&config)?;
-    if let Some(p) = cfg.ports.iter().find(|p| p.interface.is_none() && p.pcap.is_none()) {
+    if let Some(p) = cfg
+        .ports
+        .iter()
+        .find(|p| p.interface.is_none() && p.pcap.is_none() && p.dpdk.is_none())
+    {
         anyhow::bail!(
-            "port {} has neither an interface nor a pcap table: rocesw run needs `interface = \"...\"` \
-             or `pcap = {{ input = \"...\", output = \"...\" }}` on every [[port]]",
+            "port {} has neither an interface nor a pcap table: rocesw run needs `interface = \"...\"`, \
+             `pcap = {{ input = \"...\", output = \"...\" }}` or `dpdk = \"<device>\"` on every [[port]]",
             p.id
         );
     }
+    let dpdk_ports = open_dpdk_ports(&cfg)?;
     let stop = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         signal_hook::flag::register(sig, stop.clone())?;
@@ -179,6 +184,9 @@ pub fn run(args: RunArgs) -> Result<()> {
         seed,
         control: (!no_control).then_some(queue),
         open: Box::new(move |p: &controlplane::PortConfig| {
+            if let Some(port) = dpdk_ports.borrow_mut().remove(&p.id) {
+                return Ok(port);
+            }
             if let Some(pc) = &p.pcap {
                 let name = p.name.clone().unwrap_or_else(|| format!("pcap{}", p.id));
                 let port = crate::io::PcapPort::open(&name, pc, pcap_clock.clone(), &inputs_left)?;
@@ -194,9 +202,10 @@ pub fn run(args: RunArgs) -> Result<()> {
         cfg.ports.len(),
         cfg.ports
             .iter()
-            .map(|p| match (&p.interface, &p.pcap) {
-                (Some(i), _) => i.clone(),
-                (None, _) => format!("pcap{}", p.id),
+            .map(|p| match (&p.interface, &p.pcap, &p.dpdk) {
+                (Some(i), _, _) => i.clone(),
+                (None, None, Some(d)) => d.split(',').next().unwrap_or(d).to_string(),
+                (None, _, _) => format!("pcap{}", p.id),
             })
             .collect::<Vec<_>>()
             .join(", "),
@@ -227,6 +236,22 @@ pub fn run(args: RunArgs) -> Result<()> {
             );
         }
     }
+    for (i, st) in &outcome.backends {
+        let p = &cfg.ports[*i];
+        if let Some(d) = &p.dpdk {
+            println!(
+                "port {} ({}): driver counters: imissed {}, ierrors {}, oerrors {}, rx_nombuf {}; \
+                 {} sends found no free mbuf",
+                p.id,
+                d.split(',').next().unwrap_or(d),
+                st.imissed,
+                st.ierrors,
+                st.oerrors,
+                st.rx_nombuf,
+                st.tx_nombuf
+            );
+        }
+    }
     if let Some(path) = summary {
         let ports: Vec<serde_json::Value> = outcome
             .backends
@@ -238,4 +263,45 @@ pub fn run(args: RunArgs) -> Result<()> {
             .with_context(|| format!("cannot write {}", path.display()))?;
     }
     Ok(())
+}
+
+/// The backends of a config's DPDK ports, by port id, opened before anything else starts.
+type DpdkPorts = std::cell::RefCell<std::collections::BTreeMap<u16, Box<dyn crate::io::PortBackend + Send>>>;
+
+/// Starts DPDK (once) and opens every DPDK port of `cfg`, reporting each one's driver and link;
+/// without the `dpdk` feature, refuses a config that has any.
+fn open_dpdk_ports(cfg: &controlplane::Config) -> Result<DpdkPorts> {
+    let ports = DpdkPorts::default();
+    let Some(first) = cfg.ports.iter().find(|p| p.dpdk.is_some()) else {
+        return Ok(ports);
+    };
+    if !cfg!(feature = "dpdk") {
+        anyhow::bail!(
+            "port {} (dpdk = {:?}): this rocesw was built without DPDK support: cargo build --release \
+             --features dpdk",
+            first.id,
+            first.dpdk.as_deref().unwrap_or_default()
+        );
+    }
+    #[cfg(feature = "dpdk")]
+    {
+        let Some(rt) = crate::io::dpdk::DpdkRuntime::start(cfg)? else {
+            return Ok(ports);
+        };
+        for p in cfg.ports.iter().filter(|p| p.dpdk.is_some()) {
+            let device = p.dpdk.as_deref().unwrap_or_default();
+            let port = rt
+                .open(p)
+                .map_err(|e| anyhow::anyhow!("port {} (dpdk = {device:?}): {e}", p.id))?;
+            eprintln!(
+                "rocesw: port {}: DPDK {} (driver {}), {}",
+                p.id,
+                crate::io::PortBackend::name(&port),
+                port.driver(),
+                port.link_text()
+            );
+            ports.borrow_mut().insert(p.id, Box::new(port));
+        }
+    }
+    Ok(ports)
 }
