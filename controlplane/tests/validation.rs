@@ -579,3 +579,29 @@ fn ucloud_check_uses_each_ports_profiles() {
         ],
     );
 }
+
+#[test]
+fn a_pause_shorter_than_pfc_must_hold_warns() {
+    // 1 quantum at 25G is 20 ns: the peer's pause runs out long before a refresh can reach it
+    // (a 1518 B frame ahead of it alone takes 494 ns), so lossless frames get dropped.
+    let l = ok(&BASE.replace("priorities = [3]", "priorities = [3]\npause_quanta = 1"));
+    has(
+        &l.warnings,
+        &[
+            "pfc.pause_quanta (1 = 20 ns at 25G)",
+            "less than the 2235 ns PFC must hold",
+            "at least 219 quanta",
+            "pfc.refresh (0.5) leaves 10 ns",
+            "peer response",
+            "(ports 0, 1)",
+        ],
+    );
+    // 219 quanta is the least that warning asks for; it, like the default (65535 quanta,
+    // 1.34 ms at 25G), is quiet.
+    let l = ok(&BASE.replace("priorities = [3]", "priorities = [3]\npause_quanta = 219"));
+    assert!(
+        !l.warnings.iter().any(|w| w.contains("pause_quanta")),
+        "{:?}",
+        l.warnings
+    );
+}

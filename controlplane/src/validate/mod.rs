@@ -32,7 +32,7 @@ use classify::resolve_classify;
 use ctx::Ctx;
 use ecn::resolve_ecn;
 use fdb::resolve_fdb;
-use pfc::{resolve_pfc, Losslessness};
+use pfc::{check_pause_time, resolve_pfc, Losslessness};
 use ports::{resolve_buffer, resolve_ports};
 use profiles::{overlay, resolve_cnp, resolve_cnp_queue, resolve_pgs, resolve_queues};
 use run::{assign_workers, resolve_run};
@@ -123,6 +123,7 @@ pub fn resolve(file: &ConfigFile) -> Result<Loaded, ConfigError> {
     if sizes_ok_1 && sizes_ok_2 {
         check_budget(&mut cx, &config, file.buffer.size.as_ref());
     }
+    check_pause_time(&mut cx, &config);
 
     if cx.errors.is_empty() {
         Ok(Loaded {

@@ -168,3 +168,80 @@ impl Losslessness {
         Losslessness { pg, queue }
     }
 }
+
+/// Nanoseconds (rounded up) `bytes` of line time take at `speed_bps`.
+fn line_ns(bytes: u64, speed_bps: u64) -> u64 {
+    let ns = u128::from(bytes) * 8 * 1_000_000_000;
+    u64::try_from(ns.div_ceil(u128::from(speed_bps.max(1)))).unwrap_or(u64::MAX)
+}
+
+/// What a PFC XOFF must outlast on one port, in nanoseconds, and its parts in words: a refresh
+/// can wait behind one max frame already on our wire, then takes its own PFC frame's time,
+/// crosses the cable, and the peer takes its 802.3 response time to stop. If the pause the
+/// previous XOFF asked for runs out sooner, the peer resumes while the PG is still congested.
+fn hold_ns(p: &PortConfig) -> (u64, String) {
+    use crate::headroom::{response_quanta, BITS_PER_QUANTUM, MIN_FRAME_BYTES, WIRE_OVERHEAD_BYTES};
+    let frame = line_ns(u64::from(p.max_frame_bytes) + 4 + WIRE_OVERHEAD_BYTES, p.speed_bps);
+    let pfc = line_ns(MIN_FRAME_BYTES + WIRE_OVERHEAD_BYTES, p.speed_bps);
+    let rq = response_quanta(p.speed_bps);
+    let response = line_ns(rq * BITS_PER_QUANTUM / 8, p.speed_bps);
+    // 2e8 m/s in copper and fibre: 5 ns per metre.
+    let cable = (p.cable_m * 5.0).ceil() as u64;
+    let words = format!(
+        "a {} B frame ahead of the XOFF {frame} ns + the PFC frame {pfc} ns + peer response \
+         {rq} quanta {response} ns + {} of cable {cable} ns",
+        p.max_frame_bytes,
+        units::format_length(p.cable_m)
+    );
+    (frame + pfc + response + cable, words)
+}
+
+/// Pause times PFC cannot work with, which validate but lose lossless frames or flood the link:
+/// a pause that runs out between a refresh and the peer obeying it (`pfc.pause_quanta` too
+/// small for the port's speed, cable and MTU). One warning per set of figures, naming the ports.
+pub(super) fn check_pause_time(cx: &mut Ctx, c: &Config) {
+    let lossless_pgs = (0..NUM_TC)
+        .filter(|&p| c.pfc.enabled[p])
+        .map(|p| c.classify.tc_to_pg[p])
+        .collect::<std::collections::BTreeSet<_>>()
+        .len() as u64;
+    if lossless_pgs == 0 {
+        return;
+    }
+    let (q, f) = (c.pfc.pause_quanta, c.pfc.refresh_fraction);
+    let mut short: std::collections::BTreeMap<String, Vec<u16>> = Default::default();
+    for p in &c.ports {
+        // As the dataplane computes them: wire::pfc::quanta_to_ns truncates, and the generator
+        // refreshes at the fraction of the pause, at least 1 ns.
+        let pause_ns = u64::from(q) * crate::headroom::BITS_PER_QUANTUM * 1_000_000_000 / p.speed_bps.max(1);
+        let refresh_ns = ((pause_ns as f64 * f) as u64).max(1);
+        let margin = pause_ns.saturating_sub(refresh_ns);
+        let (hold, words) = hold_ns(p);
+        if margin < hold {
+            short
+                .entry(format!(
+                    "pfc.pause_quanta ({q} = {pause_ns} ns at {}) with pfc.refresh ({f}) leaves \
+                     {margin} ns between a refresh and the end of the pause it renews, less than \
+                     the {hold} ns PFC must hold ({words}): the peer's pause runs out while the PG \
+                     is congested and lossless frames may be dropped; raise pfc.pause_quanta \
+                     (at least {} quanta) or lower pfc.refresh",
+                    units::format_rate(p.speed_bps),
+                    min_quanta(hold, f, p.speed_bps)
+                ))
+                .or_default()
+                .push(p.id);
+        }
+    }
+    for (msg, ids) in short {
+        let ids: Vec<String> = ids.iter().map(u16::to_string).collect();
+        let s = if ids.len() == 1 { "" } else { "s" };
+        cx.warn(format!("{msg} (port{s} {})", ids.join(", ")));
+    }
+}
+
+/// The smallest pause (in quanta, capped at 65535) whose margin after a refresh covers `hold_ns`.
+fn min_quanta(hold_ns: u64, refresh: f64, speed_bps: u64) -> u64 {
+    let pause_ns = hold_ns as f64 / (1.0 - refresh).max(f64::MIN_POSITIVE);
+    let bits = pause_ns * speed_bps as f64 / 1e9;
+    ((bits / crate::headroom::BITS_PER_QUANTUM as f64).ceil() as u64).clamp(1, 65535)
+}
