@@ -605,3 +605,28 @@ fn a_pause_shorter_than_pfc_must_hold_warns() {
         l.warnings
     );
 }
+
+#[test]
+fn refreshes_that_outpace_the_link_warn() {
+    // 219 quanta (4.48 us at 25G) is long enough, but refreshing it every 0.001 of that (4 ns)
+    // asks the link for a PFC frame faster than it can send one.
+    let l = ok(&BASE.replace(
+        "priorities = [3]",
+        "priorities = [3]\npause_quanta = 219\nrefresh = 0.001",
+    ));
+    has(
+        &l.warnings,
+        &[
+            "pfc.refresh (0.001) refreshes an XOFF every 4 ns at 25G",
+            "less than the 521 ns",
+            "refreshes outpace the link",
+        ],
+    );
+    assert!(
+        !l.warnings.iter().any(|w| w.starts_with("pfc.pause_quanta")),
+        "{:?}",
+        l.warnings
+    );
+    let l = ok(&BASE.replace("priorities = [3]", "priorities = [3]\nrefresh = 0.001"));
+    assert!(!l.warnings.iter().any(|w| w.contains("outpace")), "{:?}", l.warnings);
+}

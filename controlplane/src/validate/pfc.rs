@@ -198,7 +198,8 @@ fn hold_ns(p: &PortConfig) -> (u64, String) {
 
 /// Pause times PFC cannot work with, which validate but lose lossless frames or flood the link:
 /// a pause that runs out between a refresh and the peer obeying it (`pfc.pause_quanta` too
-/// small for the port's speed, cable and MTU). One warning per set of figures, naming the ports.
+/// small for the port's speed, cable and MTU), and refreshes so frequent that the link cannot
+/// carry them (`pfc.refresh` too small: they would only coalesce in the port's PFC backlog). One warning per set of figures, naming the ports.
 pub(super) fn check_pause_time(cx: &mut Ctx, c: &Config) {
     let lossless_pgs = (0..NUM_TC)
         .filter(|&p| c.pfc.enabled[p])
@@ -210,6 +211,7 @@ pub(super) fn check_pause_time(cx: &mut Ctx, c: &Config) {
     }
     let (q, f) = (c.pfc.pause_quanta, c.pfc.refresh_fraction);
     let mut short: std::collections::BTreeMap<String, Vec<u16>> = Default::default();
+    let mut busy: std::collections::BTreeMap<String, Vec<u16>> = Default::default();
     for p in &c.ports {
         // As the dataplane computes them: wire::pfc::quanta_to_ns truncates, and the generator
         // refreshes at the fraction of the pause, at least 1 ns.
@@ -231,8 +233,27 @@ pub(super) fn check_pause_time(cx: &mut Ctx, c: &Config) {
                 .or_default()
                 .push(p.id);
         }
+        // Every lossless PG in XOFF sends one PFC frame per refresh interval, and each may wait
+        // behind a max frame: the link must carry that with room to spare, or the refreshes
+        // queue up behind each other and crowd out the data they protect.
+        use crate::headroom::{MIN_FRAME_BYTES, WIRE_OVERHEAD_BYTES};
+        let pfc_ns = line_ns(MIN_FRAME_BYTES + WIRE_OVERHEAD_BYTES, p.speed_bps);
+        let frame_ns = line_ns(u64::from(p.max_frame_bytes) + 4 + WIRE_OVERHEAD_BYTES, p.speed_bps);
+        let need = lossless_pgs * pfc_ns + frame_ns;
+        if refresh_ns < need {
+            busy.entry(format!(
+                "pfc.refresh ({f}) refreshes an XOFF every {refresh_ns} ns at {} (pause \
+                 {pause_ns} ns), less than the {need} ns the link needs to send {lossless_pgs} \
+                 PFC frame(s) of {pfc_ns} ns and a {} B frame of {frame_ns} ns: refreshes outpace \
+                 the link; raise pfc.refresh or pfc.pause_quanta",
+                units::format_rate(p.speed_bps),
+                p.max_frame_bytes
+            ))
+            .or_default()
+            .push(p.id);
+        }
     }
-    for (msg, ids) in short {
+    for (msg, ids) in short.into_iter().chain(busy) {
         let ids: Vec<String> = ids.iter().map(u16::to_string).collect();
         let s = if ids.len() == 1 { "" } else { "s" };
         cx.warn(format!("{msg} (port{s} {})", ids.join(", ")));

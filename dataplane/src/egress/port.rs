@@ -147,12 +147,23 @@ impl EgressPort {
         Some(d)
     }
 
-    /// Queues a PFC frame to send ahead of all data. 64 pending on one port means the link is
-    /// stalled; the newest state is re-sent by the refresh timer, so dropping here loses
-    /// nothing that matters.
+    /// Queues a PFC frame to send ahead of all data. Only the newest state of a set of
+    /// priorities matters to the peer, so a request for priorities already waiting replaces
+    /// that request's times (an XON overtaking its XOFF, a refresh its predecessor) instead of
+    /// taking another place: a link slower than the refresh timer then sends the latest state
+    /// once rather than a growing backlog. What is still refused (64 distinct requests waiting:
+    /// the link is stalled; the refresh timer re-sends the state) is no packet, so it is no
+    /// drop: both are counted in `pfc_tx_skipped`, never in `drops`.
     pub(crate) fn queue_pfc(&mut self, req: PfcRequest) {
-        if self.pfc_out.push(req).is_err() {
-            self.counters.drops[crate::counters::DropReason::NoBuffer as usize] += 1;
+        let merged = match self.pfc_out.iter_mut().find(|w| w.prios == req.prios) {
+            Some(waiting) => {
+                waiting.times = req.times;
+                true
+            }
+            None => false,
+        };
+        if merged || self.pfc_out.push(req).is_err() {
+            self.counters.pfc_tx_skipped += 1;
         }
     }
 }
