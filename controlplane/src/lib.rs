@@ -10,6 +10,7 @@
 pub mod daemon;
 pub mod headroom;
 pub mod live;
+pub mod memory;
 pub mod metrics;
 pub mod model;
 pub mod patch;

@@ -630,3 +630,30 @@ fn refreshes_that_outpace_the_link_warn() {
     let l = ok(&BASE.replace("priorities = [3]", "priorities = [3]\nrefresh = 0.001"));
     assert!(!l.warnings.iter().any(|w| w.contains("outpace")), "{:?}", l.warnings);
 }
+
+#[test]
+fn a_buffer_the_switch_cannot_allocate_is_refused() {
+    // 64 GiB: before, `rocectl check` passed it and replay aborted on allocation.
+    let p = problems(&with("[buffer]\nsize = \"64GiB\""));
+    has(
+        &p,
+        &["buffer.size (64GiB)", "above the largest buffer the switch takes, 1GiB"],
+    );
+    // 512 MiB in 64 B cells is under 1 GiB but needs 8 Mi packet slots of 1536 B and 16 rings
+    // of as many descriptors: 14 GiB.
+    let p = problems(&with("[buffer]\nsize = \"512MiB\"\ncell = \"64B\""));
+    has(
+        &p,
+        &[
+            "buffer.size (512MiB) in 64B cells over 2 ports needs 14368 MiB at start-up",
+            "limit of 4GiB",
+            "8389120 packet slots of 1536 B",
+            "16 queues × 8389120 descriptors",
+        ],
+    );
+    // What the switch allocates is what validation computed.
+    let l = ok(&with("[buffer]\nsize = \"64MiB\"\ncell = \"64B\""));
+    let f = controlplane::memory::footprint(&l.config);
+    assert_eq!(f.slots, (64 << 20) / 64 + 32 * 8 * 2);
+    assert!(f.total_bytes < controlplane::memory::MAX_ALLOC_BYTES);
+}

@@ -123,6 +123,16 @@ pub fn resolve(file: &ConfigFile) -> Result<Loaded, ConfigError> {
     if sizes_ok_1 && sizes_ok_2 {
         check_budget(&mut cx, &config, file.buffer.size.as_ref());
     }
+    if sizes_ok_1 {
+        let size = file.buffer.size.as_ref();
+        let size = size.map_or_else(
+            || crate::units::format_size(config.buffer.total_bytes),
+            ToString::to_string,
+        );
+        if let Some(why) = crate::memory::refusal(&config, &size) {
+            cx.error(why);
+        }
+    }
     check_pause_time(&mut cx, &config);
 
     if cx.errors.is_empty() {

@@ -29,6 +29,8 @@ use wred::Verdict;
 const PS_PER_NS: u64 = 1000;
 /// Frames a port sends per `transmit` call at most: bounds a worker's time on one port.
 pub const TX_BURST: usize = 32;
+// The control plane's memory estimate sizes buffers with the same burst.
+const _: () = assert!(TX_BURST as u64 == controlplane::memory::BURST_FRAMES);
 
 /// Where transmitted frames go: a port backend, a pcap writer, a test.
 pub trait TxSink {

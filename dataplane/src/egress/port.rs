@@ -26,6 +26,9 @@ pub(crate) struct Desc {
     pub wred_done: bool,
 }
 
+// The control plane's memory estimate (controlplane::memory) counts descriptors at this size.
+const _: () = assert!(std::mem::size_of::<Desc>() as u64 <= controlplane::memory::DESC_BYTES);
+
 /// The switch port's own MAC, used as the source of the PFC frames it sends.
 pub fn port_mac(id: u16) -> [u8; 6] {
     let b = id.to_be_bytes();
