@@ -657,3 +657,39 @@ fn a_buffer_the_switch_cannot_allocate_is_refused() {
     assert_eq!(f.slots, (64 << 20) / 64 + 32 * 8 * 2);
     assert!(f.total_bytes < controlplane::memory::MAX_ALLOC_BYTES);
 }
+
+#[test]
+fn a_lossless_queue_shaped_too_slow_to_drain_is_refused() {
+    let shaped = |rate: &str, extra: &str| {
+        BASE.replace(
+            "[queue.3]\necn = \"roce\"",
+            &format!("[queue.3]\necn = \"roce\"\nshaper = {{ rate = \"{rate}\", burst = \"16KiB\" }}{extra}"),
+        )
+    };
+    // 1 bit/s: a 1518 B frame takes 3.4 hours; replay ran for ever writing pause frames.
+    let p = problems(&shaped("1", ""));
+    has(
+        &p,
+        &[
+            "queue.3.shaper.rate (1bps) on lossless queue 3 takes 12144s to send one 1518 B frame",
+            "longer than 1s (no PFC watchdog)",
+            "use at least 12144bps",
+        ],
+    );
+    // With a watchdog, its detection time is the window.
+    let p = problems(&shaped("100K", "").replace(
+        "priorities = [3]",
+        "priorities = [3]\nwatchdog = { detection = \"100ms\" }",
+    ));
+    has(
+        &p,
+        &[
+            "queue.3.shaper.rate (100K)",
+            "pfc.watchdog.detection (100ms)",
+            "at least 121440bps",
+        ],
+    );
+    // A lossy queue may be shaped as slowly as anyone likes; a sane lossless rate passes.
+    ok(&with("[queue.0]\nshaper = { rate = \"1\", burst = \"16KiB\" }"));
+    ok(&shaped("1M", ""));
+}

@@ -32,7 +32,7 @@ use classify::resolve_classify;
 use ctx::Ctx;
 use ecn::resolve_ecn;
 use fdb::resolve_fdb;
-use pfc::{check_pause_time, resolve_pfc, Losslessness};
+use pfc::{check_lossless_shapers, check_pause_time, resolve_pfc, Losslessness};
 use ports::{resolve_buffer, resolve_ports};
 use profiles::{overlay, resolve_cnp, resolve_cnp_queue, resolve_pgs, resolve_queues};
 use run::{assign_workers, resolve_run};
@@ -134,6 +134,9 @@ pub fn resolve(file: &ConfigFile) -> Result<Loaded, ConfigError> {
         }
     }
     check_pause_time(&mut cx, &config);
+    if sizes_ok_2 {
+        check_lossless_shapers(&mut cx, &config, &loss);
+    }
 
     if cx.errors.is_empty() {
         Ok(Loaded {

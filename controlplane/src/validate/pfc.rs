@@ -266,3 +266,47 @@ fn min_quanta(hold_ns: u64, refresh: f64, speed_bps: u64) -> u64 {
     let bits = pause_ns * speed_bps as f64 / 1e9;
     ((bits / crate::headroom::BITS_PER_QUANTUM as f64).ceil() as u64).clamp(1, 65535)
 }
+
+/// A shaper on a lossless queue holds its frames back, and PFC holds the senders back while
+/// they wait: one so slow that a max frame takes longer than the watchdog's detection time (or
+/// 1 s without a watchdog) to leave keeps the senders paused for good, and replay would run
+/// for ever writing refreshed pause frames. Refused, naming the field and the least rate.
+pub(super) fn check_lossless_shapers(cx: &mut Ctx, c: &Config, loss: &Losslessness) {
+    let (window_ns, window) = match &c.pfc.watchdog {
+        Some(w) => (
+            w.detection_ns,
+            format!("pfc.watchdog.detection ({})", units::format_duration(w.detection_ns)),
+        ),
+        None => (1_000_000_000, "1s (no PFC watchdog)".to_string()),
+    };
+    let mut seen = std::collections::BTreeSet::new();
+    for (i, p) in c.ports.iter().enumerate() {
+        for q in (0..NUM_TC).filter(|&q| loss.queue[q]) {
+            let Some(s) = p.queues[q].shaper else { continue };
+            let bits = u128::from(p.max_frame_bytes) * 8;
+            let floor =
+                u64::try_from((bits * 1_000_000_000).div_ceil(u128::from(window_ns.max(1)))).unwrap_or(u64::MAX);
+            if s.rate_bps >= floor {
+                continue;
+            }
+            let field = if c.queues[q].shaper == Some(s) {
+                format!("queue.{q}.shaper.rate")
+            } else {
+                format!("port[{i}].queue.{q}.shaper.rate")
+            };
+            if !seen.insert((field.clone(), p.max_frame_bytes)) {
+                continue;
+            }
+            let drain_ns = (bits * 1_000_000_000).div_ceil(u128::from(s.rate_bps.max(1)));
+            cx.error(format!(
+                "{field} ({}) on lossless queue {q} takes {} to send one {} B frame, longer \
+                 than {window}: PFC would pause the senders for good; use at least {} or \
+                 make the queue lossy",
+                units::format_rate(s.rate_bps),
+                units::format_duration(u64::try_from(drain_ns).unwrap_or(u64::MAX)),
+                p.max_frame_bytes,
+                units::format_rate(floor)
+            ));
+        }
+    }
+}
