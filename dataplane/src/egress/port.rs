@@ -48,10 +48,15 @@ pub struct EgressPort {
     pub(crate) shapers: [Option<TokenBucket>; NUM_TC],
     pub(crate) wred: [Option<Wred>; NUM_TC],
     pub(crate) cnp_policer: Option<TokenBucket>,
-    /// When the link finishes its current frame, in picoseconds (ns would drift at 25G+).
-    pub(crate) busy_until_ps: u64,
+    /// When the link finishes its current frame: whole nanoseconds plus `busy_sub_ps`
+    /// picoseconds (0..1000). Serialisation is summed in picoseconds (ns would drift at 25G+),
+    /// but an absolute time in u64 picoseconds wraps after 2^64 ps (213.5 days of uptime or of
+    /// a replay's span); in ns it lasts 584 years, and `transmit` counts picoseconds only
+    /// relative to this instant.
+    pub(crate) busy_until_ns: u64,
+    pub(crate) busy_sub_ps: u64,
     /// Whether frames were left waiting when the link went busy: then the next frame starts
-    /// back to back at `busy_until_ps` rather than at the time of the next call.
+    /// back to back at the busy-until time rather than at the time of the next call.
     pub(crate) backlogged: bool,
     /// PFC frames to send, ahead of all data (asked for by this port's ingress side).
     pub(crate) pfc_out: Ring<PfcRequest>,
@@ -84,7 +89,8 @@ impl EgressPort {
             shapers: Default::default(),
             wred: Default::default(),
             cnp_policer: None,
-            busy_until_ps: 0,
+            busy_until_ns: 0,
+            busy_sub_ps: 0,
             backlogged: false,
             pfc_out: Ring::with_capacity(PFC_BACKLOG),
             pause: PauseState::default(),
