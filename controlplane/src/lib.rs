@@ -11,6 +11,7 @@ pub mod daemon;
 pub mod headroom;
 pub mod help;
 pub mod live;
+pub mod memory;
 pub mod metrics;
 pub mod model;
 pub mod patch;

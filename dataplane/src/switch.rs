@@ -53,15 +53,16 @@ impl BurstRx<'_> {
 impl Switch {
     pub fn new(cfg: &Config, seed: u64) -> Self {
         let (pool, pg_accounts, queue_accounts) = mmu::build(cfg);
-        let max_frame = cfg
-            .ports
-            .iter()
-            .map(|p| p.max_frame_bytes as usize)
-            .max()
-            .unwrap_or(1518);
         // Every queued frame holds at least one cell, so the buffer bounds the frames held;
-        // headroom for one receive burst per port on top.
-        let slots = pool.total_cells() as usize + TX_BURST * NUM_TC * cfg.ports.len();
+        // headroom for one burst per queue per port on top. Validation refused configs whose
+        // allocation is too large from the same figures (controlplane::memory).
+        let mem = controlplane::memory::footprint(cfg);
+        debug_assert_eq!(
+            mem.slots,
+            u64::from(pool.total_cells()) + (TX_BURST * NUM_TC * cfg.ports.len()) as u64
+        );
+        let slots = mem.slots as usize;
+        let max_frame = mem.slot_bytes as usize;
         Switch {
             ingress: Ingress::new(cfg, pg_accounts),
             egress: Egress::new(cfg, queue_accounts, slots, seed),
