@@ -15,29 +15,6 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-/// `configs/default.toml` with its four ports replaced by `port(id)`, plus `extra`.
-fn config(dir: &Path, port: impl Fn(u16) -> String, extra: &str) -> PathBuf {
-    let text = std::fs::read_to_string(repo_root().join("configs/default.toml")).unwrap();
-    let mut kept: String = text
-        .split("\n[[port]]\n")
-        .enumerate()
-        .map(|(i, chunk)| {
-            if i == 0 {
-                chunk.to_string()
-            } else {
-                chunk.split_once('\n').map_or("", |(_, rest)| rest).to_string()
-            }
-        })
-        .collect();
-    for id in 0..4 {
-        kept += &format!("\n[[port]]\nid = {id}\n{}\n", port(id));
-    }
-    kept += extra;
-    let path = dir.join("switch.toml");
-    std::fs::write(&path, kept).unwrap();
-    path
-}
-
 struct Run {
     code: Option<i32>,
     stdout: String,
@@ -96,7 +73,7 @@ fn incast_through_net_pcap_ports() {
     let dir = tempfile::tempdir().unwrap();
     let examples = repo_root().join("examples/incast");
     let out = |id| dir.path().join(format!("out{id}.pcap"));
-    let cfg = config(
+    let cfg = ports_config(
         dir.path(),
         |id| {
             format!(
@@ -223,7 +200,7 @@ fn without_ecn(f: &[u8]) -> Vec<u8> {
 /// Port 1 is `bad`; the others are harmless `net_null` devices.
 fn fails_with(bad: &str, extra: &str, expect: &[&str]) {
     let dir = tempfile::tempdir().unwrap();
-    let cfg = config(
+    let cfg = ports_config(
         dir.path(),
         |id| match id {
             1 => format!("dpdk = {bad:?}"),
