@@ -109,6 +109,29 @@ fn running_kmax(socket: &Path) -> String {
 }
 
 /// The daemon's stderr, collected line by line.
+/// `rocectl daemon` on `socket` keeping `config`, metrics on a free loopback port; its log
+/// lines are collected as they come.
+fn start_daemon(socket: &Path, config: &Path, poll_ms: u32) -> (Proc, Arc<Mutex<Vec<String>>>) {
+    let mut d = Command::new(rocectl())
+        .arg("--socket")
+        .arg(socket)
+        .args([
+            "daemon",
+            "--poll-ms",
+            &poll_ms.to_string(),
+            "--metrics",
+            "127.0.0.1:0",
+            "--config",
+        ])
+        .arg(config)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let log = collect(&mut d);
+    (Proc(d), log)
+}
+
 fn collect(child: &mut Child) -> Arc<Mutex<Vec<String>>> {
     let lines = Arc::new(Mutex::new(Vec::new()));
     let (l2, err) = (lines.clone(), child.stderr.take().unwrap());
@@ -149,17 +172,7 @@ fn daemon_keeps_the_switch_on_its_file() {
     let mut sw = start_switch(&switch_cfg, &socket);
     assert_eq!(running_kmax(&socket), "400KB");
 
-    let mut d = Command::new(rocectl())
-        .arg("--socket")
-        .arg(&socket)
-        .args(["daemon", "--poll-ms", "50", "--metrics", "127.0.0.1:0", "--config"])
-        .arg(&desired)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let log = collect(&mut d);
-    let daemon = Proc(d);
+    let (daemon, log) = start_daemon(&socket, &desired, 50);
     wait_for("the daemon to apply its file", Duration::from_secs(20), || {
         running_kmax(&socket) == "250KB"
     });
@@ -783,17 +796,7 @@ fn the_daemon_applies_only_complete_files_and_says_when_its_file_goes() {
     let desired = dir.path().join("desired.toml");
     std::fs::write(&desired, config_text(dir.path(), kmax("250KB"))).unwrap();
     let _sw = start_switch(&switch_cfg, &socket);
-    let mut d = Command::new(rocectl())
-        .arg("--socket")
-        .arg(&socket)
-        .args(["daemon", "--poll-ms", "50", "--metrics", "127.0.0.1:0", "--config"])
-        .arg(&desired)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let log = collect(&mut d);
-    let _daemon = Proc(d);
+    let (_daemon, log) = start_daemon(&socket, &desired, 50);
     wait_for("the daemon to apply its file", Duration::from_secs(20), || {
         running_kmax(&socket) == "250KB"
     });
@@ -858,17 +861,7 @@ fn a_slow_metrics_client_does_not_block_scrapes() {
     let desired = dir.path().join("desired.toml");
     std::fs::write(&desired, config_text(dir.path(), |t| t)).unwrap();
     // No switch: scrapes answer at once with dataplane_up 0.
-    let mut d = Command::new(rocectl())
-        .arg("--socket")
-        .arg(dir.path().join("nobody.sock"))
-        .args(["daemon", "--poll-ms", "100", "--metrics", "127.0.0.1:0", "--config"])
-        .arg(&desired)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let log = collect(&mut d);
-    let _daemon = Proc(d);
+    let (_daemon, log) = start_daemon(&dir.path().join("nobody.sock"), &desired, 100);
     wait_for("the metrics address", Duration::from_secs(10), || {
         log.lock().unwrap().iter().any(|l| l.contains("metrics on http://"))
     });
