@@ -133,10 +133,7 @@ impl Egress {
         len: usize,
         reason: DropReason,
     ) {
-        let o = &mut self.ports[out];
-        o.counters.drops[reason as usize] += 1;
-        o.queue_counters[queue].dropped_packets += 1;
-        o.queue_counters[queue].dropped_bytes += len as u64;
+        self.count_drop(out, queue, len, reason);
         ingress.ports[in_port].count_dropped(pg);
     }
 

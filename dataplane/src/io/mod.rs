@@ -320,4 +320,24 @@ mod tests {
         assert!(p.send(&[1; 60]).unwrap_err().is_vanished());
         assert!(p.flush().unwrap_err().is_vanished());
     }
+
+    /// `tx_room` is what `send` will take: it counts down as the transmit queue fills, stays 0
+    /// while the far end does not read (a stalled flush moves nothing), and comes back once it
+    /// reads again.
+    #[test]
+    fn tx_room_follows_the_transmit_queue() {
+        let mut p = MemPort::new("m", 4);
+        assert_eq!(p.tx_room(), 4);
+        p.set_tx_stalled(true);
+        for left in (0..4).rev() {
+            assert!(p.send(&[0; 60]).unwrap());
+            assert_eq!(p.tx_room(), left);
+        }
+        assert!(!p.send(&[0; 60]).unwrap(), "no room: refused");
+        p.flush().unwrap();
+        assert_eq!((p.tx_room(), p.tx_pending()), (0, 0), "a stalled peer reads nothing");
+        p.set_tx_stalled(false);
+        p.flush().unwrap();
+        assert_eq!((p.tx_room(), p.tx_pending()), (4, 4));
+    }
 }
