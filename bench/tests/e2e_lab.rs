@@ -184,7 +184,15 @@ fn lossless_incast_loses_nothing_with_pfc_ecn_and_cnps() {
         o.snapshot.totals.drops
     );
     for s in 1..4u16 {
-        assert!(o.snapshot.ports[s as usize].pfc_tx[3] > 0, "port {s} sent no PFC");
+        let p = &o.snapshot.ports[s as usize];
+        assert!(
+            p.pfc_tx[3] > 0,
+            "port {s} sent no PFC: its PG 3 peaked at {} cells (headroom peak {}), XOFF {}; pfc_tx of ports 1-3: {:?}",
+            p.pgs[3].peak_cells,
+            p.pgs[3].peak_headroom_cells,
+            p.pgs[3].xoff_sent,
+            (1..4).map(|i| o.snapshot.ports[i].pfc_tx[3]).collect::<Vec<_>>()
+        );
     }
     assert!(o.snapshot.ports[0].ecn_marked > 0);
     assert_eq!(o.undrained, 0);
