@@ -140,9 +140,25 @@ fn port_drops(o: &RunOutcome, id: u16, reason: &str) -> u64 {
 /// For a loss report: what the switch dropped and what its ports' kernel rings dropped (the
 /// latter means the worker did not poll for a long while: CPU starvation, not the pipeline).
 fn where_lost(o: &dataplane::runtime::worker::RunOutcome) -> String {
+    let ports: Vec<String> = o
+        .snapshot
+        .ports
+        .iter()
+        .map(|p| {
+            let pg = &p.pgs[3];
+            format!(
+                "port {}: drops {:?}, PG 3 peak {} (+{} headroom) of {} headroom cells, xoff {} xon {}, peer {:?}",
+                p.id, p.drops, pg.peak_cells, pg.peak_headroom_cells, pg.headroom_cells, pg.xoff_sent, pg.xon_sent, p.peer
+            )
+        })
+        .collect();
     format!(
-        "switch drops: {:?}; tx_dropped: {}; undrained: {}; port backends: {:?}",
-        o.snapshot.totals.drops, o.tx_dropped, o.undrained, o.backends
+        "switch drops: {:?}; tx_dropped: {}; undrained: {}; port backends: {:?}\n{}",
+        o.snapshot.totals.drops,
+        o.tx_dropped,
+        o.undrained,
+        o.backends,
+        ports.join("\n")
     )
 }
 
@@ -184,7 +200,15 @@ fn lossless_incast_loses_nothing_with_pfc_ecn_and_cnps() {
         o.snapshot.totals.drops
     );
     for s in 1..4u16 {
-        assert!(o.snapshot.ports[s as usize].pfc_tx[3] > 0, "port {s} sent no PFC");
+        let p = &o.snapshot.ports[s as usize];
+        assert!(
+            p.pfc_tx[3] > 0,
+            "port {s} sent no PFC: its PG 3 peaked at {} cells (headroom peak {}), XOFF {}; pfc_tx of ports 1-3: {:?}",
+            p.pgs[3].peak_cells,
+            p.pgs[3].peak_headroom_cells,
+            p.pgs[3].xoff_sent,
+            (1..4).map(|i| o.snapshot.ports[i].pfc_tx[3]).collect::<Vec<_>>()
+        );
     }
     assert!(o.snapshot.ports[0].ecn_marked > 0);
     assert_eq!(o.undrained, 0);
@@ -268,7 +292,7 @@ fn loaded_incast_loses_nothing(senders: usize, runs: usize, secs: f64) {
             "run {run}: a PG dropped"
         );
         let pfc_tx: u64 = o.snapshot.ports[1..].iter().map(|p| p.pfc_tx[3]).sum();
-        assert!(pfc_tx > 0, "run {run}: the switch sent no PFC");
+        assert!(pfc_tx > 0, "run {run}: the switch sent no PFC: {t}\n{}", where_lost(&o));
         assert!(
             t["pfc_frames"].as_u64().unwrap() > 0,
             "run {run}: no PFC reached the rocegen senders: {t}"

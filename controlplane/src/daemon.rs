@@ -10,21 +10,37 @@
 //! * The daemon holds no state the switch needs: killing it leaves the switch forwarding on its
 //!   last config, and a new daemon simply re-applies.
 //! * Optionally serves Prometheus metrics on a loopback address (`metrics.rs`): each scrape
-//!   asks the switch for a fresh `counters` snapshot over its own connection.
+//!   asks the switch for a fresh `counters` snapshot over its own connection. Connections are
+//!   served concurrently (hyper on a small tokio runtime) with a deadline on the request and
+//!   on the connection, so a slow or stalled client delays no scrape.
 //!
 //! The file is polled (content compared) rather than watched with inotify: editors replace
-//! files by rename, and polling a small file a few times a second costs nothing. A new content
-//! counts once two reads a poll apart agree, so a file caught half written is not refused.
+//! files by rename, and polling a small file a few times a second costs nothing.
+//!
+//! Only a complete, settled file is applied (a file caught half written may well parse: TOML
+//! sections have defaults, so a truncated file is often a valid, different config):
+//! * a new content counts once two reads a poll apart agree;
+//! * a content that looks cut short, because it drops a whole section (a table, or an element
+//!   of an array of tables such as a `[[port]]`) the last applied file had, or does not end in
+//!   a newline, counts only once it has stayed the same for [`SETTLE`] (and at least four
+//!   polls): a writer that paused mid-file finishes long before, one that meant it is applied
+//!   a little later, with a log line saying why it waited.
+//!
+//! A file that disappears (for two polls: an editor's save may briefly remove it) is said
+//! loudly and counted (`rocectl_daemon_config_missing_total`); the running config stays, and
+//! the file is applied again when it is back.
 
 use crate::metrics::Metrics;
 use crate::protocol::{ApplyData, Client, ClientError, Endpoint, Op};
 use crate::snapshot::Snapshot;
-use std::io::{BufRead, BufReader, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::{SocketAddr, TcpListener};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+/// How long a content that looks cut short must stay unchanged before it is applied.
+pub const SETTLE: Duration = Duration::from_secs(2);
 
 /// What the daemon is told.
 pub struct DaemonOptions {
@@ -45,6 +61,10 @@ pub struct DaemonState {
     pub edits_refused: AtomicU64,
     /// Unix time (ms) of the last successful apply; 0 before the first.
     pub last_apply_ms: AtomicU64,
+    /// Times the config file was found gone (or unreadable); the running config stayed.
+    pub config_missing: AtomicU64,
+    /// Whether the config file is there now (false from the second failed read on).
+    pub config_present: AtomicBool,
 }
 
 /// Runs until `stop` is set. Fails only on a bad start (unreadable or invalid file, metrics
@@ -60,6 +80,7 @@ pub fn run(opts: DaemonOptions, stop: Arc<AtomicBool>) -> Result<(), String> {
         ));
     }
     let state = Arc::new(DaemonState::default());
+    state.config_present.store(true, Ordering::Relaxed);
     if let Some(addr) = opts.metrics {
         let bound = serve_metrics(
             addr,
@@ -76,38 +97,86 @@ pub fn run(opts: DaemonOptions, stop: Arc<AtomicBool>) -> Result<(), String> {
         opts.config.display()
     );
     let mut seen = desired.clone();
-    let mut pending: Option<String> = None;
+    // A new content and when it was first read that way.
+    let mut pending: Option<(String, Instant)> = None;
+    // What was said about the pending content being held.
+    let mut held_said = false;
+    let mut missing_polls = 0u32;
     let mut client: Option<Client> = None;
     let mut need_apply = true;
     // Said once per outage, not once per poll.
     let mut waiting_said = false;
     while !stop.load(Ordering::Relaxed) {
-        // 1. The file: a new valid content becomes desired; a bad one is refused once.
+        // 1. The file: a new valid content becomes desired once complete and settled; a bad
+        //    one is refused once.
         match std::fs::read_to_string(&opts.config) {
-            // A new content is acted on once two reads a poll apart agree: an editor or a
-            // script may be half way through writing it.
-            Ok(text) if text != seen && pending.as_ref() != Some(&text) => pending = Some(text),
-            Ok(text) if text != seen => {
-                pending = None;
-                seen = text.clone();
-                match crate::load_str(&text) {
-                    Ok(_) => {
-                        desired = text;
-                        need_apply = true;
-                    }
-                    Err(e) => {
-                        state.edits_refused.fetch_add(1, Ordering::Relaxed);
-                        let msg = e.problems().join("; ");
-                        eprintln!(
-                            "rocectl daemon: {}: edit refused, the running config stays: {msg}",
-                            opts.config.display()
-                        );
+            Ok(text) => {
+                if missing_polls >= 2 {
+                    eprintln!("rocectl daemon: {} is back", opts.config.display());
+                }
+                missing_polls = 0;
+                state.config_present.store(true, Ordering::Relaxed);
+                if text == seen {
+                    pending = None;
+                } else if pending.as_ref().is_none_or(|(p, _)| *p != text) {
+                    pending = Some((text, Instant::now()));
+                    held_said = false;
+                } else if let Some((text, since)) = pending.take() {
+                    let suspicion = looks_cut_short(&desired, &text);
+                    let settle = SETTLE.max(opts.poll * 4);
+                    match suspicion {
+                        Some(why) if since.elapsed() < settle => {
+                            if !held_said {
+                                eprintln!(
+                                    "rocectl daemon: {}: the new content {why}; holding it until it has stayed \
+                                     the same for {} ms (a save caught half way)",
+                                    opts.config.display(),
+                                    settle.as_millis()
+                                );
+                                held_said = true;
+                            }
+                            pending = Some((text, since));
+                        }
+                        _ => {
+                            if let Some(why) = suspicion {
+                                eprintln!(
+                                    "rocectl daemon: {}: the new content {why}, and stayed so: taking it as meant",
+                                    opts.config.display()
+                                );
+                            }
+                            seen = text.clone();
+                            match crate::load_str(&text) {
+                                Ok(_) => {
+                                    desired = text;
+                                    need_apply = true;
+                                }
+                                Err(e) => {
+                                    state.edits_refused.fetch_add(1, Ordering::Relaxed);
+                                    let msg = e.problems().join("; ");
+                                    eprintln!(
+                                        "rocectl daemon: {}: edit refused, the running config stays: {msg}",
+                                        opts.config.display()
+                                    );
+                                }
+                            }
+                        }
                     }
                 }
             }
-            Ok(_) => pending = None,
-            // Mid-rename or briefly missing: try again next round.
-            Err(_) => {}
+            // Gone or unreadable. An editor's save may remove it for an instant: said (loudly,
+            // once) from the second failed read on.
+            Err(e) => {
+                missing_polls += 1;
+                if missing_polls == 2 {
+                    state.config_missing.fetch_add(1, Ordering::Relaxed);
+                    state.config_present.store(false, Ordering::Relaxed);
+                    eprintln!(
+                        "rocectl daemon: WARNING: {} disappeared or cannot be read ({e}); the switch keeps \
+                         the running config, and the file is applied again when it is back",
+                        opts.config.display()
+                    );
+                }
+            }
         }
         // 2. The switch: (re)connect, heartbeat, apply.
         if client.is_none() {
@@ -172,8 +241,74 @@ pub fn run(opts: DaemonOptions, stop: Arc<AtomicBool>) -> Result<(), String> {
     Ok(())
 }
 
-/// Binds the metrics listener (loopback only) and serves it on its own thread. Returns the
-/// bound address (port 0 picks a free one).
+/// Why `new` looks like `old` cut short rather than edited: it drops a whole section (table
+/// path) or array-of-tables element that `old` had, or its last line is unfinished. None if
+/// neither (or if it does not parse: then validation says what is wrong).
+fn looks_cut_short(old: &str, new: &str) -> Option<String> {
+    if !new.is_empty() && !new.ends_with('\n') {
+        return Some("does not end with a newline".into());
+    }
+    let (Ok(old), Ok(new)) = (old.parse::<toml::Table>(), new.parse::<toml::Table>()) else {
+        return None;
+    };
+    let (mut before, mut after) = (Vec::new(), Vec::new());
+    sections(&old, "", &mut before);
+    sections(&new, "", &mut after);
+    let gone: Vec<&String> = before.iter().filter(|s| !after.contains(s)).collect();
+    if gone.is_empty() {
+        return None;
+    }
+    let names: Vec<String> = gone.iter().take(4).map(|s| format!("[{s}]")).collect();
+    let more = if gone.len() > 4 { ", …" } else { "" };
+    Some(format!("drops {}{more}", names.join(", ")))
+}
+
+/// Every table's dotted path in `t`, array-of-tables elements as `name[i]`.
+fn sections(t: &toml::Table, prefix: &str, out: &mut Vec<String>) {
+    for (k, v) in t {
+        let path = if prefix.is_empty() {
+            k.clone()
+        } else {
+            format!("{prefix}.{k}")
+        };
+        match v {
+            toml::Value::Table(inner) => {
+                out.push(path.clone());
+                sections(inner, &path, out);
+            }
+            toml::Value::Array(items) if items.iter().all(toml::Value::is_table) && !items.is_empty() => {
+                for (i, item) in items.iter().enumerate() {
+                    let p = format!("{path}[{i}]");
+                    out.push(p.clone());
+                    if let toml::Value::Table(inner) = item {
+                        sections(inner, &p, out);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// A metrics request (its headers) must arrive whole within this, or its connection is closed:
+/// a client trickling bytes cannot hold a connection for ever.
+pub const METRICS_REQUEST_DEADLINE: Duration = Duration::from_secs(5);
+/// A metrics connection is closed this long after it was accepted, whatever it is doing
+/// (a scrape asks the switch with a 5 s timeout, so an answer is always ready before).
+pub const METRICS_CONNECTION_DEADLINE: Duration = Duration::from_secs(10);
+/// Metrics connections open at once; more are closed as they arrive.
+pub const MAX_METRICS_CONNECTIONS: usize = 32;
+
+/// What a metrics request needs to answer.
+struct MetricsCtx {
+    socket: Endpoint,
+    name: String,
+    state: Arc<DaemonState>,
+}
+
+/// Binds the metrics listener (loopback only) and serves it on its own thread: a tokio runtime
+/// with one task per connection (at most [`MAX_METRICS_CONNECTIONS`]), hyper's HTTP/1 with a
+/// whole-header deadline. Returns the bound address (port 0 picks a free one).
 fn serve_metrics(
     addr: SocketAddr,
     socket: Endpoint,
@@ -188,61 +323,96 @@ fn serve_metrics(
     }
     let listener = TcpListener::bind(addr).map_err(|e| format!("--metrics {addr}: cannot listen: {e}"))?;
     let bound = listener.local_addr().map_err(|e| e.to_string())?;
+    listener.set_nonblocking(true).map_err(|e| e.to_string())?;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_io()
+        .enable_time()
+        .build()
+        .map_err(|e| format!("metrics: cannot start: {e}"))?;
+    let ctx = Arc::new(MetricsCtx { socket, name, state });
     std::thread::Builder::new()
         .name("rocectl-metrics".into())
-        .spawn(move || {
-            for conn in listener.incoming() {
-                if stop.load(Ordering::Relaxed) {
-                    break;
-                }
-                if let Ok(s) = conn {
-                    if let Err(e) = answer(s, &socket, &name, &state) {
-                        tracing::debug!("metrics request: {e}");
-                    }
-                }
-            }
-        })
+        .spawn(move || rt.block_on(metrics_loop(listener, ctx, stop)))
         .map_err(|e| e.to_string())?;
     Ok(bound)
 }
 
-/// One HTTP/1.x exchange: `GET /metrics` (or `/`), nothing else; then the connection closes.
-fn answer(mut s: TcpStream, socket: &Endpoint, name: &str, state: &DaemonState) -> std::io::Result<()> {
-    s.set_read_timeout(Some(Duration::from_secs(2)))?;
-    s.set_write_timeout(Some(Duration::from_secs(2)))?;
-    let mut reader = BufReader::new(s.try_clone()?);
-    let mut request_line = String::new();
-    // Bounded reads: a request line and headers of at most 8 KiB.
-    let mut budget = 8192usize;
-    reader.by_ref_limited(&mut budget, &mut request_line)?;
-    loop {
-        let mut h = String::new();
-        let n = reader.by_ref_limited(&mut budget, &mut h)?;
-        if n == 0 || h == "\r\n" || h == "\n" {
-            break;
+async fn metrics_loop(listener: TcpListener, ctx: Arc<MetricsCtx>, stop: Arc<AtomicBool>) {
+    let listener = match tokio::net::TcpListener::from_std(listener) {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("rocectl daemon: metrics disabled: {e}");
+            return;
         }
-    }
-    let mut parts = request_line.split_whitespace();
-    let (method, path) = (parts.next().unwrap_or(""), parts.next().unwrap_or(""));
-    let (status, ctype, body) = if method.is_empty() || !request_line.ends_with('\n') {
-        ("400 Bad Request", "text/plain", "bad request\n".to_string())
-    } else if method != "GET" {
-        ("405 Method Not Allowed", "text/plain", "only GET\n".to_string())
-    } else if path == "/metrics" || path == "/" {
-        (
-            "200 OK",
-            "application/openmetrics-text; version=1.0.0; charset=utf-8",
-            render_metrics(socket, name, state),
-        )
-    } else {
-        ("404 Not Found", "text/plain", "see /metrics\n".to_string())
     };
-    write!(
-        s,
-        "HTTP/1.1 {status}\r\nContent-Type: {ctype}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        body.len()
-    )?;
-    s.flush()
+    let slots = Arc::new(tokio::sync::Semaphore::new(MAX_METRICS_CONNECTIONS));
+    while !stop.load(Ordering::Relaxed) {
+        // Wakes up now and then to notice `stop`.
+        let Ok(accepted) = tokio::time::timeout(Duration::from_millis(250), listener.accept()).await else {
+            continue;
+        };
+        let tcp = match accepted {
+            Ok((tcp, _)) => tcp,
+            Err(e) => {
+                tracing::debug!("metrics: accept failed: {e}");
+                // Out of descriptors and the like: do not spin.
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                continue;
+            }
+        };
+        let Ok(slot) = slots.clone().try_acquire_owned() else {
+            tracing::debug!("metrics: too many connections; closing a new one");
+            continue;
+        };
+        let ctx = ctx.clone();
+        tokio::spawn(async move {
+            let _slot = slot;
+            let svc = hyper::service::service_fn(move |req| respond(req, ctx.clone()));
+            let mut http = hyper::server::conn::http1::Builder::new();
+            http.timer(hyper_util::rt::TokioTimer::new())
+                .header_read_timeout(METRICS_REQUEST_DEADLINE)
+                .max_buf_size(16 * 1024)
+                .keep_alive(false);
+            let conn = http.serve_connection(hyper_util::rt::TokioIo::new(tcp), svc);
+            match tokio::time::timeout(METRICS_CONNECTION_DEADLINE, conn).await {
+                Ok(Err(e)) => tracing::debug!("metrics request: {e}"),
+                Err(_) => tracing::debug!("metrics request: connection deadline"),
+                Ok(Ok(())) => {}
+            }
+        });
+    }
+}
+
+/// `GET /metrics` (or `/`), nothing else.
+async fn respond(
+    req: hyper::Request<hyper::body::Incoming>,
+    ctx: Arc<MetricsCtx>,
+) -> Result<hyper::Response<http_body_util::Full<bytes::Bytes>>, std::convert::Infallible> {
+    let plain = |status: u16, text: &'static str| {
+        hyper::Response::builder()
+            .status(status)
+            .header("content-type", "text/plain")
+            .body(http_body_util::Full::new(bytes::Bytes::from_static(text.as_bytes())))
+            .expect("a static response builds")
+    };
+    if req.method() != hyper::Method::GET {
+        return Ok(plain(405, "only GET\n"));
+    }
+    if !matches!(req.uri().path(), "/metrics" | "/") {
+        return Ok(plain(404, "see /metrics\n"));
+    }
+    // Asking the switch blocks (up to its 5 s timeout): off the runtime's thread, so other
+    // connections keep being served.
+    let body = tokio::task::spawn_blocking(move || render_metrics(&ctx.socket, &ctx.name, &ctx.state))
+        .await
+        .unwrap_or_default();
+    Ok(hyper::Response::builder()
+        .header(
+            "content-type",
+            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+        )
+        .body(http_body_util::Full::new(bytes::Bytes::from(body)))
+        .expect("a metrics response builds"))
 }
 
 /// The switch's counters (fresh, over a connection of its own) and the daemon's state.
@@ -288,6 +458,22 @@ pub fn render_metrics(socket: &Endpoint, name: &str, state: &DaemonState) -> Str
         base.clone(),
         state.edits_refused.load(Ordering::Relaxed) as f64,
     );
+    m.counter(
+        "rocectl_daemon_config_missing",
+        "times the config file disappeared or could not be read (the running config stayed)",
+        base.clone(),
+        state.config_missing.load(Ordering::Relaxed) as f64,
+    );
+    m.gauge(
+        "rocectl_daemon_config_file_present",
+        "1 if the config file is there now",
+        base.clone(),
+        if state.config_present.load(Ordering::Relaxed) {
+            1.0
+        } else {
+            0.0
+        },
+    );
     m.gauge(
         "rocectl_daemon_last_apply_timestamp_seconds",
         "Unix time of the last successful apply (0: none yet)",
@@ -295,24 +481,4 @@ pub fn render_metrics(socket: &Endpoint, name: &str, state: &DaemonState) -> Str
         state.last_apply_ms.load(Ordering::Relaxed) as f64 / 1e3,
     );
     m.encode()
-}
-
-/// `read_line` with a shared byte budget, so a client cannot make the server buffer without
-/// bound.
-trait LimitedLines {
-    fn by_ref_limited(&mut self, budget: &mut usize, out: &mut String) -> std::io::Result<usize>;
-}
-
-impl<R: BufRead> LimitedLines for R {
-    fn by_ref_limited(&mut self, budget: &mut usize, out: &mut String) -> std::io::Result<usize> {
-        let n = std::io::Read::take(&mut *self, *budget as u64).read_line(out)?;
-        *budget = budget.saturating_sub(n);
-        if *budget == 0 {
-            return Err(std::io::Error::new(
-                std::io::ErrorKind::InvalidData,
-                "request too large",
-            ));
-        }
-        Ok(n)
-    }
 }

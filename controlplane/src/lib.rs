@@ -9,7 +9,9 @@
 
 pub mod daemon;
 pub mod headroom;
+pub mod help;
 pub mod live;
+pub mod memory;
 pub mod metrics;
 pub mod model;
 pub mod patch;

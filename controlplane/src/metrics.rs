@@ -129,6 +129,7 @@ impl Metrics {
                 pfc_tx,
                 pfc_rx,
                 pause_rx,
+                pfc_tx_skipped,
                 paused_ns,
                 unknown_ethertype,
                 watchdog_storms,
@@ -150,6 +151,7 @@ impl Metrics {
                     ("tx_bytes", *tx_bytes),
                     ("ecn_marked", *ecn_marked),
                     ("pause_rx", *pause_rx),
+                    ("pfc_tx_skipped", *pfc_tx_skipped),
                     ("unknown_ethertype", *unknown_ethertype),
                 ],
             );

@@ -56,6 +56,10 @@ pub struct PortConfig {
     pub pcap: Option<PcapPortConfig>,
     /// What is at the far end in `rocesw run`: when a received frame counts as arrived.
     pub peer: PeerKind,
+    /// In `rocesw run`, a DPDK port: its device string as written (a virtual device such as
+    /// `net_pcap0,rx_pcap=in.pcap`, or a PCI address), already checked to be well formed.
+    /// Exclusive with `interface` and `pcap`.
+    pub dpdk: Option<String>,
     /// Headroom per PG on this port in bytes (0 for lossy PGs), resolved from the PG profile:
     /// either given, or computed from speed, cable length and MTU (see `headroom`).
     pub headroom_bytes: [u64; NUM_TC],
@@ -97,19 +101,39 @@ pub enum BackendKind {
     Interface,
     /// `pcap = {...}`: capture files.
     Pcap,
-    /// Neither: the port exists only in replay.
+    /// `dpdk = "net_..."`: a DPDK virtual device (a VM over vhost-user, a tap, a capture
+    /// file, a memif peer...): software at the far end, as for an interface.
+    DpdkVdev,
+    /// `dpdk = "0000:3b:00.0"`: a NIC bound to a DPDK driver, a real wire.
+    DpdkPci,
+    /// None: the port exists only in replay.
     Unattached,
+}
+
+impl BackendKind {
+    /// The backend of a port with these fields (`dpdk` as validated).
+    pub fn of(interface: Option<&str>, pcap: bool, dpdk: Option<&str>) -> BackendKind {
+        match (interface, pcap, dpdk) {
+            (Some(_), _, _) => BackendKind::Interface,
+            (None, true, _) => BackendKind::Pcap,
+            (None, false, Some(d)) if dpdk::DeviceSpec::parse(d).is_ok_and(|s| s.is_pci()) => {
+                BackendKind::DpdkPci
+            }
+            (None, false, Some(_)) => BackendKind::DpdkVdev,
+            (None, false, None) => BackendKind::Unattached,
+        }
+    }
 }
 
 impl PeerKind {
     /// The peer a port gets unless `peer` says otherwise. Interfaces (veth, tap) and capture
     /// files have software at the far end. A port with neither is fed by whatever embeds the
-    /// switch (tests' in-memory ports, which play a NIC), so it counts frames on arrival; a
-    /// backend on a physical NIC (DPDK) returns `Wire` here too.
+    /// switch (tests' in-memory ports, which play a NIC), so it counts frames on arrival, as a
+    /// PCI NIC under DPDK does; DPDK's virtual devices have software behind them.
     pub fn default_for(backend: BackendKind) -> PeerKind {
         match backend {
-            BackendKind::Interface | BackendKind::Pcap => PeerKind::Emulated,
-            BackendKind::Unattached => PeerKind::Wire,
+            BackendKind::Interface | BackendKind::Pcap | BackendKind::DpdkVdev => PeerKind::Emulated,
+            BackendKind::DpdkPci | BackendKind::Unattached => PeerKind::Wire,
         }
     }
 
@@ -124,11 +148,7 @@ impl PeerKind {
 impl PortConfig {
     /// What backs this port in `rocesw run`.
     pub fn backend_kind(&self) -> BackendKind {
-        match (&self.interface, &self.pcap) {
-            (Some(_), _) => BackendKind::Interface,
-            (None, Some(_)) => BackendKind::Pcap,
-            (None, None) => BackendKind::Unattached,
-        }
+        BackendKind::of(self.interface.as_deref(), self.pcap.is_some(), self.dpdk.as_deref())
     }
 }
 
@@ -153,6 +173,21 @@ pub struct RunConfig {
     pub idle_sleep_ns: Option<u64>,
     /// On SIGINT/SIGTERM, how long to keep transmitting what was admitted before giving up.
     pub drain_timeout_ns: u64,
+    /// How DPDK's EAL starts when some port is a DPDK port (`[run.dpdk]`).
+    pub dpdk: DpdkRunConfig,
+}
+
+/// `[run.dpdk]`, resolved.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DpdkRunConfig {
+    /// Extra EAL arguments, after rocesw's own.
+    pub eal_args: Vec<String>,
+    /// Memory the EAL reserves, in MiB.
+    pub memory_mb: u32,
+    /// Hugepage-backed memory (needed by PCI ports); false: `--no-huge`, anonymous memory.
+    pub hugepages: bool,
+    /// Mbufs in the shared packet pool of the DPDK ports.
+    pub mbufs: u32,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

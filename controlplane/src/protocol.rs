@@ -13,8 +13,9 @@
 //! * `apply` and `patch` are all or nothing: the resulting config is validated as a whole, then
 //!   the switch applies it between two bursts or refuses it with a reason; nothing changes on
 //!   any error. Both answer [`ApplyData`]: the warnings and the dotted keys whose value changed.
-//! * A wrong `v`, an unknown op or field, malformed JSON, or a line over [`MAX_LINE`] bytes is
-//!   answered with `ok:false`; the connection stays usable.
+//! * A wrong `v`, an unknown op or field, or malformed JSON is answered with `ok:false`; the
+//!   connection stays usable. A line over [`MAX_LINE`] bytes or not UTF-8 breaks the framing:
+//!   answered, then the server closes the connection.
 
 use crate::snapshot::{PoolPeaks, PortPeaks};
 use serde::{Deserialize, Serialize};
@@ -314,6 +315,11 @@ pub struct ApplyData {
     /// The running config's version now (see [`ConfigData::version`]).
     #[serde(default)]
     pub version: u64,
+    /// True when the request changed nothing (a `patch` that is empty or sets what is already
+    /// set): the switch was not asked and the version stays, so a version always stands for
+    /// a change that took effect. Added within v1; left out when false.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub unchanged: bool,
 }
 
 /// How the refusal of an `apply` or `patch` whose `if_version` is no longer the running

@@ -123,6 +123,10 @@ pub struct PortSection {
     /// "emulated" or "wire": what is at the far end (default: by backend, see
     /// `PeerKind::default_for`).
     pub peer: Option<String>,
+    /// A DPDK port for `rocesw run` instead of an interface: a virtual device string
+    /// (`net_ring0`, `net_pcap0,rx_pcap=in.pcap`, `net_vhost0,iface=/run/rocesw/vm0.sock`) or
+    /// a PCI address (`0000:3b:00.0`). Needs a rocesw built with `--features dpdk`.
+    pub dpdk: Option<String>,
     /// This port's own PG settings, field by field over the global `[pg.N]`.
     #[serde(default)]
     pub pg: BTreeMap<String, PgSection>,
@@ -149,6 +153,23 @@ pub struct RunSection {
     /// "busy" (default) or a duration to sleep after an idle round, e.g. "50us".
     pub idle: Option<String>,
     pub drain_timeout: Option<Scalar>,
+    /// `[run.dpdk]`: how DPDK's EAL starts when some port has `dpdk = "..."`.
+    pub dpdk: Option<DpdkRunSection>,
+}
+
+/// `[run.dpdk] eal_args = [...], memory = "512MiB", hugepages = false, mbufs = 16383`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DpdkRunSection {
+    /// Extra EAL arguments, appended after rocesw's own (e.g. `--log-level=pmd.net.*:debug`).
+    #[serde(default)]
+    pub eal_args: Vec<String>,
+    /// Memory the EAL reserves (default 512 MiB).
+    pub memory: Option<Scalar>,
+    /// Back DPDK's memory with hugepages (default: only when a PCI port is configured).
+    pub hugepages: Option<bool>,
+    /// Packet buffers (mbufs) in the pool every DPDK port receives into and sends from.
+    pub mbufs: Option<i64>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]

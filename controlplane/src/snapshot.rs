@@ -48,6 +48,10 @@ pub struct PortReport {
     pub pfc_tx: [u64; NUM_TC],
     pub pfc_rx: [u64; NUM_TC],
     pub pause_rx: u64,
+    /// PFC requests merged into a waiting one for the same priorities, or refused with the
+    /// port's PFC backlog full: internal, never packet drops.
+    #[serde(default)]
+    pub pfc_tx_skipped: u64,
     pub paused_ns: [u64; NUM_TC],
     pub unknown_ethertype: u64,
     pub watchdog_storms: [u64; NUM_TC],

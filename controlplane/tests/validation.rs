@@ -596,4 +596,177 @@ fn peer_defaults_by_backend_and_refuses_unknown_kinds() {
     assert_eq!(cfg.ports[1].peer, controlplane::model::PeerKind::Wire);
     let p = problems(&port("interface = \"veth1\"\npeer = \"nic\""));
     has(&p, &["port[1].peer", "\"nic\"", "emulated", "wire"]);
+    // DPDK: a virtual device has software at the far end (a VM, a tap, a capture file), a
+    // PCI NIC a wire.
+    let cfg = ok(&port("dpdk = \"net_vhost0,iface=/tmp/vm0.sock\"")).config;
+    assert_eq!(cfg.ports[1].peer, controlplane::model::PeerKind::Emulated);
+    let cfg = ok(&port("dpdk = \"3b:00.0\"")).config;
+    assert_eq!(cfg.ports[1].peer, controlplane::model::PeerKind::Wire);
+    assert_eq!(cfg.ports[1].backend_kind(), controlplane::model::BackendKind::DpdkPci);
+}
+
+/// `[[port]] dpdk = "..."` (issue 8): the device string is checked without DPDK, one backend
+/// per port, one port per device, and PCI devices need hugepages.
+#[test]
+fn dpdk_ports_are_validated() {
+    let port0 = |extra: &str| BASE.replacen("[[port]]\nid = 0\n", &format!("[[port]]\nid = 0\n{extra}\n"), 1);
+    let l = ok(&port0(
+        "dpdk = \"net_pcap0,rx_pcap=/tmp/in.pcap,tx_pcap=/tmp/out.pcap\"",
+    ));
+    assert_eq!(
+        l.config.ports[0].dpdk.as_deref(),
+        Some("net_pcap0,rx_pcap=/tmp/in.pcap,tx_pcap=/tmp/out.pcap")
+    );
+    let d = &l.config.run.dpdk;
+    assert!(!d.hugepages, "no PCI port: no hugepages by default");
+    assert_eq!((d.memory_mb, d.mbufs), (512, 16383));
+    assert!(d.eal_args.is_empty());
+
+    has(
+        &problems(&port0("dpdk = \"net_ring0,,\"")),
+        &["port[0].dpdk", "malformed DPDK device"],
+    );
+    has(&problems(&port0("dpdk = \"\"")), &["port[0].dpdk", "empty"]);
+    has(
+        &problems(&port0("dpdk = \"net_null0\"\ninterface = \"veth0\"")),
+        &["port[0]", "one of `interface`, `pcap` or `dpdk`"],
+    );
+    let both = BASE.replacen("id = 0\n", "id = 0\ndpdk = \"net_null0\"\n", 1).replacen(
+        "id = 1\n",
+        "id = 1\ndpdk = \"net_null0,size=64\"\n",
+        1,
+    );
+    has(
+        &problems(&both),
+        &["port[1].dpdk", "net_null0 is already used by port[0]"],
+    );
+
+    // A PCI port turns hugepages on; refusing them is an error naming the port.
+    let pci = ok(&port0("dpdk = \"3b:00.0\""));
+    assert_eq!(pci.config.ports[0].dpdk.as_deref(), Some("0000:3b:00.0"));
+    assert!(pci.config.run.dpdk.hugepages);
+    let refused = port0("dpdk = \"3b:00.0\"") + "\n[run.dpdk]\nhugepages = false\n";
+    has(&problems(&refused), &["run.dpdk.hugepages", "PCI port 0000:3b:00.0"]);
+
+    let tuned = port0("dpdk = \"net_null0\"")
+        + "\n[run.dpdk]\nmemory = \"1GiB\"\nmbufs = 8191\neal_args = [\"--log-level=pmd.net.null:debug\"]\n";
+    let d = ok(&tuned).config.run.dpdk;
+    assert_eq!((d.memory_mb, d.mbufs, d.eal_args.len()), (1024, 8191, 1));
+    let bad = problems(&(port0("dpdk = \"net_null0\"") + "\n[run.dpdk]\nmemory = \"1MiB\"\nmbufs = 10\n"));
+    has(&bad, &["run.dpdk.memory", "64MiB"]);
+    has(&bad, &["run.dpdk.mbufs"]);
+}
+
+#[test]
+fn a_pause_shorter_than_pfc_must_hold_warns() {
+    // 1 quantum at 25G is 20 ns: the peer's pause runs out long before a refresh can reach it
+    // (a 1518 B frame ahead of it alone takes 494 ns), so lossless frames get dropped.
+    let l = ok(&BASE.replace("priorities = [3]", "priorities = [3]\npause_quanta = 1"));
+    has(
+        &l.warnings,
+        &[
+            "pfc.pause_quanta (1 = 20 ns at 25G)",
+            "less than the 2235 ns PFC must hold",
+            "at least 219 quanta",
+            "pfc.refresh (0.5) leaves 10 ns",
+            "peer response",
+            "(ports 0, 1)",
+        ],
+    );
+    // 219 quanta is the least that warning asks for; it, like the default (65535 quanta,
+    // 1.34 ms at 25G), is quiet.
+    let l = ok(&BASE.replace("priorities = [3]", "priorities = [3]\npause_quanta = 219"));
+    assert!(
+        !l.warnings.iter().any(|w| w.contains("pause_quanta")),
+        "{:?}",
+        l.warnings
+    );
+}
+
+#[test]
+fn refreshes_that_outpace_the_link_warn() {
+    // 219 quanta (4.48 us at 25G) is long enough, but refreshing it every 0.001 of that (4 ns)
+    // asks the link for a PFC frame faster than it can send one.
+    let l = ok(&BASE.replace(
+        "priorities = [3]",
+        "priorities = [3]\npause_quanta = 219\nrefresh = 0.001",
+    ));
+    has(
+        &l.warnings,
+        &[
+            "pfc.refresh (0.001) refreshes an XOFF every 4 ns at 25G",
+            "less than the 521 ns",
+            "refreshes outpace the link",
+        ],
+    );
+    assert!(
+        !l.warnings.iter().any(|w| w.starts_with("pfc.pause_quanta")),
+        "{:?}",
+        l.warnings
+    );
+    let l = ok(&BASE.replace("priorities = [3]", "priorities = [3]\nrefresh = 0.001"));
+    assert!(!l.warnings.iter().any(|w| w.contains("outpace")), "{:?}", l.warnings);
+}
+
+#[test]
+fn a_buffer_the_switch_cannot_allocate_is_refused() {
+    // 64 GiB: before, `rocectl check` passed it and replay aborted on allocation.
+    let p = problems(&with("[buffer]\nsize = \"64GiB\""));
+    has(
+        &p,
+        &["buffer.size (64GiB)", "above the largest buffer the switch takes, 1GiB"],
+    );
+    // 512 MiB in 64 B cells is under 1 GiB but needs 8 Mi packet slots of 1536 B and 16 rings
+    // of as many descriptors: 14 GiB.
+    let p = problems(&with("[buffer]\nsize = \"512MiB\"\ncell = \"64B\""));
+    has(
+        &p,
+        &[
+            "buffer.size (512MiB) in 64B cells over 2 ports needs 14368 MiB at start-up",
+            "limit of 4GiB",
+            "8389120 packet slots of 1536 B",
+            "16 queues × 8389120 descriptors",
+        ],
+    );
+    // What the switch allocates is what validation computed.
+    let l = ok(&with("[buffer]\nsize = \"64MiB\"\ncell = \"64B\""));
+    let f = controlplane::memory::footprint(&l.config);
+    assert_eq!(f.slots, (64 << 20) / 64 + 32 * 8 * 2);
+    assert!(f.total_bytes < controlplane::memory::MAX_ALLOC_BYTES);
+}
+
+#[test]
+fn a_lossless_queue_shaped_too_slow_to_drain_is_refused() {
+    let shaped = |rate: &str, extra: &str| {
+        BASE.replace(
+            "[queue.3]\necn = \"roce\"",
+            &format!("[queue.3]\necn = \"roce\"\nshaper = {{ rate = \"{rate}\", burst = \"16KiB\" }}{extra}"),
+        )
+    };
+    // 1 bit/s: a 1518 B frame takes 3.4 hours; replay ran for ever writing pause frames.
+    let p = problems(&shaped("1", ""));
+    has(
+        &p,
+        &[
+            "queue.3.shaper.rate (1bps) on lossless queue 3 takes 12144s to send one 1518 B frame",
+            "longer than 1s (no PFC watchdog)",
+            "use at least 12144bps",
+        ],
+    );
+    // With a watchdog, its detection time is the window.
+    let p = problems(&shaped("100K", "").replace(
+        "priorities = [3]",
+        "priorities = [3]\nwatchdog = { detection = \"100ms\" }",
+    ));
+    has(
+        &p,
+        &[
+            "queue.3.shaper.rate (100K)",
+            "pfc.watchdog.detection (100ms)",
+            "at least 121440bps",
+        ],
+    );
+    // A lossy queue may be shaped as slowly as anyone likes; a sane lossless rate passes.
+    ok(&with("[queue.0]\nshaper = { rate = \"1\", burst = \"16KiB\" }"));
+    ok(&shaped("1M", ""));
 }

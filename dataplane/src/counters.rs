@@ -73,6 +73,10 @@ pub struct PortCounters {
     pub pfc_tx: [u64; NUM_TC],
     pub pfc_rx: [u64; NUM_TC],
     pub pause_rx: u64,
+    /// PFC requests that did not become a frame of their own: merged into a waiting request for
+    /// the same priorities (the newest times win) or refused with the backlog full. Not drops:
+    /// no packet was lost.
+    pub pfc_tx_skipped: u64,
     /// Nanoseconds each priority of this port's egress was paused by received PFC.
     pub paused_ns: [u64; NUM_TC],
     pub watchdog_storms: [u64; NUM_TC],
@@ -98,6 +102,7 @@ impl PortCounters {
             pfc_tx: add(&self.pfc_tx, &other.pfc_tx),
             pfc_rx: add(&self.pfc_rx, &other.pfc_rx),
             pause_rx: self.pause_rx + other.pause_rx,
+            pfc_tx_skipped: self.pfc_tx_skipped + other.pfc_tx_skipped,
             paused_ns: add(&self.paused_ns, &other.paused_ns),
             watchdog_storms: add(&self.watchdog_storms, &other.watchdog_storms),
             watchdog_restores: add(&self.watchdog_restores, &other.watchdog_restores),

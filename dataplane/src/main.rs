@@ -65,46 +65,7 @@ enum Command {
     /// (or 1G...) link and queues, ECN and PFC happen for real. On stop it drains the queues
     /// (bounded by run.drain_timeout) and prints the final counters.
     #[command(after_help = "Example:\n  rocesw lab up --hosts 4 && rocesw run --config /run/rocesw/lab/lab.toml")]
-    Run {
-        /// The switch config (TOML; see configs/README.md), validated whole before the start.
-        #[arg(long, value_name = "FILE")]
-        config: PathBuf,
-        /// Seed for WRED's random marking decisions.
-        #[arg(long, default_value_t = 1)]
-        seed: u64,
-        /// Print per-port rates, queue depths, PFC and marks every second (to stderr).
-        #[arg(long)]
-        stats: bool,
-        /// Write the final counters as JSON here on exit.
-        #[arg(long, value_name = "FILE")]
-        summary: Option<PathBuf>,
-        /// Stop by itself after this many seconds (tests, demos).
-        #[arg(long, value_name = "SECONDS")]
-        duration: Option<f64>,
-        /// Control socket for `rocectl` (mode 0600; see controlplane/PROTOCOL.md). Default:
-        /// /run/rocesw/NAME.sock with --name, else /run/rocesw/rocesw.sock.
-        #[arg(long, value_name = "PATH")]
-        control: Option<PathBuf>,
-        /// This switch's name: reported to `rocectl`, and its socket is /run/rocesw/NAME.sock
-        /// (so `rocectl --switch NAME` finds it). Lets one host run a small fabric.
-        #[arg(long, value_parser = switch_name)]
-        name: Option<String>,
-        /// Also serve the control protocol over TCP on this loopback address (e.g.
-        /// 127.0.0.1:7700), for a control plane in another network namespace or container;
-        /// every connection must first send the token of --control-token-file.
-        #[arg(long, value_name = "ADDR", requires = "control_token_file")]
-        control_tcp: Option<std::net::SocketAddr>,
-        /// File holding the TCP token (at least 16 characters; mode 0600 or 0400).
-        #[arg(long, value_name = "FILE", requires = "control_tcp")]
-        control_token_file: Option<PathBuf>,
-        /// Do not open a control socket.
-        #[arg(long, conflicts_with_all = ["control", "control_tcp"])]
-        no_control: bool,
-        /// When every port is a capture-file port: keep running after the inputs end (by
-        /// default the run drains and stops then), e.g. to inspect it with `rocectl`.
-        #[arg(long)]
-        keep_running: bool,
-    },
+    Run(dataplane::runtime::run::RunArgs),
     /// A live tour (needs root): 4 test hosts, the switch on their ports, a 3→1 RoCEv2 incast
     /// with PFC and DCQCN, live per-port figures, then the generator's report and the switch's
     /// counters. Everything it creates is removed at the end, also when interrupted.
@@ -207,10 +168,6 @@ fn parse_rate(s: &str) -> Result<u64, String> {
     controlplane::units::parse_rate(s).map_err(|e| e.to_string())
 }
 
-fn switch_name(s: &str) -> Result<String, String> {
-    controlplane::protocol::check_name(s).map(|()| s.to_string())
-}
-
 fn parse_input(s: &str) -> Result<(u16, PathBuf), String> {
     let (port, path) = s
         .split_once('=')
@@ -290,31 +247,7 @@ fn run(cmd: Command) -> Result<()> {
             }
             Ok(())
         }
-        Command::Run {
-            config,
-            seed,
-            stats,
-            summary,
-            duration,
-            control,
-            name,
-            control_tcp,
-            control_token_file,
-            no_control,
-            keep_running,
-        } => dataplane::runtime::run::run(dataplane::runtime::run::RunArgs {
-            config,
-            seed,
-            stats,
-            summary,
-            duration,
-            control,
-            name,
-            control_tcp,
-            control_token_file,
-            no_control,
-            keep_running,
-        }),
+        Command::Run(args) => dataplane::runtime::run::run(args),
         Command::Demo {
             config,
             duration,
@@ -379,19 +312,7 @@ mod tests {
     /// never shows a bare flag.
     #[test]
     fn every_option_has_help() {
-        fn walk(cmd: &clap::Command, path: &str, missing: &mut Vec<String>) {
-            for a in cmd.get_arguments() {
-                let id = a.get_id().as_str();
-                if id != "help" && id != "version" && a.get_help().is_none() && a.get_long_help().is_none() {
-                    missing.push(format!("{path} {id}"));
-                }
-            }
-            for sub in cmd.get_subcommands() {
-                walk(sub, &format!("{path} {}", sub.get_name()), missing);
-            }
-        }
-        let mut missing = Vec::new();
-        walk(&Cli::command(), "rocesw", &mut missing);
+        let missing = controlplane::help::undocumented_args(&Cli::command());
         assert!(missing.is_empty(), "options without help: {missing:?}");
     }
 }

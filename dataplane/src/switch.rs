@@ -53,15 +53,16 @@ impl BurstRx<'_> {
 impl Switch {
     pub fn new(cfg: &Config, seed: u64) -> Self {
         let (pool, pg_accounts, queue_accounts) = mmu::build(cfg);
-        let max_frame = cfg
-            .ports
-            .iter()
-            .map(|p| p.max_frame_bytes as usize)
-            .max()
-            .unwrap_or(1518);
         // Every queued frame holds at least one cell, so the buffer bounds the frames held;
-        // headroom for one receive burst per port on top.
-        let slots = pool.total_cells() as usize + TX_BURST * NUM_TC * cfg.ports.len();
+        // headroom for one burst per queue per port on top. Validation refused configs whose
+        // allocation is too large from the same figures (controlplane::memory).
+        let mem = controlplane::memory::footprint(cfg);
+        debug_assert_eq!(
+            mem.slots,
+            u64::from(pool.total_cells()) + (TX_BURST * NUM_TC * cfg.ports.len()) as u64
+        );
+        let slots = mem.slots as usize;
+        let max_frame = mem.slot_bytes as usize;
         Switch {
             ingress: Ingress::new(cfg, pg_accounts),
             egress: Egress::new(cfg, queue_accounts, slots, seed),
@@ -164,13 +165,8 @@ impl Switch {
                     return;
                 };
                 self.rewrite(slot, frame.len(), info, &class);
-                let mut peers = Peers {
-                    ingress: &mut self.ingress,
-                    pool: &mut self.pool,
-                    packets: &mut self.packets,
-                };
-                self.egress
-                    .enqueue(&mut peers, port, out, slot, frame.len(), info, &class, now);
+                let (egress, mut peers) = self.sides();
+                egress.enqueue(&mut peers, port, out, slot, frame.len(), info, &class, now);
             }
             Arrival::Flood(class) => self.flood(port, frame, info, class, now),
         }
@@ -199,14 +195,22 @@ impl Switch {
                     }
                 }
             };
-            let mut peers = Peers {
+            let (egress, mut peers) = self.sides();
+            egress.enqueue(&mut peers, port, out, slot, frame.len(), info, &class, now);
+        }
+    }
+
+    /// The egress side, and what it shares with the rest of the switch (disjoint borrows).
+    #[inline(always)]
+    fn sides(&mut self) -> (&mut Egress, Peers<'_>) {
+        (
+            &mut self.egress,
+            Peers {
                 ingress: &mut self.ingress,
                 pool: &mut self.pool,
                 packets: &mut self.packets,
-            };
-            self.egress
-                .enqueue(&mut peers, port, out, slot, frame.len(), info, &class, now);
-        }
+            },
+        )
     }
 
     #[inline]
@@ -219,12 +223,8 @@ impl Switch {
     /// Lets port index `port` transmit what it can by `now`: PFC frames first, then data in
     /// scheduler order, one after another at line rate. Returns frames sent.
     pub fn transmit(&mut self, port: usize, now: u64, sink: &mut impl TxSink) -> usize {
-        let mut peers = Peers {
-            ingress: &mut self.ingress,
-            pool: &mut self.pool,
-            packets: &mut self.packets,
-        };
-        self.egress.transmit(&mut peers, port, now, sink)
+        let (egress, mut peers) = self.sides();
+        egress.transmit(&mut peers, port, now, sink)
     }
 
     /// Runs the timers due at `now`: PFC refresh (ingress), watchdog detection and restoration
@@ -237,12 +237,8 @@ impl Switch {
                     self.egress.queue_pfc(port, req);
                 }
             }
-            let mut peers = Peers {
-                ingress: &mut self.ingress,
-                pool: &mut self.pool,
-                packets: &mut self.packets,
-            };
-            self.egress.poll_watchdog(&mut peers, port, now);
+            let (egress, mut peers) = self.sides();
+            egress.poll_watchdog(&mut peers, port, now);
         }
     }
 

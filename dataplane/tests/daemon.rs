@@ -109,6 +109,29 @@ fn running_kmax(socket: &Path) -> String {
 }
 
 /// The daemon's stderr, collected line by line.
+/// `rocectl daemon` on `socket` keeping `config`, metrics on a free loopback port; its log
+/// lines are collected as they come.
+fn start_daemon(socket: &Path, config: &Path, poll_ms: u32) -> (Proc, Arc<Mutex<Vec<String>>>) {
+    let mut d = Command::new(rocectl())
+        .arg("--socket")
+        .arg(socket)
+        .args([
+            "daemon",
+            "--poll-ms",
+            &poll_ms.to_string(),
+            "--metrics",
+            "127.0.0.1:0",
+            "--config",
+        ])
+        .arg(config)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let log = collect(&mut d);
+    (Proc(d), log)
+}
+
 fn collect(child: &mut Child) -> Arc<Mutex<Vec<String>>> {
     let lines = Arc::new(Mutex::new(Vec::new()));
     let (l2, err) = (lines.clone(), child.stderr.take().unwrap());
@@ -149,17 +172,7 @@ fn daemon_keeps_the_switch_on_its_file() {
     let mut sw = start_switch(&switch_cfg, &socket);
     assert_eq!(running_kmax(&socket), "400KB");
 
-    let mut d = Command::new(rocectl())
-        .arg("--socket")
-        .arg(&socket)
-        .args(["daemon", "--poll-ms", "50", "--metrics", "127.0.0.1:0", "--config"])
-        .arg(&desired)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let log = collect(&mut d);
-    let daemon = Proc(d);
+    let (daemon, log) = start_daemon(&socket, &desired, 50);
     wait_for("the daemon to apply its file", Duration::from_secs(20), || {
         running_kmax(&socket) == "250KB"
     });
@@ -656,4 +669,238 @@ fn control_over_tcp_needs_the_token() {
         all.contains("authentication required") && !all.contains("toml"),
         "{all}"
     );
+}
+
+/// Idle TCP peers that never authenticate cannot lock the owner out: with 256 descriptors
+/// and 300 such connections, the Unix socket still answers at once; connections over the
+/// TCP cap are closed straight away, and the rest once their time to authenticate is up.
+#[test]
+fn idle_tcp_peers_cannot_lock_the_owner_out() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("switch.toml");
+    std::fs::write(&cfg, config_text(dir.path(), |t| t)).unwrap();
+    let token = dir.path().join("token");
+    std::fs::write(&token, "a-long-enough-secret-token\n").unwrap();
+    std::fs::set_permissions(&token, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let addr = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().to_string()
+    };
+    let socket = dir.path().join("sw.sock");
+    let mut cmd = Command::new("sh");
+    cmd.arg("-c")
+        .arg("ulimit -n 256 && exec \"$0\" \"$@\"")
+        .arg(env!("CARGO_BIN_EXE_rocesw"))
+        .args(["run", "--keep-running", "--control-tcp", &addr, "--control-token-file"])
+        .arg(&token)
+        .arg("--control")
+        .arg(&socket)
+        .arg("--config")
+        .arg(&cfg)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    let _sw = Proc(cmd.spawn().unwrap());
+    wait_for("the switch's control socket", Duration::from_secs(20), || {
+        Client::connect(&socket).and_then(|mut c| c.call(Op::Hello)).is_ok()
+    });
+    let idle: Vec<std::net::TcpStream> = (0..300)
+        .filter_map(|_| std::net::TcpStream::connect(&addr).ok())
+        .collect();
+    std::thread::sleep(Duration::from_millis(300));
+    // The owner gets in, promptly, and is served.
+    let t0 = Instant::now();
+    let mut owner = Client::connect(&socket).expect("the owner is locked out");
+    owner.set_timeout(Some(Duration::from_secs(2))).unwrap();
+    owner.call(Op::Hello).expect("the owner is not served");
+    assert!(
+        t0.elapsed() < Duration::from_secs(1),
+        "the owner waited {:?}",
+        t0.elapsed()
+    );
+    // Over the cap: closed at once. The rest: closed when their time to authenticate is up.
+    let closed = |s: &std::net::TcpStream| {
+        s.set_read_timeout(Some(Duration::from_millis(20))).unwrap();
+        let mut b = [0u8; 1];
+        matches!((&*s).read(&mut b), Ok(0) | Err(_)) && {
+            // A timeout is "still open"; EOF or reset is "closed".
+            s.set_nonblocking(true).unwrap();
+            !matches!((&*s).read(&mut b), Err(ref e) if e.kind() == std::io::ErrorKind::WouldBlock)
+        }
+    };
+    let open_now = idle.iter().filter(|s| !closed(s)).count();
+    assert!(open_now <= 16, "{open_now} idle unauthenticated TCP connections held");
+    std::thread::sleep(Duration::from_secs(4));
+    let open_later = idle.iter().filter(|s| !closed(s)).count();
+    assert_eq!(open_later, 0, "idle connections kept past the authentication timeout");
+    // And a well-behaved TCP client still gets in afterwards.
+    let (ok, out, err) = ctl(
+        &rocectl(),
+        &[
+            "--tcp",
+            addr.as_str(),
+            "--token-file",
+            token.to_str().unwrap(),
+            "show",
+            "counters",
+            "--json",
+        ],
+    );
+    assert!(ok && out.contains("\"ports\""), "{err}");
+    owner.call(Op::Hello).unwrap();
+}
+
+/// Capture-file ports need no root, but a control socket where the user may not write fails:
+/// the error says how to run anyway (`--control PATH` or `--no-control`).
+#[test]
+fn an_unusable_control_socket_says_what_to_do() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("switch.toml");
+    std::fs::write(&cfg, config_text(dir.path(), |t| t)).unwrap();
+    // A directory nobody can create (its parent is a file): as a non-root user's
+    // /run/rocesw would be.
+    let blocker = dir.path().join("not-a-dir");
+    std::fs::write(&blocker, "").unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_rocesw"))
+        .args(["run", "--duration", "1", "--config"])
+        .arg(&cfg)
+        .arg("--control")
+        .arg(blocker.join("rocesw.sock"))
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("--control PATH") && err.contains("--no-control") && err.contains("not-a-dir"),
+        "{err}"
+    );
+    // And with --no-control it runs.
+    let out = Command::new(env!("CARGO_BIN_EXE_rocesw"))
+        .args(["run", "--no-control", "--duration", "0.2", "--config"])
+        .arg(&cfg)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
+/// The daemon applies only a complete, settled file: a save caught half way that parses but
+/// has lost a whole section is held (an editor finishing its write replaces it before it
+/// counts), a section really removed is applied once the file has stayed so for the settle
+/// time, and a file that disappears is said loudly and counted while the running config stays.
+#[test]
+fn the_daemon_applies_only_complete_files_and_says_when_its_file_goes() {
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("sw.sock");
+    let switch_cfg = dir.path().join("switch.toml");
+    std::fs::write(&switch_cfg, config_text(dir.path(), |t| t)).unwrap();
+    let desired = dir.path().join("desired.toml");
+    std::fs::write(&desired, config_text(dir.path(), kmax("250KB"))).unwrap();
+    let _sw = start_switch(&switch_cfg, &socket);
+    let (_daemon, log) = start_daemon(&socket, &desired, 50);
+    wait_for("the daemon to apply its file", Duration::from_secs(20), || {
+        running_kmax(&socket) == "250KB"
+    });
+    let has_fdb = |s: &Path| running_config(s).contains("[fdb]");
+    assert!(has_fdb(&socket));
+
+    // Half written: everything up to the last section. It parses and validates (the section
+    // has defaults), but it is not what the user is saving.
+    let full = config_text(dir.path(), kmax("300KB"));
+    let half = full.split("[fdb]").next().unwrap().to_string();
+    assert!(
+        controlplane::load_str(&half).is_ok(),
+        "the truncated file must validate for this test"
+    );
+    std::fs::write(&desired, &half).unwrap();
+    std::thread::sleep(Duration::from_millis(800));
+    assert_eq!(running_kmax(&socket), "250KB", "a half-written file was applied");
+    assert!(has_fdb(&socket));
+    // The write completes: the whole file applies.
+    std::fs::write(&desired, &full).unwrap();
+    wait_for("the completed file", Duration::from_secs(5), || {
+        running_kmax(&socket) == "300KB"
+    });
+    assert!(has_fdb(&socket));
+
+    // The file disappears: said loudly, counted, the running config stays.
+    std::fs::remove_file(&desired).unwrap();
+    wait_for("the daemon to say the file is gone", Duration::from_secs(5), || {
+        log.lock().unwrap().iter().any(|l| l.contains("disappeared"))
+    });
+    let addr = {
+        let l = log.lock().unwrap();
+        let line = l.iter().find(|l| l.contains("metrics on http://")).unwrap();
+        line.split("http://")
+            .nth(1)
+            .unwrap()
+            .trim_end_matches("/metrics")
+            .to_string()
+    };
+    let (_, body) = http_get(&addr, "/metrics");
+    assert_eq!(metric(&body, "rocectl_daemon_config_missing_total", &[]), 1.0, "{body}");
+    assert_eq!(running_kmax(&socket), "300KB");
+
+    // A section removed on purpose (the file stays so): applied after the settle time.
+    std::fs::write(&desired, half.replace("kmax = \"300KB\"", "kmax = \"320KB\"")).unwrap();
+    wait_for("the back file", Duration::from_secs(1), || {
+        log.lock().unwrap().iter().any(|l| l.contains("is back"))
+    });
+    std::thread::sleep(Duration::from_millis(800));
+    assert_eq!(running_kmax(&socket), "300KB", "applied before it settled");
+    wait_for("the settled removal", Duration::from_secs(5), || {
+        running_kmax(&socket) == "320KB"
+    });
+    assert!(!has_fdb(&socket));
+}
+
+/// The metrics endpoint serves scrapes concurrently, and a client that trickles its request
+/// (a byte every 1.5 s) neither delays them nor holds its connection past the request deadline.
+#[test]
+fn a_slow_metrics_client_does_not_block_scrapes() {
+    let dir = tempfile::tempdir().unwrap();
+    let desired = dir.path().join("desired.toml");
+    std::fs::write(&desired, config_text(dir.path(), |t| t)).unwrap();
+    // No switch: scrapes answer at once with dataplane_up 0.
+    let (_daemon, log) = start_daemon(&dir.path().join("nobody.sock"), &desired, 100);
+    wait_for("the metrics address", Duration::from_secs(10), || {
+        log.lock().unwrap().iter().any(|l| l.contains("metrics on http://"))
+    });
+    let addr = {
+        let l = log.lock().unwrap();
+        let line = l.iter().find(|l| l.contains("metrics on http://")).unwrap();
+        line.split("http://")
+            .nth(1)
+            .unwrap()
+            .trim_end_matches("/metrics")
+            .to_string()
+    };
+    let slow: Vec<_> = (0..3)
+        .map(|_| {
+            let addr = addr.clone();
+            std::thread::spawn(move || {
+                let mut s = std::net::TcpStream::connect(&addr).unwrap();
+                let t0 = Instant::now();
+                for b in b"GET /metrics HTTP/1.1\r\nHost: slow\r\n".iter().cycle() {
+                    if s.write_all(&[*b]).is_err() || t0.elapsed() > Duration::from_secs(20) {
+                        break;
+                    }
+                    std::thread::sleep(Duration::from_millis(1500));
+                }
+                t0.elapsed()
+            })
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(200));
+    let t0 = Instant::now();
+    while t0.elapsed() < Duration::from_secs(4) {
+        let t = Instant::now();
+        let (status, body) = http_get(&addr, "/metrics");
+        assert!(status.contains("200"), "{status}");
+        assert_eq!(metric(&body, "rocectl_daemon_dataplane_up", &[]), 0.0, "{body}");
+        assert!(t.elapsed() < Duration::from_secs(1), "a scrape took {:?}", t.elapsed());
+    }
+    for s in slow {
+        let held = s.join().unwrap();
+        assert!(held < Duration::from_secs(10), "a trickling client was held {held:?}");
+    }
 }

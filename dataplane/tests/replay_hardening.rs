@@ -40,6 +40,25 @@ fn input_arg(port: u16, p: &Path) -> String {
     format!("{port}={}", p.display())
 }
 
+/// `rocesw replay --quiet` of the two inputs into `out`, with `extra` arguments.
+fn replay_two(a: &Path, b: &Path, out: &str, extra: &[&str]) -> (bool, String) {
+    let (a, b, config) = (input_arg(0, a), input_arg(1, b), default_toml());
+    let mut args = vec![
+        "replay",
+        "--config",
+        &config,
+        "--input",
+        &a,
+        "--input",
+        &b,
+        "--output-dir",
+        out,
+        "--quiet",
+    ];
+    args.extend_from_slice(extra);
+    rocesw(&args)
+}
+
 /// Item 9: a capture taken with a snap length holds no replayable frame; the replay says so
 /// on stderr and counts them in the summary instead of replaying nothing silently.
 #[test]
@@ -91,18 +110,7 @@ fn identical_replays_into_different_folders_write_identical_summaries() {
     let mut summaries = Vec::new();
     for name in ["first", "second/deeper"] {
         let out = d.join(name);
-        let (ok, err) = rocesw(&[
-            "replay",
-            "--config",
-            &default_toml(),
-            "--input",
-            &input_arg(0, &a),
-            "--input",
-            &input_arg(1, &b),
-            "--output-dir",
-            out.to_str().unwrap(),
-            "--quiet",
-        ]);
+        let (ok, err) = replay_two(&a, &b, out.to_str().unwrap(), &[]);
         assert!(ok, "{err}");
         summaries.push(std::fs::read_to_string(out.join("summary.json")).unwrap());
     }
@@ -119,18 +127,7 @@ fn replay_refuses_to_overwrite_its_inputs() {
     let d = dir.path();
     let (a, b) = two_inputs(d);
     let before = (std::fs::read(&a).unwrap(), std::fs::read(&b).unwrap());
-    let (ok, err) = rocesw(&[
-        "replay",
-        "--config",
-        &default_toml(),
-        "--input",
-        &input_arg(0, &a),
-        "--input",
-        &input_arg(1, &b),
-        "--output-dir",
-        d.to_str().unwrap(),
-        "--quiet",
-    ]);
+    let (ok, err) = replay_two(&a, &b, d.to_str().unwrap(), &[]);
     assert!(!ok, "replaying into the inputs' folder must fail");
     assert!(err.contains("port0.pcap") && err.contains("input"), "{err}");
     assert_eq!(before, (std::fs::read(&a).unwrap(), std::fs::read(&b).unwrap()));
@@ -140,18 +137,7 @@ fn replay_refuses_to_overwrite_its_inputs() {
     let out = d.join("out");
     std::fs::create_dir(&out).unwrap();
     std::os::unix::fs::symlink(&b, out.join("port3.pcap")).unwrap();
-    let (ok, err) = rocesw(&[
-        "replay",
-        "--config",
-        &default_toml(),
-        "--input",
-        &input_arg(0, &a),
-        "--input",
-        &input_arg(1, &b),
-        "--output-dir",
-        out.to_str().unwrap(),
-        "--quiet",
-    ]);
+    let (ok, err) = replay_two(&a, &b, out.to_str().unwrap(), &[]);
     assert!(!ok && err.contains("port3.pcap"), "{err}");
     assert_eq!(before.1, std::fs::read(&b).unwrap());
 }
@@ -219,20 +205,12 @@ fn a_schedule_that_cannot_apply_fails_before_writing() {
     ] {
         let schedule = d.join("schedule.toml");
         std::fs::write(&schedule, format!("[[change]]\nat = \"5us\"\n{patch}")).unwrap();
-        let (ok, err) = rocesw(&[
-            "replay",
-            "--config",
-            &default_toml(),
-            "--input",
-            &input_arg(0, &a),
-            "--input",
-            &input_arg(1, &b),
-            "--output-dir",
+        let (ok, err) = replay_two(
+            &a,
+            &b,
             out.to_str().unwrap(),
-            "--schedule",
-            schedule.to_str().unwrap(),
-            "--quiet",
-        ]);
+            &["--schedule", schedule.to_str().unwrap()],
+        );
         assert!(!ok && err.contains(field), "{field}: {err}");
         assert_eq!(std::fs::read_to_string(out.join("port0.pcap")).unwrap(), "old");
         assert_eq!(std::fs::read_to_string(out.join("summary.json")).unwrap(), "old");
@@ -270,18 +248,7 @@ fn a_full_disk_names_the_file() {
     let out = d.join("out");
     std::fs::create_dir(&out).unwrap();
     std::os::unix::fs::symlink("/dev/full", out.join("port0.pcap")).unwrap();
-    let (ok, err) = rocesw(&[
-        "replay",
-        "--config",
-        &default_toml(),
-        "--input",
-        &input_arg(0, &a),
-        "--input",
-        &input_arg(1, &b),
-        "--output-dir",
-        out.to_str().unwrap(),
-        "--quiet",
-    ]);
+    let (ok, err) = replay_two(&a, &b, out.to_str().unwrap(), &[]);
     assert!(!ok, "a full disk fails the replay");
     assert!(err.contains("port0.pcap") && err.contains("writing"), "{err}");
 }

@@ -5,32 +5,9 @@
 mod common;
 use common::*;
 use serde_json::Value;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
-
-/// `configs/default.toml` with its four ports replaced by capture-file ports.
-fn config(dir: &Path, port: impl Fn(u16) -> String) -> PathBuf {
-    let text = std::fs::read_to_string(repo_root().join("configs/default.toml")).unwrap();
-    let mut kept: String = text
-        .split("\n[[port]]\n")
-        .enumerate()
-        .map(|(i, chunk)| {
-            if i == 0 {
-                chunk.to_string()
-            } else {
-                // Drop the `id = N` line of each original port; keep what follows it.
-                chunk.split_once('\n').map_or("", |(_, rest)| rest).to_string()
-            }
-        })
-        .collect();
-    for id in 0..4 {
-        kept += &format!("\n[[port]]\nid = {id}\n{}\n", port(id));
-    }
-    let path = dir.join("switch.toml");
-    std::fs::write(&path, kept).unwrap();
-    path
-}
 
 /// Runs `rocesw run` to its end (it stops by itself once every capture is read), at most 60 s.
 fn run(cfg: &Path, summary: &Path) -> (bool, String) {
@@ -64,13 +41,17 @@ fn incast_from_captures_through_the_real_time_switch() {
     let dir = tempfile::tempdir().unwrap();
     let examples = repo_root().join("examples/incast");
     let out = |id| dir.path().join(format!("out{id}.pcap"));
-    let cfg = config(dir.path(), |id| {
-        format!(
-            "pcap = {{ input = {:?}, output = {:?} }}",
-            examples.join(format!("port{id}.pcap")),
-            out(id)
-        )
-    });
+    let cfg = ports_config(
+        dir.path(),
+        |id| {
+            format!(
+                "pcap = {{ input = {:?}, output = {:?} }}",
+                examples.join(format!("port{id}.pcap")),
+                out(id)
+            )
+        },
+        "",
+    );
     let summary = dir.path().join("summary.json");
     let (ok, err) = run(&cfg, &summary);
     assert!(ok, "rocesw run failed: {err}");
@@ -182,13 +163,17 @@ fn a_bad_capture_is_a_clear_error() {
     let dir = tempfile::tempdir().unwrap();
     let junk = dir.path().join("junk.pcap");
     std::fs::write(&junk, b"this is not a capture at all").unwrap();
-    let cfg = config(dir.path(), |id| {
-        if id == 1 {
-            format!("pcap = {{ input = {junk:?} }}")
-        } else {
-            format!("pcap = {{ output = {:?} }}", dir.path().join(format!("o{id}.pcap")))
-        }
-    });
+    let cfg = ports_config(
+        dir.path(),
+        |id| {
+            if id == 1 {
+                format!("pcap = {{ input = {junk:?} }}")
+            } else {
+                format!("pcap = {{ output = {:?} }}", dir.path().join(format!("o{id}.pcap")))
+            }
+        },
+        "",
+    );
     let (ok, err) = run(&cfg, &dir.path().join("s.json"));
     assert!(!ok);
     assert!(err.contains("port 1") && err.contains("not a classic pcap"), "{err}");
@@ -227,11 +212,15 @@ fn capture_pacing_keeps_the_capture_spacing() {
                 .collect(),
         );
         let out3 = dir.path().join("out3.pcap");
-        let cfg = config(dir.path(), |id| match id {
-            0 => format!("pcap = {{ input = {input:?}, pace = {pace:?} }}"),
-            3 => format!("pcap = {{ output = {out3:?} }}"),
-            _ => format!("pcap = {{ output = {:?} }}", dir.path().join(format!("o{id}.pcap"))),
-        });
+        let cfg = ports_config(
+            dir.path(),
+            |id| match id {
+                0 => format!("pcap = {{ input = {input:?}, pace = {pace:?} }}"),
+                3 => format!("pcap = {{ output = {out3:?} }}"),
+                _ => format!("pcap = {{ output = {:?} }}", dir.path().join(format!("o{id}.pcap"))),
+            },
+            "",
+        );
         let (ok, err) = run(&cfg, &dir.path().join("s.json"));
         assert!(ok, "{err}");
         let ts: Vec<u64> = read_pcap(&out3).iter().map(|(t, _)| *t).collect();
@@ -247,4 +236,23 @@ fn capture_pacing_keeps_the_capture_spacing() {
     for g in gaps("asap") {
         assert!(g < 50_000_000, "asap: gap {g} ns");
     }
+}
+
+/// A build without the `dpdk` feature refuses a DPDK port, saying how to build one that can.
+#[cfg(not(feature = "dpdk"))]
+#[test]
+fn dpdk_ports_need_the_dpdk_build() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = ports_config(dir.path(), |id| format!("dpdk = \"net_null{id}\""), "");
+    let out = Command::new(env!("CARGO_BIN_EXE_rocesw"))
+        .args(["run", "--no-control", "--config"])
+        .arg(&cfg)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("port 0 (dpdk = \"net_null0\"): this rocesw was built without DPDK support: cargo build --release --features dpdk"),
+        "{err}"
+    );
 }

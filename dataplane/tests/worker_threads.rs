@@ -81,14 +81,20 @@ fn wait_for(what: &str, mut cond: impl FnMut() -> bool) {
     }
 }
 
-fn delivered(wires: &[Arc<Mutex<Wire>>], port: usize) -> usize {
+/// The data frames (the tests' 1 KiB frames, not PFC or announcements) that left `port`.
+fn data_frames(wires: &[Arc<Mutex<Wire>>], port: usize) -> Vec<Vec<u8>> {
     wires[port]
         .lock()
         .unwrap()
         .from_switch
         .iter()
         .filter(|f| f.len() == 1024)
-        .count()
+        .cloned()
+        .collect()
+}
+
+fn delivered(wires: &[Arc<Mutex<Wire>>], port: usize) -> usize {
+    data_frames(wires, port).len()
 }
 
 /// Ports 1 and 3 belong to the I/O worker: frames from port 1 (I/O worker) to port 0 (pipeline
@@ -117,22 +123,8 @@ fn frames_cross_between_pipeline_and_io_workers() {
     });
     r.stop.store(true, Ordering::Relaxed);
     let o = r.handle.join().unwrap();
-    let got0: Vec<Vec<u8>> = r.wires[0]
-        .lock()
-        .unwrap()
-        .from_switch
-        .iter()
-        .filter(|f| f.len() == 1024)
-        .cloned()
-        .collect();
-    let got3: Vec<Vec<u8>> = r.wires[3]
-        .lock()
-        .unwrap()
-        .from_switch
-        .iter()
-        .filter(|f| f.len() == 1024)
-        .cloned()
-        .collect();
+    let got0 = data_frames(&r.wires, 0);
+    let got3 = data_frames(&r.wires, 3);
     let (got0, got3, a, b): (Vec<_>, Vec<_>, Vec<_>, Vec<_>) = (
         got0.iter().map(|f| unmarked(f)).collect(),
         got3.iter().map(|f| unmarked(f)).collect(),
@@ -287,14 +279,7 @@ fn a_port_that_stops_taking_frames_backs_up_into_pfc_and_loses_nothing() {
         wait_for("every frame at port 3", || delivered(&r.wires, 3) == 3 * N);
         r.stop.store(true, Ordering::Relaxed);
         let o = r.handle.join().unwrap();
-        let got: Vec<Vec<u8>> = r.wires[3]
-            .lock()
-            .unwrap()
-            .from_switch
-            .iter()
-            .filter(|f| f.len() == 1024)
-            .cloned()
-            .collect();
+        let got = data_frames(&r.wires, 3);
         for (s, flow) in flows.iter().enumerate() {
             let mine: Vec<Vec<u8>> = got
                 .iter()

@@ -76,7 +76,7 @@ impl EalArgs {
                 ErrorKind::Hugepages,
                 format!(
                     "{who} needs hugepages for its DMA memory, and none were asked for: \
-                     set [run.dpdk] hugepages (e.g. \"1G\")"
+                     set [run.dpdk] hugepages = true (and memory, e.g. \"1GiB\")"
                 ),
             ));
         }
@@ -89,6 +89,15 @@ impl EalArgs {
             args.push(d.devargs().into());
         }
         Ok(EalArgs { args })
+    }
+
+    /// Sets the memory the EAL reserves (`-m`, MiB), replacing the default of
+    /// [`EalArgs::default_for_vdevs`].
+    pub fn set_memory_mb(&mut self, mb: u32) {
+        match self.args.iter().position(|a| a == "-m") {
+            Some(i) if i + 1 < self.args.len() => self.args[i + 1] = mb.to_string(),
+            _ => self.args.extend(["-m".to_string(), mb.to_string()]),
+        }
     }
 
     /// Appends an argument (e.g. `--log-level=pmd.net.ring:debug`).
@@ -185,7 +194,7 @@ pub(crate) fn pci_needs_hugepages(device: &str) -> Error {
         ErrorKind::Hugepages,
         format!(
             "PCI port {device} needs hugepages for its DMA memory, but the EAL arguments \
-             run without them (--no-huge): set [run.dpdk] hugepages (e.g. \"1G\") so the \
+             run without them (--no-huge): set [run.dpdk] hugepages = true (and memory, e.g. \"1GiB\") so the \
              switch starts DPDK with hugepages (EalArgs::for_pci)"
         ),
     )
@@ -220,7 +229,7 @@ pub(crate) fn check_hugepages(meminfo: &str, needed_mb: u32, who: &str) -> Resul
             "{who} needs {needed_mb} MiB of hugepages, but only {free} MiB are free \
              ({total} MiB reserved): reserve them (echo {pages_2m} > \
              /sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages, or hugepages= on the \
-             kernel command line) or lower [run.dpdk] hugepages"
+             kernel command line) or lower [run.dpdk] memory"
         ),
     ))
 }
@@ -246,7 +255,9 @@ mod tests {
         }
         let prefix = a.file_prefix().unwrap();
         assert!(prefix.starts_with(&format!("rocesw-{}-", std::process::id())));
-        let b = EalArgs::default_for_vdevs::<&str>(&[]).unwrap();
+        let mut b = EalArgs::default_for_vdevs::<&str>(&[]).unwrap();
+        b.set_memory_mb(1024);
+        assert!(b.as_slice().join(" ").contains("--no-huge -m 1024 --no-pci"));
         assert_ne!(b.file_prefix(), a.file_prefix(), "prefixes are unique");
     }
 
@@ -290,7 +301,7 @@ mod tests {
             "PCI port 0000:01:00.0 needs 512 MiB of hugepages, but only 0 MiB are free \
              (0 MiB reserved): reserve them (echo 256 > \
              /sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages, or hugepages= on the \
-             kernel command line) or lower [run.dpdk] hugepages"
+             kernel command line) or lower [run.dpdk] memory"
         );
         let some = "HugePages_Total:     512\nHugePages_Free:      300\nHugepagesize:    2048 kB\n";
         assert_eq!(hugepages_mb(some), (600, 1024));

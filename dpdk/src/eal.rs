@@ -85,6 +85,8 @@ impl Eal {
         let ret = unsafe { sys::rte_eal_init(argc, argv.as_mut_ptr()) };
         if ret < 0 {
             let e = eal_error(errno(), args);
+            // A failed start leaves its (empty) runtime directory behind too.
+            remove_runtime_dir(args);
             let _ = FAILED.set(e.to_string());
             return Err(e);
         }

@@ -37,3 +37,8 @@ pub const DEFAULT_FDB_CAPACITY: usize = 4096;
 pub const MAX_FDB_CAPACITY: i64 = 1 << 20;
 pub const MAX_WORKERS: usize = 64;
 pub const DEFAULT_DRAIN_TIMEOUT_NS: u64 = 1_000_000_000;
+
+/// `[run.dpdk] memory`: what the EAL reserves (anonymous memory without hugepages).
+pub const DEFAULT_DPDK_MEMORY_MB: u32 = 512;
+/// `[run.dpdk] mbufs`: the DPDK ports' shared packet pool (2^k - 1, as DPDK prefers).
+pub const DEFAULT_DPDK_MBUFS: u32 = 16383;

@@ -32,7 +32,7 @@ use classify::resolve_classify;
 use ctx::Ctx;
 use ecn::resolve_ecn;
 use fdb::resolve_fdb;
-use pfc::{resolve_pfc, Losslessness};
+use pfc::{check_lossless_shapers, check_pause_time, resolve_pfc, Losslessness};
 use ports::{resolve_buffer, resolve_ports};
 use profiles::{overlay, resolve_cnp, resolve_cnp_queue, resolve_pgs, resolve_queues};
 use run::{assign_workers, resolve_run};
@@ -122,6 +122,20 @@ pub fn resolve(file: &ConfigFile) -> Result<Loaded, ConfigError> {
     };
     if sizes_ok_1 && sizes_ok_2 {
         check_budget(&mut cx, &config, file.buffer.size.as_ref());
+    }
+    if sizes_ok_1 {
+        let size = file.buffer.size.as_ref();
+        let size = size.map_or_else(
+            || crate::units::format_size(config.buffer.total_bytes),
+            ToString::to_string,
+        );
+        if let Some(why) = crate::memory::refusal(&config, &size) {
+            cx.error(why);
+        }
+    }
+    check_pause_time(&mut cx, &config);
+    if sizes_ok_2 {
+        check_lossless_shapers(&mut cx, &config, &loss);
     }
 
     if cx.errors.is_empty() {

@@ -70,12 +70,25 @@ fn resolve_pcap_port(cx: &mut Ctx, path: &str, s: &PcapPortSection) -> Option<Pc
     Some(PcapPortConfig { input, output, pace })
 }
 
+/// `[[port]] dpdk = "..."`: a well-formed device string (checked without DPDK), stored with a
+/// short PCI address completed (`3b:00.0` → `0000:3b:00.0`).
+fn resolve_dpdk_port(cx: &mut Ctx, path: &str, text: &str) -> Option<String> {
+    match dpdk::DeviceSpec::parse(text) {
+        Ok(spec) => Some(spec.devargs().to_string()),
+        Err(e) => {
+            cx.error(format!("{path}.dpdk: {e}"));
+            None
+        }
+    }
+}
+
 /// A port before headroom is known.
 pub(super) struct PortDraft {
     pub(super) id: u16,
     pub(super) name: Option<String>,
     pub(super) interface: Option<String>,
     pub(super) pcap: Option<PcapPortConfig>,
+    pub(super) dpdk: Option<String>,
     pub(super) peer: PeerKind,
     pub(super) worker: Option<usize>,
     pub(super) speed_bps: u64,
@@ -182,11 +195,14 @@ pub(super) fn resolve_ports(cx: &mut Ctx, file: &ConfigFile) -> Vec<PortDraft> {
                 "{path}: a port has either an `interface` or a `pcap` table, not both"
             ));
         }
-        let backend = match (&p.interface, &p.pcap) {
-            (Some(_), _) => BackendKind::Interface,
-            (None, Some(_)) => BackendKind::Pcap,
-            (None, None) => BackendKind::Unattached,
-        };
+        let dpdk = p.dpdk.as_ref().and_then(|d| resolve_dpdk_port(cx, &path, d));
+        let backends = [p.interface.is_some(), p.pcap.is_some(), p.dpdk.is_some()];
+        if p.dpdk.is_some() && backends.iter().filter(|b| **b).count() > 1 {
+            cx.error(format!(
+                "{path}: a port has one of `interface`, `pcap` or `dpdk`, not several"
+            ));
+        }
+        let backend = BackendKind::of(p.interface.as_deref(), p.pcap.is_some(), dpdk.as_deref());
         let peer = match p.peer.as_deref() {
             None => PeerKind::default_for(backend),
             Some("emulated") => PeerKind::Emulated,
@@ -205,6 +221,7 @@ pub(super) fn resolve_ports(cx: &mut Ctx, file: &ConfigFile) -> Vec<PortDraft> {
             name: p.name.clone(),
             interface,
             pcap,
+            dpdk,
             peer,
             worker,
             speed_bps: speed_bps.unwrap_or(0),

@@ -46,6 +46,19 @@ pub(super) fn resolve_run(cx: &mut Ctx, s: &RunSection, ports: &[PortConfig]) ->
         .as_ref()
         .and_then(|v| cx.duration("run.drain_timeout", v))
         .unwrap_or(DEFAULT_DRAIN_TIMEOUT_NS);
+    let dpdk = resolve_dpdk(cx, s.dpdk.as_ref().unwrap_or(&DpdkRunSection::default()), ports);
+    let mut devices: BTreeMap<String, usize> = BTreeMap::new();
+    for (i, p) in ports.iter().enumerate() {
+        let Some(spec) = p.dpdk.as_deref().and_then(|d| dpdk::DeviceSpec::parse(d).ok()) else {
+            continue;
+        };
+        if let Some(j) = devices.insert(spec.name().to_string(), i) {
+            cx.error(format!(
+                "port[{i}].dpdk: device {} is already used by port[{j}]",
+                spec.name()
+            ));
+        }
+    }
     let mut interfaces: BTreeMap<&str, usize> = BTreeMap::new();
     let mut outputs: BTreeMap<&std::path::Path, usize> = BTreeMap::new();
     for (i, p) in ports.iter().enumerate() {
@@ -74,6 +87,52 @@ pub(super) fn resolve_run(cx: &mut Ctx, s: &RunSection, ports: &[PortConfig]) ->
         cores,
         idle_sleep_ns,
         drain_timeout_ns,
+        dpdk,
+    }
+}
+
+/// `[run.dpdk]`: memory, hugepages (on by default only with a PCI port, which needs them),
+/// pool size, extra EAL arguments.
+fn resolve_dpdk(cx: &mut Ctx, s: &DpdkRunSection, ports: &[PortConfig]) -> DpdkRunConfig {
+    let memory_mb = match &s.memory {
+        None => DEFAULT_DPDK_MEMORY_MB,
+        Some(v) => match cx.size("run.dpdk.memory", v) {
+            Some(b) if (64 << 20..=1 << 40).contains(&b) => (b >> 20) as u32,
+            Some(_) => {
+                cx.error(format!("run.dpdk.memory ({v}) must be from 64MiB to 1TiB"));
+                DEFAULT_DPDK_MEMORY_MB
+            }
+            None => DEFAULT_DPDK_MEMORY_MB,
+        },
+    };
+    let pci: Vec<&str> = ports
+        .iter()
+        .filter_map(|p| p.dpdk.as_deref())
+        .filter(|d| dpdk::DeviceSpec::parse(d).is_ok_and(|s| s.is_pci()))
+        .collect();
+    let hugepages = s.hugepages.unwrap_or(!pci.is_empty());
+    if !hugepages && !pci.is_empty() {
+        cx.error(format!(
+            "run.dpdk.hugepages is false, but PCI port {} needs hugepages for its DMA memory: \
+             set hugepages = true (and reserve them: \
+             /sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages)",
+            pci.join(", ")
+        ));
+    }
+    let mbufs = s
+        .mbufs
+        .and_then(|n| cx.int_in("run.dpdk.mbufs", n, 1023, 1 << 24))
+        .map_or(DEFAULT_DPDK_MBUFS, |n| n as u32);
+    for (i, a) in s.eal_args.iter().enumerate() {
+        if a.is_empty() || a.contains('\0') {
+            cx.error(format!("run.dpdk.eal_args[{i}]: {a:?} is not an argument"));
+        }
+    }
+    DpdkRunConfig {
+        eal_args: s.eal_args.clone(),
+        memory_mb,
+        hugepages,
+        mbufs,
     }
 }
 

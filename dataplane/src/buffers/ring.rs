@@ -57,6 +57,15 @@ impl<T: Copy + Default> Ring<T> {
         (self.len > 0).then(|| &self.slots[self.head])
     }
 
+    /// The queued items, oldest first, for editing in place (a waiting PFC request takes a
+    /// newer request's times instead of a second place in the ring).
+    pub fn iter_mut(&mut self) -> impl Iterator<Item = &mut T> {
+        let first = self.len.min(self.slots.len() - self.head);
+        let wrapped = self.len - first;
+        let (front, back) = self.slots.split_at_mut(self.head);
+        back[..first].iter_mut().chain(front[..wrapped].iter_mut())
+    }
+
     #[inline]
     pub fn pop(&mut self) -> Option<T> {
         if self.len == 0 {
@@ -94,6 +103,8 @@ mod tests {
                 }
                 prop_assert_eq!(ring.len(), model.len());
                 prop_assert_eq!(ring.front().copied(), model.front().copied());
+                let items: Vec<u8> = ring.iter_mut().map(|v| *v).collect();
+                prop_assert_eq!(items, model.iter().copied().collect::<Vec<_>>());
             }
         }
     }

@@ -29,6 +29,8 @@ use wred::Verdict;
 const PS_PER_NS: u64 = 1000;
 /// Frames a port sends per `transmit` call at most: bounds a worker's time on one port.
 pub const TX_BURST: usize = 32;
+// The control plane's memory estimate sizes buffers with the same burst.
+const _: () = assert!(TX_BURST as u64 == controlplane::memory::BURST_FRAMES);
 
 /// Where transmitted frames go: a port backend, a pcap writer, a test.
 pub trait TxSink {
@@ -131,10 +133,7 @@ impl Egress {
         len: usize,
         reason: DropReason,
     ) {
-        let o = &mut self.ports[out];
-        o.counters.drops[reason as usize] += 1;
-        o.queue_counters[queue].dropped_packets += 1;
-        o.queue_counters[queue].dropped_bytes += len as u64;
+        self.count_drop(out, queue, len, reason);
         ingress.ports[in_port].count_dropped(pg);
     }
 
@@ -336,9 +335,8 @@ impl Egress {
     /// Lets port index `port` transmit what it can by `now`: PFC frames first, then data in
     /// scheduler order, one after another at line rate. Returns frames sent.
     pub(crate) fn transmit(&mut self, peers: &mut Peers<'_>, port: usize, now: u64, sink: &mut impl TxSink) -> usize {
-        let now_ps = now * PS_PER_NS;
         let p = &self.ports[port];
-        if p.busy_until_ps > now_ps {
+        if p.busy_until_ns > now || (p.busy_until_ns == now && p.busy_sub_ps > 0) {
             return 0;
         }
         let budget = TX_BURST.min(sink.room(port));
@@ -348,13 +346,21 @@ impl Egress {
             self.ports[port].backlogged = false;
             return 0;
         }
-        let mut t_ps = if p.backlogged { p.busy_until_ps } else { now_ps };
+        // Link time in picoseconds since `base_ns` (whole ns, never after `now`): exact
+        // serialisation without an absolute picosecond clock, which would wrap after 213.5
+        // days. A call covers one burst, so the relative figures stay small.
+        let (base_ns, mut t_ps) = if p.backlogged {
+            (p.busy_until_ns, p.busy_sub_ps)
+        } else {
+            (now, 0)
+        };
+        let now_ps = (now - base_ns).saturating_mul(PS_PER_NS);
         let mut sent = 0;
         let mut pfc_buf = [0u8; 64];
         self.ports[port].backlogged = false;
-        let (mut paused, mut paused_valid_until) = self.paused_queues(port, t_ps / PS_PER_NS);
+        let (mut paused, mut paused_valid_until) = self.paused_queues(port, base_ns + t_ps / PS_PER_NS);
         while sent < budget && t_ps <= now_ps {
-            let t_ns = t_ps / PS_PER_NS;
+            let t_ns = base_ns + t_ps / PS_PER_NS;
             if t_ns >= paused_valid_until {
                 (paused, paused_valid_until) = self.paused_queues(port, t_ns);
             }
@@ -387,7 +393,7 @@ impl Egress {
             // (`Scheduler::select_again`) without a full selection per frame.
             let may_stay = p.shaped & p.nonempty == 0;
             loop {
-                if let Some(ser_ps) = self.send_head(peers, port, q, t_ps / PS_PER_NS, sink) {
+                if let Some(ser_ps) = self.send_head(peers, port, q, base_ns + t_ps / PS_PER_NS, sink) {
                     t_ps += ser_ps;
                     sent += 1;
                 }
@@ -395,7 +401,7 @@ impl Egress {
                 if !may_stay || sent >= budget || t_ps > now_ps || !p.pfc_out.is_empty() {
                     break;
                 }
-                if t_ps / PS_PER_NS >= paused_valid_until {
+                if base_ns + t_ps / PS_PER_NS >= paused_valid_until {
                     break;
                 }
                 let Some(head) = p.queues[q].front() else { break };
@@ -407,11 +413,12 @@ impl Egress {
         if sent > 0 {
             // Back to back only if the next frame was ready when this one ended; otherwise the
             // next transmission starts when it is called for, never before its frame arrived.
-            let t_ns = t_ps / PS_PER_NS;
+            let t_ns = base_ns + t_ps / PS_PER_NS;
             let (paused, _) = self.paused_queues(port, t_ns);
             let ready = !self.ports[port].pfc_out.is_empty() || self.eligible(port, t_ns, paused) != 0;
             let p = &mut self.ports[port];
-            p.busy_until_ps = t_ps;
+            p.busy_until_ns = t_ns;
+            p.busy_sub_ps = t_ps % PS_PER_NS;
             p.backlogged = ready;
         }
         sent
@@ -530,7 +537,7 @@ impl Egress {
     /// egress side, given that nothing new arrives.
     pub(crate) fn next_event(&self, now: u64, mut at: impl FnMut(u64)) {
         for p in &self.ports {
-            let link_free = p.busy_until_ps.div_ceil(PS_PER_NS).max(now);
+            let link_free = (p.busy_until_ns + u64::from(p.busy_sub_ps > 0)).max(now);
             if !p.pfc_out.is_empty() {
                 at(link_free);
             }

@@ -26,6 +26,9 @@ pub(crate) struct Desc {
     pub wred_done: bool,
 }
 
+// The control plane's memory estimate (controlplane::memory) counts descriptors at this size.
+const _: () = assert!(std::mem::size_of::<Desc>() as u64 <= controlplane::memory::DESC_BYTES);
+
 /// The switch port's own MAC, used as the source of the PFC frames it sends.
 pub fn port_mac(id: u16) -> [u8; 6] {
     let b = id.to_be_bytes();
@@ -45,10 +48,15 @@ pub struct EgressPort {
     pub(crate) shapers: [Option<TokenBucket>; NUM_TC],
     pub(crate) wred: [Option<Wred>; NUM_TC],
     pub(crate) cnp_policer: Option<TokenBucket>,
-    /// When the link finishes its current frame, in picoseconds (ns would drift at 25G+).
-    pub(crate) busy_until_ps: u64,
+    /// When the link finishes its current frame: whole nanoseconds plus `busy_sub_ps`
+    /// picoseconds (0..1000). Serialisation is summed in picoseconds (ns would drift at 25G+),
+    /// but an absolute time in u64 picoseconds wraps after 2^64 ps (213.5 days of uptime or of
+    /// a replay's span); in ns it lasts 584 years, and `transmit` counts picoseconds only
+    /// relative to this instant.
+    pub(crate) busy_until_ns: u64,
+    pub(crate) busy_sub_ps: u64,
     /// Whether frames were left waiting when the link went busy: then the next frame starts
-    /// back to back at `busy_until_ps` rather than at the time of the next call.
+    /// back to back at the busy-until time rather than at the time of the next call.
     pub(crate) backlogged: bool,
     /// PFC frames to send, ahead of all data (asked for by this port's ingress side).
     pub(crate) pfc_out: Ring<PfcRequest>,
@@ -81,7 +89,8 @@ impl EgressPort {
             shapers: Default::default(),
             wred: Default::default(),
             cnp_policer: None,
-            busy_until_ps: 0,
+            busy_until_ns: 0,
+            busy_sub_ps: 0,
             backlogged: false,
             pfc_out: Ring::with_capacity(PFC_BACKLOG),
             pause: PauseState::default(),
@@ -147,12 +156,23 @@ impl EgressPort {
         Some(d)
     }
 
-    /// Queues a PFC frame to send ahead of all data. 64 pending on one port means the link is
-    /// stalled; the newest state is re-sent by the refresh timer, so dropping here loses
-    /// nothing that matters.
+    /// Queues a PFC frame to send ahead of all data. Only the newest state of a set of
+    /// priorities matters to the peer, so a request for priorities already waiting replaces
+    /// that request's times (an XON overtaking its XOFF, a refresh its predecessor) instead of
+    /// taking another place: a link slower than the refresh timer then sends the latest state
+    /// once rather than a growing backlog. What is still refused (64 distinct requests waiting:
+    /// the link is stalled; the refresh timer re-sends the state) is no packet, so it is no
+    /// drop: both are counted in `pfc_tx_skipped`, never in `drops`.
     pub(crate) fn queue_pfc(&mut self, req: PfcRequest) {
-        if self.pfc_out.push(req).is_err() {
-            self.counters.drops[crate::counters::DropReason::NoBuffer as usize] += 1;
+        let merged = match self.pfc_out.iter_mut().find(|w| w.prios == req.prios) {
+            Some(waiting) => {
+                waiting.times = req.times;
+                true
+            }
+            None => false,
+        };
+        if merged || self.pfc_out.push(req).is_err() {
+            self.counters.pfc_tx_skipped += 1;
         }
     }
 }

@@ -14,6 +14,8 @@
 //!   buffer pressure, link down) are never errors: they are counted in [`PortStats`].
 
 pub mod afpacket;
+#[cfg(feature = "dpdk")]
+pub mod dpdk;
 pub mod pcap;
 
 pub use afpacket::{AfPacket, AfPacketOptions};
@@ -79,6 +81,18 @@ pub struct PortStats {
     /// Flushes the kernel only partly served (send buffer full, `ENOBUFS`); the frames left stay
     /// queued and go out on the next flush.
     pub tx_flush_retries: u64,
+    /// DPDK ports: frames `send` refused because the mbuf pool was empty (`[run.dpdk] mbufs`).
+    pub tx_nombuf: u64,
+    /// DPDK ports: the driver's `imissed`, frames the NIC dropped because its receive ring was
+    /// full (the switch polled too slowly). 0 on other backends.
+    pub imissed: u64,
+    /// DPDK ports: the driver's `ierrors`, erroneous frames received. 0 on other backends.
+    pub ierrors: u64,
+    /// DPDK ports: the driver's `oerrors`, frames it failed to transmit. 0 on other backends.
+    pub oerrors: u64,
+    /// DPDK ports: the driver's `rx_nombuf`, receive mbuf allocation failures (the pool was
+    /// empty). 0 on other backends.
+    pub rx_nombuf: u64,
 }
 
 /// A source and sink of L2 frames, polled by one worker thread.
@@ -305,5 +319,25 @@ mod tests {
         assert_eq!(e.errno(), Some(libc::ENODEV));
         assert!(p.send(&[1; 60]).unwrap_err().is_vanished());
         assert!(p.flush().unwrap_err().is_vanished());
+    }
+
+    /// `tx_room` is what `send` will take: it counts down as the transmit queue fills, stays 0
+    /// while the far end does not read (a stalled flush moves nothing), and comes back once it
+    /// reads again.
+    #[test]
+    fn tx_room_follows_the_transmit_queue() {
+        let mut p = MemPort::new("m", 4);
+        assert_eq!(p.tx_room(), 4);
+        p.set_tx_stalled(true);
+        for left in (0..4).rev() {
+            assert!(p.send(&[0; 60]).unwrap());
+            assert_eq!(p.tx_room(), left);
+        }
+        assert!(!p.send(&[0; 60]).unwrap(), "no room: refused");
+        p.flush().unwrap();
+        assert_eq!((p.tx_room(), p.tx_pending()), (0, 0), "a stalled peer reads nothing");
+        p.set_tx_stalled(false);
+        p.flush().unwrap();
+        assert_eq!((p.tx_room(), p.tx_pending()), (4, 4));
     }
 }

@@ -94,6 +94,7 @@ impl Build for Snapshot {
                     pfc_tx: c.pfc_tx,
                     pfc_rx: c.pfc_rx,
                     pause_rx: c.pause_rx,
+                    pfc_tx_skipped: c.pfc_tx_skipped,
                     paused_ns: sw.port_paused_ns(i, now),
                     unknown_ethertype: c.unknown_ethertype,
                     watchdog_storms: c.watchdog_storms,

@@ -5,8 +5,16 @@
 //! listener and its non-blocking connections. What needs the switch — counters, the FDB, a
 //! config change — goes to the pipeline worker as a [`ControlRequest`] on the lock-free
 //! [`ControlQueue`], and this thread waits for the reply (at most [`REPLY_TIMEOUT`]); requests
-//! are therefore served one at a time, in arrival order. The thread keeps the running config's
-//! TOML text: `get_config` answers it, `patch` merges into it, a successful change replaces it.
+//! are therefore served one at a time. The thread keeps the running config's TOML text:
+//! `get_config` answers it, `patch` merges into it, a successful change replaces it.
+//!
+//! No client can take the thread or the process's memory from the others (PROTOCOL.md,
+//! "Limits"): each round of the loop serves every connection at most [`REQUESTS_PER_ROUND`]
+//! requests; a connection's requests are read only while fewer than [`MAX_PENDING_OUTPUT`]
+//! bytes of its answers wait to be sent, and only when no complete line is buffered, so what
+//! one connection holds is bounded; connections are capped per listener, TCP ones must
+//! authenticate within [`AUTH_TIMEOUT`], and the owner's Unix socket is accepted first and
+//! freed a descriptor when the process has none left.
 
 use crate::runtime::worker::{ControlQueue, ControlRequest};
 use anyhow::{bail, Context};
@@ -28,9 +36,23 @@ use std::time::{Duration, Instant};
 
 /// How long a request waits for the pipeline worker.
 pub const REPLY_TIMEOUT: Duration = Duration::from_secs(2);
-/// A connection whose unsent output grows past this (a subscriber that stopped reading) is
-/// closed.
-const MAX_PENDING_OUTPUT: usize = 8 << 20;
+/// Unsent answers a connection may hold before the server stops reading its requests: a
+/// client that sends and never reads gets its own socket buffers filled and then waits, instead
+/// of growing the switch's memory (one answer may take a connection past it, never two).
+pub const MAX_PENDING_OUTPUT: usize = 1 << 20;
+/// Requests served per connection per poll round: a client with a thousand requests queued
+/// delays another client's by at most this many of its own.
+pub const REQUESTS_PER_ROUND: usize = 8;
+/// A TCP connection must have authenticated this long after it was accepted, or it is closed:
+/// an idle unauthenticated peer otherwise holds a descriptor for ever.
+pub const AUTH_TIMEOUT: Duration = Duration::from_secs(3);
+/// Open connections per listener. Beyond it a new connection is accepted and closed at once
+/// (the peer sees the connection end rather than hang in the backlog). The Unix socket is the
+/// owner's (mode 0600) and has its own, larger allowance: TCP peers can never use it up.
+pub const MAX_UNIX_CONNECTIONS: usize = 64;
+pub const MAX_TCP_CONNECTIONS: usize = 16;
+/// Bytes read from a socket at a time.
+const READ_CHUNK: usize = 16 * 1024;
 
 const LISTENER: Token = Token(0);
 const WAKER: Token = Token(1);
@@ -117,6 +139,28 @@ impl mio::event::Source for CtlStream {
     }
 }
 
+/// What the control thread holds, for tests and diagnostics (refreshed once per poll round):
+/// the figures the limits in PROTOCOL.md bound.
+#[derive(Default)]
+pub struct ControlStats {
+    /// Bytes held in connection buffers: unsent answers plus unread request bytes.
+    pub buffered_bytes: std::sync::atomic::AtomicUsize,
+    /// Open connections, Unix and TCP.
+    pub unix_connections: std::sync::atomic::AtomicUsize,
+    pub tcp_connections: std::sync::atomic::AtomicUsize,
+    /// Connections refused or closed by a limit (over the cap, authentication timed out).
+    pub refused_connections: std::sync::atomic::AtomicU64,
+}
+
+/// A copy of [`ControlStats`] at one instant.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ControlFigures {
+    pub buffered_bytes: usize,
+    pub unix_connections: usize,
+    pub tcp_connections: usize,
+    pub refused_connections: u64,
+}
+
 /// The control server of a running switch. Dropping it (or [`ControlServer::shutdown`]) stops
 /// its thread and removes the socket file.
 pub struct ControlServer {
@@ -124,6 +168,7 @@ pub struct ControlServer {
     stop: Arc<AtomicBool>,
     waker: Arc<Waker>,
     thread: Option<JoinHandle<()>>,
+    stats: Arc<ControlStats>,
 }
 
 impl ControlServer {
@@ -200,7 +245,10 @@ impl ControlServer {
             }
         };
         let stop = Arc::new(AtomicBool::new(false));
+        let stats = Arc::new(ControlStats::default());
         let server = Server {
+            stats: stats.clone(),
+            accept_retry: None,
             poll,
             listener,
             tcp,
@@ -224,12 +272,24 @@ impl ControlServer {
             stop,
             waker,
             thread: Some(thread),
+            stats,
         })
     }
 
     /// Where it listens.
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// What the control thread holds now (see [`ControlStats`]).
+    pub fn figures(&self) -> ControlFigures {
+        let s = &self.stats;
+        ControlFigures {
+            buffered_bytes: s.buffered_bytes.load(Ordering::Relaxed),
+            unix_connections: s.unix_connections.load(Ordering::Relaxed),
+            tcp_connections: s.tcp_connections.load(Ordering::Relaxed),
+            refused_connections: s.refused_connections.load(Ordering::Relaxed),
+        }
     }
 
     /// Stops the thread (closing every connection) and removes the socket file.
@@ -255,17 +315,64 @@ impl Drop for ControlServer {
 
 struct Conn {
     stream: CtlStream,
+    tcp: bool,
     /// Unix connections are trusted (file permissions); TCP ones once they sent the token.
     authed: bool,
-    /// Answer what is queued, then close (a refused authentication).
+    /// When an unauthenticated connection is closed.
+    auth_deadline: Option<Instant>,
+    /// Answer what is queued, then close (a refused authentication, a framing violation, the
+    /// peer's end of the stream); nothing more is read.
     close_when_flushed: bool,
+    /// Bytes read and not yet served: `input[consumed..]` holds complete lines to serve and at
+    /// most one partial line. Only read into when no complete line is left, so it stays under
+    /// one line's cap plus one read.
     input: Vec<u8>,
-    /// Inside a line longer than the cap (already answered): skip to its end.
-    skipping: bool,
+    consumed: usize,
+    /// The socket may have more to read (mio is edge-triggered: set by a readable event,
+    /// cleared only by `WouldBlock`).
+    readable: bool,
     output: Vec<u8>,
     writable_registered: bool,
     subscription: Option<Subscription>,
     closed: bool,
+}
+
+impl Conn {
+    /// The next complete line, if one is buffered.
+    fn next_line(&mut self) -> Option<Vec<u8>> {
+        let rest = &self.input[self.consumed..];
+        let nl = rest.iter().position(|&b| b == b'\n')?;
+        let line = rest[..nl].to_vec();
+        self.consumed += nl + 1;
+        if self.consumed == self.input.len() {
+            self.input.clear();
+            self.consumed = 0;
+        }
+        Some(line)
+    }
+
+    fn has_line(&self) -> bool {
+        self.input[self.consumed..].contains(&b'\n')
+    }
+
+    /// Whether serving it now could make progress: a request is waiting (or may be, unread on
+    /// the socket) and its answers are being taken.
+    fn wants_service(&self) -> bool {
+        !self.closed
+            && !self.close_when_flushed
+            && self.output.len() < MAX_PENDING_OUTPUT
+            && (self.readable || self.has_line())
+    }
+
+    /// Drops buffer capacity a burst left behind, so an idle connection holds little.
+    fn shrink(&mut self) {
+        if self.output.is_empty() && self.output.capacity() > READ_CHUNK {
+            self.output = Vec::new();
+        }
+        if self.input.is_empty() && self.input.capacity() > 4 * READ_CHUNK {
+            self.input = Vec::new();
+        }
+    }
 }
 
 struct Subscription {
@@ -291,23 +398,23 @@ struct Server {
     name: Option<String>,
     started: std::time::Instant,
     watermarks: crate::report::watermarks::Watermarks,
+    stats: Arc<ControlStats>,
+    /// When to try accepting again after running out of descriptors.
+    accept_retry: Option<Instant>,
 }
 
 impl Server {
     fn run(mut self, stop: &AtomicBool) {
-        let mut events = Events::with_capacity(64);
+        let mut events = Events::with_capacity(256);
         while !stop.load(Ordering::Acquire) {
-            let timeout = self
-                .conns
-                .values()
-                .filter_map(|c| c.subscription.as_ref().map(|s| s.next))
-                .min()
-                .map(|t| t.saturating_duration_since(Instant::now()))
-                .or(if self.late.is_empty() {
-                    None
-                } else {
-                    Some(Duration::from_millis(100))
-                });
+            // Work left from the last round (a connection's quota ran out with requests
+            // waiting): look at the sockets without sleeping, then serve again.
+            let timeout = if self.conns.values().any(Conn::wants_service) {
+                Some(Duration::ZERO)
+            } else {
+                self.next_deadline()
+                    .map(|t| t.saturating_duration_since(Instant::now()))
+            };
             if let Err(e) = self.poll.poll(&mut events, timeout) {
                 if e.kind() == ErrorKind::Interrupted {
                     continue;
@@ -316,36 +423,103 @@ impl Server {
                 return;
             }
             self.collect_late();
+            let mut accept_unix = self.accept_retry.is_some_and(|t| t <= Instant::now());
+            let mut accept_tcp = accept_unix;
             for ev in events.iter() {
                 match ev.token() {
-                    LISTENER => self.accept(),
-                    TCP_LISTENER => self.accept_tcp(),
+                    LISTENER => accept_unix = true,
+                    TCP_LISTENER => accept_tcp = true,
                     WAKER => {}
                     t => {
-                        if ev.is_readable() || ev.is_read_closed() {
-                            self.read(t);
-                        }
-                        if ev.is_writable() {
-                            self.flush(t);
+                        if let Some(c) = self.conns.get_mut(&t) {
+                            if ev.is_readable() || ev.is_read_closed() || ev.is_error() {
+                                c.readable = true;
+                            }
                         }
                     }
                 }
             }
+            // The owner's socket first, so it is served even while TCP peers crowd in.
+            if accept_unix {
+                self.accept();
+            }
+            if accept_tcp {
+                self.accept_tcp();
+            }
+            self.expire_unauthenticated();
+            let mut tokens: Vec<Token> = self.conns.keys().copied().collect();
+            tokens.sort_unstable();
+            for &t in &tokens {
+                self.serve(t);
+            }
             self.push_subscriptions();
-            let tokens: Vec<Token> = self.conns.keys().copied().collect();
             for t in tokens {
                 self.flush(t);
             }
             self.conns.retain(|_, c| !c.closed);
+            self.conns.values_mut().for_each(Conn::shrink);
+            self.publish();
+        }
+    }
+
+    /// When the loop must wake up with nothing to read: a subscription push, an
+    /// authentication deadline, a late answer to collect, a retry of a refused accept.
+    fn next_deadline(&self) -> Option<Instant> {
+        let conns = self.conns.values().flat_map(|c| {
+            let push = c.subscription.as_ref().map(|s| s.next);
+            let auth = c.auth_deadline.filter(|_| !c.authed);
+            push.into_iter().chain(auth)
+        });
+        let late = (!self.late.is_empty()).then(|| Instant::now() + Duration::from_millis(100));
+        conns.chain(late).chain(self.accept_retry).min()
+    }
+
+    fn publish(&self) {
+        let held: usize = self.conns.values().map(|c| c.input.len() + c.output.len()).sum();
+        let tcp = self.conns.values().filter(|c| c.tcp).count();
+        self.stats.buffered_bytes.store(held, Ordering::Relaxed);
+        self.stats.tcp_connections.store(tcp, Ordering::Relaxed);
+        self.stats
+            .unix_connections
+            .store(self.conns.len() - tcp, Ordering::Relaxed);
+    }
+
+    fn count(&self, tcp: bool) -> usize {
+        self.conns.values().filter(|c| c.tcp == tcp && !c.closed).count()
+    }
+
+    /// Counts a connection turned away by a limit, and says so once in a while (a flood of
+    /// them must not flood the log too).
+    fn refuse(&mut self, what: &str) {
+        let n = self.stats.refused_connections.fetch_add(1, Ordering::Relaxed) + 1;
+        if n.is_power_of_two() {
+            tracing::warn!("control socket: {what} ({n} connections refused so far)");
         }
     }
 
     fn accept(&mut self) {
+        self.accept_retry = None;
         loop {
             match self.listener.accept() {
-                Ok((stream, _)) => self.add(CtlStream::Unix(stream), true),
+                Ok((stream, _)) => {
+                    if self.count(false) >= MAX_UNIX_CONNECTIONS {
+                        drop(stream);
+                        self.refuse("too many connections on the Unix socket");
+                        continue;
+                    }
+                    self.add(CtlStream::Unix(stream), false);
+                }
                 Err(e) if e.kind() == ErrorKind::WouldBlock => return,
                 Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(e) if out_of_descriptors(&e) => {
+                    // The owner must get in: make room by closing a TCP connection, the
+                    // unauthenticated ones first; with none to close, try again shortly.
+                    if !self.evict_tcp() {
+                        tracing::warn!("control socket: accept failed: {e}; retrying");
+                        self.accept_retry = Some(Instant::now() + Duration::from_millis(100));
+                        return;
+                    }
+                }
                 Err(e) => {
                     tracing::warn!("control socket: accept failed: {e}");
                     return;
@@ -358,10 +532,20 @@ impl Server {
         loop {
             let Some((l, _)) = self.tcp.as_ref() else { return };
             match l.accept() {
-                Ok((stream, _)) => self.add(CtlStream::Tcp(stream), false),
+                Ok((stream, _)) => {
+                    if self.count(true) >= MAX_TCP_CONNECTIONS {
+                        drop(stream);
+                        self.refuse("too many TCP connections");
+                        continue;
+                    }
+                    self.add(CtlStream::Tcp(stream), true);
+                }
                 Err(e) if e.kind() == ErrorKind::WouldBlock => return,
                 Err(e) if e.kind() == ErrorKind::Interrupted => {}
                 Err(e) => {
+                    if out_of_descriptors(&e) {
+                        self.accept_retry = Some(Instant::now() + Duration::from_millis(100));
+                    }
                     tracing::warn!("control over TCP: accept failed: {e}");
                     return;
                 }
@@ -369,7 +553,40 @@ impl Server {
         }
     }
 
-    fn add(&mut self, mut stream: CtlStream, authed: bool) {
+    /// Closes the TCP connection that matters least (unauthenticated first, then the oldest)
+    /// to free its descriptor. False if there is none.
+    fn evict_tcp(&mut self) -> bool {
+        let victim = self
+            .conns
+            .iter()
+            .filter(|(_, c)| c.tcp)
+            .min_by_key(|(t, c)| (c.authed, t.0))
+            .map(|(t, _)| *t);
+        let Some(t) = victim else { return false };
+        if let Some(mut c) = self.conns.remove(&t) {
+            let _ = self.poll.registry().deregister(&mut c.stream);
+        }
+        self.refuse("out of file descriptors: closed a TCP connection to let the owner in");
+        true
+    }
+
+    /// Closes TCP connections that did not authenticate in time.
+    fn expire_unauthenticated(&mut self) {
+        let now = Instant::now();
+        let mut expired = 0;
+        for c in self.conns.values_mut() {
+            if !c.authed && !c.closed && c.auth_deadline.is_some_and(|d| d <= now) {
+                let _ = self.poll.registry().deregister(&mut c.stream);
+                c.closed = true;
+                expired += 1;
+            }
+        }
+        for _ in 0..expired {
+            self.refuse("closed a TCP connection that did not authenticate in time");
+        }
+    }
+
+    fn add(&mut self, mut stream: CtlStream, tcp: bool) {
         let token = Token(self.next_token);
         self.next_token += 1;
         if let Err(e) = self.poll.registry().register(&mut stream, token, Interest::READABLE) {
@@ -380,10 +597,14 @@ impl Server {
             token,
             Conn {
                 stream,
-                authed,
+                tcp,
+                authed: !tcp,
+                auth_deadline: tcp.then(|| Instant::now() + AUTH_TIMEOUT),
                 close_when_flushed: false,
                 input: Vec::new(),
-                skipping: false,
+                consumed: 0,
+                // Data may have arrived before registration; the first read finds out.
+                readable: true,
                 output: Vec::new(),
                 writable_registered: false,
                 subscription: None,
@@ -392,37 +613,60 @@ impl Server {
         );
     }
 
-    /// Reads what is there, answering every complete line.
-    fn read(&mut self, token: Token) {
-        let mut buf = [0u8; 16384];
-        loop {
+    /// Serves up to [`REQUESTS_PER_ROUND`] of a connection's requests, reading more only when
+    /// no complete line is buffered and its answers are being taken.
+    fn serve(&mut self, token: Token) {
+        let mut served = 0;
+        while served < REQUESTS_PER_ROUND {
             let Some(conn) = self.conns.get_mut(&token) else { return };
-            match conn.stream.read(&mut buf) {
-                Ok(0) => {
-                    conn.closed = true;
-                    return;
+            if !conn.wants_service() {
+                return;
+            }
+            if let Some(line) = conn.next_line() {
+                served += 1;
+                let resp = match framed(line) {
+                    Ok(text) => self.handle(token, &text),
+                    Err(resp) => {
+                        if let Some(c) = self.conns.get_mut(&token) {
+                            c.close_when_flushed = true;
+                        }
+                        Some(resp)
+                    }
+                };
+                if let (Some(r), Some(c)) = (resp, self.conns.get_mut(&token)) {
+                    c.output.extend_from_slice(r.to_line().as_bytes());
                 }
-                Ok(n) => {
-                    let lines = split_lines(conn, &buf[..n]);
-                    for line in lines {
-                        // Refused (unauthenticated): nothing more is read from this peer.
-                        if self.conns.get(&token).is_none_or(|c| c.close_when_flushed) {
-                            return;
-                        }
-                        let resp = match line {
-                            Ok(text) => self.handle(token, &text),
-                            Err(resp) => Some(resp),
-                        };
-                        if let (Some(r), Some(c)) = (resp, self.conns.get_mut(&token)) {
-                            c.output.extend_from_slice(r.to_line().as_bytes());
-                        }
+                continue;
+            }
+            // No complete line: what is buffered is the start of one.
+            if conn.consumed > 0 {
+                conn.input.drain(..conn.consumed);
+                conn.consumed = 0;
+            }
+            if conn.input.len() > protocol::MAX_LINE {
+                conn.close_when_flushed = true;
+                conn.input = Vec::new();
+                conn.output.extend_from_slice(over_long().to_line().as_bytes());
+                return;
+            }
+            let len = conn.input.len();
+            conn.input.resize(len + READ_CHUNK, 0);
+            let got = conn.stream.read(&mut conn.input[len..]);
+            conn.input.truncate(len + *got.as_ref().unwrap_or(&0));
+            match got {
+                Ok(0) => {
+                    // The peer is done sending: answer what it sent, then close.
+                    conn.readable = false;
+                    if !conn.has_line() {
+                        conn.close_when_flushed = true;
                     }
                 }
-                Err(e) if e.kind() == ErrorKind::WouldBlock => return,
+                Ok(_) => {}
+                Err(e) if e.kind() == ErrorKind::WouldBlock => conn.readable = false,
                 Err(e) if e.kind() == ErrorKind::Interrupted => {}
                 Err(_) => {
                     conn.closed = true;
-                    return;
+                    let _ = self.poll.registry().deregister(&mut conn.stream);
                 }
             }
         }
@@ -442,10 +686,6 @@ impl Server {
             }
         }
         if conn.output.is_empty() && conn.close_when_flushed {
-            conn.closed = true;
-        }
-        if conn.output.len() > MAX_PENDING_OUTPUT {
-            tracing::warn!("control socket: closing a connection that stopped reading");
             conn.closed = true;
         }
         if conn.closed {
@@ -475,8 +715,22 @@ impl Server {
         let due: Vec<(Token, u64)> = self
             .conns
             .iter()
+            .filter(|(_, c)| !c.closed && !c.close_when_flushed)
             .filter_map(|(t, c)| c.subscription.as_ref().filter(|s| s.next <= now).map(|s| (*t, s.id)))
             .collect();
+        // A subscriber still holding a full allowance of unsent pushes has stopped reading:
+        // pushing more would only grow the switch's memory.
+        let mut due = due;
+        due.retain(|(t, _)| {
+            let Some(c) = self.conns.get_mut(t) else { return false };
+            if c.output.len() < MAX_PENDING_OUTPUT {
+                return true;
+            }
+            tracing::warn!("control socket: closing a subscriber that stopped reading");
+            let _ = self.poll.registry().deregister(&mut c.stream);
+            c.closed = true;
+            false
+        });
         if due.is_empty() {
             return;
         }
@@ -628,7 +882,19 @@ impl Server {
             .config_text
             .parse()
             .map_err(|e| format!("the running config no longer parses: {e}"))?;
+        let before = merged.clone();
         patch::merge(&mut merged, fragment);
+        if patch::changed_keys(&before, &merged).is_empty() {
+            // Nothing to do: not a change, so no new version. Still validated, so a patch
+            // never answers better than the config it would leave.
+            let loaded = controlplane::load_str(&self.config_text).map_err(|e| format!("invalid config: {e}"))?;
+            return Ok(json(&ApplyData {
+                changed: Vec::new(),
+                warnings: loaded.warnings,
+                version: self.config_version,
+                unchanged: true,
+            }));
+        }
         // Written over the running text, so its comments and layout stay where nothing changed.
         let text = controlplane::retext::rewrite(&self.config_text, &merged)?;
         self.change(text)
@@ -660,6 +926,7 @@ impl Server {
                     changed,
                     warnings: loaded.warnings,
                     version: self.config_version,
+                    unchanged: false,
                 }))
             }
             Ok(Err(reason)) => Err(format!("the switch refused the change: {reason}")),
@@ -701,40 +968,26 @@ fn json<T: serde::Serialize>(v: &T) -> Value {
     serde_json::to_value(v).expect("control answers serialise")
 }
 
-/// Appends received bytes to the connection's buffer and takes out every complete line (or
-/// the error answering one over the cap).
-fn split_lines(conn: &mut Conn, mut bytes: &[u8]) -> Vec<Result<String, Response>> {
-    let mut out = Vec::new();
-    while !bytes.is_empty() {
-        let nl = bytes.iter().position(|&b| b == b'\n');
-        let (chunk, rest, complete) = match nl {
-            Some(i) => (&bytes[..i], &bytes[i + 1..], true),
-            None => (bytes, &[][..], false),
-        };
-        bytes = rest;
-        if conn.skipping {
-            if complete {
-                conn.skipping = false;
-            }
-            continue;
-        }
-        conn.input.extend_from_slice(chunk);
-        if conn.input.len() > protocol::MAX_LINE {
-            conn.input.clear();
-            conn.skipping = !complete;
-            out.push(Err(Response::err(
-                None,
-                format!("request line longer than {} KiB: ignored", protocol::MAX_LINE / 1024),
-            )));
-            continue;
-        }
-        if complete {
-            let line = std::mem::take(&mut conn.input);
-            match String::from_utf8(line) {
-                Ok(s) => out.push(Ok(s)),
-                Err(_) => out.push(Err(Response::err(None, "malformed JSON: the line is not UTF-8"))),
-            }
-        }
+fn over_long() -> Response {
+    Response::err(
+        None,
+        format!(
+            "request line longer than {} KiB: closing the connection",
+            protocol::MAX_LINE / 1024
+        ),
+    )
+}
+
+/// A complete line as text, or the answer to a line that breaks the framing (over the cap,
+/// not UTF-8), after which the connection is closed.
+fn framed(line: Vec<u8>) -> Result<String, Response> {
+    if line.len() > protocol::MAX_LINE {
+        return Err(over_long());
     }
-    out
+    String::from_utf8(line)
+        .map_err(|_| Response::err(None, "malformed JSON: the line is not UTF-8; closing the connection"))
+}
+
+fn out_of_descriptors(e: &std::io::Error) -> bool {
+    matches!(e.raw_os_error(), Some(libc::EMFILE) | Some(libc::ENFILE))
 }

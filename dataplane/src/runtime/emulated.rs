@@ -46,6 +46,15 @@ impl EmulatedPort {
         }
     }
 
+    /// The longest step in which a late round plays this link through: its peer's reaction
+    /// time or 16 KiB of line time, whichever is longer (the headroom of emulated ports
+    /// covers it: `controlplane::headroom::EMULATED_STEP_BYTES`).
+    pub fn step_ns(&self) -> u64 {
+        self.link
+            .reaction_ns()
+            .max(controlplane::headroom::emulated_step_ns(self.link.speed_bps()))
+    }
+
     /// Frames the store can take now.
     pub fn room(&self) -> usize {
         self.free.len()

@@ -6,19 +6,52 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-/// What `rocesw run` was asked to do (its command-line options).
+/// What `rocesw run` was asked to do: its command-line options.
+#[derive(clap::Args)]
 pub struct RunArgs {
+    /// The switch config (TOML; see configs/README.md), validated whole before the start.
+    #[arg(long, value_name = "FILE")]
     pub config: PathBuf,
+    /// Seed for WRED's random marking decisions.
+    #[arg(long, default_value_t = 1)]
     pub seed: u64,
+    /// Print per-port rates, queue depths, PFC and marks every second (to stderr).
+    #[arg(long)]
     pub stats: bool,
+    /// Write the final counters as JSON here on exit.
+    #[arg(long, value_name = "FILE")]
     pub summary: Option<PathBuf>,
+    /// Stop by itself after this many seconds (tests, demos).
+    #[arg(long, value_name = "SECONDS")]
     pub duration: Option<f64>,
+    /// Control socket for `rocectl` (mode 0600; see controlplane/PROTOCOL.md). Default:
+    /// /run/rocesw/NAME.sock with --name, else /run/rocesw/rocesw.sock.
+    #[arg(long, value_name = "PATH")]
     pub control: Option<PathBuf>,
+    /// This switch's name: reported to `rocectl`, and its socket is /run/rocesw/NAME.sock
+    /// (so `rocectl --switch NAME` finds it). Lets one host run a small fabric.
+    #[arg(long, value_parser = switch_name)]
     pub name: Option<String>,
+    /// Also serve the control protocol over TCP on this loopback address (e.g.
+    /// 127.0.0.1:7700), for a control plane in another network namespace or container;
+    /// every connection must first send the token of --control-token-file.
+    #[arg(long, value_name = "ADDR", requires = "control_token_file")]
     pub control_tcp: Option<std::net::SocketAddr>,
+    /// File holding the TCP token (at least 16 characters; mode 0600 or 0400).
+    #[arg(long, value_name = "FILE", requires = "control_tcp")]
     pub control_token_file: Option<PathBuf>,
+    /// Do not open a control socket.
+    #[arg(long, conflicts_with_all = ["control", "control_tcp"])]
     pub no_control: bool,
+    /// When every port is a capture-file port: keep running after the inputs end (by
+    /// default the run drains and stops then), e.g. to inspect it with `rocectl`.
+    #[arg(long)]
     pub keep_running: bool,
+}
+
+/// A switch name as `--name` takes it (the socket path is made from it).
+fn switch_name(s: &str) -> Result<String, String> {
+    controlplane::protocol::check_name(s).map(|()| s.to_string())
 }
 
 /// Loads and validates a config file, printing its budget warnings.
@@ -29,6 +62,25 @@ pub fn load_config(path: &Path) -> Result<controlplane::Config> {
         eprintln!("rocesw: warning: {w}");
     }
     Ok(loaded.config)
+}
+
+/// A control socket that cannot be created stops the run; the message says how to run anyway,
+/// since capture-file ports need no root but the default socket under /run/rocesw does.
+fn control_socket_error(path: &Path, e: anyhow::Error) -> anyhow::Error {
+    let msg = format!("{e:#}");
+    if msg.contains("another switch") {
+        return e.context(format!("control socket {}", path.display()));
+    }
+    let root = if path.starts_with("/run") {
+        " (the default under /run/rocesw needs root)"
+    } else {
+        ""
+    };
+    anyhow::anyhow!(
+        "control socket {}: {msg}\n  to run anyway, give --control PATH (somewhere you may write, e.g. \
+         --control ./rocesw.sock{root}) or --no-control",
+        path.display()
+    )
 }
 
 pub fn run(args: RunArgs) -> Result<()> {
@@ -57,13 +109,18 @@ pub fn run(args: RunArgs) -> Result<()> {
         None => PathBuf::from(controlplane::protocol::DEFAULT_SOCKET),
     });
     let cfg = crate::runtime::run::load_config(&config)?;
-    if let Some(p) = cfg.ports.iter().find(|p| p.interface.is_none() && p.pcap.is_none()) {
+    if let Some(p) = cfg
+        .ports
+        .iter()
+        .find(|p| p.interface.is_none() && p.pcap.is_none() && p.dpdk.is_none())
+    {
         anyhow::bail!(
-            "port {} has neither an interface nor a pcap table: rocesw run needs `interface = \"...\"` \
-             or `pcap = {{ input = \"...\", output = \"...\" }}` on every [[port]]",
+            "port {} has neither an interface nor a pcap table: rocesw run needs `interface = \"...\"`, \
+             `pcap = {{ input = \"...\", output = \"...\" }}` or `dpdk = \"<device>\"` on every [[port]]",
             p.id
         );
     }
+    let dpdk_ports = open_dpdk_ports(&cfg)?;
     let stop = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         signal_hook::flag::register(sig, stop.clone())?;
@@ -120,13 +177,16 @@ pub fn run(args: RunArgs) -> Result<()> {
                     tcp,
                 },
             )
-            .with_context(|| format!("control socket {}", control.display()))?,
+            .map_err(|e| control_socket_error(&control, e))?,
         )
     };
     let opts = crate::runtime::worker::RunOptions {
         seed,
         control: (!no_control).then_some(queue),
         open: Box::new(move |p: &controlplane::PortConfig| {
+            if let Some(port) = dpdk_ports.borrow_mut().remove(&p.id) {
+                return Ok(port);
+            }
             if let Some(pc) = &p.pcap {
                 let name = p.name.clone().unwrap_or_else(|| format!("pcap{}", p.id));
                 let port = crate::io::PcapPort::open(&name, pc, pcap_clock.clone(), &inputs_left)?;
@@ -142,9 +202,10 @@ pub fn run(args: RunArgs) -> Result<()> {
         cfg.ports.len(),
         cfg.ports
             .iter()
-            .map(|p| match (&p.interface, &p.pcap) {
-                (Some(i), _) => i.clone(),
-                (None, _) => format!("pcap{}", p.id),
+            .map(|p| match (&p.interface, &p.pcap, &p.dpdk) {
+                (Some(i), _, _) => i.clone(),
+                (None, None, Some(d)) => d.split(',').next().unwrap_or(d).to_string(),
+                (None, _, _) => format!("pcap{}", p.id),
             })
             .collect::<Vec<_>>()
             .join(", "),
@@ -198,6 +259,22 @@ pub fn run(args: RunArgs) -> Result<()> {
             );
         }
     }
+    for (i, st) in &outcome.backends {
+        let p = &cfg.ports[*i];
+        if let Some(d) = &p.dpdk {
+            println!(
+                "port {} ({}): driver counters: imissed {}, ierrors {}, oerrors {}, rx_nombuf {}; \
+                 {} sends found no free mbuf",
+                p.id,
+                d.split(',').next().unwrap_or(d),
+                st.imissed,
+                st.ierrors,
+                st.oerrors,
+                st.rx_nombuf,
+                st.tx_nombuf
+            );
+        }
+    }
     if let Some(path) = summary {
         let ports: Vec<serde_json::Value> = outcome
             .backends
@@ -209,4 +286,45 @@ pub fn run(args: RunArgs) -> Result<()> {
             .with_context(|| format!("cannot write {}", path.display()))?;
     }
     Ok(())
+}
+
+/// The backends of a config's DPDK ports, by port id, opened before anything else starts.
+type DpdkPorts = std::cell::RefCell<std::collections::BTreeMap<u16, Box<dyn crate::io::PortBackend + Send>>>;
+
+/// Starts DPDK (once) and opens every DPDK port of `cfg`, reporting each one's driver and link;
+/// without the `dpdk` feature, refuses a config that has any.
+fn open_dpdk_ports(cfg: &controlplane::Config) -> Result<DpdkPorts> {
+    let ports = DpdkPorts::default();
+    let Some(first) = cfg.ports.iter().find(|p| p.dpdk.is_some()) else {
+        return Ok(ports);
+    };
+    if !cfg!(feature = "dpdk") {
+        anyhow::bail!(
+            "port {} (dpdk = {:?}): this rocesw was built without DPDK support: cargo build --release \
+             --features dpdk",
+            first.id,
+            first.dpdk.as_deref().unwrap_or_default()
+        );
+    }
+    #[cfg(feature = "dpdk")]
+    {
+        let Some(rt) = crate::io::dpdk::DpdkRuntime::start(cfg)? else {
+            return Ok(ports);
+        };
+        for p in cfg.ports.iter().filter(|p| p.dpdk.is_some()) {
+            let device = p.dpdk.as_deref().unwrap_or_default();
+            let port = rt
+                .open(p)
+                .map_err(|e| anyhow::anyhow!("port {} (dpdk = {device:?}): {e}", p.id))?;
+            eprintln!(
+                "rocesw: port {}: DPDK {} (driver {}), {}",
+                p.id,
+                crate::io::PortBackend::name(&port),
+                port.driver(),
+                port.link_text()
+            );
+            ports.borrow_mut().insert(p.id, Box::new(port));
+        }
+    }
+    Ok(ports)
 }

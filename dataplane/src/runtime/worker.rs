@@ -357,15 +357,9 @@ pub fn run_pipeline(
     let mut remote_dropped = 0u64;
     let mut next_check = 0u64;
     let mut drain_deadline: Option<u64> = None;
-    // The emulated wires are replayed over the time since the last round in steps no longer
-    // than the shortest peer reaction time (see below).
-    let step_ns = emu
-        .iter()
-        .flatten()
-        .map(|em| em.link.reaction_ns())
-        .min()
-        .unwrap_or(u64::MAX)
-        .max(1_000);
+    // The emulated wires are replayed over the time since the last round in steps of the
+    // shortest port's catch-up step (see below and `EmulatedPort::step_ns`).
+    let step_ns = emu.iter().flatten().map(EmulatedPort::step_ns).min().unwrap_or(u64::MAX);
     let mut last_now = 0u64;
     // Distinct rings, each polled once per round.
     let mut rings: Vec<Arc<XferRings>> = Vec::new();
@@ -439,8 +433,11 @@ pub fn run_pipeline(
         // most a peer's reaction time, the switch running at each step (timers, transmit and
         // the PFC it sends, which the peers see), as replay would have: the wires keep their
         // line rate across the gap, and a pause reaches each peer within a step of when a NIC
-        // would obey it, which the computed headroom covers. Time never goes back: each step
-        // is after the last round.
+        // would obey it, which the computed headroom of emulated ports covers
+        // (`headroom::EMULATED_STEP_BYTES`). A step is 16 KiB of line time, not the 802.3
+        // response time (about 2 µs at 500 Mb/s): a round a few ms late in steps that short
+        // took longer to play through than it lasted, and the worker never caught up. Time
+        // never goes back: each step is after the last round.
         if emu.iter().flatten().any(|em| !em.is_empty()) {
             let mut t = last_now;
             loop {

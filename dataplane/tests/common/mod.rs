@@ -19,6 +19,31 @@ pub fn default_config() -> Config {
         .config
 }
 
+/// `configs/default.toml` with its four ports replaced by `port(id)` (each port's extra keys),
+/// plus `extra` at the end, written to `dir/switch.toml`: the config of a `rocesw run` test.
+pub fn ports_config(dir: &Path, port: impl Fn(u16) -> String, extra: &str) -> PathBuf {
+    let text = std::fs::read_to_string(repo_root().join("configs/default.toml")).unwrap();
+    let mut kept: String = text
+        .split("\n[[port]]\n")
+        .enumerate()
+        .map(|(i, chunk)| {
+            if i == 0 {
+                chunk.to_string()
+            } else {
+                // Drop the `id = N` line of each original port; keep what follows it.
+                chunk.split_once('\n').map_or("", |(_, rest)| rest).to_string()
+            }
+        })
+        .collect();
+    for id in 0..4 {
+        kept += &format!("\n[[port]]\nid = {id}\n{}\n", port(id));
+    }
+    kept += extra;
+    let path = dir.join("switch.toml");
+    std::fs::write(&path, kept).unwrap();
+    path
+}
+
 pub fn replay(cfg: &Config, dir: &Path, inputs: &[(u16, PathBuf)], seed: u64, peer_ignores_pfc: bool) -> ReplayOutcome {
     let opts = ReplayOptions {
         inputs: inputs.to_vec(),

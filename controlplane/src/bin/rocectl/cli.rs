@@ -191,19 +191,7 @@ mod tests {
     /// Every option and argument of every subcommand says what it is for.
     #[test]
     fn every_option_has_help() {
-        fn walk(cmd: &clap::Command, path: &str, missing: &mut Vec<String>) {
-            for a in cmd.get_arguments() {
-                let id = a.get_id().as_str();
-                if id != "help" && id != "version" && a.get_help().is_none() && a.get_long_help().is_none() {
-                    missing.push(format!("{path} {id}"));
-                }
-            }
-            for sub in cmd.get_subcommands() {
-                walk(sub, &format!("{path} {}", sub.get_name()), missing);
-            }
-        }
-        let mut missing = Vec::new();
-        walk(&Cli::command(), "rocectl", &mut missing);
+        let missing = controlplane::help::undocumented_args(&Cli::command());
         assert!(missing.is_empty(), "options without help: {missing:?}");
     }
 

@@ -127,7 +127,9 @@ fn report_change(answer: &ApplyData) {
     for w in &answer.warnings {
         println!("warning: {w}");
     }
-    if answer.changed.is_empty() {
+    if answer.unchanged {
+        println!("unchanged: nothing to apply (version {})", answer.version);
+    } else if answer.changed.is_empty() {
         println!("applied: nothing changed");
     } else {
         println!("applied; changed: {}", answer.changed.join(", "));

@@ -1,0 +1,271 @@
+//! `rocesw run` on DPDK ports (issue 8): the bundled 3→1 incast read by `net_pcap` virtual
+//! devices (`rx_pcap`) and written by them (`tx_pcap`), through DPDK's EAL without hugepages
+//! or PCI; what comes out is decoded by scapy and tshark (ICRCs intact) and checked against the
+//! switch's counters. Then the ways a DPDK port can fail to start: each is a clear error that
+//! names the port, exit status 2, and nothing left under /var/run/dpdk.
+//!
+//! Needs DPDK with its net_pcap driver, and root (as the EAL does):
+//! `cargo test -p rocesw-dataplane --features dpdk --test run_dpdk`.
+#![cfg(feature = "dpdk")]
+
+mod common;
+use common::*;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+struct Run {
+    code: Option<i32>,
+    stdout: String,
+    stderr: String,
+    pid: u32,
+}
+
+/// Runs `rocesw run` for `secs` seconds (then it drains and exits), at most 60 s.
+fn run(cfg: &Path, summary: &Path, secs: f64) -> Run {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_rocesw"))
+        .args(["run", "--no-control", "--duration", &secs.to_string(), "--config"])
+        .arg(cfg)
+        .arg("--summary")
+        .arg(summary)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let t0 = Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if t0.elapsed() > Duration::from_secs(60) {
+            let _ = child.kill();
+            panic!("rocesw run did not stop");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let out = child.wait_with_output().unwrap();
+    Run {
+        code: out.status.code(),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        pid,
+    }
+}
+
+/// DPDK's runtime directories that process `pid` left behind (its file prefix starts with
+/// `rocesw-<pid>-`).
+fn left_behind(pid: u32) -> Vec<PathBuf> {
+    let prefix = format!("rocesw-{pid}-");
+    let mut found = Vec::new();
+    for base in ["/var/run/dpdk", "/run/dpdk"] {
+        if let Ok(dir) = std::fs::read_dir(base) {
+            for e in dir.flatten() {
+                if e.file_name().to_string_lossy().starts_with(&prefix) {
+                    found.push(e.path());
+                }
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn incast_through_net_pcap_ports() {
+    let dir = tempfile::tempdir().unwrap();
+    let examples = repo_root().join("examples/incast");
+    let out = |id| dir.path().join(format!("out{id}.pcap"));
+    let cfg = ports_config(
+        dir.path(),
+        |id| {
+            format!(
+                "dpdk = \"net_pcap{id},rx_pcap={},tx_pcap={}\"",
+                examples.join(format!("port{id}.pcap")).display(),
+                out(id).display()
+            )
+        },
+        "",
+    );
+    let summary = dir.path().join("summary.json");
+    let r = run(&cfg, &summary, 3.0);
+    assert_eq!(r.code, Some(0), "rocesw run failed:\n{}", r.stderr);
+    for id in 0..4 {
+        assert!(
+            r.stderr
+                .contains(&format!("port {id}: DPDK net_pcap{id} (driver net_pcap), link up")),
+            "start-up report:\n{}",
+            r.stderr
+        );
+        assert!(
+            r.stdout
+                .contains(&format!("port {id} (net_pcap{id}): driver counters: imissed 0")),
+            "summary:\n{}",
+            r.stdout
+        );
+    }
+    assert!(left_behind(r.pid).is_empty(), "{:?}", left_behind(r.pid));
+    let s: Value = serde_json::from_str(&std::fs::read_to_string(&summary).unwrap()).unwrap();
+    let sw = &s["switch"];
+
+    let inputs: Vec<Vec<(u64, Vec<u8>)>> = (0..4)
+        .map(|i| read_pcap(&examples.join(format!("port{i}.pcap"))))
+        .collect();
+    let total_in: usize = inputs.iter().map(Vec::len).sum();
+    assert_eq!(
+        sw["totals"]["rx_packets"], total_in as u64,
+        "every captured frame was received"
+    );
+    assert_eq!(s["undrained"], 0, "the drain sent everything admitted");
+
+    let outputs: Vec<Vec<(u64, Vec<u8>)>> = (0..4).map(|i| read_pcap(&out(i))).collect();
+    for (i, frames) in outputs.iter().enumerate() {
+        let backend = &s["interfaces"][i]["backend"];
+        assert_eq!(
+            sw["ports"][i]["tx_packets"],
+            frames.len() as u64,
+            "port {i}: frames written"
+        );
+        assert_eq!(backend["tx_frames"], frames.len() as u64, "port {i}");
+        assert_eq!(backend["rx_frames"], inputs[i].len() as u64, "port {i}");
+        for k in [
+            "imissed",
+            "ierrors",
+            "oerrors",
+            "rx_nombuf",
+            "tx_nombuf",
+            "tx_ring_full",
+        ] {
+            assert_eq!(backend[k], 0, "port {i}: {k}");
+        }
+    }
+
+    // net_pcap delivers the captures as fast as the switch polls, and captures cannot obey
+    // PFC: the incast overflows the headroom, at ingress. Every other frame of the three
+    // senders reaches port 3 (some also flooded elsewhere before port 3's MAC was learned).
+    let drops = &sw["totals"]["drops"];
+    let dropped: u64 = drops.as_object().unwrap().values().map(|v| v.as_u64().unwrap()).sum();
+    assert!(
+        drops.as_object().unwrap().keys().all(|k| k == "headroom_overflow"),
+        "{drops}"
+    );
+    let sent: usize = inputs[..3].iter().map(Vec::len).sum();
+    let roce3 = roce_frames(&outputs[3]);
+    assert_eq!(
+        roce3.len() as u64 + dropped,
+        sent as u64,
+        "forwarded or counted as dropped"
+    );
+    let mut originals: std::collections::HashMap<Vec<u8>, usize> = std::collections::HashMap::new();
+    for (_, f) in inputs[..3].iter().flatten() {
+        *originals.entry(without_ecn(f)).or_default() += 1;
+    }
+    let mut ce = 0;
+    for (_, f, info) in &roce3 {
+        assert!(dataplane::wire::verify_icrc(f, info), "ICRC intact after crossing DPDK");
+        ce += usize::from(f[15] & 3 == 3);
+        let n = originals.get_mut(&without_ecn(f)).expect("an output frame never input");
+        assert!(*n > 0, "a frame delivered twice");
+        *n -= 1;
+    }
+    assert!(ce > 0, "the incast congested port 3's queue: some frames are CE-marked");
+
+    // Independent decoders: scapy recomputes every ICRC and IPv4 checksum, tshark decodes.
+    let files: Vec<PathBuf> = (0..4).map(out).collect();
+    let o = oracle("check_pcap.py", &files);
+    let f3 = &o["files"][3];
+    assert_eq!(f3["roce"], roce3.len() as u64);
+    assert_eq!(f3["icrc_ok"], roce3.len() as u64);
+    assert_eq!(f3["ce"], ce as u64);
+    assert_eq!(o["totals"]["icrc_bad"], 0, "{}", o["totals"]);
+    assert_eq!(o["totals"]["ipv4_csum_bad"], 0);
+    for f in o["files"].as_array().unwrap() {
+        assert_eq!(f["bad"].as_array().unwrap().len(), 0, "{}", f["bad"]);
+    }
+    let t = oracle("check_tshark.py", &files);
+    assert_eq!(t["files"][3]["bth"], roce3.len() as u64);
+    assert_eq!(t["files"][3]["ce"], ce as u64);
+    for f in t["files"].as_array().unwrap() {
+        assert_eq!(f["malformed"], 0, "{f}");
+        assert_eq!(f["ipv4_csum_bad"], 0, "{f}");
+    }
+}
+
+/// The frame with its ECN bits and IPv4 checksum cleared, so a CE-marked copy compares equal.
+fn without_ecn(f: &[u8]) -> Vec<u8> {
+    let mut f = f.to_vec();
+    f[15] &= !0x03;
+    f[24] = 0;
+    f[25] = 0;
+    f
+}
+
+/// Port 1 is `bad`; the others are harmless `net_null` devices.
+fn fails_with(bad: &str, extra: &str, expect: &[&str]) {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = ports_config(
+        dir.path(),
+        |id| match id {
+            1 => format!("dpdk = {bad:?}"),
+            _ => format!("dpdk = \"net_null{id}\""),
+        },
+        extra,
+    );
+    let r = run(&cfg, &dir.path().join("s.json"), 0.5);
+    assert_eq!(r.code, Some(2), "{bad}: exit status; stderr:\n{}", r.stderr);
+    let last = r.stderr.find("rocesw: error").map_or("", |i| &r.stderr[i..]);
+    for e in expect {
+        assert!(last.contains(e), "{bad}: {e:?} missing from the error:\n{}", r.stderr);
+    }
+    assert!(!r.stderr.contains("panicked"), "{}", r.stderr);
+    assert!(left_behind(r.pid).is_empty(), "{bad}: {:?}", left_behind(r.pid));
+}
+
+#[test]
+fn malformed_devices_are_refused_before_dpdk_starts() {
+    fails_with(
+        "net_null1,,",
+        "",
+        &["port[1].dpdk", "malformed DPDK device 'net_null1,,'"],
+    );
+    fails_with("net null1", "", &["port[1].dpdk", "malformed DPDK device"]);
+}
+
+#[test]
+fn a_driver_that_is_not_installed_is_named() {
+    fails_with(
+        "net_nosuchdriver1",
+        "",
+        &["port 1", "no such DPDK driver 'net_nosuchdriver'"],
+    );
+}
+
+#[test]
+fn a_device_its_driver_refuses_names_the_port() {
+    // net_pcap cannot open a capture that does not exist: the EAL starts without the device.
+    fails_with(
+        "net_pcap1,rx_pcap=/nonexistent/in.pcap",
+        "",
+        &["port 1", "driver net_pcap refused device net_pcap1"],
+    );
+}
+
+#[test]
+fn an_eal_that_will_not_start_says_why() {
+    fails_with(
+        "net_null1",
+        "\n[run.dpdk]\neal_args = [\"--no-such-eal-option\"]\n",
+        &["DPDK's EAL would not start", "[run.dpdk] eal_args"],
+    );
+}
+
+#[test]
+fn a_pci_port_without_hugepages_says_what_to_do() {
+    let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap();
+    if !meminfo.contains("HugePages_Free:        0") {
+        eprintln!("hugepages are reserved here: the refusal cannot be shown");
+        return;
+    }
+    fails_with(
+        "0000:3b:00.0",
+        "",
+        &["PCI port 0000:3b:00.0", "hugepages", "nr_hugepages"],
+    );
+}
