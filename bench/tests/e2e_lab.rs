@@ -148,7 +148,14 @@ fn where_lost(o: &dataplane::runtime::worker::RunOutcome) -> String {
             let pg = &p.pgs[3];
             format!(
                 "port {}: drops {:?}, PG 3 peak {} (+{} headroom) of {} headroom cells, xoff {} xon {}, peer {:?}",
-                p.id, p.drops, pg.peak_cells, pg.peak_headroom_cells, pg.headroom_cells, pg.xoff_sent, pg.xon_sent, p.peer
+                p.id,
+                p.drops,
+                pg.peak_cells,
+                pg.peak_headroom_cells,
+                pg.headroom_cells,
+                pg.xoff_sent,
+                pg.xon_sent,
+                p.peer
             )
         })
         .collect();

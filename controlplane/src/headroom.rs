@@ -200,8 +200,12 @@ pub fn headroom_with(
     };
     let p = params.small_frame_percent.clamp(0.0, 100.0);
     let occupancy = (100.0 - p + p * worst_case_factor(cell)) / 100.0;
-    let in_flight =
-        terms.local_frame + terms.pfc_frame + terms.mac_phy + terms.cable + terms.peer_response + terms.peer_frame
+    let in_flight = terms.local_frame
+        + terms.pfc_frame
+        + terms.mac_phy
+        + terms.cable
+        + terms.peer_response
+        + terms.peer_frame
         + terms.emulated_step;
     let raw = terms.xoff_frame + occupancy * in_flight;
     // Float to int saturates; headroom beyond u64 is not a real configuration.

@@ -116,9 +116,7 @@ impl BackendKind {
         match (interface, pcap, dpdk) {
             (Some(_), _, _) => BackendKind::Interface,
             (None, true, _) => BackendKind::Pcap,
-            (None, false, Some(d)) if dpdk::DeviceSpec::parse(d).is_ok_and(|s| s.is_pci()) => {
-                BackendKind::DpdkPci
-            }
+            (None, false, Some(d)) if dpdk::DeviceSpec::parse(d).is_ok_and(|s| s.is_pci()) => BackendKind::DpdkPci,
             (None, false, Some(_)) => BackendKind::DpdkVdev,
             (None, false, None) => BackendKind::Unattached,
         }

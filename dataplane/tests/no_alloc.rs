@@ -74,37 +74,37 @@ fn congested_pipeline_does_not_allocate() {
 #[test]
 fn emulated_links_do_not_allocate() {
     let _turn = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    use dataplane::runtime::emulated::EmulatedPort;
+    use dataplane::runtime::emulated::{play_through, EmulatedPort};
     let cfg = default_config();
     let mut sw = Switch::new(&cfg, 1);
-    let mut emu: Vec<EmulatedPort> = cfg.ports.iter().map(EmulatedPort::new).collect();
+    let mut emu: Vec<Option<EmulatedPort>> = cfg.ports.iter().map(|p| Some(EmulatedPort::new(p))).collect();
     let flows: Vec<Vec<Vec<u8>>> = (0..3).map(|s| burst32(s, 3, 26)).collect();
     sw.receive(3, &announce(3, 0).unwrap(), 0);
     let mut now = 1_000u64;
     // A burst of 32 frames per sender per round, at the senders' line rate.
     const ROUND_NS: u64 = 32 * 336;
-    let round = |sw: &mut Switch, emu: &mut [EmulatedPort], now: u64| {
+    let step = emu.iter().flatten().map(EmulatedPort::step_ns).min().unwrap();
+    let round = |sw: &mut Switch, emu: &mut [Option<EmulatedPort>], now: u64| {
         for (s, burst) in flows.iter().enumerate() {
-            for f in burst.iter().take(emu[s].room()) {
-                emu[s].accept(f, now, sw.classifier());
+            let em = emu[s].as_mut().unwrap();
+            for f in burst.iter().take(em.room()) {
+                em.accept(f, now, sw.classifier());
             }
         }
-        // The round is played through in steps of the peers' reaction time, switch timers,
-        // transmit and PFC at each, as the worker does with the time since its last round.
-        let step = emu[0].link.reaction_ns().max(1);
-        let mut t = now;
-        while t < now + ROUND_NS {
-            t = (t + step).min(now + ROUND_NS);
-            for (p, em) in emu.iter_mut().enumerate() {
-                let mut rx = sw.burst_rx(p, t);
-                em.deliver(t, step, &mut rx);
-            }
-            sw.poll(t);
-            let mut sink = |p: usize, f: &[u8], at: u64| emu[p].link.on_frame_from_switch(f, at, 0);
-            for p in 0..4 {
-                sw.transmit(p, t, &mut sink);
-            }
-        }
+        // The round played through as the worker does (`play_through`), then the switch at
+        // the round's end.
+        let end = now + ROUND_NS;
+        let mut to_peers = |sw: &mut Switch, emu: &mut [Option<EmulatedPort>], t: u64| {
+            let mut sink = |p: usize, f: &[u8], at: u64| {
+                if let Some(em) = emu[p].as_mut() {
+                    em.link.on_frame_from_switch(f, at, 0);
+                }
+            };
+            (0..4).map(|p| sw.transmit(p, t, &mut sink)).sum()
+        };
+        play_through(sw, emu, now, end, step, &mut to_peers);
+        sw.poll(end);
+        to_peers(sw, emu, end);
     };
     // Warm up until the peers hold frames (their queues are reserved up front regardless).
     for _ in 0..200 {
@@ -120,12 +120,12 @@ fn emulated_links_do_not_allocate() {
     COUNTING.store(false, Ordering::SeqCst);
     let allocs = ALLOCS.load(Ordering::SeqCst) - before;
     let snap = sw.snapshot(now);
-    let held: u64 = emu.iter().map(|e| e.report().held_frames[3]).sum();
+    let held: u64 = emu.iter().flatten().map(|e| e.report().held_frames[3]).sum();
     assert!(
         snap.ports[0].pfc_tx[3] > 0 && held > 0,
         "PFC went out and the peers obeyed it: pfc_tx {:?}, held {held}, peers {:?}",
         snap.ports[0].pfc_tx,
-        emu.iter().map(|e| e.report()).collect::<Vec<_>>()
+        emu.iter().flatten().map(|e| e.report()).collect::<Vec<_>>()
     );
     assert_eq!(snap.totals.drops.get("headroom_overflow"), 0);
     assert_eq!(allocs, 0, "{allocs} allocations on the emulated path");

@@ -16,7 +16,7 @@
 
 use crate::ingress::classify::Classifier;
 use crate::pfc::EmulatedLink;
-use crate::switch::BurstRx;
+use crate::switch::{BurstRx, Switch};
 use controlplane::snapshot::PeerReport;
 use controlplane::PortConfig;
 
@@ -107,5 +107,44 @@ impl EmulatedPort {
             depth_frames: self.link.held_frames() as u64,
             depth_bytes: self.link.held_bytes(),
         }
+    }
+}
+
+/// Plays the emulated wires from `from` (the last round) to `now`: what crossed them enters
+/// the switch. When a round comes late (the switch was not scheduled), the gap is played in
+/// steps of at most `step_ns`, the switch running at each (`poll`, then `transmit`, which
+/// must show the PFC it sends to the peers through `on_frame_from_switch`), as replay would
+/// have: the wires keep their line rate across the gap, and a pause reaches each peer within a
+/// step of when a NIC would obey it, which the computed headroom of emulated ports covers
+/// (`controlplane::headroom::EMULATED_STEP_BYTES`). A step with nothing due jumps to the next
+/// departure. Time never goes back: every step is after `from`. The last step, at `now`, only
+/// delivers: the caller polls and transmits at `now` itself. Returns the frames moved.
+pub fn play_through(
+    sw: &mut Switch,
+    emu: &mut [Option<EmulatedPort>],
+    from: u64,
+    now: u64,
+    step_ns: u64,
+    mut transmit: impl FnMut(&mut Switch, &mut [Option<EmulatedPort>], u64) -> usize,
+) -> usize {
+    let mut moved = 0;
+    if emu.iter().flatten().all(EmulatedPort::is_empty) {
+        return 0;
+    }
+    let mut t = from;
+    loop {
+        let next_due = emu.iter().flatten().filter_map(|em| em.link.next_event(t)).min();
+        t = next_due.unwrap_or(now).max(t.saturating_add(step_ns)).min(now);
+        for (i, em) in emu.iter_mut().enumerate() {
+            if let Some(em) = em.as_mut().filter(|em| !em.is_empty()) {
+                let mut rx = sw.burst_rx(i, t);
+                moved += em.deliver(t, step_ns, &mut rx);
+            }
+        }
+        if t >= now {
+            return moved;
+        }
+        sw.poll(t);
+        moved += transmit(sw, emu, t);
     }
 }

@@ -359,7 +359,12 @@ pub fn run_pipeline(
     let mut drain_deadline: Option<u64> = None;
     // The emulated wires are replayed over the time since the last round in steps of the
     // shortest port's catch-up step (see below and `EmulatedPort::step_ns`).
-    let step_ns = emu.iter().flatten().map(EmulatedPort::step_ns).min().unwrap_or(u64::MAX);
+    let step_ns = emu
+        .iter()
+        .flatten()
+        .map(EmulatedPort::step_ns)
+        .min()
+        .unwrap_or(u64::MAX);
     let mut last_now = 0u64;
     // Distinct rings, each polled once per round.
     let mut rings: Vec<Arc<XferRings>> = Vec::new();
@@ -427,44 +432,17 @@ pub fn run_pipeline(
                 }
             }
         }
-        // What crossed the emulated wires by now enters the switch (while draining too: the
-        // peers' frames were sent before the stop). When this round comes late (the switch
-        // was not scheduled), the time since the last round is played through in steps of at
-        // most a peer's reaction time, the switch running at each step (timers, transmit and
-        // the PFC it sends, which the peers see), as replay would have: the wires keep their
-        // line rate across the gap, and a pause reaches each peer within a step of when a NIC
-        // would obey it, which the computed headroom of emulated ports covers
-        // (`headroom::EMULATED_STEP_BYTES`). A step is 16 KiB of line time, not the 802.3
-        // response time (about 2 µs at 500 Mb/s): a round a few ms late in steps that short
-        // took longer to play through than it lasted, and the worker never caught up. Time
-        // never goes back: each step is after the last round.
-        if emu.iter().flatten().any(|em| !em.is_empty()) {
-            let mut t = last_now;
-            loop {
-                // Straight to the next departure if none is due within a step.
-                let next_due = emu.iter().flatten().filter_map(|em| em.link.next_event(t)).min();
-                t = next_due.unwrap_or(now).max(t.saturating_add(step_ns)).min(now);
-                for (i, em) in emu.iter_mut().enumerate() {
-                    if let Some(em) = em.as_mut().filter(|em| !em.is_empty()) {
-                        let mut rx = sw.burst_rx(i, t);
-                        moved += em.deliver(t, step_ns, &mut rx);
-                    }
-                }
-                if t >= now {
-                    break;
-                }
-                sw.poll(t);
-                let mut egress = Egress {
-                    local: &mut local,
-                    remote: &remote,
-                    remote_dropped: &mut remote_dropped,
-                    emu: &mut emu,
-                };
-                for port in 0..n {
-                    moved += sw.transmit(port, t, &mut egress);
-                }
-            }
-        }
+        // What crossed the emulated wires since the last round enters the switch (while
+        // draining too: the peers' frames were sent before the stop).
+        moved += crate::runtime::emulated::play_through(sw, &mut emu, last_now, now, step_ns, |sw, emu, t| {
+            let mut egress = Egress {
+                local: &mut local,
+                remote: &remote,
+                remote_dropped: &mut remote_dropped,
+                emu,
+            };
+            (0..n).map(|port| sw.transmit(port, t, &mut egress)).sum()
+        });
         last_now = now;
         if let Some(q) = control {
             serve_control(sw, &emu, q, now);
