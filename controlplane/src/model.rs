@@ -124,14 +124,18 @@ impl BackendKind {
 }
 
 impl PeerKind {
-    /// The peer a port gets unless `peer` says otherwise. Interfaces (veth, tap) and capture
-    /// files have software at the far end. A port with neither is fed by whatever embeds the
-    /// switch (tests' in-memory ports, which play a NIC), so it counts frames on arrival, as a
-    /// PCI NIC under DPDK does; DPDK's virtual devices have software behind them.
+    /// The peer a port gets unless `peer` says otherwise: emulated for capture files (a file
+    /// cannot obey PFC; with it `rocesw run` on captures loses nothing, as replay). Interfaces
+    /// and DPDK virtual devices also have software behind them, but stay `wire` by default
+    /// until emulated links hold on a loaded machine (issue 9): the lab gives their lossless
+    /// PGs hand-sized headroom instead. A port with no backend is fed by whatever embeds the
+    /// switch (tests' in-memory ports, which play a NIC), and a PCI NIC is a wire.
     pub fn default_for(backend: BackendKind) -> PeerKind {
         match backend {
-            BackendKind::Interface | BackendKind::Pcap | BackendKind::DpdkVdev => PeerKind::Emulated,
-            BackendKind::DpdkPci | BackendKind::Unattached => PeerKind::Wire,
+            BackendKind::Pcap => PeerKind::Emulated,
+            BackendKind::Interface | BackendKind::DpdkVdev | BackendKind::DpdkPci | BackendKind::Unattached => {
+                PeerKind::Wire
+            }
         }
     }
 

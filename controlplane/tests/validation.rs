@@ -586,20 +586,20 @@ fn peer_defaults_by_backend_and_refuses_unknown_kinds() {
     let cfg = ok(&port("interface = \"veth1\"")).config;
     assert_eq!(
         cfg.ports[1].peer,
-        controlplane::model::PeerKind::Emulated,
-        "software ports emulate"
+        controlplane::model::PeerKind::Wire,
+        "interfaces are wires until emulated links hold under load (issue 9)"
     );
     assert_eq!(cfg.ports[1].backend_kind(), controlplane::model::BackendKind::Interface);
     let cfg = ok(&port("pcap = { input = \"in.pcap\" }")).config;
     assert_eq!(cfg.ports[1].peer, controlplane::model::PeerKind::Emulated);
-    let cfg = ok(&port("interface = \"veth1\"\npeer = \"wire\"")).config;
-    assert_eq!(cfg.ports[1].peer, controlplane::model::PeerKind::Wire);
+    let cfg = ok(&port("interface = \"veth1\"\npeer = \"emulated\"")).config;
+    assert_eq!(cfg.ports[1].peer, controlplane::model::PeerKind::Emulated);
     let p = problems(&port("interface = \"veth1\"\npeer = \"nic\""));
     has(&p, &["port[1].peer", "\"nic\"", "emulated", "wire"]);
-    // DPDK: a virtual device has software at the far end (a VM, a tap, a capture file), a
-    // PCI NIC a wire.
+    // DPDK ports are wires unless told otherwise.
     let cfg = ok(&port("dpdk = \"net_vhost0,iface=/tmp/vm0.sock\"")).config;
-    assert_eq!(cfg.ports[1].peer, controlplane::model::PeerKind::Emulated);
+    assert_eq!(cfg.ports[1].peer, controlplane::model::PeerKind::Wire);
+    assert_eq!(cfg.ports[1].backend_kind(), controlplane::model::BackendKind::DpdkVdev);
     let cfg = ok(&port("dpdk = \"3b:00.0\"")).config;
     assert_eq!(cfg.ports[1].peer, controlplane::model::PeerKind::Wire);
     assert_eq!(cfg.ports[1].backend_kind(), controlplane::model::BackendKind::DpdkPci);
