@@ -126,7 +126,9 @@ fn emulated_config(g: &LabGuard) -> Config {
             pg.insert("headroom".into(), "auto".into());
         }
     }
-    controlplane::load_str(&table.to_string()).expect("emulated lab config loads").config
+    controlplane::load_str(&table.to_string())
+        .expect("emulated lab config loads")
+        .config
 }
 
 fn rocegen() -> Command {
@@ -231,7 +233,9 @@ fn lossless_incast_loses_nothing_with_pfc_ecn_and_cnps() {
     assert!(
         per_port.iter().sum::<u64>() > 0,
         "no sender port sent PFC: pfc_tx of ports 1-3 {per_port:?}; PG 3 peaks {:?} cells",
-        (1..4).map(|i| o.snapshot.ports[i].pgs[3].peak_cells).collect::<Vec<_>>()
+        (1..4)
+            .map(|i| o.snapshot.ports[i].pgs[3].peak_cells)
+            .collect::<Vec<_>>()
     );
     assert!(o.snapshot.ports[0].ecn_marked > 0);
     assert_eq!(o.undrained, 0);
