@@ -113,6 +113,24 @@ fn config(g: &LabGuard) -> Config {
         .config
 }
 
+/// The lab config with every port an emulated link (`peer = "emulated"`) and the profile's
+/// computed headroom instead of the lab's hand-sized 512 KiB for software peers.
+fn emulated_config(g: &LabGuard) -> Config {
+    let text = std::fs::read_to_string(&g.lab.config_path).unwrap();
+    let mut table: toml::Table = text.parse().unwrap();
+    for port in table["port"].as_array_mut().unwrap() {
+        port.as_table_mut().unwrap().insert("peer".into(), "emulated".into());
+    }
+    for (_, pg) in table["pg"].as_table_mut().unwrap().iter_mut() {
+        if let Some(pg) = pg.as_table_mut().filter(|pg| pg.contains_key("headroom")) {
+            pg.insert("headroom".into(), "auto".into());
+        }
+    }
+    controlplane::load_str(&table.to_string())
+        .expect("emulated lab config loads")
+        .config
+}
+
 fn rocegen() -> Command {
     Command::new(env!("CARGO_BIN_EXE_rocegen"))
 }
@@ -140,9 +158,32 @@ fn port_drops(o: &RunOutcome, id: u16, reason: &str) -> u64 {
 /// For a loss report: what the switch dropped and what its ports' kernel rings dropped (the
 /// latter means the worker did not poll for a long while: CPU starvation, not the pipeline).
 fn where_lost(o: &dataplane::runtime::worker::RunOutcome) -> String {
+    let ports: Vec<String> = o
+        .snapshot
+        .ports
+        .iter()
+        .map(|p| {
+            let pg = &p.pgs[3];
+            format!(
+                "port {}: drops {:?}, PG 3 peak {} (+{} headroom) of {} headroom cells, xoff {} xon {}, peer {:?}",
+                p.id,
+                p.drops,
+                pg.peak_cells,
+                pg.peak_headroom_cells,
+                pg.headroom_cells,
+                pg.xoff_sent,
+                pg.xon_sent,
+                p.peer
+            )
+        })
+        .collect();
     format!(
-        "switch drops: {:?}; tx_dropped: {}; undrained: {}; port backends: {:?}",
-        o.snapshot.totals.drops, o.tx_dropped, o.undrained, o.backends
+        "switch drops: {:?}; tx_dropped: {}; undrained: {}; port backends: {:?}\n{}",
+        o.snapshot.totals.drops,
+        o.tx_dropped,
+        o.undrained,
+        o.backends,
+        ports.join("\n")
     )
 }
 
@@ -192,10 +233,131 @@ fn lossless_incast_loses_nothing_with_pfc_ecn_and_cnps() {
     assert!(
         per_port.iter().sum::<u64>() > 0,
         "no sender port sent PFC: pfc_tx of ports 1-3 {per_port:?}; PG 3 peaks {:?} cells",
-        (1..4).map(|i| o.snapshot.ports[i].pgs[3].peak_cells).collect::<Vec<_>>()
+        (1..4)
+            .map(|i| o.snapshot.ports[i].pgs[3].peak_cells)
+            .collect::<Vec<_>>()
     );
     assert!(o.snapshot.ports[0].ecn_marked > 0);
     assert_eq!(o.undrained, 0);
+}
+
+/// Busy loops that keep every core occupied while a test runs, so the switch and the hosts
+/// are descheduled for whole time slices (issue 9: the lab incast lost lossless frames in 6 of
+/// 9 runs on a loaded 2-core machine). Killed, by their own ids, when dropped.
+struct BusyCores(Vec<Child>);
+
+impl BusyCores {
+    fn start(n: usize) -> BusyCores {
+        BusyCores(
+            (0..n)
+                .map(|_| {
+                    Command::new("sh")
+                        .args(["-c", "while :; do :; done"])
+                        .spawn()
+                        .expect("busy loop")
+                })
+                .collect(),
+        )
+    }
+}
+
+impl Drop for BusyCores {
+    fn drop(&mut self) {
+        for c in &mut self.0 {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+/// `senders`→1 lossless incast on `senders + 1` hosts, `runs` runs of `secs` seconds each, with
+/// both cores kept busy by other processes: every run loses no lossless frame at the receiver,
+/// the switch drops nothing on any PG, PFC is sent by the switch and still reaches (and is
+/// counted by) the rocegen senders, and the emulated peers report what they held.
+fn loaded_incast_loses_nothing(senders: usize, runs: usize, secs: f64) {
+    let g = lab_up(senders + 1);
+    let _busy = BusyCores::start(std::thread::available_parallelism().map_or(2, |n| n.get()));
+    for run in 0..runs {
+        let sw = Switch::start(emulated_config(&g));
+        let report = json_of(
+            rocegen()
+                .args(["coordinate", "--pattern", "incast", "--lab"])
+                .arg(lab_json(&g))
+                .args([
+                    "--rate",
+                    "300M",
+                    "--link-speed",
+                    SPEED,
+                    "--duration",
+                    &secs.to_string(),
+                    "--json",
+                ])
+                .output()
+                .unwrap(),
+        );
+        let o = sw.stop();
+        let t = &report["totals"];
+        assert_eq!(
+            t["lost"],
+            0,
+            "run {run}: lossless traffic lost: {t}\n{}",
+            where_lost(&o)
+        );
+        assert_eq!(t["out_of_order"], 0, "run {run}: {t}");
+        assert!(t["rx_packets"].as_u64().unwrap() > 1_000, "run {run}: {t}");
+        assert_eq!(
+            o.snapshot.totals.drops.total(),
+            0,
+            "run {run}: switch drops: {}",
+            where_lost(&o)
+        );
+        assert!(
+            o.snapshot
+                .ports
+                .iter()
+                .all(|p| p.pgs.iter().all(|pg| pg.dropped_packets == 0)),
+            "run {run}: a PG dropped"
+        );
+        let pfc_tx: u64 = o.snapshot.ports[1..].iter().map(|p| p.pfc_tx[3]).sum();
+        assert!(pfc_tx > 0, "run {run}: the switch sent no PFC: {t}\n{}", where_lost(&o));
+        assert!(
+            t["pfc_frames"].as_u64().unwrap() > 0,
+            "run {run}: no PFC reached the rocegen senders: {t}"
+        );
+        let held: u64 = o
+            .snapshot
+            .ports
+            .iter()
+            .filter_map(|p| p.peer)
+            .map(|p| p.held_frames[3])
+            .sum();
+        assert!(
+            o.snapshot.ports.iter().all(|p| p.peer.is_some()),
+            "every lab port has an emulated peer"
+        );
+        eprintln!(
+            "run {run}: {senders}->1 rx {} frames, lost 0, PFC sent {pfc_tx}, received by senders {}, \
+             frames held by emulated peers {held}, p99 {} us",
+            t["rx_packets"],
+            t["pfc_frames"],
+            t["latency"]["p99_ns"].as_u64().unwrap_or(0) / 1000
+        );
+    }
+}
+
+// Issue 9's acceptance tests, not yet passing on a loaded 2-core machine (the kernel's receive
+// rings overflow when a round comes 50-190 ms late, and a few headroom drops remain): run them
+// with `cargo test -p rocesw-bench --test e2e_lab -- --ignored`.
+#[test]
+#[ignore = "issue 9: lossless under busy cores is not reached yet"]
+fn loaded_3_to_1_incast_loses_nothing() {
+    loaded_incast_loses_nothing(3, 5, 3.0);
+}
+
+#[test]
+#[ignore = "issue 9: lossless under busy cores is not reached yet"]
+fn loaded_7_to_1_incast_loses_nothing() {
+    loaded_incast_loses_nothing(7, 2, 3.0);
 }
 
 /// The same congestion with lossy traffic (DSCP 0): the switch drops at the egress limit and

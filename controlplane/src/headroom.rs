@@ -71,6 +71,25 @@ pub struct HeadroomParams {
     pub small_frame_percent: f64,
     /// MAC and PHY latency at both ends, in bytes of line time.
     pub mac_phy_delay_bytes: f64,
+    /// Line bytes an emulated peer may still deliver after the switch would have paused it:
+    /// `rocesw run` plays the time it was not scheduled through in steps of this much line time
+    /// ([`EMULATED_STEP_BYTES`]), so a pause takes effect up to one step late. 0 for a real wire.
+    pub emulated_step_bytes: f64,
+}
+
+/// The line time, in bytes, of one step in which `rocesw run` plays an emulated link's backlog
+/// through after a late round (see `runtime::worker` in the dataplane). Each step runs the
+/// switch once (timers, transmit, the PFC it sends); the step bounds that cost to one run per
+/// 16 KiB of line time (262 µs at 500 Mb/s, 5 µs at 25G), so a switch that was descheduled
+/// catches up faster than real time even in a debug build. The price is headroom: a pause may
+/// reach the emulated peer up to one step late, so emulated ports add the step to the
+/// computed headroom.
+pub const EMULATED_STEP_BYTES: u64 = 16 * 1024;
+
+/// [`EMULATED_STEP_BYTES`] in nanoseconds of line time at `speed_bps` (at least 1).
+pub fn emulated_step_ns(speed_bps: u64) -> u64 {
+    let ns = u128::from(EMULATED_STEP_BYTES) * 8 * 1_000_000_000 / u128::from(speed_bps.max(1));
+    u64::try_from(ns).unwrap_or(u64::MAX).max(1)
 }
 
 impl Default for HeadroomParams {
@@ -79,6 +98,7 @@ impl Default for HeadroomParams {
             signal_speed_mps: 2.0e8,
             small_frame_percent: 50.0,
             mac_phy_delay_bytes: 0.8 * 1024.0,
+            emulated_step_bytes: 0.0,
         }
     }
 }
@@ -93,6 +113,8 @@ pub struct HeadroomTerms {
     pub cable: f64,
     pub peer_response: f64,
     pub peer_frame: f64,
+    /// An emulated peer's catch-up step ([`HeadroomParams::emulated_step_bytes`]); 0 on a wire.
+    pub emulated_step: f64,
 }
 
 /// The result and its working, so a CLI can show how it was reached.
@@ -174,11 +196,17 @@ pub fn headroom_with(
         cable: 2.0 * cable_m / params.signal_speed_mps * rate_bytes_per_s,
         peer_response: (quanta * BITS_PER_QUANTUM / 8) as f64,
         peer_frame: frame,
+        emulated_step: params.emulated_step_bytes.max(0.0),
     };
     let p = params.small_frame_percent.clamp(0.0, 100.0);
     let occupancy = (100.0 - p + p * worst_case_factor(cell)) / 100.0;
-    let in_flight =
-        terms.local_frame + terms.pfc_frame + terms.mac_phy + terms.cable + terms.peer_response + terms.peer_frame;
+    let in_flight = terms.local_frame
+        + terms.pfc_frame
+        + terms.mac_phy
+        + terms.cable
+        + terms.peer_response
+        + terms.peer_frame
+        + terms.emulated_step;
     let raw = terms.xoff_frame + occupancy * in_flight;
     // Float to int saturates; headroom beyond u64 is not a real configuration.
     let cells = (raw / f64::from(cell)).ceil() as u64;
@@ -216,8 +244,12 @@ impl fmt::Display for Headroom {
             ("cable round trip", t.cable),
             (response.as_str(), t.peer_response),
             ("peer frame in flight", t.peer_frame),
+            ("emulated peer's catch-up step", t.emulated_step),
         ];
         for (label, bytes) in rows {
+            if label.starts_with("emulated") && bytes == 0.0 {
+                continue;
+            }
             writeln!(f, "  {label:<30} {bytes:>10.1} B")?;
         }
         writeln!(

@@ -9,6 +9,8 @@
 //!   `rocesw_port_paused_seconds_total`;
 //! * `rocesw_port_buffer_<field>`, `rocesw_queue_<field>{…,queue}`, `rocesw_pg_<field>{…,pg}`
 //!   and `rocesw_pool_<field>` for the buffer figures;
+//! * `rocesw_port_peer_<field>` for what a port's emulated peer held (only ports that have one:
+//!   kept apart from the switch's buffer figures, since those frames never entered it);
 //! * what is a level rather than a running total (cells in use, depths, peaks/watermarks) is a
 //!   gauge; everything else is a counter.
 //!
@@ -18,7 +20,7 @@
 //! added to `controlplane::snapshot` does not compile here until it is exported, and the test
 //! below checks each number of a serialized snapshot against the metric its name implies.
 
-use crate::snapshot::{Drops, PgReport, PoolBuffer, PortBuffer, PortReport, QueueReport, Snapshot};
+use crate::snapshot::{Drops, PeerReport, PgReport, PoolBuffer, PortBuffer, PortReport, QueueReport, Snapshot};
 use crate::NUM_TC;
 use prometheus_client::encoding::text::encode;
 use prometheus_client::metrics::counter::Counter;
@@ -135,6 +137,7 @@ impl Metrics {
                 buffer,
                 queues,
                 pgs,
+                peer,
             } = port;
             let mut labels = base.clone();
             labels.push(("port".into(), id.to_string()));
@@ -161,6 +164,26 @@ impl Metrics {
                 ("watchdog_restores", watchdog_restores),
             ] {
                 self.per_priority("port", field, &labels, v);
+            }
+            if let Some(PeerReport {
+                held_frames,
+                held_ns,
+                stalled_reads,
+                depth_frames,
+                depth_bytes,
+            }) = peer
+            {
+                self.per_priority("port_peer", "held_frames", &labels, held_frames);
+                self.per_priority("port_peer", "held_ns", &labels, held_ns);
+                self.numbers(
+                    "port_peer",
+                    &labels,
+                    &[
+                        ("stalled_reads", *stalled_reads),
+                        ("depth_frames", *depth_frames),
+                        ("depth_bytes", *depth_bytes),
+                    ],
+                );
             }
             let PortBuffer {
                 ingress_cells,
@@ -326,6 +349,11 @@ mod tests {
                     xoff_sent: 1,
                     ..Default::default()
                 }],
+                peer: Some(crate::snapshot::PeerReport {
+                    stalled_reads: 2,
+                    depth_frames: 5,
+                    ..Default::default()
+                }),
                 ..Default::default()
             }],
             totals: Totals {
@@ -356,6 +384,9 @@ mod tests {
             r#"rocesw_queue_depth_cells{switch="s1",port="2",queue="3"} 2"#,
             r#"rocesw_pg_xoff_sent_total{switch="s1",port="2",pg="3"} 1"#,
             r#"rocesw_pool_used_cells{switch="s1"} 11"#,
+            r#"rocesw_port_peer_stalled_reads_total{switch="s1",port="2"} 2"#,
+            r#"rocesw_port_peer_depth_frames{switch="s1",port="2"} 5"#,
+            r#"rocesw_port_peer_held_frames_total{switch="s1",port="2",priority="3"} 0"#,
         ] {
             let (name, value) = line.rsplit_once(' ').unwrap();
             let found = text

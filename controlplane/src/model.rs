@@ -54,6 +54,8 @@ pub struct PortConfig {
     /// In `rocesw run`, a port fed from and written to capture files instead of an interface
     /// (exclusive with `interface`).
     pub pcap: Option<PcapPortConfig>,
+    /// What is at the far end in `rocesw run`: when a received frame counts as arrived.
+    pub peer: PeerKind,
     /// In `rocesw run`, a DPDK port: its device string as written (a virtual device such as
     /// `net_pcap0,rx_pcap=in.pcap`, or a PCI address), already checked to be well formed.
     /// Exclusive with `interface` and `pcap`.
@@ -76,6 +78,80 @@ pub struct PcapPortConfig {
     pub input: Option<std::path::PathBuf>,
     pub output: Option<std::path::PathBuf>,
     pub pace: PcapPace,
+}
+
+/// How `rocesw run` treats what arrives on a port (`[[port]] peer`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PeerKind {
+    /// The far end is software (a veth or tap to a host process, capture files, a VM): the
+    /// port's receive ring is the peer NIC's transmit queue. Frames cross an emulated wire at the
+    /// port's line rate from when the switch reads them, and a priority the switch paused waits
+    /// outside the switch's buffer (as replay's peers do). A process that was not scheduled for
+    /// milliseconds, or a switch that was not, then costs time, not lossless frames.
+    Emulated,
+    /// The far end is a real NIC on a real wire, which already paces frames and obeys PFC
+    /// within its 802.3 response time: frames count as arrived when the switch reads them.
+    Wire,
+}
+
+/// What backs a port in `rocesw run`: decides the default [`PeerKind`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BackendKind {
+    /// `interface = "..."`: AF_PACKET on a veth or tap (the lab's test hosts).
+    Interface,
+    /// `pcap = {...}`: capture files.
+    Pcap,
+    /// `dpdk = "net_..."`: a DPDK virtual device (a VM over vhost-user, a tap, a capture
+    /// file, a memif peer...): software at the far end, as for an interface.
+    DpdkVdev,
+    /// `dpdk = "0000:3b:00.0"`: a NIC bound to a DPDK driver, a real wire.
+    DpdkPci,
+    /// None: the port exists only in replay.
+    Unattached,
+}
+
+impl BackendKind {
+    /// The backend of a port with these fields (`dpdk` as validated).
+    pub fn of(interface: Option<&str>, pcap: bool, dpdk: Option<&str>) -> BackendKind {
+        match (interface, pcap, dpdk) {
+            (Some(_), _, _) => BackendKind::Interface,
+            (None, true, _) => BackendKind::Pcap,
+            (None, false, Some(d)) if dpdk::DeviceSpec::parse(d).is_ok_and(|s| s.is_pci()) => BackendKind::DpdkPci,
+            (None, false, Some(_)) => BackendKind::DpdkVdev,
+            (None, false, None) => BackendKind::Unattached,
+        }
+    }
+}
+
+impl PeerKind {
+    /// The peer a port gets unless `peer` says otherwise: emulated for capture files (a file
+    /// cannot obey PFC; with it `rocesw run` on captures loses nothing, as replay). Interfaces
+    /// and DPDK virtual devices also have software behind them, but stay `wire` by default
+    /// until emulated links hold on a loaded machine (issue 9): the lab gives their lossless
+    /// PGs hand-sized headroom instead. A port with no backend is fed by whatever embeds the
+    /// switch (tests' in-memory ports, which play a NIC), and a PCI NIC is a wire.
+    pub fn default_for(backend: BackendKind) -> PeerKind {
+        match backend {
+            BackendKind::Pcap => PeerKind::Emulated,
+            BackendKind::Interface | BackendKind::DpdkVdev | BackendKind::DpdkPci | BackendKind::Unattached => {
+                PeerKind::Wire
+            }
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            PeerKind::Emulated => "emulated",
+            PeerKind::Wire => "wire",
+        }
+    }
+}
+
+impl PortConfig {
+    /// What backs this port in `rocesw run`.
+    pub fn backend_kind(&self) -> BackendKind {
+        BackendKind::of(self.interface.as_deref(), self.pcap.is_some(), self.dpdk.as_deref())
+    }
 }
 
 /// When a capture's frames arrive in `rocesw run`.

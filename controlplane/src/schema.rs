@@ -120,6 +120,9 @@ pub struct PortSection {
     pub worker: Option<i64>,
     /// A capture-file port for `rocesw run` instead of an interface.
     pub pcap: Option<PcapPortSection>,
+    /// "emulated" or "wire": what is at the far end (default: by backend, see
+    /// `PeerKind::default_for`).
+    pub peer: Option<String>,
     /// A DPDK port for `rocesw run` instead of an interface: a virtual device string
     /// (`net_ring0`, `net_pcap0,rx_pcap=in.pcap`, `net_vhost0,iface=/run/rocesw/vm0.sock`) or
     /// a PCI address (`0000:3b:00.0`). Needs a rocesw built with `--features dpdk`.

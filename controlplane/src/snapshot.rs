@@ -60,6 +60,26 @@ pub struct PortReport {
     pub buffer: PortBuffer,
     pub queues: Vec<QueueReport>,
     pub pgs: Vec<PgReport>,
+    /// What the port's emulated peer held (`peer = "emulated"` in `rocesw run`): frames that
+    /// waited on the far side of the emulated wire, never in the switch's buffer. Absent where
+    /// there is no such peer: replay (whose summary is pinned byte for byte) and `peer = "wire"`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peer: Option<PeerReport>,
+}
+
+/// A port's emulated peer: the host side of the emulated wire (see `PortReport::peer`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PeerReport {
+    /// Frames, per priority, that were waiting at the peer while the switch's PFC paused that
+    /// priority.
+    pub held_frames: [u64; NUM_TC],
+    /// The total time those frames spent waiting, per priority.
+    pub held_ns: [u64; NUM_TC],
+    /// Polls that did not read the port because the peer's store was full.
+    pub stalled_reads: u64,
+    /// Frames waiting at the peer now, and their bytes.
+    pub depth_frames: u64,
+    pub depth_bytes: u64,
 }
 
 /// A port's buffer use in cells, both views (ingress and egress), with peaks.

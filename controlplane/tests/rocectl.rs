@@ -59,3 +59,30 @@ fn headroom_shows_the_ucloud_figures_and_its_working() {
     let (ok, _, err) = rocectl(&["headroom", "--speed", "fast", "--cable", "15m"]);
     assert!(!ok && err.contains("fast"), "{err}");
 }
+
+#[test]
+fn check_accepts_a_port_peer_and_refuses_an_unknown_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = std::fs::read_to_string(config("default.toml")).unwrap();
+    let with_peer = |peer: &str| {
+        text.replacen(
+            "[[port]]\nid = 0\n",
+            &format!("[[port]]\nid = 0\npeer = \"{peer}\"\n"),
+            1,
+        )
+    };
+    assert_ne!(
+        with_peer("wire"),
+        text,
+        "the profile's first port is where the test expects it"
+    );
+    for (peer, valid) in [("emulated", true), ("wire", true), ("software", false)] {
+        let path = dir.path().join(format!("{peer}.toml"));
+        std::fs::write(&path, with_peer(peer)).unwrap();
+        let (ok, _, err) = rocectl(&["check", path.to_str().unwrap()]);
+        assert_eq!(ok, valid, "peer = {peer:?}: {err}");
+        if !valid {
+            assert!(err.contains("port[0].peer") && err.contains("\"software\""), "{err}");
+        }
+    }
+}

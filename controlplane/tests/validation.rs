@@ -580,6 +580,31 @@ fn ucloud_check_uses_each_ports_profiles() {
     );
 }
 
+#[test]
+fn peer_defaults_by_backend_and_refuses_unknown_kinds() {
+    let port = |extra: &str| BASE.replacen("[[port]]\nid = 1\n", &format!("[[port]]\nid = 1\n{extra}\n"), 1);
+    let cfg = ok(&port("interface = \"veth1\"")).config;
+    assert_eq!(
+        cfg.ports[1].peer,
+        controlplane::model::PeerKind::Wire,
+        "interfaces are wires until emulated links hold under load (issue 9)"
+    );
+    assert_eq!(cfg.ports[1].backend_kind(), controlplane::model::BackendKind::Interface);
+    let cfg = ok(&port("pcap = { input = \"in.pcap\" }")).config;
+    assert_eq!(cfg.ports[1].peer, controlplane::model::PeerKind::Emulated);
+    let cfg = ok(&port("interface = \"veth1\"\npeer = \"emulated\"")).config;
+    assert_eq!(cfg.ports[1].peer, controlplane::model::PeerKind::Emulated);
+    let p = problems(&port("interface = \"veth1\"\npeer = \"nic\""));
+    has(&p, &["port[1].peer", "\"nic\"", "emulated", "wire"]);
+    // DPDK ports are wires unless told otherwise.
+    let cfg = ok(&port("dpdk = \"net_vhost0,iface=/tmp/vm0.sock\"")).config;
+    assert_eq!(cfg.ports[1].peer, controlplane::model::PeerKind::Wire);
+    assert_eq!(cfg.ports[1].backend_kind(), controlplane::model::BackendKind::DpdkVdev);
+    let cfg = ok(&port("dpdk = \"3b:00.0\"")).config;
+    assert_eq!(cfg.ports[1].peer, controlplane::model::PeerKind::Wire);
+    assert_eq!(cfg.ports[1].backend_kind(), controlplane::model::BackendKind::DpdkPci);
+}
+
 /// `[[port]] dpdk = "..."` (issue 8): the device string is checked without DPDK, one backend
 /// per port, one port per device, and PCI devices need hugepages.
 #[test]

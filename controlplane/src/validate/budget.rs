@@ -30,7 +30,17 @@ pub(super) fn resolve_headroom(
         .zip(qos)
         .map(|(p, qos)| {
             let specs = &qos.headroom;
-            let calc = headroom::headroom(p.speed_bps, p.cable_m, p.mtu, cell_bytes);
+            // An emulated peer obeys a pause up to one catch-up step late (see
+            // `headroom::EMULATED_STEP_BYTES`): its ports' computed headroom covers the step.
+            let params = headroom::HeadroomParams {
+                emulated_step_bytes: if p.peer == PeerKind::Emulated {
+                    headroom::EMULATED_STEP_BYTES as f64
+                } else {
+                    0.0
+                },
+                ..Default::default()
+            };
+            let calc = headroom::headroom_with(&params, p.speed_bps, p.cable_m, p.mtu, cell_bytes);
             let headroom_bytes = std::array::from_fn(|g| match specs[g].0 {
                 HeadroomSpec::None => 0,
                 HeadroomSpec::Auto => calc.bytes,
@@ -46,6 +56,7 @@ pub(super) fn resolve_headroom(
                 name: p.name.clone(),
                 interface: p.interface.clone(),
                 pcap: p.pcap.clone(),
+                peer: p.peer,
                 dpdk: p.dpdk.clone(),
                 worker: p.worker.unwrap_or(usize::MAX),
                 speed_bps: p.speed_bps,

@@ -89,6 +89,7 @@ pub(super) struct PortDraft {
     pub(super) interface: Option<String>,
     pub(super) pcap: Option<PcapPortConfig>,
     pub(super) dpdk: Option<String>,
+    pub(super) peer: PeerKind,
     pub(super) worker: Option<usize>,
     pub(super) speed_bps: u64,
     pub(super) cable_m: f64,
@@ -201,12 +202,27 @@ pub(super) fn resolve_ports(cx: &mut Ctx, file: &ConfigFile) -> Vec<PortDraft> {
                 "{path}: a port has one of `interface`, `pcap` or `dpdk`, not several"
             ));
         }
+        let backend = BackendKind::of(p.interface.as_deref(), p.pcap.is_some(), dpdk.as_deref());
+        let peer = match p.peer.as_deref() {
+            None => PeerKind::default_for(backend),
+            Some("emulated") => PeerKind::Emulated,
+            Some("wire") => PeerKind::Wire,
+            Some(other) => {
+                cx.error(format!(
+                    "{path}.peer: {other:?} is not one of \"emulated\" (the far end is software: a veth, \
+                     tap, capture file or VM; frames are paced at line rate and PFC is obeyed for it) or \
+                     \"wire\" (a real NIC: frames count as arrived when read)"
+                ));
+                PeerKind::default_for(backend)
+            }
+        };
         out.push(PortDraft {
             id,
             name: p.name.clone(),
             interface,
             pcap,
             dpdk,
+            peer,
             worker,
             speed_bps: speed_bps.unwrap_or(0),
             cable_m: cable_m.unwrap_or(DEFAULT_CABLE_M),

@@ -102,6 +102,8 @@ impl Build for Snapshot {
                     buffer: port_buffer(&sw.port_use(i)),
                     queues,
                     pgs,
+                    // Filled in by the real-time runtime, which owns the emulated peers.
+                    peer: None,
                 }
             })
             .collect();

@@ -1,6 +1,8 @@
 //! `rocesw run`: the real-time workers and the clock ([`worker`]) and the control socket
-//! server ([`control_server`]) that reaches the pipeline between two bursts.
+//! server ([`control_server`]) that reaches the pipeline between two bursts; [`emulated`] puts
+//! an emulated link in front of ports whose far end is software.
 
 pub mod control_server;
+pub mod emulated;
 pub mod run;
 pub mod worker;

@@ -227,6 +227,29 @@ pub fn run(args: RunArgs) -> Result<()> {
             outcome.tx_dropped
         );
     }
+    for p in &outcome.snapshot.ports {
+        let Some(peer) = p.peer else { continue };
+        let held: u64 = peer.held_frames.iter().sum();
+        if held > 0 || peer.stalled_reads > 0 {
+            // Outside the switch's buffer: the emulated NIC at the far end obeyed PFC.
+            let by_prio: Vec<String> = (0..8)
+                .filter(|&q| peer.held_frames[q] > 0)
+                .map(|q| {
+                    format!(
+                        "p{q}: {} frames, {:.1} µs mean",
+                        peer.held_frames[q],
+                        peer.held_ns[q] as f64 / peer.held_frames[q] as f64 / 1e3
+                    )
+                })
+                .collect();
+            println!(
+                "port {}: emulated peer held {held} frames while paused ({}); {} stalled reads",
+                p.id,
+                by_prio.join(", "),
+                peer.stalled_reads
+            );
+        }
+    }
     for (i, st) in &outcome.backends {
         if st.rx_kernel_drops > 0 || st.tx_ring_full > 0 || st.rx_oversize > 0 {
             println!(

@@ -11,6 +11,7 @@
 
 use crate::io::{PortBackend, PortError};
 use crate::report::Snapshot;
+use crate::runtime::emulated::EmulatedPort;
 use crate::switch::{Switch, TxSink};
 use crossbeam_queue::ArrayQueue;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -186,11 +187,13 @@ impl Polling {
     }
 }
 
-/// Sends what the pipeline releases: straight into a local backend, or across a ring.
+/// Sends what the pipeline releases: straight into a local backend, or across a ring; and
+/// shows the PFC frames among them to the port's emulated peer, if it has one.
 struct Egress<'a> {
     local: &'a mut [Option<PortIo>],
     remote: &'a [Option<Arc<XferRings>>],
     remote_dropped: &'a mut u64,
+    emu: &'a mut [Option<EmulatedPort>],
 }
 
 impl TxSink for Egress<'_> {
@@ -212,7 +215,15 @@ impl TxSink for Egress<'_> {
         }
     }
 
-    fn transmit(&mut self, port: usize, frame: &[u8], _at_ns: u64) {
+    fn transmit(&mut self, port: usize, frame: &[u8], at_ns: u64) {
+        if let Some(em) = self.emu[port].as_mut() {
+            // The frame still goes out on the port (a rocegen host honours PFC itself); the
+            // emulated peer is what keeps a late host from costing the switch lossless frames.
+            if frame.get(12..14) == Some(&[0x88, 0x08]) {
+                let ser_ns = crate::switch::ser_ps(frame.len(), em.link.speed_bps()) / 1000;
+                em.link.on_frame_from_switch(frame, at_ns, ser_ns);
+            }
+        }
         if let Some(io) = self.local[port].as_mut() {
             if io.gone {
                 io.tx_dropped += 1;
@@ -286,7 +297,16 @@ pub enum ControlRequest {
 /// The queue the control thread feeds and the pipeline worker drains.
 pub type ControlQueue = ArrayQueue<ControlRequest>;
 
-fn serve_control(sw: &mut Switch, q: &ControlQueue, now: u64) {
+/// The switch's counters with, on each port that has one, what its emulated peer held.
+pub fn snapshot(sw: &Switch, emu: &[Option<EmulatedPort>], now: u64) -> Snapshot {
+    let mut s = sw.snapshot(now);
+    for (report, em) in s.ports.iter_mut().zip(emu) {
+        report.peer = em.as_ref().map(EmulatedPort::report);
+    }
+    s
+}
+
+fn serve_control(sw: &mut Switch, emu: &[Option<EmulatedPort>], q: &ControlQueue, now: u64) {
     // A few per round: control traffic is rare, the packet path is not.
     for _ in 0..4 {
         let Some(req) = q.pop() else { return };
@@ -300,10 +320,12 @@ fn serve_control(sw: &mut Switch, q: &ControlQueue, now: u64) {
                 let _ = reply.try_send(r);
             }
             ControlRequest::Snapshot { reply } => {
-                let _ = reply.try_send(sw.snapshot(now));
+                let _ = reply.try_send(snapshot(sw, emu, now));
             }
             ControlRequest::SnapshotAndRestartPeaks { reply } => {
-                let _ = reply.try_send(sw.snapshot_and_restart_peaks(now));
+                let s = snapshot(sw, emu, now);
+                sw.restart_peaks();
+                let _ = reply.try_send(s);
             }
             ControlRequest::Fdb { reply } => {
                 let _ = reply.try_send(sw.fdb().rows(now));
@@ -323,6 +345,7 @@ pub fn run_pipeline(
     sw: &mut Switch,
     mut local: Vec<Option<PortIo>>,
     remote: Vec<Option<Arc<XferRings>>>,
+    mut emu: Vec<Option<EmulatedPort>>,
     clock: Clock,
     polling: Polling,
     stop: &AtomicBool,
@@ -334,6 +357,15 @@ pub fn run_pipeline(
     let mut remote_dropped = 0u64;
     let mut next_check = 0u64;
     let mut drain_deadline: Option<u64> = None;
+    // The emulated wires are replayed over the time since the last round in steps of the
+    // shortest port's catch-up step (see below and `EmulatedPort::step_ns`).
+    let step_ns = emu
+        .iter()
+        .flatten()
+        .map(EmulatedPort::step_ns)
+        .min()
+        .unwrap_or(u64::MAX);
+    let mut last_now = 0u64;
     // Distinct rings, each polled once per round.
     let mut rings: Vec<Arc<XferRings>> = Vec::new();
     for r in remote.iter().flatten() {
@@ -341,6 +373,9 @@ pub fn run_pipeline(
             rings.push(r.clone());
         }
     }
+    // Per ring: a frame for an emulated port whose store was full, taken off the ring and
+    // waiting for room (the ring is not read meanwhile, so the I/O worker stops reading too).
+    let mut parked: Vec<Option<Xfer>> = rings.iter().map(|_| None).collect();
     loop {
         let now = clock.now_ns();
         let mut moved = 0usize;
@@ -353,30 +388,71 @@ pub fn run_pipeline(
                     if io.gone {
                         continue;
                     }
-                    let mut rx = sw.burst_rx(io.index, now);
-                    match io.backend.recv_burst(BURST, &mut |frame| rx.receive(frame)) {
+                    let res = match emu[io.index].as_mut() {
+                        // Read into the emulated peer; the frames enter the switch as they
+                        // cross its wire (below).
+                        Some(em) => read_into_peer(io, em, sw.classifier(), now),
+                        None => {
+                            let mut rx = sw.burst_rx(io.index, now);
+                            io.backend.recv_burst(BURST, &mut |frame| rx.receive(frame))
+                        }
+                    };
+                    match res {
                         Ok(k) => moved += k,
                         Err(e) => io.fail(e),
                     }
                 }
-                for r in &rings {
-                    for _ in 0..BURST {
-                        let Some(x) = r.rx.pop() else { break };
-                        sw.receive(x.port, &x.data[..x.len], now);
+                for (r, parked) in rings.iter().zip(parked.iter_mut()) {
+                    // A burst for wire ports, as before; frames for emulated ports only wait in
+                    // a store (their wire paces them) and a round may come milliseconds after
+                    // the last, so everything waiting for them is taken (see `read_into_peer`).
+                    let mut wire_frames = 0;
+                    for _ in 0..r.rx.capacity() {
+                        if wire_frames == BURST {
+                            break;
+                        }
+                        let Some(x) = parked.take().or_else(|| r.rx.pop()) else {
+                            break;
+                        };
+                        match emu[x.port].as_mut() {
+                            Some(em) if em.room() == 0 => {
+                                em.link.counters.stalled_reads += 1;
+                                *parked = Some(x);
+                                break;
+                            }
+                            Some(em) => em.accept(&x.data[..x.len], now, sw.classifier()),
+                            None => {
+                                wire_frames += 1;
+                                sw.receive(x.port, &x.data[..x.len], now);
+                            }
+                        }
                         let _ = r.free.push(x);
                         moved += 1;
                     }
                 }
             }
         }
+        // What crossed the emulated wires since the last round enters the switch (while
+        // draining too: the peers' frames were sent before the stop).
+        moved += crate::runtime::emulated::play_through(sw, &mut emu, last_now, now, step_ns, |sw, emu, t| {
+            let mut egress = Egress {
+                local: &mut local,
+                remote: &remote,
+                remote_dropped: &mut remote_dropped,
+                emu,
+            };
+            (0..n).map(|port| sw.transmit(port, t, &mut egress)).sum()
+        });
+        last_now = now;
         if let Some(q) = control {
-            serve_control(sw, q, now);
+            serve_control(sw, &emu, q, now);
         }
         sw.poll(now);
         let mut egress = Egress {
             local: &mut local,
             remote: &remote,
             remote_dropped: &mut remote_dropped,
+            emu: &mut emu,
         };
         for port in 0..n {
             moved += sw.transmit(port, now, &mut egress);
@@ -394,12 +470,13 @@ pub fn run_pipeline(
                 io.check_link();
             }
             if let Some(hook) = stats.as_mut() {
-                hook(&sw.snapshot(now), now);
+                hook(&snapshot(sw, &emu, now), now);
             }
         }
         if let Some(deadline) = drain_deadline {
             let remote_empty = rings.iter().all(|r| r.tx.is_empty());
-            if (sw.is_idle() && remote_empty) || now >= deadline {
+            let peers_empty = emu.iter().flatten().all(EmulatedPort::is_empty) && parked.iter().all(Option::is_none);
+            if (sw.is_idle() && remote_empty && peers_empty) || now >= deadline {
                 let undrained = if sw.is_idle() {
                     0
                 } else {
@@ -409,7 +486,7 @@ pub fn run_pipeline(
                         .flat_map(|p| &p.queues)
                         .map(|q| q.depth_packets as usize)
                         .sum()
-                };
+                } + emu.iter().flatten().map(|em| em.link.held_frames()).sum::<usize>();
                 let tx_dropped = local.iter().flatten().map(|io| io.tx_dropped).sum::<u64>() + remote_dropped;
                 let backends = local
                     .iter_mut()
@@ -417,7 +494,7 @@ pub fn run_pipeline(
                     .map(|io| (io.index, io.backend.stats()))
                     .collect();
                 return RunOutcome {
-                    snapshot: sw.snapshot(now),
+                    snapshot: snapshot(sw, &emu, now),
                     uptime_ns: now,
                     undrained,
                     tx_dropped,
@@ -430,6 +507,35 @@ pub fn run_pipeline(
                 Some(d) => std::thread::sleep(d),
                 None => std::hint::spin_loop(),
             }
+        }
+    }
+}
+
+/// Reads an emulated port's receive ring into its peer's store: everything the ring holds, as
+/// far as the store has room, not one burst per round. Reading is only a copy (the frames enter
+/// the switch as they cross the emulated wire), and a round can come milliseconds after the
+/// last on a busy machine (the gap it plays through costs time): one burst per round drained
+/// 32 frames per port per ~3 ms round on a loaded 2-core lab, far below a 300 Mb/s host, and
+/// the kernel's ring overflowed (`rx_kernel_drops`) while the store sat nearly empty.
+fn read_into_peer(
+    io: &mut PortIo,
+    em: &mut EmulatedPort,
+    classifier: &crate::ingress::classify::Classifier,
+    now: u64,
+) -> Result<usize, PortError> {
+    let mut total = 0;
+    loop {
+        let room = em.room().min(BURST);
+        if room == 0 {
+            em.link.counters.stalled_reads += 1;
+            return Ok(total);
+        }
+        let k = io
+            .backend
+            .recv_burst(room, &mut |frame| em.accept(frame, now, classifier))?;
+        total += k;
+        if k < room {
+            return Ok(total);
         }
     }
 }
@@ -460,7 +566,14 @@ pub fn run_io(
                 }
                 let idx = io.index;
                 let r = &rings;
-                let res = io.backend.recv_burst(BURST, &mut |frame| match r.free.pop() {
+                // No more than the pipeline can take: what it cannot take yet stays in the
+                // port's own ring rather than being lost here (an emulated peer that is full
+                // stops taking frames, and its host's queue is where they wait).
+                let room = BURST.min(r.free.len()).min(r.rx.capacity() - r.rx.len());
+                if room == 0 {
+                    continue;
+                }
+                let res = io.backend.recv_burst(room, &mut |frame| match r.free.pop() {
                     Some(mut x) if frame.len() <= XFER_FRAME => {
                         x.port = idx;
                         x.len = frame.len();
@@ -627,9 +740,25 @@ pub fn run(
     if let Some(&c) = cfg.run.cores.first() {
         pin(c);
     }
+    // Ports whose far end is software get an emulated link in front of the switch.
+    let emu = cfg
+        .ports
+        .iter()
+        .map(|p| (p.peer == controlplane::model::PeerKind::Emulated).then(|| EmulatedPort::new(p)))
+        .collect();
     let clock = Clock::start();
     let control = opts.control.clone();
-    let mut outcome = run_pipeline(&mut sw, local, remote, clock, polling, &stop, control.as_deref(), stats);
+    let mut outcome = run_pipeline(
+        &mut sw,
+        local,
+        remote,
+        emu,
+        clock,
+        polling,
+        &stop,
+        control.as_deref(),
+        stats,
+    );
     done.store(true, Ordering::Release);
     for h in handles {
         let (dropped, stats) = h.join().map_err(|_| anyhow::anyhow!("an I/O worker panicked"))?;
