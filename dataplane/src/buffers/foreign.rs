@@ -28,12 +28,14 @@ pub(crate) struct Foreign {
 }
 
 impl Foreign {
-    /// The frame's first `len` bytes (`len` at most the frame's length).
+    /// The frame's first `len` bytes (`len` at most the frame's length), for as long as the
+    /// caller says.
     ///
     /// # Safety
-    /// `len` must not exceed the length the buffer was handed over with.
+    /// `len` must not exceed the length the buffer was handed over with, and the slice must
+    /// not outlive the buffer's ownership by the caller (the slot or frame holding it).
     #[inline]
-    pub(crate) unsafe fn bytes(&self, len: usize) -> &[u8] {
+    pub(crate) unsafe fn bytes<'a>(self, len: usize) -> &'a [u8] {
         // SAFETY: the buffer stays valid and unaliased while owned (ForeignFrame::new's contract).
         unsafe { std::slice::from_raw_parts(self.data.as_ptr(), len) }
     }
@@ -43,8 +45,7 @@ impl Foreign {
     /// # Safety
     /// As [`Foreign::bytes`]; the caller has exclusive access to the slot.
     #[inline]
-    #[allow(clippy::mut_from_ref)]
-    pub(crate) unsafe fn bytes_mut(&self, len: usize) -> &mut [u8] {
+    pub(crate) unsafe fn bytes_mut<'a>(self, len: usize) -> &'a mut [u8] {
         // SAFETY: as in `bytes`; the owner of the slot is the only one touching the buffer.
         unsafe { std::slice::from_raw_parts_mut(self.data.as_ptr(), len) }
     }

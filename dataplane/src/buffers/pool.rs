@@ -11,6 +11,14 @@
 
 use super::foreign::{self, Foreign, ForeignFrame};
 
+/// A frame leaving its slot ([`PacketPool::take`]).
+pub enum Taken<'a> {
+    /// A copy in the arena: send these bytes.
+    Arena(&'a [u8]),
+    /// A backend's buffer, now the caller's.
+    Foreign(ForeignFrame),
+}
+
 #[derive(Debug)]
 pub struct PacketPool {
     arena: Box<[u8]>,
@@ -94,7 +102,7 @@ impl PacketPool {
     pub fn clone_slot(&mut self, src: u32, len: usize) -> Option<u32> {
         let slot = self.free.pop()?;
         let d = slot as usize * self.slot_size;
-        match &self.foreign[src as usize] {
+        match self.foreign_of(src) {
             // SAFETY: the slot owns the buffer, which holds at least `len` bytes (the length
             // the descriptor records); it is not the arena, so the ranges do not overlap.
             Some(f) => self.arena[d..d + len].copy_from_slice(unsafe { f.bytes(len) }),
@@ -106,9 +114,19 @@ impl PacketPool {
         Some(slot)
     }
 
+    /// The foreign buffer slot `slot` holds, if any. Pools that hold none (replay, AF_PACKET,
+    /// capture files) answer from one field, without reading the per-slot table.
+    #[inline(always)]
+    fn foreign_of(&self, slot: u32) -> Option<Foreign> {
+        if self.foreign_held == 0 {
+            return None;
+        }
+        self.foreign[slot as usize]
+    }
+
     #[inline]
     pub fn get(&self, slot: u32, len: usize) -> &[u8] {
-        if let Some(f) = &self.foreign[slot as usize] {
+        if let Some(f) = self.foreign_of(slot) {
             // SAFETY: the slot owns the buffer; `len` is the frame's length as queued.
             return unsafe { f.bytes(len) };
         }
@@ -118,7 +136,7 @@ impl PacketPool {
 
     #[inline]
     pub fn get_mut(&mut self, slot: u32, len: usize) -> &mut [u8] {
-        if let Some(f) = &self.foreign[slot as usize] {
+        if let Some(f) = self.foreign_of(slot) {
             // SAFETY: as in `get`, and `&mut self` makes the access exclusive.
             return unsafe { f.bytes_mut(len) };
         }
@@ -130,7 +148,8 @@ impl PacketPool {
     #[inline]
     pub fn free(&mut self, slot: u32) {
         debug_assert!(self.free.len() < self.capacity(), "double free of slot {slot}");
-        if let Some(f) = self.foreign[slot as usize].take() {
+        if let Some(f) = self.foreign_of(slot) {
+            self.foreign[slot as usize] = None;
             self.foreign_held -= 1;
             // SAFETY: the slot owned the buffer and no longer refers to it.
             unsafe { foreign::release(f) };
@@ -139,15 +158,33 @@ impl PacketPool {
         self.free.push(slot);
     }
 
-    /// Frees a slot, handing over the backend's buffer it held (a frame of `len` bytes), if
-    /// any, instead of releasing it: the transmitting backend sends that buffer as it is.
+    /// If slot `slot` holds a backend's buffer (a frame of `len` bytes), frees the slot and
+    /// hands the buffer over instead of releasing it; an arena slot is left as it is.
     #[inline]
     pub fn take_foreign(&mut self, slot: u32, len: usize) -> Option<ForeignFrame> {
-        let f = self.foreign[slot as usize].take()?;
-        self.foreign_held -= 1;
+        self.foreign_of(slot)?;
+        match self.take(slot, len) {
+            Taken::Foreign(f) => Some(f),
+            Taken::Arena(_) => None,
+        }
+    }
+
+    /// Frees a slot whose frame (of `len` bytes) is leaving: its bytes, valid until the next
+    /// allocation, or the backend's buffer it held, handed over (one look at the slot for
+    /// both: the transmit path).
+    #[inline]
+    pub fn take(&mut self, slot: u32, len: usize) -> Taken<'_> {
+        debug_assert!(self.free.len() < self.capacity(), "double free of slot {slot}");
+        // Never reallocates: capacity was reserved for every slot at construction.
         self.free.push(slot);
-        // SAFETY: taken out of its slot, so owned here; `len` is the frame's queued length.
-        Some(unsafe { ForeignFrame::from_slot(f, len) })
+        if let Some(f) = self.foreign_of(slot) {
+            self.foreign[slot as usize] = None;
+            self.foreign_held -= 1;
+            // SAFETY: taken out of its slot, so owned here; `len` is the frame's queued length.
+            return Taken::Foreign(unsafe { ForeignFrame::from_slot(f, len) });
+        }
+        let start = slot as usize * self.slot_size;
+        Taken::Arena(&self.arena[start..start + len])
     }
 }
 

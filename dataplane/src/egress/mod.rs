@@ -15,7 +15,7 @@ pub mod token_bucket;
 pub mod wred;
 
 use crate::buffers::foreign::ForeignFrame;
-use crate::buffers::pool::PacketPool;
+use crate::buffers::pool::{PacketPool, Taken};
 use crate::counters::DropReason;
 use crate::ingress::classify::Class;
 use crate::ingress::Ingress;
@@ -479,12 +479,9 @@ impl Egress {
         p.queue_counters[q].tx_packets += 1;
         p.queue_counters[q].tx_bytes += len as u64;
         // A frame in its backend's buffer leaves in it (zero copy); a copy leaves its slot.
-        match peers.packets.take_foreign(d.slot, len) {
-            Some(f) => sink.transmit_owned(port, f, t_ns),
-            None => {
-                sink.transmit(port, peers.packets.get(d.slot, len), t_ns);
-                peers.packets.free(d.slot);
-            }
+        match peers.packets.take(d.slot, len) {
+            Taken::Arena(frame) => sink.transmit(port, frame, t_ns),
+            Taken::Foreign(f) => sink.transmit_owned(port, f, t_ns),
         }
         Some(p.rate.ser_ps(len))
     }
