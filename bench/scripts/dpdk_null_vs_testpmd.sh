@@ -2,32 +2,26 @@
 # rocesw on two net_null DPDK ports against dpdk-testpmd --forward-mode=io on the same vdevs,
 # alternating rounds, at 64 B and 1 KiB (bench/README.md, "rocesw on DPDK ports"). As root,
 # after `cargo build --release --features dpdk`. Prints one line per round and size.
+# BEFORE=/path/to/an/older/rocesw adds that binary to every round (a before/after comparison).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 BIN=${BIN:-$ROOT/target/release/rocesw}
 ROUNDS=${ROUNDS:-3}
 DIR=$(mktemp -d)
 trap 'rm -rf "$DIR"' EXIT
-# The default config (full QoS pipeline) with: two net_null ports; port speed 400G so the line
-# rate pacer is not what limits; learning off, so every frame (net_null's are all zeros:
-# unknown destination) is flooded to the other port; the one worker pinned to CPU 1.
+# The default config (full QoS pipeline) on two net_null ports: dpdk_null_config.py.
 for size in 64 1024; do
-  python3 - "$ROOT/configs/default.toml" "$DIR/bench$size.toml" "$size" <<'PY'
-import sys
-t = open(sys.argv[1]).read()
-chunks = t.split('\n[[port]]\n')
-kept = chunks[0] + ''.join(c.split('\n', 1)[1] if '\n' in c else '' for c in chunks[1:])
-kept = kept.replace('speed = "25G"', 'speed = "400G"').replace('learning = true', 'learning = false')
-for i in range(2):
-    kept += f'\n[[port]]\nid = {i}\ndpdk = "net_null{i},size={sys.argv[3]}"\n'
-kept = kept.replace('[run]', '[run]\ncores = [1]', 1) if '[run]' in kept else kept + '\n[run]\ncores = [1]\n'
-open(sys.argv[2], 'w').write(kept)
-PY
+  python3 "$ROOT/bench/scripts/dpdk_null_config.py" "$ROOT/configs/default.toml" "$DIR/bench$size.toml" "$size"
 done
 for round in $(seq "$ROUNDS"); do
   for size in 64 1024; do
     "$BIN" run --no-control --config "$DIR/bench$size.toml" --duration 5 --summary "$DIR/r.json" >/dev/null 2>&1
     r=$(python3 -c "import json,sys;d=json.load(open(sys.argv[1]));print(round(sum(p['tx_packets'] for p in d['switch']['ports'])/d['uptime_ns']*1e3,2))" "$DIR/r.json")
+    before=""
+    if [ -n "${BEFORE:-}" ]; then
+      "$BEFORE" run --no-control --config "$DIR/bench$size.toml" --duration 5 --summary "$DIR/b.json" >/dev/null 2>&1
+      before="  before $(python3 -c "import json,sys;d=json.load(open(sys.argv[1]));print(round(sum(p['tx_packets'] for p in d['switch']['ports'])/d['uptime_ns']*1e3,2))" "$DIR/b.json") Mpps"
+    fi
     timeout -s INT 11 dpdk-testpmd --no-huge -m 512 --no-pci --no-shconf --no-telemetry \
       --file-prefix=tp$$ --vdev "net_null0,size=$size" --vdev "net_null1,size=$size" -l 0,1 -- \
       --forward-mode=io --stats-period 2 --no-lsc-interrupt -a --nb-cores=1 \
@@ -39,6 +33,6 @@ s = [v[i] + v[i + 1] for i in range(0, len(v) - 1, 2)][1:]   # both ports, first
 print(round(statistics.median(s) / 1e6, 2) if s else 'nan')
 PY
 )
-    echo "round $round  ${size} B  rocesw ${r} Mpps  testpmd ${t} Mpps  load $(cut -d' ' -f1 /proc/loadavg)"
+    echo "round $round  ${size} B  rocesw ${r} Mpps${before}  testpmd ${t} Mpps  load $(cut -d' ' -f1 /proc/loadavg)"
   done
 done

@@ -10,6 +10,7 @@
 //! the CNP policer, pause reception and the watchdog; the [`SharedPool`] is the one figure both
 //! read. The methods here only route between them.
 
+use crate::buffers::foreign::RxFrame;
 use crate::buffers::pool::PacketPool;
 use crate::counters::{PgCounters, PortCounters, QueueCounters};
 use crate::egress::{Egress, Peers, TX_BURST};
@@ -46,8 +47,43 @@ impl BurstRx<'_> {
     /// Receives one frame (without FCS) of the burst.
     #[inline]
     pub fn receive(&mut self, frame: &[u8]) {
-        self.sw.receive_one(self.port, frame, self.now, &mut self.info);
+        self.sw.receive_one(self.port, frame, None, self.now, &mut self.info);
     }
+
+    /// Receives one frame of the burst as a backend hands it over: a frame whose buffer the
+    /// backend gives away is kept in that buffer (zero copy); the switch takes it only if it
+    /// queues the frame, so a dropped or copied frame's buffer stays with `frame` for the
+    /// backend to take back ([`RxFrame::give_back`]).
+    #[inline]
+    pub fn receive_frame(&mut self, frame: &mut RxFrame<'_>) {
+        let bytes = frame.bytes();
+        // SAFETY: the bytes stay valid while `frame` or, once the switch took the buffer, the
+        // packet slot holding it owns the buffer. `receive_one` reads them only before it
+        // stores the frame (parse, MAC control); afterwards it reads the slot, and the buffer
+        // is released only when that slot is freed.
+        let bytes: &[u8] = unsafe { std::slice::from_raw_parts(bytes.as_ptr(), bytes.len()) };
+        self.sw
+            .receive_one(self.port, bytes, Some(frame), self.now, &mut self.info);
+    }
+}
+
+/// Stores a frame the switch queues: in its backend's buffer when `held` gives one (zero
+/// copy), else copied into the arena. None when no slot is free (the buffer, if any, stays
+/// with `held` for its backend to take back).
+#[inline(always)]
+fn store(packets: &mut PacketPool, frame: &[u8], held: Option<&mut RxFrame<'_>>) -> Option<u32> {
+    if let Some(rx) = held {
+        if let Some(f) = rx.take() {
+            return match packets.alloc_foreign(f) {
+                Ok(slot) => Some(slot),
+                Err(f) => {
+                    rx.put_back(f);
+                    None
+                }
+            };
+        }
+    }
+    packets.alloc_copy(frame)
 }
 
 impl Switch {
@@ -148,9 +184,17 @@ impl Switch {
     }
 
     /// The per-frame receive path, inlined into the burst loop: the ingress side decides, the
-    /// frame is copied into a packet buffer, the egress side queues it.
+    /// frame is stored in a packet slot (its backend's buffer when `held` gives it, else a
+    /// copy), the egress side queues it.
     #[inline(always)]
-    fn receive_one(&mut self, port: usize, frame: &[u8], now: u64, info: &mut FrameInfo) {
+    fn receive_one(
+        &mut self,
+        port: usize,
+        frame: &[u8],
+        held: Option<&mut RxFrame<'_>>,
+        now: u64,
+        info: &mut FrameInfo,
+    ) {
         match self.ingress.receive(port, frame, now, info) {
             Arrival::Done => {}
             Arrival::MacControl => {
@@ -159,7 +203,7 @@ impl Switch {
                 }
             }
             Arrival::Unicast(out, class) => {
-                let Some(slot) = self.packets.alloc_copy(frame) else {
+                let Some(slot) = store(&mut self.packets, frame, held) else {
                     self.ingress
                         .drop_frame(port, class.pg, crate::counters::DropReason::NoBuffer);
                     return;
@@ -168,15 +212,25 @@ impl Switch {
                 let (egress, mut peers) = self.sides();
                 egress.enqueue(&mut peers, port, out, slot, frame.len(), info, &class, now);
             }
-            Arrival::Flood(class) => self.flood(port, frame, info, class, now),
+            Arrival::Flood(class) => self.flood(port, frame, held, info, class, now),
         }
     }
 
     /// Every other port gets a copy; each copy is its own frame for the MMU (charged and
-    /// released independently) and has its own buffer, since ECN marking rewrites in place.
-    fn flood(&mut self, port: usize, frame: &[u8], info: &FrameInfo, class: Class, now: u64) {
+    /// released independently) and has its own buffer, since ECN marking rewrites in place:
+    /// the received buffer (kept without a copy when its backend gives it) goes to the last
+    /// port, and each other port gets a copy in the arena.
+    fn flood(
+        &mut self,
+        port: usize,
+        frame: &[u8],
+        held: Option<&mut RxFrame<'_>>,
+        info: &FrameInfo,
+        class: Class,
+        now: u64,
+    ) {
         use crate::counters::DropReason;
-        let Some(first) = self.packets.alloc_copy(frame) else {
+        let Some(first) = store(&mut self.packets, frame, held) else {
             self.ingress.drop_frame(port, class.pg, DropReason::NoBuffer);
             return;
         };
@@ -198,6 +252,11 @@ impl Switch {
             let (egress, mut peers) = self.sides();
             egress.enqueue(&mut peers, port, out, slot, frame.len(), info, &class, now);
         }
+    }
+
+    /// Slots holding a frame in a port backend's buffer (zero copy) rather than a copy.
+    pub fn foreign_held(&self) -> usize {
+        self.packets.foreign_held()
     }
 
     /// The egress side, and what it shares with the rest of the switch (disjoint borrows).

@@ -70,6 +70,49 @@ fn left_behind(pid: u32) -> Vec<PathBuf> {
 
 #[test]
 fn incast_through_net_pcap_ports() {
+    let (s, dropped) = incast_through_net_pcap("");
+    // Zero copy: every received frame stayed in the mbuf it arrived in (the switch never held
+    // enough to be refused one), and every frame that was neither dropped nor an extra copy
+    // of a flood left in it.
+    for i in 0..4 {
+        let b = &s["interfaces"][i]["backend"];
+        assert_eq!(b["rx_zero_copy"], b["rx_frames"], "port {i}: received without a copy");
+    }
+    let (rx_zc, tx_zc, sent) = (sum(&s, "rx_zero_copy"), sum(&s, "tx_zero_copy"), sum(&s, "tx_frames"));
+    assert!(
+        rx_zc - tx_zc <= dropped,
+        "{} lent mbufs not sent, {dropped} drops",
+        rx_zc - tx_zc
+    );
+    // The rest were the extra copies of floods (a flood sends its mbuf to one port only).
+    assert!(
+        tx_zc > 0 && tx_zc <= sent,
+        "{tx_zc} of {sent} frames sent in their mbuf"
+    );
+}
+
+/// With a pool too small to spare mbufs for the switch's queues (the ports' rings take it
+/// all), the switch copies every frame into its packet pool and frees the mbuf at once:
+/// forwarding is the same, nothing is lent.
+#[test]
+fn a_pool_too_small_to_lend_copies_every_frame() {
+    let (s, _) = incast_through_net_pcap("\n[run.dpdk]\nmbufs = 4095\n");
+    assert_eq!(sum(&s, "rx_zero_copy"), 0);
+    assert_eq!(sum(&s, "tx_zero_copy"), 0);
+    assert!(sum(&s, "tx_frames") > 0);
+}
+
+/// A backend counter summed over the four ports.
+fn sum(s: &Value, key: &str) -> u64 {
+    (0..4)
+        .map(|i| s["interfaces"][i]["backend"][key].as_u64().unwrap())
+        .sum()
+}
+
+/// The bundled incast through four net_pcap ports (with `extra` appended to the config):
+/// checks everything that does not depend on how frames were buffered, and returns the run's
+/// summary and the frames it dropped.
+fn incast_through_net_pcap(extra: &str) -> (Value, u64) {
     let dir = tempfile::tempdir().unwrap();
     let examples = repo_root().join("examples/incast");
     let out = |id| dir.path().join(format!("out{id}.pcap"));
@@ -82,7 +125,7 @@ fn incast_through_net_pcap_ports() {
                 out(id).display()
             )
         },
-        "",
+        extra,
     );
     let summary = dir.path().join("summary.json");
     let r = run(&cfg, &summary, 3.0);
@@ -186,6 +229,7 @@ fn incast_through_net_pcap_ports() {
         assert_eq!(f["malformed"], 0, "{f}");
         assert_eq!(f["ipv4_csum_bad"], 0, "{f}");
     }
+    (s, dropped)
 }
 
 /// The frame with its ECN bits and IPv4 checksum cleared, so a CE-marked copy compares equal.

@@ -14,7 +14,8 @@ pub mod sched;
 pub mod token_bucket;
 pub mod wred;
 
-use crate::buffers::pool::PacketPool;
+use crate::buffers::foreign::ForeignFrame;
+use crate::buffers::pool::{PacketPool, Taken};
 use crate::counters::DropReason;
 use crate::ingress::classify::Class;
 use crate::ingress::Ingress;
@@ -42,6 +43,12 @@ pub trait TxSink {
     /// into the MMU and PFC as in an ASIC, instead of losing what already left its queue.
     fn room(&mut self, _port: usize) -> usize {
         usize::MAX
+    }
+    /// As [`TxSink::transmit`], for a frame in a buffer its port backend owns (received without
+    /// a copy): the sink takes the buffer, to send as it is where it can. By default it sends a
+    /// copy and releases the buffer. Counts against [`TxSink::room`] like `transmit`.
+    fn transmit_owned(&mut self, port: usize, frame: ForeignFrame, at_ns: u64) {
+        self.transmit(port, frame.bytes(), at_ns);
     }
 }
 
@@ -471,8 +478,11 @@ impl Egress {
         p.counters.tx_bytes += len as u64;
         p.queue_counters[q].tx_packets += 1;
         p.queue_counters[q].tx_bytes += len as u64;
-        sink.transmit(port, peers.packets.get(d.slot, len), t_ns);
-        peers.packets.free(d.slot);
+        // A frame in its backend's buffer leaves in it (zero copy); a copy leaves its slot.
+        match peers.packets.take(d.slot, len) {
+            Taken::Arena(frame) => sink.transmit(port, frame, t_ns),
+            Taken::Foreign(f) => sink.transmit_owned(port, f, t_ns),
+        }
         Some(p.rate.ser_ps(len))
     }
 

@@ -2,20 +2,32 @@
 //! (`net_null`, `net_ring`, `net_pcap`, `net_af_packet`, `net_tap`, `net_vhost`, `net_memif`)
 //! and PCI NICs, through the `dpdk` crate.
 //!
-//! **One copy each way, for now.** Received mbufs are handed to the switch as slices and the
-//! switch copies them into its own packet pool, exactly as with AF_PACKET; `send` copies a
-//! frame into an mbuf from the shared pool. The design's zero-copy path (queues holding
-//! descriptors of mbufs, issue 8 item 3) is not done yet: it needs the packet pool to be able to
-//! own foreign buffers, which touches the MMU's queues, not just the backend.
+//! **Zero copy.** A frame received into an mbuf stays in it until it is transmitted or
+//! dropped: `recv_frames` lends each received mbuf to the switch ([`RxFrame::Owned`]), whose
+//! packet slot then refers to the mbuf instead of holding a copy, and `send_owned` puts that
+//! same mbuf in the transmit burst. What the switch does not keep (a frame it dropped at
+//! ingress) comes back and is freed with the rest of the burst in one call. Frames are copied
+//! only where a copy is the point or the other side is not DPDK: a flood's extra copies (each
+//! needs its own buffer, ECN marking rewrites in place), PFC frames, frames from or to
+//! AF_PACKET and capture-file ports (which keep the packet pool), and frames crossing to
+//! another worker. `send` copies a frame into a fresh mbuf for those.
+//!
+//! The switch holds at most [`held_limit`] mbufs (the pool less every port's rings and the
+//! per-lcore caches): beyond that, received frames are copied into the packet pool and their
+//! mbufs freed at once, so a full buffer can never starve the receive rings of mbufs (the MMU,
+//! not the mbuf pool, decides what is dropped and when PFC pauses).
 //!
 //! Back-pressure: `send` only stages an mbuf in a small transmit burst; `flush` offers the
 //! burst to the driver, which keeps what it refused, in order (`MbufBurst`). `tx_room` is the
 //! burst's free space, so when the driver's ring is full the burst stays full, `tx_room` is 0,
 //! and the frames wait in the switch's queues (MMU, PFC) instead of being dropped.
 
-use super::{PortBackend, PortError, PortStats};
+use super::{ForeignFrame, PortBackend, PortError, PortStats, RxFrame};
 use controlplane::model::{Config, DpdkRunConfig, PortConfig};
 use dpdk::{AllocError, DeviceSpec, Eal, EalArgs, EthPort, Mbuf, MbufBurst, Mempool};
+use std::ffi::c_void;
+use std::ptr::NonNull;
+use std::sync::atomic::{AtomicIsize, Ordering};
 
 /// Frames staged for one `tx_burst`: two bursts, so a burst the driver half took still leaves
 /// room for the next round's.
@@ -24,6 +36,38 @@ const TX_STAGE: usize = 64;
 const POOL_CACHE: u32 = 256;
 /// Ethernet header + one VLAN tag, FCS not counted (as `max_frame_bytes` counts it).
 const L2_OVERHEAD: u32 = 18;
+
+/// The `owner` of a [`ForeignFrame`] that is an mbuf of the runtime's pool ("mbuf").
+const MBUF_OWNER: u32 = u32::from_be_bytes(*b"mbuf");
+
+/// Mbufs the switch holds (lent by `recv_frames`, not yet sent or released). One process has
+/// one EAL and one runtime pool, so one count; it may dip below zero for a moment (a frame
+/// lent and dropped within a burst is released before the burst's lending is counted).
+static HELD: AtomicIsize = AtomicIsize::new(0);
+/// How many mbufs the switch may hold: the pool less what the ports' rings, transmit stages
+/// and receive bursts and the per-lcore caches can take (set as ports open).
+static HELD_LIMIT: AtomicIsize = AtomicIsize::new(0);
+
+/// How many mbufs the switch may hold before received frames are copied instead of lent.
+pub fn held_limit() -> isize {
+    HELD_LIMIT.load(Ordering::Relaxed)
+}
+
+/// Mbufs the switch holds right now (frames received without a copy and still queued).
+pub fn held() -> isize {
+    HELD.load(Ordering::Relaxed)
+}
+
+/// The release function of a lent mbuf: frees it (a frame the switch dropped, or sent on a
+/// port that is not DPDK, in a copy).
+///
+/// # Safety
+/// `token` is an mbuf lent by `recv_frames`, owned by the caller and not used afterwards.
+unsafe fn release_mbuf(token: NonNull<c_void>) {
+    // SAFETY: by the contract, an owned, single-segment mbuf of a live pool.
+    drop(unsafe { Mbuf::from_raw(token.as_ptr().cast()) });
+    HELD.fetch_sub(1, Ordering::Relaxed);
+}
 
 /// DPDK started for a config: its EAL and the pool every DPDK port receives into and sends
 /// from. Built once per process, before any port opens.
@@ -100,6 +144,10 @@ impl DpdkRuntime {
                 cfg.run.dpdk.mbufs
             )
         })?;
+        // The per-lcore caches (each up to 1.5 × its size) of the polling threads and the
+        // main thread hold mbufs nobody else can use; each port's needs come off as it opens.
+        let cached = (cfg.run.workers.max(1) + 1) * POOL_CACHE as usize * 3 / 2;
+        HELD_LIMIT.store(pool.size() as isize - cached as isize, Ordering::Relaxed);
         Ok(Some(DpdkRuntime { pool }))
     }
 
@@ -127,12 +175,19 @@ impl DpdkRuntime {
         };
         port.configure(&cfg, &self.pool).map_err(|e| anyhow::anyhow!("{e}"))?;
         port.start().map_err(|e| anyhow::anyhow!("{e}"))?;
+        // What this port itself keeps out of the pool: a full receive ring, a full transmit
+        // ring, a staged transmit burst and a receive burst in hand.
+        let rings = usize::from(port.rx_ring_size()) + usize::from(port.tx_ring_size());
+        let needs = rings + TX_STAGE + MbufBurst::DEFAULT_CAPACITY;
+        HELD_LIMIT.fetch_sub(needs as isize, Ordering::Relaxed);
         Ok(DpdkPort {
             label: spec.name().to_string(),
             port,
             pool: self.pool.clone(),
             rx: MbufBurst::new(MbufBurst::DEFAULT_CAPACITY),
+            rx_back: MbufBurst::new(MbufBurst::DEFAULT_CAPACITY),
             tx: MbufBurst::new(TX_STAGE),
+            returned: 0,
             lcore_checked: false,
             stats: PortStats::default(),
         })
@@ -145,8 +200,13 @@ pub struct DpdkPort {
     port: EthPort,
     pool: Mempool,
     rx: MbufBurst,
+    /// Received mbufs the switch did not keep, freed together at the end of the burst.
+    rx_back: MbufBurst,
     /// Staged for the next `flush`; what the driver refuses stays here, in order.
     tx: MbufBurst,
+    /// Lent mbufs that came back through `send_owned` since the last flush (taken off
+    /// [`HELD`] there, once per burst rather than per frame).
+    returned: isize,
     /// Whether the polling thread was made a DPDK lcore (see `ensure_lcore`).
     lcore_checked: bool,
     stats: PortStats,
@@ -220,6 +280,86 @@ impl PortBackend for DpdkPort {
         Ok(delivered)
     }
 
+    /// Delivers one receive burst, lending each mbuf to the switch (zero copy) while it
+    /// holds fewer than [`held_limit`]; the mbufs it did not keep are freed in one call.
+    fn recv_frames(&mut self, max: usize, f: &mut dyn FnMut(&mut RxFrame<'_>)) -> Result<usize, PortError> {
+        self.ensure_lcore();
+        debug_assert!(max >= self.rx.capacity(), "a DPDK port delivers whole bursts");
+        let n = self.port.rx_burst(&mut self.rx);
+        if n == 0 {
+            return Ok(0);
+        }
+        let lend = HELD.load(Ordering::Relaxed) + n as isize <= HELD_LIMIT.load(Ordering::Relaxed);
+        let (mut delivered, mut lent) = (0usize, 0isize);
+        for mut m in self.rx.drain() {
+            let len = m.len();
+            if len < 14 {
+                self.stats.rx_oversize += 1;
+            } else if lend {
+                delivered += 1;
+                let data = NonNull::from(m.data_mut()).cast::<u8>();
+                // SAFETY: into_raw gives up the handle's ownership to the ForeignFrame, whose
+                // release (release_mbuf) frees the mbuf once; data..data+len is the frame,
+                // touched by nobody else while lent; mbufs may be freed from any thread.
+                let mut frame = RxFrame::Owned(unsafe {
+                    ForeignFrame::new(
+                        data,
+                        len as u32,
+                        NonNull::new_unchecked(m.into_raw().cast()),
+                        release_mbuf,
+                        MBUF_OWNER,
+                    )
+                });
+                f(&mut frame);
+                match frame.give_back() {
+                    // SAFETY: our own mbuf, handed back unreleased.
+                    Some(back) => m = unsafe { Mbuf::from_raw(back.into_token().as_ptr().cast()) },
+                    None => {
+                        lent += 1;
+                        continue;
+                    }
+                }
+            } else {
+                delivered += 1;
+                f(&mut RxFrame::Borrowed(m.data()));
+            }
+            // Freed below with the rest (a push past capacity, impossible here, frees it).
+            let _ = self.rx_back.push(m);
+        }
+        if lent > 0 {
+            HELD.fetch_add(lent, Ordering::Relaxed);
+            self.stats.rx_zero_copy += lent as u64;
+        }
+        // Back to the pool in one call.
+        self.rx_back.clear();
+        self.stats.rx_frames += delivered as u64;
+        Ok(delivered)
+    }
+
+    /// Puts a lent mbuf back on the wire as it is; other buffers are copied (`send`).
+    fn send_owned(&mut self, frame: ForeignFrame) -> Result<bool, PortError> {
+        if frame.owner() != MBUF_OWNER {
+            return self.send(frame.bytes());
+        }
+        if self.tx.spare() == 0 {
+            // Dropping `frame` frees the mbuf.
+            self.stats.tx_ring_full += 1;
+            return Ok(false);
+        }
+        // SAFETY: an mbuf of this runtime's pool (MBUF_OWNER), lent by recv_frames and handed
+        // back unreleased: owned here now.
+        let m = unsafe { Mbuf::from_raw(frame.into_token().as_ptr().cast()) };
+        self.returned += 1;
+        if self.tx.push(m).is_err() {
+            // Unreachable: room was checked above. The mbuf went back to the pool.
+            self.stats.tx_ring_full += 1;
+            return Ok(false);
+        }
+        self.stats.tx_frames += 1;
+        self.stats.tx_zero_copy += 1;
+        Ok(true)
+    }
+
     fn send(&mut self, frame: &[u8]) -> Result<bool, PortError> {
         if self.tx.spare() == 0 {
             self.stats.tx_ring_full += 1;
@@ -255,6 +395,10 @@ impl PortBackend for DpdkPort {
     }
 
     fn flush(&mut self) -> Result<(), PortError> {
+        if self.returned != 0 {
+            HELD.fetch_sub(self.returned, Ordering::Relaxed);
+            self.returned = 0;
+        }
         if self.tx.is_empty() {
             return Ok(());
         }
@@ -286,5 +430,12 @@ impl PortBackend for DpdkPort {
             s.rx_oversize += d.rx_chained_dropped;
         }
         s
+    }
+}
+
+impl Drop for DpdkPort {
+    fn drop(&mut self) {
+        // Lent mbufs that came back since the last flush are no longer the switch's.
+        HELD.fetch_sub(std::mem::take(&mut self.returned), Ordering::Relaxed);
     }
 }

@@ -1,7 +1,9 @@
 //! Port backends: where frames come from and go to in real time.
 //!
 //! The interface is deliberately narrow (burst receive, per-frame send, flush, link state,
-//! counters) so that a DPDK backend can sit behind it later without the workers changing. It
+//! counters), so the DPDK backend sits behind it like the others. A backend may also lend
+//! its receive buffers to the switch (`recv_frames`, `send_owned`: zero copy, DPDK's mbufs);
+//! the others copy, through the same two calls' defaults. It
 //! knows nothing of the switch: the poll-mode workers (`worker.rs`) move frames between a backend
 //! and `Switch::receive` / `TxSink::transmit`.
 //!
@@ -21,6 +23,7 @@ pub mod pcap;
 pub use afpacket::{AfPacket, AfPacketOptions};
 pub use pcap::{InputsLeft, PcapClock, PcapPort};
 
+pub use crate::buffers::foreign::{ForeignFrame, RxFrame};
 use std::collections::VecDeque;
 
 /// Why a port cannot be used any more.
@@ -83,6 +86,11 @@ pub struct PortStats {
     pub tx_flush_retries: u64,
     /// DPDK ports: frames `send` refused because the mbuf pool was empty (`[run.dpdk] mbufs`).
     pub tx_nombuf: u64,
+    /// DPDK ports: received frames the switch kept in their mbuf (zero copy) rather than
+    /// copying them (copied: `rx_frames - rx_zero_copy`).
+    pub rx_zero_copy: u64,
+    /// DPDK ports: frames sent in the mbuf they were received in (no copy, no allocation).
+    pub tx_zero_copy: u64,
     /// DPDK ports: the driver's `imissed`, frames the NIC dropped because its receive ring was
     /// full (the switch polled too slowly). 0 on other backends.
     pub imissed: u64,
@@ -100,6 +108,20 @@ pub trait PortBackend {
     /// Calls `f` with up to `max` received frames (L2, no FCS), each slice valid only during the
     /// call; returns how many. Never blocks.
     fn recv_burst(&mut self, max: usize, f: &mut dyn FnMut(&[u8])) -> Result<usize, PortError>;
+    /// As [`PortBackend::recv_burst`], but a backend that can give its receive buffers away
+    /// (DPDK) hands each frame as an [`RxFrame::Owned`] buffer the switch may keep (zero copy);
+    /// whatever the switch did not take is still in the `RxFrame` after `f` returns, for the
+    /// backend to take back. By default, the frames of `recv_burst`, borrowed.
+    fn recv_frames(&mut self, max: usize, f: &mut dyn FnMut(&mut RxFrame<'_>)) -> Result<usize, PortError> {
+        self.recv_burst(max, &mut |b| f(&mut RxFrame::Borrowed(b)))
+    }
+    /// As [`PortBackend::send`], for a frame in a buffer a backend owns (received without a
+    /// copy): a backend that can send that kind of buffer takes it as it is; the others (the
+    /// default) send a copy and release the buffer. The buffer is released whatever the
+    /// answer, if it was not taken.
+    fn send_owned(&mut self, frame: ForeignFrame) -> Result<bool, PortError> {
+        self.send(frame.bytes())
+    }
     /// Queues one frame for transmission; `Ok(false)` if it could not be queued (ring full, or
     /// larger than the port can send; both counted in [`PortStats`]), and the caller counts a
     /// drop or retries next round. Never blocks.

@@ -9,7 +9,7 @@
 //! from a pool allocated at start-up that circulates on a third ring. No counter has two
 //! writers, so no counter needs an atomic; what crosses cores is only frames.
 
-use crate::io::{PortBackend, PortError};
+use crate::io::{ForeignFrame, PortBackend, PortError};
 use crate::report::Snapshot;
 use crate::runtime::emulated::EmulatedPort;
 use crate::switch::{Switch, TxSink};
@@ -215,6 +215,22 @@ impl TxSink for Egress<'_> {
         }
     }
 
+    fn transmit_owned(&mut self, port: usize, frame: ForeignFrame, at_ns: u64) {
+        let Some(io) = self.local[port].as_mut() else {
+            // Another worker's port: the frame crosses in a copy.
+            return self.transmit(port, frame.bytes(), at_ns);
+        };
+        if io.gone {
+            io.tx_dropped += 1;
+            return;
+        }
+        match io.backend.send_owned(frame) {
+            Ok(true) => {}
+            Ok(false) => io.tx_dropped += 1,
+            Err(e) => io.fail(e),
+        }
+    }
+
     fn transmit(&mut self, port: usize, frame: &[u8], at_ns: u64) {
         if let Some(em) = self.emu[port].as_mut() {
             // The frame still goes out on the port (a rocegen host honours PFC itself); the
@@ -394,7 +410,7 @@ pub fn run_pipeline(
                         Some(em) => read_into_peer(io, em, sw.classifier(), now),
                         None => {
                             let mut rx = sw.burst_rx(io.index, now);
-                            io.backend.recv_burst(BURST, &mut |frame| rx.receive(frame))
+                            io.backend.recv_frames(BURST, &mut |frame| rx.receive_frame(frame))
                         }
                     };
                     match res {
