@@ -4,11 +4,14 @@
 # other processes (busy loops), ROUNDS times each. As root, after `cargo build --release
 # --bins`; BIN=dir picks the binaries (to compare two builds). One line per run: lossless
 # frames lost at the receivers, switch drops, goodput, p99 latency, PFC frames received by the
-# senders. (bench/README.md, "Lossless in real time".)
+# senders. PEER=emulated runs the switch with every port an emulated link and computed
+# headroom instead of the lab's defaults (wire peers, 512 KiB headroom).
+# (bench/README.md, "Lossless in real time".)
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 BIN=${BIN:-$ROOT/target/release}
 ROUNDS=${ROUNDS:-3}
+PEER=${PEER:-}
 NAME=${NAME:-ld$$}
 NAME=${NAME:0:8}
 STATE=$(mktemp -d)
@@ -21,12 +24,24 @@ cleanup() {
 trap cleanup EXIT
 "$BIN/rocesw" lab up --name "$NAME" --hosts 4 --speed 500M --state-dir "$STATE" \
   --config "$ROOT/configs/default.toml" >/dev/null
+CONFIG="$STATE/$NAME.toml"
+if [ "$PEER" = emulated ]; then
+  python3 - "$CONFIG" "$STATE/emulated.toml" <<'PY'
+import sys, tomllib
+src = open(sys.argv[1]).read()
+out = src.replace('headroom = "512KiB"', 'headroom = "auto"')
+out = out.replace('[[port]]\n', '[[port]]\npeer = "emulated"\n')
+open(sys.argv[2], 'w').write(out)
+tomllib.loads(out)
+PY
+  CONFIG="$STATE/emulated.toml"
+fi
 for round in $(seq "$ROUNDS"); do
   for load in idle loaded; do
     if [ "$load" = loaded ]; then
       for _ in $(seq "$(nproc)"); do (while :; do :; done) & BUSY+=($!); done
     fi
-    "$BIN/rocesw" run --no-control --config "$STATE/$NAME.toml" --summary "$STATE/sum.json" \
+    "$BIN/rocesw" run --no-control --config "$CONFIG" --summary "$STATE/sum.json" \
       >/dev/null 2>&1 &
     SW=$!
     sleep 0.5
