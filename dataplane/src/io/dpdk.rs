@@ -419,6 +419,10 @@ impl PortBackend for DpdkPort {
         &self.label
     }
 
+    fn driver(&self) -> &str {
+        self.port.driver_name()
+    }
+
     fn stats(&mut self) -> PortStats {
         let mut s = self.stats;
         if let Ok(d) = self.port.stats() {

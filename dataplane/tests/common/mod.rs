@@ -196,6 +196,10 @@ impl PortBackend for TestPort {
         &self.name
     }
 
+    fn driver(&self) -> &str {
+        "memory"
+    }
+
     fn stats(&mut self) -> PortStats {
         PortStats::default()
     }
