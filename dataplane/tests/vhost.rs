@@ -6,9 +6,12 @@
 //! VM 0 sends real RoCEv2 frames (the project's builder: RC SEND, 1 KiB, DSCP 26, ECT(0)) as
 //! fast as its virtqueue takes them, to VM 1 behind a port shaped to 200 Mb/s: the queue builds,
 //! WRED marks CE, and the ingress PG pauses VM 0 with PFC, which VM 0 honours as a RoCE NIC
-//! would. Checked: every frame reaches VM 1 once, in order, ICRC intact (ours and scapy's),
-//! some CE-marked, as many as the switch counted; VM 0 received every PFC frame the switch
-//! sent (XOFF, then XON once the queue drained); no drops anywhere.
+//! would. Then VM 1 stops reading while VM 0 sends more (its virtqueue fills, the switch
+//! holds the rest and pauses VM 0), and `rocectl show counters` and the metrics must show each
+//! port's driver and its own counters; then VM 1 reads again. Checked: every frame reaches VM
+//! 1 once, in order, ICRC intact (ours and scapy's), some CE-marked, as many as the switch
+//! counted; VM 0 received every PFC frame the switch sent (XOFF, then XON once the queue
+//! drained); no drops anywhere.
 //!
 //! Shared memory: both processes run DPDK without hugepages (`--no-huge -m 512`); DPDK backs
 //! that memory with a memfd, which vhost-user passes over the socket. Nothing else is needed.
