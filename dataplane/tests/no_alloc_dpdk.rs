@@ -15,7 +15,7 @@
 /// Without DPDK there is nothing to run: say so rather than pass silently.
 #[cfg(not(feature = "dpdk"))]
 #[test]
-fn dpdk_ports_do_not_allocate_per_packet() {
+fn skipped_without_the_dpdk_feature() {
     eprintln!(
         "skipped: built without the `dpdk` feature \
          (cargo test -p rocesw-dataplane --features dpdk --test no_alloc_dpdk)"

@@ -22,7 +22,7 @@
 /// Without DPDK there is nothing to run: say so rather than pass silently.
 #[cfg(not(feature = "dpdk"))]
 #[test]
-fn roce_between_two_vms_over_vhost_user() {
+fn skipped_without_the_dpdk_feature() {
     eprintln!(
         "skipped: built without the `dpdk` feature \
          (cargo test -p rocesw-dataplane --features dpdk --test vhost)"
