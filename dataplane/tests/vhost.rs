@@ -254,7 +254,7 @@ mod with_dpdk {
         let control = dir.path().join("ctl.sock");
         let stderr = dir.path().join("rocesw.stderr");
         let child = Command::new(env!("CARGO_BIN_EXE_rocesw"))
-            .args(["run", "--duration", "120", "--control"])
+            .args(["run", "--duration", "600", "--control"])
             .arg(&control)
             .arg("--config")
             .arg(&cfg)
@@ -374,8 +374,9 @@ mod with_dpdk {
                 .unwrap();
             assert!(
                 out.status.success(),
-                "rocectl {args:?}: {}",
-                String::from_utf8_lossy(&out.stderr)
+                "rocectl {args:?}: {}\nrocesw:\n{}",
+                String::from_utf8_lossy(&out.stderr),
+                std::fs::read_to_string(dir.path().join("rocesw.stderr")).unwrap_or_default()
             );
             String::from_utf8_lossy(&out.stdout).into_owned()
         };
