@@ -11,6 +11,9 @@
 //!   and `rocesw_pool_<field>` for the buffer figures;
 //! * `rocesw_port_peer_<field>` for what a port's emulated peer held (only ports that have one:
 //!   kept apart from the switch's buffer figures, since those frames never entered it);
+//! * `rocesw_port_backend_<field>{…,driver,device}` for what a port's I/O backend counted
+//!   itself (`rocesw run` only: DPDK's `imissed`, `ierrors`, `oerrors`, `rx_nombuf`, AF_PACKET's
+//!   kernel drops), its two strings as labels;
 //! * what is a level rather than a running total (cells in use, depths, peaks/watermarks) is a
 //!   gauge; everything else is a counter.
 //!
@@ -20,7 +23,9 @@
 //! added to `controlplane::snapshot` does not compile here until it is exported, and the test
 //! below checks each number of a serialized snapshot against the metric its name implies.
 
-use crate::snapshot::{Drops, PeerReport, PgReport, PoolBuffer, PortBuffer, PortReport, QueueReport, Snapshot};
+use crate::snapshot::{
+    BackendReport, Drops, PeerReport, PgReport, PoolBuffer, PortBuffer, PortReport, QueueReport, Snapshot,
+};
 use crate::NUM_TC;
 use prometheus_client::encoding::text::encode;
 use prometheus_client::metrics::counter::Counter;
@@ -109,6 +114,35 @@ impl Metrics {
         }
     }
 
+    /// A port's backend counters: `rocesw_port_backend_<field>{switch,port,driver,device}`.
+    fn backend(&mut self, labels: &Labels, b: &BackendReport) {
+        let BackendReport {
+            driver,
+            device,
+            rx_kernel_drops,
+            imissed,
+            ierrors,
+            oerrors,
+            rx_nombuf,
+            tx_nombuf,
+        } = b;
+        let mut l = labels.clone();
+        l.push(("driver".into(), driver.clone()));
+        l.push(("device".into(), device.clone()));
+        self.numbers(
+            "port_backend",
+            &l,
+            &[
+                ("rx_kernel_drops", *rx_kernel_drops),
+                ("imissed", *imissed),
+                ("ierrors", *ierrors),
+                ("oerrors", *oerrors),
+                ("rx_nombuf", *rx_nombuf),
+                ("tx_nombuf", *tx_nombuf),
+            ],
+        );
+    }
+
     /// Adds a `counters` snapshot of the switch called `switch`.
     pub fn add_snapshot(&mut self, switch: &str, snap: &Snapshot) {
         let base: Labels = vec![("switch".into(), switch.to_string())];
@@ -138,9 +172,13 @@ impl Metrics {
                 queues,
                 pgs,
                 peer,
+                backend,
             } = port;
             let mut labels = base.clone();
             labels.push(("port".into(), id.to_string()));
+            if let Some(b) = backend {
+                self.backend(&labels, b);
+            }
             self.numbers(
                 "port",
                 &labels,
@@ -354,6 +392,13 @@ mod tests {
                     depth_frames: 5,
                     ..Default::default()
                 }),
+                backend: Some(BackendReport {
+                    driver: "net_vhost".into(),
+                    device: "net_vhost0".into(),
+                    imissed: 12,
+                    oerrors: 4,
+                    ..Default::default()
+                }),
                 ..Default::default()
             }],
             totals: Totals {
@@ -387,6 +432,8 @@ mod tests {
             r#"rocesw_port_peer_stalled_reads_total{switch="s1",port="2"} 2"#,
             r#"rocesw_port_peer_depth_frames{switch="s1",port="2"} 5"#,
             r#"rocesw_port_peer_held_frames_total{switch="s1",port="2",priority="3"} 0"#,
+            r#"rocesw_port_backend_imissed_total{switch="s1",port="2",driver="net_vhost",device="net_vhost0"} 12"#,
+            r#"rocesw_port_backend_oerrors_total{switch="s1",port="2",driver="net_vhost",device="net_vhost0"} 4"#,
         ] {
             let (name, value) = line.rsplit_once(' ').unwrap();
             let found = text
@@ -420,6 +467,10 @@ mod tests {
                 Value::Number(_) => out.push((name, labels.to_string())),
                 Value::Array(a) => {
                     out.extend((0..a.len()).map(|i| (name.clone(), format!("{labels},priority=\"{i}\""))))
+                }
+                Value::Object(m) if k == "backend" => {
+                    let l = format!("{labels},driver={},device={}", m["driver"], m["device"]);
+                    out.extend(expected(&format!("{prefix}_{k}"), m, &l, &["driver", "device"]))
                 }
                 Value::Object(m) if k == "drops" => out.extend(
                     m.keys()

@@ -65,6 +65,10 @@ pub struct PortReport {
     /// there is no such peer: replay (whose summary is pinned byte for byte) and `peer = "wire"`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub peer: Option<PeerReport>,
+    /// What the port's I/O backend counted itself: frames lost before the switch could see
+    /// them. Only from `rocesw run` (its `counters` answer and summary); absent in replay.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backend: Option<BackendReport>,
 }
 
 /// A port's emulated peer: the host side of the emulated wire (see `PortReport::peer`).
@@ -80,6 +84,32 @@ pub struct PeerReport {
     /// Frames waiting at the peer now, and their bytes.
     pub depth_frames: u64,
     pub depth_bytes: u64,
+}
+
+/// A port's backend (AF_PACKET, capture files, a DPDK driver) and its own loss counters, as
+/// of its worker's last report (about once a second; exact at the end of a run). Every
+/// counter exists for every backend and is 0 where that backend has no such thing.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BackendReport {
+    /// `af_packet`, `pcap`, `memory`, or the DPDK driver (`net_vhost`, `mlx5_pci`...).
+    pub driver: String,
+    /// The interface, the capture files' label, or the DPDK device (`net_vhost0`).
+    pub device: String,
+    /// AF_PACKET: frames the kernel dropped because the receive ring was full.
+    pub rx_kernel_drops: u64,
+    /// DPDK: the driver's `imissed`, frames the NIC dropped with its receive ring full.
+    pub imissed: u64,
+    /// DPDK: the driver's `ierrors`, erroneous frames received.
+    pub ierrors: u64,
+    /// DPDK: the driver's `oerrors`, failed transmissions. Some virtual drivers also count
+    /// frames a full ring refused, which the switch keeps and offers again (not lost);
+    /// `net_vhost` in DPDK 22.11 does not.
+    pub oerrors: u64,
+    /// DPDK: the driver's `rx_nombuf`, receive mbuf allocation failures.
+    pub rx_nombuf: u64,
+    /// DPDK: frames not sent because the mbuf pool was empty (lost after leaving their
+    /// queue: raise `[run.dpdk] mbufs`).
+    pub tx_nombuf: u64,
 }
 
 /// A port's buffer use in cells, both views (ingress and egress), with peaks.

@@ -442,11 +442,20 @@ fn rocectl_against(socket: &Path) {
     };
     let (ok, out, err) = run(&["show", "counters"]);
     assert!(ok, "{err}");
-    assert_eq!(out.lines().count(), 5, "{out}");
+    // The switch's counters, then what each port's backend counted itself.
+    assert_eq!(out.lines().count(), 5 + 2 + 4, "{out}");
+    for i in 0..4 {
+        let row = format!("{i} memory t{i} 0 0 0 0 0 0");
+        assert!(
+            out.lines().any(|l| l.split_whitespace().eq(row.split_whitespace())),
+            "{row:?} missing:\n{out}"
+        );
+    }
     let (ok, out, err) = run(&["show", "counters", "--json"]);
     assert!(ok, "{err}");
     let v: Value = serde_json::from_str(&out).unwrap();
     assert_eq!(v["ports"].as_array().unwrap().len(), 4);
+    assert_eq!(v["ports"][2]["backend"]["device"], "t2");
     for what in ["queues", "pgs", "pfc", "buffer", "fdb"] {
         let (ok, out, err) = run(&["show", what]);
         assert!(ok && !out.is_empty(), "{what}: {err}");

@@ -292,6 +292,62 @@ fn a_device_its_driver_refuses_names_the_port() {
 }
 
 #[test]
+fn a_vhost_socket_that_cannot_be_created_is_named() {
+    fails_with(
+        "net_vhost1,iface=/nonexistent/dir/vm1.sock",
+        "",
+        &["port 1", "socket's directory /nonexistent/dir does not exist"],
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let taken = dir.path().join("vm1.sock");
+    std::fs::write(&taken, "").unwrap();
+    fails_with(
+        &format!("net_vhost1,iface={}", taken.display()),
+        "",
+        &["port 1", "already exists and is not a socket"],
+    );
+    assert!(taken.exists(), "a file at the socket's path is left alone");
+    // A socket someone serves is refused, and left alone.
+    let served = dir.path().join("served.sock");
+    let _listener = std::os::unix::net::UnixListener::bind(&served).unwrap();
+    fails_with(
+        &format!("net_vhost1,iface={}", served.display()),
+        "",
+        &["port 1", "is served by another process"],
+    );
+    assert!(served.exists());
+}
+
+/// A socket left by a switch that was killed (nobody answers on it) is replaced: the switch
+/// starts, and removes its socket when it exits.
+#[test]
+fn a_stale_vhost_socket_is_replaced() {
+    let dir = tempfile::tempdir().unwrap();
+    let sock = dir.path().join("vm1.sock");
+    drop(std::os::unix::net::UnixListener::bind(&sock).unwrap());
+    assert!(sock.exists(), "a socket nobody serves");
+    let cfg = ports_config(
+        dir.path(),
+        |id| match id {
+            1 => format!("dpdk = \"net_vhost1,iface={}\"", sock.display()),
+            _ => format!("dpdk = \"net_null{id}\""),
+        },
+        "",
+    );
+    let r = run(&cfg, &dir.path().join("s.json"), 0.5);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert!(r.stderr.contains("removed a stale vhost-user socket"), "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("port 1: DPDK net_vhost1 (driver net_vhost), link down"),
+        "no VM attached: {}",
+        r.stderr
+    );
+    assert!(!sock.exists(), "removed at exit");
+    assert!(left_behind(r.pid).is_empty());
+}
+
+#[test]
 fn an_eal_that_will_not_start_says_why() {
     fails_with(
         "net_null1",

@@ -521,6 +521,10 @@ impl PortBackend for AfPacket {
         &self.name
     }
 
+    fn driver(&self) -> &str {
+        "af_packet"
+    }
+
     fn stats(&mut self) -> PortStats {
         // PACKET_STATISTICS resets on read: accumulate.
         if let Ok(s) = getopt_stats(self.fd.as_raw_fd()) {

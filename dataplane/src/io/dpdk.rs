@@ -101,6 +101,62 @@ pub fn eal_args(run: &DpdkRunConfig, devices: &[&str]) -> Result<EalArgs, dpdk::
     Ok(args)
 }
 
+/// A `net_vhost` server socket (the default; `client=1` connects to the VM's instead) is
+/// created by the driver when the port starts: its directory must exist and nothing else may
+/// sit at its path, or DPDK fails with a message about configuring queues. Said here instead;
+/// a stale socket (nobody answers: a switch that crashed) is removed.
+fn check_vhost_socket(device: &str) -> Result<(), String> {
+    let Ok(spec) = DeviceSpec::parse(device) else {
+        return Ok(()); // refused with its own message by the validation
+    };
+    if spec.driver() != Some("net_vhost") {
+        return Ok(());
+    }
+    let args: Vec<(&str, &str)> = spec
+        .devargs()
+        .split(',')
+        .skip(1)
+        .filter_map(|kv| kv.split_once('='))
+        .collect();
+    if args.iter().any(|&(k, v)| k == "client" && v != "0") {
+        return Ok(());
+    }
+    let Some(&(_, iface)) = args.iter().find(|(k, _)| *k == "iface") else {
+        return Err("net_vhost needs iface=<socket path>, the vhost-user socket a VM attaches to".into());
+    };
+    let path = std::path::Path::new(iface);
+    let dir = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(std::path::Path::new("."));
+    if !dir.is_dir() {
+        return Err(format!(
+            "the vhost-user socket's directory {} does not exist: create it (rocesw creates the \
+             socket, not its directory)",
+            dir.display()
+        ));
+    }
+    let Ok(meta) = path.symlink_metadata() else {
+        return Ok(());
+    };
+    use std::os::unix::fs::FileTypeExt;
+    if !meta.file_type().is_socket() {
+        return Err(format!(
+            "{iface} already exists and is not a socket: choose another path"
+        ));
+    }
+    // A socket nobody serves was left by a switch that did not exit cleanly (a clean exit
+    // removes it): replace it. One that answers belongs to a running switch.
+    if std::os::unix::net::UnixStream::connect(path).is_ok() {
+        return Err(format!(
+            "{iface} is served by another process (another rocesw?): stop it or choose another path"
+        ));
+    }
+    std::fs::remove_file(path).map_err(|e| format!("cannot remove the stale socket {iface}: {e}"))?;
+    tracing::warn!(socket = iface, "removed a stale vhost-user socket nobody served");
+    Ok(())
+}
+
 impl DpdkRuntime {
     /// Starts DPDK for `cfg` if it has DPDK ports (`Ok(None)` otherwise). Errors say what to
     /// change; DPDK's own log above them (on stderr) often names the detail.
@@ -126,6 +182,9 @@ impl DpdkRuntime {
                     );
                 }
             }
+        }
+        for (i, d) in &devs {
+            check_vhost_socket(d).map_err(|e| anyhow::anyhow!("port {} (dpdk = {d:?}): {e}", cfg.ports[*i].id))?;
         }
         let names: Vec<&str> = devs.iter().map(|(_, d)| *d).collect();
         let args = eal_args(&cfg.run.dpdk, &names).map_err(|e| anyhow::anyhow!("DPDK: {e}"))?;
@@ -417,6 +476,10 @@ impl PortBackend for DpdkPort {
 
     fn name(&self) -> &str {
         &self.label
+    }
+
+    fn driver(&self) -> &str {
+        self.port.driver_name()
     }
 
     fn stats(&mut self) -> PortStats {

@@ -103,6 +103,23 @@ pub struct PortStats {
     pub rx_nombuf: u64,
 }
 
+impl PortStats {
+    /// What reports show of these counters (`rocectl show counters`, the metrics): the losses
+    /// the switch never sees, with the backend's driver and device.
+    pub fn report(&self, driver: &str, device: &str) -> controlplane::snapshot::BackendReport {
+        controlplane::snapshot::BackendReport {
+            driver: driver.to_string(),
+            device: device.to_string(),
+            rx_kernel_drops: self.rx_kernel_drops,
+            imissed: self.imissed,
+            ierrors: self.ierrors,
+            oerrors: self.oerrors,
+            rx_nombuf: self.rx_nombuf,
+            tx_nombuf: self.tx_nombuf,
+        }
+    }
+}
+
 /// A source and sink of L2 frames, polled by one worker thread.
 pub trait PortBackend {
     /// Calls `f` with up to `max` received frames (L2, no FCS), each slice valid only during the
@@ -139,6 +156,11 @@ pub trait PortBackend {
     fn link_up(&mut self) -> bool;
     /// The interface name (or the in-memory port's label).
     fn name(&self) -> &str;
+    /// What kind of port this is, for reports: `af_packet`, `pcap`, `memory`, or the DPDK
+    /// driver's name.
+    fn driver(&self) -> &str {
+        "unknown"
+    }
     /// The backend's own counters.
     fn stats(&mut self) -> PortStats;
 }
@@ -291,6 +313,10 @@ impl PortBackend for MemPort {
 
     fn name(&self) -> &str {
         &self.name
+    }
+
+    fn driver(&self) -> &str {
+        "memory"
     }
 
     fn stats(&mut self) -> PortStats {

@@ -272,6 +272,10 @@ impl PortBackend for PcapPort {
         &self.name
     }
 
+    fn driver(&self) -> &str {
+        "pcap"
+    }
+
     fn stats(&mut self) -> PortStats {
         self.stats
     }

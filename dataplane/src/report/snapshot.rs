@@ -104,6 +104,8 @@ impl Build for Snapshot {
                     pgs,
                     // Filled in by the real-time runtime, which owns the emulated peers.
                     peer: None,
+                    // The switch does not know its ports' I/O: `rocesw run` adds it.
+                    backend: None,
                 }
             })
             .collect();

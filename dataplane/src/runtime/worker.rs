@@ -13,6 +13,7 @@ use crate::io::{ForeignFrame, PortBackend, PortError};
 use crate::report::Snapshot;
 use crate::runtime::emulated::EmulatedPort;
 use crate::switch::{Switch, TxSink};
+use controlplane::snapshot::BackendReport;
 use crossbeam_queue::ArrayQueue;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -46,6 +47,9 @@ pub struct XferRings {
     /// so a port that stops taking frames backs up into the switch's queues (and PFC) instead
     /// of into buffers the MMU does not see.
     pub in_flight: Vec<std::sync::atomic::AtomicUsize>,
+    /// Per port index: the I/O worker's last report of the port's backend counters (about
+    /// once a second), for the pipeline worker's snapshots.
+    pub reports: Vec<std::sync::Mutex<Option<BackendReport>>>,
 }
 
 /// Frames one port may have in flight between the pipeline and its I/O worker: a transmit
@@ -67,6 +71,7 @@ impl XferRings {
             tx: ArrayQueue::new(depth),
             free,
             in_flight: (0..ports).map(|_| Default::default()).collect(),
+            reports: (0..ports).map(|_| Default::default()).collect(),
         }
     }
 }
@@ -125,6 +130,11 @@ impl PortIo {
             tracing::error!(port = self.index, interface = self.backend.name(), "port stopped: {e}");
         }
         self.gone = true;
+    }
+
+    /// The backend's counters, for reports.
+    fn report(&mut self) -> BackendReport {
+        self.backend.stats().report(self.backend.driver(), self.backend.name())
     }
 
     fn check_link(&mut self) {
@@ -322,7 +332,26 @@ pub fn snapshot(sw: &Switch, emu: &[Option<EmulatedPort>], now: u64) -> Snapshot
     s
 }
 
-fn serve_control(sw: &mut Switch, emu: &[Option<EmulatedPort>], q: &ControlQueue, now: u64) {
+/// Puts each port's backend counters in `snap`: read now from the ports this worker polls, the
+/// last report of the others' I/O workers.
+fn fill_backends(snap: &mut Snapshot, local: &mut [Option<PortIo>], remote: &[Option<Arc<XferRings>>]) {
+    for (i, p) in snap.ports.iter_mut().enumerate() {
+        if let Some(io) = local.get_mut(i).and_then(Option::as_mut) {
+            p.backend = Some(io.report());
+        } else if let Some(r) = remote.get(i).and_then(Option::as_ref) {
+            p.backend = r.reports[i].lock().unwrap_or_else(|e| e.into_inner()).clone();
+        }
+    }
+}
+
+fn serve_control(
+    sw: &mut Switch,
+    emu: &[Option<EmulatedPort>],
+    q: &ControlQueue,
+    now: u64,
+    local: &mut [Option<PortIo>],
+    remote: &[Option<Arc<XferRings>>],
+) {
     // A few per round: control traffic is rare, the packet path is not.
     for _ in 0..4 {
         let Some(req) = q.pop() else { return };
@@ -336,7 +365,9 @@ fn serve_control(sw: &mut Switch, emu: &[Option<EmulatedPort>], q: &ControlQueue
                 let _ = reply.try_send(r);
             }
             ControlRequest::Snapshot { reply } => {
-                let _ = reply.try_send(snapshot(sw, emu, now));
+                let mut s = snapshot(sw, emu, now);
+                fill_backends(&mut s, local, remote);
+                let _ = reply.try_send(s);
             }
             ControlRequest::SnapshotAndRestartPeaks { reply } => {
                 let s = snapshot(sw, emu, now);
@@ -461,7 +492,7 @@ pub fn run_pipeline(
         });
         last_now = now;
         if let Some(q) = control {
-            serve_control(sw, &emu, q, now);
+            serve_control(sw, &emu, q, now, &mut local, &remote);
         }
         sw.poll(now);
         let mut egress = Egress {
@@ -509,8 +540,10 @@ pub fn run_pipeline(
                     .flatten()
                     .map(|io| (io.index, io.backend.stats()))
                     .collect();
+                let mut snapshot = snapshot(sw, &emu, now);
+                fill_backends(&mut snapshot, &mut local, &remote);
                 return RunOutcome {
-                    snapshot: snapshot(sw, &emu, now),
+                    snapshot,
                     uptime_ns: now,
                     undrained,
                     tx_dropped,
@@ -658,6 +691,8 @@ pub fn run_io(
             next_check = Instant::now() + Duration::from_secs(1);
             for io in ports.iter_mut() {
                 io.check_link();
+                let report = io.report();
+                *rings.reports[io.index].lock().unwrap_or_else(|e| e.into_inner()) = Some(report);
             }
         }
         if done.load(Ordering::Acquire) && rings.tx.is_empty() && ports.iter().all(|p| p.pending.is_empty() || p.gone) {
@@ -782,5 +817,11 @@ pub fn run(
         outcome.backends.extend(stats);
     }
     outcome.backends.sort_by_key(|(i, _)| *i);
+    // The I/O workers' final counters, over their last once-a-second reports.
+    for (i, st) in &outcome.backends {
+        if let Some(b) = outcome.snapshot.ports.get_mut(*i).and_then(|p| p.backend.as_mut()) {
+            *b = st.report(&b.driver, &b.device);
+        }
+    }
     Ok(outcome)
 }

@@ -22,6 +22,11 @@ pub fn default_config() -> Config {
 /// `configs/default.toml` with its four ports replaced by `port(id)` (each port's extra keys),
 /// plus `extra` at the end, written to `dir/switch.toml`: the config of a `rocesw run` test.
 pub fn ports_config(dir: &Path, port: impl Fn(u16) -> String, extra: &str) -> PathBuf {
+    ports_config_n(dir, 4, port, extra)
+}
+
+/// [`ports_config`] with `n` ports (ids 0..n).
+pub fn ports_config_n(dir: &Path, n: u16, port: impl Fn(u16) -> String, extra: &str) -> PathBuf {
     let text = std::fs::read_to_string(repo_root().join("configs/default.toml")).unwrap();
     let mut kept: String = text
         .split("\n[[port]]\n")
@@ -35,7 +40,7 @@ pub fn ports_config(dir: &Path, port: impl Fn(u16) -> String, extra: &str) -> Pa
             }
         })
         .collect();
-    for id in 0..4 {
+    for id in 0..n {
         kept += &format!("\n[[port]]\nid = {id}\n{}\n", port(id));
     }
     kept += extra;
@@ -189,6 +194,10 @@ impl PortBackend for TestPort {
 
     fn name(&self) -> &str {
         &self.name
+    }
+
+    fn driver(&self) -> &str {
+        "memory"
     }
 
     fn stats(&mut self) -> PortStats {

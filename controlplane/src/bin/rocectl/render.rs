@@ -120,6 +120,22 @@ fn render_counters(s: &Snapshot) -> String {
             drops(&p.drops)
         );
     }
+    // What the ports' backends lost before the switch saw a frame (`rocesw run` only).
+    if s.ports.iter().any(|p| p.backend.is_some()) {
+        let _ = writeln!(
+            o,
+            "\n{:>4} {:<16} {:<20} {:>12} {:>10} {:>10} {:>10} {:>10} {:>10}",
+            "port", "driver", "device", "kernel_drops", "imissed", "ierrors", "oerrors", "rx_nombuf", "tx_nombuf"
+        );
+        for p in &s.ports {
+            let Some(b) = &p.backend else { continue };
+            let _ = writeln!(
+                o,
+                "{:>4} {:<16} {:<20} {:>12} {:>10} {:>10} {:>10} {:>10} {:>10}",
+                p.id, b.driver, b.device, b.rx_kernel_drops, b.imissed, b.ierrors, b.oerrors, b.rx_nombuf, b.tx_nombuf
+            );
+        }
+    }
     o
 }
 
@@ -461,6 +477,30 @@ mod tests {
         assert!(c.lines().next().unwrap().contains("rx_bytes"), "{c}");
         assert!(c.contains("egress_limit=4 no_route=1"), "{c}");
         assert_eq!(c.lines().count(), 3, "{c}");
+        let mut with_backend = snapshot();
+        with_backend.ports[1].backend = Some(controlplane::snapshot::BackendReport {
+            driver: "net_vhost".into(),
+            device: "net_vhost1".into(),
+            imissed: 7,
+            oerrors: 2,
+            ..Default::default()
+        });
+        let c = render(Show::Counters, &serde_json::to_value(with_backend).unwrap()).unwrap();
+        assert_eq!(c.lines().count(), 6, "a blank line, a header, one row per backend: {c}");
+        assert!(
+            c.lines().last().unwrap().split_whitespace().eq([
+                "1",
+                "net_vhost",
+                "net_vhost1",
+                "0",
+                "7",
+                "0",
+                "2",
+                "0",
+                "0"
+            ]),
+            "{c}"
+        );
         let q = render(Show::Queues, &data).unwrap();
         assert!(
             q.lines()
