@@ -7,6 +7,8 @@
 #   bench/peers/run.sh                     (root; installs dpdk-dev, openvswitch-switch,
 #                                           netsniff-ng with apt-get if missing)
 #   ROUNDS=5 FWDS="bridge rocesw" bench/peers/run.sh
+#   FWDS="rocesw_busy rocesw_dpdk testpmd" bench/peers/run.sh   (rocesw_dpdk: net_af_packet
+#                                           vdevs on the same veths, a --features dpdk build)
 #
 # Everything it creates (namespaces, veths, bridges, daemons, files) is removed on exit,
 # error or Ctrl-C. Bounded: every step has a timeout; a default run takes about 7 minutes.
@@ -97,7 +99,9 @@ if [ -n "$PREBUILT" ]; then
     cp "$PREBUILT/rocesw" "$PREBUILT/rocegen" "$BIN/"
 else
     log "building rocesw and rocegen"
-    timeout 900 cargo build --release -q --bins
+    features=()
+    case " $FWDS " in *" rocesw_dpdk "*) features=(--features rocesw-dataplane/dpdk) ;; esac
+    timeout 900 cargo build --release -q --bins "${features[@]}"
     cp target/release/rocesw target/release/rocegen "$BIN/" # a stable copy: others may rebuild
 fi
 
@@ -118,6 +122,15 @@ sed "s/^\[run\]\$/[run]\ncores = [$FWD_CPU]/" "$LABTOML" > "$WORK/rocesw.toml"
 grep -q "^cores = \[$FWD_CPU\]" "$WORK/rocesw.toml" || printf '\n[run]\ncores = [%s]\n' "$FWD_CPU" >> "$WORK/rocesw.toml"
 # rocesw_busy: the same, but busy-polling (the lab writes idle = "20us" for shared machines)
 sed 's/^idle = .*/idle = "busy"/' "$WORK/rocesw.toml" > "$WORK/rocesw_busy.toml"
+# rocesw_dpdk: rocesw_busy with DPDK's net_af_packet on the same veths instead of its own
+# AF_PACKET backend (needs a build with --features dpdk): the driver against the native one.
+python3 - "$WORK/rocesw_busy.toml" "$WORK/rocesw_dpdk.toml" <<'PY'
+import re, sys
+n = iter(range(64))
+t = re.sub(r'^interface = "([^"]+)"$', lambda m: f'dpdk = "net_af_packet{next(n)},iface={m.group(1)}"',
+           open(sys.argv[1]).read(), flags=re.M)
+open(sys.argv[2], "w").write(t)
+PY
 
 # trafgen packet: RoCEv2 SEND ONLY (UDP 4791, BTH), DSCP 26 + ECT(0) so rocesw classifies it
 # into its lossless, ECN-marking queue 3. The destination IP is not the receiver's address, so
@@ -156,8 +169,10 @@ start_rocesw() { # [config name]
     FWD_PID=$!
 }
 start_rocesw_busy() { start_rocesw rocesw_busy; }
+start_rocesw_dpdk() { start_rocesw rocesw_dpdk; sleep 2; }
 start_testpmd() {
     # lcore 0 = main (idle), lcore 1 = the io forwarding core; ports 0 <-> 1.
+    rm -f "$WORK/testpmd.in"
     mkfifo "$WORK/testpmd.in"
     dpdk-testpmd -l "$GEN_CPU,$FWD_CPU" --main-lcore "$GEN_CPU" \
         --no-huge -m 512 --no-pci --no-shconf --no-telemetry --file-prefix="rocesw-peers-$$" \
