@@ -24,43 +24,20 @@ fn skipped_without_the_dpdk_feature() {
 
 #[cfg(feature = "dpdk")]
 mod common;
+#[cfg(feature = "dpdk")]
+mod counting_alloc;
 
 #[cfg(feature = "dpdk")]
 mod with_dpdk {
     use super::common::*;
+    use super::counting_alloc::{ALLOCS, COUNTING};
     use dataplane::io::dpdk::{DpdkPort, DpdkRuntime};
     use dataplane::io::PortBackend;
     use dataplane::tools::gen::{announce, host_mac};
     use dataplane::wire::{parse_into, verify_icrc, FrameInfo};
     use dataplane::Switch;
     use dataplane::TxSink;
-    use std::alloc::{GlobalAlloc, Layout, System};
-    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-
-    struct Counting;
-    static COUNTING: AtomicBool = AtomicBool::new(false);
-    static ALLOCS: AtomicU64 = AtomicU64::new(0);
-
-    unsafe impl GlobalAlloc for Counting {
-        unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-            if COUNTING.load(Ordering::Relaxed) {
-                ALLOCS.fetch_add(1, Ordering::Relaxed);
-            }
-            System.alloc(layout)
-        }
-        unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-            System.dealloc(ptr, layout)
-        }
-        unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-            if COUNTING.load(Ordering::Relaxed) {
-                ALLOCS.fetch_add(1, Ordering::Relaxed);
-            }
-            System.realloc(ptr, layout, new_size)
-        }
-    }
-
-    #[global_allocator]
-    static GLOBAL: Counting = Counting;
+    use std::sync::atomic::Ordering;
 
     /// The switch's transmit side onto the DPDK ports, as the pipeline worker's.
     struct Ports<'a>(&'a mut [DpdkPort]);
