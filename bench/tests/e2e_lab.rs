@@ -135,6 +135,17 @@ fn rocegen() -> Command {
     Command::new(env!("CARGO_BIN_EXE_rocegen"))
 }
 
+/// `rocegen coordinate --pattern incast` over the lab at 300 Mb/s per sender for `secs`, with
+/// `extra` options, as a command (`--json` report on stdout).
+fn incast(g: &LabGuard, secs: &str, extra: &[&str]) -> Command {
+    let mut c = rocegen();
+    c.args(["coordinate", "--pattern", "incast", "--lab"])
+        .arg(lab_json(g))
+        .args(["--rate", "300M", "--link-speed", SPEED, "--duration", secs, "--json"])
+        .args(extra);
+    c
+}
+
 fn json_of(out: std::process::Output) -> Value {
     assert!(
         out.status.success(),
@@ -191,24 +202,7 @@ fn where_lost(o: &dataplane::runtime::worker::RunOutcome) -> String {
 fn lossless_incast_loses_nothing_with_pfc_ecn_and_cnps() {
     let g = lab_up(4);
     let sw = Switch::start(config(&g));
-    let report = json_of(
-        rocegen()
-            .args(["coordinate", "--pattern", "incast", "--lab"])
-            .arg(lab_json(&g))
-            .args([
-                "--rate",
-                "300M",
-                "--link-speed",
-                SPEED,
-                "--duration",
-                "1.5",
-                "--burst-us",
-                "50",
-                "--json",
-            ])
-            .output()
-            .unwrap(),
-    );
+    let report = json_of(incast(&g, "1.5", &["--burst-us", "50"]).output().unwrap());
     let o = sw.stop();
     let t = &report["totals"];
     assert_eq!(t["lost"], 0, "lossless traffic lost: {t}\n{}", where_lost(&o));
@@ -279,22 +273,7 @@ fn loaded_incast_loses_nothing(senders: usize, runs: usize, secs: f64) {
     let _busy = BusyCores::start(std::thread::available_parallelism().map_or(2, |n| n.get()));
     for run in 0..runs {
         let sw = Switch::start(emulated_config(&g));
-        let report = json_of(
-            rocegen()
-                .args(["coordinate", "--pattern", "incast", "--lab"])
-                .arg(lab_json(&g))
-                .args([
-                    "--rate",
-                    "300M",
-                    "--link-speed",
-                    SPEED,
-                    "--duration",
-                    &secs.to_string(),
-                    "--json",
-                ])
-                .output()
-                .unwrap(),
-        );
+        let report = json_of(incast(&g, &secs.to_string(), &[]).output().unwrap());
         let o = sw.stop();
         let t = &report["totals"];
         assert_eq!(
@@ -366,25 +345,7 @@ fn loaded_7_to_1_incast_loses_nothing() {
 fn lossy_incast_drops_and_counts() {
     let g = lab_up(4);
     let sw = Switch::start(config(&g));
-    let report = json_of(
-        rocegen()
-            .args(["coordinate", "--pattern", "incast", "--lab"])
-            .arg(lab_json(&g))
-            .args([
-                "--rate",
-                "300M",
-                "--link-speed",
-                SPEED,
-                "--duration",
-                "1.5",
-                "--dscp",
-                "0",
-                "--no-dcqcn",
-                "--json",
-            ])
-            .output()
-            .unwrap(),
-    );
+    let report = json_of(incast(&g, "1.5", &["--dscp", "0", "--no-dcqcn"]).output().unwrap());
     let o = sw.stop();
     let lost = report["totals"]["lost"].as_u64().unwrap();
     let dropped = port_drops(&o, 0, "egress_limit");
@@ -635,21 +596,7 @@ fn live_changes_under_congestion_lose_nothing_and_lower_kmax_marks_more() {
     })
     .expect("first change");
 
-    let gen = rocegen()
-        .args(["coordinate", "--pattern", "incast", "--lab"])
-        .arg(lab_json(&g))
-        .args([
-            "--rate",
-            "300M",
-            "--link-speed",
-            SPEED,
-            "--duration",
-            "3.2",
-            "--burst-us",
-            "50",
-            "--no-dcqcn",
-            "--json",
-        ])
+    let gen = incast(&g, "3.2", &["--burst-us", "50", "--no-dcqcn"])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()

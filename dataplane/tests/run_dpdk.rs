@@ -51,23 +51,6 @@ fn run(cfg: &Path, summary: &Path, secs: f64) -> Run {
     }
 }
 
-/// DPDK's runtime directories that process `pid` left behind (its file prefix starts with
-/// `rocesw-<pid>-`).
-fn left_behind(pid: u32) -> Vec<PathBuf> {
-    let prefix = format!("rocesw-{pid}-");
-    let mut found = Vec::new();
-    for base in ["/var/run/dpdk", "/run/dpdk"] {
-        if let Ok(dir) = std::fs::read_dir(base) {
-            for e in dir.flatten() {
-                if e.file_name().to_string_lossy().starts_with(&prefix) {
-                    found.push(e.path());
-                }
-            }
-        }
-    }
-    found
-}
-
 #[test]
 fn incast_through_net_pcap_ports() {
     let (s, dropped) = incast_through_net_pcap("");

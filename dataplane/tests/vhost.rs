@@ -211,22 +211,6 @@ mod with_dpdk {
         }
     }
 
-    /// DPDK's runtime directories that process `pid` left behind.
-    fn left_behind(pid: u32) -> Vec<PathBuf> {
-        let prefix = format!("rocesw-{pid}-");
-        let mut found = Vec::new();
-        for base in ["/var/run/dpdk", "/run/dpdk"] {
-            if let Ok(dir) = std::fs::read_dir(base) {
-                for e in dir.flatten() {
-                    if e.file_name().to_string_lossy().starts_with(&prefix) {
-                        found.push(e.path());
-                    }
-                }
-            }
-        }
-        found
-    }
-
     #[test]
     fn roce_between_two_vms_over_vhost_user() {
         let dir = tempfile::Builder::new().prefix("rocesw-vhost-").tempdir().unwrap();

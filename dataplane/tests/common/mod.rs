@@ -217,3 +217,20 @@ pub fn rocectl() -> PathBuf {
     let target = std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| repo_root().join("target"), Into::into);
     target.join("debug/rocectl")
 }
+
+/// DPDK's runtime directories that process `pid` left behind (its file prefix starts with
+/// `rocesw-<pid>-`).
+pub fn left_behind(pid: u32) -> Vec<PathBuf> {
+    let prefix = format!("rocesw-{pid}-");
+    let mut found = Vec::new();
+    for base in ["/var/run/dpdk", "/run/dpdk"] {
+        if let Ok(dir) = std::fs::read_dir(base) {
+            for e in dir.flatten() {
+                if e.file_name().to_string_lossy().starts_with(&prefix) {
+                    found.push(e.path());
+                }
+            }
+        }
+    }
+    found
+}
