@@ -85,4 +85,23 @@ fn check_accepts_a_port_peer_and_refuses_an_unknown_one() {
             assert!(err.contains("port[0].peer") && err.contains("\"software\""), "{err}");
         }
     }
+    // `check -v`: an emulated port's headroom is the wire figure plus the catch-up step, and
+    // the line says so.
+    let path = dir.path().join("emulated.toml");
+    let (ok, out, err) = rocectl(&["check", "--verbose", path.to_str().unwrap()]);
+    assert!(ok, "{err}");
+    let line = |id: u16| {
+        out.lines()
+            .find(|l| l.starts_with(&format!("  port {id}:")))
+            .unwrap()
+            .to_string()
+    };
+    assert!(
+        line(0).contains("PG3 headroom 65KiB (emulated peer: + a 16KiB catch-up step)"),
+        "{out}"
+    );
+    assert!(
+        line(1).contains("PG3 headroom 25KiB") && !line(1).contains("emulated"),
+        "{out}"
+    );
 }

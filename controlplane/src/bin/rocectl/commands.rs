@@ -34,8 +34,17 @@ pub fn check(file: &Path, verbose: bool) -> ExitCode {
                         .filter(|&pg| c.pgs[pg].lossless)
                         .map(|pg| format!("PG{pg} headroom {}", units::format_size(p.headroom_bytes[pg])))
                         .collect();
+                    // An emulated peer's headroom includes its catch-up step: say so, or the
+                    // figure looks wrong beside a wire port's.
+                    let peer = match p.peer {
+                        controlplane::model::PeerKind::Emulated => format!(
+                            " (emulated peer: + a {} catch-up step)",
+                            units::format_size(controlplane::headroom::EMULATED_STEP_BYTES)
+                        ),
+                        controlplane::model::PeerKind::Wire => String::new(),
+                    };
                     println!(
-                        "  port {}: {} {} cable, max frame {} B{}{}",
+                        "  port {}: {} {} cable, max frame {} B{}{}{peer}",
                         p.id,
                         units::format_rate(p.speed_bps),
                         units::format_length(p.cable_m),
