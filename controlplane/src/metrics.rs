@@ -209,9 +209,11 @@ impl Metrics {
                 stalled_reads,
                 depth_frames,
                 depth_bytes,
+                backpressure_xoff,
             }) = peer
             {
                 self.per_priority("port_peer", "held_frames", &labels, held_frames);
+                self.per_priority("port_peer", "backpressure_xoff", &labels, backpressure_xoff);
                 self.per_priority("port_peer", "held_ns", &labels, held_ns);
                 self.numbers(
                     "port_peer",

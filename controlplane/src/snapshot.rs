@@ -84,6 +84,11 @@ pub struct PeerReport {
     /// Frames waiting at the peer now, and their bytes.
     pub depth_frames: u64,
     pub depth_bytes: u64,
+    /// PFC XOFF frames the emulated NIC sent its host, per priority, because that much was
+    /// already waiting at the peer (back-pressure: a NIC does not let its host send faster than
+    /// its wire). Not the switch's PFC: those are `PortReport::pfc_tx`.
+    #[serde(default)]
+    pub backpressure_xoff: [u64; NUM_TC],
 }
 
 /// A port's backend (AF_PACKET, capture files, a DPDK driver) and its own loss counters, as

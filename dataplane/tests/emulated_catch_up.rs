@@ -18,18 +18,34 @@ struct Outcome {
     /// Frames the receiver's port sent.
     sent_to_receiver: u64,
     pfc_frames: u64,
+    /// The most headroom any PG used, in cells.
+    peak_headroom_cells: u32,
     /// Virtual time played.
     elapsed_ns: u64,
 }
 
 /// 3→1 lossless incast of 1 KiB frames at `host_bps` per sender into 500 Mb/s ports, rounds
-/// `gaps` apart (cycled) for `rounds` rounds.
-fn incast(host_bps: u64, gaps: &[u64], rounds: usize) -> Outcome {
+/// `gaps` apart (cycled) for `rounds` rounds. With `lossless_shaper`, queue 3 is shaped to that
+/// rate: the receiver's queue drains so slowly that the senders' PGs stay in XOFF for longer
+/// than a pause lasts, and only the switch's refreshes keep the peers paused.
+fn incast(host_bps: u64, gaps: &[u64], rounds: usize, lossless_shaper: Option<&str>) -> Outcome {
     let dir = tempfile::tempdir().unwrap();
     let path = ports_config(dir.path(), |_| "speed = \"500M\"\npeer = \"emulated\"".into(), "");
+    if let Some(rate) = lossless_shaper {
+        let text = std::fs::read_to_string(&path).unwrap();
+        let shaped = text.replacen(
+            "[queue.3]",
+            &format!("[queue.3]\nshaper = {{ rate = \"{rate}\", burst = \"2KiB\" }}"),
+            1,
+        );
+        // No watchdog: a queue this slow is the point of the test, not a storm.
+        let shaped = shaped.replacen("\nwatchdog = {", "\n# watchdog = {", 1);
+        assert_ne!(text, shaped);
+        std::fs::write(&path, shaped).unwrap();
+    }
     let cfg = controlplane::load_file(&path).unwrap().config;
     let mut sw = Switch::new(&cfg, 1);
-    let mut emu: Vec<Option<EmulatedPort>> = cfg.ports.iter().map(|p| Some(EmulatedPort::new(p))).collect();
+    let mut emu: Vec<Option<EmulatedPort>> = cfg.ports.iter().map(|p| Some(EmulatedPort::new(p, &cfg.pfc))).collect();
     let step = emu.iter().flatten().map(EmulatedPort::step_ns).min().unwrap();
     sw.receive(0, &announce(0, 1).unwrap(), 0);
     let frames: Vec<Vec<Vec<u8>>> = (1..4u16)
@@ -109,6 +125,13 @@ fn incast(host_bps: u64, gaps: &[u64], rounds: usize) -> Outcome {
         host_blocked,
         sent_to_receiver: rx0,
         pfc_frames: pfc,
+        peak_headroom_cells: snap
+            .ports
+            .iter()
+            .flat_map(|p| &p.pgs)
+            .map(|g| g.peak_headroom_cells)
+            .max()
+            .unwrap_or(0),
         elapsed_ns: last,
     }
 }
@@ -125,7 +148,7 @@ fn late_rounds_lose_nothing_and_keep_the_link_busy() {
         (&[50_000_000, 20_000, 20_000], 0.95),
         (&[190_000_000, 1_000_000], 0.6),
     ] {
-        let o = incast(300_000_000, gaps, 300);
+        let o = incast(300_000_000, gaps, 300, None);
         // 500 Mb/s of 1 KiB frames (1024 + 24 bytes on the wire each).
         let line_frames = o.elapsed_ns as f64 * 0.5 / ((1024 + 24) * 8) as f64;
         let busy = o.sent_to_receiver as f64 / line_frames;
@@ -147,4 +170,30 @@ fn late_rounds_lose_nothing_and_keep_the_link_busy() {
             busy * 100.0
         );
     }
+}
+
+/// The receiver's queue drains at 20 kb/s, so the senders' PGs stay in XOFF for seconds and
+/// the peers stay paused only because the switch refreshes its XOFF every half pause (33 ms at
+/// 500 Mb/s). Rounds come 190 ms apart: a late round must play the switch's refresh timers
+/// through too. Jumping from one wire event to the next (a peer's pause running out) skipped
+/// them: each peer resumed for a moment at every expiry, a few frames each time went into a
+/// headroom that this queue never drains, and it overflowed.
+#[test]
+fn late_rounds_keep_refreshing_pfc_while_the_receiver_barely_drains() {
+    let o = incast(300_000_000, &[190_000_000, 1_000_000], 120, Some("20k"));
+    eprintln!(
+        "headroom drops {}, PFC {}, frames to the receiver {}, peak headroom {} cells",
+        o.headroom_drops, o.pfc_frames, o.sent_to_receiver, o.peak_headroom_cells
+    );
+    assert_eq!(
+        o.headroom_drops, 0,
+        "headroom overflowed while the peers should stay paused"
+    );
+    // 11.5 s of virtual time with the senders' PGs in XOFF throughout: a refresh every 33 ms,
+    // not one XOFF per port (without the refreshes played through: 195 drops, 534 PFC).
+    assert!(
+        o.pfc_frames > 3 * 250,
+        "PFC frames {}: the XOFF was not refreshed",
+        o.pfc_frames
+    );
 }

@@ -53,7 +53,7 @@ fn emulated_links_do_not_allocate() {
     use dataplane::runtime::emulated::{play_through, EmulatedPort};
     let cfg = default_config();
     let mut sw = Switch::new(&cfg, 1);
-    let mut emu: Vec<Option<EmulatedPort>> = cfg.ports.iter().map(|p| Some(EmulatedPort::new(p))).collect();
+    let mut emu: Vec<Option<EmulatedPort>> = cfg.ports.iter().map(|p| Some(EmulatedPort::new(p, &cfg.pfc))).collect();
     let flows: Vec<Vec<Vec<u8>>> = (0..3).map(|s| burst32(s, 3, 26)).collect();
     sw.receive(3, &announce(3, 0).unwrap(), 0);
     let mut now = 1_000u64;

@@ -39,6 +39,36 @@ pub struct AfPacketOptions {
     pub frame_size: Option<u32>,
 }
 
+/// How long a stall of the switch an emulated port's receive ring absorbs at its line rate.
+/// On a loaded 2-core machine the worker was seen descheduled for 50–190 ms at a time; the
+/// kernel's ring is the emulated peer's transmit queue, and a frame the kernel drops because
+/// that ring is full is lost before any PFC could have held it.
+pub const EMULATED_RX_STALL_MS: u64 = 500;
+/// The most one emulated port's receive ring may take (bytes of slots).
+pub const EMULATED_RX_RING_MAX_BYTES: u64 = 64 << 20;
+
+impl AfPacketOptions {
+    /// The rings a port of this config gets. A wire peer (a NIC behind a veth or tap, or a
+    /// host that is itself rate-limited by a real link) keeps the default; an emulated peer
+    /// gets a receive ring that holds [`EMULATED_RX_STALL_MS`] of its line rate in full-size
+    /// frames (at least the default, at most [`EMULATED_RX_RING_MAX_BYTES`]): 500 Mb/s → about
+    /// 21 000 slots, 42 MiB. Smaller frames fill it sooner, by the ratio of their sizes.
+    pub fn for_port(p: &controlplane::PortConfig) -> AfPacketOptions {
+        let default = AfPacketOptions::default();
+        if p.peer != controlplane::PeerKind::Emulated {
+            return default;
+        }
+        let frame = u64::from(p.max_frame_bytes.max(64));
+        let slot = u64::from(RX_MAC_OFFSET + p.max_frame_bytes + L2_OVERHEAD).next_power_of_two();
+        let want = (u128::from(p.speed_bps) * u128::from(EMULATED_RX_STALL_MS) / 8_000 / u128::from(frame)) as u64;
+        let most = EMULATED_RX_RING_MAX_BYTES / slot;
+        AfPacketOptions {
+            rx_frames: want.clamp(u64::from(default.rx_frames), most.max(u64::from(default.rx_frames))) as u32,
+            ..default
+        }
+    }
+}
+
 impl Default for AfPacketOptions {
     fn default() -> Self {
         AfPacketOptions {

@@ -48,6 +48,8 @@ pub struct EmulatedLink<F> {
     /// Per priority, plus [`MAC_CONTROL_CLASS`].
     held: [VecDeque<Held<F>>; 9],
     held_bytes: u64,
+    /// `held_bytes` per queue.
+    held_bytes_of: [u64; 9],
     link_free_ps: u64,
     speed_bps: u64,
     honours_pfc: bool,
@@ -69,6 +71,7 @@ impl<F> EmulatedLink<F> {
         EmulatedLink {
             held: std::array::from_fn(|_| VecDeque::with_capacity(capacity)),
             held_bytes: 0,
+            held_bytes_of: [0; 9],
             link_free_ps: 0,
             speed_bps,
             honours_pfc,
@@ -87,6 +90,17 @@ impl<F> EmulatedLink<F> {
     /// Bytes waiting to cross the link.
     pub fn held_bytes(&self) -> u64 {
         self.held_bytes
+    }
+
+    /// Bytes waiting to cross the link in queue `class` (a priority, or [`MAC_CONTROL_CLASS`]).
+    pub fn held_bytes_of(&self, class: usize) -> u64 {
+        self.held_bytes_of[class]
+    }
+
+    /// Whether the switch's PFC holds priority `prio` at `now` (as far as its frames have
+    /// taken effect by the last [`Self::pop`]).
+    pub fn is_paused(&self, prio: usize, now: u64) -> bool {
+        self.paused_until[prio & 7] > now
     }
 
     /// Frames waiting to cross the link.
@@ -111,6 +125,7 @@ impl<F> EmulatedLink<F> {
     /// Queues a frame of `len` bytes in `class` that may leave from `ts` on.
     pub fn push(&mut self, class: usize, ts: u64, len: usize, frame: F) {
         self.held_bytes += len as u64;
+        self.held_bytes_of[class] += len as u64;
         self.held[class].push_back(Held {
             ts,
             len: len as u32,
@@ -198,6 +213,7 @@ impl<F> EmulatedLink<F> {
             self.counters.held_ns[class] += departure - f.ts;
         }
         self.held_bytes -= u64::from(f.len);
+        self.held_bytes_of[class] -= u64::from(f.len);
         let start_ps = (departure * 1000).max(self.link_free_ps);
         self.link_free_ps = start_ps + crate::egress::link::ser_ps(f.len as usize, self.speed_bps);
         self.frames_sent += 1;

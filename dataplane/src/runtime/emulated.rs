@@ -13,12 +13,31 @@
 //! The store is allocated at start-up (fixed slots, a free list, queues with their capacity
 //! reserved), so the packet path does not allocate. It is bounded: when it is full the port is
 //! not read (counted as a stalled read), and the frames wait in the host's own queues.
+//!
+//! **Back-pressure to the host.** A NIC never lets its host send faster than its wire: the
+//! host's send queue fills and it waits. A software host writing into a veth has no such
+//! limit, and one that only listens to PFC (rocegen) would keep writing at its own rate while
+//! its frames pile up here and in the kernel's ring, for seconds, until the ring overflows.
+//! So the emulated NIC tells its host to wait the only way such a host understands: once a
+//! priority holds [`BACKPRESSURE_XOFF_BYTES`] here it sends the host a PFC XOFF for it
+//! (refreshed like the switch's own), and an XON once it is back under
+//! [`BACKPRESSURE_XON_BYTES`] (unless the switch's PFC is holding that priority: then the
+//! switch's XON frees the host). These frames go to the host only, never into the emulated
+//! link's pause state, and are counted apart (`PeerReport::backpressure_xoff`). A capture
+//! file is a host that hears nothing: its ports send it none (their output stays what replay
+//! writes).
 
 use crate::ingress::classify::Classifier;
-use crate::pfc::EmulatedLink;
+use crate::pfc::{EmulatedLink, PfcGenerator};
 use crate::switch::{BurstRx, Switch};
+use crate::wire::pfc as wire_pfc;
 use controlplane::snapshot::PeerReport;
-use controlplane::PortConfig;
+use controlplane::{PfcConfig, PortConfig, NUM_TC};
+
+/// Bytes of one priority held here at which the emulated NIC pauses its host.
+pub const BACKPRESSURE_XOFF_BYTES: u64 = 256 << 10;
+/// Bytes of one priority held here below which the emulated NIC lets its host send again.
+pub const BACKPRESSURE_XON_BYTES: u64 = 128 << 10;
 
 /// The most an emulated peer holds per port. Ample for a host that notices PFC milliseconds
 /// late at 1–25 Gb/s (25 Gb/s × 2 ms = 6.25 MB), and bounded.
@@ -31,10 +50,17 @@ pub struct EmulatedPort {
     slot_bytes: usize,
     store: Box<[u8]>,
     free: Vec<u32>,
+    /// The host's pause state as this NIC set it, and when to refresh it; None for a host
+    /// that cannot hear it (a capture file).
+    backpressure: Option<PfcGenerator>,
+    /// Source of the back-pressure frames: the switch port's address, as for its own PFC.
+    mac: [u8; 6],
+    /// Back-pressure XOFF frames sent to the host, per priority.
+    backpressure_xoff: [u64; NUM_TC],
 }
 
 impl EmulatedPort {
-    pub fn new(p: &PortConfig) -> Self {
+    pub fn new(p: &PortConfig, pfc: &PfcConfig) -> Self {
         let slot_bytes = p.max_frame_bytes as usize + 1;
         let slots = (EMULATED_PEER_STORE_BYTES / slot_bytes).max(crate::runtime::worker::BURST);
         let quanta = controlplane::headroom::peer_response_quanta(p.speed_bps);
@@ -43,7 +69,65 @@ impl EmulatedPort {
             slot_bytes,
             store: vec![0u8; slots * slot_bytes].into_boxed_slice(),
             free: (0..slots as u32).rev().collect(),
+            backpressure: p.pcap.is_none().then(|| PfcGenerator::new(pfc, p.speed_bps)),
+            mac: crate::egress::port::port_mac(p.id),
+            backpressure_xoff: [0; NUM_TC],
         }
+    }
+
+    /// The switch sends `frame` to this port's host, starting at `at_ns`: a PFC frame among
+    /// them pauses the emulated link (from when a NIC would obey it). An XON for a priority
+    /// this NIC is holding back itself would free the host too, so the NIC's XOFF is re-sent
+    /// at its next chance ([`Self::backpressure`]). Other frames cost two byte compares.
+    #[inline]
+    pub fn from_switch(&mut self, frame: &[u8], at_ns: u64) {
+        if frame.get(12..14) != Some(&[0x88, 0x08]) {
+            return;
+        }
+        let ser_ns = crate::switch::ser_ps(frame.len(), self.link.speed_bps()) / 1000;
+        self.link.on_frame_from_switch(frame, at_ns, ser_ns);
+        let Some(bp) = self.backpressure.as_mut() else { return };
+        if let Ok(crate::wire::MacControl::Pfc { enable, times }) = wire_pfc::decode_mac_control(frame) {
+            for (prio, &time) in times.iter().enumerate() {
+                if enable & (1 << prio) != 0 && time == 0 && bp.is_xoff(prio) {
+                    bp.refresh_now(prio);
+                }
+            }
+        }
+    }
+
+    /// The PFC frame this NIC sends its host now, if any (see the module's doc): XOFF for the
+    /// priorities that passed [`BACKPRESSURE_XOFF_BYTES`] or are due a refresh, XON for those
+    /// back under [`BACKPRESSURE_XON_BYTES`]. One frame carries every change.
+    pub fn backpressure(&mut self, now: u64) -> Option<([u8; 64], usize)> {
+        let bp = self.backpressure.as_mut()?;
+        let quanta = bp.pause_quanta();
+        let (mut enable, mut times) = (0u8, [0u16; 8]);
+        for (prio, time) in times.iter_mut().enumerate() {
+            let held = self.link.held_bytes_of(prio);
+            if !bp.is_xoff(prio) {
+                if held >= BACKPRESSURE_XOFF_BYTES {
+                    bp.start_xoff(prio, now);
+                    (enable, *time) = (enable | 1 << prio, quanta);
+                    self.backpressure_xoff[prio] += 1;
+                }
+            } else if held <= BACKPRESSURE_XON_BYTES {
+                bp.stop_xoff(prio);
+                if !self.link.is_paused(prio, now) {
+                    enable |= 1 << prio;
+                }
+            } else if bp.refresh_due(prio, now) {
+                bp.refreshed(prio, now);
+                (enable, *time) = (enable | 1 << prio, quanta);
+                self.backpressure_xoff[prio] += 1;
+            }
+        }
+        if enable == 0 {
+            return None;
+        }
+        let mut buf = [0u8; 64];
+        let len = wire_pfc::encode_pfc(&mut buf, self.mac, enable, times);
+        Some((buf, len))
     }
 
     /// The longest step in which a late round plays this link through: its peer's reaction
@@ -106,6 +190,7 @@ impl EmulatedPort {
             stalled_reads: c.stalled_reads,
             depth_frames: self.link.held_frames() as u64,
             depth_bytes: self.link.held_bytes(),
+            backpressure_xoff: self.backpressure_xoff,
         }
     }
 }
@@ -116,8 +201,9 @@ impl EmulatedPort {
 /// must show the PFC it sends to the peers through `on_frame_from_switch`), as replay would
 /// have: the wires keep their line rate across the gap, and a pause reaches each peer within a
 /// step of when a NIC would obey it, which the computed headroom of emulated ports covers
-/// (`controlplane::headroom::EMULATED_STEP_BYTES`). A step with nothing due jumps to the next
-/// departure. Time never goes back: every step is after `from`. The last step, at `now`, only
+/// (`controlplane::headroom::EMULATED_STEP_BYTES`). A step with nothing due, on a wire or in
+/// the switch (`Switch::next_event`: its PFC refreshes, pacing, timers), jumps to the next such
+/// event. Time never goes back: every step is after `from`. The last step, at `now`, only
 /// delivers: the caller polls and transmits at `now` itself. Returns the frames moved.
 pub fn play_through(
     sw: &mut Switch,
@@ -133,7 +219,15 @@ pub fn play_through(
     }
     let mut t = from;
     loop {
-        let next_due = emu.iter().flatten().filter_map(|em| em.link.next_event(t)).min();
+        // The next thing due on a wire or in the switch itself: a jump must not pass the
+        // switch's own timers (a PFC refresh), or a peer whose pause runs out during the gap
+        // resumes before the refresh that would have kept it paused reaches it.
+        let next_due = emu
+            .iter()
+            .flatten()
+            .filter_map(|em| em.link.next_event(t))
+            .chain(sw.next_event(t))
+            .min();
         t = next_due.unwrap_or(now).max(t.saturating_add(step_ns)).min(now);
         for (i, em) in emu.iter_mut().enumerate() {
             if let Some(em) = em.as_mut().filter(|em| !em.is_empty()) {
@@ -146,5 +240,112 @@ pub fn play_through(
         }
         sw.poll(t);
         moved += transmit(sw, emu, t);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tools::gen::Flow;
+    use crate::wire::MacControl;
+
+    /// Port 1 of the default profile, an emulated peer at 500 Mb/s, and `n` 1 KiB RoCE frames
+    /// (priority 3) its host wrote at `now`.
+    fn port_with_backlog(n: usize, now: u64) -> (EmulatedPort, crate::Switch) {
+        let mut cfg = crate::test_config();
+        cfg.ports[1].speed_bps = 500_000_000;
+        let sw = crate::Switch::new(&cfg, 1);
+        let mut em = EmulatedPort::new(&cfg.ports[1], &cfg.pfc);
+        let flow = Flow {
+            src: 1,
+            dst: 0,
+            dscp: 26,
+            ecn: crate::wire::Ecn::Ect0,
+            qp: 1,
+            frame_len: 1024,
+            count: n as u64,
+            start_ns: 0,
+            rate_bps: 1_000_000_000,
+        };
+        for (_, f) in flow.frames().unwrap() {
+            em.accept(&f, now, sw.classifier());
+        }
+        (em, sw)
+    }
+
+    fn pfc_of(frame: Option<([u8; 64], usize)>) -> Option<(u8, [u16; 8])> {
+        let (buf, len) = frame?;
+        match crate::wire::decode_mac_control(&buf[..len]) {
+            Ok(MacControl::Pfc { enable, times }) => Some((enable, times)),
+            other => panic!("not a PFC frame: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_host_ahead_of_its_wire_is_paused_and_released() {
+        // 200 KiB waiting: under the XOFF mark, nothing sent.
+        let (mut em, mut sw) = port_with_backlog(200, 0);
+        assert_eq!(pfc_of(em.backpressure(0)), None);
+        // 300 frames (about 300 KiB) pass it: XOFF for priority 3 only, with the switch's
+        // pause time.
+        let (mut em, _) = port_with_backlog(300, 0);
+        let (enable, times) = pfc_of(em.backpressure(0)).expect("XOFF");
+        assert_eq!(enable, 1 << 3);
+        assert_eq!(times[3], 65535);
+        assert_eq!(em.report().backpressure_xoff[3], 1);
+        // Nothing new until the refresh is due (half the pause: 33.5 ms at 500 Mb/s).
+        assert_eq!(pfc_of(em.backpressure(1_000_000)), None);
+        let (enable, times) = pfc_of(em.backpressure(34_000_000)).expect("refresh");
+        assert_eq!((enable, times[3]), (1 << 3, 65535));
+        // The wire drains it under the XON mark: XON (time 0).
+        let mut rx = sw.burst_rx(1, 40_000_000);
+        em.deliver(40_000_000, u64::MAX, &mut rx);
+        while em.link.held_bytes_of(3) > BACKPRESSURE_XON_BYTES {
+            let t = 40_000_000 + em.link.frames_sent * 20_000;
+            let mut rx = sw.burst_rx(1, t);
+            em.deliver(t, u64::MAX, &mut rx);
+        }
+        let (enable, times) = pfc_of(em.backpressure(90_000_000)).expect("XON");
+        assert_eq!((enable, times[3]), (1 << 3, 0));
+        assert_eq!(em.report().backpressure_xoff[3], 2);
+    }
+
+    #[test]
+    fn the_switchs_xon_does_not_release_a_host_the_nic_holds() {
+        let (mut em, _) = port_with_backlog(300, 0);
+        assert!(pfc_of(em.backpressure(0)).is_some());
+        // The switch's own XON for priority 3 goes to the host: the NIC re-sends its XOFF at
+        // its next chance, not a refresh period later.
+        let mut xon = [0u8; 64];
+        let len = crate::wire::encode_pfc(&mut xon, [2, 0, 0, 0, 0, 1], 1 << 3, [0; 8]);
+        em.from_switch(&xon[..len], 1_000);
+        let (enable, times) = pfc_of(em.backpressure(2_000)).expect("XOFF again");
+        assert_eq!((enable, times[3]), (1 << 3, 65535));
+    }
+
+    #[test]
+    fn while_the_switch_pauses_the_host_the_nic_sends_no_xon() {
+        let (mut em, _) = port_with_backlog(300, 0);
+        assert!(pfc_of(em.backpressure(0)).is_some());
+        // The switch pauses priority 3 (its XOFF reaches the emulated link)...
+        let mut xoff = [0u8; 64];
+        let len = crate::wire::encode_pfc(
+            &mut xoff,
+            [2, 0, 0, 0, 0, 1],
+            1 << 3,
+            [65535, 65535, 65535, 65535, 0, 0, 0, 0],
+        );
+        em.from_switch(&xoff[..len], 1_000);
+        let mut sw = crate::Switch::new(&crate::test_config(), 1);
+        let mut rx = sw.burst_rx(1, 100_000);
+        em.deliver(100_000, u64::MAX, &mut rx);
+        assert!(em.link.is_paused(3, 100_000));
+        // ...and the backlog falls under the XON mark anyway (as if drained): the NIC lets go of
+        // its own hold without an XON, which would free a host the switch wants paused.
+        for _ in 0..200 {
+            em.link.pop(u64::MAX / 2, u64::MAX);
+        }
+        assert!(em.link.held_bytes_of(3) <= BACKPRESSURE_XON_BYTES);
+        assert_eq!(pfc_of(em.backpressure(200_000)), None);
     }
 }

@@ -193,7 +193,7 @@ pub fn run(args: RunArgs) -> Result<()> {
                 return Ok(Box::new(port) as Box<dyn crate::io::PortBackend + Send>);
             }
             let ifname = p.interface.as_deref().unwrap_or_default();
-            let port = crate::io::AfPacket::open(ifname, Default::default())?;
+            let port = crate::io::AfPacket::open(ifname, crate::io::AfPacketOptions::for_port(p))?;
             Ok(Box::new(port) as Box<dyn crate::io::PortBackend + Send>)
         }),
     };

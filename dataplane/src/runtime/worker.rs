@@ -245,11 +245,16 @@ impl TxSink for Egress<'_> {
         if let Some(em) = self.emu[port].as_mut() {
             // The frame still goes out on the port (a rocegen host honours PFC itself); the
             // emulated peer is what keeps a late host from costing the switch lossless frames.
-            if frame.get(12..14) == Some(&[0x88, 0x08]) {
-                let ser_ns = crate::switch::ser_ps(frame.len(), em.link.speed_bps()) / 1000;
-                em.link.on_frame_from_switch(frame, at_ns, ser_ns);
-            }
+            em.from_switch(frame, at_ns);
         }
+        self.send(port, frame);
+    }
+}
+
+impl Egress<'_> {
+    /// Hands `frame` to the port (its backend, or the ring to its I/O worker), and nothing
+    /// else: what the emulated NIC sends its host goes here directly.
+    fn send(&mut self, port: usize, frame: &[u8]) {
         if let Some(io) = self.local[port].as_mut() {
             if io.gone {
                 io.tx_dropped += 1;
@@ -503,6 +508,11 @@ pub fn run_pipeline(
         };
         for port in 0..n {
             moved += sw.transmit(port, now, &mut egress);
+        }
+        for port in 0..n {
+            if let Some((frame, len)) = egress.emu[port].as_mut().and_then(|em| em.backpressure(now)) {
+                egress.send(port, &frame[..len]);
+            }
         }
         for io in local.iter_mut().flatten() {
             if !io.gone {
@@ -795,7 +805,7 @@ pub fn run(
     let emu = cfg
         .ports
         .iter()
-        .map(|p| (p.peer == controlplane::model::PeerKind::Emulated).then(|| EmulatedPort::new(p)))
+        .map(|p| (p.peer == controlplane::model::PeerKind::Emulated).then(|| EmulatedPort::new(p, &cfg.pfc)))
         .collect();
     let clock = Clock::start();
     let control = opts.control.clone();

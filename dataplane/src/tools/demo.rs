@@ -61,7 +61,10 @@ pub fn run(config: &Path, duration: f64, speed: &str, rate: &str) -> Result<()> 
             seed: 1,
             control: None,
             open: Box::new(|p: &controlplane::PortConfig| {
-                let port = AfPacket::open(p.interface.as_deref().unwrap_or_default(), Default::default())?;
+                let port = AfPacket::open(
+                    p.interface.as_deref().unwrap_or_default(),
+                    crate::io::AfPacketOptions::for_port(p),
+                )?;
                 Ok(Box::new(port) as Box<dyn PortBackend + Send>)
             }),
         };
