@@ -1,11 +1,23 @@
-//! The offline `rocectl` commands, run as a user would.
+//! The offline `rocectl` commands, and its command line, run as a user would (no switch: the
+//! live commands are tested against one in dataplane/tests).
 
 use std::process::Command;
 
 fn rocectl(args: &[&str]) -> (bool, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_rocectl")).args(args).output().unwrap();
+    let (code, out, err) = rocectl_env(args, None);
+    (code == Some(0), out, err)
+}
+
+/// `rocectl args` with ROCECTL_SWITCH set to `env` (or cleared): (exit code, stdout, stderr).
+fn rocectl_env(args: &[&str], env: Option<&str>) -> (Option<i32>, String, String) {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_rocectl"));
+    cmd.args(args).env_remove("ROCECTL_SWITCH");
+    if let Some(v) = env {
+        cmd.env("ROCECTL_SWITCH", v);
+    }
+    let out = cmd.output().unwrap();
     (
-        out.status.success(),
+        out.status.code(),
         String::from_utf8_lossy(&out.stdout).into_owned(),
         String::from_utf8_lossy(&out.stderr).into_owned(),
     )
@@ -104,4 +116,122 @@ fn check_accepts_a_port_peer_and_refuses_an_unknown_one() {
         line(1).contains("PG3 headroom 25KiB") && !line(1).contains("emulated"),
         "{out}"
     );
+}
+
+const CONNECTION: [&str; 6] = ["--socket", "--switch", "--all", "--tcp", "--token-file", "Connection"];
+
+/// `check`, `headroom` and `switches` talk to no switch they are told of: their help lists no
+/// connection options. The commands that do list them, `set`'s knobs included.
+#[test]
+fn only_commands_that_talk_to_a_switch_list_connection_options() {
+    for cmd in [&["check"][..], &["headroom"], &["switches"]] {
+        let (ok, out, err) = rocectl(&[cmd, &["--help"]].concat());
+        assert!(ok, "{cmd:?}: {err}");
+        for opt in CONNECTION {
+            assert!(!out.contains(opt), "{cmd:?} --help lists {opt}:\n{out}");
+        }
+    }
+    for cmd in [
+        &["show"][..],
+        &["clear"],
+        &["apply"],
+        &["patch"],
+        &["watch"],
+        &["daemon"],
+        &["set", "ecn"],
+        &["set", "dscp"],
+    ] {
+        let (ok, out, err) = rocectl(&[cmd, &["--help"]].concat());
+        assert!(ok, "{cmd:?}: {err}");
+        for opt in CONNECTION {
+            assert!(out.contains(opt), "{cmd:?} --help lacks {opt}:\n{out}");
+        }
+    }
+}
+
+/// A Unix socket that answers every request line with an error naming its op: shows that
+/// rocectl reached the socket it was given.
+fn fake_switch(path: &std::path::Path) -> std::thread::JoinHandle<()> {
+    use std::io::{BufRead, BufReader, Write};
+    let listener = std::os::unix::net::UnixListener::bind(path).unwrap();
+    std::thread::spawn(move || {
+        let (stream, _) = listener.accept().unwrap();
+        let mut out = stream.try_clone().unwrap();
+        for line in BufReader::new(stream).lines() {
+            let Ok(line) = line else { break };
+            let req: serde_json::Value = serde_json::from_str(&line).unwrap();
+            let answer = serde_json::json!({"v": 1, "id": req["id"], "ok": false,
+                "error": format!("fake switch got {}", req["op"])});
+            if writeln!(out, "{answer}").is_err() {
+                break;
+            }
+        }
+    })
+}
+
+/// Connection options after the command reach the socket they name, as they do before it
+/// (the order rocectl always took); a missing socket is named in the error.
+#[test]
+fn connection_options_before_or_after_the_command() {
+    let dir = tempfile::tempdir().unwrap();
+    let sock = dir.path().join("s.sock");
+    let p = sock.to_str().unwrap();
+    for args in [
+        &["show", "counters", "--socket", p][..],
+        &["--socket", p, "show", "counters"],
+        &["set", "ecn", "--queue", "3", "--kmax", "10KB", "--socket", p],
+        &["--socket", p, "set", "ecn", "--queue", "3", "--kmax", "10KB"],
+    ] {
+        let server = fake_switch(&sock);
+        let (code, _, err) = rocectl_env(args, None);
+        assert_eq!(code, Some(1), "{args:?}: {err}");
+        assert!(err.contains("fake switch got"), "{args:?}: {err}");
+        server.join().unwrap();
+        std::fs::remove_file(&sock).unwrap();
+    }
+    let missing = dir.path().join("missing.sock");
+    let m = missing.to_str().unwrap();
+    for args in [&["show", "pfc", "--socket", m][..], &["--socket", m, "show", "pfc"]] {
+        // ROCECTL_SWITCH is only the default: an explicit socket is no conflict with it.
+        for env in [None, Some("leaf1")] {
+            let (code, _, err) = rocectl_env(args, env);
+            assert_eq!(code, Some(1), "{args:?}: {err}");
+            assert!(
+                err.contains("is `rocesw run` running?") && err.contains(m),
+                "{args:?}: {err}"
+            );
+        }
+    }
+}
+
+/// Given both before and after the command, they are refused (exit 2) rather than one
+/// silently winning; an offline command given them before it refuses them (after it, clap
+/// does), so nobody believes `rocectl --switch leaf1 check FILE` asked leaf1.
+#[test]
+fn connection_options_in_two_places_or_for_an_offline_command_are_refused() {
+    let (code, _, err) = rocectl_env(&["--socket", "/tmp/a.sock", "show", "counters", "-s", "b"], None);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("give them in one place"), "{err}");
+    let file = config("default.toml");
+    let (code, _, err) = rocectl_env(&["--switch", "leaf1", "check", &file], None);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("`check` works offline") && err.contains("remove --switch"),
+        "{err}"
+    );
+    let (code, _, err) = rocectl_env(&["check", &file, "--switch", "leaf1"], None);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("unexpected argument '--switch'"), "{err}");
+    // The environment's default switch is not an option given: offline commands run.
+    let (code, out, err) = rocectl_env(&["check", &file], Some("leaf1"));
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.contains("valid"), "{out}");
+}
+
+/// `set ecn` without a target says that either --profile or --queue will do.
+#[test]
+fn set_ecn_without_a_target_names_profile_and_queue() {
+    let (code, _, err) = rocectl_env(&["set", "ecn", "--kmax", "10KB"], None);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("--profile") && err.contains("--queue"), "{err}");
 }

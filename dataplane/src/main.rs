@@ -56,11 +56,12 @@ enum Command {
         #[arg(long, short)]
         quiet: bool,
     },
-    /// Run the switch in real time on interfaces (AF_PACKET on veth/tap) or capture files until
-    /// SIGINT/SIGTERM.
+    /// Run the switch in real time on interfaces (AF_PACKET on veth/tap), capture files or DPDK
+    /// devices until SIGINT/SIGTERM.
     ///
-    /// Every port in the config needs an `interface` or a `pcap = { input, output }` table
-    /// (capture files need no root with `--control PATH` or `--no-control`). Poll-mode workers as `[run]` says; the
+    /// Every port in the config needs an `interface`, a `pcap = { input, output }` table or a
+    /// `dpdk = "<device>"` (a rocesw built with `--features dpdk`); see configs/README.md.
+    /// Capture files need no root with `--control PATH` or `--no-control`. Poll-mode workers as `[run]` says; the
     /// egress scheduler enforces each port's configured speed, so a veth behaves like a 25G
     /// (or 1G...) link and queues, ECN and PFC happen for real. On stop it drains the queues
     /// (bounded by run.drain_timeout) and prints the final counters.
@@ -314,5 +315,17 @@ mod tests {
     fn every_option_has_help() {
         let missing = controlplane::help::undocumented_args(&Cli::command());
         assert!(missing.is_empty(), "options without help: {missing:?}");
+    }
+
+    /// `run --help` names every kind of port `run` accepts (issue 10 once found it naming
+    /// only interfaces).
+    #[test]
+    fn run_help_names_every_port_kind() {
+        let cli = Cli::command();
+        let run = cli.find_subcommand("run").unwrap();
+        let help = run.get_long_about().unwrap().to_string();
+        for kind in ["`interface`", "`pcap = { input, output }`", "`dpdk = \"<device>\"`"] {
+            assert!(help.contains(kind), "{kind} missing from:\n{help}");
+        }
     }
 }

@@ -475,6 +475,30 @@ fn rocectl_against(socket: &Path) {
     assert!(ok, "{err}");
     assert!(out.contains("ecn.roce.kmax") && out.contains("pg.3.alpha"), "{out}");
 
+    // The connection options after the command (as its --help shows them), `set`'s knobs too;
+    // given both before and after, refused before anything is sent.
+    let after = |args: &[&str]| {
+        let out = std::process::Command::new(&bin)
+            .args(args)
+            .arg("--socket")
+            .arg(socket)
+            .output()
+            .unwrap();
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (ok, out, err) = after(&["show", "counters"]);
+    assert!(ok, "{err}");
+    assert_eq!(out.lines().count(), 5 + 2 + 4, "{out}");
+    let (ok, out, err) = after(&["set", "ecn", "--profile", "roce", "--kmax", "260KB"]);
+    assert!(ok, "{err}");
+    assert!(out.contains("changed: ecn.roce.kmax"), "{out}");
+    let (ok, _, err) = run(&["show", "counters", "--socket", socket.to_str().unwrap()]);
+    assert!(!ok && err.contains("give them in one place"), "{err}");
+
     // `watch` refreshes until interrupted: two updates, then stop it.
     let mut child = std::process::Command::new(&bin)
         .arg("--socket")

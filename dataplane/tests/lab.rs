@@ -285,10 +285,13 @@ fn up_twice_fails_clearly_and_leaves_the_first_lab_alone() {
     let lab = g.up(2);
     let e = lab::up(&g.spec(2), &base_config(), g.dir.path()).unwrap_err();
     let msg = format!("{e:#}");
-    assert!(
-        msg.contains("already exists") && msg.contains("lab down --name"),
-        "{msg}"
+    // The hint is a command line that works as given: this lab's name and state dir.
+    let hint = format!(
+        "`rocesw lab down --name {} --state-dir {}`",
+        g.name,
+        g.dir.path().display()
     );
+    assert!(msg.contains("already exists") && msg.contains(&hint), "{msg}");
 
     // Same name, another state dir: the namespaces and veths are there but not recorded in this
     // state dir, so up refuses without touching them.
@@ -311,6 +314,12 @@ fn up_twice_fails_clearly_and_leaves_the_first_lab_alone() {
         check_host(h, &lab.hosts);
     }
     assert_eq!(lab::load(&g.name, g.dir.path()).unwrap(), lab);
+
+    // The hint, run as printed, takes the lab down.
+    let args: Vec<&str> = hint.trim_matches('`').split(' ').skip(1).collect();
+    let out = Command::new(env!("CARGO_BIN_EXE_rocesw")).args(&args).output().unwrap();
+    assert!(out.status.success(), "{hint}: {}", String::from_utf8_lossy(&out.stderr));
+    assert_no_trace(&g.name);
 }
 
 #[test]

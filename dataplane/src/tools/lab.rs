@@ -315,6 +315,16 @@ pub fn lab_config(spec: &LabSpec, base_text: &str, base_name: &str) -> Result<St
     Ok(text)
 }
 
+/// `rocesw lab VERB` for the lab `name` in `state_dir`, as a user would type it in a hint:
+/// `--name` always, `--state-dir` unless it is the default.
+pub fn lab_command(verb: &str, name: &str, state_dir: &Path) -> String {
+    let mut cmd = format!("rocesw lab {verb} --name {name}");
+    if state_dir != Path::new(DEFAULT_STATE_DIR) {
+        cmd += &format!(" --state-dir {}", state_dir.display());
+    }
+    cmd
+}
+
 /// Creates the lab: namespaces, veths, addresses, neighbours, and its switch config.
 ///
 /// Refuses if a lab of that name already has a state file in `state_dir`, or if any namespace
@@ -338,8 +348,9 @@ pub fn up(spec: &LabSpec, base_config: &Path, state_dir: &Path) -> Result<Lab> {
     match fs::OpenOptions::new().write(true).create_new(true).open(&state_path) {
         Ok(_) => {}
         Err(e) if e.kind() == ErrorKind::AlreadyExists => bail!(
-            "lab {name} already exists (state file {}); run `rocesw lab down --name {name}` first",
-            state_path.display()
+            "lab {name} already exists (state file {}); run `{}` first",
+            state_path.display(),
+            lab_command("down", name, state_dir)
         ),
         Err(e) => return Err(e).with_context(|| format!("{}: cannot create", state_path.display())),
     }
@@ -376,7 +387,10 @@ pub fn up(spec: &LabSpec, base_config: &Path, state_dir: &Path) -> Result<Lab> {
         Err(e) => {
             let mut report = teardown(&state);
             remove_file(&state_path, &mut report);
-            Err(e.context(format!("rocesw lab up {name} failed and was rolled back ({report})")))
+            Err(e.context(format!(
+                "`{}` failed and was rolled back ({report})",
+                lab_command("up", name, state_dir)
+            )))
         }
     }
 }
@@ -411,13 +425,15 @@ pub fn load(name: &str, state_dir: &Path) -> Result<Lab> {
     let state_path = state_path(name, state_dir);
     let state = read_state(&state_path)?.ok_or_else(|| {
         anyhow!(
-            "no lab {name} (no state file {}); `rocesw lab up` creates one",
-            state_path.display()
+            "no lab {name} (no state file {}); `{}` creates one",
+            state_path.display(),
+            lab_command("up", name, state_dir)
         )
     })?;
     if !state.complete {
         bail!(
-            "lab {name} is incomplete (its `up` was interrupted or is still running); `rocesw lab down --name {name}` removes it"
+            "lab {name} is incomplete (its `up` was interrupted or is still running); `{}` removes it",
+            lab_command("down", name, state_dir)
         );
     }
     let config_path = state.config_path.unwrap_or_else(|| config_path(name, state_dir));
@@ -721,6 +737,26 @@ mod mac_serde {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Hints name the lab and, unless it is the default, the state dir: `rocesw lab down`
+    /// with them finds the lab (issue 10: a hint once read `rocesw lab down lab`).
+    #[test]
+    fn hints_are_command_lines() {
+        let default = Path::new(DEFAULT_STATE_DIR);
+        assert_eq!(lab_command("down", "lab", default), "rocesw lab down --name lab");
+        assert_eq!(
+            lab_command("up", "x1", Path::new("/tmp/labs")),
+            "rocesw lab up --name x1 --state-dir /tmp/labs"
+        );
+        // Showing a lab that is not there needs no root.
+        let dir = tempfile::tempdir().unwrap();
+        let e = format!("{:#}", load("x1", dir.path()).unwrap_err());
+        let hint = format!(
+            "`rocesw lab up --name x1 --state-dir {}` creates one",
+            dir.path().display()
+        );
+        assert!(e.contains(&hint), "{e}");
+    }
 
     #[test]
     fn names() {

@@ -1,45 +1,125 @@
 //! What `rocectl` accepts: the clap definitions, and the unit parsers its flags use.
 
-use clap::{Parser, Subcommand, ValueEnum};
-use controlplane::{protocol, units};
+use clap::{ArgMatches, Args, FromArgMatches, Parser, Subcommand, ValueEnum};
+use controlplane::units;
 use std::path::PathBuf;
 
 #[derive(Parser)]
-#[command(name = "rocectl", version, about = "Configure and inspect rocesw switches")]
+#[command(
+    name = "rocectl",
+    version,
+    about = "Configure and inspect rocesw switches",
+    after_help = "Connection options (--socket, --switch, --all, --tcp, --token-file) belong to the commands \
+                  that talk to a switch (show, clear, apply, set, patch, watch, daemon): after the \
+                  command (`rocectl show pfc --switch leaf1`) or, as before, ahead of it (`rocectl \
+                  --switch leaf1 show pfc`), in one place. `check`, `headroom` and `switches` take none."
+)]
 pub struct Cli {
-    /// The running switch's control socket (`rocesw run --control`).
-    #[arg(long, global = true, value_name = "PATH", default_value = protocol::DEFAULT_SOCKET, help_heading = "Connection (commands that talk to a switch)")]
-    pub socket: PathBuf,
+    // Connection options given before the command (`rocectl --socket PATH show counters`).
+    #[command(flatten)]
+    pub connection: ConnectionArgs,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Which switch a command talks to: flattened into every command that contacts one (and into
+/// each `set` knob), so the offline commands do not list them. `Cli` takes them too, so the
+/// order rocectl always accepted (`rocectl --socket PATH show counters`) keeps working;
+/// `target::connection` merges the two places.
+#[derive(Args, Clone, Debug, Default, PartialEq)]
+#[command(next_help_heading = "Connection")]
+pub struct ConnectionArgs {
+    /// The running switch's control socket (`rocesw run --control`); default
+    /// /run/rocesw/rocesw.sock.
+    #[arg(long, value_name = "PATH")]
+    pub socket: Option<PathBuf>,
     /// Address switches by name (`rocesw run --name NAME` listens on /run/rocesw/NAME.sock):
-    /// repeat or separate with commas. `show`, `apply` and `set` then act on each in turn.
+    /// repeat or separate with commas; `show`, `clear`, `apply`, `set` and `patch` act on each
+    /// in turn. With no connection option given, ROCECTL_SWITCH (if set) names them.
     #[arg(
         long = "switch",
         short = 's',
-        global = true,
-        help_heading = "Connection (commands that talk to a switch)",
         value_name = "NAME",
         value_delimiter = ',',
-        env = "ROCECTL_SWITCH",
         conflicts_with = "socket"
     )]
     pub switches: Vec<String>,
     /// Every switch with a socket in /run/rocesw (see `rocectl switches`).
-    #[arg(long, global = true, conflicts_with_all = ["socket", "switches"], help_heading = "Connection (commands that talk to a switch)")]
+    #[arg(long, conflicts_with_all = ["socket", "switches"])]
     pub all: bool,
     /// Talk to a switch over TCP instead (`rocesw run --control-tcp`): its loopback address.
-    #[arg(long, global = true, value_name = "ADDR", requires = "token_file", conflicts_with_all = ["socket", "switches", "all"], help_heading = "Connection (commands that talk to a switch)")]
+    #[arg(long, value_name = "ADDR", requires = "token_file", conflicts_with_all = ["socket", "switches", "all"])]
     pub tcp: Option<String>,
     /// The token file for --tcp (private to its owner, as the switch's).
-    #[arg(
-        long,
-        global = true,
-        value_name = "FILE",
-        requires = "tcp",
-        help_heading = "Connection (commands that talk to a switch)"
-    )]
+    #[arg(long, value_name = "FILE", requires = "tcp")]
     pub token_file: Option<PathBuf>,
-    #[command(subcommand)]
-    pub command: Command,
+}
+
+impl ConnectionArgs {
+    /// The options given, as the user spelt them (for messages).
+    pub fn given(&self) -> Vec<&'static str> {
+        let mut out = Vec::new();
+        if self.socket.is_some() {
+            out.push("--socket");
+        }
+        if !self.switches.is_empty() {
+            out.push("--switch");
+        }
+        if self.all {
+            out.push("--all");
+        }
+        if self.tcp.is_some() {
+            out.push("--tcp");
+        }
+        if self.token_file.is_some() {
+            out.push("--token-file");
+        }
+        out
+    }
+}
+
+/// `rocectl set KNOB …`: the knob (the library's `set::Set`, shared with its tests) and the
+/// connection options given after it. Written by hand because the options are added to each
+/// knob's subcommand (`rocectl set ecn --kmax 10KB --switch leaf1`), which the library's enum
+/// does not know about.
+#[derive(Clone, Debug)]
+pub struct SetCommand {
+    pub knob: controlplane::set::Set,
+    pub connection: ConnectionArgs,
+}
+
+impl FromArgMatches for SetCommand {
+    fn from_arg_matches(m: &ArgMatches) -> Result<Self, clap::Error> {
+        Self::from_arg_matches_mut(&mut m.clone())
+    }
+
+    fn from_arg_matches_mut(m: &mut ArgMatches) -> Result<Self, clap::Error> {
+        let connection = match m.subcommand() {
+            Some((_, knob)) => ConnectionArgs::from_arg_matches(knob)?,
+            None => ConnectionArgs::default(),
+        };
+        let knob = controlplane::set::Set::from_arg_matches_mut(m)?;
+        Ok(Self { knob, connection })
+    }
+
+    fn update_from_arg_matches(&mut self, m: &ArgMatches) -> Result<(), clap::Error> {
+        *self = Self::from_arg_matches(m)?;
+        Ok(())
+    }
+}
+
+impl Subcommand for SetCommand {
+    fn augment_subcommands(cmd: clap::Command) -> clap::Command {
+        controlplane::set::Set::augment_subcommands(cmd).mut_subcommands(ConnectionArgs::augment_args)
+    }
+
+    fn augment_subcommands_for_update(cmd: clap::Command) -> clap::Command {
+        controlplane::set::Set::augment_subcommands_for_update(cmd).mut_subcommands(ConnectionArgs::augment_args)
+    }
+
+    fn has_subcommand(name: &str) -> bool {
+        controlplane::set::Set::has_subcommand(name)
+    }
 }
 
 #[derive(Subcommand)]
@@ -73,7 +153,7 @@ pub enum Command {
     },
     /// Show a running switch's counters, queues, PGs, PFC, buffer, watermarks, MAC table or config.
     #[command(
-        after_help = "Examples:\n  rocectl show pfc\n  rocectl show watermarks --persistent\n  rocectl --switch leaf1 show config > leaf1.toml"
+        after_help = "Examples:\n  rocectl show pfc\n  rocectl show watermarks --persistent\n  rocectl show config --switch leaf1 > leaf1.toml"
     )]
     Show {
         /// What to show.
@@ -84,6 +164,8 @@ pub enum Command {
         /// With `watermarks`: the persistent watermarks instead of the user ones.
         #[arg(long)]
         persistent: bool,
+        #[command(flatten)]
+        connection: ConnectionArgs,
     },
     /// Clear watermarks: the user ones (what `show watermarks` shows), or with `--persistent`
     /// the persistent ones; the other kind is untouched. Peaks restart from the current use.
@@ -93,22 +175,28 @@ pub enum Command {
         /// The persistent watermarks instead of the user ones.
         #[arg(long)]
         persistent: bool,
+        #[command(flatten)]
+        connection: ConnectionArgs,
     },
     /// Replace the running switch's config with FILE (validated whole; all or nothing).
     Apply {
         /// The whole config (TOML).
         file: PathBuf,
+        #[command(flatten)]
+        connection: ConnectionArgs,
     },
     /// Change one live knob of the running switch (ECN, alpha, PG, queue, policer, PFC,
     /// watchdog, DSCP), globally or with --port on one port; applied whole, all or nothing.
     #[command(subcommand)]
-    Set(controlplane::set::Set),
+    Set(SetCommand),
     /// Merge a TOML fragment into the running config (FILE, or - for stdin): anything `set`
     /// has no subcommand for, e.g. classification rules. Tables merge key by key; arrays replace.
     #[command(after_help = "Example:\n  printf '[fdb]\\naging = \"60s\"\\n' | rocectl patch -")]
     Patch {
         /// The TOML fragment, or - for standard input.
         file: PathBuf,
+        #[command(flatten)]
+        connection: ConnectionArgs,
     },
     /// The switches listening in /run/rocesw: name, version, uptime (or why one does not answer).
     Switches,
@@ -116,7 +204,7 @@ pub enum Command {
     /// file, and whenever the switch restarts; refuse bad edits with the reason (the running
     /// config stays). Serves Prometheus metrics of every counter on a loopback address.
     #[command(
-        after_help = "Examples:\n  rocectl daemon --config /etc/rocesw/switch.toml\n  rocectl --socket /run/rocesw/leaf1.sock daemon --config leaf1.toml --metrics 127.0.0.1:9465\n  curl -s localhost:9464/metrics | grep rocesw_queue_ecn_marked"
+        after_help = "Examples:\n  rocectl daemon --config /etc/rocesw/switch.toml\n  rocectl daemon --config leaf1.toml --socket /run/rocesw/leaf1.sock --metrics 127.0.0.1:9465\n  curl -s localhost:9464/metrics | grep rocesw_queue_ecn_marked"
     )]
     Daemon {
         /// The desired config (TOML); it must be valid for the daemon to start.
@@ -134,6 +222,8 @@ pub enum Command {
         /// The `switch` label of the metrics (default: the socket's file name).
         #[arg(long)]
         name: Option<String>,
+        #[command(flatten)]
+        connection: ConnectionArgs,
     },
     /// Live view until interrupted: per port rates, ECN marks, PFC sent and received, drops,
     /// time paused and buffer use; per busy queue its rate, marks, drops and depth.
@@ -141,7 +231,42 @@ pub enum Command {
         /// How often the view refreshes, in milliseconds.
         #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(100..))]
         interval_ms: u64,
+        #[command(flatten)]
+        connection: ConnectionArgs,
     },
+}
+
+impl Command {
+    /// The command's name, as typed.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Command::Check { .. } => "check",
+            Command::Headroom { .. } => "headroom",
+            Command::Show { .. } => "show",
+            Command::Clear { .. } => "clear",
+            Command::Apply { .. } => "apply",
+            Command::Set(_) => "set",
+            Command::Patch { .. } => "patch",
+            Command::Switches => "switches",
+            Command::Daemon { .. } => "daemon",
+            Command::Watch { .. } => "watch",
+        }
+    }
+
+    /// The connection options given after the command; `None` for the commands that talk to
+    /// no switch named by them (`check`, `headroom`, `switches`).
+    pub fn connection(&self) -> Option<&ConnectionArgs> {
+        match self {
+            Command::Check { .. } | Command::Headroom { .. } | Command::Switches => None,
+            Command::Show { connection, .. }
+            | Command::Clear { connection, .. }
+            | Command::Apply { connection, .. }
+            | Command::Patch { connection, .. }
+            | Command::Daemon { connection, .. }
+            | Command::Watch { connection, .. } => Some(connection),
+            Command::Set(set) => Some(&set.connection),
+        }
+    }
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -205,5 +330,156 @@ mod tests {
         let msg = err.to_string();
         assert!(msg.contains("--profile") && msg.contains("--queue"), "{msg}");
         assert!(Cli::try_parse_from(["rocectl", "set", "ecn", "--queue", "3", "--kmax", "10KB"]).is_ok());
+    }
+
+    const CONNECTION: [&str; 5] = ["socket", "switches", "all", "tcp", "token_file"];
+
+    fn connection_ids(cmd: &clap::Command) -> Vec<&str> {
+        cmd.get_arguments()
+            .map(|a| a.get_id().as_str())
+            .filter(|id| CONNECTION.contains(id))
+            .collect()
+    }
+
+    /// The commands that talk to no switch they are told of do not list the connection
+    /// options; every other command, and every `set` knob, takes all of them.
+    #[test]
+    fn only_the_commands_that_talk_to_a_switch_take_connection_options() {
+        let cli = Cli::command();
+        assert_eq!(connection_ids(&cli), CONNECTION, "before the command");
+        for sub in cli.get_subcommands() {
+            let name = sub.get_name();
+            let ids = connection_ids(sub);
+            match name {
+                "check" | "headroom" | "switches" => assert!(ids.is_empty(), "{name}: {ids:?}"),
+                "set" => {
+                    assert!(ids.is_empty(), "set itself: {ids:?} (the knobs take them)");
+                    assert!(sub.get_subcommands().count() >= 8);
+                    for knob in sub.get_subcommands() {
+                        assert_eq!(connection_ids(knob), CONNECTION, "set {}", knob.get_name());
+                    }
+                }
+                _ => assert_eq!(ids, CONNECTION, "{name}"),
+            }
+        }
+    }
+
+    /// The --socket help names the default the code uses.
+    #[test]
+    fn the_socket_help_names_the_default() {
+        let cli = Cli::command();
+        let socket = cli.get_arguments().find(|a| a.get_id() == "socket").unwrap();
+        let help = socket.get_help().unwrap().to_string();
+        assert!(help.contains(controlplane::protocol::DEFAULT_SOCKET), "{help}");
+    }
+
+    fn resolve(args: &[&str], env: Option<&str>) -> Result<Option<super::ConnectionArgs>, String> {
+        use clap::Parser;
+        let cli = Cli::try_parse_from(std::iter::once("rocectl").chain(args.iter().copied())).unwrap();
+        crate::target::connection(&cli.connection, &cli.command, env)
+    }
+
+    fn socket(args: &[&str], env: Option<&str>) -> Option<std::path::PathBuf> {
+        resolve(args, env).unwrap().unwrap().socket
+    }
+
+    /// Connection options after the command, or before it as rocectl always took them.
+    #[test]
+    fn connection_options_before_or_after_the_command() {
+        let p = Some(std::path::PathBuf::from("/tmp/s.sock"));
+        assert_eq!(socket(&["show", "counters", "--socket", "/tmp/s.sock"], None), p);
+        assert_eq!(socket(&["--socket", "/tmp/s.sock", "show", "counters"], None), p);
+        assert_eq!(
+            socket(
+                &[
+                    "set",
+                    "ecn",
+                    "--queue",
+                    "3",
+                    "--kmax",
+                    "10KB",
+                    "--socket",
+                    "/tmp/s.sock"
+                ],
+                None
+            ),
+            p
+        );
+        assert_eq!(
+            socket(&["--socket", "/tmp/s.sock", "set", "alpha", "--pg", "3", "1/4"], None),
+            p
+        );
+        assert_eq!(
+            socket(&["daemon", "--config", "x.toml", "--socket", "/tmp/s.sock"], None),
+            p
+        );
+        let after = resolve(&["watch", "-s", "a,b"], None).unwrap().unwrap();
+        assert_eq!(after.switches, ["a", "b"]);
+        let tcp = resolve(
+            &["clear", "watermarks", "--tcp", "127.0.0.1:7700", "--token-file", "t"],
+            None,
+        )
+        .unwrap()
+        .unwrap();
+        assert_eq!(tcp.tcp.as_deref(), Some("127.0.0.1:7700"));
+    }
+
+    /// Given in both places, they are refused (neither silently wins), naming both.
+    #[test]
+    fn connection_options_in_two_places_are_refused() {
+        let e = resolve(&["--socket", "/tmp/a", "show", "counters", "--switch", "b"], None).unwrap_err();
+        assert!(
+            e.contains("before `show` (--socket)") && e.contains("after it (--switch)"),
+            "{e}"
+        );
+        let e = resolve(&["-s", "a", "set", "pfc", "--pause-quanta", "1", "-s", "a"], None).unwrap_err();
+        assert!(e.contains("one place"), "{e}");
+    }
+
+    /// ROCECTL_SWITCH names the switches only when no connection option is given: an explicit
+    /// --socket (before or after the command) or --all is not a conflict with it.
+    #[test]
+    fn rocectl_switch_is_the_default_only() {
+        let env = Some("leaf1,leaf2");
+        let conn = resolve(&["show", "pfc"], env).unwrap().unwrap();
+        assert_eq!(conn.switches, ["leaf1", "leaf2"]);
+        assert_eq!(conn.socket, None);
+        let p = Some(std::path::PathBuf::from("/tmp/s.sock"));
+        assert_eq!(socket(&["show", "pfc", "--socket", "/tmp/s.sock"], env), p);
+        assert_eq!(socket(&["--socket", "/tmp/s.sock", "show", "pfc"], env), p);
+        let all = resolve(&["show", "pfc", "--all"], env).unwrap().unwrap();
+        assert!(all.all && all.switches.is_empty());
+        assert_eq!(
+            resolve(&["show", "pfc"], Some("")).unwrap().unwrap(),
+            Default::default()
+        );
+        // An offline command ignores the environment.
+        assert_eq!(resolve(&["check", "x.toml"], env), Ok(None));
+    }
+
+    /// The offline commands refuse connection options given before them (after them, clap
+    /// refuses them as unknown), naming what to remove.
+    #[test]
+    fn offline_commands_refuse_connection_options() {
+        use clap::Parser;
+        let e = resolve(&["--socket", "/tmp/s", "check", "x.toml"], None).unwrap_err();
+        assert!(
+            e.contains("`check` works offline") && e.contains("remove --socket"),
+            "{e}"
+        );
+        let e = resolve(&["--all", "headroom", "--speed", "25G", "--cable", "1m"], None).unwrap_err();
+        assert!(e.contains("`headroom`") && e.contains("remove --all"), "{e}");
+        let e = resolve(&["-s", "a", "switches"], None).unwrap_err();
+        assert!(e.contains("`switches`") && e.contains("remove --switch"), "{e}");
+        for args in [
+            &["check", "x.toml", "--socket", "/tmp/s"][..],
+            &["headroom", "--speed", "25G", "--cable", "1m", "--switch", "a"],
+            &["switches", "--all"],
+        ] {
+            let e = Cli::try_parse_from(std::iter::once("rocectl").chain(args.iter().copied()))
+                .err()
+                .unwrap_or_else(|| panic!("{args:?} accepted"));
+            assert_eq!(e.kind(), clap::error::ErrorKind::UnknownArgument, "{args:?}: {e}");
+        }
     }
 }

@@ -18,27 +18,24 @@ use clap::Parser;
 use cli::{ClearWhat, Cli, Command};
 use commands::{change, kind, set_knob, show, watch};
 use controlplane::headroom;
-use controlplane::protocol::Op;
+use controlplane::protocol::{Endpoint, Op};
 use std::process::ExitCode;
 use target::{connect, each, err, live, switches, targets};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let targets = match targets(&cli) {
-        Ok(t) => t,
+    let env = std::env::var("ROCECTL_SWITCH").ok();
+    let targets = match target::connection(&cli.connection, &cli.command, env.as_deref())
+        .and_then(|c| c.as_ref().map(targets).transpose())
+    {
+        Ok(t) => t.unwrap_or_default(),
         Err(e) => {
             eprintln!("rocectl: {e}");
             return ExitCode::from(2);
         }
     };
-    let socket = targets[0].1.clone();
     // Commands that talk to one switch at a time.
-    let single = |what: &str| -> Result<(), String> {
-        if targets.len() > 1 {
-            return Err(format!("{what} works on one switch at a time (got {})", targets.len()));
-        }
-        Ok(())
-    };
+    let single = |what: &str| single(&targets, what);
     match cli.command {
         Command::Check { file, verbose } => commands::check(&file, verbose),
         Command::Headroom {
@@ -54,17 +51,20 @@ fn main() -> ExitCode {
             println!("{}", headroom::headroom(speed, cable, mtu, cell as u32));
             ExitCode::SUCCESS
         }
-        Command::Show { what, json, persistent } => each(&targets, |s| show(s, what, json, kind(persistent))),
+        Command::Show {
+            what, json, persistent, ..
+        } => each(&targets, |s| show(s, what, json, kind(persistent))),
         Command::Clear {
             what: ClearWhat::Watermarks,
             persistent,
+            ..
         } => each(&targets, |s| {
             let mut c = connect(s)?;
             c.call(Op::ClearWatermarks { kind: kind(persistent) }).map_err(err)?;
             println!("cleared the {} watermarks", kind(persistent));
             Ok(())
         }),
-        Command::Apply { file } => match std::fs::read_to_string(&file) {
+        Command::Apply { file, .. } => match std::fs::read_to_string(&file) {
             Ok(text) => each(&targets, |s| {
                 change(
                     s,
@@ -76,8 +76,8 @@ fn main() -> ExitCode {
             }),
             Err(e) => live(|| Err(format!("{}: cannot read: {e}", file.display()))),
         },
-        Command::Set(set) => each(&targets, |s| set_knob(s, &set)),
-        Command::Patch { file } => {
+        Command::Set(set) => each(&targets, |s| set_knob(s, &set.knob)),
+        Command::Patch { file, .. } => {
             let text = if file.as_os_str() == "-" {
                 let mut t = String::new();
                 std::io::Read::read_to_string(&mut std::io::stdin(), &mut t).map(|_| t)
@@ -97,10 +97,7 @@ fn main() -> ExitCode {
                 Err(e) => live(|| Err(format!("{}: cannot read: {e}", file.display()))),
             }
         }
-        Command::Watch { interval_ms } => live(|| {
-            single("watch")?;
-            watch(&socket, interval_ms)
-        }),
+        Command::Watch { interval_ms, .. } => live(|| watch(single("watch")?, interval_ms)),
         Command::Switches => live(switches),
         Command::Daemon {
             config,
@@ -108,9 +105,18 @@ fn main() -> ExitCode {
             no_metrics,
             poll_ms,
             name,
+            ..
         } => live(|| {
-            single("daemon")?;
-            commands::daemon(&socket, config, (!no_metrics).then_some(metrics), poll_ms, name)
+            let socket = single("daemon")?;
+            commands::daemon(socket, config, (!no_metrics).then_some(metrics), poll_ms, name)
         }),
+    }
+}
+
+/// The one switch of a command that talks to one at a time.
+fn single<'a>(targets: &'a [(String, Endpoint)], what: &str) -> Result<&'a Endpoint, String> {
+    match targets {
+        [(_, one)] => Ok(one),
+        _ => Err(format!("{what} works on one switch at a time (got {})", targets.len())),
     }
 }

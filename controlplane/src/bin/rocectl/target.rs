@@ -1,16 +1,63 @@
-//! Which switches a command talks to (`--socket`, `--switch`, `--all`, `--tcp`), finding them
-//! (`rocectl switches`), and running a command against each with rocectl's error and exit
-//! conventions.
+//! Which switches a command talks to (`--socket`, `--switch`, `--all`, `--tcp`, given before or
+//! after the command), finding them (`rocectl switches`), and running a command against each
+//! with rocectl's error and exit conventions.
 
-use crate::cli::Cli;
+use crate::cli::{Command, ConnectionArgs};
 use controlplane::protocol::{self, Client, ClientError, Endpoint, Op};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
-/// The switches a command addresses, each with a label for multi-switch output.
-pub fn targets(cli: &Cli) -> Result<Vec<(String, Endpoint)>, String> {
-    if let (Some(addr), Some(file)) = (&cli.tcp, &cli.token_file) {
+/// The connection options `command` runs with. They may follow the command or, the order
+/// rocectl always took, precede it, but not both: a pair given in two places is refused rather
+/// than one silently winning. With none given, `ROCECTL_SWITCH` (`env`) names the switches,
+/// else the default socket. `None` for a command that talks to no switch it is told of
+/// (`check`, `headroom`, `switches`), which refuses connection options given before it (after
+/// it, clap already refuses them as unknown).
+pub fn connection(
+    before: &ConnectionArgs,
+    command: &Command,
+    env: Option<&str>,
+) -> Result<Option<ConnectionArgs>, String> {
+    let name = command.name();
+    let Some(after) = command.connection() else {
+        let given = before.given();
+        if given.is_empty() {
+            return Ok(None);
+        }
+        let why = match command {
+            Command::Switches => format!("lists every switch socket in {}", protocol::SOCKET_DIR),
+            _ => "works offline".to_string(),
+        };
+        return Err(format!(
+            "`{name}` {why} and talks to no switch you name: remove {}",
+            given.join(", ")
+        ));
+    };
+    let (b, a) = (before.given(), after.given());
+    match (b.is_empty(), a.is_empty()) {
+        (false, false) => Err(format!(
+            "connection options before `{name}` ({}) and after it ({}): give them in one place",
+            b.join(", "),
+            a.join(", ")
+        )),
+        (false, true) => Ok(Some(before.clone())),
+        (true, false) => Ok(Some(after.clone())),
+        (true, true) => Ok(Some(ConnectionArgs {
+            switches: env
+                .unwrap_or_default()
+                .split(',')
+                .filter(|n| !n.is_empty())
+                .map(String::from)
+                .collect(),
+            ..ConnectionArgs::default()
+        })),
+    }
+}
+
+/// The switches the connection options address, each with a label for multi-switch output.
+pub fn targets(conn: &ConnectionArgs) -> Result<Vec<(String, Endpoint)>, String> {
+    if let (Some(addr), Some(file)) = (&conn.tcp, &conn.token_file) {
         let token = protocol::read_token_file(file)?;
         return Ok(vec![(
             format!("tcp://{addr}"),
@@ -20,20 +67,21 @@ pub fn targets(cli: &Cli) -> Result<Vec<(String, Endpoint)>, String> {
             },
         )]);
     }
-    if cli.all {
+    if conn.all {
         let found = socket_files()?;
         if found.is_empty() {
             return Err(format!("--all: no switch sockets in {}", protocol::SOCKET_DIR));
         }
         return Ok(found.into_iter().map(|(n, p)| (n, Endpoint::Unix(p))).collect());
     }
-    if cli.switches.is_empty() {
-        return Ok(vec![(
-            cli.socket.display().to_string(),
-            Endpoint::Unix(cli.socket.clone()),
-        )]);
+    if conn.switches.is_empty() {
+        let socket = conn
+            .socket
+            .clone()
+            .unwrap_or_else(|| PathBuf::from(protocol::DEFAULT_SOCKET));
+        return Ok(vec![(socket.display().to_string(), Endpoint::Unix(socket))]);
     }
-    cli.switches
+    conn.switches
         .iter()
         .map(|n| {
             protocol::check_name(n)?;
