@@ -505,6 +505,7 @@ fn rocectl_against(socket: &Path) {
         .arg(socket)
         .args(["watch", "--interval-ms", "100"])
         .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
     let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
@@ -518,9 +519,26 @@ fn rocectl_against(socket: &Path) {
             rows += 1;
         }
     }
-    child.kill().unwrap();
-    child.wait().unwrap();
     assert!(rows >= 4, "{rows} port rows");
+    // A reader that goes away (`rocectl watch | head`) ends the watch with success, not a
+    // panic on the broken pipe.
+    drop(lines);
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "watch kept running with nobody reading"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let mut err = String::new();
+    if let Some(mut e) = child.stderr.take() {
+        std::io::Read::read_to_string(&mut e, &mut err).unwrap();
+    }
+    assert!(status.success(), "watch with its reader gone: {status:?} {err}");
 
     let missing = socket.with_file_name("nothing.sock");
     let out = std::process::Command::new(&bin)

@@ -183,7 +183,7 @@ pub fn set_knob(socket: &Endpoint, set: &controlplane::set::Set) -> Result<(), S
 }
 
 pub fn watch(socket: &Endpoint, interval_ms: u64) -> Result<(), String> {
-    use std::io::IsTerminal;
+    use std::io::{IsTerminal, Write};
     let mut c = connect(socket)?;
     c.set_timeout(Some(Duration::from_millis(interval_ms) + Duration::from_secs(10)))
         .map_err(err)?;
@@ -196,10 +196,14 @@ pub fn watch(socket: &Endpoint, interval_ms: u64) -> Result<(), String> {
         let now = Instant::now();
         let secs = prev.as_ref().map_or(0.0, |(t, _)| now.duration_since(*t).as_secs_f64());
         let table = render_rates(prev.as_ref().map(|(_, p)| p), &s, secs);
-        if tty {
-            print!("\x1b[H\x1b[2J{table}");
-        } else {
-            print!("{table}");
+        let clear = if tty { "\x1b[H\x1b[2J" } else { "" };
+        // A reader that went away (`rocectl watch | head`) ends the watch, quietly, as for any
+        // Unix tool; `print!` would panic on the broken pipe.
+        let mut out = std::io::stdout().lock();
+        match write!(out, "{clear}{table}").and_then(|()| out.flush()) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => return Ok(()),
+            Err(e) => return Err(format!("writing to standard output: {e}")),
         }
         prev = Some((now, s));
     }
