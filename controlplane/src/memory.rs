@@ -6,8 +6,10 @@
 //! grows with the buffer, not with ports × queues:
 //!
 //! * packet slots: one per frame the buffer can hold (every queued frame holds at least one
-//!   cell), each as large as the largest frame, like a DPDK mempool of max-size mbufs; plus one
-//!   burst per queue per port, so a port's transmit burst never finds the pool empty;
+//!   cell), each as large as the largest frame, like a DPDK mempool of max-size mbufs, with its
+//!   free-list entry and its record of a backend's buffer (zero copy); plus one burst of
+//!   slots per queue per port on top of the buffer's cells (the only part that grows with
+//!   ports);
 //! * descriptors: one per packet slot, with a 4-byte link (the egress queues are lists linked
 //!   through the slots, `dataplane::egress::queues`). A queue with a dynamic or no limit may
 //!   take the whole shared pool, but all the queues together hold at most one frame per slot,
@@ -26,6 +28,10 @@ use crate::units::format_size;
 pub const DESC_BYTES: u64 = 16;
 /// Bytes of the link from one queued descriptor to the next in its queue (a slot number).
 pub const LINK_BYTES: u64 = 4;
+/// Bytes each packet slot costs besides its frame: its place in the free list (a slot number)
+/// and its record of a port backend's buffer it may hold instead of a copy (zero copy: 32 B;
+/// `dataplane::buffers::pool` asserts both fit at compile time).
+pub const SLOT_BOOKKEEPING_BYTES: u64 = 4 + 32;
 /// Frames of one burst (the dataplane's `TX_BURST`): each port and queue gets one burst of
 /// slots on top of the buffer's cells.
 pub const BURST_FRAMES: u64 = 32;
@@ -42,7 +48,7 @@ pub struct Footprint {
     pub slots: u64,
     /// Bytes of one packet slot: the largest frame, rounded up to a cache line.
     pub slot_bytes: u64,
-    /// Packet slots and their free list.
+    /// Packet slots, their free list and their records of backends' buffers.
     pub packet_bytes: u64,
     /// The descriptor store all egress queues share: slots × (descriptor + link).
     pub desc_bytes: u64,
@@ -60,7 +66,7 @@ pub fn footprint(cfg: &Config) -> Footprint {
         .max()
         .unwrap_or(1518);
     let slot_bytes = max_frame.next_multiple_of(64);
-    let packet_bytes = slots.saturating_mul(slot_bytes + 4);
+    let packet_bytes = slots.saturating_mul(slot_bytes + SLOT_BOOKKEEPING_BYTES);
     let desc_bytes = slots.saturating_mul(DESC_BYTES + LINK_BYTES);
     Footprint {
         slots,

@@ -722,9 +722,9 @@ fn a_buffer_the_switch_cannot_allocate_is_refused() {
     has(
         &p,
         &[
-            "buffer.size (512MiB) in 64B cells over 2 ports needs 12480 MiB at start-up",
+            "buffer.size (512MiB) in 64B cells over 2 ports needs 12736 MiB at start-up",
             "limit of 4GiB",
-            "8389120 packet slots of 1536 B, one per frame the buffer can hold (12320 MiB)",
+            "8389120 packet slots of 1536 B, one per frame the buffer can hold (12576 MiB)",
             "their descriptors (160 MiB)",
         ],
     );
