@@ -716,16 +716,16 @@ fn a_buffer_the_switch_cannot_allocate_is_refused() {
         &p,
         &["buffer.size (64GiB)", "above the largest buffer the switch takes, 1GiB"],
     );
-    // 512 MiB in 64 B cells is under 1 GiB but needs 8 Mi packet slots of 1536 B and 16 rings
-    // of as many descriptors: 14 GiB.
+    // 512 MiB in 64 B cells is under 1 GiB but needs 8 Mi packet slots of 1536 B (and as
+    // many descriptors): 12 GiB.
     let p = problems(&with("[buffer]\nsize = \"512MiB\"\ncell = \"64B\""));
     has(
         &p,
         &[
-            "buffer.size (512MiB) in 64B cells over 2 ports needs 14368 MiB at start-up",
+            "buffer.size (512MiB) in 64B cells over 2 ports needs 12736 MiB at start-up",
             "limit of 4GiB",
-            "8389120 packet slots of 1536 B",
-            "16 queues × 8389120 descriptors",
+            "8389120 packet slots of 1536 B, one per frame the buffer can hold (12576 MiB)",
+            "their descriptors (160 MiB)",
         ],
     );
     // What the switch allocates is what validation computed.

@@ -90,8 +90,9 @@ impl Switch {
     pub fn new(cfg: &Config, seed: u64) -> Self {
         let (pool, pg_accounts, queue_accounts) = mmu::build(cfg);
         // Every queued frame holds at least one cell, so the buffer bounds the frames held;
-        // headroom for one burst per queue per port on top. Validation refused configs whose
-        // allocation is too large from the same figures (controlplane::memory).
+        // headroom for one burst per queue per port on top. The egress queues' descriptors take
+        // one entry per packet slot. Validation refused configs whose allocation is too large
+        // from the same figures (controlplane::memory).
         let mem = controlplane::memory::footprint(cfg);
         debug_assert_eq!(
             mem.slots,
@@ -219,7 +220,9 @@ impl Switch {
     /// Every other port gets a copy; each copy is its own frame for the MMU (charged and
     /// released independently) and has its own buffer, since ECN marking rewrites in place:
     /// the received buffer (kept without a copy when its backend gives it) goes to the last
-    /// port, and each other port gets a copy in the arena.
+    /// port, and each other port gets a copy in the arena. One packet slot per queued frame is
+    /// also what the egress queues are built on (`egress::queues`: a slot's entry holds one
+    /// queued descriptor; debug builds check that no slot is queued twice).
     fn flood(
         &mut self,
         port: usize,

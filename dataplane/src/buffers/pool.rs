@@ -19,6 +19,13 @@ pub enum Taken<'a> {
     Foreign(ForeignFrame),
 }
 
+// The control plane's memory estimate counts a free-list entry and a foreign-buffer record per
+// slot at this size.
+const _: () = assert!(
+    (std::mem::size_of::<u32>() + std::mem::size_of::<Option<Foreign>>()) as u64
+        <= controlplane::memory::SLOT_BOOKKEEPING_BYTES
+);
+
 #[derive(Debug)]
 pub struct PacketPool {
     arena: Box<[u8]>,

@@ -1,5 +1,7 @@
-//! A fixed-capacity FIFO allocated once at start-up: egress queues and control-frame queues must
-//! never allocate on the packet path, and `VecDeque` would grow instead of refusing.
+//! A fixed-capacity FIFO allocated once at start-up, for the PFC frames a port waits to send
+//! (`EgressPort::pfc_out`): they must never allocate on the packet path, and `VecDeque` would
+//! grow instead of refusing. (Data frames queue in `egress::queues`, lists through the packet
+//! slots: a ring per queue would have to be as long as the whole buffer.)
 
 #[derive(Debug)]
 pub struct Ring<T: Copy + Default> {

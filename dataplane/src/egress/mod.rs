@@ -1,7 +1,9 @@
 //! The transmit side of the switch: admission to an egress queue, WRED-ECN, the scheduler at
 //! the port's line rate, pause reception and the PFC watchdog.
 //!
-//! [`Egress`] owns every egress port's state ([`port::EgressPort`]) and WRED's random stream.
+//! [`Egress`] owns every egress port's state ([`port::EgressPort`]), the descriptors of every
+//! queued frame ([`queues::DescStore`]: one per packet slot, shared by all queues) and WRED's
+//! random stream.
 //! It reaches the ingress side only with messages (calls today): admission asks the ingress
 //! PG first (`mmu::admit`), an XOFF asks the ingress port's own link to carry a PFC frame, and
 //! a frame that leaves (or is dropped after admission) releases its cells on the ingress side
@@ -9,6 +11,7 @@
 
 pub mod link;
 pub mod port;
+pub mod queues;
 pub mod rng;
 pub mod sched;
 pub mod token_bucket;
@@ -24,6 +27,7 @@ use crate::pfc::{PfcRequest, WatchdogEvent};
 use crate::wire::{self, ecn, FrameInfo, MacControl};
 use controlplane::{Config, MarkPoint, NUM_TC};
 use port::{Desc, EgressPort};
+use queues::DescStore;
 use rng::Rng;
 use wred::Verdict;
 
@@ -68,6 +72,8 @@ pub(crate) struct Peers<'a> {
 
 pub struct Egress {
     pub(crate) ports: Vec<EgressPort>,
+    /// The descriptors of every port's queues, one entry per packet slot.
+    descs: DescStore,
     rng: Rng,
     /// Priorities (bit mask) whose frames sit in each queue: what a received PFC pauses.
     queue_prios: [u8; NUM_TC],
@@ -91,17 +97,19 @@ fn lossless_queue_mask(cfg: &Config, queue_prios: &[u8; NUM_TC]) -> u8 {
 }
 
 impl Egress {
-    pub(crate) fn new(cfg: &Config, accounts: Vec<mmu::QueueAccount>, ring_slots: usize, seed: u64) -> Self {
+    /// `packet_slots`: the packet pool's capacity, which bounds the frames queued at once.
+    pub(crate) fn new(cfg: &Config, accounts: Vec<mmu::QueueAccount>, packet_slots: usize, seed: u64) -> Self {
         let queue_prios = queue_priorities(cfg);
         let lossless = lossless_queue_mask(cfg, &queue_prios);
         let ports = cfg
             .ports
             .iter()
             .zip(accounts)
-            .map(|(p, a)| EgressPort::new(p, cfg, a, ring_slots, lossless))
+            .map(|(p, a)| EgressPort::new(p, cfg, a, lossless))
             .collect();
         Egress {
             ports,
+            descs: DescStore::new(packet_slots),
             rng: Rng::new(seed),
             queue_prios,
         }
@@ -235,12 +243,7 @@ impl Egress {
                 }
             }
         }
-        if let Err(d) = self.ports[out].push(queue, desc) {
-            // Cannot happen: rings hold as many descriptors as the pool has slots.
-            self.release(peers, out, queue, &d, true);
-            peers.packets.free(slot);
-            self.count_drop(out, queue, len, DropReason::NoBuffer);
-        }
+        self.ports[out].push(&mut self.descs, queue, desc);
     }
 
     /// Counts a drop of an admitted frame on its egress port and queue (its ingress PG was
@@ -323,13 +326,13 @@ impl Egress {
     /// Bit mask of queues that may send at `t_ns`, given the paused ones.
     #[inline]
     fn eligible(&mut self, port: usize, t_ns: u64, paused: u8) -> u8 {
-        let p = &mut self.ports[port];
+        let (p, descs) = (&mut self.ports[port], &self.descs);
         let mut mask = p.nonempty & !paused;
         let mut shaped = mask & p.shaped;
         while shaped != 0 {
             let q = shaped.trailing_zeros() as usize;
             shaped &= shaped - 1;
-            let len = p.queues[q].front().map_or(0, |d| d.len as u32);
+            let len = descs.front(&p.queues[q]).map_or(0, |d| d.len as u32);
             if let Some(s) = p.shapers[q].as_mut() {
                 if !s.conforms(t_ns, len) {
                     mask &= !(1 << q);
@@ -387,10 +390,10 @@ impl Egress {
                 continue;
             }
             let eligible = self.eligible(port, t_ns, paused);
-            let p = &mut self.ports[port];
+            let (p, descs) = (&mut self.ports[port], &self.descs);
             let Some(q) = p
                 .sched
-                .select(eligible, |q| p.queues[q].front().map_or(0, |d| d.len as u32))
+                .select(eligible, |q| descs.front(&p.queues[q]).map_or(0, |d| d.len as u32))
             else {
                 break;
             };
@@ -404,14 +407,14 @@ impl Egress {
                     t_ps += ser_ps;
                     sent += 1;
                 }
-                let p = &mut self.ports[port];
+                let (p, descs) = (&mut self.ports[port], &self.descs);
                 if !may_stay || sent >= budget || t_ps > now_ps || !p.pfc_out.is_empty() {
                     break;
                 }
                 if base_ns + t_ps / PS_PER_NS >= paused_valid_until {
                     break;
                 }
-                let Some(head) = p.queues[q].front() else { break };
+                let Some(head) = descs.front(&p.queues[q]) else { break };
                 if !p.sched.select_again(q, head.len as u32) {
                     break;
                 }
@@ -443,7 +446,7 @@ impl Egress {
         sink: &mut impl TxSink,
     ) -> Option<u64> {
         let p = &mut self.ports[port];
-        let d = p.pop(q).expect("the scheduler picked an empty queue");
+        let d = p.pop(&mut self.descs, q).expect("the scheduler picked an empty queue");
         let depth = p.buffers.queue(q).bytes;
         let len = d.len as usize;
         let wred_drop = !d.wred_done && !d.cnp && self.ports[port].wred[q].is_some() && {
@@ -524,7 +527,7 @@ impl Egress {
     }
 
     fn flush_queue(&mut self, peers: &mut Peers<'_>, port: usize, q: usize, reason: DropReason) {
-        while let Some(d) = self.ports[port].pop(q) {
+        while let Some(d) = self.ports[port].pop(&mut self.descs, q) {
             self.release(peers, port, q, &d, true);
             peers.packets.free(d.slot);
             self.count_drop(port, q, d.len as usize, reason);
@@ -552,7 +555,9 @@ impl Egress {
                 at(link_free);
             }
             for q in 0..NUM_TC {
-                let Some(head) = p.queues[q].front() else { continue };
+                let Some(head) = self.descs.front(&p.queues[q]) else {
+                    continue;
+                };
                 let mut t = link_free;
                 if self.paused(p, q, t) {
                     t = p.pause.resume_time(self.queue_prios[q], t);
@@ -575,5 +580,43 @@ impl Egress {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_ports_queues_share_one_store_and_keep_their_nonempty_bits() {
+        let cfg = crate::test_config();
+        let (_, _, accounts) = mmu::build(&cfg);
+        let mut egress = Egress::new(&cfg, accounts, 8, 1);
+        let desc = |slot| Desc {
+            slot,
+            len: 100 + slot as u16,
+            ..Desc::default()
+        };
+        let Egress { ports, descs, .. } = &mut egress;
+        ports[0].push(descs, 3, desc(4));
+        ports[1].push(descs, 3, desc(1));
+        ports[0].push(descs, 0, desc(7));
+        ports[0].push(descs, 3, desc(0));
+        assert_eq!((ports[0].nonempty, ports[1].nonempty), (0b1001, 0b1000));
+        assert_eq!((ports[0].queues[3].len(), ports[0].queues[0].len()), (2, 1));
+        assert_eq!(descs.front(&ports[0].queues[3]).map(|d| d.len), Some(104));
+
+        assert_eq!(ports[0].pop(descs, 3).map(|d| d.slot), Some(4));
+        assert_eq!(ports[0].nonempty, 0b1001, "queue 3 still holds slot 0");
+        assert_eq!(ports[0].pop(descs, 3).map(|d| d.slot), Some(0));
+        assert_eq!(ports[0].nonempty, 0b0001, "queue 3 emptied");
+        assert!(ports[0].pop(descs, 3).is_none());
+        assert_eq!(ports[0].pop(descs, 0).map(|d| d.slot), Some(7));
+        assert_eq!(ports[0].nonempty, 0);
+        assert!(!egress.is_idle(), "port 1 still holds a frame");
+        let Egress { ports, descs, .. } = &mut egress;
+        assert_eq!(ports[1].pop(descs, 3).map(|d| (d.slot, d.len)), Some((1, 101)));
+        assert_eq!(ports[1].nonempty, 0);
+        assert!(egress.is_idle());
     }
 }

@@ -1,8 +1,10 @@
-//! What one egress port owns: its queues of descriptors, scheduler, shapers, WRED profiles, the
+//! What one egress port owns: its queues (head, tail and length of each; the descriptors sit in
+//! the switch-wide [`DescStore`] that `Egress` owns), scheduler, shapers, WRED profiles, the
 //! CNP policer, pause reception and the watchdog, its half of the buffer account, the link's
 //! pacing and the PFC frames its ingress side asked it to send.
 
 use super::link::LinkRate;
+use super::queues::{DescQueue, DescStore};
 use super::sched::Scheduler;
 use super::token_bucket::TokenBucket;
 use super::wred::Wred;
@@ -12,7 +14,8 @@ use crate::mmu::QueueAccount;
 use crate::pfc::{PauseState, PfcRequest, Watchdog};
 use controlplane::{Config, PortConfig, NUM_TC};
 
-/// A queued frame. Small and `Copy`: this is what moves through the egress rings.
+/// A queued frame. Small and `Copy`: this is what the egress queues hold, one per packet slot
+/// ([`DescStore`]).
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct Desc {
     pub slot: u32,
@@ -43,7 +46,7 @@ pub struct EgressPort {
     pub(crate) mac: [u8; 6],
     pub(crate) speed_bps: u64,
     pub(crate) rate: LinkRate,
-    pub(crate) queues: [Ring<Desc>; NUM_TC],
+    pub(crate) queues: [DescQueue; NUM_TC],
     pub(crate) sched: Scheduler,
     pub(crate) shapers: [Option<TokenBucket>; NUM_TC],
     pub(crate) wred: [Option<Wred>; NUM_TC],
@@ -65,26 +68,20 @@ pub struct EgressPort {
     pub(crate) buffers: QueueAccount,
     pub(crate) counters: PortCounters,
     pub(crate) queue_counters: [QueueCounters; NUM_TC],
-    /// Queues holding frames (bit mask), kept with the rings so the scheduler need not look.
+    /// Queues holding frames (bit mask), kept with the queues so the scheduler need not look.
     pub(crate) nonempty: u8,
     /// Queues with a shaper.
     pub(crate) shaped: u8,
 }
 
 impl EgressPort {
-    pub(crate) fn new(
-        p: &PortConfig,
-        cfg: &Config,
-        buffers: QueueAccount,
-        ring_slots: usize,
-        lossless_queues: u8,
-    ) -> Self {
+    pub(crate) fn new(p: &PortConfig, cfg: &Config, buffers: QueueAccount, lossless_queues: u8) -> Self {
         let mut port = EgressPort {
             id: p.id,
             mac: port_mac(p.id),
             speed_bps: 0,
             rate: LinkRate::new(1),
-            queues: std::array::from_fn(|_| Ring::with_capacity(ring_slots)),
+            queues: Default::default(),
             sched: Scheduler::new(&std::array::from_fn(|q| p.queues[q].sched), p.max_frame_bytes),
             shapers: Default::default(),
             wred: Default::default(),
@@ -140,16 +137,17 @@ impl EgressPort {
         bucket(&mut self.cnp_policer, cfg.cnp.policer);
     }
 
+    /// Queues `d` on queue `q`, in the store entry of its packet slot. Never full: every frame
+    /// that got a slot has its entry.
     #[inline]
-    pub(crate) fn push(&mut self, q: usize, d: Desc) -> Result<(), Desc> {
-        self.queues[q].push(d)?;
+    pub(crate) fn push(&mut self, descs: &mut DescStore, q: usize, d: Desc) {
+        descs.push(&mut self.queues[q], d);
         self.nonempty |= 1 << q;
-        Ok(())
     }
 
     #[inline]
-    pub(crate) fn pop(&mut self, q: usize) -> Option<Desc> {
-        let d = self.queues[q].pop()?;
+    pub(crate) fn pop(&mut self, descs: &mut DescStore, q: usize) -> Option<Desc> {
+        let d = descs.pop(&mut self.queues[q])?;
         if self.queues[q].is_empty() {
             self.nonempty &= !(1 << q);
         }

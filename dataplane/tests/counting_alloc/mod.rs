@@ -1,6 +1,7 @@
-//! A global allocator that counts allocations while `COUNTING` is set: what the no-allocation
-//! tests (`no_alloc.rs`, `no_alloc_dpdk.rs`) watch the packet path with. Included by those
-//! tests only (`mod counting_alloc;`), since it replaces the test binary's allocator.
+//! A global allocator that counts allocations, and the bytes they ask for, while `COUNTING` is
+//! set: what the no-allocation tests (`no_alloc.rs`, `no_alloc_dpdk.rs`) watch the packet path
+//! with, and what `startup_memory.rs` weighs `Switch::new` with. Included by those tests only
+//! (`mod counting_alloc;`), since it replaces the test binary's allocator.
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -8,11 +9,15 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 pub struct Counting;
 pub static COUNTING: AtomicBool = AtomicBool::new(false);
 pub static ALLOCS: AtomicU64 = AtomicU64::new(0);
+/// Bytes asked for by those allocations (a reallocation counts its new size; frees are not
+/// subtracted).
+pub static BYTES: AtomicU64 = AtomicU64::new(0);
 
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         if COUNTING.load(Ordering::Relaxed) {
             ALLOCS.fetch_add(1, Ordering::Relaxed);
+            BYTES.fetch_add(layout.size() as u64, Ordering::Relaxed);
         }
         System.alloc(layout)
     }
@@ -22,6 +27,7 @@ unsafe impl GlobalAlloc for Counting {
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
         if COUNTING.load(Ordering::Relaxed) {
             ALLOCS.fetch_add(1, Ordering::Relaxed);
+            BYTES.fetch_add(new_size as u64, Ordering::Relaxed);
         }
         System.realloc(ptr, layout, new_size)
     }
