@@ -327,9 +327,10 @@ fn loaded_incast_loses_nothing(senders: usize, runs: usize, secs: f64) {
     }
 }
 
-// Issue 9's acceptance tests, not yet passing on a loaded 2-core machine (the kernel's receive
-// rings overflow when a round comes 50-190 ms late, and a few headroom drops remain): run them
-// with `cargo test -p rocesw-bench --test e2e_lab -- --ignored`.
+// Issue 9's acceptance tests, not yet passing every time on a loaded 2-core machine: 10 of 12
+// runs of the 3→1 were clean; one had 2 headroom drops, one lost frames the switch's socket
+// never delivered (bench/README.md, "Lossless in real time"). Run them with
+// `cargo test -p rocesw-bench --test e2e_lab -- --ignored`.
 #[test]
 #[ignore = "issue 9: lossless under busy cores is not reached yet"]
 fn loaded_3_to_1_incast_loses_nothing() {
