@@ -24,6 +24,21 @@ struct Outcome {
     elapsed_ns: u64,
 }
 
+/// The worker's transmit step at `t`: every port, each frame shown to its port's emulated peer
+/// as the worker does (`EmulatedPort::from_switch`: PFC pauses the peer); counts what port 0
+/// (the receiver's) sent.
+fn transmit_all(sw: &mut Switch, emu: &mut [Option<EmulatedPort>], t: u64, to_receiver: &mut u64) -> usize {
+    let mut sink = |p: usize, f: &[u8], at: u64| {
+        if p == 0 {
+            *to_receiver += 1;
+        }
+        if let Some(em) = emu[p].as_mut() {
+            em.from_switch(f, at);
+        }
+    };
+    (0..4).map(|p| sw.transmit(p, t, &mut sink)).sum()
+}
+
 /// 3→1 lossless incast of 1 KiB frames at `host_bps` per sender into 500 Mb/s ports, rounds
 /// `gaps` apart (cycled) for `rounds` rounds. With `lossless_shaper`, queue 3 is shaped to that
 /// rate: the receiver's queue drains so slowly that the senders' PGs stay in XOFF for longer
@@ -90,30 +105,10 @@ fn incast(host_bps: u64, gaps: &[u64], rounds: usize, lossless_shaper: Option<&s
         }
         let mut count0 = 0u64;
         play_through(&mut sw, &mut emu, last, now, step, |sw, emu, t| {
-            let mut sink = |p: usize, f: &[u8], at: u64| {
-                if p == 0 {
-                    count0 += 1;
-                }
-                if let Some(em) = emu[p].as_mut() {
-                    let ser = dataplane::switch::ser_ps(f.len(), em.link.speed_bps()) / 1000;
-                    em.link.on_frame_from_switch(f, at, ser);
-                }
-            };
-            (0..4).map(|p| sw.transmit(p, t, &mut sink)).sum()
+            transmit_all(sw, emu, t, &mut count0)
         });
         sw.poll(now);
-        let mut sink = |p: usize, f: &[u8], at: u64| {
-            if p == 0 {
-                count0 += 1;
-            }
-            if let Some(em) = emu[p].as_mut() {
-                let ser = dataplane::switch::ser_ps(f.len(), em.link.speed_bps()) / 1000;
-                em.link.on_frame_from_switch(f, at, ser);
-            }
-        };
-        for p in 0..4 {
-            sw.transmit(p, now, &mut sink);
-        }
+        transmit_all(&mut sw, &mut emu, now, &mut count0);
         rx0 += count0;
         last = now;
         now += gaps[r % gaps.len()];
