@@ -47,19 +47,32 @@ pub const EMULATED_RX_STALL_MS: u64 = 500;
 /// The most one emulated port's receive ring may take (bytes of slots).
 pub const EMULATED_RX_RING_MAX_BYTES: u64 = 64 << 20;
 
+/// Bytes of a ring slot for an interface of `mtu`: the header, the MAC offset, the frame with
+/// two VLAN tags; a power of two up to a page (slots then pack blocks exactly).
+fn slot_size_for_mtu(mtu: u32, page: u32) -> u32 {
+    let need = RX_MAC_OFFSET + mtu + L2_OVERHEAD;
+    if need <= page {
+        need.next_power_of_two()
+    } else {
+        need.next_multiple_of(16)
+    }
+}
+
 impl AfPacketOptions {
     /// The rings a port of this config gets. A wire peer (a NIC behind a veth or tap, or a
     /// host that is itself rate-limited by a real link) keeps the default; an emulated peer
     /// gets a receive ring that holds [`EMULATED_RX_STALL_MS`] of its line rate in full-size
     /// frames (at least the default, at most [`EMULATED_RX_RING_MAX_BYTES`]): 500 Mb/s → about
-    /// 21 000 slots, 42 MiB. Smaller frames fill it sooner, by the ratio of their sizes.
+    /// 20 600 slots, 40 MiB. Smaller frames fill it sooner, by the ratio of their sizes.
     pub fn for_port(p: &controlplane::PortConfig) -> AfPacketOptions {
         let default = AfPacketOptions::default();
         if p.peer != controlplane::PeerKind::Emulated {
             return default;
         }
         let frame = u64::from(p.max_frame_bytes.max(64));
-        let slot = u64::from(RX_MAC_OFFSET + p.max_frame_bytes + L2_OVERHEAD).next_power_of_two();
+        // The slot `open` will use if the interface's MTU is the port's (`max_frame - 18`).
+        let mtu = p.max_frame_bytes.saturating_sub(18).max(68);
+        let slot = u64::from(slot_size_for_mtu(mtu, page_size()));
         let want = (u128::from(p.speed_bps) * u128::from(EMULATED_RX_STALL_MS) / 8_000 / u128::from(frame)) as u64;
         let most = EMULATED_RX_RING_MAX_BYTES / slot;
         AfPacketOptions {
@@ -255,18 +268,11 @@ impl AfPacket {
         let mtu = ifreq_get(raw, libc::SIOCGIFMTU, ifr_name).map_err(|e| err("reading the MTU", e))?;
         // SAFETY: SIOCGIFMTU filled ifru_mtu.
         let mtu = unsafe { mtu.ifr_ifru.ifru_mtu }.max(68) as u32;
+        let page = page_size();
         let frame_size = match opts.frame_size {
             Some(s) => s.max(RX_MAC_OFFSET + 64).next_multiple_of(16),
-            None => {
-                let need = RX_MAC_OFFSET + mtu + L2_OVERHEAD;
-                if need <= page_size() {
-                    need.next_power_of_two()
-                } else {
-                    need.next_multiple_of(16)
-                }
-            }
+            None => slot_size_for_mtu(mtu, page),
         };
-        let page = page_size();
         let rx = Geometry::new(opts.rx_frames, frame_size, page);
         let tx = Geometry::new(opts.tx_frames, frame_size, page);
 
@@ -723,6 +729,32 @@ fn ifreq_ioctl(fd: RawFd, req: libc::c_ulong, ifr: &mut libc::ifreq) -> io::Resu
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn emulated_ports_get_a_receive_ring_for_half_a_second_of_line_rate() {
+        let mut cfg = crate::test_config();
+        let p = &mut cfg.ports[0];
+        p.speed_bps = 500_000_000;
+        assert_eq!(p.max_frame_bytes, 1518);
+        p.peer = controlplane::PeerKind::Wire;
+        assert_eq!(
+            super::AfPacketOptions::for_port(p).rx_frames,
+            4096,
+            "a wire keeps the default"
+        );
+        p.peer = controlplane::PeerKind::Emulated;
+        // 500 Mb/s × 0.5 s in 1518-byte frames: 20 586 slots (of 2048 bytes: 40 MiB).
+        assert_eq!(super::AfPacketOptions::for_port(p).rx_frames, 20_586);
+        // Never below the default...
+        p.speed_bps = 10_000_000;
+        assert_eq!(super::AfPacketOptions::for_port(p).rx_frames, 4096);
+        // ...nor above 64 MiB of slots (25G would want a million).
+        p.speed_bps = 25_000_000_000;
+        assert_eq!(super::AfPacketOptions::for_port(p).rx_frames, (64 << 20) / 2048);
+        // The slot is the one `open` computes for that MTU.
+        assert_eq!(super::slot_size_for_mtu(1500, 4096), 2048);
+        assert_eq!(super::slot_size_for_mtu(9000, 4096), 9088);
+    }
+
     use super::*;
 
     #[test]
