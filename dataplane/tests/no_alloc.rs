@@ -73,7 +73,7 @@ fn emulated_links_do_not_allocate() {
         let mut to_peers = |sw: &mut Switch, emu: &mut [Option<EmulatedPort>], t: u64| {
             let mut sink = |p: usize, f: &[u8], at: u64| {
                 if let Some(em) = emu[p].as_mut() {
-                    em.link.on_frame_from_switch(f, at, 0);
+                    em.from_switch(f, at);
                 }
             };
             (0..4).map(|p| sw.transmit(p, t, &mut sink)).sum()
@@ -81,6 +81,10 @@ fn emulated_links_do_not_allocate() {
         play_through(sw, emu, now, end, step, &mut to_peers);
         sw.poll(end);
         to_peers(sw, emu, end);
+        // And what the emulated NICs tell their hosts (back-pressure PFC), as the worker does.
+        for em in emu.iter_mut().flatten() {
+            std::hint::black_box(em.backpressure(end));
+        }
     };
     // Warm up until the peers hold frames (their queues are reserved up front regardless).
     for _ in 0..200 {

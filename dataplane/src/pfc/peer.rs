@@ -134,18 +134,21 @@ impl<F> EmulatedLink<F> {
     }
 
     /// The switch transmitted `frame` toward this peer, starting at `at_ns` and lasting
-    /// `ser_ns`: if it is PFC, schedule its effect.
-    pub fn on_frame_from_switch(&mut self, frame: &[u8], at_ns: u64, ser_ns: u64) {
+    /// `ser_ns`: if it is PFC, schedule its effect, and return its enable vector and times
+    /// (None for any other frame, or a peer that ignores PFC).
+    pub fn on_frame_from_switch(&mut self, frame: &[u8], at_ns: u64, ser_ns: u64) -> Option<(u8, [u16; 8])> {
         if !self.honours_pfc {
-            return;
+            return None;
         }
-        if let Ok(wire::MacControl::Pfc { enable, times }) = wire_pfc::decode_mac_control(frame) {
-            // The frame reaches the peer after its serialisation and the cable; the peer then
-            // needs its response time before it stops. Its pause timer is counted from then,
-            // which errs (by the response time) on the side of pausing longer.
-            self.pending
-                .push_back((at_ns + ser_ns + self.reaction_ns, enable, times));
-        }
+        let Ok(wire::MacControl::Pfc { enable, times }) = wire_pfc::decode_mac_control(frame) else {
+            return None;
+        };
+        // The frame reaches the peer after its serialisation and the cable; the peer then
+        // needs its response time before it stops. Its pause timer is counted from then,
+        // which errs (by the response time) on the side of pausing longer.
+        self.pending
+            .push_back((at_ns + ser_ns + self.reaction_ns, enable, times));
+        Some((enable, times))
     }
 
     fn apply_pending(&mut self, now: u64) {

@@ -85,9 +85,8 @@ impl EmulatedPort {
             return;
         }
         let ser_ns = crate::switch::ser_ps(frame.len(), self.link.speed_bps()) / 1000;
-        self.link.on_frame_from_switch(frame, at_ns, ser_ns);
-        let Some(bp) = self.backpressure.as_mut() else { return };
-        if let Ok(crate::wire::MacControl::Pfc { enable, times }) = wire_pfc::decode_mac_control(frame) {
+        let pfc = self.link.on_frame_from_switch(frame, at_ns, ser_ns);
+        if let (Some((enable, times)), Some(bp)) = (pfc, self.backpressure.as_mut()) {
             for (prio, &time) in times.iter().enumerate() {
                 if enable & (1 << prio) != 0 && time == 0 && bp.is_xoff(prio) {
                     bp.refresh_now(prio);
