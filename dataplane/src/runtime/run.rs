@@ -249,6 +249,13 @@ pub fn run(args: RunArgs) -> Result<()> {
                 peer.stalled_reads
             );
         }
+        let backpressure: u64 = peer.backpressure_xoff.iter().sum();
+        if backpressure > 0 {
+            println!(
+                "port {}: the emulated NIC paused its host {backpressure} times (XOFF sent to the host: it wrote faster than the port's line rate)",
+                p.id
+            );
+        }
     }
     for (i, st) in &outcome.backends {
         if st.rx_kernel_drops > 0 || st.tx_ring_full > 0 || st.rx_oversize > 0 {
