@@ -190,7 +190,7 @@ fn where_lost(o: &dataplane::runtime::worker::RunOutcome) -> String {
         .map(|p| {
             let pg = &p.pgs[3];
             format!(
-                "port {}: drops {:?}, PG 3 peak {} (+{} headroom) of {} headroom cells, xoff {} xon {}, peer {:?}",
+                "port {}: drops {:?}, PG 3 peak {} cells (headroom peak {}, in headroom at the end {}), xoff {} xon {}, peer {:?}",
                 p.id,
                 p.drops,
                 pg.peak_cells,
