@@ -124,18 +124,18 @@ impl BackendKind {
 }
 
 impl PeerKind {
-    /// The peer a port gets unless `peer` says otherwise: emulated for capture files (a file
-    /// cannot obey PFC; with it `rocesw run` on captures loses nothing, as replay). Interfaces
-    /// and DPDK virtual devices also have software behind them, but stay `wire` by default
-    /// until emulated links hold on a loaded machine (issue 9): the lab gives their lossless
-    /// PGs hand-sized headroom instead. A port with no backend is fed by whatever embeds the
-    /// switch (tests' in-memory ports, which play a NIC), and a PCI NIC is a wire.
+    /// The peer a port gets unless `peer` says otherwise. Emulated for interfaces (a veth or
+    /// tap: the lab's test hosts are processes that notice PFC only when they next run) and
+    /// for capture files (a file cannot obey PFC; with it `rocesw run` on captures loses
+    /// nothing, as replay). DPDK virtual devices stay wires by default: they are where the
+    /// pipeline's speed is measured (`net_null`, `net_ring`), and the emulated store copies
+    /// every frame, which undoes zero copy; a VM behind `net_vhost` can ask for
+    /// `peer = "emulated"`. A PCI NIC is a wire, and a port with no backend is fed by whatever
+    /// embeds the switch (tests' in-memory ports, which play a NIC).
     pub fn default_for(backend: BackendKind) -> PeerKind {
         match backend {
-            BackendKind::Pcap => PeerKind::Emulated,
-            BackendKind::Interface | BackendKind::DpdkVdev | BackendKind::DpdkPci | BackendKind::Unattached => {
-                PeerKind::Wire
-            }
+            BackendKind::Pcap | BackendKind::Interface => PeerKind::Emulated,
+            BackendKind::DpdkVdev | BackendKind::DpdkPci | BackendKind::Unattached => PeerKind::Wire,
         }
     }
 

@@ -586,13 +586,13 @@ fn peer_defaults_by_backend_and_refuses_unknown_kinds() {
     let cfg = ok(&port("interface = \"veth1\"")).config;
     assert_eq!(
         cfg.ports[1].peer,
-        controlplane::model::PeerKind::Wire,
-        "interfaces are wires until emulated links hold under load (issue 9)"
+        controlplane::model::PeerKind::Emulated,
+        "an interface has software at the far end (issue 9)"
     );
     assert_eq!(cfg.ports[1].backend_kind(), controlplane::model::BackendKind::Interface);
+    let cfg = ok(&port("interface = \"veth1\"\npeer = \"wire\"")).config;
+    assert_eq!(cfg.ports[1].peer, controlplane::model::PeerKind::Wire);
     let cfg = ok(&port("pcap = { input = \"in.pcap\" }")).config;
-    assert_eq!(cfg.ports[1].peer, controlplane::model::PeerKind::Emulated);
-    let cfg = ok(&port("interface = \"veth1\"\npeer = \"emulated\"")).config;
     assert_eq!(cfg.ports[1].peer, controlplane::model::PeerKind::Emulated);
     let p = problems(&port("interface = \"veth1\"\npeer = \"nic\""));
     has(&p, &["port[1].peer", "\"nic\"", "emulated", "wire"]);

@@ -4,7 +4,7 @@
 
 use super::receiver::{ipv4_addrs, Receiver};
 use super::sender::{Dest, PauseRx, Sender, TrafficConfig};
-use super::wire::{enter_netns, now_ns, set_timer_slack_1us, sleep_ns, RawSocket};
+use super::wire::{enter_netns, gratuitous_arp, now_ns, set_timer_slack_1us, sleep_ns, RawSocket};
 use anyhow::{Context, Result};
 use dataplane::wire::{decode_mac_control, parse};
 use std::sync::mpsc;
@@ -43,6 +43,9 @@ pub struct RxCounters {
     pub other: u64,
     /// Frames a host without a receiver got (RoCEv2 data to a sender-only host).
     pub ignored_roce: u64,
+    /// Frames the kernel dropped because this host did not read its socket in time: lost at
+    /// the host, not in the network.
+    pub socket_drops: u64,
 }
 
 /// Everything a host measured.
@@ -103,6 +106,12 @@ pub fn run_host(spec: HostSpec, role: HostRole, cfg: TrafficConfig, start: Start
             (s, m, snd, t0, t1)
         }
     };
+    // Announce this host before any traffic (see `gratuitous_arp`): the coordinator's start
+    // is 20 ms ahead, time for the switch to learn every host. An announcement the kernel has
+    // no room for is not retried: the switch then learns the host from its first frame.
+    let _ = sock.send(&gratuitous_arp(mac, spec.ip));
+    // Drops before the run (frames of earlier runs) are not this run's.
+    let _ = sock.take_drops();
     let tx_stop_ns = start_ns + cfg.duration_ns;
     set_timer_slack_1us();
     let mut receiver = role
@@ -193,6 +202,7 @@ pub fn run_host(spec: HostSpec, role: HostRole, cfg: TrafficConfig, start: Start
         }
     }
     let end = now_ns();
+    rx.socket_drops = sock.take_drops().unwrap_or(0);
     pause.finish(end);
     if let Some(s) = &mut sender {
         s.finish(end);

@@ -105,6 +105,9 @@ pub struct HostReport {
     pub rx_roce: u64,
     pub rx_other: u64,
     pub rx_malformed: u64,
+    /// Frames this host's kernel dropped because the host did not read in time (lost at the
+    /// host, not in the network; also counted in the flows' `lost`).
+    pub rx_socket_drops: u64,
     pub cnps_sent: u64,
     pub cnps_received: u64,
     pub pfc_frames: u64,
@@ -133,6 +136,9 @@ pub struct Totals {
     pub pfc_frames: u64,
     pub pause_frames: u64,
     pub max_data_paused_ns: u64,
+    /// Frames the hosts' kernels dropped because a host did not read in time: of `lost`, the
+    /// part lost at the receiving host rather than in the network.
+    pub rx_socket_drops: u64,
     pub latency: Latency,
 }
 
@@ -263,6 +269,7 @@ impl Report {
                 rx_roce: h.rx.roce_data,
                 rx_other: h.rx.other,
                 rx_malformed: h.rx.malformed,
+                rx_socket_drops: h.rx.socket_drops,
                 cnps_sent: h
                     .receiver
                     .as_ref()
@@ -298,6 +305,7 @@ impl Report {
             pfc_frames: host_reports.iter().map(|h| h.pfc_frames).sum(),
             pause_frames: host_reports.iter().map(|h| h.pause_frames).sum(),
             max_data_paused_ns: host_reports.iter().map(|h| h.data_paused_ns).max().unwrap_or(0),
+            rx_socket_drops: host_reports.iter().map(|h| h.rx_socket_drops).sum(),
             latency: all_lat.summary(),
         };
         Report {
@@ -399,12 +407,13 @@ impl Report {
         let t = &self.totals;
         let _ = writeln!(
             o,
-            "\ntotal {} over {} flow(s); Jain fairness {}; lost {}, out of order {}, duplicates {}, bad ICRC {}; \
-             CE {:.3}%; CNPs sent {} received {}; latency p50 {} p99 {} max {}",
+            "\ntotal {} over {} flow(s); Jain fairness {}; lost {} (at the hosts' sockets {}), out of order {}, \
+             duplicates {}, bad ICRC {}; CE {:.3}%; CNPs sent {} received {}; latency p50 {} p99 {} max {}",
             rate(t.throughput_bps),
             self.flows.len(),
             self.fairness.as_ref().map_or("-".into(), |f| format!("{:.4}", f.jain)),
             t.lost,
+            t.rx_socket_drops,
             t.out_of_order,
             t.duplicates,
             t.bad_icrc,

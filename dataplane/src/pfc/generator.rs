@@ -64,11 +64,6 @@ impl PfcGenerator {
         self.next_refresh[pg] = now + self.refresh_ns;
     }
 
-    /// Makes the refresh of `pg` due at once (its XOFF was overridden at the peer).
-    pub fn refresh_now(&mut self, pg: usize) {
-        self.next_refresh[pg] = 0;
-    }
-
     pub fn next_refresh(&self) -> Option<u64> {
         (0..NUM_TC)
             .filter(|&pg| self.is_xoff(pg))

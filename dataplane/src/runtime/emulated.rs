@@ -43,6 +43,17 @@ pub const BACKPRESSURE_XON_BYTES: u64 = 128 << 10;
 /// late at 1–25 Gb/s (25 Gb/s × 2 ms = 6.25 MB), and bounded.
 pub const EMULATED_PEER_STORE_BYTES: usize = 8 << 20;
 
+/// What of a frame the switch sends an emulated port goes on to the port's host.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ToHost {
+    /// The frame as the switch sent it.
+    Frame,
+    /// Nothing: a PFC frame whose every priority the NIC keeps to itself.
+    Nothing,
+    /// The PFC frame without the priorities the NIC keeps to itself.
+    Rewritten([u8; 64], usize),
+}
+
 pub struct EmulatedPort {
     pub link: EmulatedLink<u32>,
     /// Bytes per slot: the port's largest frame plus one, so a longer frame is kept cut at one
@@ -76,21 +87,33 @@ impl EmulatedPort {
     }
 
     /// The switch sends `frame` to this port's host, starting at `at_ns`: a PFC frame among
-    /// them pauses the emulated link (from when a NIC would obey it). An XON for a priority
-    /// this NIC is holding back itself would free the host too, so the NIC's XOFF is re-sent
-    /// at its next chance ([`Self::backpressure`]). Other frames cost two byte compares.
+    /// them pauses the emulated link (from when a NIC would obey it). Says what of it goes on to
+    /// the host: the NIC hears the switch's PFC, and its host sees it too (a PFC-honouring host
+    /// counts it), except an XON for a priority this NIC is holding back itself, which would
+    /// free a host whose frames still wait here; that part the NIC keeps to itself, as a real
+    /// NIC's host only ever sees its own send queue. Other frames cost two byte compares.
     #[inline]
-    pub fn from_switch(&mut self, frame: &[u8], at_ns: u64) {
+    pub fn from_switch(&mut self, frame: &[u8], at_ns: u64) -> ToHost {
         if frame.get(12..14) != Some(&[0x88, 0x08]) {
-            return;
+            return ToHost::Frame;
         }
         let ser_ns = crate::switch::ser_ps(frame.len(), self.link.speed_bps()) / 1000;
         let pfc = self.link.on_frame_from_switch(frame, at_ns, ser_ns);
-        if let (Some((enable, times)), Some(bp)) = (pfc, self.backpressure.as_mut()) {
-            for (prio, &time) in times.iter().enumerate() {
-                if enable & (1 << prio) != 0 && time == 0 && bp.is_xoff(prio) {
-                    bp.refresh_now(prio);
-                }
+        let (Some((enable, times)), Some(bp)) = (pfc, self.backpressure.as_ref()) else {
+            return ToHost::Frame;
+        };
+        let withheld = (0..NUM_TC)
+            .filter(|&prio| enable & (1 << prio) != 0 && times[prio] == 0 && bp.is_xoff(prio))
+            .fold(0u8, |m, prio| m | 1 << prio);
+        match enable & !withheld {
+            _ if withheld == 0 => ToHost::Frame,
+            0 => ToHost::Nothing,
+            rest => {
+                let mut buf = [0u8; 64];
+                let mut src = [0u8; 6];
+                src.copy_from_slice(&frame[6..12]);
+                let len = wire_pfc::encode_pfc(&mut buf, src, rest, times);
+                ToHost::Rewritten(buf, len)
             }
         }
     }
@@ -313,13 +336,29 @@ mod tests {
     fn the_switchs_xon_does_not_release_a_host_the_nic_holds() {
         let (mut em, _) = port_with_backlog(300, 0);
         assert!(pfc_of(em.backpressure(0)).is_some());
-        // The switch's own XON for priority 3 goes to the host: the NIC re-sends its XOFF at
-        // its next chance, not a refresh period later.
+        let src = [2, 0, 0, 0, 0, 1];
+        // The switch's own XON for priority 3, which the NIC holds back: the host does not see
+        // it (it would send until it next heard the NIC), and the NIC has nothing to re-send.
         let mut xon = [0u8; 64];
-        let len = crate::wire::encode_pfc(&mut xon, [2, 0, 0, 0, 0, 1], 1 << 3, [0; 8]);
-        em.from_switch(&xon[..len], 1_000);
-        let (enable, times) = pfc_of(em.backpressure(2_000)).expect("XOFF again");
-        assert_eq!((enable, times[3]), (1 << 3, 65535));
+        let len = crate::wire::encode_pfc(&mut xon, src, 1 << 3, [0; 8]);
+        assert_eq!(em.from_switch(&xon[..len], 1_000), ToHost::Nothing);
+        assert_eq!(pfc_of(em.backpressure(2_000)), None);
+        // An XON for priorities 1 and 3: the host hears the one for 1 only, from the switch.
+        let len = crate::wire::encode_pfc(&mut xon, src, 1 << 1 | 1 << 3, [0; 8]);
+        let ToHost::Rewritten(buf, n) = em.from_switch(&xon[..len], 3_000) else {
+            panic!("expected the XON without priority 3")
+        };
+        assert_eq!(pfc_of(Some((buf, n))), Some((1 << 1, [0; 8])));
+        assert_eq!(&buf[6..12], &src);
+        // XOFFs and other frames pass as they are.
+        let len = crate::wire::encode_pfc(&mut xon, src, 1 << 3, [100, 100, 100, 100, 0, 0, 0, 0]);
+        assert_eq!(em.from_switch(&xon[..len], 4_000), ToHost::Frame);
+        assert_eq!(em.from_switch(&[0u8; 60], 5_000), ToHost::Frame);
+        // Once the NIC lets go of priority 3 itself, the switch's XON reaches the host again.
+        let (mut free, _) = port_with_backlog(10, 0);
+        assert_eq!(pfc_of(free.backpressure(0)), None);
+        let len = crate::wire::encode_pfc(&mut xon, src, 1 << 3, [0; 8]);
+        assert_eq!(free.from_switch(&xon[..len], 1_000), ToHost::Frame);
     }
 
     #[test]

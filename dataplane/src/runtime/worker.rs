@@ -11,7 +11,7 @@
 
 use crate::io::{ForeignFrame, PortBackend, PortError};
 use crate::report::Snapshot;
-use crate::runtime::emulated::EmulatedPort;
+use crate::runtime::emulated::{EmulatedPort, ToHost};
 use crate::switch::{Switch, TxSink};
 use controlplane::snapshot::BackendReport;
 use crossbeam_queue::ArrayQueue;
@@ -245,7 +245,11 @@ impl TxSink for Egress<'_> {
         if let Some(em) = self.emu[port].as_mut() {
             // The frame still goes out on the port (a rocegen host honours PFC itself); the
             // emulated peer is what keeps a late host from costing the switch lossless frames.
-            em.from_switch(frame, at_ns);
+            match em.from_switch(frame, at_ns) {
+                ToHost::Frame => {}
+                ToHost::Nothing => return,
+                ToHost::Rewritten(buf, len) => return self.send(port, &buf[..len]),
+            }
         }
         self.send(port, frame);
     }
