@@ -99,6 +99,7 @@ fn main() -> ExitCode {
         }
         Command::Watch { interval_ms, .. } => live(|| watch(single("watch")?, interval_ms)),
         Command::Switches => live(switches),
+        Command::Vlarb(cli::Vlarb::Admit(args)) => commands::vlarb_admit(&args),
         Command::Daemon {
             config,
             metrics,
