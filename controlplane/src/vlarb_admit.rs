@@ -1493,4 +1493,42 @@ mod tests {
         assert_eq!(d["vlarb"]["high_limit"].as_integer(), Some(255));
         assert!(d["vlarb"].get("low").is_none(), "the running low table is left alone");
     }
+
+    /// A config's vlarb keys are read (and set aside for validation, so this works before and
+    /// after the scheduler's keys exist): the port's own high_limit over the defaults'.
+    #[test]
+    fn a_config_gives_speed_frame_and_high_limit() {
+        let base = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../configs/default.toml")).unwrap();
+        let text = base
+            .replacen(
+                "\n[[port]]\nid = 0\n",
+                "\n[port_defaults.vlarb]\nhigh = [[1, 8]]\nlow = [[0, 64]]\nhigh_limit = 6\n\n[[port]]\nid = 0\n",
+                1,
+            )
+            .replacen(
+                "\n[[port]]\nid = 2\n",
+                "\n[[port]]\nid = 2\nspeed = \"100G\"\nmtu = 9000\nscheduler = \"vlarb\"\nvlarb = { high_limit = 2 }\n",
+                1,
+            );
+        let all = read_config(&text, None).unwrap();
+        assert_eq!(
+            (all.speed_bps, all.max_frame, all.high_limit),
+            (25_000_000_000, 9018, Some(6))
+        );
+        let two = read_config(&text, Some(2)).unwrap();
+        assert_eq!(
+            (two.speed_bps, two.max_frame, two.high_limit),
+            (100_000_000_000, 9018, Some(2))
+        );
+        let zero = read_config(&text, Some(0)).unwrap();
+        assert_eq!(
+            (zero.speed_bps, zero.max_frame, zero.high_limit),
+            (25_000_000_000, 1518, Some(6))
+        );
+        let e = read_config(&text.replace("high_limit = 6", "high_limit = 300"), None).unwrap_err();
+        assert!(e.contains("port_defaults.vlarb.high_limit") && e.contains("300"), "{e}");
+        assert!(read_config(&text, Some(7)).unwrap_err().contains("no port 7"));
+        let e = read_config(&text.replace("speed = \"25G\"", "speed = \"fast\""), None).unwrap_err();
+        assert!(e.contains("speed"), "{e}");
+    }
 }

@@ -550,3 +550,27 @@ fn vlarb_admit_for_one_port_of_a_config_with_request_files() {
     assert_eq!(code, Some(2));
     assert!(err.contains("no port 9"), "{err}");
 }
+
+/// `--json` prints the same result for scripts: the connection's place, bounds and the refusals.
+#[test]
+fn vlarb_admit_json() {
+    let (code, out, err) = admit(&[
+        "--speed",
+        "100G",
+        "--json",
+        "-r",
+        "name=a,bw=2G,distance=8,mtu=1024",
+        "-r",
+        "name=b,bw=1G,distance=1",
+    ]);
+    assert_eq!(code, Some(1), "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let a = &v["connections"][0];
+    assert_eq!(a["name"], "a");
+    assert_eq!(a["entries"], serde_json::json!([0, 8, 16, 24, 32, 40, 48, 56]));
+    assert!(a["latency_now_ns"].as_u64().unwrap() <= a["latency_guaranteed_ns"].as_u64().unwrap());
+    assert!(a["rate_floor_bps"].as_u64().unwrap() >= 2_000_000_000);
+    assert_eq!(v["high"].as_array().unwrap().len(), 64);
+    assert_eq!(v["refused"][0]["name"], "b");
+    assert!(v["refused"][0]["reason"].as_str().unwrap().contains("distance: 1"));
+}

@@ -276,14 +276,26 @@ impl Command {
 /// `rocectl vlarb …`: offline tools for the VL arbitration scheduler.
 #[derive(Subcommand)]
 pub enum Vlarb {
-    /// Fill the high-priority table for connections with a bandwidth and a latency (the
-    /// bit-reversal method of Alfaro, Sánchez and Duato): admit what fits, refuse the rest with
-    /// the reason, release and re-pack; print the table and each connection's latency bound;
-    /// write the config fragment to apply live. Exit 0 when every request was admitted, 1 when
-    /// some were refused (the others are kept), 2 on bad input (nothing written).
-    #[command(
-        after_help = "Examples:\n  rocectl vlarb admit --speed 100G --high-limit 6 --state port.json \\\n                            -r name=a,bw=2G,latency=20us,mtu=1024 -r name=b,bw=500M,distance=16 -o frag.toml\n                        rocectl vlarb admit --state port.json --release a -o frag.toml\n                        rocectl patch frag.toml\n\n                      Sizes are frames as the switch holds them (no FCS): mtu=M means a frame of M + 18 B.\n                      A request's latency is met by the largest distance whose bound holds whatever\n                      else is admitted later (the \"guaranteed\" column); \"now\" is the bound on the\n                      table as it is. The model and its assumptions: README, \"Admission control\"."
-    )]
+    /// Admit connections (bandwidth, latency) to the high-priority table; print it and the
+    /// bounds; write the fragment to apply live.
+    ///
+    /// Fills the table by the bit-reversal method of Alfaro, Sánchez and Duato: admits what
+    /// fits, refuses the rest with the reason, releases and re-packs; prints the table and each
+    /// connection's latency bound; writes the config fragment for `rocectl patch`. Exit 0 when
+    /// every request was admitted, 1 when some were refused (the others are kept), 2 on bad
+    /// input (nothing written).
+    #[command(after_help = concat!(
+        "Examples:\n",
+        "  rocectl vlarb admit --speed 100G --high-limit 6 --state port.json \\\n",
+        "      -r name=a,bw=2G,latency=20us,mtu=1024 -r name=b,bw=500M,distance=16 -o frag.toml\n",
+        "  rocectl vlarb admit --state port.json --release a -o frag.toml\n",
+        "  rocectl patch frag.toml\n",
+        "\n",
+        "Sizes are frames as the switch holds them (no FCS): mtu=M means a frame of M + 18 B.\n",
+        "A latency is met by the largest distance whose bound holds whatever else is admitted\n",
+        "later (the \"guaranteed\" column); \"bound now\" is the bound on the table as it is.\n",
+        "The model and its assumptions: README, \"Admission control for VL arbitration\"."
+    ))]
     Admit(AdmitArgs),
 }
 
