@@ -605,6 +605,13 @@ impl Admission {
             if s.members.is_empty() {
                 return Err(at("no members".into()));
             }
+            if let Some(m) = s
+                .members
+                .iter()
+                .find(|m| m.latency_ns.is_some() == m.distance.is_some())
+            {
+                return Err(at(format!("{}: give latency_ns or distance (one of them)", m.name)));
+            }
             if !s.entries.is_power_of_two() || s.entries > ENTRIES {
                 return Err(at(format!("entries: {} is not a power of two up to 64", s.entries)));
             }

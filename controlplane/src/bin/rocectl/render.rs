@@ -436,7 +436,7 @@ pub fn render_admission(a: &vlarb_admit::Admission, refused: &[(String, vlarb_ad
     if !conns.is_empty() {
         let _ = writeln!(
             o,
-            "\nconnections (latency bounds: on this table / whatever is admitted later):"
+            "\nconnections (entries: how many @ the first; latency bound: on this table now / guaranteed whatever is admitted later):"
         );
         let name_w = conns.iter().map(|c| c.request.name.len()).max().unwrap_or(4).max(4);
         let _ = writeln!(
