@@ -1,5 +1,5 @@
-//! `rocectl`: rocesw's control-plane command line. Offline: validate a config (`check`) and the
-//! PFC headroom calculator (`headroom`). Against a running switch, over its control socket
+//! `rocectl`: rocesw's control-plane command line. Offline: validate a config (`check`), the
+//! PFC headroom calculator (`headroom`) and VL arbitration admission control (`vlarb admit`). Against a running switch, over its control socket
 //! (`controlplane/PROTOCOL.md`): `show`, `apply`, `set`, `watch`, and `daemon`, which keeps a
 //! switch on a config file and serves Prometheus metrics (`controlplane/src/daemon.rs`).
 //!
@@ -99,6 +99,7 @@ fn main() -> ExitCode {
         }
         Command::Watch { interval_ms, .. } => live(|| watch(single("watch")?, interval_ms)),
         Command::Switches => live(switches),
+        Command::Vlarb(cli::Vlarb::Admit(args)) => commands::vlarb_admit(&args),
         Command::Daemon {
             config,
             metrics,
