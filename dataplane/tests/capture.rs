@@ -206,6 +206,19 @@ fn rocectl_captures_a_live_incast_with_pfc_ce_marks_and_cnps() {
         );
         std::thread::sleep(Duration::from_millis(10));
     }
+    // An existing file is refused before the switch is asked, and left as it was.
+    let taken = dir.path().join("taken.pcap");
+    std::fs::write(&taken, b"keep").unwrap();
+    let refused = Command::new(&rocectl)
+        .args(["capture", "--port", "1", "-w"])
+        .arg(&taken)
+        .arg("--socket")
+        .arg(&socket)
+        .output()
+        .unwrap();
+    let why = String::from_utf8_lossy(&refused.stderr);
+    assert!(!refused.status.success() && why.contains("--force"), "{why}");
+    assert_eq!(std::fs::read(&taken).unwrap(), b"keep");
     let tx3 = start_capture(
         &rocectl,
         &socket,
@@ -213,13 +226,40 @@ fn rocectl_captures_a_live_incast_with_pfc_ce_marks_and_cnps() {
         &["--port", "3", "--tx"],
     );
     let both0 = start_capture(&rocectl, &socket, &dir.path().join("cap0.pcap"), &["--port", "0"]);
+    // Stopped with Ctrl-C while the senders run.
+    let rx2 = start_capture(
+        &rocectl,
+        &socket,
+        &dir.path().join("cap2-rx.pcap"),
+        &["--port", "2", "--rx"],
+    );
     tx3.started();
     both0.started();
+    rx2.started();
     let ready = t0.elapsed();
     assert!(
         ready < Duration::from_secs(QUIET_S - 1),
         "the captures took {ready:?} to start: the traffic (at {QUIET_S} s) may have begun without them"
     );
+    // Ctrl-C once port 2's capture has copied some of its sender's frames.
+    let ctl = UnixStream::connect(&socket).unwrap();
+    ctl.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let mut ctl_in = BufReader::new(ctl.try_clone().unwrap());
+    let mut ctl_out = ctl;
+    loop {
+        ctl_out.write_all(b"{\"v\":1,\"id\":1,\"op\":\"counters\"}\n").unwrap();
+        let mut line = String::new();
+        ctl_in.read_line(&mut line).unwrap();
+        let r: Value = serde_json::from_str(&line).unwrap();
+        if r["data"]["ports"][2]["capture"]["frames"].as_u64().unwrap_or(0) >= 100 {
+            break;
+        }
+        assert!(t0.elapsed() < Duration::from_secs(30), "port 2 received nothing");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    drop((ctl_in, ctl_out));
+    // SAFETY: a plain kill(2) of the rocectl this test started.
+    assert_eq!(unsafe { libc::kill(rx2.child.id() as i32, libc::SIGINT) }, 0);
     let deadline = Instant::now() + Duration::from_secs(60);
     let status = loop {
         if let Some(s) = switch.try_wait().unwrap() {
@@ -236,6 +276,16 @@ fn rocectl_captures_a_live_incast_with_pfc_ce_marks_and_cnps() {
     assert!(status.success(), "rocesw run failed: {err}");
     let end3 = tx3.finish();
     let end0 = both0.finish();
+    let end2 = rx2.finish();
+    assert!(end2.contains("ended: stopped"), "Ctrl-C ended the capture: {end2}");
+    // A valid capture of what port 2 had received by then: the start of its input.
+    let cap2 = bytes(&read_pcap(&dir.path().join("cap2-rx.pcap")));
+    let in2 = bytes(&read_pcap(&inputs[2]));
+    assert!(
+        cap2.len() >= 100 && in2.starts_with(&cap2),
+        "{} frames, a prefix of the input",
+        cap2.len()
+    );
     for end in [&end3, &end0] {
         assert!(
             end.contains(" 0 dropped") && end.contains("the switch stopped"),
@@ -538,7 +588,11 @@ fn captures_hold_what_the_ports_moved_on_either_worker() {
             .map(|(_, f, _)| f.clone())
             .collect()
     };
-    assert_eq!(dir(&got_a, "rx"), [hello.clone()], "port 3 received the announcement");
+    assert_eq!(
+        dir(&got_a, "rx"),
+        std::slice::from_ref(&hello),
+        "port 3 received the announcement"
+    );
     assert_eq!(dir(&got_a, "tx"), sw.sent(3), "port 3 sent these, in this order");
     assert_eq!(dir(&got_b, "rx"), frames, "port 0 received these");
     assert!(

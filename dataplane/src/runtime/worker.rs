@@ -277,26 +277,33 @@ impl TxSink for Egress<'_> {
     }
 
     fn transmit(&mut self, port: usize, frame: &[u8], at_ns: u64) {
-        self.show_peer(port, frame, at_ns);
-        self.send(port, frame);
+        self.transmit_frame(port, frame, at_ns, None);
     }
 }
 
 impl Egress<'_> {
-    /// The frame still goes out on the port (a rocegen host honours PFC itself); the emulated
-    /// peer is what keeps a late host from costing the switch lossless frames.
-    #[inline]
-    fn show_peer(&mut self, port: usize, frame: &[u8], at_ns: u64) {
+    /// A frame the switch transmits: shown to the port's emulated peer, then handed to the
+    /// port; if the port took it and `tap` is a capture of its transmissions, copied there.
+    /// Inlined into both sinks, so the plain one (`tap` = `None`) has no capture check.
+    #[inline(always)]
+    fn transmit_frame(&mut self, port: usize, frame: &[u8], at_ns: u64, tap: Option<&CaptureRing>) {
         if let Some(em) = self.emu[port].as_mut() {
+            // The frame still goes out on the port (a rocegen host honours PFC itself); the
+            // emulated peer is what keeps a late host from costing the switch lossless frames.
             em.from_switch(frame, at_ns);
+        }
+        if self.send(port, frame) {
+            if let Some(tap) = tap {
+                tap.record(Dir::Tx, at_ns, frame);
+            }
         }
     }
 
     /// [`TxSink::transmit_owned`]; true if a local port took the frame.
     fn send_owned(&mut self, port: usize, frame: ForeignFrame, at_ns: u64) -> bool {
         let Some(io) = self.local[port].as_mut() else {
-            // Another worker's port: the frame crosses in a copy.
-            self.transmit(port, frame.bytes(), at_ns);
+            // Another worker's port: the frame crosses in a copy (its I/O worker captures it).
+            self.transmit_frame(port, frame.bytes(), at_ns, None);
             return false;
         };
         if io.gone {
@@ -410,10 +417,7 @@ impl TxSink for Tapped<'_, '_> {
     }
 
     fn transmit(&mut self, port: usize, frame: &[u8], at_ns: u64) {
-        self.egress.show_peer(port, frame, at_ns);
-        if self.egress.send(port, frame) {
-            self.tap.record(Dir::Tx, at_ns, frame);
-        }
+        self.egress.transmit_frame(port, frame, at_ns, Some(self.tap));
     }
 
     fn transmit_owned(&mut self, port: usize, frame: ForeignFrame, at_ns: u64) {
