@@ -299,7 +299,7 @@ mod tests {
 
     /// One producer thread, one consumer thread that stalls now and then: every frame read is
     /// intact and in order, read + dropped = recorded, and the producer's pace does not depend
-    /// on the reader (it records a million frames while the reader sleeps through most of it).
+    /// on the reader (it records 200,000 frames while the reader keeps stopping to sleep).
     #[test]
     fn producer_and_consumer_on_two_threads() {
         const N: u64 = 200_000;
