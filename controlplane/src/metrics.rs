@@ -11,6 +11,8 @@
 //!   and `rocesw_pool_<field>` for the buffer figures;
 //! * `rocesw_port_peer_<field>` for what a port's emulated peer held (only ports that have one:
 //!   kept apart from the switch's buffer figures, since those frames never entered it);
+//! * `rocesw_port_capture_<field>` for what live captures of a port copied and dropped (only
+//!   ports captured since the switch started);
 //! * `rocesw_port_backend_<field>{…,driver,device}` for what a port's I/O backend counted
 //!   itself (`rocesw run` only: DPDK's `imissed`, `ierrors`, `oerrors`, `rx_nombuf`, AF_PACKET's
 //!   kernel drops), its two strings as labels;
@@ -24,7 +26,8 @@
 //! below checks each number of a serialized snapshot against the metric its name implies.
 
 use crate::snapshot::{
-    BackendReport, Drops, PeerReport, PgReport, PoolBuffer, PortBuffer, PortReport, QueueReport, Snapshot,
+    BackendReport, CaptureReport, Drops, PeerReport, PgReport, PoolBuffer, PortBuffer, PortReport, QueueReport,
+    Snapshot,
 };
 use crate::NUM_TC;
 use prometheus_client::encoding::text::encode;
@@ -173,6 +176,7 @@ impl Metrics {
                 pgs,
                 peer,
                 backend,
+                capture,
             } = port;
             let mut labels = base.clone();
             labels.push(("port".into(), id.to_string()));
@@ -224,6 +228,9 @@ impl Metrics {
                         ("depth_bytes", *depth_bytes),
                     ],
                 );
+            }
+            if let Some(CaptureReport { frames, dropped }) = capture {
+                self.numbers("port_capture", &labels, &[("frames", *frames), ("dropped", *dropped)]);
             }
             let PortBuffer {
                 ingress_cells,
@@ -401,6 +408,7 @@ mod tests {
                     oerrors: 4,
                     ..Default::default()
                 }),
+                capture: Some(crate::snapshot::CaptureReport { frames: 9, dropped: 1 }),
                 ..Default::default()
             }],
             totals: Totals {

@@ -69,6 +69,18 @@ pub struct PortReport {
     /// them. Only from `rocesw run` (its `counters` answer and summary); absent in replay.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub backend: Option<BackendReport>,
+    /// Live captures of the port (`rocectl capture`) since the switch started, running ones
+    /// included. Only from `rocesw run`'s control server, and only for ports captured so far.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capture: Option<CaptureReport>,
+}
+
+/// What the live captures of one port copied, and what their rings had no room for (their
+/// readers fell behind; the switch never waits for a capture).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CaptureReport {
+    pub frames: u64,
+    pub dropped: u64,
 }
 
 /// A port's emulated peer: the host side of the emulated wire (see `PortReport::peer`).

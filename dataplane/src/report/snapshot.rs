@@ -106,6 +106,7 @@ impl Build for Snapshot {
                     peer: None,
                     // The switch does not know its ports' I/O: `rocesw run` adds it.
                     backend: None,
+                    capture: None,
                 }
             })
             .collect();

@@ -10,7 +10,7 @@ use std::path::PathBuf;
     version,
     about = "Configure and inspect rocesw switches",
     after_help = "Connection options (--socket, --switch, --all, --tcp, --token-file) belong to the commands \
-                  that talk to a switch (show, clear, apply, set, patch, watch, daemon): after the \
+                  that talk to a switch (show, clear, apply, set, patch, watch, capture, daemon): after the \
                   command (`rocectl show pfc --switch leaf1`) or, as before, ahead of it (`rocectl \
                   --switch leaf1 show pfc`), in one place. `check`, `headroom`, `switches` and `vlarb` take none."
 )]
@@ -228,6 +228,54 @@ pub enum Command {
     /// InfiniBand VL arbitration, offline: admission control for a port's high-priority table.
     #[command(subcommand)]
     Vlarb(Vlarb),
+    /// Capture a port of the running switch live into a pcap file: the frames it receives (as
+    /// they arrived, malformed ones too) and/or sends (as sent: CE marks and DSCP rewrites
+    /// applied, PFC and CNP frames included). Both directions unless --rx or --tx. Runs until
+    /// --count, --duration, Ctrl-C or the switch stops; the file is valid at every moment.
+    #[command(
+        after_help = "The switch never waits for a capture: frames its ring cannot hold (this reader fell behind) are \
+                      counted as dropped and reported at the end (and in `show counters --json`, ports[].capture).\n\n\
+                      Examples:\n  rocectl capture --port 3 --tx -w port3-tx.pcap\n  \
+                      rocectl capture --port 0 --rx --count 1000 -w port0-rx.pcap\n  \
+                      rocectl capture --port 3 --duration 10s -w port3.pcap --tcp 127.0.0.1:7700 --token-file token\n  \
+                      tshark -r port3-tx.pcap -Y 'ip.dsfield.ecn == 3'      # CE-marked frames\n  \
+                      tshark -r port0.pcap -Y 'macc.opcode == 0x0101 || infiniband.bth.opcode == 129'   # PFC, CNPs"
+    )]
+    Capture {
+        /// The port to capture (its `id` in the config).
+        #[arg(long)]
+        port: u16,
+        /// Only the frames the port receives.
+        #[arg(long, conflicts_with = "tx")]
+        rx: bool,
+        /// Only the frames the port sends.
+        #[arg(long)]
+        tx: bool,
+        /// Stop after this many frames.
+        #[arg(long, short = 'c', value_parser = clap::value_parser!(u64).range(1..))]
+        count: Option<u64>,
+        /// Stop after this long, e.g. 10s, 500ms.
+        #[arg(long, value_parser = duration)]
+        duration: Option<std::time::Duration>,
+        /// The pcap file to write (classic pcap, nanosecond wall-clock timestamps, Ethernet).
+        #[arg(short = 'w', long = "write", value_name = "FILE")]
+        file: PathBuf,
+        /// Overwrite FILE if it exists (by default an existing file is refused).
+        #[arg(long)]
+        force: bool,
+        /// Bytes kept of each frame (at least 64); default: the port's largest frame (whole frames).
+        #[arg(long, value_name = "BYTES")]
+        snaplen: Option<u32>,
+        /// Frames the switch holds for this capture while this reader catches up (default: 32 MiB
+        /// worth, between 256 and 8192); beyond it frames are dropped and counted.
+        #[arg(long, value_name = "FRAMES")]
+        ring: Option<u32>,
+        /// No progress line (it is printed only when standard error is a terminal).
+        #[arg(long, short = 'q')]
+        quiet: bool,
+        #[command(flatten)]
+        connection: ConnectionArgs,
+    },
     /// Live view until interrupted: per port rates, ECN marks, PFC sent and received, drops,
     /// time paused and buffer use; per busy queue its rate, marks, drops and depth.
     Watch {
@@ -254,6 +302,7 @@ impl Command {
             Command::Daemon { .. } => "daemon",
             Command::Watch { .. } => "watch",
             Command::Vlarb(_) => "vlarb",
+            Command::Capture { .. } => "capture",
         }
     }
 
@@ -267,7 +316,8 @@ impl Command {
             | Command::Apply { connection, .. }
             | Command::Patch { connection, .. }
             | Command::Daemon { connection, .. }
-            | Command::Watch { connection, .. } => Some(connection),
+            | Command::Watch { connection, .. }
+            | Command::Capture { connection, .. } => Some(connection),
             Command::Set(set) => Some(&set.connection),
         }
     }
@@ -390,6 +440,14 @@ fn length(s: &str) -> Result<f64, String> {
 
 fn size(s: &str) -> Result<u64, String> {
     units::parse_size(s).map_err(|e| e.to_string())
+}
+
+fn duration(s: &str) -> Result<std::time::Duration, String> {
+    match units::parse_duration(s) {
+        Ok(0) => Err("the duration must be more than 0".into()),
+        Ok(ns) => Ok(std::time::Duration::from_nanos(ns)),
+        Err(e) => Err(e.to_string()),
+    }
 }
 
 #[cfg(test)]
