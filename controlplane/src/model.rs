@@ -68,6 +68,27 @@ pub struct PortConfig {
     pub pgs: [PgProfile; NUM_TC],
     /// This port's queue profiles, likewise.
     pub queues: [QueueProfile; NUM_TC],
+    /// Which kind of scheduler picks the queue that sends next (`scheduler`, DESIGN.md
+    /// "Schedulers as a choice").
+    pub scheduler: SchedulerConfig,
+}
+
+/// A port's scheduler kind and its own settings. Strict priority + WDRR reads its modes and
+/// weights from the queue profiles (`QueueProfile::sched`); the other kinds carry theirs here.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum SchedulerConfig {
+    /// Strict priority, then WDRR by byte weights (`queue.N.sched`, `queue.N.weight`).
+    #[default]
+    SpWdrr,
+}
+
+impl SchedulerConfig {
+    /// The name `scheduler = "..."` gives this kind.
+    pub fn name(&self) -> &'static str {
+        match self {
+            SchedulerConfig::SpWdrr => "sp_wdrr",
+        }
+    }
 }
 
 /// A port backed by capture files: what arrives comes from `input`, what the port transmits

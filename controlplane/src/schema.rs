@@ -103,6 +103,8 @@ pub struct PortDefaults {
     pub speed: Option<Scalar>,
     pub cable: Option<Scalar>,
     pub mtu: Option<i64>,
+    /// The port scheduler's kind: "sp_wdrr" (default).
+    pub scheduler: Option<String>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -127,6 +129,8 @@ pub struct PortSection {
     /// (`net_ring0`, `net_pcap0,rx_pcap=in.pcap`, `net_vhost0,iface=/run/rocesw/vm0.sock`) or
     /// a PCI address (`0000:3b:00.0`). Needs a rocesw built with `--features dpdk`.
     pub dpdk: Option<String>,
+    /// This port's scheduler kind, over `[port_defaults] scheduler`.
+    pub scheduler: Option<String>,
     /// This port's own PG settings, field by field over the global `[pg.N]`.
     #[serde(default)]
     pub pg: BTreeMap<String, PgSection>,

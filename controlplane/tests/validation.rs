@@ -770,3 +770,23 @@ fn a_lossless_queue_shaped_too_slow_to_drain_is_refused() {
     ok(&with("[queue.0]\nshaper = { rate = \"1\", burst = \"16KiB\" }"));
     ok(&shaped("1M", ""));
 }
+
+/// `scheduler` names a kind, in `[port_defaults]` or per port; a port's overrides the default;
+/// an unknown kind names the field and the kinds there are.
+#[test]
+fn scheduler_kind_per_port_over_the_default() {
+    let c = ok(BASE).config;
+    assert!(c
+        .ports
+        .iter()
+        .all(|p| p.scheduler == controlplane::SchedulerConfig::SpWdrr));
+    let text = BASE.replace("speed = \"25G\"\n", "speed = \"25G\"\nscheduler = \"sp_wdrr\"\n");
+    assert_eq!(ok(&text).config.ports[1].scheduler.name(), "sp_wdrr");
+    let bad = BASE.replace("[[port]]\nid = 1\n", "[[port]]\nid = 1\nscheduler = \"fifo\"\n");
+    has(
+        &problems(&bad),
+        &["port[1].scheduler", "\"fifo\" is not one of sp_wdrr"],
+    );
+    let bad = BASE.replace("speed = \"25G\"\n", "speed = \"25G\"\nscheduler = \"wfq\"\n");
+    has(&problems(&bad), &["port_defaults.scheduler", "\"wfq\""]);
+}
