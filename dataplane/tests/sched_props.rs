@@ -51,9 +51,36 @@ fn sp_wdrr() -> impl Strategy<Value = Kind> {
     })
 }
 
+/// Random tables (weight 0 included, queues left out of both) and limits; at least one entry
+/// with a weight, as validation requires.
+fn vlarb() -> impl Strategy<Value = Kind> {
+    let entries = || prop::collection::vec((0u8..8, prop_oneof![Just(0u8), 1u8..=255]), 0..12);
+    let limit = prop_oneof![Just(0u8), Just(255u8), 0u8..=255];
+    (entries(), entries(), limit, 0u8..8).prop_map(|(high, low, limit, always)| {
+        let list = |v: &[(u8, u8)]| {
+            let items: Vec<String> = v.iter().map(|(vl, w)| format!("[{vl}, {w}]")).collect();
+            items.join(", ")
+        };
+        let low = if high.iter().chain(&low).all(|e| e.1 == 0) {
+            [low, vec![(always, 1)]].concat()
+        } else {
+            low
+        };
+        Kind {
+            name: "vlarb",
+            port_defaults: format!(
+                "scheduler = \"vlarb\"\nvlarb = {{ high = [{}], low = [{}], high_limit = {limit} }}\n",
+                list(&high),
+                list(&low)
+            ),
+            tables: String::new(),
+        }
+    })
+}
+
 /// Every kind, with random settings.
 fn any_kind() -> impl Strategy<Value = Kind> {
-    prop_oneof![sp_wdrr()]
+    prop_oneof![sp_wdrr(), vlarb()]
 }
 
 fn config(kind: &Kind) -> controlplane::Config {
@@ -113,7 +140,7 @@ struct Sent {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 32, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
 
     #[test]
     fn every_kind_keeps_order_pauses_and_shapers(kind in any_kind(), events in prop::collection::vec(event(), 1..40)) {

@@ -108,7 +108,10 @@ pub fn resolve(file: &ConfigFile) -> Result<Loaded, ConfigError> {
     let cnp = resolve_cnp(&mut cx, &file.cnp, cnp_queue, &queues, &loss);
     let fdb = resolve_fdb(&mut cx, &file.fdb, &ports);
     let mut ports = resolve_headroom(&mut cx, &ports, per_port, buffer.cell_bytes);
-    for (p, s) in ports.iter_mut().zip(resolve_schedulers(&mut cx, file)) {
+    for (p, s) in ports
+        .iter_mut()
+        .zip(resolve_schedulers(&mut cx, file, &classify, &loss, cnp_queue))
+    {
         p.scheduler = s;
     }
 

@@ -1,7 +1,8 @@
 //! Port schedulers: which eligible queue sends next. A port runs one kind, chosen per port by
 //! `scheduler` in the config (DESIGN.md, "Schedulers as a choice"):
 //!
-//! * [`sp_wdrr`]: strict priority, then WDRR by byte weights (the default).
+//! * [`sp_wdrr`]: strict priority, then WDRR by byte weights (the default);
+//! * [`vlarb`]: InfiniBand VL arbitration, high and low tables with LimitOfHighPriority.
 //!
 //! Every kind sits behind [`Scheduler`], an enum rather than a trait object, so a port's
 //! selection is one match and a direct (inlinable) call, with nothing allocated or looked up
@@ -19,12 +20,14 @@
 //! into the queued descriptor), read only by the kinds that ask for it.
 
 pub mod sp_wdrr;
+pub mod vlarb;
 
 #[cfg(test)]
 mod props;
 
 use controlplane::{PortConfig, SchedulerConfig, NUM_TC};
 pub use sp_wdrr::SpWdrr;
+pub use vlarb::VlArb;
 
 /// What a scheduler may read of an eligible queue's head frame. Built lazily by the caller's
 /// closure for the queues a kind asks about, so a field a kind never reads costs nothing.
@@ -34,10 +37,16 @@ pub struct Head {
     pub len: u32,
 }
 
-/// One port's scheduler, of the kind its config names.
+/// One port's scheduler, of the kind its config names. The kinds stay inline although their
+/// sizes differ (VL arbitration's tables are 288 bytes): boxing the large one cost the default
+/// kind 43 instructions a packet (bench/README.md), one port's state is allocated once, and a
+/// scheduler is reached through its port on every packet.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Scheduler {
     SpWdrr(SpWdrr),
+    VlArb(VlArb),
+    // Edf(Edf): the next kind (see the module doc).
 }
 
 impl Scheduler {
@@ -45,6 +54,7 @@ impl Scheduler {
     pub fn new(p: &PortConfig) -> Self {
         match &p.scheduler {
             SchedulerConfig::SpWdrr => Scheduler::SpWdrr(SpWdrr::new(&modes(p), p.max_frame_bytes)),
+            SchedulerConfig::VlArb(c) => Scheduler::VlArb(VlArb::new(c)),
         }
     }
 
@@ -53,7 +63,7 @@ impl Scheduler {
     pub fn retune(&mut self, p: &PortConfig) {
         match (self, &p.scheduler) {
             (Scheduler::SpWdrr(s), SchedulerConfig::SpWdrr) => s.retune(&modes(p), p.max_frame_bytes),
-            #[allow(unreachable_patterns)]
+            (Scheduler::VlArb(s), SchedulerConfig::VlArb(c)) => s.retune(c),
             (this, _) => *this = Scheduler::new(p),
         }
     }
@@ -62,6 +72,7 @@ impl Scheduler {
     pub fn kind(&self) -> &'static str {
         match self {
             Scheduler::SpWdrr(_) => "sp_wdrr",
+            Scheduler::VlArb(_) => "vlarb",
         }
     }
 
@@ -72,6 +83,7 @@ impl Scheduler {
     pub fn select(&mut self, eligible: u8, _now: u64, head: impl Fn(usize) -> Head) -> Option<usize> {
         match self {
             Scheduler::SpWdrr(s) => s.select(eligible, |q| head(q).len),
+            Scheduler::VlArb(s) => s.select(eligible, |q| head(q).len),
         }
     }
 
@@ -83,6 +95,7 @@ impl Scheduler {
     pub fn select_again(&mut self, q: usize, head: Head, _now: u64) -> bool {
         match self {
             Scheduler::SpWdrr(s) => s.select_again(q, head.len),
+            Scheduler::VlArb(s) => s.select_again(q, head.len),
         }
     }
 }

@@ -29,9 +29,28 @@ fn sp_wdrr() -> impl Strategy<Value = Scheduler> {
     })
 }
 
+/// Tables of up to 64 entries over all eight VLs (weight 0 included), any limit (0 and 255
+/// often): queues in neither table and tables with nothing eligible are part of the run.
+fn vlarb() -> impl Strategy<Value = Scheduler> {
+    let entries = || proptest::collection::vec((0u8..8, prop_oneof![Just(0u8), 1u8..=255]), 0..=64);
+    let limit = prop_oneof![Just(0u8), Just(255u8), 0u8..=255];
+    (entries(), entries(), limit).prop_map(|(high, low, high_limit)| {
+        let t = |v: Vec<(u8, u8)>| {
+            v.into_iter()
+                .map(|(vl, weight)| controlplane::VlArbEntry { vl, weight })
+                .collect()
+        };
+        Scheduler::VlArb(VlArb::new(&controlplane::VlArbConfig {
+            high: t(high),
+            low: t(low),
+            high_limit,
+        }))
+    })
+}
+
 /// A scheduler of any kind, with random settings.
 pub(super) fn any_scheduler() -> impl Strategy<Value = Scheduler> {
-    prop_oneof![sp_wdrr()]
+    prop_oneof![sp_wdrr(), vlarb()]
 }
 
 /// Every kind has a strategy in [`any_scheduler`]: this match has no wildcard, so a new
@@ -46,9 +65,10 @@ fn every_kind_has_a_strategy() {
         let s = any_scheduler().new_tree(&mut runner).unwrap().current();
         seen.insert(match s {
             Scheduler::SpWdrr(_) => "sp_wdrr",
+            Scheduler::VlArb(_) => "vlarb",
         });
     }
-    assert_eq!(seen.into_iter().collect::<Vec<_>>(), ["sp_wdrr"]);
+    assert_eq!(seen.into_iter().collect::<Vec<_>>(), ["sp_wdrr", "vlarb"]);
 }
 
 /// A step of a run: which queues are eligible, each queue's head length, and how many times
