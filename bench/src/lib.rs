@@ -2,6 +2,7 @@
 //! ports, and pre-built RoCEv2 frames, so the benches measure the pipeline and nothing else.
 
 pub mod rocegen;
+pub mod vlarb_sweep;
 
 use controlplane::Config;
 use dataplane::tools::gen::{announce, Flow};

@@ -68,6 +68,59 @@ pub struct PortConfig {
     pub pgs: [PgProfile; NUM_TC],
     /// This port's queue profiles, likewise.
     pub queues: [QueueProfile; NUM_TC],
+    /// Which kind of scheduler picks the queue that sends next (`scheduler`, DESIGN.md
+    /// "Schedulers as a choice").
+    pub scheduler: SchedulerConfig,
+}
+
+/// A port's scheduler kind and its own settings. Strict priority + WDRR reads its modes and
+/// weights from the queue profiles (`QueueProfile::sched`); the other kinds carry theirs here.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum SchedulerConfig {
+    /// Strict priority, then WDRR by byte weights (`queue.N.sched`, `queue.N.weight`).
+    #[default]
+    SpWdrr,
+    /// InfiniBand VL arbitration (IBA 1.2.1 §7.6.9): queue n plays VL n.
+    VlArb(VlArbConfig),
+}
+
+/// `vlarb`: the two arbitration tables and the high-priority limit, in OpenSM's units.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct VlArbConfig {
+    /// The high-priority table, in order: at most [`VLARB_MAX_ENTRIES`].
+    pub high: Vec<VlArbEntry>,
+    /// The low-priority table, likewise.
+    pub low: Vec<VlArbEntry>,
+    /// LimitOfHighPriority in units of 4 KiB: how many high-priority bytes may be sent while a
+    /// low-priority packet waits. 255 = unbounded; 0 = one high-priority packet at a time.
+    pub high_limit: u8,
+}
+
+/// Entries per VL arbitration table at most (IBA: 64).
+pub const VLARB_MAX_ENTRIES: usize = 64;
+/// Bytes per unit of an entry's weight (one IB credit).
+pub const VLARB_WEIGHT_BYTES: u32 = 64;
+/// Bytes per unit of `high_limit`.
+pub const VLARB_LIMIT_BYTES: u32 = 4096;
+/// The `high_limit` that means unbounded.
+pub const VLARB_UNBOUNDED: u8 = 255;
+
+/// One (VL, weight) entry: the queue it serves and how many 64-byte credits it may send per
+/// turn (0: skipped).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct VlArbEntry {
+    pub vl: u8,
+    pub weight: u8,
+}
+
+impl SchedulerConfig {
+    /// The name `scheduler = "..."` gives this kind.
+    pub fn name(&self) -> &'static str {
+        match self {
+            SchedulerConfig::SpWdrr => "sp_wdrr",
+            SchedulerConfig::VlArb(_) => "vlarb",
+        }
+    }
 }
 
 /// A port backed by capture files: what arrives comes from `input`, what the port transmits

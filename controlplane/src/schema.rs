@@ -103,6 +103,32 @@ pub struct PortDefaults {
     pub speed: Option<Scalar>,
     pub cable: Option<Scalar>,
     pub mtu: Option<i64>,
+    /// The port scheduler's kind: "sp_wdrr" (default) or "vlarb".
+    pub scheduler: Option<String>,
+    /// The VL arbitration tables of ports whose scheduler is "vlarb".
+    pub vlarb: Option<VlArbSection>,
+}
+
+/// `vlarb = { high = [[VL, weight], ...], low = [...], high_limit = N }`, as OpenSM's
+/// `qos_vlarb_high`, `qos_vlarb_low` and `qos_high_limit`. Entries stay as written (each an
+/// array) so validation can name a malformed one.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct VlArbSection {
+    pub high: Option<Vec<Vec<i64>>>,
+    pub low: Option<Vec<Vec<i64>>>,
+    pub high_limit: Option<i64>,
+}
+
+impl VlArbSection {
+    /// `self` with every field `over` sets replacing it (a port's table over the defaults').
+    pub fn overlaid(&self, over: &VlArbSection) -> VlArbSection {
+        VlArbSection {
+            high: over.high.clone().or_else(|| self.high.clone()),
+            low: over.low.clone().or_else(|| self.low.clone()),
+            high_limit: over.high_limit.or(self.high_limit),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -127,6 +153,10 @@ pub struct PortSection {
     /// (`net_ring0`, `net_pcap0,rx_pcap=in.pcap`, `net_vhost0,iface=/run/rocesw/vm0.sock`) or
     /// a PCI address (`0000:3b:00.0`). Needs a rocesw built with `--features dpdk`.
     pub dpdk: Option<String>,
+    /// This port's scheduler kind, over `[port_defaults] scheduler`.
+    pub scheduler: Option<String>,
+    /// This port's VL arbitration settings, field by field over `[port_defaults.vlarb]`.
+    pub vlarb: Option<VlArbSection>,
     /// This port's own PG settings, field by field over the global `[pg.N]`.
     #[serde(default)]
     pub pg: BTreeMap<String, PgSection>,

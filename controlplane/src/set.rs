@@ -172,6 +172,31 @@ pub enum Set {
         #[arg(long)]
         action: Option<String>,
     },
+    /// The port scheduler: its kind, and the VL arbitration tables and limit of `vlarb`
+    /// ports (OpenSM's `qos_vlarb_high`, `qos_vlarb_low`, `qos_high_limit`), for every port
+    /// (`[port_defaults]`) or one.
+    #[command(
+        after_help = "Examples:\n  rocectl set scheduler --kind vlarb --high 6:255,3:16 --low 0:64,1:128 --high-limit 6\n  rocectl set scheduler --port 2 --low 0:32,1:192\n  rocectl set scheduler --port 2 --kind sp_wdrr\n\nA live change of the tables keeps each table's place (the current entry goes on if it still\nnames the same VL); a change of kind starts the new scheduler fresh."
+    )]
+    Scheduler {
+        /// Only on this port (its id); otherwise [port_defaults].
+        #[arg(long)]
+        port: Option<u16>,
+        /// `sp_wdrr` (strict priority + WDRR by the queues' sched and weight) or `vlarb`.
+        #[arg(long)]
+        kind: Option<String>,
+        /// The vlarb high-priority table as VL:WEIGHT pairs in order, e.g. 6:255,3:16 (VL 0-7 is
+        /// queue 0-7; weight 0-255 in 64-byte units, 0 skips the entry); '' for none.
+        #[arg(long, value_name = "VL:WEIGHT,...")]
+        high: Option<String>,
+        /// The vlarb low-priority table, likewise, e.g. 0:64,1:128.
+        #[arg(long, value_name = "VL:WEIGHT,...")]
+        low: Option<String>,
+        /// LimitOfHighPriority: high-priority bytes (units of 4 KiB) sent while a low-priority
+        /// packet waits; 0 = one packet at a time, 255 = unbounded.
+        #[arg(long)]
+        high_limit: Option<i64>,
+    },
     /// Classification: what to trust, DSCP → traffic class entries, the default class.
     #[command(after_help = "Example:\n  rocectl set dscp --map 26=3 --map 46=5 --default-tc 0")]
     Dscp {
@@ -241,6 +266,22 @@ fn put(t: &mut Table, key: &str, v: &Option<String>) {
     if let Some(v) = v {
         t.insert(key.into(), scalar(v));
     }
+}
+
+/// An OpenSM-style table, `VL:WEIGHT,VL:WEIGHT`, as the config's `[[VL, weight], ...]` (the
+/// ranges are validation's to check, with the rest of the config).
+fn vlarb_table(flag: &str, text: &str) -> Result<Value, String> {
+    text.split(',')
+        .map(str::trim)
+        .filter(|e| !e.is_empty())
+        .map(|e| {
+            e.split_once(':')
+                .and_then(|(vl, w)| Some((vl.trim().parse::<i64>().ok()?, w.trim().parse::<i64>().ok()?)))
+                .map(|(vl, w)| Value::Array(vec![Value::Integer(vl), Value::Integer(w)]))
+                .ok_or_else(|| format!("{flag} {e:?}: expected VL:WEIGHT pairs separated by commas, e.g. 0:16,6:255"))
+        })
+        .collect::<Result<Vec<_>, _>>()
+        .map(Value::Array)
 }
 
 /// Applies `set` to the running config's table. Refuses (before anything is sent) a command
@@ -443,6 +484,38 @@ pub fn edit(root: &mut Table, set: &Set) -> Result<(), String> {
             put(w, "restoration", restoration);
             put(w, "action", action);
         }
+        Set::Scheduler {
+            port: on_port,
+            kind,
+            high,
+            low,
+            high_limit,
+        } => {
+            if kind.is_none() && high.is_none() && low.is_none() && high_limit.is_none() {
+                return none("scheduler");
+            }
+            let high = high.as_deref().map(|t| vlarb_table("--high", t)).transpose()?;
+            let low = low.as_deref().map(|t| vlarb_table("--low", t)).transpose()?;
+            let t = match on_port {
+                Some(p) => port(root, *p)?,
+                None => table(root, "port_defaults")?,
+            };
+            if let Some(k) = kind {
+                t.insert("scheduler".into(), Value::String(k.clone()));
+            }
+            if high.is_some() || low.is_some() || high_limit.is_some() {
+                let v = table(t, "vlarb")?;
+                for (k, val) in [
+                    ("high", high),
+                    ("low", low),
+                    ("high_limit", high_limit.map(Value::Integer)),
+                ] {
+                    if let Some(val) = val {
+                        v.insert(k.into(), val);
+                    }
+                }
+            }
+        }
         Set::Dscp { trust, map, default_tc } => {
             if trust.is_none() && map.is_empty() && default_tc.is_none() {
                 return none("dscp");
@@ -550,6 +623,46 @@ pmax = 0.2
         .unwrap();
         assert_eq!(t["port"][0]["pg"]["3"]["alpha"].as_integer(), Some(1));
         assert_eq!(t["pg"]["3"]["static"].as_str(), Some("100KB"), "global untouched");
+    }
+
+    #[test]
+    fn scheduler_kind_and_vlarb_tables() {
+        let set = |port: Option<u16>, kind: Option<&str>, high: Option<&str>, low: Option<&str>, limit: Option<i64>| {
+            Set::Scheduler {
+                port,
+                kind: kind.map(Into::into),
+                high: high.map(Into::into),
+                low: low.map(Into::into),
+                high_limit: limit,
+            }
+        };
+        let t = after(set(
+            None,
+            Some("vlarb"),
+            Some("6:255, 3:16"),
+            Some("0:64,1:128"),
+            Some(6),
+        ))
+        .unwrap();
+        let d = &t["port_defaults"];
+        assert_eq!(d["scheduler"].as_str(), Some("vlarb"));
+        assert_eq!(d["vlarb"]["high"].to_string(), "[[6, 255], [3, 16]]");
+        assert_eq!(d["vlarb"]["low"].to_string(), "[[0, 64], [1, 128]]");
+        assert_eq!(d["vlarb"]["high_limit"].as_integer(), Some(6));
+        // One port, one field: the rest stays as it was (the defaults).
+        let t = after(set(Some(3), None, None, Some(""), None)).unwrap();
+        assert_eq!(t["port"][1]["vlarb"]["low"].to_string(), "[]");
+        assert!(t["port"][1].get("scheduler").is_none());
+        assert!(t.get("port_defaults").is_none());
+        assert!(after(set(None, None, Some("0-16"), None, None))
+            .unwrap_err()
+            .contains("VL:WEIGHT"));
+        assert!(after(set(None, None, None, None, None))
+            .unwrap_err()
+            .contains("at least one"));
+        assert!(after(set(Some(9), Some("vlarb"), None, None, None))
+            .unwrap_err()
+            .contains("no port 9"));
     }
 
     #[test]

@@ -37,6 +37,38 @@ fn check_accepts_the_shipped_profiles() {
     }
 }
 
+/// `check -v` shows each port's scheduler: the kind, and a vlarb port's tables as OpenSM
+/// writes them with the limit in bytes.
+#[test]
+fn check_shows_each_ports_scheduler() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("vlarb.toml");
+    let text = std::fs::read_to_string(config("default.toml")).unwrap().replacen(
+        "[[port]]\nid = 1\n",
+        "[[port]]\nid = 1\nscheduler = \"vlarb\"\nvlarb = { high = [[6, 255], [3, 16]], low = [[0, 64]], high_limit = 6 }\n",
+        1,
+    );
+    std::fs::write(&path, text).unwrap();
+    let (ok, out, err) = rocectl(&["check", "--verbose", path.to_str().unwrap()]);
+    assert!(ok, "{err}");
+    let line = |id: u16| {
+        out.lines()
+            .find(|l| l.starts_with(&format!("  port {id}:")))
+            .unwrap()
+            .to_string()
+    };
+    assert!(line(0).ends_with("scheduler sp_wdrr"), "{out}");
+    assert!(
+        line(1).ends_with("scheduler vlarb (high 6:255,3:16, low 0:64, high limit 24KiB)"),
+        "{out}"
+    );
+    // The queues' strict/WDRR settings are not used there: a warning says so.
+    assert!(
+        out.contains("warning: queue.{0, 3, 6}.sched/weight: not used on port 1"),
+        "{out}"
+    );
+}
+
 #[test]
 fn check_names_every_bad_field_and_fails() {
     let dir = tempfile::tempdir().unwrap();

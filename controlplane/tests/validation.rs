@@ -770,3 +770,126 @@ fn a_lossless_queue_shaped_too_slow_to_drain_is_refused() {
     ok(&with("[queue.0]\nshaper = { rate = \"1\", burst = \"16KiB\" }"));
     ok(&shaped("1M", ""));
 }
+
+/// `scheduler` names a kind, in `[port_defaults]` or per port; a port's overrides the default;
+/// an unknown kind names the field and the kinds there are.
+#[test]
+fn scheduler_kind_per_port_over_the_default() {
+    let c = ok(BASE).config;
+    assert!(c
+        .ports
+        .iter()
+        .all(|p| p.scheduler == controlplane::SchedulerConfig::SpWdrr));
+    let text = BASE.replace("speed = \"25G\"\n", "speed = \"25G\"\nscheduler = \"sp_wdrr\"\n");
+    assert_eq!(ok(&text).config.ports[1].scheduler.name(), "sp_wdrr");
+    let bad = BASE.replace("[[port]]\nid = 1\n", "[[port]]\nid = 1\nscheduler = \"fifo\"\n");
+    has(
+        &problems(&bad),
+        &["port[1].scheduler", "\"fifo\" is not one of sp_wdrr"],
+    );
+    let bad = BASE.replace("speed = \"25G\"\n", "speed = \"25G\"\nscheduler = \"wfq\"\n");
+    has(&problems(&bad), &["port_defaults.scheduler", "\"wfq\""]);
+}
+
+/// `vlarb` in OpenSM's form: the defaults' tables, a port's fields over them; entries resolved
+/// in order with their weights and the limit.
+#[test]
+fn vlarb_tables_resolve_with_per_port_overrides() {
+    use controlplane::{SchedulerConfig, VlArbEntry};
+    let text = BASE.replace(
+        "speed = \"25G\"\n",
+        "speed = \"25G\"\nscheduler = \"vlarb\"\n\
+         [port_defaults.vlarb]\nhigh = [[3, 16], [6, 255]]\nlow = [[0, 64], [1, 128]]\nhigh_limit = 6\n",
+    );
+    let text = text.replace(
+        "[[port]]\nid = 1\n",
+        "[[port]]\nid = 1\nvlarb = { low = [[0, 8]], high_limit = 255 }\n",
+    );
+    let l = ok(&text);
+    let SchedulerConfig::VlArb(p0) = &l.config.ports[0].scheduler else {
+        panic!("port 0 is vlarb")
+    };
+    assert_eq!(
+        p0.high,
+        [VlArbEntry { vl: 3, weight: 16 }, VlArbEntry { vl: 6, weight: 255 }]
+    );
+    assert_eq!(p0.low.len(), 2);
+    assert_eq!(p0.high_limit, 6);
+    let SchedulerConfig::VlArb(p1) = &l.config.ports[1].scheduler else {
+        panic!("port 1 is vlarb")
+    };
+    assert_eq!(p1.high, p0.high, "the default high table");
+    assert_eq!(p1.low, [VlArbEntry { vl: 0, weight: 8 }], "its own low table");
+    assert_eq!(p1.high_limit, 255);
+    // One port back on sp_wdrr: the others stay vlarb.
+    let mixed = text.replace("[[port]]\nid = 0\n", "[[port]]\nid = 0\nscheduler = \"sp_wdrr\"\n");
+    let l = ok(&mixed);
+    assert_eq!(l.config.ports[0].scheduler, SchedulerConfig::SpWdrr);
+    assert_eq!(l.config.ports[1].scheduler.name(), "vlarb");
+}
+
+/// Every bad field is named: VL, weight, entry shape, count, limit; a vlarb port with nothing to
+/// serve; each default-table problem once, however many ports use it.
+#[test]
+fn vlarb_errors_name_the_field() {
+    let bad = BASE.replace(
+        "speed = \"25G\"\n",
+        "speed = \"25G\"\nscheduler = \"vlarb\"\n\
+         [port_defaults.vlarb]\nhigh = [[9, 16], [6, 300], [1]]\nlow = [[0, 64]]\nhigh_limit = 256\n",
+    );
+    let p = problems(&bad);
+    has(&p, &["port_defaults.vlarb.high[0]", "VL 9 is out of range 0..=7"]);
+    has(
+        &p,
+        &["port_defaults.vlarb.high[1]", "weight 300 is out of range 0..=255"],
+    );
+    has(&p, &["port_defaults.vlarb.high[2]", "[VL, weight]", "found 1 number"]);
+    has(&p, &["port_defaults.vlarb.high_limit", "256 is out of range 0..=255"]);
+    assert_eq!(
+        p.iter().filter(|e| e.contains("VL 9")).count(),
+        1,
+        "reported once for two ports: {p:#?}"
+    );
+    let entries: Vec<String> = (0..65).map(|i| format!("[{}, 1]", i % 8)).collect();
+    let long = BASE.replace(
+        "[[port]]\nid = 1\n",
+        &format!(
+            "[[port]]\nid = 1\nscheduler = \"vlarb\"\nvlarb = {{ low = [{}] }}\n",
+            entries.join(", ")
+        ),
+    );
+    has(&problems(&long), &["port[1].vlarb.low", "65 entries, at most 64"]);
+    let empty = BASE.replace(
+        "[[port]]\nid = 1\n",
+        "[[port]]\nid = 1\nscheduler = \"vlarb\"\nvlarb = { high = [[0, 0]] }\n",
+    );
+    has(&problems(&empty), &["port[1].vlarb", "at least one", "weight above 0"]);
+    let none = BASE.replace("[[port]]\nid = 1\n", "[[port]]\nid = 1\nscheduler = \"vlarb\"\n");
+    has(&problems(&none), &["port[1].vlarb", "at least one"]);
+}
+
+/// What vlarb makes meaningless or risky is warned about: tables on an sp_wdrr port, queue
+/// sched/weight on a vlarb port, a lossless or CNP queue the tables leave out.
+#[test]
+fn vlarb_warnings() {
+    let ignored = BASE.replace("[[port]]\nid = 1\n", "[[port]]\nid = 1\nvlarb = { low = [[0, 8]] }\n");
+    let w = ok(&ignored).warnings;
+    has(&w, &["port[1].vlarb: ignored", "sp_wdrr"]);
+    let defaults_only = BASE.replace("speed = \"25G\"\n", "speed = \"25G\"\nvlarb = { low = [[0, 8]] }\n");
+    has(&ok(&defaults_only).warnings, &["port_defaults.vlarb: ignored"]);
+    let text = with("[queue.0]\nweight = 2\n").replace(
+        "speed = \"25G\"\n",
+        "speed = \"25G\"\nscheduler = \"vlarb\"\nvlarb = { low = [[0, 8]] }\n",
+    );
+    let w = ok(&text).warnings;
+    has(&w, &["queue.{0}.sched/weight: not used on port 0, 1"]);
+    has(
+        &w,
+        &[
+            "port[0].vlarb",
+            "queue 3, 6 of port 0",
+            "no entry with a weight above 0",
+        ],
+    );
+    has(&w, &["port[0].vlarb", "CNP queue (6) is not in the high table"]);
+}

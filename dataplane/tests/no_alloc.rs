@@ -14,8 +14,27 @@ static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 #[test]
 fn congested_pipeline_does_not_allocate() {
+    congested_run(&default_config());
+}
+
+/// The same under the VL arbitration scheduler on every port: RoCE in the high table, the
+/// lossy queue in the low one, a limit that hands the low table its turns.
+#[test]
+fn vl_arbitration_does_not_allocate() {
+    let text = std::fs::read_to_string(repo_root().join("configs/default.toml")).unwrap();
+    let text = text.replacen(
+        "mtu = 1500 ",
+        "scheduler = \"vlarb\"\nvlarb = { high = [[6, 255], [3, 16]], low = [[0, 8]], high_limit = 1 }\nmtu = 1500 ",
+        1,
+    );
+    let cfg = controlplane::load_str(&text).expect("vlarb config").config;
+    assert!(cfg.ports.iter().all(|p| p.scheduler.name() == "vlarb"));
+    congested_run(&cfg);
+}
+
+fn congested_run(cfg: &controlplane::Config) {
     let _turn = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let mut sw = Switch::new(&default_config(), 1);
+    let mut sw = Switch::new(cfg, 1);
     let flows: Vec<Vec<Vec<u8>>> = (0..3).map(|s| burst32(s, 3, if s == 2 { 0 } else { 26 })).collect();
     sw.receive(3, &announce(3, 0).unwrap(), 0);
     let mut tx = 0u64;

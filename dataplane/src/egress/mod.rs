@@ -391,16 +391,15 @@ impl Egress {
             }
             let eligible = self.eligible(port, t_ns, paused);
             let (p, descs) = (&mut self.ports[port], &self.descs);
-            let Some(q) = p
-                .sched
-                .select(eligible, |q| descs.front(&p.queues[q]).map_or(0, |d| d.len as u32))
-            else {
+            let Some(q) = p.sched.select(eligible, t_ns, |q| sched::Head {
+                len: descs.front(&p.queues[q]).map_or(0, |d| d.len as u32),
+            }) else {
                 break;
             };
             // Without shapers on this port's busy queues, nothing but a pause expiring or a PFC
             // frame to send can change the scheduler's choice while this call runs (no frame
             // arrives meanwhile), so `q` keeps sending while the scheduler would pick it again
-            // (`Scheduler::select_again`) without a full selection per frame.
+            // (`sched::Scheduler::select_again`) without a full selection per frame.
             let may_stay = p.shaped & p.nonempty == 0;
             loop {
                 if let Some(ser_ps) = self.send_head(peers, port, q, base_ns + t_ps / PS_PER_NS, sink) {
@@ -411,11 +410,12 @@ impl Egress {
                 if !may_stay || sent >= budget || t_ps > now_ps || !p.pfc_out.is_empty() {
                     break;
                 }
-                if base_ns + t_ps / PS_PER_NS >= paused_valid_until {
+                let t_ns = base_ns + t_ps / PS_PER_NS;
+                if t_ns >= paused_valid_until {
                     break;
                 }
                 let Some(head) = descs.front(&p.queues[q]) else { break };
-                if !p.sched.select_again(q, head.len as u32) {
+                if !p.sched.select_again(q, sched::Head { len: head.len as u32 }, t_ns) {
                     break;
                 }
             }

@@ -82,7 +82,7 @@ impl EgressPort {
             speed_bps: 0,
             rate: LinkRate::new(1),
             queues: Default::default(),
-            sched: Scheduler::new(&std::array::from_fn(|q| p.queues[q].sched), p.max_frame_bytes),
+            sched: Scheduler::new(p),
             shapers: Default::default(),
             wred: Default::default(),
             cnp_policer: None,
@@ -108,10 +108,9 @@ impl EgressPort {
     /// position where the queue modes stay; only what a change adds starts afresh (a new
     /// shaper or policer full, a new WRED profile at an average of zero).
     pub(crate) fn set_qos(&mut self, p: &PortConfig, cfg: &Config) {
-        let modes = std::array::from_fn(|q| p.queues[q].sched);
         self.speed_bps = p.speed_bps.max(1);
         self.rate = LinkRate::new(p.speed_bps);
-        self.sched.retune(&modes, p.max_frame_bytes);
+        self.sched.retune(p);
         fn bucket(old: &mut Option<TokenBucket>, new: Option<controlplane::RateLimit>) {
             *old = match (old.take(), new) {
                 (Some(mut tb), Some(limit)) => {

@@ -45,13 +45,14 @@ pub fn check(file: &Path, verbose: bool) -> ExitCode {
                         controlplane::model::PeerKind::Wire => String::new(),
                     };
                     println!(
-                        "  port {}: {} {} cable, max frame {} B{}{}{peer}",
+                        "  port {}: {} {} cable, max frame {} B{}{}{peer}, scheduler {}",
                         p.id,
                         units::format_rate(p.speed_bps),
                         units::format_length(p.cable_m),
                         p.max_frame_bytes,
                         if hr.is_empty() { "" } else { ", " },
-                        hr.join(", ")
+                        hr.join(", "),
+                        scheduler(&p.scheduler)
                     );
                 }
             }
@@ -63,6 +64,31 @@ pub fn check(file: &Path, verbose: bool) -> ExitCode {
                 eprintln!("  {p}");
             }
             ExitCode::FAILURE
+        }
+    }
+}
+
+/// A port's scheduler in a line: its kind and, for VL arbitration, the tables as OpenSM
+/// writes them (`VL:weight,...`) and the limit in bytes.
+fn scheduler(s: &controlplane::SchedulerConfig) -> String {
+    use controlplane::{SchedulerConfig, VlArbEntry, VLARB_LIMIT_BYTES, VLARB_UNBOUNDED};
+    match s {
+        SchedulerConfig::SpWdrr => "sp_wdrr".to_string(),
+        SchedulerConfig::VlArb(v) => {
+            let t = |e: &[VlArbEntry]| {
+                let items: Vec<String> = e.iter().map(|e| format!("{}:{}", e.vl, e.weight)).collect();
+                if items.is_empty() {
+                    "-".to_string()
+                } else {
+                    items.join(",")
+                }
+            };
+            let limit = match v.high_limit {
+                VLARB_UNBOUNDED => "unbounded".to_string(),
+                0 => "one packet".to_string(),
+                l => units::format_size(u64::from(l) * u64::from(VLARB_LIMIT_BYTES)),
+            };
+            format!("vlarb (high {}, low {}, high limit {limit})", t(&v.high), t(&v.low))
         }
     }
 }
