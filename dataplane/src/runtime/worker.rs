@@ -156,6 +156,22 @@ impl PortIo {
         }
     }
 
+    /// What a send to the backend came to: true if the port took the frame; a full ring counts
+    /// a transmit drop, an error stops the port.
+    fn took(&mut self, sent: Result<bool, PortError>) -> bool {
+        match sent {
+            Ok(true) => true,
+            Ok(false) => {
+                self.tx_dropped += 1;
+                false
+            }
+            Err(e) => {
+                self.fail(e);
+                false
+            }
+        }
+    }
+
     fn fail(&mut self, e: PortError) {
         if !self.gone {
             tracing::error!(port = self.index, interface = self.backend.name(), "port stopped: {e}");
@@ -322,17 +338,8 @@ impl Egress<'_> {
             io.tx_dropped += 1;
             return false;
         }
-        match io.backend.send_owned(frame) {
-            Ok(true) => true,
-            Ok(false) => {
-                io.tx_dropped += 1;
-                false
-            }
-            Err(e) => {
-                io.fail(e);
-                false
-            }
-        }
+        let sent = io.backend.send_owned(frame);
+        io.took(sent)
     }
 
     /// Hands `frame` to the port (its backend, or the ring to its I/O worker), and nothing
@@ -345,17 +352,8 @@ impl Egress<'_> {
                 io.tx_dropped += 1;
                 return false;
             }
-            return match io.backend.send(frame) {
-                Ok(true) => true,
-                Ok(false) => {
-                    io.tx_dropped += 1;
-                    false
-                }
-                Err(e) => {
-                    io.fail(e);
-                    false
-                }
-            };
+            let sent = io.backend.send(frame);
+            return io.took(sent);
         } else if let Some(rings) = self.remote[port].as_ref() {
             match rings.free.pop() {
                 Some(mut x) if frame.len() <= XFER_FRAME => {
