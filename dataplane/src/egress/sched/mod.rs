@@ -1,7 +1,10 @@
 //! Port schedulers: which eligible queue sends next. A port runs one kind, chosen per port by
 //! `scheduler` in the config (DESIGN.md, "Schedulers as a choice"):
 //!
-//! * [`sp_wdrr`]: strict priority, then WDRR by byte weights (the default).
+//! * [`sp_wdrr`]: strict priority, then WDRR by byte weights (the default);
+//! * [`edf`]: strict control queues, then earliest deadline first over the regulated queues
+//!   (each in one of three modes: a heap, one FIFO, or an ordered and a take-over FIFO), then
+//!   WDRR.
 //!
 //! Every kind sits behind [`Scheduler`], an enum rather than a trait object, so a port's
 //! selection is one match and a direct (inlinable) call, with nothing allocated or looked up
@@ -12,18 +15,20 @@
 //! queue's head ([`Head`]) and `now`. It returns a queue, and charges whatever it keeps
 //! (deficits, entry weights) for the head it picked: the caller sends exactly that frame.
 //!
-//! Adding a kind (EDF is next): a module here with `select` and `select_again` of the same
+//! Adding a kind: a module here with `select` and `select_again` of the same
 //! shape, a variant of [`Scheduler`] and of `controlplane::SchedulerConfig`, its arms in the
 //! matches below, and its strategy in the shared property tests (`props`), which every kind
-//! must pass. A deadline-based kind needs each head's enqueue time: it goes in [`Head`] (and
-//! into the queued descriptor), read only by the kinds that ask for it.
+//! must pass. EDF reads each head's deadline, which the port sets on every frame it queues
+//! (`Desc::deadline`) and passes in [`Head`].
 
+pub mod edf;
 pub mod sp_wdrr;
 
 #[cfg(test)]
 mod props;
 
 use controlplane::{PortConfig, SchedulerConfig, NUM_TC};
+pub use edf::Edf;
 pub use sp_wdrr::SpWdrr;
 
 /// What a scheduler may read of an eligible queue's head frame. Built lazily by the caller's
@@ -32,12 +37,15 @@ pub use sp_wdrr::SpWdrr;
 pub struct Head {
     /// The frame's length in bytes (without FCS), what byte weights are charged.
     pub len: u32,
+    /// The frame's deadline (ns modulo 2^32; 0 on ports that give none), what EDF compares.
+    pub deadline: u32,
 }
 
 /// One port's scheduler, of the kind its config names.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Scheduler {
     SpWdrr(SpWdrr),
+    Edf(Edf),
 }
 
 impl Scheduler {
@@ -45,6 +53,7 @@ impl Scheduler {
     pub fn new(p: &PortConfig) -> Self {
         match &p.scheduler {
             SchedulerConfig::SpWdrr => Scheduler::SpWdrr(SpWdrr::new(&modes(p), p.max_frame_bytes)),
+            SchedulerConfig::Edf(e) => Scheduler::Edf(Edf::new(&modes(p), p.max_frame_bytes, e.regulated())),
         }
     }
 
@@ -53,7 +62,7 @@ impl Scheduler {
     pub fn retune(&mut self, p: &PortConfig) {
         match (self, &p.scheduler) {
             (Scheduler::SpWdrr(s), SchedulerConfig::SpWdrr) => s.retune(&modes(p), p.max_frame_bytes),
-            #[allow(unreachable_patterns)]
+            (Scheduler::Edf(s), SchedulerConfig::Edf(e)) => s.retune(&modes(p), p.max_frame_bytes, e.regulated()),
             (this, _) => *this = Scheduler::new(p),
         }
     }
@@ -62,6 +71,7 @@ impl Scheduler {
     pub fn kind(&self) -> &'static str {
         match self {
             Scheduler::SpWdrr(_) => "sp_wdrr",
+            Scheduler::Edf(_) => "edf",
         }
     }
 
@@ -72,6 +82,7 @@ impl Scheduler {
     pub fn select(&mut self, eligible: u8, _now: u64, head: impl Fn(usize) -> Head) -> Option<usize> {
         match self {
             Scheduler::SpWdrr(s) => s.select(eligible, |q| head(q).len),
+            Scheduler::Edf(s) => s.select(eligible, head),
         }
     }
 
@@ -83,6 +94,7 @@ impl Scheduler {
     pub fn select_again(&mut self, q: usize, head: Head, _now: u64) -> bool {
         match self {
             Scheduler::SpWdrr(s) => s.select_again(q, head.len),
+            Scheduler::Edf(s) => s.select_again(q, head),
         }
     }
 }
