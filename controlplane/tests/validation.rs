@@ -790,3 +790,48 @@ fn scheduler_kind_per_port_over_the_default() {
     let bad = BASE.replace("speed = \"25G\"\n", "speed = \"25G\"\nscheduler = \"wfq\"\n");
     has(&problems(&bad), &["port_defaults.scheduler", "\"wfq\""]);
 }
+
+/// `scheduler = "edf"` with its `edf` table: the defaults', a port's own keys over them, and
+/// every mistake named by its field.
+#[test]
+fn edf_settings_resolve_per_port_and_name_their_fields() {
+    use controlplane::{EdfMode, SchedulerConfig};
+    let edf = |defaults: &str, port1: &str| {
+        BASE.replace("speed = \"25G\"\n", &format!("speed = \"25G\"\nscheduler = \"edf\"\n{defaults}"))
+            .replace("[[port]]\nid = 1\n", &format!("[[port]]\nid = 1\n{port1}"))
+    };
+    let l = ok(&edf(
+        "[port_defaults.edf]\nbudget = { 3 = \"50us\" }\ndscp_budget = { 24 = \"20us\" }\n",
+        "edf = { mode = \"fifo2\", budget = { 2 = \"1ms\", 3 = \"5us\" }, tag = \"flow_label\" }\n",
+    ));
+    let SchedulerConfig::Edf(p0) = &l.config.ports[0].scheduler else { panic!("port 0 runs edf") };
+    let SchedulerConfig::Edf(p1) = &l.config.ports[1].scheduler else { panic!("port 1 runs edf") };
+    assert_eq!((p0.mode, p0.regulated(), p0.queue_budget_ns[3]), (EdfMode::TakeOver, 0b1000, Some(50_000)));
+    assert_eq!((p0.dscp_budget_ns[24], p0.tag_unit_ns), (Some(20_000), None));
+    assert_eq!((p1.mode, p1.regulated(), p1.queue_budget_ns[3]), (EdfMode::Fifo2, 0b1100, Some(5_000)));
+    assert_eq!(p1.dscp_budget_ns[24], Some(20_000), "a key the port does not set comes from the defaults");
+    assert_eq!(p1.tag_unit_ns, Some(16), "flow_label tags in 16 ns units by default");
+    assert!(l.warnings.is_empty(), "{:?}", l.warnings);
+
+    has(&problems(&edf("", "")), &["port_defaults.edf.budget", "at least one regulated queue"]);
+    let bad = edf(
+        "[port_defaults.edf]\nmode = \"heap\"\nbudget = { 8 = \"1us\", 2 = \"2s\", 1 = 5 }\ndscp_budget = { 64 = \"1us\" }\ntag = \"dscp\"\ntag_unit = \"2ms\"\n",
+        "",
+    );
+    let p = problems(&bad);
+    has(&p, &["port_defaults.edf.mode", "\"heap\" is not one of ideal, fifo2, take-over"]);
+    has(&p, &["port_defaults.edf.budget", "queue 8 is out of range"]);
+    has(&p, &["port_defaults.edf.budget.2", "out of range"]);
+    has(&p, &["port_defaults.edf.budget.1", "duration"]);
+    has(&p, &["port_defaults.edf.dscp_budget", "DSCP 64"]);
+    has(&p, &["port_defaults.edf.tag", "\"dscp\""]);
+    has(&p, &["port_defaults.edf.tag_unit", "out of range"]);
+    let p = problems(&edf(
+        "[port_defaults.edf]\nbudget = { 3 = \"1us\" }\n",
+        "edf = { mode = \"fast\" }\n",
+    ));
+    has(&p, &["port[1].edf.mode", "\"fast\""]);
+    // Settings for a scheduler no port runs are harmless but said.
+    let l = ok(&with("[port_defaults.edf]\nbudget = { 3 = \"1us\" }"));
+    has(&l.warnings, &["port_defaults.edf", "no port's scheduler is \"edf\""]);
+}
