@@ -134,7 +134,9 @@ pub fn input(p: &Params) -> Result<Vec<Arrival>> {
                     psn += 1;
                     out.push(Arrival { at, host, frame });
                 }
-                t += rng.exp(mean_gap).max(p.burst as f64 * wire_bits / SPEED_BPS as f64 * 1e9);
+                t += rng
+                    .exp(mean_gap)
+                    .max(p.burst as f64 * wire_bits / SPEED_BPS as f64 * 1e9);
             }
         }
         push(
@@ -195,7 +197,9 @@ pub fn config(mode: &str, budgets_ns: &[u64]) -> Result<controlplane::Config> {
     for id in 0..=OUT {
         text += &format!("[[port]]\nid = {id}\n");
     }
-    let regulated: String = (0..budgets_ns.len()).map(|k| format!("{} = 3, ", class_dscp(k))).collect();
+    let regulated: String = (0..budgets_ns.len())
+        .map(|k| format!("{} = 3, ", class_dscp(k)))
+        .collect();
     text += &format!("[classify]\ntrust = \"dscp\"\ndefault_tc = 0\ndscp_to_tc = {{ 0 = 0, {regulated}48 = 6 }}\n");
     text += "[queue.6]\nsched = \"strict\"\n[queue.0]\nsched = \"wdrr\"\nweight = 1\n";
     Ok(controlplane::load_str(&text)
@@ -302,7 +306,9 @@ pub fn run(mode: &str, p: &Params, input: &[Arrival]) -> Result<Outcome> {
     let mut lat: HashMap<u8, Vec<u64>> = HashMap::new();
     let mut last_psn: HashMap<u32, u32> = HashMap::new();
     for &(qp, psn, at, dscp) in &departed {
-        let Some(&(arr, _, _)) = arrived.get(&(qp, psn)) else { continue };
+        let Some(&(arr, _, _)) = arrived.get(&(qp, psn)) else {
+            continue;
+        };
         if let Some(prev) = last_psn.insert(qp, psn) {
             if psn < prev {
                 out.reordered += 1;
@@ -325,8 +331,11 @@ pub fn run(mode: &str, p: &Params, input: &[Arrival]) -> Result<Outcome> {
             dscp,
             budget_ns,
             frames: n,
-            mean_ns: if n == 0 { 0 } else { v.iter().sum::<u64>() / n },
-            p99_ns: v.get((v.len() * 99 / 100).min(v.len().saturating_sub(1))).copied().unwrap_or(0),
+            mean_ns: v.iter().sum::<u64>().checked_div(n).unwrap_or(0),
+            p99_ns: v
+                .get((v.len() * 99 / 100).min(v.len().saturating_sub(1)))
+                .copied()
+                .unwrap_or(0),
             max_ns: v.last().copied().unwrap_or(0),
             misses: v.iter().filter(|&&l| l > budget_ns).count() as u64,
         });
@@ -352,9 +361,17 @@ pub fn run(mode: &str, p: &Params, input: &[Arrival]) -> Result<Outcome> {
     events.sort_unstable();
     // The waiting frames not counted yet, by deadline.
     let mut unmarked = std::collections::BTreeSet::new();
+    // Frames that left the instant they arrived (an idle link): their departure sorts first.
+    let mut gone = std::collections::HashSet::new();
+    let mut waiting = std::collections::HashSet::new();
     for (_, arrival, dl, id) in events {
         if arrival {
-            unmarked.insert((dl, id));
+            if !gone.remove(&id) {
+                waiting.insert(id);
+                unmarked.insert((dl, id));
+            }
+        } else if !waiting.remove(&id) {
+            gone.insert(id);
         } else {
             unmarked.remove(&(dl, id));
             // Everything still waiting with an earlier deadline was overtaken by this frame.
@@ -375,7 +392,9 @@ pub fn run(mode: &str, p: &Params, input: &[Arrival]) -> Result<Outcome> {
 /// each latency-bound class's mean / p99 latency (max too for the most demanding).
 pub fn table(outcomes: &[Outcome]) -> String {
     let us = |ns: u64| ns as f64 / 1000.0;
-    let Some(first) = outcomes.first() else { return String::new() };
+    let Some(first) = outcomes.first() else {
+        return String::new();
+    };
     let mut s = String::from("| mode | order errors (switch) | order errors (full) | deadline misses |");
     let mut rule = String::from("| --- | ---: | ---: | ---: |");
     for (k, c) in first.classes.iter().enumerate() {
@@ -387,7 +406,10 @@ pub fn table(outcomes: &[Outcome]) -> String {
     rule += " ---: |\n";
     s += &rule;
     for o in outcomes {
-        s += &format!("| {} | {} | {} | {} |", o.mode, o.order_errors, o.order_errors_full, o.deadline_misses);
+        s += &format!(
+            "| {} | {} | {} | {} |",
+            o.mode, o.order_errors, o.order_errors_full, o.deadline_misses
+        );
         for (k, c) in o.classes.iter().enumerate() {
             if k == 0 {
                 s += &format!(" {:.1} / {:.1} / {:.1} |", us(c.mean_ns), us(c.p99_ns), us(c.max_ns));

@@ -18,12 +18,24 @@ fn compare(budgets_us: &[u64], ms: u64) -> [Outcome; 3] {
 fn common(outcomes: &[Outcome; 3]) {
     for o in outcomes {
         assert_eq!(o.reordered, 0, "{}: a flow was reordered", o.mode);
-        assert!(o.classes.iter().all(|c| c.frames > 1000), "{}: too little traffic to judge", o.mode);
+        assert!(
+            o.classes.iter().all(|c| c.frames > 1000),
+            "{}: too little traffic to judge",
+            o.mode
+        );
         assert!(o.best_effort_sent > 1000, "{}: best effort starved", o.mode);
     }
     let [ideal, fifo2, _] = outcomes;
-    assert_eq!((ideal.order_errors, ideal.order_errors_full), (0, 0), "the heap is exact EDF");
-    assert!(fifo2.order_errors > 300, "one FIFO makes order errors: {}", fifo2.order_errors);
+    assert_eq!(
+        (ideal.order_errors, ideal.order_errors_full),
+        (0, 0),
+        "the heap is exact EDF"
+    );
+    assert!(
+        fifo2.order_errors > 300,
+        "one FIFO makes order errors: {}",
+        fifo2.order_errors
+    );
 }
 
 /// Three latency-bound classes (20 µs, 200 µs, 2 ms): the take-over list removes most order
@@ -41,8 +53,15 @@ fn take_over_has_far_fewer_order_errors_and_near_ideal_latency() {
         fifo2.order_errors,
         fifo2.order_errors_full
     );
-    let (i, f, t) = (ideal.classes[0].mean_ns, fifo2.classes[0].mean_ns, take_over.classes[0].mean_ns);
-    assert!(f > 2 * i, "fifo2 should hurt the most demanding class: {f} ns vs ideal {i} ns");
+    let (i, f, t) = (
+        ideal.classes[0].mean_ns,
+        fifo2.classes[0].mean_ns,
+        take_over.classes[0].mean_ns,
+    );
+    assert!(
+        f > 2 * i,
+        "fifo2 should hurt the most demanding class: {f} ns vs ideal {i} ns"
+    );
     assert!(
         t - i < (f - i) / 3,
         "take-over's 20 µs class: {t} ns, ideal {i} ns, fifo2 {f} ns"

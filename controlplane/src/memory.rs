@@ -139,10 +139,11 @@ mod tests {
             "a whole number of bytes per slot"
         );
         assert_eq!(many.total_bytes - two.total_bytes, burst_slots * per_slot);
-        assert_eq!(many.desc_bytes, many.slots * (DESC_BYTES + LINK_BYTES));
-        // 1 Mi cells and 8192 burst slots: 21 MB of descriptors (per-queue rings took 4.3 GB).
+        assert_eq!(many.desc_bytes, many.slots * (DESC_BYTES + LINK_BYTES + EDF_LINK_BYTES));
+        // 1 Mi cells and 8192 burst slots: 30 MB of descriptors and EDF links (per-queue rings
+        // took 4.3 GB).
         assert_eq!(many.slots, (1 << 20) + 8192);
-        assert_eq!(many.desc_bytes, 21_135_360);
+        assert_eq!(many.desc_bytes, 29_589_504);
         assert!(many.total_bytes < 2 << 30, "{many:?}");
     }
 

@@ -82,7 +82,7 @@ pub enum SchedulerConfig {
     SpWdrr,
     /// Earliest deadline first for the regulated queues, between the strict queues above and
     /// the WDRR queues below (`[port_defaults.edf]`, `[port.edf]`).
-    Edf(EdfConfig),
+    Edf(Box<EdfConfig>),
 }
 
 /// The longest EDF delay budget (and tag) accepted. Deadlines are kept as nanoseconds modulo

@@ -405,7 +405,10 @@ pub fn edit(root: &mut Table, set: &Set) -> Result<(), String> {
             put(t, "mode", mode);
             put(t, "tag", tag);
             put(t, "tag_unit", tag_unit);
-            for (key, adds, removes) in [("budget", budget, no_budget), ("dscp_budget", dscp_budget, no_dscp_budget)] {
+            for (key, adds, removes) in [
+                ("budget", budget, no_budget),
+                ("dscp_budget", dscp_budget, no_dscp_budget),
+            ] {
                 if adds.is_empty() && removes.is_empty() {
                     continue;
                 }
@@ -660,12 +663,19 @@ pmax = 0.2
             tag_unit: None,
         };
         let t = after(edf(Some(3), vec![], vec!["2=10us".into()])).unwrap();
-        let p3 = t["port"].as_array().unwrap().iter().find(|p| p["id"].as_integer() == Some(3)).unwrap();
+        let p3 = t["port"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["id"].as_integer() == Some(3))
+            .unwrap();
         assert_eq!(p3["edf"]["budget"]["2"].as_str(), Some("10us"));
         assert_eq!(p3["edf"]["tag"].as_str(), Some("flow_label"));
-        assert!(t["port_defaults"].get("edf").is_none(), "only port 3's own table");
+        assert!(t.get("port_defaults").is_none(), "only port 3's own table");
         assert!(after(edf(Some(99), vec![], vec![])).unwrap_err().contains("no port 99"));
-        assert!(after(edf(None, vec![], vec!["3:50us".into()])).unwrap_err().contains("not N=DURATION"));
+        assert!(after(edf(None, vec![], vec!["3:50us".into()]))
+            .unwrap_err()
+            .contains("not N=DURATION"));
     }
 
     #[test]

@@ -108,7 +108,12 @@ fn psns(out: &Out) -> Vec<u32> {
 /// holds the urgent ones (26) in fifo2 and not in the other modes; the counters say so.
 #[test]
 fn dscp_budgets_order_the_queue_by_mode() {
-    let frames = [frame(1, 24, 0, None), frame(1, 26, 1, None), frame(1, 26, 2, None), frame(1, 24, 3, None)];
+    let frames = [
+        frame(1, 24, 0, None),
+        frame(1, 26, 1, None),
+        frame(1, 26, 2, None),
+        frame(1, 24, 3, None),
+    ];
     let expect = [
         ("fifo2", vec![0, 1, 2, 3], 1),
         ("take-over", vec![1, 2, 0, 3], 0),
@@ -133,9 +138,7 @@ fn dscp_budgets_order_the_queue_by_mode() {
 /// 1 µs here): it sets the deadline over any budget and leaves rewritten with the time left.
 #[test]
 fn tags_set_deadlines_and_leave_with_the_time_left() {
-    let cfg = config(
-        "mode = \"take-over\"\nbudget = { 3 = \"1ms\" }\ntag = \"flow_label\"\ntag_unit = \"1us\"",
-    );
+    let cfg = config("mode = \"take-over\"\nbudget = { 3 = \"1ms\" }\ntag = \"flow_label\"\ntag_unit = \"1us\"");
     let mut sw = switch(&cfg);
     // Tag 500 µs, then tag 2 µs (overtakes), then an untagged IPv6 frame (queue budget 1 ms),
     // then tag 1 µs: already impossible behind the others, a miss.
@@ -172,7 +175,10 @@ fn a_paused_regulated_queue_waits() {
     // Pause priority 3 on OUT for 65535 quanta (3.4 ms at 10G).
     let n = wire::pfc::encode_pfc(&mut buf, [2, 0, 0, 0, 0, 9], 1 << 3, [65535; 8]);
     sw.receive(OUT, &buf[..n], 500);
-    for (i, f) in [frame(1, 24, 0, None), frame(1, 26, 1, None), frame(1, 0, 2, None)].iter().enumerate() {
+    for (i, f) in [frame(1, 24, 0, None), frame(1, 26, 1, None), frame(1, 0, 2, None)]
+        .iter()
+        .enumerate()
+    {
         sw.receive(1, f, 1_000 + i as u64);
     }
     let mut now = 1_000;
@@ -184,7 +190,11 @@ fn a_paused_regulated_queue_waits() {
             sw.transmit(p, now, &mut sink(&mut out));
         }
     }
-    assert_eq!(psns(&out), [2, 1, 0], "best effort first, then the paused queue in EDF order");
+    assert_eq!(
+        psns(&out),
+        [2, 1, 0],
+        "best effort first, then the paused queue in EDF order"
+    );
     assert!(out.sent[0].1 < until && out.sent[1].1 >= until && out.sent[2].1 >= until);
 }
 
@@ -195,7 +205,12 @@ fn live_changes_refile_queued_frames() {
     let fifo2 = config("mode = \"fifo2\"\nbudget = { 3 = \"1ms\" }\ndscp_budget = { 26 = \"10us\" }");
     let ideal = config("mode = \"ideal\"\nbudget = { 3 = \"1ms\" }\ndscp_budget = { 26 = \"10us\" }");
     let unregulated = config("mode = \"ideal\"\nbudget = { 5 = \"1ms\" }");
-    let frames = [frame(1, 24, 0, None), frame(1, 26, 1, None), frame(1, 24, 2, None), frame(1, 26, 3, None)];
+    let frames = [
+        frame(1, 24, 0, None),
+        frame(1, 26, 1, None),
+        frame(1, 24, 2, None),
+        frame(1, 26, 3, None),
+    ];
     for (from, to, expect) in [
         (&ideal, &fifo2, vec![1, 3, 0, 2]),       // the heap's order, kept as a FIFO
         (&fifo2, &ideal, vec![1, 3, 0, 2]),       // re-sorted by the heap

@@ -149,12 +149,12 @@ fn edf_scheduler_does_not_allocate() {
         let mut dscp_budget_ns = [None; 64];
         dscp_budget_ns[26] = Some(20_000);
         for p in &mut cfg.ports {
-            p.scheduler = SchedulerConfig::Edf(EdfConfig {
+            p.scheduler = SchedulerConfig::Edf(Box::new(EdfConfig {
                 mode,
                 queue_budget_ns,
                 dscp_budget_ns,
                 tag_unit_ns: Some(16),
-            });
+            }));
         }
         let mut sw = Switch::new(&cfg, 1);
         let flows = [burst32(0, 3, 26), tagged.clone(), burst32(2, 3, 24)];
@@ -179,7 +179,10 @@ fn edf_scheduler_does_not_allocate() {
         let snap = sw.snapshot(now);
         let q = &snap.ports[3].queues[3];
         assert!(tx > 0 && q.tx_packets > 0, "{mode:?}: the regulated queue sent");
-        assert!(q.edf_deadline_misses > 0, "{mode:?}: the run was congested enough to miss deadlines");
+        assert!(
+            q.edf_deadline_misses > 0,
+            "{mode:?}: the run was congested enough to miss deadlines"
+        );
         if mode != EdfMode::Ideal {
             assert!(q.edf_order_errors > 0, "{mode:?}: the tags made order errors");
         }

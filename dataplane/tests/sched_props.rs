@@ -75,7 +75,10 @@ fn edf() -> impl Strategy<Value = Kind> {
                 .filter(|q| regulated & (1 << q) != 0)
                 .map(|q| format!("{q} = \"{}us\"", budgets_us[q]))
                 .collect();
-            tables += &format!("[port_defaults.edf]\nmode = \"{mode}\"\nbudget = {{ {} }}\n", budget.join(", "));
+            tables += &format!(
+                "[port_defaults.edf]\nmode = \"{mode}\"\nbudget = {{ {} }}\n",
+                budget.join(", ")
+            );
             Kind {
                 name: "edf",
                 port_defaults: "scheduler = \"edf\"\n".into(),

@@ -7,9 +7,11 @@ use clap::Parser;
 use rocesw_bench::edf::{input, run, table, Params};
 
 #[derive(Parser, Debug)]
-#[command(about = "Replays control, latency-bound and best-effort traffic into one 10G port whose \
+#[command(
+    about = "Replays control, latency-bound and best-effort traffic into one 10G port whose \
                    scheduler is EDF in each mode (ideal, fifo2, take-over) and compares order \
-                   errors and each latency-bound class's latency")]
+                   errors and each latency-bound class's latency"
+)]
 struct Args {
     /// Virtual time the senders run for, in milliseconds.
     #[arg(long, default_value_t = 20)]
@@ -37,8 +39,15 @@ struct Args {
 
 fn main() -> Result<()> {
     let a = Args::parse();
-    anyhow::ensure!(a.load > 0.0 && a.load < 1.0, "--load must be between 0 and 1, not {}", a.load);
-    anyhow::ensure!((78..=1518).contains(&a.frame_len), "--frame-len must be 78 … 1518 bytes");
+    anyhow::ensure!(
+        a.load > 0.0 && a.load < 1.0,
+        "--load must be between 0 and 1, not {}",
+        a.load
+    );
+    anyhow::ensure!(
+        (78..=1518).contains(&a.frame_len),
+        "--frame-len must be 78 … 1518 bytes"
+    );
     anyhow::ensure!(a.burst >= 1, "--burst must be at least 1");
     anyhow::ensure!(
         (1..=8).contains(&a.budgets_us.len()) && a.budgets_us.iter().all(|&b| (1..=1_000_000).contains(&b)),

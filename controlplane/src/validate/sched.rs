@@ -36,10 +36,11 @@ pub(super) fn resolve_schedulers(cx: &mut Ctx, file: &ConfigFile) -> Vec<Schedul
     let none = EdfSection::default();
     let base = file.port_defaults.edf.as_ref().unwrap_or(&none);
     let any_edf = default == Some(Kind::Edf)
-        || file
-            .ports
-            .iter()
-            .any(|p| p.scheduler.as_deref().is_some_and(|w| w.trim().eq_ignore_ascii_case("edf")));
+        || file.ports.iter().any(|p| {
+            p.scheduler
+                .as_deref()
+                .is_some_and(|w| w.trim().eq_ignore_ascii_case("edf"))
+        });
     if file.port_defaults.edf.is_some() && !any_edf {
         cx.warn("port_defaults.edf: no port's scheduler is \"edf\", so these settings do nothing".into());
     }
@@ -54,11 +55,13 @@ pub(super) fn resolve_schedulers(cx: &mut Ctx, file: &ConfigFile) -> Vec<Schedul
             match kind.unwrap_or(Kind::SpWdrr) {
                 Kind::SpWdrr => {
                     if p.edf.is_some() {
-                        cx.warn(format!("port[{i}].edf: this port's scheduler is not \"edf\", so these settings do nothing"));
+                        cx.warn(format!(
+                            "port[{i}].edf: this port's scheduler is not \"edf\", so these settings do nothing"
+                        ));
                     }
                     SchedulerConfig::SpWdrr
                 }
-                Kind::Edf => SchedulerConfig::Edf(resolve_edf(cx, i, p.edf.as_ref(), base)),
+                Kind::Edf => SchedulerConfig::Edf(Box::new(resolve_edf(cx, i, p.edf.as_ref(), base))),
             }
         })
         .collect()
@@ -82,7 +85,13 @@ fn resolve_edf(cx: &mut Ctx, i: usize, own: Option<&EdfSection>, base: &EdfSecti
             format!("port_defaults.edf.{key}")
         }
     };
-    let sect = |which: &str| if which == "own" { own.expect("own section") } else { base };
+    let sect = |which: &str| {
+        if which == "own" {
+            own.expect("own section")
+        } else {
+            base
+        }
+    };
 
     let w = pick(own, |s| s.mode.is_some());
     let mode = sect(w)

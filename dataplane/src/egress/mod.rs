@@ -564,9 +564,7 @@ impl Egress {
 
     /// True when no frame is queued and no PFC frame waits to be sent.
     pub fn is_idle(&self) -> bool {
-        self.ports
-            .iter()
-            .all(|p| p.pfc_out.is_empty() && p.nonempty == 0)
+        self.ports.iter().all(|p| p.pfc_out.is_empty() && p.nonempty == 0)
     }
 
     /// The earliest time after which `transmit` or the watchdog may change something on the
@@ -641,7 +639,9 @@ fn edf_budget(e: &sched::edf::EdfQueues, queue: usize, frame: &[u8], info: &Fram
 fn rewrite_tag(frame: &mut [u8], deadline: u32, t_ns: u64, unit: u32) {
     let left = deadline.wrapping_sub(t_ns as u32) as i32;
     let units = (left.max(0) as u32).div_ceil(unit).clamp(1, 0xF_FFFF);
-    let Ok(info) = wire::parse(frame, usize::MAX) else { return };
+    let Ok(info) = wire::parse(frame, usize::MAX) else {
+        return;
+    };
     let o = info.l3_offset();
     if let Some(h) = frame.get_mut(o..o + 4) {
         h[1] = (h[1] & 0xf0) | (units >> 16) as u8;

@@ -224,12 +224,16 @@ impl EgressPort {
     /// slots).
     pub(crate) fn retune_edf(&mut self, p: &PortConfig, descs: &mut DescStore) {
         let new = match &p.scheduler {
-            SchedulerConfig::Edf(c) => Some(c),
+            SchedulerConfig::Edf(c) => Some(&**c),
             _ => None,
         };
         let (old_mode, old_reg) = self.edf.as_ref().map_or((None, 0), |e| (Some(e.mode), e.regulated));
         let (new_mode, new_reg) = new.map_or((None, 0), |c| (Some(c.mode), c.regulated()));
-        let refile = if old_mode != new_mode { old_reg | new_reg } else { old_reg ^ new_reg };
+        let refile = if old_mode != new_mode {
+            old_reg | new_reg
+        } else {
+            old_reg ^ new_reg
+        };
         // Take the frames out in their sending order, into plain lists.
         let mut held: [DescQueue; NUM_TC] = Default::default();
         for (q, list) in held.iter_mut().enumerate() {

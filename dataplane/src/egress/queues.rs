@@ -186,7 +186,11 @@ impl DescStore {
         entry.desc = d;
         entry.next = END;
         self.edf[slot as usize] = EdfLink { seq, child: END };
-        heap.head = if heap.len == 0 { slot } else { self.meld(heap.head, slot) };
+        heap.head = if heap.len == 0 {
+            slot
+        } else {
+            self.meld(heap.head, slot)
+        };
         heap.len += 1;
     }
 

@@ -182,7 +182,11 @@ fn render_queues(s: &Snapshot) -> String {
         .filter(|(_, q)| q.edf_order_errors + q.edf_deadline_misses > 0)
         .collect();
     if !edf.is_empty() {
-        let _ = writeln!(o, "\n{:>4} {:>5} {:>14} {:>16}", "port", "queue", "order_errors", "deadline_misses");
+        let _ = writeln!(
+            o,
+            "\n{:>4} {:>5} {:>14} {:>16}",
+            "port", "queue", "order_errors", "deadline_misses"
+        );
         for (id, q) in edf {
             let _ = writeln!(
                 o,

@@ -333,7 +333,11 @@ mod tests {
             }
             (q.drain(), q.c.edf_order_errors)
         };
-        assert_eq!(run(EdfMode::Fifo2), (vec![100, 20, 30, 110, 25, 40], 2), "20 behind 100, 25 behind 110");
+        assert_eq!(
+            run(EdfMode::Fifo2),
+            (vec![100, 20, 30, 110, 25, 40], 2),
+            "20 behind 100, 25 behind 110"
+        );
         // Ordered list: 100, 110; take-over list: 20, 30, 25, 40 (25 behind 30: an error).
         assert_eq!(run(EdfMode::TakeOver), (vec![20, 30, 25, 40, 100, 110], 1));
         assert_eq!(run(EdfMode::Ideal), (vec![20, 25, 30, 40, 100, 110], 0));

@@ -30,8 +30,13 @@ fn sp_wdrr() -> impl Strategy<Value = Scheduler> {
 }
 
 fn edf() -> impl Strategy<Value = Scheduler> {
-    (1u8..=255, 0u8..=255, proptest::collection::vec(1u32..8, NUM_TC), 1518u32..9216).prop_map(
-        |(regulated, strict, weights, quantum)| {
+    (
+        1u8..=255,
+        0u8..=255,
+        proptest::collection::vec(1u32..8, NUM_TC),
+        1518u32..9216,
+    )
+        .prop_map(|(regulated, strict, weights, quantum)| {
             let modes = std::array::from_fn(|q| {
                 if strict & (1 << q) != 0 {
                     SchedMode::Strict
@@ -40,8 +45,7 @@ fn edf() -> impl Strategy<Value = Scheduler> {
                 }
             });
             Scheduler::Edf(Edf::new(&modes, quantum, regulated))
-        },
-    )
+        })
 }
 
 /// A scheduler of any kind, with random settings.
@@ -71,10 +75,7 @@ fn every_kind_has_a_strategy() {
 /// many times the caller tries `select_again` after a pick.
 fn steps() -> impl Strategy<Value = Vec<(u8, Vec<Head>, usize)>> {
     let head = (64u32..9000, any::<u32>()).prop_map(|(len, deadline)| Head { len, deadline });
-    proptest::collection::vec(
-        (0u8..=255, proptest::collection::vec(head, NUM_TC), 0usize..6),
-        1..300,
-    )
+    proptest::collection::vec((0u8..=255, proptest::collection::vec(head, NUM_TC), 0usize..6), 1..300)
 }
 
 proptest! {
