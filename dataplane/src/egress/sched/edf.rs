@@ -39,12 +39,16 @@
 //! queue, kept per slot), in every mode. That is what keeps a flow in order: a flow's frames
 //! get non-decreasing deadlines (one budget, rising arrival times; a sender's tags do the
 //! same), so the frame of the flow that arrived first always has the earlier key, and a queue
-//! only ever sends the frame with the earliest key among its lists' heads, each list being FIFO
-//! (`take-over`) or the heap's minimum (`ideal`). In `take-over`, a later frame F2 of a flow
-//! can sit in the ordered list while an earlier F1 sits in the take-over list, or the reverse;
-//! whichever list F1 is in, every frame ahead of it in its list came before it, and the other
-//! list's head is compared by key, so F2 never leaves first
-//! (`tests::no_flow_is_reordered_in_any_mode`).
+//! only ever sends the frame with the earliest key among its lists' heads. For `ideal` and
+//! `fifo2` that settles it (a heap's minimum; one FIFO). For `take-over`, if F1 and F2 share a
+//! list, FIFO keeps them in order; if F1 is in the ordered list (sorted by key), its head is
+//! never later than F1, so F2 cannot win against it; the remaining case, F1 in the take-over
+//! list behind a frame later than F2 while F2 heads the ordered list, needs the ordered list
+//! to have emptied since F1 arrived (its last frame only grows while it holds frames, and was
+//! later than F1), which the earlier frames waiting in the take-over list prevent. That last
+//! step is argued, not proved here: `tests::no_flow_is_reordered_in_any_mode` checks the
+//! property over random interleavings of arrivals and departures, and the EDF experiment
+//! (bench) counts reordered frames (none).
 //!
 //! ## Counters (per queue, `QueueCounters`)
 //!
