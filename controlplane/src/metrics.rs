@@ -256,6 +256,8 @@ impl Metrics {
                     dropped_packets,
                     dropped_bytes,
                     ecn_marked,
+                    edf_order_errors,
+                    edf_deadline_misses,
                     depth_packets,
                     depth_cells,
                     depth_bytes,
@@ -280,6 +282,17 @@ impl Metrics {
                         ("peak_bytes", peak_bytes),
                     ],
                 );
+                // EDF ports' regulated queues only, as in the JSON (left out while 0).
+                let edf: Vec<(&str, u64)> = [
+                    ("edf_order_errors", edf_order_errors),
+                    ("edf_deadline_misses", edf_deadline_misses),
+                ]
+                .into_iter()
+                .filter(|&(_, v)| v > 0)
+                .collect();
+                if !edf.is_empty() {
+                    self.numbers("queue", &l, &edf);
+                }
             }
             for g in pgs {
                 let PgReport {
@@ -389,6 +402,7 @@ mod tests {
                     tx_packets: 6,
                     depth_cells: 2,
                     peak_cells: 8,
+                    edf_order_errors: 2,
                     ..Default::default()
                 }],
                 pgs: vec![PgReport {

@@ -130,6 +130,40 @@ pub enum Set {
         #[arg(long, conflicts_with = "shaper_rate")]
         no_shaper: bool,
     },
+    /// The EDF scheduler's settings ([port_defaults.edf], or one port's own): its mode, the
+    /// regulated queues' and DSCPs' delay budgets, the flow-label tag.
+    #[command(
+        after_help = "Examples:\n  rocectl set edf --enable --mode take-over --budget 3=50us\n  rocectl set edf --port 2 --dscp-budget 24=20us --dscp-budget 30=2ms\n  rocectl set edf --mode fifo2 --no-budget 5"
+    )]
+    Edf {
+        /// Only on this port (its id): its own `edf` table, over the defaults.
+        #[arg(long)]
+        port: Option<u16>,
+        /// Also make EDF the scheduler (`scheduler = "edf"`) of every port (or of --port).
+        #[arg(long)]
+        enable: bool,
+        /// `ideal`, `fifo2` or `take-over`.
+        #[arg(long)]
+        mode: Option<String>,
+        /// A regulated queue and its delay budget, QUEUE=DURATION (e.g. 3=50us); repeatable.
+        #[arg(long, value_name = "QUEUE=DURATION")]
+        budget: Vec<String>,
+        /// Stop regulating this queue (remove its budget); repeatable.
+        #[arg(long, value_name = "QUEUE")]
+        no_budget: Vec<u8>,
+        /// A DSCP's delay budget, DSCP=DURATION (e.g. 24=20us); repeatable.
+        #[arg(long, value_name = "DSCP=DURATION")]
+        dscp_budget: Vec<String>,
+        /// Remove a DSCP's budget; repeatable.
+        #[arg(long, value_name = "DSCP")]
+        no_dscp_budget: Vec<u8>,
+        /// `off` or `flow_label`.
+        #[arg(long)]
+        tag: Option<String>,
+        /// The tag's unit, e.g. 16ns.
+        #[arg(long)]
+        tag_unit: Option<String>,
+    },
     /// The CNP fast lane's policer.
     #[command(after_help = "Example:\n  rocectl set policer --rate 2.5G --burst 32KiB")]
     Policer {
@@ -182,7 +216,8 @@ pub enum Set {
         /// Only on this port (its id); otherwise [port_defaults].
         #[arg(long)]
         port: Option<u16>,
-        /// `sp_wdrr` (strict priority + WDRR by the queues' sched and weight) or `vlarb`.
+        /// `sp_wdrr` (strict priority + WDRR by the queues' sched and weight), `vlarb`, or
+        /// `edf` (its budgets: `rocectl set edf`).
         #[arg(long)]
         kind: Option<String>,
         /// The vlarb high-priority table as VL:WEIGHT pairs in order, e.g. 6:255,3:16 (VL 0-7 is
@@ -387,6 +422,51 @@ pub fn edit(root: &mut Table, set: &Set) -> Result<(), String> {
             put(t, "xon_offset", xon_offset);
             if let Some(s) = static_limit {
                 set_limit(t, "static", scalar(s));
+            }
+        }
+        Set::Edf {
+            port: on_port,
+            enable,
+            mode,
+            budget,
+            no_budget,
+            dscp_budget,
+            no_dscp_budget,
+            tag,
+            tag_unit,
+        } => {
+            let parent = match on_port {
+                Some(p) => port(root, *p)?,
+                None => table(root, "port_defaults")?,
+            };
+            let before = parent.clone();
+            if *enable {
+                parent.insert("scheduler".into(), Value::String("edf".into()));
+            }
+            let t = table(parent, "edf")?;
+            put(t, "mode", mode);
+            put(t, "tag", tag);
+            put(t, "tag_unit", tag_unit);
+            for (key, adds, removes) in [
+                ("budget", budget, no_budget),
+                ("dscp_budget", dscp_budget, no_dscp_budget),
+            ] {
+                if adds.is_empty() && removes.is_empty() {
+                    continue;
+                }
+                let m = table(t, key)?;
+                for a in adds {
+                    let (k, v) = a
+                        .split_once('=')
+                        .ok_or_else(|| format!("set edf --{}: {a:?} is not N=DURATION", key.replace('_', "-")))?;
+                    m.insert(k.trim().to_string(), Value::String(v.trim().to_string()));
+                }
+                for r in removes {
+                    m.remove(&r.to_string());
+                }
+            }
+            if *parent == before {
+                return none("edf");
             }
         }
         Set::Queue {
@@ -663,6 +743,53 @@ pmax = 0.2
         assert!(after(set(Some(9), Some("vlarb"), None, None, None))
             .unwrap_err()
             .contains("no port 9"));
+    }
+
+    #[test]
+    fn edf_settings_globally_and_per_port() {
+        let t = after(Set::Edf {
+            port: None,
+            enable: true,
+            mode: Some("fifo2".into()),
+            budget: vec!["3=50us".into(), "5 = 1ms".into()],
+            no_budget: vec![],
+            dscp_budget: vec!["24=20us".into()],
+            no_dscp_budget: vec![],
+            tag: None,
+            tag_unit: None,
+        })
+        .unwrap();
+        let d = &t["port_defaults"];
+        assert_eq!(d["scheduler"].as_str(), Some("edf"));
+        assert_eq!(d["edf"]["mode"].as_str(), Some("fifo2"));
+        assert_eq!(d["edf"]["budget"]["3"].as_str(), Some("50us"));
+        assert_eq!(d["edf"]["budget"]["5"].as_str(), Some("1ms"));
+        assert_eq!(d["edf"]["dscp_budget"]["24"].as_str(), Some("20us"));
+        let edf = |port, no_budget: Vec<u8>, budget: Vec<String>| Set::Edf {
+            port,
+            enable: false,
+            mode: None,
+            budget,
+            no_budget,
+            dscp_budget: vec![],
+            no_dscp_budget: vec![],
+            tag: Some("flow_label".into()),
+            tag_unit: None,
+        };
+        let t = after(edf(Some(3), vec![], vec!["2=10us".into()])).unwrap();
+        let p3 = t["port"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["id"].as_integer() == Some(3))
+            .unwrap();
+        assert_eq!(p3["edf"]["budget"]["2"].as_str(), Some("10us"));
+        assert_eq!(p3["edf"]["tag"].as_str(), Some("flow_label"));
+        assert!(t.get("port_defaults").is_none(), "only port 3's own table");
+        assert!(after(edf(Some(99), vec![], vec![])).unwrap_err().contains("no port 99"));
+        assert!(after(edf(None, vec![], vec!["3:50us".into()]))
+            .unwrap_err()
+            .contains("not N=DURATION"));
     }
 
     #[test]

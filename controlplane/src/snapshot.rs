@@ -160,11 +160,22 @@ pub struct QueueReport {
     pub dropped_packets: u64,
     pub dropped_bytes: u64,
     pub ecn_marked: u64,
+    /// EDF ports' regulated queues: frames queued behind a frame of later deadline in the same
+    /// FIFO list (order errors), and frames that left after their deadline. Left out of the
+    /// JSON while 0, so reports of other schedulers read as before.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub edf_order_errors: u64,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub edf_deadline_misses: u64,
     pub depth_packets: u64,
     pub depth_cells: u32,
     pub depth_bytes: u64,
     pub peak_cells: u32,
     pub peak_bytes: u64,
+}
+
+fn is_zero(v: &u64) -> bool {
+    *v == 0
 }
 
 /// An ingress priority group.

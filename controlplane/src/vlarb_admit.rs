@@ -1038,8 +1038,9 @@ pub struct ConfigPort {
 }
 
 /// Reads a config for the table's port: `port` = a `[[port]]` id, or `None` for the defaults.
-/// The `scheduler` and `vlarb` keys are set aside before validation, so this works whether or
-/// not this build knows them.
+/// The `scheduler` and `vlarb` keys are set aside before validation: the command only needs the
+/// ports' speeds and frame sizes, and the tables it is about to replace may be incomplete (a
+/// `vlarb` port with no weighted entry yet is refused by validation).
 pub fn read_config(text: &str, port: Option<u16>) -> Result<ConfigPort, String> {
     let raw: toml::Table = text
         .parse()

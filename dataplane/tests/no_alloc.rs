@@ -331,3 +331,82 @@ fn only_marked_threads_are_counted_when_asked() {
     assert_eq!(unmarked, 0, "an unmarked thread is not counted");
     assert!(marked >= 1, "the marked thread's allocation is counted");
 }
+
+/// The EDF scheduler's path allocates nothing either, in each mode: deadlines from a DSCP
+/// budget and from the IPv6 flow-label tag (read at enqueue, rewritten at departure), the
+/// take-over list, the heap, order errors and deadline misses counted, under the same incast.
+#[test]
+fn edf_scheduler_does_not_allocate() {
+    let _turn = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    use controlplane::{EdfConfig, EdfMode, SchedulerConfig};
+    use dataplane::tools::gen::{host_ip, host_mac};
+    use dataplane::wire::{roce::opcode, Ecn, RoceFrameBuilder};
+    let v6 = |i: u16| {
+        let mut a = [0u8; 16];
+        a[0] = 0xfd;
+        a[12..].copy_from_slice(&host_ip(i));
+        a
+    };
+    // Host 1 sends tagged IPv6 frames whose tags alternate between lax and urgent (so the
+    // take-over list and the heap work); hosts 0 and 2 IPv4 frames on DSCP 26 and 24.
+    let tagged: Vec<Vec<u8>> = (0..32u32)
+        .map(|i| {
+            let mut b = RoceFrameBuilder::new()
+                .macs(host_mac(1), host_mac(3))
+                .ipv6(v6(1), v6(3))
+                .dscp(26)
+                .ecn(Ecn::Ect0)
+                .opcode(opcode::RC_SEND_ONLY)
+                .dest_qp(9)
+                .psn(i);
+            b.flow_label = if i % 3 == 0 { 50_000 } else { 200 + i };
+            b.build_sized(1024).unwrap()
+        })
+        .collect();
+    for mode in [EdfMode::Ideal, EdfMode::Fifo2, EdfMode::TakeOver] {
+        let mut cfg = default_config();
+        let mut queue_budget_ns = [None; 8];
+        queue_budget_ns[3] = Some(1_000_000);
+        let mut dscp_budget_ns = [None; 64];
+        dscp_budget_ns[26] = Some(20_000);
+        for p in &mut cfg.ports {
+            p.scheduler = SchedulerConfig::Edf(Box::new(EdfConfig {
+                mode,
+                queue_budget_ns,
+                dscp_budget_ns,
+                tag_unit_ns: Some(16),
+            }));
+        }
+        let mut sw = Switch::new(&cfg, 1);
+        let flows = [burst32(0, 3, 26), tagged.clone(), burst32(2, 3, 24)];
+        sw.receive(3, &announce(3, 0).unwrap(), 0);
+        let mut tx = 0u64;
+        let mut sink = |_: usize, _: &[u8], _: u64| tx += 1;
+        let mut now = 1_000u64;
+        let before = ALLOCS.load(Ordering::SeqCst);
+        COUNTING.store(true, Ordering::SeqCst);
+        for _ in 0..500 {
+            for (s, burst) in flows.iter().enumerate() {
+                sw.receive_burst(s, burst.iter().map(Vec::as_slice), now);
+            }
+            sw.poll(now);
+            for p in 0..4 {
+                sw.transmit(p, now, &mut sink);
+            }
+            now += 32 * 336;
+        }
+        COUNTING.store(false, Ordering::SeqCst);
+        let allocs = ALLOCS.load(Ordering::SeqCst) - before;
+        let snap = sw.snapshot(now);
+        let q = &snap.ports[3].queues[3];
+        assert!(tx > 0 && q.tx_packets > 0, "{mode:?}: the regulated queue sent");
+        assert!(
+            q.edf_deadline_misses > 0,
+            "{mode:?}: the run was congested enough to miss deadlines"
+        );
+        if mode != EdfMode::Ideal {
+            assert!(q.edf_order_errors > 0, "{mode:?}: the tags made order errors");
+        }
+        assert_eq!(allocs, 0, "{mode:?}: {allocs} allocations on the packet path");
+    }
+}

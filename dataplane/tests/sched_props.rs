@@ -78,9 +78,45 @@ fn vlarb() -> impl Strategy<Value = Kind> {
     })
 }
 
+/// EDF: some regulated queues (random budgets), the others strict (control) or WDRR (best
+/// effort), in each of the three modes.
+fn edf() -> impl Strategy<Value = Kind> {
+    (
+        1u8..=255,
+        0u8..=255,
+        prop::collection::vec(1u32..8, 8),
+        prop::collection::vec(1u64..200, 8),
+        prop::sample::select(vec!["ideal", "fifo2", "take-over"]),
+    )
+        .prop_map(|(regulated, strict, weights, budgets_us, mode)| {
+            let mut tables: String = (0..8)
+                .map(|q| {
+                    if strict & (1 << q) != 0 {
+                        format!("[queue.{q}]\nsched = \"strict\"\n")
+                    } else {
+                        format!("[queue.{q}]\nsched = \"wdrr\"\nweight = {}\n", weights[q])
+                    }
+                })
+                .collect();
+            let budget: Vec<String> = (0..8)
+                .filter(|q| regulated & (1 << q) != 0)
+                .map(|q| format!("{q} = \"{}us\"", budgets_us[q]))
+                .collect();
+            tables += &format!(
+                "[port_defaults.edf]\nmode = \"{mode}\"\nbudget = {{ {} }}\n",
+                budget.join(", ")
+            );
+            Kind {
+                name: "edf",
+                port_defaults: "scheduler = \"edf\"\n".into(),
+                tables,
+            }
+        })
+}
+
 /// Every kind, with random settings.
 fn any_kind() -> impl Strategy<Value = Kind> {
-    prop_oneof![sp_wdrr(), vlarb()]
+    prop_oneof![sp_wdrr(), vlarb(), edf()]
 }
 
 fn config(kind: &Kind) -> controlplane::Config {

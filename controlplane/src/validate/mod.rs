@@ -15,12 +15,14 @@ mod classify;
 mod ctx;
 mod defaults;
 mod ecn;
+mod edf;
 mod fdb;
 mod pfc;
 mod ports;
 mod profiles;
 mod run;
 mod sched;
+mod vlarb;
 
 pub use defaults::*;
 pub use fdb::parse_mac;

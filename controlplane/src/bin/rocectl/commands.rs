@@ -69,7 +69,7 @@ pub fn check(file: &Path, verbose: bool) -> ExitCode {
 }
 
 /// A port's scheduler in a line: its kind and, for VL arbitration, the tables as OpenSM
-/// writes them (`VL:weight,...`) and the limit in bytes.
+/// writes them (`VL:weight,...`) and the limit in bytes; for EDF, the mode and the budgets.
 fn scheduler(s: &controlplane::SchedulerConfig) -> String {
     use controlplane::{SchedulerConfig, VlArbEntry, VLARB_LIMIT_BYTES, VLARB_UNBOUNDED};
     match s {
@@ -89,6 +89,20 @@ fn scheduler(s: &controlplane::SchedulerConfig) -> String {
                 l => units::format_size(u64::from(l) * u64::from(VLARB_LIMIT_BYTES)),
             };
             format!("vlarb (high {}, low {}, high limit {limit})", t(&v.high), t(&v.low))
+        }
+        SchedulerConfig::Edf(e) => {
+            let budgets = |b: &[Option<u64>], what: &str| -> Vec<String> {
+                b.iter()
+                    .enumerate()
+                    .filter_map(|(i, ns)| ns.map(|ns| format!("{what} {i} {}", units::format_duration(ns))))
+                    .collect()
+            };
+            let mut parts = budgets(&e.queue_budget_ns, "queue");
+            parts.extend(budgets(&e.dscp_budget_ns, "DSCP"));
+            if let Some(unit) = e.tag_unit_ns {
+                parts.push(format!("flow-label tags in {}", units::format_duration(unit)));
+            }
+            format!("edf {} ({})", e.mode.name(), parts.join(", "))
         }
     }
 }

@@ -175,6 +175,27 @@ fn render_queues(s: &Snapshot) -> String {
             "({idle} queues that never held a packet not shown; depth in packets, cells of the buffer)"
         );
     }
+    // EDF ports only: what their regulated queues did with deadlines (issue 11).
+    let edf: Vec<_> = s
+        .ports
+        .iter()
+        .flat_map(|p| p.queues.iter().map(move |q| (p.id, q)))
+        .filter(|(_, q)| q.edf_order_errors + q.edf_deadline_misses > 0)
+        .collect();
+    if !edf.is_empty() {
+        let _ = writeln!(
+            o,
+            "\n{:>4} {:>5} {:>14} {:>16}",
+            "port", "queue", "order_errors", "deadline_misses"
+        );
+        for (id, q) in edf {
+            let _ = writeln!(
+                o,
+                "{:>4} {:>5} {:>14} {:>16}",
+                id, q.queue, q.edf_order_errors, q.edf_deadline_misses
+            );
+        }
+    }
     o
 }
 
@@ -530,6 +551,8 @@ mod tests {
             dropped_packets: 2,
             dropped_bytes: 2000,
             ecn_marked: 5,
+            edf_order_errors: 0,
+            edf_deadline_misses: 0,
             depth_packets: 1,
             depth_cells: 4,
             depth_bytes: 1000,

@@ -2,7 +2,10 @@
 //! `scheduler` in the config (DESIGN.md, "Schedulers as a choice"):
 //!
 //! * [`sp_wdrr`]: strict priority, then WDRR by byte weights (the default);
-//! * [`vlarb`]: InfiniBand VL arbitration, high and low tables with LimitOfHighPriority.
+//! * [`vlarb`]: InfiniBand VL arbitration, high and low tables with LimitOfHighPriority;
+//! * [`edf`]: strict control queues, then earliest deadline first over the regulated queues
+//!   (each in one of three modes: a heap, one FIFO, or an ordered and a take-over FIFO), then
+//!   WDRR.
 //!
 //! Every kind sits behind [`Scheduler`], an enum rather than a trait object, so a port's
 //! selection is one match and a direct (inlinable) call, with nothing allocated or looked up
@@ -13,12 +16,12 @@
 //! queue's head ([`Head`]) and `now`. It returns a queue, and charges whatever it keeps
 //! (deficits, entry weights) for the head it picked: the caller sends exactly that frame.
 //!
-//! Adding a kind (EDF is next): a module here with `select` and `select_again` of the same
-//! shape, a variant of [`Scheduler`] and of `controlplane::SchedulerConfig`, its arms in the
+//! Adding a kind: a module here with `select` and `select_again` of the same shape, a variant of [`Scheduler`] and of `controlplane::SchedulerConfig`, its arms in the
 //! matches below, and its strategy in the shared property tests (`props`), which every kind
-//! must pass. A deadline-based kind needs each head's enqueue time: it goes in [`Head`] (and
-//! into the queued descriptor), read only by the kinds that ask for it.
+//! must pass. EDF reads each head's deadline, which the port sets on every frame it queues
+//! (`Desc::deadline`) and passes in [`Head`].
 
+pub mod edf;
 pub mod sp_wdrr;
 pub mod vlarb;
 
@@ -26,6 +29,7 @@ pub mod vlarb;
 mod props;
 
 use controlplane::{PortConfig, SchedulerConfig, NUM_TC};
+pub use edf::Edf;
 pub use sp_wdrr::SpWdrr;
 pub use vlarb::VlArb;
 
@@ -35,6 +39,8 @@ pub use vlarb::VlArb;
 pub struct Head {
     /// The frame's length in bytes (without FCS), what byte weights are charged.
     pub len: u32,
+    /// The frame's deadline (ns modulo 2^32; 0 on ports that give none), what EDF compares.
+    pub deadline: u32,
 }
 
 /// One port's scheduler, of the kind its config names. The kinds stay inline although their
@@ -46,7 +52,7 @@ pub struct Head {
 pub enum Scheduler {
     SpWdrr(SpWdrr),
     VlArb(VlArb),
-    // Edf(Edf): the next kind (see the module doc).
+    Edf(Edf),
 }
 
 impl Scheduler {
@@ -55,6 +61,7 @@ impl Scheduler {
         match &p.scheduler {
             SchedulerConfig::SpWdrr => Scheduler::SpWdrr(SpWdrr::new(&modes(p), p.max_frame_bytes)),
             SchedulerConfig::VlArb(c) => Scheduler::VlArb(VlArb::new(c)),
+            SchedulerConfig::Edf(e) => Scheduler::Edf(Edf::new(&modes(p), p.max_frame_bytes, e.regulated())),
         }
     }
 
@@ -64,6 +71,7 @@ impl Scheduler {
         match (self, &p.scheduler) {
             (Scheduler::SpWdrr(s), SchedulerConfig::SpWdrr) => s.retune(&modes(p), p.max_frame_bytes),
             (Scheduler::VlArb(s), SchedulerConfig::VlArb(c)) => s.retune(c),
+            (Scheduler::Edf(s), SchedulerConfig::Edf(e)) => s.retune(&modes(p), p.max_frame_bytes, e.regulated()),
             (this, _) => *this = Scheduler::new(p),
         }
     }
@@ -73,6 +81,7 @@ impl Scheduler {
         match self {
             Scheduler::SpWdrr(_) => "sp_wdrr",
             Scheduler::VlArb(_) => "vlarb",
+            Scheduler::Edf(_) => "edf",
         }
     }
 
@@ -84,6 +93,7 @@ impl Scheduler {
         match self {
             Scheduler::SpWdrr(s) => s.select(eligible, |q| head(q).len),
             Scheduler::VlArb(s) => s.select(eligible, |q| head(q).len),
+            Scheduler::Edf(s) => s.select(eligible, head),
         }
     }
 
@@ -96,6 +106,7 @@ impl Scheduler {
         match self {
             Scheduler::SpWdrr(s) => s.select_again(q, head.len),
             Scheduler::VlArb(s) => s.select_again(q, head.len),
+            Scheduler::Edf(s) => s.select_again(q, head),
         }
     }
 }

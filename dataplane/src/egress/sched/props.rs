@@ -48,9 +48,29 @@ fn vlarb() -> impl Strategy<Value = Scheduler> {
     })
 }
 
+/// EDF over any set of regulated queues, the rest strict or WDRR at random weights.
+fn edf() -> impl Strategy<Value = Scheduler> {
+    (
+        1u8..=255,
+        0u8..=255,
+        proptest::collection::vec(1u32..8, NUM_TC),
+        1518u32..9216,
+    )
+        .prop_map(|(regulated, strict, weights, quantum)| {
+            let modes = std::array::from_fn(|q| {
+                if strict & (1 << q) != 0 {
+                    SchedMode::Strict
+                } else {
+                    SchedMode::Wdrr { weight: weights[q] }
+                }
+            });
+            Scheduler::Edf(Edf::new(&modes, quantum, regulated))
+        })
+}
+
 /// A scheduler of any kind, with random settings.
 pub(super) fn any_scheduler() -> impl Strategy<Value = Scheduler> {
-    prop_oneof![sp_wdrr(), vlarb()]
+    prop_oneof![sp_wdrr(), vlarb(), edf()]
 }
 
 /// Every kind has a strategy in [`any_scheduler`]: this match has no wildcard, so a new
@@ -66,18 +86,17 @@ fn every_kind_has_a_strategy() {
         seen.insert(match s {
             Scheduler::SpWdrr(_) => "sp_wdrr",
             Scheduler::VlArb(_) => "vlarb",
+            Scheduler::Edf(_) => "edf",
         });
     }
-    assert_eq!(seen.into_iter().collect::<Vec<_>>(), ["sp_wdrr", "vlarb"]);
+    assert_eq!(seen.into_iter().collect::<Vec<_>>(), ["edf", "sp_wdrr", "vlarb"]);
 }
 
-/// A step of a run: which queues are eligible, each queue's head length, and how many times
-/// the caller tries `select_again` after a pick.
-fn steps() -> impl Strategy<Value = Vec<(u8, Vec<u32>, usize)>> {
-    proptest::collection::vec(
-        (0u8..=255, proptest::collection::vec(64u32..9000, NUM_TC), 0usize..6),
-        1..300,
-    )
+/// A step of a run: which queues are eligible, each queue's head (length, deadline), and how
+/// many times the caller tries `select_again` after a pick.
+fn steps() -> impl Strategy<Value = Vec<(u8, Vec<Head>, usize)>> {
+    let head = (64u32..9000, any::<u32>()).prop_map(|(len, deadline)| Head { len, deadline });
+    proptest::collection::vec((0u8..=255, proptest::collection::vec(head, NUM_TC), 0usize..6), 1..300)
 }
 
 proptest! {
@@ -86,9 +105,9 @@ proptest! {
     #[test]
     fn picks_only_eligible_queues_and_is_work_conserving(mut s in any_scheduler(), steps in steps()) {
         let mut now = 0;
-        for (eligible, lens, _) in steps {
+        for (eligible, heads, _) in steps {
             now += 1000;
-            let picked = s.select(eligible, now, |q| Head { len: lens[q] });
+            let picked = s.select(eligible, now, |q| heads[q]);
             match picked {
                 Some(q) => prop_assert!(q < NUM_TC && eligible & (1 << q) != 0, "{} picked ineligible queue {q} of {eligible:#010b}", s.kind()),
                 None => prop_assert_eq!(eligible, 0, "{} idle with queues eligible", s.kind()),
@@ -99,14 +118,14 @@ proptest! {
     #[test]
     fn select_again_agrees_with_select(mut s in any_scheduler(), steps in steps()) {
         let mut now = 0;
-        for (eligible, lens, again) in steps {
+        for (eligible, heads, again) in steps {
             now += 1000;
-            let Some(q) = s.select(eligible, now, |q| Head { len: lens[q] }) else { continue };
+            let Some(q) = s.select(eligible, now, |q| heads[q]) else { continue };
             for _ in 0..again {
                 let before = s.clone();
                 let mut reference = s.clone();
-                if s.select_again(q, Head { len: lens[q] }, now) {
-                    prop_assert_eq!(reference.select(eligible, now, |q| Head { len: lens[q] }), Some(q));
+                if s.select_again(q, heads[q], now) {
+                    prop_assert_eq!(reference.select(eligible, now, |q| heads[q]), Some(q));
                     prop_assert_eq!(&s, &reference);
                 } else {
                     prop_assert_eq!(&s, &before);

@@ -57,6 +57,12 @@ impl SpWdrr {
         }
     }
 
+    /// The strict queues (bit mask).
+    #[inline]
+    pub fn strict_mask(&self) -> u8 {
+        self.strict
+    }
+
     /// Picks the queue to send from next, or None if nothing is eligible. A WDRR queue is
     /// charged `head_len(q)` bytes when picked.
     #[inline]
