@@ -241,7 +241,7 @@ pub fn svg(points: &[Point], qs: &[u8], hs: &[u8], frame: usize) -> String {
     let _ = writeln!(o, r#"<rect width="{w}" height="{h}" fill="white"/>"#);
     let _ = writeln!(
         o,
-        r#"<text x="{gap}" y="24" font-size="14">rocesw VL arbitration: bandwidth ratio high/low vs low weight L ({frame} B frames; one curve per high weight H)</text>"#
+        r#"<text x="{gap}" y="24" font-size="14">rocesw VL arbitration: bandwidth ratio high/low vs low weight L ({frame} B frames; one curve per high weight H; equal curves overlap)</text>"#
     );
     let lmin = points.iter().map(|p| p.l).min().unwrap_or(1) as f64;
     let lmax = (points.iter().map(|p| p.l).max().unwrap_or(255) as f64).max(lmin + 1.0);
