@@ -104,6 +104,29 @@ fn psns(out: &Out) -> Vec<u32> {
     out.sent.iter().map(|s| s.0).collect()
 }
 
+/// A switch on `from` with OUT's link busy, `frames` queued behind it, then changed to `to` and
+/// drained: what left (the frame that held the link left out), the switch, the time it idled.
+fn change_with_frames_queued(from: &Config, to: &Config, frames: &[Vec<u8>]) -> (Out, Switch, u64) {
+    let mut sw = switch(from);
+    let mut out = Out { sent: Vec::new() };
+    sw.receive(0, &frame(0, 0, 999, None), 1_000);
+    sw.transmit(OUT, 1_000, &mut sink(&mut out));
+    for (i, f) in frames.iter().enumerate() {
+        sw.receive(1, f, 1_001 + i as u64);
+    }
+    sw.reconfigure(to).unwrap();
+    let mut now = 1_010;
+    while !sw.is_idle() {
+        now = sw.next_event(now).unwrap_or(now + 1).max(now + 1);
+        sw.poll(now);
+        for p in 0..4 {
+            sw.transmit(p, now, &mut sink(&mut out));
+        }
+    }
+    out.sent.retain(|s| s.0 != 999);
+    (out, sw, now)
+}
+
 /// DSCP 24 has the queue's 1 ms budget, DSCP 26 its own 10 µs: a late frame (24) queued first
 /// holds the urgent ones (26) in fifo2 and not in the other modes; the counters say so.
 #[test]
@@ -216,23 +239,7 @@ fn live_changes_refile_queued_frames() {
         (&fifo2, &ideal, vec![1, 3, 0, 2]),       // re-sorted by the heap
         (&ideal, &unregulated, vec![1, 3, 0, 2]), // a plain list, in the order EDF had
     ] {
-        let mut sw = switch(from);
-        let mut out = Out { sent: Vec::new() };
-        sw.receive(0, &frame(0, 0, 999, None), 1_000);
-        sw.transmit(OUT, 1_000, &mut sink(&mut out));
-        for (i, f) in frames.iter().enumerate() {
-            sw.receive(1, f, 1_001 + i as u64);
-        }
-        sw.reconfigure(to).unwrap();
-        let mut now = 1_010;
-        while !sw.is_idle() {
-            now = sw.next_event(now).unwrap_or(now + 1).max(now + 1);
-            sw.poll(now);
-            for p in 0..4 {
-                sw.transmit(p, now, &mut sink(&mut out));
-            }
-        }
-        out.sent.retain(|s| s.0 != 999);
+        let (out, sw, now) = change_with_frames_queued(from, to, &frames);
         assert_eq!(psns(&out), expect);
         assert_eq!(sw.snapshot(now).ports[OUT].queues[3].depth_packets, 0);
     }
@@ -262,23 +269,7 @@ fn a_change_of_kind_to_and_from_edf_keeps_queued_frames() {
         (&edf, &vlarb, vec![1, 3, 0, 2]), // EDF's order, kept by the arbiter's FIFO
         (&vlarb, &edf, vec![0, 1, 2, 3]), // arrival order: no deadline was given
     ] {
-        let mut sw = switch(from);
-        let mut out = Out { sent: Vec::new() };
-        sw.receive(0, &frame(0, 0, 999, None), 1_000);
-        sw.transmit(OUT, 1_000, &mut sink(&mut out));
-        for (i, f) in frames.iter().enumerate() {
-            sw.receive(1, f, 1_001 + i as u64);
-        }
-        sw.reconfigure(to).unwrap();
-        let mut now = 1_010;
-        while !sw.is_idle() {
-            now = sw.next_event(now).unwrap_or(now + 1).max(now + 1);
-            sw.poll(now);
-            for p in 0..4 {
-                sw.transmit(p, now, &mut sink(&mut out));
-            }
-        }
-        out.sent.retain(|s| s.0 != 999);
+        let (out, sw, now) = change_with_frames_queued(from, to, &frames);
         assert_eq!(
             psns(&out),
             expect,

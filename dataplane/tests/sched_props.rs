@@ -32,17 +32,22 @@ struct Kind {
     tables: String,
 }
 
+/// `[queue.N]` sections: the queues in the `strict` mask strict, the others WDRR at `weights`.
+fn queue_tables(strict: u8, weights: &[u32]) -> String {
+    (0..8)
+        .map(|q| {
+            if strict & (1 << q) != 0 {
+                format!("[queue.{q}]\nsched = \"strict\"\n")
+            } else {
+                format!("[queue.{q}]\nsched = \"wdrr\"\nweight = {}\n", weights[q])
+            }
+        })
+        .collect()
+}
+
 fn sp_wdrr() -> impl Strategy<Value = Kind> {
     (0u8..=255, prop::collection::vec(1u32..8, 8)).prop_map(|(strict, weights)| {
-        let tables = (0..8)
-            .map(|q| {
-                if strict & (1 << q) != 0 {
-                    format!("[queue.{q}]\nsched = \"strict\"\n")
-                } else {
-                    format!("[queue.{q}]\nsched = \"wdrr\"\nweight = {}\n", weights[q])
-                }
-            })
-            .collect();
+        let tables = queue_tables(strict, &weights);
         Kind {
             name: "sp_wdrr",
             port_defaults: "scheduler = \"sp_wdrr\"\n".into(),
@@ -89,15 +94,7 @@ fn edf() -> impl Strategy<Value = Kind> {
         prop::sample::select(vec!["ideal", "fifo2", "take-over"]),
     )
         .prop_map(|(regulated, strict, weights, budgets_us, mode)| {
-            let mut tables: String = (0..8)
-                .map(|q| {
-                    if strict & (1 << q) != 0 {
-                        format!("[queue.{q}]\nsched = \"strict\"\n")
-                    } else {
-                        format!("[queue.{q}]\nsched = \"wdrr\"\nweight = {}\n", weights[q])
-                    }
-                })
-                .collect();
+            let mut tables = queue_tables(strict, &weights);
             let budget: Vec<String> = (0..8)
                 .filter(|q| regulated & (1 << q) != 0)
                 .map(|q| format!("{q} = \"{}us\"", budgets_us[q]))
