@@ -14,6 +14,7 @@ pub mod egress;
 pub mod ingress;
 pub mod io;
 pub mod mmu;
+pub mod nic;
 pub mod pfc;
 pub mod replay;
 pub mod report;
