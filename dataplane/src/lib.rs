@@ -11,6 +11,7 @@
 pub mod buffers;
 pub mod counters;
 pub mod egress;
+pub mod fabric;
 pub mod ingress;
 pub mod io;
 pub mod mmu;

@@ -230,13 +230,26 @@ pub fn qpn_base(dest_index: usize, qps: u32) -> u32 {
 impl Sender {
     /// Builds the templates of every QP. `src_mac`/`src_ip` address this host.
     pub fn new(cfg: TrafficConfig, src_mac: [u8; 6], src_ip: [u8; 4], dests: &[Dest]) -> Result<Sender> {
+        let qps = cfg.qps;
+        Sender::with_qpns(cfg, src_mac, src_ip, dests, |d, q| qpn_base(d, qps) + q)
+    }
+
+    /// As [`Sender::new`], with QP numbers from `qpn(destination index, QP index)` (the
+    /// fabric numbers QPs by flow, so a CNP finds its flow). They must be unique.
+    pub fn with_qpns(
+        cfg: TrafficConfig,
+        src_mac: [u8; 6],
+        src_ip: [u8; 4],
+        dests: &[Dest],
+        qpn: impl Fn(usize, u32) -> u32,
+    ) -> Result<Sender> {
         cfg.validate()?;
         let prio = cfg.priority();
         let max_rate = cfg.qp_max_rate();
         let mut qps = Vec::new();
         for (d, dest) in dests.iter().enumerate() {
             for q in 0..cfg.qps {
-                let qpn = qpn_base(d, cfg.qps) + q;
+                let qpn = qpn(d, q);
                 let templates = build_templates(&cfg, src_mac, src_ip, dest, qpn, prio)?;
                 let npk = cfg.msg_size.div_ceil(cfg.mtu as u64);
                 qps.push(QpTx {
