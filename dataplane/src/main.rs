@@ -56,15 +56,6 @@ enum Command {
         #[arg(long, short)]
         quiet: bool,
     },
-    /// Run the switch in real time on interfaces (AF_PACKET on veth/tap), capture files or DPDK
-    /// devices until SIGINT/SIGTERM.
-    ///
-    /// Every port in the config needs an `interface`, a `pcap = { input, output }` table or a
-    /// `dpdk = "<device>"` (a rocesw built with `--features dpdk`); see configs/README.md.
-    /// Capture files need no root with `--control PATH` or `--no-control`. Poll-mode workers as `[run]` says; the
-    /// egress scheduler enforces each port's configured speed, so a veth behaves like a 25G
-    /// (or 1G...) link and queues, ECN and PFC happen for real. On stop it drains the queues
-    /// (bounded by run.drain_timeout) and prints the final counters.
     /// Run several switches, hosts with a RoCE NIC model and the links between them in virtual
     /// time, from one topology file; writes a JSON summary per switch, flow, link and host and
     /// prints a short report.
@@ -109,6 +100,15 @@ enum Command {
         #[arg(long, short)]
         quiet: bool,
     },
+    /// Run the switch in real time on interfaces (AF_PACKET on veth/tap), capture files or DPDK
+    /// devices until SIGINT/SIGTERM.
+    ///
+    /// Every port in the config needs an `interface`, a `pcap = { input, output }` table or a
+    /// `dpdk = "<device>"` (a rocesw built with `--features dpdk`); see configs/README.md.
+    /// Capture files need no root with `--control PATH` or `--no-control`. Poll-mode workers as `[run]` says; the
+    /// egress scheduler enforces each port's configured speed, so a veth behaves like a 25G
+    /// (or 1G...) link and queues, ECN and PFC happen for real. On stop it drains the queues
+    /// (bounded by run.drain_timeout) and prints the final counters.
     #[command(after_help = "Example:\n  rocesw lab up --hosts 4 && rocesw run --config /run/rocesw/lab/lab.toml")]
     Run(dataplane::runtime::run::RunArgs),
     /// A live tour (needs root): 4 test hosts, the switch on their ports, a 3→1 RoCEv2 incast

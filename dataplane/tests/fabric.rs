@@ -288,3 +288,68 @@ fn bad_topologies_get_useful_errors() {
         }
     }
 }
+
+/// The command line: twice on the shipped example gives the same summary.json, byte for byte;
+/// the report names the flows; --help explains every option.
+#[test]
+fn the_command_writes_the_same_summary_twice_and_explains_itself() {
+    let bin = env!("CARGO_BIN_EXE_rocesw");
+    let dir = tempfile::tempdir().unwrap();
+    let mut summaries = Vec::new();
+    for k in 0..2 {
+        let out = dir.path().join(format!("run{k}"));
+        let o = std::process::Command::new(bin)
+            .args(["fabric", "--topology"])
+            .arg(examples().join("leaf-spine.toml"))
+            .arg("--output-dir")
+            .arg(&out)
+            .arg("--pcap")
+            .arg(format!("h7-leaf1:3={}", out.join("h7.pcap").display()))
+            .args(["--duration", "500us"])
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let report = String::from_utf8(o.stdout).unwrap();
+        assert!(
+            report.contains("incast") && report.contains("switch drops: 0"),
+            "{report}"
+        );
+        summaries.push((
+            std::fs::read(out.join("summary.json")).unwrap(),
+            std::fs::read(out.join("h7.pcap")).unwrap(),
+        ));
+    }
+    assert_eq!(summaries[0], summaries[1]);
+    let bad = std::process::Command::new(bin)
+        .args(["fabric", "--topology", "/nonexistent.toml", "--output-dir"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("cannot read topology /nonexistent.toml"));
+    let help = std::process::Command::new(bin)
+        .args(["fabric", "--help"])
+        .output()
+        .unwrap();
+    let help = String::from_utf8(help.stdout).unwrap();
+    for opt in [
+        "--topology",
+        "--output-dir",
+        "--seed",
+        "--duration",
+        "--no-dcqcn",
+        "--pcap",
+        "--default-config",
+        "--quiet",
+    ] {
+        let line = help
+            .lines()
+            .find(|l| l.trim_start().starts_with(opt) || l.contains(&format!(" {opt}")))
+            .unwrap_or_else(|| panic!("{opt} missing from --help"));
+        assert!(!line.is_empty());
+    }
+    assert!(
+        help.contains("Example:") && help.starts_with("Run several switches"),
+        "{help}"
+    );
+}

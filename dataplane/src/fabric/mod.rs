@@ -175,6 +175,7 @@ struct Fabric<'t> {
     pcap_error: Option<anyhow::Error>,
     /// Per switch: the ECMP hash seed.
     hash_seed: Vec<u64>,
+    host_by_ip: std::collections::HashMap<[u8; 4], usize>,
     events: u64,
     last_ns: u64,
 }
@@ -245,7 +246,7 @@ impl Fabric<'_> {
         let Some((dst_ip, tuple_hash)) = flow_key(frame) else {
             return;
         };
-        let Some(dst) = self.topo.hosts.iter().position(|h| h.ip == dst_ip) else {
+        let Some(&dst) = self.host_by_ip.get(&dst_ip) else {
             return;
         };
         let ports = &self.topo.switches[s].routes[dst];
@@ -350,11 +351,16 @@ impl Fabric<'_> {
         Some(wake)
     }
 
-    fn switch_step(&mut self, s: usize, now: u64) -> (bool, Option<u64>) {
+    /// `timers`: the switch's own wake-up fired, so its timers (PFC refresh, watchdog) may be
+    /// due; a step for arrivals alone skips them (`next_event` covers every timer, so a due
+    /// one always has its wake-up queued).
+    fn switch_step(&mut self, s: usize, now: u64, timers: bool) -> (bool, Option<u64>) {
         // Borrowed out (a pointer swap) so the sink can reach the links and the event queue.
         let mut switches = std::mem::take(&mut self.switches);
         let sw = &mut switches[s];
-        sw.poll(now);
+        if timers {
+            sw.poll(now);
+        }
         let mut sent = 0;
         for p in 0..sw.num_ports() {
             let Some(link) = self.topo.switches[s].links[p] else {
@@ -507,6 +513,7 @@ pub fn run(topo: &Topology, opts: &FabricOptions) -> Result<FabricOutcome> {
         pcaps,
         pcap_error: None,
         hash_seed,
+        host_by_ip: topo.hosts.iter().enumerate().map(|(i, h)| (h.ip, i)).collect(),
         events: 0,
         last_ns: 0,
     };
@@ -516,7 +523,8 @@ pub fn run(topo: &Topology, opts: &FabricOptions) -> Result<FabricOutcome> {
         }
     }
     let mut now = 0u64;
-    let mut dirty: Vec<Node> = Vec::new();
+    // Nodes touched at this instant, and whether their own wake-up fired.
+    let mut dirty: Vec<(Node, bool)> = Vec::new();
     let mut last_progress = 0u64;
     while let Some(Reverse((t, _, _))) = fab.heap.peek() {
         if *t > duration {
@@ -530,27 +538,28 @@ pub fn run(topo: &Topology, opts: &FabricOptions) -> Result<FabricOutcome> {
             }
             let Reverse((_, _, ev)) = fab.heap.pop().expect("peeked");
             fab.events += 1;
-            let node = match ev {
+            let (node, woken) = match ev {
                 Event::Deliver { node, port, frame } => {
                     fab.deliver(now, node, port, frame);
-                    node
+                    (node, false)
                 }
                 Event::Wake { node, gen } => {
                     if fab.wake.get(&node).is_none_or(|w| w.1 != gen) {
                         continue;
                     }
                     fab.wake.remove(&node);
-                    node
+                    (node, true)
                 }
             };
-            if !dirty.contains(&node) {
-                dirty.push(node);
+            match dirty.iter_mut().find(|d| d.0 == node) {
+                Some(d) => d.1 |= woken,
+                None => dirty.push((node, woken)),
             }
         }
-        for node in dirty.drain(..) {
+        for (node, woken) in dirty.drain(..) {
             match node {
                 Node::Switch(s) => {
-                    let (progressed, next) = fab.switch_step(s, now);
+                    let (progressed, next) = fab.switch_step(s, now, woken);
                     if let Some(t) = next {
                         let t = if t > now || progressed { t.max(now) } else { now + 1 };
                         fab.wake_at(node, t);
@@ -760,10 +769,11 @@ pub fn human_report(o: &FabricOutcome) -> String {
     let _ = writeln!(out, "links with PFC:");
     let mut any = false;
     for l in &o.links {
-        for (dir, d) in [("→", &l.forward), ("←", &l.reverse)] {
+        // PFC sent one way pauses the traffic of the other.
+        for (dir, d, other) in [("→", &l.forward, &l.reverse), ("←", &l.reverse, &l.forward)] {
             if d.pfc_frames > 0 {
                 any = true;
-                let paused: u64 = d.paused_ns.iter().sum();
+                let paused: u64 = other.paused_ns.iter().sum();
                 let _ = writeln!(
                     out,
                     "  {:<24} {dir} {} PFC frames (the other end paused {:.1} µs)",
