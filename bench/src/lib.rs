@@ -1,7 +1,9 @@
 //! Benchmarks and the workloads they share: a switch with the default profile, in-memory
 //! ports, and pre-built RoCEv2 frames, so the benches measure the pipeline and nothing else.
 
+pub mod edf;
 pub mod rocegen;
+pub mod vlarb_sweep;
 
 use controlplane::Config;
 use dataplane::tools::gen::{announce, Flow};

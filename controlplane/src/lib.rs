@@ -22,6 +22,7 @@ pub mod set;
 pub mod snapshot;
 pub mod units;
 pub mod validate;
+pub mod vlarb_admit;
 
 pub use live::live_change_refusal;
 pub use model::*;

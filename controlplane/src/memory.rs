@@ -28,6 +28,10 @@ use crate::units::format_size;
 pub const DESC_BYTES: u64 = 16;
 /// Bytes of the link from one queued descriptor to the next in its queue (a slot number).
 pub const LINK_BYTES: u64 = 4;
+/// Bytes per slot for EDF's queues (`dataplane::egress::queues`): the arrival number that
+/// breaks ties between equal deadlines and a heap link (`ideal` mode), allocated for every slot
+/// whatever the ports' schedulers, so a live change to EDF allocates nothing.
+pub const EDF_LINK_BYTES: u64 = 8;
 /// Bytes each packet slot costs besides its frame: its place in the free list (a slot number)
 /// and its record of a port backend's buffer it may hold instead of a copy (zero copy: 32 B;
 /// `dataplane::buffers::pool` asserts both fit at compile time).
@@ -50,7 +54,7 @@ pub struct Footprint {
     pub slot_bytes: u64,
     /// Packet slots, their free list and their records of backends' buffers.
     pub packet_bytes: u64,
-    /// The descriptor store all egress queues share: slots × (descriptor + link).
+    /// The descriptor store all egress queues share: slots × (descriptor + link + EDF link).
     pub desc_bytes: u64,
     pub total_bytes: u64,
 }
@@ -67,7 +71,7 @@ pub fn footprint(cfg: &Config) -> Footprint {
         .unwrap_or(1518);
     let slot_bytes = max_frame.next_multiple_of(64);
     let packet_bytes = slots.saturating_mul(slot_bytes + SLOT_BOOKKEEPING_BYTES);
-    let desc_bytes = slots.saturating_mul(DESC_BYTES + LINK_BYTES);
+    let desc_bytes = slots.saturating_mul(DESC_BYTES + LINK_BYTES + EDF_LINK_BYTES);
     Footprint {
         slots,
         slot_bytes,
@@ -135,10 +139,11 @@ mod tests {
             "a whole number of bytes per slot"
         );
         assert_eq!(many.total_bytes - two.total_bytes, burst_slots * per_slot);
-        assert_eq!(many.desc_bytes, many.slots * (DESC_BYTES + LINK_BYTES));
-        // 1 Mi cells and 8192 burst slots: 21 MB of descriptors (per-queue rings took 4.3 GB).
+        assert_eq!(many.desc_bytes, many.slots * (DESC_BYTES + LINK_BYTES + EDF_LINK_BYTES));
+        // 1 Mi cells and 8192 burst slots: 30 MB of descriptors and EDF links (per-queue rings
+        // took 4.3 GB).
         assert_eq!(many.slots, (1 << 20) + 8192);
-        assert_eq!(many.desc_bytes, 21_135_360);
+        assert_eq!(many.desc_bytes, 29_589_504);
         assert!(many.total_bytes < 2 << 30, "{many:?}");
     }
 

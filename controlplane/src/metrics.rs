@@ -11,6 +11,8 @@
 //!   and `rocesw_pool_<field>` for the buffer figures;
 //! * `rocesw_port_peer_<field>` for what a port's emulated peer held (only ports that have one:
 //!   kept apart from the switch's buffer figures, since those frames never entered it);
+//! * `rocesw_port_capture_<field>` for what live captures of a port copied and dropped (only
+//!   ports captured since the switch started);
 //! * `rocesw_port_backend_<field>{…,driver,device}` for what a port's I/O backend counted
 //!   itself (`rocesw run` only: DPDK's `imissed`, `ierrors`, `oerrors`, `rx_nombuf`, AF_PACKET's
 //!   kernel drops), its two strings as labels;
@@ -24,7 +26,8 @@
 //! below checks each number of a serialized snapshot against the metric its name implies.
 
 use crate::snapshot::{
-    BackendReport, Drops, PeerReport, PgReport, PoolBuffer, PortBuffer, PortReport, QueueReport, Snapshot,
+    BackendReport, CaptureReport, Drops, PeerReport, PgReport, PoolBuffer, PortBuffer, PortReport, QueueReport,
+    Snapshot,
 };
 use crate::NUM_TC;
 use prometheus_client::encoding::text::encode;
@@ -173,6 +176,7 @@ impl Metrics {
                 pgs,
                 peer,
                 backend,
+                capture,
             } = port;
             let mut labels = base.clone();
             labels.push(("port".into(), id.to_string()));
@@ -225,6 +229,9 @@ impl Metrics {
                     ],
                 );
             }
+            if let Some(CaptureReport { frames, dropped }) = capture {
+                self.numbers("port_capture", &labels, &[("frames", *frames), ("dropped", *dropped)]);
+            }
             let PortBuffer {
                 ingress_cells,
                 peak_ingress_cells,
@@ -249,6 +256,8 @@ impl Metrics {
                     dropped_packets,
                     dropped_bytes,
                     ecn_marked,
+                    edf_order_errors,
+                    edf_deadline_misses,
                     depth_packets,
                     depth_cells,
                     depth_bytes,
@@ -273,6 +282,17 @@ impl Metrics {
                         ("peak_bytes", peak_bytes),
                     ],
                 );
+                // EDF ports' regulated queues only, as in the JSON (left out while 0).
+                let edf: Vec<(&str, u64)> = [
+                    ("edf_order_errors", edf_order_errors),
+                    ("edf_deadline_misses", edf_deadline_misses),
+                ]
+                .into_iter()
+                .filter(|&(_, v)| v > 0)
+                .collect();
+                if !edf.is_empty() {
+                    self.numbers("queue", &l, &edf);
+                }
             }
             for g in pgs {
                 let PgReport {
@@ -382,6 +402,7 @@ mod tests {
                     tx_packets: 6,
                     depth_cells: 2,
                     peak_cells: 8,
+                    edf_order_errors: 2,
                     ..Default::default()
                 }],
                 pgs: vec![PgReport {
@@ -401,6 +422,7 @@ mod tests {
                     oerrors: 4,
                     ..Default::default()
                 }),
+                capture: Some(crate::snapshot::CaptureReport { frames: 9, dropped: 1 }),
                 ..Default::default()
             }],
             totals: Totals {

@@ -68,6 +68,120 @@ pub struct PortConfig {
     pub pgs: [PgProfile; NUM_TC],
     /// This port's queue profiles, likewise.
     pub queues: [QueueProfile; NUM_TC],
+    /// Which kind of scheduler picks the queue that sends next (`scheduler`, DESIGN.md
+    /// "Schedulers as a choice").
+    pub scheduler: SchedulerConfig,
+}
+
+/// A port's scheduler kind and its own settings. Strict priority + WDRR reads its modes and
+/// weights from the queue profiles (`QueueProfile::sched`); the other kinds carry theirs here.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum SchedulerConfig {
+    /// Strict priority, then WDRR by byte weights (`queue.N.sched`, `queue.N.weight`).
+    #[default]
+    SpWdrr,
+    /// InfiniBand VL arbitration (IBA 1.2.1 §7.6.9): queue n plays VL n.
+    VlArb(VlArbConfig),
+    /// Earliest deadline first for the regulated queues, between the strict queues above and
+    /// the WDRR queues below (`[port_defaults.edf]`, `[port.edf]`).
+    Edf(Box<EdfConfig>),
+}
+
+/// The longest EDF delay budget (and tag) accepted. Deadlines are kept as nanoseconds modulo
+/// 2^32 in each queued descriptor (16 bytes, `memory::DESC_BYTES`), which orders any two
+/// deadlines less than 2.1 s apart correctly; a second leaves room for frames that wait past
+/// their deadline.
+pub const MAX_EDF_BUDGET_NS: u64 = 1_000_000_000;
+
+/// How an EDF port keeps a regulated queue's frames in deadline order (`edf.mode`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum EdfMode {
+    /// A heap per regulated queue: exact EDF, the comparison point.
+    Ideal,
+    /// One FIFO per regulated queue; EDF compares the queues' heads only, so a frame with a
+    /// later deadline holds back earlier ones behind it (order errors).
+    Fifo2,
+    /// An ordered FIFO and a take-over FIFO per regulated queue: a frame whose deadline is
+    /// earlier than the ordered list's last goes to the take-over list; the earlier head sends.
+    #[default]
+    TakeOver,
+}
+
+impl EdfMode {
+    /// The name `edf.mode` gives this mode.
+    pub fn name(self) -> &'static str {
+        match self {
+            EdfMode::Ideal => "ideal",
+            EdfMode::Fifo2 => "fifo2",
+            EdfMode::TakeOver => "take-over",
+        }
+    }
+}
+
+/// The EDF scheduler's settings: which queues are regulated and where each frame's deadline
+/// comes from. A frame's deadline is its arrival time plus, in order of precedence: its
+/// time-to-destination tag (when `tag_unit_ns` is set and the frame carries one), its DSCP's
+/// budget, its queue's budget.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EdfConfig {
+    pub mode: EdfMode,
+    /// Each queue's delay budget (`edf.budget.N`), in ns; the queues with one are the
+    /// regulated queues.
+    pub queue_budget_ns: [Option<u64>; NUM_TC],
+    /// Per-DSCP budgets over the queue's (`edf.dscp_budget.D`), in ns.
+    pub dscp_budget_ns: [Option<u64>; 64],
+    /// `edf.tag = "flow_label"`: the unit of the IPv6 flow label read as a time-to-destination
+    /// tag (`edf.tag_unit`), in ns; None = tags off.
+    pub tag_unit_ns: Option<u64>,
+}
+
+impl EdfConfig {
+    /// The regulated queues, as a bit mask.
+    pub fn regulated(&self) -> u8 {
+        (0..NUM_TC)
+            .filter(|&q| self.queue_budget_ns[q].is_some())
+            .fold(0, |m, q| m | 1 << q)
+    }
+}
+
+/// `vlarb`: the two arbitration tables and the high-priority limit, in OpenSM's units.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct VlArbConfig {
+    /// The high-priority table, in order: at most [`VLARB_MAX_ENTRIES`].
+    pub high: Vec<VlArbEntry>,
+    /// The low-priority table, likewise.
+    pub low: Vec<VlArbEntry>,
+    /// LimitOfHighPriority in units of 4 KiB: how many high-priority bytes may be sent while a
+    /// low-priority packet waits. 255 = unbounded; 0 = one high-priority packet at a time.
+    pub high_limit: u8,
+}
+
+/// Entries per VL arbitration table at most (IBA: 64).
+pub const VLARB_MAX_ENTRIES: usize = 64;
+/// Bytes per unit of an entry's weight (one IB credit).
+pub const VLARB_WEIGHT_BYTES: u32 = 64;
+/// Bytes per unit of `high_limit`.
+pub const VLARB_LIMIT_BYTES: u32 = 4096;
+/// The `high_limit` that means unbounded.
+pub const VLARB_UNBOUNDED: u8 = 255;
+
+/// One (VL, weight) entry: the queue it serves and how many 64-byte credits it may send per
+/// turn (0: skipped).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct VlArbEntry {
+    pub vl: u8,
+    pub weight: u8,
+}
+
+impl SchedulerConfig {
+    /// The name `scheduler = "..."` gives this kind.
+    pub fn name(&self) -> &'static str {
+        match self {
+            SchedulerConfig::SpWdrr => "sp_wdrr",
+            SchedulerConfig::VlArb(_) => "vlarb",
+            SchedulerConfig::Edf(_) => "edf",
+        }
+    }
 }
 
 /// A port backed by capture files: what arrives comes from `input`, what the port transmits

@@ -9,7 +9,9 @@
 //!   `subscribe {interval_ms}` (≥ [`MIN_INTERVAL_MS`]; acknowledged, then a `counters` response
 //!   carrying the subscribe's id is pushed every interval until the connection closes),
 //!   `watermarks {kind}` and `clear_watermarks {kind}` (user or persistent, as SONiC keeps them),
-//!   `auth {token}` (first on a TCP connection, see [`Endpoint`]).
+//!   `auth {token}` (first on a TCP connection, see [`Endpoint`]), `capture {port, ...}`
+//!   (acknowledged with [`CaptureStarted`], then [`CaptureData`] pushes carrying the capture's
+//!   id until one says how it ended) and `capture_stop`.
 //! * `apply` and `patch` are all or nothing: the resulting config is validated as a whole, then
 //!   the switch applies it between two bursts or refuses it with a reason; nothing changes on
 //!   any error. Both answer [`ApplyData`]: the warnings and the dotted keys whose value changed.
@@ -121,6 +123,160 @@ pub enum Op {
     /// Anything else first, or a wrong token, is refused and the connection closed. Accepted
     /// (and needless) on the Unix socket, whose file permissions are the access control.
     Auth { token: String },
+    /// Copy the frames port `port` (its config id) receives and/or sends ([`CaptureStarted`],
+    /// then [`CaptureData`] pushes with this request's id). One capture per connection and
+    /// per port. It ends after `count` frames, after `duration_ms`, on `capture_stop`, when
+    /// the connection closes, or when the switch stops; the last push says which.
+    Capture {
+        port: u16,
+        #[serde(default)]
+        direction: CaptureDirection,
+        /// Bytes kept of each frame (default: the port's largest frame).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        snaplen: Option<u32>,
+        /// Frames the switch's capture ring holds (default: [`CAPTURE_RING_BYTES`] worth).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        ring: Option<u32>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        count: Option<u64>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        duration_ms: Option<u64>,
+    },
+    /// End this connection's capture: the frames already captured are still sent, then the
+    /// last push (`end: "stopped"`), then this request's answer `{"stopped":true}`.
+    CaptureStop,
+}
+
+/// Default memory of one capture's ring in the switch (frame bytes), when `ring` is not given.
+pub const CAPTURE_RING_BYTES: usize = 32 << 20;
+/// Largest ring one capture may ask for, in frames and in bytes.
+pub const CAPTURE_MAX_RING_FRAMES: u32 = 1 << 16;
+pub const CAPTURE_MAX_RING_BYTES: usize = 64 << 20;
+/// What all the captures running at once may hold in the switch.
+pub const CAPTURE_MAX_TOTAL_BYTES: usize = 256 << 20;
+/// Smallest snap length (an Ethernet, IP and BTH header).
+pub const CAPTURE_MIN_SNAPLEN: u32 = 64;
+
+/// Which of a port's frames a capture copies: what it received, what it sent, or both (the
+/// default, as tcpdump's).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CaptureDirection {
+    Rx,
+    Tx,
+    #[default]
+    Both,
+}
+
+impl CaptureDirection {
+    pub fn rx(self) -> bool {
+        matches!(self, CaptureDirection::Rx | CaptureDirection::Both)
+    }
+
+    pub fn tx(self) -> bool {
+        matches!(self, CaptureDirection::Tx | CaptureDirection::Both)
+    }
+}
+
+impl std::fmt::Display for CaptureDirection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            CaptureDirection::Rx => "rx",
+            CaptureDirection::Tx => "tx",
+            CaptureDirection::Both => "rx and tx",
+        })
+    }
+}
+
+/// `capture`'s answer: what the switch set up.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CaptureStarted {
+    pub port: u16,
+    pub direction: CaptureDirection,
+    pub snaplen: u32,
+    /// Frames the ring holds: what a reader may fall behind by before frames are dropped.
+    pub ring: u32,
+}
+
+/// One push of a running capture: the frames read from the ring since the last push, oldest
+/// first, with the running totals.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CaptureData {
+    pub frames: Vec<CapturedFrame>,
+    /// Frames sent to this client so far, these included.
+    pub captured: u64,
+    /// Frames the switch could not keep so far: the ring was full (this client read too
+    /// slowly). Never waited for: the switch goes on.
+    pub dropped: u64,
+    /// Set on the last push only: why the capture ended.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub end: Option<CaptureEnd>,
+}
+
+/// Why a capture ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CaptureEnd {
+    /// `count` frames were sent.
+    Count,
+    /// `duration_ms` passed.
+    Duration,
+    /// `capture_stop`.
+    Stopped,
+    /// The switch is stopping.
+    SwitchStopping,
+}
+
+impl std::fmt::Display for CaptureEnd {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            CaptureEnd::Count => "the frame count was reached",
+            CaptureEnd::Duration => "the duration passed",
+            CaptureEnd::Stopped => "stopped",
+            CaptureEnd::SwitchStopping => "the switch stopped",
+        })
+    }
+}
+
+/// Which way a captured frame went.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FrameDir {
+    Rx,
+    Tx,
+}
+
+/// One captured frame.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CapturedFrame {
+    /// When the switch received or sent it: nanoseconds since the Unix epoch (the switch's
+    /// monotonic clock, anchored to wall-clock time when the switch started).
+    pub ns: u64,
+    pub dir: FrameDir,
+    /// The frame's length on the wire (no FCS); `data` holds at most the snap length of it.
+    pub len: u32,
+    /// The captured bytes, base64 (standard alphabet, padded).
+    pub data: String,
+}
+
+impl CapturedFrame {
+    pub fn new(ns: u64, dir: FrameDir, len: u32, bytes: &[u8]) -> CapturedFrame {
+        use base64::Engine;
+        CapturedFrame {
+            ns,
+            dir,
+            len,
+            data: base64::engine::general_purpose::STANDARD.encode(bytes),
+        }
+    }
+
+    /// The captured bytes.
+    pub fn bytes(&self) -> Result<Vec<u8>, String> {
+        use base64::Engine;
+        base64::engine::general_purpose::STANDARD
+            .decode(&self.data)
+            .map_err(|e| format!("a captured frame's data is not base64: {e}"))
+    }
 }
 
 /// Two independent sets of watermarks, as SONiC keeps them: `user` for day-to-day clearing,
@@ -419,7 +575,30 @@ pub struct Client {
     next_id: u64,
 }
 
+/// A second handle on a [`Client`]'s connection that only sends: for a client that reads pushes
+/// on one thread and must send a request from another (`rocectl capture` sends `capture_stop`
+/// on Ctrl-C while its reader waits for frames). Ids are the caller's to choose.
+pub struct RequestSender {
+    writer: Stream,
+}
+
+impl RequestSender {
+    pub fn send(&mut self, id: u64, op: Op) -> Result<(), ClientError> {
+        let mut line = Request { id, op }.to_line();
+        line.push('\n');
+        self.writer.write_all(line.as_bytes())?;
+        Ok(())
+    }
+}
+
 impl Client {
+    /// A sending handle on this connection (see [`RequestSender`]).
+    pub fn sender(&self) -> Result<RequestSender, ClientError> {
+        Ok(RequestSender {
+            writer: self.writer.try_clone()?,
+        })
+    }
+
     pub fn connect(path: &Path) -> Result<Client, ClientError> {
         let stream = UnixStream::connect(path).map_err(|source| ClientError::Connect {
             path: path.to_path_buf(),
@@ -543,6 +722,15 @@ mod tests {
                 kind: WatermarkKind::User,
             },
             Op::Auth { token: "s3cret".into() },
+            Op::Capture {
+                port: 3,
+                direction: CaptureDirection::Tx,
+                snaplen: Some(128),
+                ring: None,
+                count: Some(10),
+                duration_ms: None,
+            },
+            Op::CaptureStop,
         ] {
             let r = Request { id: 7, op };
             assert_eq!(Request::parse(&r.to_line()).unwrap(), r);
@@ -574,7 +762,47 @@ mod tests {
             .error
             .contains("at least 100"));
         assert!(e(r#"{"v":1,"op":"hello"}"#).error.contains("id"));
+        assert!(e(r#"{"v":1,"id":4,"op":"capture"}"#).error.contains("port"));
+        assert!(e(r#"{"v":1,"id":4,"op":"capture","port":1,"direction":"up"}"#)
+            .error
+            .contains("up"));
         assert!(e(r#"[1]"#).error.contains("object"));
+    }
+
+    /// A capture request with only its port captures both ways; frames survive the trip
+    /// through base64 byte for byte.
+    #[test]
+    fn captures_default_to_both_directions_and_frames_round_trip() {
+        let r = Request::parse(r#"{"v":1,"id":9,"op":"capture","port":2}"#).unwrap();
+        let Op::Capture { port, direction, .. } = r.op else {
+            panic!("{r:?}")
+        };
+        assert_eq!((port, direction), (2, CaptureDirection::Both));
+        assert!(direction.rx() && direction.tx());
+        assert!(!CaptureDirection::Rx.tx() && !CaptureDirection::Tx.rx());
+        let bytes: Vec<u8> = (0..=255u8).chain(0..7).collect();
+        let f = CapturedFrame::new(1_700_000_000_123_456_789, FrameDir::Tx, 9000, &bytes);
+        let line = Response::ok(
+            9,
+            serde_json::to_value(CaptureData {
+                frames: vec![f],
+                captured: 1,
+                dropped: 0,
+                end: Some(CaptureEnd::Count),
+            })
+            .unwrap(),
+        )
+        .to_line();
+        let back: Response = serde_json::from_str(&line).unwrap();
+        let data: CaptureData = serde_json::from_value(back.data.unwrap()).unwrap();
+        assert_eq!(data.frames[0].bytes().unwrap(), bytes);
+        assert_eq!((data.frames[0].len, data.end), (9000, Some(CaptureEnd::Count)));
+        assert!(CapturedFrame {
+            data: "*".into(),
+            ..data.frames[0].clone()
+        }
+        .bytes()
+        .is_err());
     }
 
     #[test]

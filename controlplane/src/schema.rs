@@ -103,6 +103,50 @@ pub struct PortDefaults {
     pub speed: Option<Scalar>,
     pub cable: Option<Scalar>,
     pub mtu: Option<i64>,
+    /// The port scheduler's kind: "sp_wdrr" (default), "vlarb" or "edf".
+    pub scheduler: Option<String>,
+    /// The VL arbitration tables of ports whose scheduler is "vlarb".
+    pub vlarb: Option<VlArbSection>,
+    /// The EDF scheduler's settings, for the ports whose scheduler is "edf".
+    pub edf: Option<EdfSection>,
+}
+
+/// `vlarb = { high = [[VL, weight], ...], low = [...], high_limit = N }`, as OpenSM's
+/// `qos_vlarb_high`, `qos_vlarb_low` and `qos_high_limit`. Entries stay as written (each an
+/// array) so validation can name a malformed one.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct VlArbSection {
+    pub high: Option<Vec<Vec<i64>>>,
+    pub low: Option<Vec<Vec<i64>>>,
+    pub high_limit: Option<i64>,
+}
+
+impl VlArbSection {
+    /// `self` with every field `over` sets replacing it (a port's table over the defaults').
+    pub fn overlaid(&self, over: &VlArbSection) -> VlArbSection {
+        VlArbSection {
+            high: over.high.clone().or_else(|| self.high.clone()),
+            low: over.low.clone().or_else(|| self.low.clone()),
+            high_limit: over.high_limit.or(self.high_limit),
+        }
+    }
+}
+
+/// `[port_defaults.edf]` and `[port.edf]`: a port's section overrides the default's key by key.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EdfSection {
+    /// "ideal", "fifo2" or "take-over" (default).
+    pub mode: Option<String>,
+    /// Delay budget per queue number: the regulated queues.
+    pub budget: Option<BTreeMap<String, Scalar>>,
+    /// Delay budget per DSCP, over its queue's.
+    pub dscp_budget: Option<BTreeMap<String, Scalar>>,
+    /// "off" (default) or "flow_label": read a time-to-destination tag from the IPv6 flow label.
+    pub tag: Option<String>,
+    /// The tag's unit (a duration, default 16ns).
+    pub tag_unit: Option<Scalar>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -127,6 +171,12 @@ pub struct PortSection {
     /// (`net_ring0`, `net_pcap0,rx_pcap=in.pcap`, `net_vhost0,iface=/run/rocesw/vm0.sock`) or
     /// a PCI address (`0000:3b:00.0`). Needs a rocesw built with `--features dpdk`.
     pub dpdk: Option<String>,
+    /// This port's scheduler kind, over `[port_defaults] scheduler`.
+    pub scheduler: Option<String>,
+    /// This port's VL arbitration settings, field by field over `[port_defaults.vlarb]`.
+    pub vlarb: Option<VlArbSection>,
+    /// This port's EDF settings, key by key over `[port_defaults.edf]`.
+    pub edf: Option<EdfSection>,
     /// This port's own PG settings, field by field over the global `[pg.N]`.
     #[serde(default)]
     pub pg: BTreeMap<String, PgSection>,

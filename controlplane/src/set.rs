@@ -130,6 +130,40 @@ pub enum Set {
         #[arg(long, conflicts_with = "shaper_rate")]
         no_shaper: bool,
     },
+    /// The EDF scheduler's settings ([port_defaults.edf], or one port's own): its mode, the
+    /// regulated queues' and DSCPs' delay budgets, the flow-label tag.
+    #[command(
+        after_help = "Examples:\n  rocectl set edf --enable --mode take-over --budget 3=50us\n  rocectl set edf --port 2 --dscp-budget 24=20us --dscp-budget 30=2ms\n  rocectl set edf --mode fifo2 --no-budget 5"
+    )]
+    Edf {
+        /// Only on this port (its id): its own `edf` table, over the defaults.
+        #[arg(long)]
+        port: Option<u16>,
+        /// Also make EDF the scheduler (`scheduler = "edf"`) of every port (or of --port).
+        #[arg(long)]
+        enable: bool,
+        /// `ideal`, `fifo2` or `take-over`.
+        #[arg(long)]
+        mode: Option<String>,
+        /// A regulated queue and its delay budget, QUEUE=DURATION (e.g. 3=50us); repeatable.
+        #[arg(long, value_name = "QUEUE=DURATION")]
+        budget: Vec<String>,
+        /// Stop regulating this queue (remove its budget); repeatable.
+        #[arg(long, value_name = "QUEUE")]
+        no_budget: Vec<u8>,
+        /// A DSCP's delay budget, DSCP=DURATION (e.g. 24=20us); repeatable.
+        #[arg(long, value_name = "DSCP=DURATION")]
+        dscp_budget: Vec<String>,
+        /// Remove a DSCP's budget; repeatable.
+        #[arg(long, value_name = "DSCP")]
+        no_dscp_budget: Vec<u8>,
+        /// `off` or `flow_label`.
+        #[arg(long)]
+        tag: Option<String>,
+        /// The tag's unit, e.g. 16ns.
+        #[arg(long)]
+        tag_unit: Option<String>,
+    },
     /// The CNP fast lane's policer.
     #[command(after_help = "Example:\n  rocectl set policer --rate 2.5G --burst 32KiB")]
     Policer {
@@ -171,6 +205,32 @@ pub enum Set {
         /// `drop`, `forward` or `alert`.
         #[arg(long)]
         action: Option<String>,
+    },
+    /// The port scheduler: its kind, and the VL arbitration tables and limit of `vlarb`
+    /// ports (OpenSM's `qos_vlarb_high`, `qos_vlarb_low`, `qos_high_limit`), for every port
+    /// (`[port_defaults]`) or one.
+    #[command(
+        after_help = "Examples:\n  rocectl set scheduler --kind vlarb --high 6:255,3:16 --low 0:64,1:128 --high-limit 6\n  rocectl set scheduler --port 2 --low 0:32,1:192\n  rocectl set scheduler --port 2 --kind sp_wdrr\n\nA live change of the tables keeps each table's place (the current entry goes on if it still\nnames the same VL); a change of kind starts the new scheduler fresh."
+    )]
+    Scheduler {
+        /// Only on this port (its id); otherwise [port_defaults].
+        #[arg(long)]
+        port: Option<u16>,
+        /// `sp_wdrr` (strict priority + WDRR by the queues' sched and weight), `vlarb`, or
+        /// `edf` (its budgets: `rocectl set edf`).
+        #[arg(long)]
+        kind: Option<String>,
+        /// The vlarb high-priority table as VL:WEIGHT pairs in order, e.g. 6:255,3:16 (VL 0-7 is
+        /// queue 0-7; weight 0-255 in 64-byte units, 0 skips the entry); '' for none.
+        #[arg(long, value_name = "VL:WEIGHT,...")]
+        high: Option<String>,
+        /// The vlarb low-priority table, likewise, e.g. 0:64,1:128.
+        #[arg(long, value_name = "VL:WEIGHT,...")]
+        low: Option<String>,
+        /// LimitOfHighPriority: high-priority bytes (units of 4 KiB) sent while a low-priority
+        /// packet waits; 0 = one packet at a time, 255 = unbounded.
+        #[arg(long)]
+        high_limit: Option<i64>,
     },
     /// Classification: what to trust, DSCP → traffic class entries, the default class.
     #[command(after_help = "Example:\n  rocectl set dscp --map 26=3 --map 46=5 --default-tc 0")]
@@ -241,6 +301,22 @@ fn put(t: &mut Table, key: &str, v: &Option<String>) {
     if let Some(v) = v {
         t.insert(key.into(), scalar(v));
     }
+}
+
+/// An OpenSM-style table, `VL:WEIGHT,VL:WEIGHT`, as the config's `[[VL, weight], ...]` (the
+/// ranges are validation's to check, with the rest of the config).
+fn vlarb_table(flag: &str, text: &str) -> Result<Value, String> {
+    text.split(',')
+        .map(str::trim)
+        .filter(|e| !e.is_empty())
+        .map(|e| {
+            e.split_once(':')
+                .and_then(|(vl, w)| Some((vl.trim().parse::<i64>().ok()?, w.trim().parse::<i64>().ok()?)))
+                .map(|(vl, w)| Value::Array(vec![Value::Integer(vl), Value::Integer(w)]))
+                .ok_or_else(|| format!("{flag} {e:?}: expected VL:WEIGHT pairs separated by commas, e.g. 0:16,6:255"))
+        })
+        .collect::<Result<Vec<_>, _>>()
+        .map(Value::Array)
 }
 
 /// Applies `set` to the running config's table. Refuses (before anything is sent) a command
@@ -348,6 +424,51 @@ pub fn edit(root: &mut Table, set: &Set) -> Result<(), String> {
                 set_limit(t, "static", scalar(s));
             }
         }
+        Set::Edf {
+            port: on_port,
+            enable,
+            mode,
+            budget,
+            no_budget,
+            dscp_budget,
+            no_dscp_budget,
+            tag,
+            tag_unit,
+        } => {
+            let parent = match on_port {
+                Some(p) => port(root, *p)?,
+                None => table(root, "port_defaults")?,
+            };
+            let before = parent.clone();
+            if *enable {
+                parent.insert("scheduler".into(), Value::String("edf".into()));
+            }
+            let t = table(parent, "edf")?;
+            put(t, "mode", mode);
+            put(t, "tag", tag);
+            put(t, "tag_unit", tag_unit);
+            for (key, adds, removes) in [
+                ("budget", budget, no_budget),
+                ("dscp_budget", dscp_budget, no_dscp_budget),
+            ] {
+                if adds.is_empty() && removes.is_empty() {
+                    continue;
+                }
+                let m = table(t, key)?;
+                for a in adds {
+                    let (k, v) = a
+                        .split_once('=')
+                        .ok_or_else(|| format!("set edf --{}: {a:?} is not N=DURATION", key.replace('_', "-")))?;
+                    m.insert(k.trim().to_string(), Value::String(v.trim().to_string()));
+                }
+                for r in removes {
+                    m.remove(&r.to_string());
+                }
+            }
+            if *parent == before {
+                return none("edf");
+            }
+        }
         Set::Queue {
             port: on_port,
             queue,
@@ -442,6 +563,38 @@ pub fn edit(root: &mut Table, set: &Set) -> Result<(), String> {
             put(w, "detection", detection);
             put(w, "restoration", restoration);
             put(w, "action", action);
+        }
+        Set::Scheduler {
+            port: on_port,
+            kind,
+            high,
+            low,
+            high_limit,
+        } => {
+            if kind.is_none() && high.is_none() && low.is_none() && high_limit.is_none() {
+                return none("scheduler");
+            }
+            let high = high.as_deref().map(|t| vlarb_table("--high", t)).transpose()?;
+            let low = low.as_deref().map(|t| vlarb_table("--low", t)).transpose()?;
+            let t = match on_port {
+                Some(p) => port(root, *p)?,
+                None => table(root, "port_defaults")?,
+            };
+            if let Some(k) = kind {
+                t.insert("scheduler".into(), Value::String(k.clone()));
+            }
+            if high.is_some() || low.is_some() || high_limit.is_some() {
+                let v = table(t, "vlarb")?;
+                for (k, val) in [
+                    ("high", high),
+                    ("low", low),
+                    ("high_limit", high_limit.map(Value::Integer)),
+                ] {
+                    if let Some(val) = val {
+                        v.insert(k.into(), val);
+                    }
+                }
+            }
         }
         Set::Dscp { trust, map, default_tc } => {
             if trust.is_none() && map.is_empty() && default_tc.is_none() {
@@ -550,6 +703,93 @@ pmax = 0.2
         .unwrap();
         assert_eq!(t["port"][0]["pg"]["3"]["alpha"].as_integer(), Some(1));
         assert_eq!(t["pg"]["3"]["static"].as_str(), Some("100KB"), "global untouched");
+    }
+
+    #[test]
+    fn scheduler_kind_and_vlarb_tables() {
+        let set = |port: Option<u16>, kind: Option<&str>, high: Option<&str>, low: Option<&str>, limit: Option<i64>| {
+            Set::Scheduler {
+                port,
+                kind: kind.map(Into::into),
+                high: high.map(Into::into),
+                low: low.map(Into::into),
+                high_limit: limit,
+            }
+        };
+        let t = after(set(
+            None,
+            Some("vlarb"),
+            Some("6:255, 3:16"),
+            Some("0:64,1:128"),
+            Some(6),
+        ))
+        .unwrap();
+        let d = &t["port_defaults"];
+        assert_eq!(d["scheduler"].as_str(), Some("vlarb"));
+        assert_eq!(d["vlarb"]["high"].to_string(), "[[6, 255], [3, 16]]");
+        assert_eq!(d["vlarb"]["low"].to_string(), "[[0, 64], [1, 128]]");
+        assert_eq!(d["vlarb"]["high_limit"].as_integer(), Some(6));
+        // One port, one field: the rest stays as it was (the defaults).
+        let t = after(set(Some(3), None, None, Some(""), None)).unwrap();
+        assert_eq!(t["port"][1]["vlarb"]["low"].to_string(), "[]");
+        assert!(t["port"][1].get("scheduler").is_none());
+        assert!(t.get("port_defaults").is_none());
+        assert!(after(set(None, None, Some("0-16"), None, None))
+            .unwrap_err()
+            .contains("VL:WEIGHT"));
+        assert!(after(set(None, None, None, None, None))
+            .unwrap_err()
+            .contains("at least one"));
+        assert!(after(set(Some(9), Some("vlarb"), None, None, None))
+            .unwrap_err()
+            .contains("no port 9"));
+    }
+
+    #[test]
+    fn edf_settings_globally_and_per_port() {
+        let t = after(Set::Edf {
+            port: None,
+            enable: true,
+            mode: Some("fifo2".into()),
+            budget: vec!["3=50us".into(), "5 = 1ms".into()],
+            no_budget: vec![],
+            dscp_budget: vec!["24=20us".into()],
+            no_dscp_budget: vec![],
+            tag: None,
+            tag_unit: None,
+        })
+        .unwrap();
+        let d = &t["port_defaults"];
+        assert_eq!(d["scheduler"].as_str(), Some("edf"));
+        assert_eq!(d["edf"]["mode"].as_str(), Some("fifo2"));
+        assert_eq!(d["edf"]["budget"]["3"].as_str(), Some("50us"));
+        assert_eq!(d["edf"]["budget"]["5"].as_str(), Some("1ms"));
+        assert_eq!(d["edf"]["dscp_budget"]["24"].as_str(), Some("20us"));
+        let edf = |port, no_budget: Vec<u8>, budget: Vec<String>| Set::Edf {
+            port,
+            enable: false,
+            mode: None,
+            budget,
+            no_budget,
+            dscp_budget: vec![],
+            no_dscp_budget: vec![],
+            tag: Some("flow_label".into()),
+            tag_unit: None,
+        };
+        let t = after(edf(Some(3), vec![], vec!["2=10us".into()])).unwrap();
+        let p3 = t["port"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["id"].as_integer() == Some(3))
+            .unwrap();
+        assert_eq!(p3["edf"]["budget"]["2"].as_str(), Some("10us"));
+        assert_eq!(p3["edf"]["tag"].as_str(), Some("flow_label"));
+        assert!(t.get("port_defaults").is_none(), "only port 3's own table");
+        assert!(after(edf(Some(99), vec![], vec![])).unwrap_err().contains("no port 99"));
+        assert!(after(edf(None, vec![], vec!["3:50us".into()]))
+            .unwrap_err()
+            .contains("not N=DURATION"));
     }
 
     #[test]

@@ -69,6 +69,18 @@ pub struct PortReport {
     /// them. Only from `rocesw run` (its `counters` answer and summary); absent in replay.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub backend: Option<BackendReport>,
+    /// Live captures of the port (`rocectl capture`) since the switch started, running ones
+    /// included. Only from `rocesw run`'s control server, and only for ports captured so far.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capture: Option<CaptureReport>,
+}
+
+/// What the live captures of one port copied, and what their rings had no room for (their
+/// readers fell behind; the switch never waits for a capture).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CaptureReport {
+    pub frames: u64,
+    pub dropped: u64,
 }
 
 /// A port's emulated peer: the host side of the emulated wire (see `PortReport::peer`).
@@ -148,11 +160,22 @@ pub struct QueueReport {
     pub dropped_packets: u64,
     pub dropped_bytes: u64,
     pub ecn_marked: u64,
+    /// EDF ports' regulated queues: frames queued behind a frame of later deadline in the same
+    /// FIFO list (order errors), and frames that left after their deadline. Left out of the
+    /// JSON while 0, so reports of other schedulers read as before.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub edf_order_errors: u64,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub edf_deadline_misses: u64,
     pub depth_packets: u64,
     pub depth_cells: u32,
     pub depth_bytes: u64,
     pub peak_cells: u32,
     pub peak_bytes: u64,
+}
+
+fn is_zero(v: &u64) -> bool {
+    *v == 0
 }
 
 /// An ingress priority group.

@@ -37,6 +37,38 @@ fn check_accepts_the_shipped_profiles() {
     }
 }
 
+/// `check -v` shows each port's scheduler: the kind, and a vlarb port's tables as OpenSM
+/// writes them with the limit in bytes.
+#[test]
+fn check_shows_each_ports_scheduler() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("vlarb.toml");
+    let text = std::fs::read_to_string(config("default.toml")).unwrap().replacen(
+        "[[port]]\nid = 1\n",
+        "[[port]]\nid = 1\nscheduler = \"vlarb\"\nvlarb = { high = [[6, 255], [3, 16]], low = [[0, 64]], high_limit = 6 }\n",
+        1,
+    );
+    std::fs::write(&path, text).unwrap();
+    let (ok, out, err) = rocectl(&["check", "--verbose", path.to_str().unwrap()]);
+    assert!(ok, "{err}");
+    let line = |id: u16| {
+        out.lines()
+            .find(|l| l.starts_with(&format!("  port {id}:")))
+            .unwrap()
+            .to_string()
+    };
+    assert!(line(0).ends_with("scheduler sp_wdrr"), "{out}");
+    assert!(
+        line(1).ends_with("scheduler vlarb (high 6:255,3:16, low 0:64, high limit 24KiB)"),
+        "{out}"
+    );
+    // The queues' strict/WDRR settings are not used there: a warning says so.
+    assert!(
+        out.contains("warning: queue.{0, 3, 6}.sched/weight: not used on port 1"),
+        "{out}"
+    );
+}
+
 #[test]
 fn check_names_every_bad_field_and_fails() {
     let dir = tempfile::tempdir().unwrap();
@@ -124,7 +156,7 @@ const CONNECTION: [&str; 6] = ["--socket", "--switch", "--all", "--tcp", "--toke
 /// connection options. The commands that do list them, `set`'s knobs included.
 #[test]
 fn only_commands_that_talk_to_a_switch_list_connection_options() {
-    for cmd in [&["check"][..], &["headroom"], &["switches"]] {
+    for cmd in [&["check"][..], &["headroom"], &["switches"], &["vlarb", "admit"]] {
         let (ok, out, err) = rocectl(&[cmd, &["--help"]].concat());
         assert!(ok, "{cmd:?}: {err}");
         for opt in CONNECTION {
@@ -234,4 +266,343 @@ fn set_ecn_without_a_target_names_profile_and_queue() {
     let (code, _, err) = rocectl_env(&["set", "ecn", "--kmax", "10KB"], None);
     assert_eq!(code, Some(2), "{err}");
     assert!(err.contains("--profile") && err.contains("--queue"), "{err}");
+}
+
+/// `rocectl vlarb admit ARGS`: (exit code, stdout, stderr).
+fn admit(args: &[&str]) -> (Option<i32>, String, String) {
+    let mut all = vec!["vlarb", "admit"];
+    all.extend_from_slice(args);
+    rocectl_env(&all, None)
+}
+
+/// The `high` pairs of a fragment, after merging it into `base` as `rocectl patch` does.
+fn merged(base: &str, fragment: &std::path::Path) -> toml::Table {
+    let mut t: toml::Table = base.parse().unwrap();
+    let frag: toml::Table = std::fs::read_to_string(fragment).unwrap().parse().unwrap();
+    controlplane::patch::merge(&mut t, frag);
+    t
+}
+
+fn pairs(vlarb: &toml::Value) -> Vec<(i64, i64)> {
+    vlarb["high"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            let p = p.as_array().unwrap();
+            (p[0].as_integer().unwrap(), p[1].as_integer().unwrap())
+        })
+        .collect()
+}
+
+/// Admit what fits, refuse the rest with the reason (exit 1), print the table and the bounds,
+/// and write a fragment that `rocectl patch` merges into the config as `[port_defaults]`
+/// scheduler and vlarb keys, nothing else.
+#[test]
+fn vlarb_admit_admits_refuses_and_writes_the_fragment() {
+    let dir = tempfile::tempdir().unwrap();
+    let frag = dir.path().join("frag.toml");
+    let (code, out, err) = admit(&[
+        "--speed",
+        "100G",
+        "--high-limit",
+        "6",
+        "-r",
+        "name=a,bw=2G,latency=20us,mtu=1024",
+        "-r",
+        "name=b,bw=500M,distance=16",
+        "-r",
+        "name=fast,bw=1G,latency=1us",
+        "-r",
+        "name=huge,bw=40G,distance=2",
+        "-o",
+        frag.to_str().unwrap(),
+    ]);
+    assert_eq!(code, Some(1), "{out}{err}");
+    // a: distance 8 (16.7 µs guaranteed; 16 would be 33 µs), on entries 0, 8, ...; b: 4 entries.
+    let row = |name: &str| {
+        out.lines()
+            .find(|l| l.starts_with(&format!("{name} ")))
+            .unwrap_or_default()
+            .to_string()
+    };
+    assert!(row("a").contains(" 8@0 ") && row("a").contains("latency 20us"), "{out}");
+    assert!(row("b").contains(" 4@4 "), "{out}");
+    assert!(out.contains("12 of 64 entries used"), "{out}");
+    assert!(
+        out.lines().any(|l| l.trim_start().starts_with("8   1      68  a(68)")),
+        "{out}"
+    );
+    assert!(
+        out.contains("fast: latency: 1us is below what any distance guarantees"),
+        "{out}"
+    );
+    assert!(out.contains("huge: not enough free entries: needs 64"), "{out}");
+
+    let base = std::fs::read_to_string(config("default.toml")).unwrap();
+    let t = merged(&base, &frag);
+    let changed = controlplane::patch::changed_keys(&base.parse().unwrap(), &t);
+    assert_eq!(changed, ["port_defaults.scheduler", "port_defaults.vlarb"]);
+    // A running vlarb config keeps its low table: the fragment sets high and high_limit only.
+    let running = base.replacen(
+        "\n[[port]]\nid = 0\n",
+        "\n[port_defaults.vlarb]\nhigh = [[0, 1]]\nlow = [[0, 64], [3, 128]]\nhigh_limit = 2\n\n[[port]]\nid = 0\n",
+        1,
+    );
+    assert_ne!(running, base);
+    let t2 = merged(&running, &frag);
+    assert_eq!(
+        controlplane::patch::changed_keys(&running.parse().unwrap(), &t2),
+        [
+            "port_defaults.scheduler",
+            "port_defaults.vlarb.high",
+            "port_defaults.vlarb.high_limit"
+        ]
+    );
+    assert_eq!(t2["port_defaults"]["vlarb"]["low"].as_array().unwrap().len(), 2);
+    let d = &t["port_defaults"];
+    assert_eq!(d["scheduler"].as_str(), Some("vlarb"));
+    assert_eq!(d["vlarb"]["high_limit"].as_integer(), Some(6));
+    let high = pairs(&d["vlarb"]);
+    assert_eq!(high.len(), 64);
+    for (k, &(vl, w)) in high.iter().enumerate() {
+        let want = match k {
+            k if k % 8 == 0 => (1, 68),
+            k if k % 16 == 4 => (2, 48),
+            _ => (0, 0),
+        };
+        assert_eq!((vl, w), want, "entry {k}");
+    }
+}
+
+/// A state file accumulates admissions across runs; a release re-packs the table so a request
+/// that needs the freed room fits; a release of an unknown name is an error that writes nothing.
+#[test]
+fn vlarb_admit_accumulates_and_releases() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("port.json");
+    let frag = dir.path().join("frag.toml");
+    let (s, f) = (state.to_str().unwrap(), frag.to_str().unwrap());
+    // Four distance-8 sequences, each too heavy to share (j = 0, 4, 2, 6).
+    for n in 0..4 {
+        let spec = format!("name=c{n},bw=6G,distance=8,frame=1024");
+        let (code, out, err) = admit(&["--speed", "100G", "--state", s, "-r", &spec]);
+        assert_eq!(code, Some(0), "{out}{err}");
+    }
+    // The odd entries are left, E(1, 1): a distance-2 request for 32 entries fits.
+    let (code, out, err) = admit(&["--state", s, "-r", "name=half,bw=1G,distance=2,frame=1024"]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert!(out.contains("64 of 64 entries used"), "{out}");
+    let (code, out, _) = admit(&["--state", s, "-r", "name=d,bw=100M,distance=4,frame=1024"]);
+    assert_eq!(code, Some(1), "{out}");
+    assert!(
+        out.contains("d: not enough free entries: needs 16 (distance 4), 0 free"),
+        "{out}"
+    );
+    // c0 and c2 (j = 0 and 2) are not buddies: in place, the 16 entries they free hold no
+    // distance-4 set. Released, the table is re-packed (c1, c3 to j = 0, 4) and d fits.
+    let (code, out, err) = admit(&[
+        "--state",
+        s,
+        "--release",
+        "c0",
+        "--release",
+        "c2",
+        "-r",
+        "name=d,bw=100M,distance=4,frame=1024",
+        "-o",
+        f,
+    ]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    let high = pairs(&merged("", &frag)["port_defaults"]["vlarb"]);
+    for (k, &p) in high.iter().enumerate() {
+        let want = match k % 8 {
+            0 | 4 => (1, 192),
+            2 | 6 => (3, 16),
+            _ => (2, 16),
+        };
+        assert_eq!(p, want, "entry {k}");
+    }
+    let names: Vec<String> = out
+        .lines()
+        .filter_map(|l| Some(l.split_whitespace().next()?.to_string()))
+        .collect();
+    for (name, kept) in [
+        ("c0", false),
+        ("c1", true),
+        ("c2", false),
+        ("c3", true),
+        ("half", true),
+        ("d", true),
+    ] {
+        assert_eq!(names.contains(&name.to_string()), kept, "{name}:\n{out}");
+    }
+    // The state was made for 100G: another speed is refused, naming both.
+    let (code, _, err) = admit(&["--state", s, "--speed", "25G", "-r", "name=x,bw=1G,distance=8"]);
+    assert_eq!(code, Some(2));
+    assert!(err.contains("25G") && err.contains("100G"), "{err}");
+    let before = std::fs::read_to_string(&state).unwrap();
+    let frag2 = dir.path().join("frag2.toml");
+    let (code, _, err) = admit(&["--state", s, "--release", "nobody", "-o", frag2.to_str().unwrap()]);
+    assert_eq!(code, Some(2));
+    assert!(err.contains("no connection named \"nobody\""), "{err}");
+    assert_eq!(std::fs::read_to_string(&state).unwrap(), before, "state untouched");
+    assert!(!frag2.exists(), "no fragment on bad input");
+}
+
+/// Bad input is exit 2 with the field named, and writes nothing; edge values that are valid
+/// input but cannot be had are refusals (exit 1) with the reason.
+#[test]
+fn vlarb_admit_names_bad_input_and_refuses_edge_values() {
+    let dir = tempfile::tempdir().unwrap();
+    let frag = dir.path().join("frag.toml");
+    let f = frag.to_str().unwrap();
+    for (args, said) in [
+        (
+            &["--speed", "25G", "-r", "name=a,bw=2X,distance=8", "-o", f][..],
+            "--request 1",
+        ),
+        (
+            &["--speed", "25G", "-r", "name=a,bw=2X,distance=8"],
+            "bw: \"2X\" is not a rate",
+        ),
+        (&["--speed", "25G", "-r", "name=a,bw=1G"], "give latency or distance"),
+        (
+            &["--speed", "25G", "-r", "name=a,bw=1G,distance=8,colour=red"],
+            "colour: not a request key",
+        ),
+        (
+            &[
+                "--speed",
+                "25G",
+                "-r",
+                "name=a,bw=1G,distance=8",
+                "-r",
+                "name=a,bw=1G,distance=4",
+            ],
+            "\"a\" is requested twice",
+        ),
+        (&["-r", "name=a,bw=1G,distance=8"], "give --speed or --config"),
+        (
+            &["--speed", "25G", "--mtu", "20000", "-r", "name=a,bw=1G,distance=8"],
+            "max frame",
+        ),
+        (&["--speed", "25G"], "nothing to admit"),
+    ] {
+        let (code, out, err) = admit(args);
+        assert_eq!(code, Some(2), "{args:?}: {out}{err}");
+        assert!(err.contains(said), "{args:?}: {err}");
+        assert!(!frag.exists(), "{args:?} wrote a fragment");
+    }
+    for (req, said) in [
+        ("name=z,bw=0,distance=8", "bw: must be above 0"),
+        ("name=z,bw=26G,distance=8", "bw: 26G is above the port's 25G"),
+        (
+            "name=z,bw=1G,distance=1",
+            "distance: 1 is not one of 2, 4, 8, 16, 32, 64",
+        ),
+        ("name=z,bw=1G,distance=128", "distance: 128 is not one of"),
+        ("name=z,bw=24G,distance=64", "more than 64 entries of weight 255 hold"),
+        ("name=z,bw=1G,distance=8,frame=9000", "outside the port's 60..=1518 B"),
+        ("name=z,bw=1G,distance=8,vl=0", "vl: 0 is not among the allowed VLs"),
+    ] {
+        let (code, out, err) = admit(&["--speed", "25G", "-r", req]);
+        assert_eq!(code, Some(1), "{req}: {out}{err}");
+        let line = out
+            .lines()
+            .find(|l| l.trim_start().starts_with("z: "))
+            .unwrap_or_default();
+        assert!(line.contains(said), "{req}: {out}");
+    }
+    let (code, _, err) = rocectl_env(&["vlarb", "admit", "--speed", "25G", "--high-limit", "256"], None);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("256") && err.contains("--high-limit"), "{err}");
+}
+
+/// With `--config` and `--port`, speed and frame come from that port and the fragment is the
+/// config's whole `[[port]]` array with only that port's scheduler and vlarb set; requests
+/// may come from TOML and JSON files.
+#[test]
+fn vlarb_admit_for_one_port_of_a_config_with_request_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = std::fs::read_to_string(config("default.toml")).unwrap();
+    let conf = dir.path().join("switch.toml");
+    std::fs::write(
+        &conf,
+        base.replacen("[[port]]\nid = 1\n", "[[port]]\nid = 1\nspeed = \"100G\"\n", 1),
+    )
+    .unwrap();
+    let toml_reqs = dir.path().join("reqs.toml");
+    std::fs::write(
+        &toml_reqs,
+        "[[request]]\nname = \"a\"\nbw = \"2G\"\nlatency = \"20us\"\nmtu = 1024\n",
+    )
+    .unwrap();
+    let json_reqs = dir.path().join("reqs.json");
+    std::fs::write(&json_reqs, r#"[{"name": "b", "bw": "500M", "distance": 16}]"#).unwrap();
+    let frag = dir.path().join("frag.toml");
+    let (code, out, err) = admit(&[
+        "--config",
+        conf.to_str().unwrap(),
+        "--port",
+        "1",
+        "--requests",
+        toml_reqs.to_str().unwrap(),
+        "--requests",
+        json_reqs.to_str().unwrap(),
+        "-o",
+        frag.to_str().unwrap(),
+    ]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert!(out.starts_with("port: 100G, high_limit 255"), "{out}");
+    let text = std::fs::read_to_string(&conf).unwrap();
+    let t = merged(&text, &frag);
+    let changed = controlplane::patch::changed_keys(&text.parse().unwrap(), &t);
+    assert_eq!(changed, ["port"], "only the port array moves");
+    let ports = t["port"].as_array().unwrap();
+    let old: toml::Table = text.parse().unwrap();
+    for (p, o) in ports.iter().zip(old["port"].as_array().unwrap()) {
+        let mut p = p.as_table().unwrap().clone();
+        if p["id"].as_integer() == Some(1) {
+            assert_eq!(p["scheduler"].as_str(), Some("vlarb"));
+            assert_eq!(pairs(&p["vlarb"])[0], (1, 68));
+            p.remove("scheduler");
+            p.remove("vlarb");
+        }
+        assert_eq!(&toml::Value::Table(p), o, "everything else as written");
+    }
+    let (code, _, err) = admit(&[
+        "--config",
+        conf.to_str().unwrap(),
+        "--port",
+        "9",
+        "-r",
+        "name=a,bw=1G,distance=8",
+    ]);
+    assert_eq!(code, Some(2));
+    assert!(err.contains("no port 9"), "{err}");
+}
+
+/// `--json` prints the same result for scripts: the connection's place, bounds and the refusals.
+#[test]
+fn vlarb_admit_json() {
+    let (code, out, err) = admit(&[
+        "--speed",
+        "100G",
+        "--json",
+        "-r",
+        "name=a,bw=2G,distance=8,mtu=1024",
+        "-r",
+        "name=b,bw=1G,distance=1",
+    ]);
+    assert_eq!(code, Some(1), "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let a = &v["connections"][0];
+    assert_eq!(a["name"], "a");
+    assert_eq!(a["entries"], serde_json::json!([0, 8, 16, 24, 32, 40, 48, 56]));
+    assert!(a["latency_now_ns"].as_u64().unwrap() <= a["latency_guaranteed_ns"].as_u64().unwrap());
+    assert!(a["rate_floor_bps"].as_u64().unwrap() >= 2_000_000_000);
+    assert_eq!(v["high"].as_array().unwrap().len(), 64);
+    assert_eq!(v["refused"][0]["name"], "b");
+    assert!(v["refused"][0]["reason"].as_str().unwrap().contains("distance: 1"));
 }

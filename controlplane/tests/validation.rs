@@ -717,15 +717,15 @@ fn a_buffer_the_switch_cannot_allocate_is_refused() {
         &["buffer.size (64GiB)", "above the largest buffer the switch takes, 1GiB"],
     );
     // 512 MiB in 64 B cells is under 1 GiB but needs 8 Mi packet slots of 1536 B (and as
-    // many descriptors): 12 GiB.
+    // many descriptors, with their links and EDF links: 28 B each): 12.5 GiB.
     let p = problems(&with("[buffer]\nsize = \"512MiB\"\ncell = \"64B\""));
     has(
         &p,
         &[
-            "buffer.size (512MiB) in 64B cells over 2 ports needs 12736 MiB at start-up",
+            "buffer.size (512MiB) in 64B cells over 2 ports needs 12800 MiB at start-up",
             "limit of 4GiB",
             "8389120 packet slots of 1536 B, one per frame the buffer can hold (12576 MiB)",
-            "their descriptors (160 MiB)",
+            "their descriptors (224 MiB)",
         ],
     );
     // What the switch allocates is what validation computed.
@@ -769,4 +769,238 @@ fn a_lossless_queue_shaped_too_slow_to_drain_is_refused() {
     // A lossy queue may be shaped as slowly as anyone likes; a sane lossless rate passes.
     ok(&with("[queue.0]\nshaper = { rate = \"1\", burst = \"16KiB\" }"));
     ok(&shaped("1M", ""));
+}
+
+/// `scheduler` names a kind, in `[port_defaults]` or per port; a port's overrides the default;
+/// an unknown kind names the field and the kinds there are.
+#[test]
+fn scheduler_kind_per_port_over_the_default() {
+    let c = ok(BASE).config;
+    assert!(c
+        .ports
+        .iter()
+        .all(|p| p.scheduler == controlplane::SchedulerConfig::SpWdrr));
+    let text = BASE.replace("speed = \"25G\"\n", "speed = \"25G\"\nscheduler = \"sp_wdrr\"\n");
+    assert_eq!(ok(&text).config.ports[1].scheduler.name(), "sp_wdrr");
+    let bad = BASE.replace("[[port]]\nid = 1\n", "[[port]]\nid = 1\nscheduler = \"fifo\"\n");
+    has(
+        &problems(&bad),
+        &["port[1].scheduler", "\"fifo\" is not one of sp_wdrr"],
+    );
+    let bad = BASE.replace("speed = \"25G\"\n", "speed = \"25G\"\nscheduler = \"wfq\"\n");
+    has(&problems(&bad), &["port_defaults.scheduler", "\"wfq\""]);
+}
+
+/// `vlarb` in OpenSM's form: the defaults' tables, a port's fields over them; entries resolved
+/// in order with their weights and the limit.
+#[test]
+fn vlarb_tables_resolve_with_per_port_overrides() {
+    use controlplane::{SchedulerConfig, VlArbEntry};
+    let text = BASE.replace(
+        "speed = \"25G\"\n",
+        "speed = \"25G\"\nscheduler = \"vlarb\"\n\
+         [port_defaults.vlarb]\nhigh = [[3, 16], [6, 255]]\nlow = [[0, 64], [1, 128]]\nhigh_limit = 6\n",
+    );
+    let text = text.replace(
+        "[[port]]\nid = 1\n",
+        "[[port]]\nid = 1\nvlarb = { low = [[0, 8]], high_limit = 255 }\n",
+    );
+    let l = ok(&text);
+    let SchedulerConfig::VlArb(p0) = &l.config.ports[0].scheduler else {
+        panic!("port 0 is vlarb")
+    };
+    assert_eq!(
+        p0.high,
+        [VlArbEntry { vl: 3, weight: 16 }, VlArbEntry { vl: 6, weight: 255 }]
+    );
+    assert_eq!(p0.low.len(), 2);
+    assert_eq!(p0.high_limit, 6);
+    let SchedulerConfig::VlArb(p1) = &l.config.ports[1].scheduler else {
+        panic!("port 1 is vlarb")
+    };
+    assert_eq!(p1.high, p0.high, "the default high table");
+    assert_eq!(p1.low, [VlArbEntry { vl: 0, weight: 8 }], "its own low table");
+    assert_eq!(p1.high_limit, 255);
+    // One port back on sp_wdrr: the others stay vlarb.
+    let mixed = text.replace("[[port]]\nid = 0\n", "[[port]]\nid = 0\nscheduler = \"sp_wdrr\"\n");
+    let l = ok(&mixed);
+    assert_eq!(l.config.ports[0].scheduler, SchedulerConfig::SpWdrr);
+    assert_eq!(l.config.ports[1].scheduler.name(), "vlarb");
+}
+
+/// Every bad field is named: VL, weight, entry shape, count, limit; a vlarb port with nothing to
+/// serve; each default-table problem once, however many ports use it.
+#[test]
+fn vlarb_errors_name_the_field() {
+    let bad = BASE.replace(
+        "speed = \"25G\"\n",
+        "speed = \"25G\"\nscheduler = \"vlarb\"\n\
+         [port_defaults.vlarb]\nhigh = [[9, 16], [6, 300], [1]]\nlow = [[0, 64]]\nhigh_limit = 256\n",
+    );
+    let p = problems(&bad);
+    has(&p, &["port_defaults.vlarb.high[0]", "VL 9 is out of range 0..=7"]);
+    has(
+        &p,
+        &["port_defaults.vlarb.high[1]", "weight 300 is out of range 0..=255"],
+    );
+    has(&p, &["port_defaults.vlarb.high[2]", "[VL, weight]", "found 1 number"]);
+    has(&p, &["port_defaults.vlarb.high_limit", "256 is out of range 0..=255"]);
+    assert_eq!(
+        p.iter().filter(|e| e.contains("VL 9")).count(),
+        1,
+        "reported once for two ports: {p:#?}"
+    );
+    let entries: Vec<String> = (0..65).map(|i| format!("[{}, 1]", i % 8)).collect();
+    let long = BASE.replace(
+        "[[port]]\nid = 1\n",
+        &format!(
+            "[[port]]\nid = 1\nscheduler = \"vlarb\"\nvlarb = {{ low = [{}] }}\n",
+            entries.join(", ")
+        ),
+    );
+    has(&problems(&long), &["port[1].vlarb.low", "65 entries, at most 64"]);
+    let empty = BASE.replace(
+        "[[port]]\nid = 1\n",
+        "[[port]]\nid = 1\nscheduler = \"vlarb\"\nvlarb = { high = [[0, 0]] }\n",
+    );
+    has(&problems(&empty), &["port[1].vlarb", "at least one", "weight above 0"]);
+    let none = BASE.replace("[[port]]\nid = 1\n", "[[port]]\nid = 1\nscheduler = \"vlarb\"\n");
+    has(&problems(&none), &["port[1].vlarb", "at least one"]);
+}
+
+/// What vlarb makes meaningless or risky is warned about: tables on an sp_wdrr port, queue
+/// sched/weight on a vlarb port, a lossless or CNP queue the tables leave out.
+#[test]
+fn vlarb_warnings() {
+    let ignored = BASE.replace("[[port]]\nid = 1\n", "[[port]]\nid = 1\nvlarb = { low = [[0, 8]] }\n");
+    let w = ok(&ignored).warnings;
+    has(&w, &["port[1].vlarb: ignored", "sp_wdrr"]);
+    let defaults_only = BASE.replace("speed = \"25G\"\n", "speed = \"25G\"\nvlarb = { low = [[0, 8]] }\n");
+    has(&ok(&defaults_only).warnings, &["port_defaults.vlarb: ignored"]);
+    let text = with("[queue.0]\nweight = 2\n").replace(
+        "speed = \"25G\"\n",
+        "speed = \"25G\"\nscheduler = \"vlarb\"\nvlarb = { low = [[0, 8]] }\n",
+    );
+    let w = ok(&text).warnings;
+    has(&w, &["queue.{0}.sched/weight: not used on port 0, 1"]);
+    has(
+        &w,
+        &[
+            "port[0].vlarb",
+            "queue 3, 6 of port 0",
+            "no entry with a weight above 0",
+        ],
+    );
+    has(&w, &["port[0].vlarb", "CNP queue (6) is not in the high table"]);
+}
+
+/// `scheduler = "edf"` with its `edf` table: the defaults', a port's own keys over them, and
+/// every mistake named by its field.
+#[test]
+fn edf_settings_resolve_per_port_and_name_their_fields() {
+    use controlplane::{EdfMode, SchedulerConfig};
+    let edf = |defaults: &str, port1: &str| {
+        BASE.replace(
+            "speed = \"25G\"\n",
+            &format!("speed = \"25G\"\nscheduler = \"edf\"\n{defaults}"),
+        )
+        .replace("[[port]]\nid = 1\n", &format!("[[port]]\nid = 1\n{port1}"))
+    };
+    let l = ok(&edf(
+        "[port_defaults.edf]\nbudget = { 3 = \"50us\" }\ndscp_budget = { 24 = \"20us\" }\n",
+        "edf = { mode = \"fifo2\", budget = { 2 = \"1ms\", 3 = \"5us\" }, tag = \"flow_label\" }\n",
+    ));
+    let SchedulerConfig::Edf(p0) = &l.config.ports[0].scheduler else {
+        panic!("port 0 runs edf")
+    };
+    let SchedulerConfig::Edf(p1) = &l.config.ports[1].scheduler else {
+        panic!("port 1 runs edf")
+    };
+    assert_eq!(
+        (p0.mode, p0.regulated(), p0.queue_budget_ns[3]),
+        (EdfMode::TakeOver, 0b1000, Some(50_000))
+    );
+    assert_eq!((p0.dscp_budget_ns[24], p0.tag_unit_ns), (Some(20_000), None));
+    assert_eq!(
+        (p1.mode, p1.regulated(), p1.queue_budget_ns[3]),
+        (EdfMode::Fifo2, 0b1100, Some(5_000))
+    );
+    assert_eq!(
+        p1.dscp_budget_ns[24],
+        Some(20_000),
+        "a key the port does not set comes from the defaults"
+    );
+    assert_eq!(p1.tag_unit_ns, Some(16), "flow_label tags in 16 ns units by default");
+    assert!(l.warnings.is_empty(), "{:?}", l.warnings);
+
+    has(
+        &problems(&edf("", "")),
+        &["port_defaults.edf.budget", "at least one regulated queue"],
+    );
+    let bad = edf(
+        "[port_defaults.edf]\nmode = \"heap\"\nbudget = { 8 = \"1us\", 2 = \"2s\", 1 = 5 }\ndscp_budget = { 64 = \"1us\" }\ntag = \"dscp\"\ntag_unit = \"2ms\"\n",
+        "",
+    );
+    let p = problems(&bad);
+    has(
+        &p,
+        &[
+            "port_defaults.edf.mode",
+            "\"heap\" is not one of ideal, fifo2, take-over",
+        ],
+    );
+    has(&p, &["port_defaults.edf.budget", "queue 8 is out of range"]);
+    has(&p, &["port_defaults.edf.budget.2", "out of range"]);
+    has(&p, &["port_defaults.edf.budget.1", "duration"]);
+    has(&p, &["port_defaults.edf.dscp_budget", "DSCP 64"]);
+    has(&p, &["port_defaults.edf.tag", "\"dscp\""]);
+    has(&p, &["port_defaults.edf.tag_unit", "out of range"]);
+    let p = problems(&edf(
+        "[port_defaults.edf]\nbudget = { 3 = \"1us\" }\n",
+        "edf = { mode = \"fast\" }\n",
+    ));
+    has(&p, &["port[1].edf.mode", "\"fast\""]);
+    // Settings for a scheduler no port runs are harmless but said.
+    let l = ok(&with("[port_defaults.edf]\nbudget = { 3 = \"1us\" }"));
+    has(&l.warnings, &["port_defaults.edf", "no port's scheduler is \"edf\""]);
+}
+
+/// Ports of different kinds in one config: each takes its own kind's defaults, and a section
+/// for a kind the port does not run is named in a warning, not applied.
+#[test]
+fn vlarb_and_edf_ports_side_by_side() {
+    use controlplane::SchedulerConfig;
+    let text = BASE
+        .replace(
+            "speed = \"25G\"\n",
+            "speed = \"25G\"\nscheduler = \"vlarb\"\nvlarb = { high = [[6, 255], [3, 16]], low = [[0, 64]] }\n\
+             [port_defaults.edf]\nbudget = { 3 = \"50us\" }\n",
+        )
+        .replace("[[port]]\nid = 1\n", "[[port]]\nid = 1\nscheduler = \"edf\"\n");
+    let l = ok(&text);
+    assert!(matches!(l.config.ports[0].scheduler, SchedulerConfig::VlArb(_)));
+    let SchedulerConfig::Edf(e) = &l.config.ports[1].scheduler else {
+        panic!("port 1 runs edf")
+    };
+    assert_eq!(e.queue_budget_ns[3], Some(50_000));
+    assert!(
+        !l.warnings.iter().any(|w| w.contains("ignored")),
+        "both default sections are used: {:?}",
+        l.warnings
+    );
+    // Port 0 (vlarb) with an edf table of its own, port 1 (edf) with a vlarb table.
+    let l = ok(&text
+        .replace("[[port]]\nid = 0\n", "[[port]]\nid = 0\nedf = { mode = \"fifo2\" }\n")
+        .replace(
+            "scheduler = \"edf\"\n",
+            "scheduler = \"edf\"\nvlarb = { low = [[1, 8]] }\n",
+        ));
+    has(
+        &l.warnings,
+        &["port[0].edf: ignored", "port 0's scheduler is \"vlarb\""],
+    );
+    has(
+        &l.warnings,
+        &["port[1].vlarb: ignored", "port 1's scheduler is \"edf\""],
+    );
 }

@@ -117,6 +117,11 @@ pub struct QueueCounters {
     pub dropped_packets: u64,
     pub dropped_bytes: u64,
     pub ecn_marked: u64,
+    /// EDF ports, regulated queues: frames queued behind a frame of later deadline in the same
+    /// FIFO list (`egress::sched::edf`).
+    pub edf_order_errors: u64,
+    /// EDF ports, regulated queues: frames that started to leave after their deadline.
+    pub edf_deadline_misses: u64,
 }
 
 #[derive(Debug, Clone, Copy, Default)]

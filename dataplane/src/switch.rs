@@ -346,7 +346,7 @@ impl Switch {
         self.ingress.ports[port].id
     }
     pub fn queue_len(&self, port: usize, q: usize) -> usize {
-        self.egress.ports[port].queues[q].len()
+        self.egress.ports[port].len(q)
     }
     pub fn pg_use(&self, port: usize, pg: usize) -> &PgUse {
         self.ingress.ports[port].buffers.pg(pg)

@@ -314,13 +314,17 @@ mod with_dpdk {
             paused_until: None,
             last_pfc_was_xon: false,
         };
+        // Built once, before the clock starts: `rocectl()` runs `cargo build`, which on a busy
+        // machine (or after a feature change) took minutes and ran the phases past their
+        // deadline.
+        let rocectl_bin = rocectl();
         let t0 = Instant::now();
         let deadline = Duration::from_secs(90);
         let check = |vms: &Vms, sw: &Switch, phase: &str| {
             if t0.elapsed() < deadline {
                 return;
             }
-            let counters = Command::new(rocectl())
+            let counters = Command::new(&rocectl_bin)
                 .arg("--socket")
                 .arg(&control)
                 .args(["show", "counters"])
@@ -350,7 +354,7 @@ mod with_dpdk {
         //    `rocectl show counters` (and the metrics made from it) show each port's driver
         //    and its own counters.
         let ctl = |args: &[&str]| {
-            let out = Command::new(rocectl())
+            let out = Command::new(&rocectl_bin)
                 .arg("--socket")
                 .arg(&control)
                 .args(args)

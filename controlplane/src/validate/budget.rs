@@ -65,6 +65,7 @@ pub(super) fn resolve_headroom(
                 headroom_bytes,
                 pgs: qos.pgs,
                 queues: qos.queues,
+                scheduler: SchedulerConfig::default(),
             }
         })
         .collect();

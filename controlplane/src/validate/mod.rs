@@ -15,11 +15,14 @@ mod classify;
 mod ctx;
 mod defaults;
 mod ecn;
+mod edf;
 mod fdb;
 mod pfc;
 mod ports;
 mod profiles;
 mod run;
+mod sched;
+mod vlarb;
 
 pub use defaults::*;
 pub use fdb::parse_mac;
@@ -36,6 +39,7 @@ use pfc::{check_lossless_shapers, check_pause_time, resolve_pfc, Losslessness};
 use ports::{resolve_buffer, resolve_ports};
 use profiles::{overlay, resolve_cnp, resolve_cnp_queue, resolve_pgs, resolve_queues};
 use run::{assign_workers, resolve_run};
+use sched::resolve_schedulers;
 
 /// Resolves a parsed file into the model, or every reason it cannot be.
 pub fn resolve(file: &ConfigFile) -> Result<Loaded, ConfigError> {
@@ -105,7 +109,13 @@ pub fn resolve(file: &ConfigFile) -> Result<Loaded, ConfigError> {
 
     let cnp = resolve_cnp(&mut cx, &file.cnp, cnp_queue, &queues, &loss);
     let fdb = resolve_fdb(&mut cx, &file.fdb, &ports);
-    let ports = resolve_headroom(&mut cx, &ports, per_port, buffer.cell_bytes);
+    let mut ports = resolve_headroom(&mut cx, &ports, per_port, buffer.cell_bytes);
+    for (p, s) in ports
+        .iter_mut()
+        .zip(resolve_schedulers(&mut cx, file, &classify, &loss, cnp_queue))
+    {
+        p.scheduler = s;
+    }
 
     let run = resolve_run(&mut cx, &file.run, &ports);
     let ports = assign_workers(ports, run.workers);

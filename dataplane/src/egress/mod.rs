@@ -122,6 +122,7 @@ impl Egress {
         let lossless = lossless_queue_mask(cfg, &queue_prios);
         for ((p, pc), a) in self.ports.iter_mut().zip(&cfg.ports).zip(fresh) {
             p.set_qos(pc, cfg);
+            p.retune_edf(pc, &mut self.descs);
             p.buffers.set_limits(a);
             p.watchdog = match (p.watchdog.take(), cfg.pfc.watchdog.clone()) {
                 (Some(mut w), Some(c)) => {
@@ -213,20 +214,27 @@ impl Egress {
         let ect = info.is_ect();
         let mut desc = Desc {
             slot,
+            deadline: 0,
             len: len as u16,
             in_port: in_port as u8,
             pg: pg as u8,
             cells: cells as u16,
-            ect,
-            cnp: class.cnp,
-            wred_done: false,
+            flags: if ect { Desc::ECT } else { 0 } | if class.cnp { Desc::CNP } else { 0 },
         };
         let o = &mut self.ports[out];
+        if let Some(e) = o.edf.as_ref() {
+            let frame = peers.packets.get_mut(slot, len);
+            let (budget, tagged) = edf_budget(e, queue, frame, info);
+            desc.deadline = (now as u32).wrapping_add(budget);
+            if tagged {
+                desc.flags |= Desc::TAGGED;
+            }
+        }
         // CNPs skip WRED: marking or dropping the congestion signal itself helps nobody.
         if !class.cnp {
             if let Some(w) = o.wred[queue].as_mut().filter(|w| w.mark_at == MarkPoint::Enqueue) {
                 let depth = o.buffers.queue(queue).bytes - len as u64;
-                desc.wred_done = true;
+                desc.flags |= Desc::WRED_DONE;
                 match w.decide(depth, ect, &mut self.rng) {
                     Verdict::Pass => {}
                     Verdict::Mark => {
@@ -332,7 +340,7 @@ impl Egress {
         while shaped != 0 {
             let q = shaped.trailing_zeros() as usize;
             shaped &= shaped - 1;
-            let len = descs.front(&p.queues[q]).map_or(0, |d| d.len as u32);
+            let len = p.front(descs, q).map_or(0, |d| d.len as u32);
             if let Some(s) = p.shapers[q].as_mut() {
                 if !s.conforms(t_ns, len) {
                     mask &= !(1 << q);
@@ -391,16 +399,19 @@ impl Egress {
             }
             let eligible = self.eligible(port, t_ns, paused);
             let (p, descs) = (&mut self.ports[port], &self.descs);
-            let Some(q) = p
-                .sched
-                .select(eligible, |q| descs.front(&p.queues[q]).map_or(0, |d| d.len as u32))
-            else {
+            let (queues, edf) = (&p.queues, &p.edf);
+            let Some(q) = p.sched.select(eligible, t_ns, |q| {
+                port::front_of(queues, edf, descs, q).map_or(sched::Head::default(), |d| sched::Head {
+                    len: d.len as u32,
+                    deadline: d.deadline,
+                })
+            }) else {
                 break;
             };
             // Without shapers on this port's busy queues, nothing but a pause expiring or a PFC
             // frame to send can change the scheduler's choice while this call runs (no frame
             // arrives meanwhile), so `q` keeps sending while the scheduler would pick it again
-            // (`Scheduler::select_again`) without a full selection per frame.
+            // (`sched::Scheduler::select_again`) without a full selection per frame.
             let may_stay = p.shaped & p.nonempty == 0;
             loop {
                 if let Some(ser_ps) = self.send_head(peers, port, q, base_ns + t_ps / PS_PER_NS, sink) {
@@ -411,11 +422,16 @@ impl Egress {
                 if !may_stay || sent >= budget || t_ps > now_ps || !p.pfc_out.is_empty() {
                     break;
                 }
-                if base_ns + t_ps / PS_PER_NS >= paused_valid_until {
+                let t_ns = base_ns + t_ps / PS_PER_NS;
+                if t_ns >= paused_valid_until {
                     break;
                 }
-                let Some(head) = descs.front(&p.queues[q]) else { break };
-                if !p.sched.select_again(q, head.len as u32) {
+                let Some(head) = p.front(descs, q) else { break };
+                let head = sched::Head {
+                    len: head.len as u32,
+                    deadline: head.deadline,
+                };
+                if !p.sched.select_again(q, head, t_ns) {
                     break;
                 }
             }
@@ -449,10 +465,10 @@ impl Egress {
         let d = p.pop(&mut self.descs, q).expect("the scheduler picked an empty queue");
         let depth = p.buffers.queue(q).bytes;
         let len = d.len as usize;
-        let wred_drop = !d.wred_done && !d.cnp && self.ports[port].wred[q].is_some() && {
+        let wred_drop = !d.has(Desc::WRED_DONE) && !d.has(Desc::CNP) && self.ports[port].wred[q].is_some() && {
             let p = &mut self.ports[port];
             let w = p.wred[q].as_mut().expect("checked above");
-            match w.decide(depth, d.ect, &mut self.rng) {
+            match w.decide(depth, d.has(Desc::ECT), &mut self.rng) {
                 Verdict::Pass => false,
                 Verdict::Mark => {
                     let frame = peers.packets.get_mut(d.slot, len);
@@ -474,6 +490,13 @@ impl Egress {
             return None;
         }
         let p = &mut self.ports[port];
+        if let Some(e) = p.edf.as_ref().filter(|e| e.is_regulated(q)) {
+            let late = (t_ns as u32).wrapping_sub(d.deadline) as i32 > 0;
+            p.queue_counters[q].edf_deadline_misses += u64::from(late);
+            if d.has(Desc::TAGGED) && e.tag_unit > 0 {
+                rewrite_tag(peers.packets.get_mut(d.slot, len), d.deadline, t_ns, e.tag_unit);
+            }
+        }
         if let Some(s) = p.shapers[q].as_mut() {
             s.charge(t_ns, len as u32);
         }
@@ -497,7 +520,7 @@ impl Egress {
         }
         for q in 0..NUM_TC {
             let p = &self.ports[port];
-            let stalled = !p.queues[q].is_empty() && p.pause.any_paused(self.queue_prios[q], now);
+            let stalled = p.len(q) != 0 && p.pause.any_paused(self.queue_prios[q], now);
             let prios = self.queue_prios[q];
             let p = &mut self.ports[port];
             let w = p.watchdog.as_mut().expect("checked above");
@@ -541,9 +564,7 @@ impl Egress {
 
     /// True when no frame is queued and no PFC frame waits to be sent.
     pub fn is_idle(&self) -> bool {
-        self.ports
-            .iter()
-            .all(|p| p.pfc_out.is_empty() && p.queues.iter().all(|q| q.is_empty()))
+        self.ports.iter().all(|p| p.pfc_out.is_empty() && p.nonempty == 0)
     }
 
     /// The earliest time after which `transmit` or the watchdog may change something on the
@@ -555,7 +576,7 @@ impl Egress {
                 at(link_free);
             }
             for q in 0..NUM_TC {
-                let Some(head) = self.descs.front(&p.queues[q]) else {
+                let Some(head) = p.front(&self.descs, q) else {
                     continue;
                 };
                 let mut t = link_free;
@@ -580,6 +601,52 @@ impl Egress {
                 }
             }
         }
+    }
+}
+
+/// A frame's delay budget on an EDF port, in ns, and whether it came from a tag: its
+/// time-to-destination tag when tags are on and it carries one, else its DSCP's budget, else
+/// its queue's, else 0 (a queue that is not regulated: the deadline is unread).
+///
+/// The tag is the IPv6 flow label (20 bits, in units of `edf.tag_unit`; 0 = no tag, as RFC
+/// 6437 reads an unset label). Why there: a RoCEv2 NIC may set it per packet and the switch
+/// may rewrite it without breaking the packet: the ICRC masks it (`wire::icrc`), IPv6 has no
+/// header checksum and the UDP pseudo-header leaves it out. IPv4 has no such field wide
+/// enough (TOS, TTL and the checksum are the masked ones, and DSCP classifies), so IPv4
+/// frames take the budgets.
+#[inline]
+fn edf_budget(e: &sched::edf::EdfQueues, queue: usize, frame: &[u8], info: &FrameInfo) -> (u32, bool) {
+    if e.tag_unit > 0 && info.l3_kind() == wire::L3Kind::Ipv6 {
+        let o = info.l3_offset();
+        if let Some(h) = frame.get(o..o + 4) {
+            let label = u32::from(h[1] & 0x0f) << 16 | u32::from(h[2]) << 8 | u32::from(h[3]);
+            if label != 0 {
+                let ns = u64::from(label) * u64::from(e.tag_unit);
+                return (ns.min(controlplane::MAX_EDF_BUDGET_NS) as u32, true);
+            }
+        }
+    }
+    let dscp = info.dscp().map_or(0, |d| e.dscp_budget[d as usize & 63]);
+    if dscp > 0 {
+        return (dscp, false);
+    }
+    (e.queue_budget[queue], false)
+}
+
+/// Writes the time a tagged frame has left (its deadline less `t_ns`, rounded up to the tag's
+/// unit, at least 1: a frame already late stays the most urgent) into its flow label, for the
+/// next hop to read as its own budget, the way the paper's packets carry their deadline.
+fn rewrite_tag(frame: &mut [u8], deadline: u32, t_ns: u64, unit: u32) {
+    let left = deadline.wrapping_sub(t_ns as u32) as i32;
+    let units = (left.max(0) as u32).div_ceil(unit).clamp(1, 0xF_FFFF);
+    let Ok(info) = wire::parse(frame, usize::MAX) else {
+        return;
+    };
+    let o = info.l3_offset();
+    if let Some(h) = frame.get_mut(o..o + 4) {
+        h[1] = (h[1] & 0xf0) | (units >> 16) as u8;
+        h[2] = (units >> 8) as u8;
+        h[3] = units as u8;
     }
 }
 

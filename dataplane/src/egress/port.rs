@@ -5,6 +5,7 @@
 
 use super::link::LinkRate;
 use super::queues::{DescQueue, DescStore};
+use super::sched::edf::EdfQueues;
 use super::sched::Scheduler;
 use super::token_bucket::TokenBucket;
 use super::wred::Wred;
@@ -12,25 +13,60 @@ use crate::buffers::ring::Ring;
 use crate::counters::{PortCounters, QueueCounters};
 use crate::mmu::QueueAccount;
 use crate::pfc::{PauseState, PfcRequest, Watchdog};
-use controlplane::{Config, PortConfig, NUM_TC};
+use controlplane::{Config, PortConfig, SchedulerConfig, NUM_TC};
 
 /// A queued frame. Small and `Copy`: this is what the egress queues hold, one per packet slot
 /// ([`DescStore`]).
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct Desc {
     pub slot: u32,
+    /// The frame's deadline on an EDF port (`sched::edf`): nanoseconds modulo 2^32, compared
+    /// with wrapping arithmetic (config budgets stay far below the 2.1 s that allows).
+    /// Elsewhere 0, unread.
+    pub deadline: u32,
     pub len: u16,
     pub in_port: u8,
     pub pg: u8,
     pub cells: u16,
-    pub ect: bool,
-    pub cnp: bool,
+    /// [`Desc::ECT`], [`Desc::CNP`], [`Desc::WRED_DONE`], [`Desc::TAGGED`]: bits rather than
+    /// bools so that the deadline fits in the 16 bytes the memory estimate counts.
+    pub flags: u8,
+}
+
+impl Desc {
+    /// The frame is ECN-capable.
+    pub const ECT: u8 = 1;
+    /// The frame is a CNP.
+    pub const CNP: u8 = 2;
     /// Already CE-marked (or WRED-decided) at enqueue.
-    pub wred_done: bool,
+    pub const WRED_DONE: u8 = 4;
+    /// Its deadline came from a time-to-destination tag (the IPv6 flow label), which is
+    /// rewritten with the time left when it leaves.
+    pub const TAGGED: u8 = 8;
+
+    #[inline]
+    pub fn has(&self, flag: u8) -> bool {
+        self.flags & flag != 0
+    }
 }
 
 // The control plane's memory estimate (controlplane::memory) counts descriptors at this size.
 const _: () = assert!(std::mem::size_of::<Desc>() as u64 <= controlplane::memory::DESC_BYTES);
+
+/// [`EgressPort::front`] from the port's fields, for a caller that holds its scheduler
+/// mutably meanwhile.
+#[inline]
+pub(crate) fn front_of<'a>(
+    queues: &[DescQueue; NUM_TC],
+    edf: &Option<EdfQueues>,
+    descs: &'a DescStore,
+    q: usize,
+) -> Option<&'a Desc> {
+    match edf.as_ref() {
+        Some(e) if e.is_regulated(q) => e.front(descs, &queues[q], q),
+        _ => descs.front(&queues[q]),
+    }
+}
 
 /// The switch port's own MAC, used as the source of the PFC frames it sends.
 pub fn port_mac(id: u16) -> [u8; 6] {
@@ -48,6 +84,9 @@ pub struct EgressPort {
     pub(crate) rate: LinkRate,
     pub(crate) queues: [DescQueue; NUM_TC],
     pub(crate) sched: Scheduler,
+    /// On an EDF port, how its regulated queues hold their frames (the take-over lists,
+    /// budgets); None on other ports, whose queues are plain lists.
+    pub(crate) edf: Option<EdfQueues>,
     pub(crate) shapers: [Option<TokenBucket>; NUM_TC],
     pub(crate) wred: [Option<Wred>; NUM_TC],
     pub(crate) cnp_policer: Option<TokenBucket>,
@@ -82,7 +121,11 @@ impl EgressPort {
             speed_bps: 0,
             rate: LinkRate::new(1),
             queues: Default::default(),
-            sched: Scheduler::new(&std::array::from_fn(|q| p.queues[q].sched), p.max_frame_bytes),
+            sched: Scheduler::new(p),
+            edf: match &p.scheduler {
+                SchedulerConfig::Edf(e) => Some(EdfQueues::new(e)),
+                _ => None,
+            },
             shapers: Default::default(),
             wred: Default::default(),
             cnp_policer: None,
@@ -108,10 +151,9 @@ impl EgressPort {
     /// position where the queue modes stay; only what a change adds starts afresh (a new
     /// shaper or policer full, a new WRED profile at an average of zero).
     pub(crate) fn set_qos(&mut self, p: &PortConfig, cfg: &Config) {
-        let modes = std::array::from_fn(|q| p.queues[q].sched);
         self.speed_bps = p.speed_bps.max(1);
         self.rate = LinkRate::new(p.speed_bps);
-        self.sched.retune(&modes, p.max_frame_bytes);
+        self.sched.retune(p);
         fn bucket(old: &mut Option<TokenBucket>, new: Option<controlplane::RateLimit>) {
             *old = match (old.take(), new) {
                 (Some(mut tb), Some(limit)) => {
@@ -138,20 +180,85 @@ impl EgressPort {
     }
 
     /// Queues `d` on queue `q`, in the store entry of its packet slot. Never full: every frame
-    /// that got a slot has its entry.
+    /// that got a slot has its entry. A regulated queue of an EDF port files it by its
+    /// deadline (`sched::edf::EdfQueues`).
     #[inline]
     pub(crate) fn push(&mut self, descs: &mut DescStore, q: usize, d: Desc) {
-        descs.push(&mut self.queues[q], d);
+        match self.edf.as_mut() {
+            Some(e) if e.is_regulated(q) => e.push(descs, &mut self.queues[q], q, d, &mut self.queue_counters[q]),
+            _ => descs.push(&mut self.queues[q], d),
+        }
         self.nonempty |= 1 << q;
     }
 
+    /// Removes the frame queue `q` sends next: its head, or for a regulated queue of an EDF
+    /// port the one its mode puts first.
     #[inline]
     pub(crate) fn pop(&mut self, descs: &mut DescStore, q: usize) -> Option<Desc> {
-        let d = descs.pop(&mut self.queues[q])?;
-        if self.queues[q].is_empty() {
+        let d = match self.edf.as_mut() {
+            Some(e) if e.is_regulated(q) => e.pop(descs, &mut self.queues[q], q)?,
+            _ => descs.pop(&mut self.queues[q])?,
+        };
+        if self.len(q) == 0 {
             self.nonempty &= !(1 << q);
         }
         Some(d)
+    }
+
+    /// The frame queue `q` sends next, left queued (what the scheduler and shapers look at).
+    #[inline]
+    pub(crate) fn front<'a>(&self, descs: &'a DescStore, q: usize) -> Option<&'a Desc> {
+        front_of(&self.queues, &self.edf, descs, q)
+    }
+
+    /// Frames queue `q` holds (in all its lists).
+    #[inline]
+    pub(crate) fn len(&self, q: usize) -> usize {
+        self.queues[q].len() + self.edf.as_ref().map_or(0, |e| e.extra_len(q))
+    }
+
+    /// Takes a new config's EDF settings. Budgets apply to frames queued from now on; when
+    /// the mode or the set of regulated queues changes, every queued frame of the queues
+    /// concerned is filed again under the new rules, in the order the old ones would have
+    /// sent them (a live change off the packet path: no allocation, the frames stay in their
+    /// slots).
+    pub(crate) fn retune_edf(&mut self, p: &PortConfig, descs: &mut DescStore) {
+        let new = match &p.scheduler {
+            SchedulerConfig::Edf(c) => Some(&**c),
+            _ => None,
+        };
+        let (old_mode, old_reg) = self.edf.as_ref().map_or((None, 0), |e| (Some(e.mode), e.regulated));
+        let (new_mode, new_reg) = new.map_or((None, 0), |c| (Some(c.mode), c.regulated()));
+        let refile = if old_mode != new_mode {
+            old_reg | new_reg
+        } else {
+            old_reg ^ new_reg
+        };
+        // Take the frames out in their sending order, into plain lists.
+        let mut held: [DescQueue; NUM_TC] = Default::default();
+        for (q, list) in held.iter_mut().enumerate() {
+            if refile & (1 << q) != 0 {
+                while let Some(d) = self.pop(descs, q) {
+                    descs.push(list, d);
+                }
+            }
+        }
+        match (self.edf.as_mut(), new) {
+            (Some(e), Some(c)) => {
+                e.mode = c.mode;
+                e.regulated = c.regulated();
+                e.set_budgets(c);
+            }
+            (_, c) => self.edf = c.map(EdfQueues::new),
+        }
+        for (q, list) in held.iter_mut().enumerate() {
+            while let Some(d) = descs.pop(list) {
+                // Re-filed frames are not new arrivals: their order errors were counted.
+                let before = self.queue_counters[q].edf_order_errors;
+                self.push(descs, q, d);
+                self.queue_counters[q].edf_order_errors = before;
+            }
+        }
     }
 
     /// Queues a PFC frame to send ahead of all data. Only the newest state of a set of

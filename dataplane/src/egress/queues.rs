@@ -35,11 +35,33 @@ struct Entry {
 const _: () =
     assert!(std::mem::size_of::<Entry>() as u64 <= controlplane::memory::DESC_BYTES + controlplane::memory::LINK_BYTES);
 
+/// What EDF's queues keep per slot besides the entry: the arrival number that breaks ties
+/// between equal deadlines (so a flow's frames, whose deadlines never decrease, leave in
+/// order), and the first child of a heap node (`ideal` mode; a node's siblings go through
+/// `Entry::next`).
+#[derive(Debug, Clone, Copy)]
+struct EdfLink {
+    seq: u32,
+    child: u32,
+}
+
+const _: () = assert!(std::mem::size_of::<EdfLink>() as u64 <= controlplane::memory::EDF_LINK_BYTES);
+
+/// Whether deadline key `a` (deadline, arrival number) comes before `b`. Both are modulo 2^32
+/// and compared by their wrapping difference: right for values less than 2^31 apart (2.1 s
+/// of deadlines; 2^31 arrivals).
+#[inline]
+pub(crate) fn earlier(a: (u32, u32), b: (u32, u32)) -> bool {
+    let d = a.0.wrapping_sub(b.0) as i32;
+    d < 0 || (d == 0 && (a.1.wrapping_sub(b.1) as i32) < 0)
+}
+
 /// Every queued frame's descriptor, one entry per packet slot, indexed by the slot number: the
 /// storage all egress queues of the switch share.
 #[derive(Debug)]
 pub(crate) struct DescStore {
     entries: Box<[Entry]>,
+    edf: Box<[EdfLink]>,
 }
 
 /// One egress queue: a FIFO list through the [`DescStore`], oldest frame at `head`.
@@ -67,7 +89,7 @@ impl DescQueue {
         self.len as usize
     }
 
-    #[inline]
+    #[cfg(test)]
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }
@@ -85,8 +107,12 @@ impl DescStore {
         // on the packet path costs more than a burst.
         std::hint::black_box(&mut entries);
         entries.fill(unused);
+        let mut edf = vec![EdfLink { seq: 0, child: END }; slots.max(1)];
+        std::hint::black_box(&mut edf);
+        edf.fill(EdfLink { seq: 0, child: END });
         DescStore {
             entries: entries.into_boxed_slice(),
+            edf: edf.into_boxed_slice(),
         }
     }
 
@@ -123,10 +149,115 @@ impl DescStore {
         Some(d)
     }
 
-    /// `queue`'s oldest descriptor, left queued (what the scheduler and the shapers look at).
+    /// `queue`'s oldest descriptor, left queued (what the scheduler and the shapers look at);
+    /// for a heap, its earliest deadline.
     #[inline]
     pub fn front(&self, queue: &DescQueue) -> Option<&Desc> {
         (queue.len > 0).then(|| &self.entries[queue.head as usize].desc)
+    }
+
+    /// `queue`'s newest descriptor (a list's, not a heap's).
+    #[inline]
+    pub fn back(&self, queue: &DescQueue) -> Option<&Desc> {
+        (queue.len > 0).then(|| &self.entries[queue.tail as usize].desc)
+    }
+
+    /// As [`DescStore::push`], recording the frame's arrival number `seq` for [`DescStore::key`].
+    #[inline]
+    pub fn push_seq(&mut self, queue: &mut DescQueue, d: Desc, seq: u32) {
+        self.edf[d.slot as usize].seq = seq;
+        self.push(queue, d);
+    }
+
+    /// The EDF order of a queued frame: its deadline, then its arrival number.
+    #[inline]
+    pub fn key(&self, d: &Desc) -> (u32, u32) {
+        (d.deadline, self.edf[d.slot as usize].seq)
+    }
+
+    /// Adds `d` (arrival number `seq`) to the heap `heap` (EDF's `ideal` mode): a pairing heap
+    /// through the slots, so it needs no storage of its own and never fills. `heap.head` is
+    /// its root, the earliest key; `heap.tail` is unused.
+    #[inline]
+    pub fn heap_push(&mut self, heap: &mut DescQueue, d: Desc, seq: u32) {
+        let slot = d.slot;
+        let entry = &mut self.entries[slot as usize];
+        debug_assert_eq!(entry.next, NOT_QUEUED, "slot {slot} is already queued");
+        entry.desc = d;
+        entry.next = END;
+        self.edf[slot as usize] = EdfLink { seq, child: END };
+        heap.head = if heap.len == 0 {
+            slot
+        } else {
+            self.meld(heap.head, slot)
+        };
+        heap.len += 1;
+    }
+
+    /// Removes and returns the heap's earliest descriptor (two-pass pairing: amortised
+    /// O(log n), no recursion, no storage).
+    #[inline]
+    pub fn heap_pop(&mut self, heap: &mut DescQueue) -> Option<Desc> {
+        if heap.len == 0 {
+            return None;
+        }
+        let root = heap.head as usize;
+        let d = self.entries[root].desc;
+        // Pass 1: meld the root's children in pairs, left to right, stacking each pair's root
+        // (through `next`). Pass 2: meld the stack, from the last pair back to the first.
+        let mut pairs = END;
+        let mut cur = self.edf[root].child;
+        while cur != END {
+            let a = cur;
+            let b = self.entries[a as usize].next;
+            if b == END {
+                self.entries[a as usize].next = pairs;
+                pairs = a;
+                break;
+            }
+            cur = self.entries[b as usize].next;
+            let m = self.meld(a, b);
+            self.entries[m as usize].next = pairs;
+            pairs = m;
+        }
+        let mut top = END;
+        while pairs != END {
+            let p = pairs;
+            pairs = self.entries[p as usize].next;
+            top = if top == END { p } else { self.meld(top, p) };
+        }
+        if top != END {
+            self.entries[top as usize].next = END;
+        }
+        if cfg!(debug_assertions) {
+            self.entries[root].next = NOT_QUEUED;
+        }
+        heap.head = top;
+        heap.len -= 1;
+        Some(d)
+    }
+
+    /// A list's descriptors, oldest first, left queued (tests).
+    #[cfg(test)]
+    pub fn list(&self, queue: &DescQueue) -> Vec<Desc> {
+        let mut out = Vec::new();
+        let mut at = queue.head;
+        for _ in 0..queue.len {
+            out.push(self.entries[at as usize].desc);
+            at = self.entries[at as usize].next;
+        }
+        out
+    }
+
+    /// Joins two heap roots: the later becomes the earlier's first child. Returns the root.
+    #[inline]
+    fn meld(&mut self, a: u32, b: u32) -> u32 {
+        let ka = self.key(&self.entries[a as usize].desc);
+        let kb = self.key(&self.entries[b as usize].desc);
+        let (parent, child) = if earlier(kb, ka) { (b, a) } else { (a, b) };
+        self.entries[child as usize].next = self.edf[parent as usize].child;
+        self.edf[parent as usize].child = child;
+        parent
     }
 }
 

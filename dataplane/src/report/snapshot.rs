@@ -44,6 +44,8 @@ impl Build for Snapshot {
                             dropped_packets: qc[q].dropped_packets,
                             dropped_bytes: qc[q].dropped_bytes,
                             ecn_marked: qc[q].ecn_marked,
+                            edf_order_errors: qc[q].edf_order_errors,
+                            edf_deadline_misses: qc[q].edf_deadline_misses,
                             depth_packets: sw.queue_len(i, q) as u64,
                             depth_cells: u.total(),
                             depth_bytes: u.bytes,
@@ -106,6 +108,7 @@ impl Build for Snapshot {
                     peer: None,
                     // The switch does not know its ports' I/O: `rocesw run` adds it.
                     backend: None,
+                    capture: None,
                 }
             })
             .collect();

@@ -16,11 +16,15 @@
 //! authenticate within [`AUTH_TIMEOUT`], and the owner's Unix socket is accepted first and
 //! freed a descriptor when the process has none left.
 
+use crate::runtime::capture::{CaptureRing, Dir};
 use crate::runtime::worker::{ControlQueue, ControlRequest};
 use anyhow::{bail, Context};
 use controlplane::patch;
-use controlplane::protocol::{self, ApplyData, ConfigData, HelloData, Op, Request, Response, SubscribeData};
-use controlplane::snapshot::Snapshot;
+use controlplane::protocol::{
+    self, ApplyData, CaptureData, CaptureDirection, CaptureEnd, CaptureStarted, CapturedFrame, ConfigData, FrameDir,
+    HelloData, Op, Request, Response, SubscribeData,
+};
+use controlplane::snapshot::{CaptureReport, Snapshot};
 use mio::net::{TcpListener, TcpStream, UnixListener, UnixStream};
 use mio::{Events, Interest, Poll, Token, Waker};
 use serde_json::Value;
@@ -53,6 +57,22 @@ pub const MAX_UNIX_CONNECTIONS: usize = 64;
 pub const MAX_TCP_CONNECTIONS: usize = 16;
 /// Bytes read from a socket at a time.
 const READ_CHUNK: usize = 16 * 1024;
+/// How often the control thread empties the capture rings while a capture runs: a ring of a
+/// few thousand frames then covers a reader that is late by many such rounds.
+pub const CAPTURE_POLL: Duration = Duration::from_millis(1);
+/// A capture client that has left a full allowance of output ([`MAX_PENDING_OUTPUT`]) unread
+/// for this long is disconnected, which stops its capture and frees its ring: a client that
+/// never reads cannot hold a port's capture (and its memory) for ever.
+pub const CAPTURE_STALL_TIMEOUT: Duration = Duration::from_secs(10);
+/// At most this many frames, and about this many frame bytes, per capture push line.
+const CAPTURE_BATCH_FRAMES: usize = 256;
+const CAPTURE_BATCH_BYTES: usize = 192 * 1024;
+/// A capture with nothing to send still pushes its totals this often (the reader's progress
+/// shows drops, and sees that the switch is alive).
+const CAPTURE_HEARTBEAT: Duration = Duration::from_secs(1);
+/// Default ring size bounds (frames), whatever the snap length.
+const CAPTURE_DEFAULT_MIN_FRAMES: usize = 256;
+const CAPTURE_DEFAULT_MAX_FRAMES: usize = 8192;
 
 const LISTENER: Token = Token(0);
 const WAKER: Token = Token(1);
@@ -150,6 +170,10 @@ pub struct ControlStats {
     pub tcp_connections: std::sync::atomic::AtomicUsize,
     /// Connections refused or closed by a limit (over the cap, authentication timed out).
     pub refused_connections: std::sync::atomic::AtomicU64,
+    /// Live captures, running or stopping (their rings not freed yet).
+    pub captures: std::sync::atomic::AtomicUsize,
+    /// Bytes those captures' rings hold.
+    pub capture_bytes: std::sync::atomic::AtomicUsize,
 }
 
 /// A copy of [`ControlStats`] at one instant.
@@ -159,6 +183,8 @@ pub struct ControlFigures {
     pub unix_connections: usize,
     pub tcp_connections: usize,
     pub refused_connections: u64,
+    pub captures: usize,
+    pub capture_bytes: usize,
 }
 
 /// The control server of a running switch. Dropping it (or [`ControlServer::shutdown`]) stops
@@ -261,6 +287,9 @@ impl ControlServer {
             name,
             started: std::time::Instant::now(),
             watermarks: Default::default(),
+            capture_totals: HashMap::new(),
+            orphans: Vec::new(),
+            retiring: Vec::new(),
         };
         let thread_stop = stop.clone();
         let thread = std::thread::Builder::new()
@@ -289,6 +318,8 @@ impl ControlServer {
             unix_connections: s.unix_connections.load(Ordering::Relaxed),
             tcp_connections: s.tcp_connections.load(Ordering::Relaxed),
             refused_connections: s.refused_connections.load(Ordering::Relaxed),
+            captures: s.captures.load(Ordering::Relaxed),
+            capture_bytes: s.capture_bytes.load(Ordering::Relaxed),
         }
     }
 
@@ -334,6 +365,8 @@ struct Conn {
     output: Vec<u8>,
     writable_registered: bool,
     subscription: Option<Subscription>,
+    /// This connection's live capture (one at most).
+    capture: Option<CaptureSession>,
     closed: bool,
 }
 
@@ -381,6 +414,118 @@ struct Subscription {
     next: Instant,
 }
 
+/// A live capture: its ring (the worker that owns the port holds a clone while it captures)
+/// and what has been sent of it.
+struct CaptureSession {
+    /// The `capture` request's id, which every push carries.
+    id: u64,
+    /// Port index (the worker's) and id (the config's).
+    port: usize,
+    port_id: u16,
+    ring: Arc<CaptureRing>,
+    /// Wall-clock nanoseconds of the switch clock's zero: a frame's time is this plus its
+    /// `at_ns`.
+    wall_start_ns: u64,
+    sent: u64,
+    count: Option<u64>,
+    deadline: Option<Instant>,
+    ending: Option<Ending>,
+    /// A `capture_stop` to answer once the last push is out.
+    stop_reply: Option<u64>,
+    /// Since when the client has left a full allowance of output unread.
+    stalled_since: Option<Instant>,
+    last_push: Instant,
+}
+
+/// A capture on its way out: the worker is asked to let go of the ring, then what the ring
+/// still holds is sent, then the last push.
+struct Ending {
+    why: CaptureEnd,
+    since: Instant,
+    /// The request to let go reached the worker's queue.
+    detach_sent: bool,
+    /// Drops as of the end of a counted capture (later frames were never going to be sent).
+    dropped: Option<u64>,
+}
+
+impl CaptureSession {
+    fn end(&mut self, why: CaptureEnd) {
+        if self.ending.is_none() {
+            self.ending = Some(Ending {
+                why,
+                since: Instant::now(),
+                detach_sent: false,
+                dropped: (why == CaptureEnd::Count).then(|| self.ring.dropped()),
+            });
+        }
+    }
+
+    fn count_reached(&self) -> bool {
+        self.count.is_some_and(|c| self.sent >= c)
+    }
+
+    fn bytes(&self) -> usize {
+        CaptureRing::bytes_reserved(self.ring.capacity(), self.ring.snaplen())
+    }
+
+    fn dropped(&self) -> u64 {
+        self.ending
+            .as_ref()
+            .and_then(|e| e.dropped)
+            .unwrap_or_else(|| self.ring.dropped())
+    }
+
+    /// Moves what the ring holds into `out` as push lines, while `out` is under `cap` bytes
+    /// (and, for a counted capture, up to the count).
+    fn drain_into(&mut self, out: &mut Vec<u8>, cap: usize) {
+        while out.len() < cap && self.ring.pending() > 0 && !self.count_reached() {
+            let mut frames = Vec::new();
+            let mut bytes = 0usize;
+            while frames.len() < CAPTURE_BATCH_FRAMES && bytes < CAPTURE_BATCH_BYTES && !self.count_reached() {
+                let Some(slot) = self.ring.pop() else { break };
+                let dir = match slot.dir {
+                    Dir::Rx => FrameDir::Rx,
+                    Dir::Tx => FrameDir::Tx,
+                };
+                frames.push(CapturedFrame::new(
+                    self.wall_start_ns + slot.at_ns,
+                    dir,
+                    slot.orig_len,
+                    slot.bytes(),
+                ));
+                bytes += slot.bytes().len();
+                self.ring.recycle(slot);
+                self.sent += 1;
+            }
+            self.push(out, frames, None);
+        }
+    }
+
+    fn push(&mut self, out: &mut Vec<u8>, frames: Vec<CapturedFrame>, end: Option<CaptureEnd>) {
+        let data = CaptureData {
+            frames,
+            captured: self.sent,
+            dropped: self.dropped(),
+            end,
+        };
+        out.extend_from_slice(Response::ok(self.id, json(&data)).to_line().as_bytes());
+        self.last_push = Instant::now();
+    }
+
+    /// The last push, and the answer to a `capture_stop` that asked for it.
+    fn finish(&mut self, out: &mut Vec<u8>) {
+        let why = self.ending.as_ref().map_or(CaptureEnd::SwitchStopping, |e| e.why);
+        self.push(out, Vec::new(), Some(why));
+        if let Some(id) = self.stop_reply.take() {
+            out.extend_from_slice(
+                Response::ok(id, serde_json::json!({ "stopped": true }))
+                    .to_line()
+                    .as_bytes(),
+            );
+        }
+    }
+}
+
 struct Server {
     poll: Poll,
     listener: UnixListener,
@@ -398,6 +543,14 @@ struct Server {
     name: Option<String>,
     started: std::time::Instant,
     watermarks: crate::report::watermarks::Watermarks,
+    /// What the captures that ended copied and dropped, per port id (the `counters` answer
+    /// adds the running ones).
+    capture_totals: HashMap<u16, CaptureReport>,
+    /// Captures whose connection closed, still waiting for the worker to let go of the ring.
+    orphans: Vec<CaptureSession>,
+    /// Rings of captures that ended while a worker still held them (it did not answer in
+    /// time): freed here once the worker has dropped its reference, never by the worker.
+    retiring: Vec<Arc<CaptureRing>>,
     stats: Arc<ControlStats>,
     /// When to try accepting again after running out of descriptors.
     accept_retry: Option<Instant>,
@@ -412,8 +565,14 @@ impl Server {
             let timeout = if self.conns.values().any(Conn::wants_service) {
                 Some(Duration::ZERO)
             } else {
-                self.next_deadline()
-                    .map(|t| t.saturating_duration_since(Instant::now()))
+                let t = self
+                    .next_deadline()
+                    .map(|t| t.saturating_duration_since(Instant::now()));
+                if self.capturing() {
+                    Some(t.map_or(CAPTURE_POLL, |t| t.min(CAPTURE_POLL)))
+                } else {
+                    t
+                }
             };
             if let Err(e) = self.poll.poll(&mut events, timeout) {
                 if e.kind() == ErrorKind::Interrupted {
@@ -453,13 +612,16 @@ impl Server {
                 self.serve(t);
             }
             self.push_subscriptions();
+            self.pump_captures();
             for t in tokens {
                 self.flush(t);
             }
+            self.orphan_closed_captures();
             self.conns.retain(|_, c| !c.closed);
             self.conns.values_mut().for_each(Conn::shrink);
             self.publish();
         }
+        self.finish_captures();
     }
 
     /// When the loop must wake up with nothing to read: a subscription push, an
@@ -475,6 +637,23 @@ impl Server {
     }
 
     fn publish(&self) {
+        let sessions = self
+            .conns
+            .values()
+            .filter_map(|c| c.capture.as_ref())
+            .chain(&self.orphans);
+        let (captures, capture_bytes) = sessions.fold((0, 0), |(n, b), s| (n + 1, b + s.bytes()));
+        let retiring: usize = self
+            .retiring
+            .iter()
+            .map(|r| CaptureRing::bytes_reserved(r.capacity(), r.snaplen()))
+            .sum();
+        self.stats
+            .captures
+            .store(captures + self.retiring.len(), Ordering::Relaxed);
+        self.stats
+            .capture_bytes
+            .store(capture_bytes + retiring, Ordering::Relaxed);
         let held: usize = self.conns.values().map(|c| c.input.len() + c.output.len()).sum();
         let tcp = self.conns.values().filter(|c| c.tcp).count();
         self.stats.buffered_bytes.store(held, Ordering::Relaxed);
@@ -608,6 +787,7 @@ impl Server {
                 output: Vec::new(),
                 writable_registered: false,
                 subscription: None,
+                capture: None,
                 closed: false,
             },
         );
@@ -735,7 +915,10 @@ impl Server {
             return;
         }
         // One snapshot serves every subscriber due now.
-        let line = self.snapshot().map(|s| json(&s));
+        let line = self.snapshot().map(|mut s| {
+            self.annotate(&mut s);
+            json(&s)
+        });
         for (t, id) in due {
             let Some(c) = self.conns.get_mut(&t) else { continue };
             let resp = match &line {
@@ -800,7 +983,10 @@ impl Server {
             })),
             Op::Apply { toml, if_version } => self.check_version(if_version).and_then(|()| self.change(toml)),
             Op::Patch { toml, if_version } => self.check_version(if_version).and_then(|()| self.patch(&toml)),
-            Op::Counters => self.snapshot().map(|s| json(&s)),
+            Op::Counters => self.snapshot().map(|mut s| {
+                self.annotate(&mut s);
+                json(&s)
+            }),
             Op::Watermarks { kind } => self.snapshot().map(|s| json(&self.watermarks.read(kind, &s))),
             Op::ClearWatermarks { kind } => {
                 let (tx, rx) = sync_channel(1);
@@ -813,6 +999,34 @@ impl Server {
             Op::Fdb => {
                 let (tx, rx) = sync_channel(1);
                 self.ask(ControlRequest::Fdb { reply: tx }, &rx).map(|rows| json(&rows))
+            }
+            Op::Capture {
+                port,
+                direction,
+                snaplen,
+                ring,
+                count,
+                duration_ms,
+            } => self.start_capture(
+                token,
+                id,
+                CaptureArgs {
+                    port,
+                    direction,
+                    snaplen,
+                    ring,
+                    count,
+                    duration_ms,
+                },
+            ),
+            Op::CaptureStop => {
+                let Some(s) = self.conns.get_mut(&token).and_then(|c| c.capture.as_mut()) else {
+                    return Some(Response::err(Some(id), "no capture runs on this connection"));
+                };
+                s.end(CaptureEnd::Stopped);
+                // Answered after the capture's last push (`CaptureSession::finish`).
+                s.stop_reply = Some(id);
+                return None;
             }
             Op::Subscribe { interval_ms } => {
                 let every = Duration::from_millis(interval_ms);
@@ -962,6 +1176,290 @@ impl Server {
             }
         }
     }
+}
+
+/// What a `capture` request asks for.
+struct CaptureArgs {
+    port: u16,
+    direction: CaptureDirection,
+    snaplen: Option<u32>,
+    ring: Option<u32>,
+    count: Option<u64>,
+    duration_ms: Option<u64>,
+}
+
+/// Live captures (`capture`, `capture_stop`): the control thread's side of
+/// `runtime::capture`. It allocates each ring, hands it to the worker that owns the port, and
+/// each round moves what the ring holds into the connection's output, only while that output
+/// is under [`MAX_PENDING_OUTPUT`]: what a slow client has not taken stays in the ring, and
+/// what the full ring cannot take the worker counts as dropped. So a capture holds at most its
+/// ring and one connection's allowance, whatever the client does.
+impl Server {
+    fn capturing(&self) -> bool {
+        !self.orphans.is_empty() || !self.retiring.is_empty() || self.conns.values().any(|c| c.capture.is_some())
+    }
+
+    fn sessions(&self) -> impl Iterator<Item = &CaptureSession> {
+        self.conns
+            .values()
+            .filter_map(|c| c.capture.as_ref())
+            .chain(&self.orphans)
+    }
+
+    fn start_capture(&mut self, token: Token, id: u64, a: CaptureArgs) -> Result<Value, String> {
+        if self.conns.get(&token).is_some_and(|c| c.capture.is_some()) {
+            return Err("this connection already runs a capture (one per connection: open another)".into());
+        }
+        let cfg = controlplane::load_str(&self.config_text)
+            .map_err(|e| format!("the running config no longer loads: {e}"))?
+            .config;
+        let Some((index, port)) = cfg.ports.iter().enumerate().find(|(_, p)| p.id == a.port) else {
+            let ids: Vec<String> = cfg.ports.iter().map(|p| p.id.to_string()).collect();
+            return Err(format!(
+                "capture: no port {} (the ports are {})",
+                a.port,
+                ids.join(", ")
+            ));
+        };
+        if self.sessions().any(|s| s.port == index) {
+            return Err(format!(
+                "capture: port {} is already being captured (one capture per port); stop that capture first",
+                a.port
+            ));
+        }
+        if a.count == Some(0) {
+            return Err("capture: count must be at least 1".into());
+        }
+        if a.duration_ms == Some(0) {
+            return Err("capture: duration_ms must be at least 1".into());
+        }
+        let snaplen = a.snaplen.unwrap_or(port.max_frame_bytes);
+        if !(protocol::CAPTURE_MIN_SNAPLEN..=u16::MAX as u32).contains(&snaplen) {
+            return Err(format!(
+                "capture: snaplen {snaplen} is out of range ({}..={} bytes)",
+                protocol::CAPTURE_MIN_SNAPLEN,
+                u16::MAX
+            ));
+        }
+        let snap = snaplen as usize;
+        let frames = match a.ring {
+            Some(n) => n as usize,
+            None => (protocol::CAPTURE_RING_BYTES / snap).clamp(CAPTURE_DEFAULT_MIN_FRAMES, CAPTURE_DEFAULT_MAX_FRAMES),
+        };
+        let bytes = CaptureRing::bytes_reserved(frames, snap);
+        if frames == 0
+            || frames > protocol::CAPTURE_MAX_RING_FRAMES as usize
+            || bytes > protocol::CAPTURE_MAX_RING_BYTES
+        {
+            return Err(format!(
+                "capture: a ring of {frames} frames of {snaplen} B is out of range (1 to {} frames, at most {} MiB)",
+                protocol::CAPTURE_MAX_RING_FRAMES,
+                protocol::CAPTURE_MAX_RING_BYTES >> 20
+            ));
+        }
+        let held = self.stats.capture_bytes.load(Ordering::Relaxed);
+        if held + bytes > protocol::CAPTURE_MAX_TOTAL_BYTES {
+            return Err(format!(
+                "capture: the captures running hold {} MiB; this one would pass the {} MiB all captures may use                  (a smaller ring or snaplen, or stop another capture)",
+                held >> 20,
+                protocol::CAPTURE_MAX_TOTAL_BYTES >> 20
+            ));
+        }
+        // Every byte of the ring is allocated here, on the control thread.
+        let ring = Arc::new(CaptureRing::new(frames, snap));
+        let (tx, rx) = sync_channel(1);
+        let req = ControlRequest::Capture {
+            port: index,
+            rx: a.direction.rx().then(|| ring.clone()),
+            tx: a.direction.tx().then(|| ring.clone()),
+            reply: tx,
+        };
+        let mut session = CaptureSession {
+            id,
+            port: index,
+            port_id: a.port,
+            ring,
+            wall_start_ns: 0,
+            sent: 0,
+            count: a.count,
+            deadline: a.duration_ms.map(|ms| Instant::now() + Duration::from_millis(ms)),
+            ending: None,
+            stop_reply: None,
+            stalled_since: None,
+            last_push: Instant::now(),
+        };
+        match self.ask(req, &rx) {
+            Ok(Ok(wall_start_ns)) => session.wall_start_ns = wall_start_ns,
+            Ok(Err(reason)) => return Err(format!("capture: the switch refused: {reason}")),
+            Err(e) => {
+                // The worker may still take the ring later: have it let go, and free the ring
+                // only after.
+                session.end(CaptureEnd::Stopped);
+                self.orphans.push(session);
+                return Err(format!("capture: {e}"));
+            }
+        }
+        let started = CaptureStarted {
+            port: a.port,
+            direction: a.direction,
+            snaplen,
+            ring: frames as u32,
+        };
+        tracing::info!(port = a.port, direction = %a.direction, snaplen, ring = frames, "capture started");
+        if let Some(c) = self.conns.get_mut(&token) {
+            c.capture = Some(session);
+        }
+        Ok(json(&started))
+    }
+
+    /// One round of every capture: end those whose count or time is up, ask the worker to let
+    /// go of ending ones, send what the rings hold, and finish those the worker let go of.
+    fn pump_captures(&mut self) {
+        let now = Instant::now();
+        let queue = self.queue.clone();
+        let mut finished = Vec::new();
+        for c in self.conns.values_mut().filter(|c| !c.closed && !c.close_when_flushed) {
+            let Some(s) = c.capture.as_mut() else { continue };
+            if s.ending.is_none() {
+                if s.count_reached() {
+                    s.end(CaptureEnd::Count);
+                } else if s.deadline.is_some_and(|d| now >= d) {
+                    s.end(CaptureEnd::Duration);
+                }
+            }
+            let released = detach(&queue, s, now);
+            s.drain_into(&mut c.output, MAX_PENDING_OUTPUT);
+            if s.ending.is_none() && s.count_reached() {
+                s.end(CaptureEnd::Count);
+            }
+            if released && (s.ring.pending() == 0 || s.count_reached()) {
+                s.finish(&mut c.output);
+                finished.push(c.capture.take().expect("a capture"));
+                continue;
+            }
+            if c.output.len() >= MAX_PENDING_OUTPUT {
+                let since = *s.stalled_since.get_or_insert(now);
+                if now.duration_since(since) >= CAPTURE_STALL_TIMEOUT {
+                    tracing::warn!(
+                        port = s.port_id,
+                        "capture: the client read nothing for {} s; closing its connection",
+                        CAPTURE_STALL_TIMEOUT.as_secs()
+                    );
+                    let _ = self.poll.registry().deregister(&mut c.stream);
+                    c.closed = true;
+                }
+            } else {
+                s.stalled_since = None;
+                if now.duration_since(s.last_push) >= CAPTURE_HEARTBEAT {
+                    s.push(&mut c.output, Vec::new(), None);
+                }
+            }
+        }
+        // Captures nobody reads any more: what their rings hold is discarded.
+        let mut i = 0;
+        while i < self.orphans.len() {
+            let s = &mut self.orphans[i];
+            let released = detach(&queue, s, now);
+            while let Some(slot) = s.ring.pop() {
+                s.ring.recycle(slot);
+            }
+            if released {
+                finished.push(self.orphans.swap_remove(i));
+            } else {
+                i += 1;
+            }
+        }
+        for s in finished {
+            self.retire(s);
+        }
+        self.retiring.retain(|r| Arc::strong_count(r) > 1);
+    }
+
+    /// Counts what an ended capture did, and frees its ring (here, on the control thread) unless
+    /// a worker that never answered still holds it.
+    fn retire(&mut self, s: CaptureSession) {
+        let t = self.capture_totals.entry(s.port_id).or_default();
+        t.frames += s.ring.captured();
+        t.dropped += s.ring.dropped();
+        tracing::info!(
+            port = s.port_id,
+            frames = s.ring.captured(),
+            dropped = s.ring.dropped(),
+            "capture ended"
+        );
+        if Arc::strong_count(&s.ring) > 1 {
+            self.retiring.push(s.ring);
+        }
+    }
+
+    /// A connection that closed stops its capture: the ring is freed once the worker let go.
+    fn orphan_closed_captures(&mut self) {
+        for c in self.conns.values_mut().filter(|c| c.closed) {
+            if let Some(mut s) = c.capture.take() {
+                s.end(CaptureEnd::Stopped);
+                self.orphans.push(s);
+            }
+        }
+    }
+
+    /// The switch is stopping (its workers have finished, or are about to): every capture gets
+    /// what its ring holds and its last push, and the connections get a moment to take them.
+    fn finish_captures(&mut self) {
+        let mut any = false;
+        for c in self.conns.values_mut().filter(|c| !c.closed) {
+            let Some(mut s) = c.capture.take() else { continue };
+            s.end(CaptureEnd::SwitchStopping);
+            s.drain_into(&mut c.output, usize::MAX);
+            s.finish(&mut c.output);
+            any = true;
+        }
+        if !any {
+            return;
+        }
+        let deadline = Instant::now() + Duration::from_secs(2);
+        let tokens: Vec<Token> = self.conns.keys().copied().collect();
+        while Instant::now() < deadline {
+            for &t in &tokens {
+                self.flush(t);
+            }
+            if self.conns.values().all(|c| c.closed || c.output.is_empty()) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
+    /// Adds what the live captures of each port copied and dropped to a `counters` snapshot.
+    fn annotate(&self, snap: &mut Snapshot) {
+        for p in &mut snap.ports {
+            let mut r = self.capture_totals.get(&p.id).copied();
+            for s in self.sessions().filter(|s| s.port_id == p.id) {
+                let t = r.get_or_insert_with(CaptureReport::default);
+                t.frames += s.ring.captured();
+                t.dropped += s.ring.dropped();
+            }
+            p.capture = r;
+        }
+    }
+}
+
+/// Asks the worker to let go of an ending capture's ring (once; retried while its queue is
+/// full). True once it has (the control thread's reference is the last), or once it has not
+/// answered for [`REPLY_TIMEOUT`] (the ring then waits in `retiring`).
+fn detach(queue: &ControlQueue, s: &mut CaptureSession, now: Instant) -> bool {
+    let Some(e) = s.ending.as_mut() else { return false };
+    if !e.detach_sent {
+        let (tx, _) = sync_channel(1);
+        e.detach_sent = queue
+            .push(ControlRequest::Capture {
+                port: s.port,
+                rx: None,
+                tx: None,
+                reply: tx,
+            })
+            .is_ok();
+    }
+    (e.detach_sent && Arc::strong_count(&s.ring) == 1) || now.duration_since(e.since) >= REPLY_TIMEOUT
 }
 
 fn json<T: serde::Serialize>(v: &T) -> Value {

@@ -11,6 +11,7 @@
 
 use crate::io::{ForeignFrame, PortBackend, PortError};
 use crate::report::Snapshot;
+use crate::runtime::capture::{CaptureRing, Dir};
 use crate::runtime::emulated::{EmulatedPort, ToHost};
 use crate::switch::{Switch, TxSink};
 use controlplane::snapshot::BackendReport;
@@ -50,6 +51,19 @@ pub struct XferRings {
     /// Per port index: the I/O worker's last report of the port's backend counters (about
     /// once a second), for the pipeline worker's snapshots.
     pub reports: Vec<std::sync::Mutex<Option<BackendReport>>>,
+    /// Captures starting or stopping on the I/O worker's ports, forwarded by the pipeline
+    /// worker (`ControlRequest::Capture`); taken once per round.
+    pub taps: ArrayQueue<TapUpdate>,
+}
+
+/// A capture's ring for one port's directions (`None`: that direction is not captured), and
+/// where to say it is in place (the wall-clock start of the workers' clock), so a capture
+/// is acknowledged only once the worker that owns the port copies its frames.
+pub struct TapUpdate {
+    pub port: usize,
+    pub rx: Option<Arc<CaptureRing>>,
+    pub tx: Option<Arc<CaptureRing>>,
+    pub reply: std::sync::mpsc::SyncSender<Result<u64, String>>,
 }
 
 /// Frames one port may have in flight between the pipeline and its I/O worker: a transmit
@@ -72,6 +86,7 @@ impl XferRings {
             free,
             in_flight: (0..ports).map(|_| Default::default()).collect(),
             reports: (0..ports).map(|_| Default::default()).collect(),
+            taps: ArrayQueue::new(ports.max(1) * 4),
         }
     }
 }
@@ -84,6 +99,11 @@ pub struct PortIo {
     pub gone: bool,
     pub link_up: bool,
     pub tx_dropped: u64,
+    /// A live capture of the frames the port receives (`rocectl capture`), checked once per
+    /// burst: `None` costs the receive path one branch per burst.
+    pub rx_tap: Option<Arc<CaptureRing>>,
+    /// A live capture of the frames the port takes for transmission.
+    pub tx_tap: Option<Arc<CaptureRing>>,
     /// On an I/O worker: frames the pipeline sent that the port had no room for yet, in order;
     /// sent before anything newer (capacity for every cross-worker buffer, so never grows).
     pending: std::collections::VecDeque<Xfer>,
@@ -97,12 +117,23 @@ impl PortIo {
             gone: false,
             link_up: true,
             tx_dropped: 0,
+            rx_tap: None,
+            tx_tap: None,
             pending: std::collections::VecDeque::new(),
         }
     }
 
-    /// Offers one frame from the pipeline to the backend (I/O workers).
-    fn offer(&mut self, x: &Xfer) -> Offer {
+    /// Offers one frame from the pipeline to the backend (I/O workers); a frame the port took
+    /// goes to its transmit capture, if one runs.
+    fn offer(&mut self, x: &Xfer, now: u64) -> Offer {
+        let offer = self.offer_inner(x);
+        if let (Offer::Taken, Some(tap)) = (&offer, self.tx_tap.as_deref()) {
+            tap.record(Dir::Tx, now, &x.data[..x.len]);
+        }
+        offer
+    }
+
+    fn offer_inner(&mut self, x: &Xfer) -> Offer {
         if self.gone {
             self.tx_dropped += 1;
             return Offer::Lost;
@@ -121,6 +152,22 @@ impl PortIo {
                 self.fail(e);
                 self.tx_dropped += 1;
                 Offer::Lost
+            }
+        }
+    }
+
+    /// What a send to the backend came to: true if the port took the frame; a full ring counts
+    /// a transmit drop, an error stops the port.
+    fn took(&mut self, sent: Result<bool, PortError>) -> bool {
+        match sent {
+            Ok(true) => true,
+            Ok(false) => {
+                self.tx_dropped += 1;
+                false
+            }
+            Err(e) => {
+                self.fail(e);
+                false
             }
         }
     }
@@ -161,18 +208,34 @@ enum Offer {
     Lost,
 }
 
-/// Monotonic nanoseconds since the switch started: the pipeline's clock in real mode.
+/// Monotonic nanoseconds since the switch started: the pipeline's clock in real mode. It
+/// also remembers the wall-clock time it started at, so a capture's timestamps (taken on this
+/// clock, which never jumps) can be written as wall-clock time.
 #[derive(Clone, Copy)]
-pub struct Clock(Instant);
+pub struct Clock {
+    start: Instant,
+    wall_start_ns: u64,
+}
 
 impl Clock {
     pub fn start() -> Self {
-        Clock(Instant::now())
+        let wall = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as u64);
+        Clock {
+            start: Instant::now(),
+            wall_start_ns: wall,
+        }
     }
 
     #[inline]
     pub fn now_ns(&self) -> u64 {
-        self.0.elapsed().as_nanos() as u64
+        self.start.elapsed().as_nanos() as u64
+    }
+
+    /// Nanoseconds since the Unix epoch at `now_ns() == 0`.
+    pub fn wall_start_ns(&self) -> u64 {
+        self.wall_start_ns
     }
 }
 
@@ -226,49 +289,71 @@ impl TxSink for Egress<'_> {
     }
 
     fn transmit_owned(&mut self, port: usize, frame: ForeignFrame, at_ns: u64) {
-        let Some(io) = self.local[port].as_mut() else {
-            // Another worker's port: the frame crosses in a copy.
-            return self.transmit(port, frame.bytes(), at_ns);
-        };
-        if io.gone {
-            io.tx_dropped += 1;
-            return;
-        }
-        match io.backend.send_owned(frame) {
-            Ok(true) => {}
-            Ok(false) => io.tx_dropped += 1,
-            Err(e) => io.fail(e),
-        }
+        self.send_owned(port, frame, at_ns);
     }
 
     fn transmit(&mut self, port: usize, frame: &[u8], at_ns: u64) {
+        self.transmit_frame(port, frame, at_ns, None);
+    }
+}
+
+impl Egress<'_> {
+    /// A frame the switch transmits: shown to the port's emulated peer, then handed to the
+    /// port; if the port took it and `tap` is a capture of its transmissions, copied there.
+    /// Inlined into both sinks, so the plain one (`tap` = `None`) has no capture check.
+    #[inline(always)]
+    fn transmit_frame(&mut self, port: usize, frame: &[u8], at_ns: u64, tap: Option<&CaptureRing>) {
         if let Some(em) = self.emu[port].as_mut() {
             // The frame still goes out on the port (a rocegen host honours PFC itself); the
             // emulated peer is what keeps a late host from costing the switch lossless frames.
             match em.from_switch(frame, at_ns) {
                 ToHost::Frame => {}
                 ToHost::Nothing => return,
-                ToHost::Rewritten(buf, len) => return self.send(port, &buf[..len]),
+                ToHost::Rewritten(buf, len) => {
+                    // What reaches the host (and a capture of the port) is the rewritten frame.
+                    if self.send(port, &buf[..len]) {
+                        if let Some(tap) = tap {
+                            tap.record(Dir::Tx, at_ns, &buf[..len]);
+                        }
+                    }
+                    return;
+                }
             }
         }
-        self.send(port, frame);
+        if self.send(port, frame) {
+            if let Some(tap) = tap {
+                tap.record(Dir::Tx, at_ns, frame);
+            }
+        }
     }
-}
 
-impl Egress<'_> {
+    /// [`TxSink::transmit_owned`]; true if a local port took the frame.
+    fn send_owned(&mut self, port: usize, frame: ForeignFrame, at_ns: u64) -> bool {
+        let Some(io) = self.local[port].as_mut() else {
+            // Another worker's port: the frame crosses in a copy (its I/O worker captures it).
+            self.transmit_frame(port, frame.bytes(), at_ns, None);
+            return false;
+        };
+        if io.gone {
+            io.tx_dropped += 1;
+            return false;
+        }
+        let sent = io.backend.send_owned(frame);
+        io.took(sent)
+    }
+
     /// Hands `frame` to the port (its backend, or the ring to its I/O worker), and nothing
-    /// else: what the emulated NIC sends its host goes here directly.
-    fn send(&mut self, port: usize, frame: &[u8]) {
+    /// else: what the emulated NIC sends its host goes here directly. True if a local port's
+    /// backend took it (what its transmit capture records; an I/O worker's port records what
+    /// its backend takes itself).
+    fn send(&mut self, port: usize, frame: &[u8]) -> bool {
         if let Some(io) = self.local[port].as_mut() {
             if io.gone {
                 io.tx_dropped += 1;
-                return;
+                return false;
             }
-            match io.backend.send(frame) {
-                Ok(true) => {}
-                Ok(false) => io.tx_dropped += 1,
-                Err(e) => io.fail(e),
-            }
+            let sent = io.backend.send(frame);
+            return io.took(sent);
         } else if let Some(rings) = self.remote[port].as_ref() {
             match rings.free.pop() {
                 Some(mut x) if frame.len() <= XFER_FRAME => {
@@ -289,6 +374,67 @@ impl Egress<'_> {
                 None => *self.remote_dropped += 1,
             }
         }
+        false
+    }
+
+    /// The transmit capture of `port`, if one runs on it here (a port of this worker).
+    #[inline]
+    fn tx_tap(&self, port: usize) -> Option<Arc<CaptureRing>> {
+        self.local[port].as_ref()?.tx_tap.clone()
+    }
+
+    /// Lets `port` transmit what the switch allows at `now`. The capture check is made once
+    /// here, per port and round, not per frame: without a capture the sink is the plain
+    /// `Egress`, with one a [`Tapped`] wrapper that also copies what the port took.
+    #[inline]
+    fn transmit_port(&mut self, sw: &mut Switch, port: usize, now: u64) -> usize {
+        match self.tx_tap(port) {
+            None => sw.transmit(port, now, self),
+            Some(tap) => sw.transmit(
+                port,
+                now,
+                &mut Tapped {
+                    egress: self,
+                    tap: &tap,
+                },
+            ),
+        }
+    }
+
+    /// Sends what the emulated NIC tells its host (back-pressure PFC), captured like any frame
+    /// the port sends.
+    fn send_to_host(&mut self, port: usize, frame: &[u8], now: u64) {
+        let taken = self.send(port, frame);
+        if taken {
+            if let Some(tap) = self.local[port].as_ref().and_then(|io| io.tx_tap.as_deref()) {
+                tap.record(Dir::Tx, now, frame);
+            }
+        }
+    }
+}
+
+/// [`Egress`] for a port whose transmissions are being captured: each frame the port's backend
+/// takes is also copied into the capture ring, stamped with its departure time. A frame the
+/// backend refused was not sent and is not captured.
+struct Tapped<'e, 'a> {
+    egress: &'e mut Egress<'a>,
+    tap: &'e CaptureRing,
+}
+
+impl TxSink for Tapped<'_, '_> {
+    fn room(&mut self, port: usize) -> usize {
+        self.egress.room(port)
+    }
+
+    fn transmit(&mut self, port: usize, frame: &[u8], at_ns: u64) {
+        self.egress.transmit_frame(port, frame, at_ns, Some(self.tap));
+    }
+
+    fn transmit_owned(&mut self, port: usize, frame: ForeignFrame, at_ns: u64) {
+        // The buffer is the backend's once sent: copy it first, keep the copy if it was taken.
+        let staged = self.tap.stage(Dir::Tx, at_ns, frame.bytes());
+        let taken = self.egress.send_owned(port, frame, at_ns);
+        self.tap.finish(staged, taken);
     }
 }
 
@@ -327,6 +473,16 @@ pub enum ControlRequest {
     Fdb {
         reply: std::sync::mpsc::SyncSender<Vec<crate::ingress::fdb::FdbRow>>,
     },
+    /// Start (`Some` ring) or stop (`None`) capturing a port's received and/or transmitted
+    /// frames (port index). Answered with the clock's wall-clock start (what a capture's
+    /// timestamps are relative to), or why not. The worker that owns the port keeps the ring
+    /// until told to stop; the control thread keeps its own reference and frees it after.
+    Capture {
+        port: usize,
+        rx: Option<Arc<CaptureRing>>,
+        tx: Option<Arc<CaptureRing>>,
+        reply: std::sync::mpsc::SyncSender<Result<u64, String>>,
+    },
 }
 
 /// The queue the control thread feeds and the pipeline worker drains.
@@ -353,11 +509,13 @@ fn fill_backends(snap: &mut Snapshot, local: &mut [Option<PortIo>], remote: &[Op
     }
 }
 
+#[allow(clippy::too_many_arguments)]
 fn serve_control(
     sw: &mut Switch,
     emu: &[Option<EmulatedPort>],
     q: &ControlQueue,
     now: u64,
+    clock: &Clock,
     local: &mut [Option<PortIo>],
     remote: &[Option<Arc<XferRings>>],
 ) {
@@ -385,6 +543,27 @@ fn serve_control(
             }
             ControlRequest::Fdb { reply } => {
                 let _ = reply.try_send(sw.fdb().rows(now));
+            }
+            ControlRequest::Capture { port, rx, tx, reply } => {
+                let r = if let Some(io) = local.get_mut(port).and_then(Option::as_mut) {
+                    io.rx_tap = rx;
+                    io.tx_tap = tx;
+                    Ok(clock.wall_start_ns())
+                } else if let Some(rings) = remote.get(port).and_then(Option::as_ref) {
+                    // The I/O worker that owns the port takes it at its next round, and answers.
+                    match rings.taps.push(TapUpdate { port, rx, tx, reply }) {
+                        Ok(()) => continue,
+                        Err(u) => {
+                            let _ = u.reply.try_send(Err(
+                                "the switch is busy (too many capture changes at once); try again".into(),
+                            ));
+                            continue;
+                        }
+                    }
+                } else {
+                    Err(format!("port index {port} has no backend in this run"))
+                };
+                let _ = reply.try_send(r);
             }
         }
     }
@@ -450,7 +629,15 @@ pub fn run_pipeline(
                         Some(em) => read_into_peer(io, em, sw.classifier(), now),
                         None => {
                             let mut rx = sw.burst_rx(io.index, now);
-                            io.backend.recv_frames(BURST, &mut |frame| rx.receive_frame(frame))
+                            // One capture check per burst; a captured frame is copied as the
+                            // backend handed it over, before the switch parses it.
+                            match io.rx_tap.as_deref() {
+                                None => io.backend.recv_frames(BURST, &mut |frame| rx.receive_frame(frame)),
+                                Some(tap) => io.backend.recv_frames(BURST, &mut |frame| {
+                                    tap.record(Dir::Rx, now, frame.bytes());
+                                    rx.receive_frame(frame)
+                                }),
+                            }
                         }
                     };
                     match res {
@@ -497,11 +684,11 @@ pub fn run_pipeline(
                 remote_dropped: &mut remote_dropped,
                 emu,
             };
-            (0..n).map(|port| sw.transmit(port, t, &mut egress)).sum()
+            (0..n).map(|port| egress.transmit_port(sw, port, t)).sum()
         });
         last_now = now;
         if let Some(q) = control {
-            serve_control(sw, &emu, q, now, &mut local, &remote);
+            serve_control(sw, &emu, q, now, &clock, &mut local, &remote);
         }
         sw.poll(now);
         let mut egress = Egress {
@@ -511,11 +698,11 @@ pub fn run_pipeline(
             emu: &mut emu,
         };
         for port in 0..n {
-            moved += sw.transmit(port, now, &mut egress);
+            moved += egress.transmit_port(sw, port, now);
         }
         for port in 0..n {
             if let Some((frame, len)) = egress.emu[port].as_mut().and_then(|em| em.backpressure(now)) {
-                egress.send(port, &frame[..len]);
+                egress.send_to_host(port, &frame[..len], now);
             }
         }
         for io in local.iter_mut().flatten() {
@@ -593,9 +780,15 @@ fn read_into_peer(
             em.link.counters.stalled_reads += 1;
             return Ok(total);
         }
-        let k = io
-            .backend
-            .recv_burst(room, &mut |frame| em.accept(frame, now, classifier))?;
+        let k = match io.rx_tap.as_deref() {
+            None => io
+                .backend
+                .recv_burst(room, &mut |frame| em.accept(frame, now, classifier))?,
+            Some(tap) => io.backend.recv_burst(room, &mut |frame| {
+                tap.record(Dir::Rx, now, frame);
+                em.accept(frame, now, classifier)
+            })?,
+        };
         total += k;
         if k < room {
             return Ok(total);
@@ -609,6 +802,7 @@ fn read_into_peer(
 pub fn run_io(
     mut ports: Vec<PortIo>,
     rings: Arc<XferRings>,
+    clock: Clock,
     polling: Polling,
     stop: &AtomicBool,
     done: &AtomicBool,
@@ -622,6 +816,19 @@ pub fn run_io(
     let mut next_check = Instant::now();
     loop {
         let mut moved = 0usize;
+        // Captures starting or stopping on these ports (rare: one queue check per round).
+        while let Some(u) = rings.taps.pop() {
+            let r = match ports.iter_mut().find(|p| p.index == u.port) {
+                Some(io) => {
+                    io.rx_tap = u.rx;
+                    io.tx_tap = u.tx;
+                    Ok(clock.wall_start_ns())
+                }
+                None => Err(format!("port index {} is not on this I/O worker", u.port)),
+            };
+            let _ = u.reply.try_send(r);
+        }
+        let now = clock.now_ns();
         if !stop.load(Ordering::Relaxed) {
             for io in ports.iter_mut() {
                 if io.gone {
@@ -636,7 +843,7 @@ pub fn run_io(
                 if room == 0 {
                     continue;
                 }
-                let res = io.backend.recv_burst(room, &mut |frame| match r.free.pop() {
+                let mut take = |frame: &[u8]| match r.free.pop() {
                     Some(mut x) if frame.len() <= XFER_FRAME => {
                         x.port = idx;
                         x.len = frame.len();
@@ -651,7 +858,14 @@ pub fn run_io(
                         lost += 1;
                     }
                     None => lost += 1,
-                });
+                };
+                let res = match io.rx_tap.as_deref() {
+                    None => io.backend.recv_burst(room, &mut take),
+                    Some(tap) => io.backend.recv_burst(room, &mut |frame| {
+                        tap.record(Dir::Rx, now, frame);
+                        take(frame)
+                    }),
+                };
                 match res {
                     Ok(k) => moved += k,
                     Err(e) => io.fail(e),
@@ -661,7 +875,7 @@ pub fn run_io(
         // Frames a port had no room for go first, in order; what is still refused waits.
         for io in ports.iter_mut() {
             while let Some(x) = io.pending.pop_front() {
-                match io.offer(&x) {
+                match io.offer(&x, now) {
                     Offer::Full => {
                         io.pending.push_front(x);
                         break;
@@ -686,7 +900,7 @@ pub fn run_io(
                 io.pending.push_back(x);
                 continue;
             }
-            match io.offer(&x) {
+            match io.offer(&x, now) {
                 Offer::Full => io.pending.push_back(x),
                 Offer::Taken | Offer::Lost => {
                     rings.in_flight[x.port].fetch_sub(1, Ordering::AcqRel);
@@ -780,6 +994,8 @@ pub fn run(
         drain_timeout: Duration::from_nanos(cfg.run.drain_timeout_ns),
     };
     let done = Arc::new(AtomicBool::new(false));
+    // One clock for every worker: capture timestamps from any of them are comparable.
+    let clock = Clock::start();
     let mut remote: Vec<Option<Arc<XferRings>>> = (0..n).map(|_| None).collect();
     let mut handles = Vec::new();
     for (w, ports) in per_worker.into_iter().enumerate().skip(1) {
@@ -798,7 +1014,7 @@ pub fn run(
                 if let Some(c) = core {
                     pin(c);
                 }
-                run_io(ports, rings, polling, &stop, &done)
+                run_io(ports, rings, clock, polling, &stop, &done)
             })?;
         handles.push(handle);
     }
@@ -811,7 +1027,6 @@ pub fn run(
         .iter()
         .map(|p| (p.peer == controlplane::model::PeerKind::Emulated).then(|| EmulatedPort::new(p, &cfg.pfc)))
         .collect();
-    let clock = Clock::start();
     let control = opts.control.clone();
     let mut outcome = run_pipeline(
         &mut sw,

@@ -4,10 +4,30 @@
 //! (`mod counting_alloc;`), since it replaces the test binary's allocator.
 
 use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 pub struct Counting;
 pub static COUNTING: AtomicBool = AtomicBool::new(false);
+/// When set, only threads that called [`mark_this_thread`] are counted: a test that runs the
+/// real workers watches the worker's thread while its own thread (and the others) do as they
+/// please.
+pub static ONLY_MARKED: AtomicBool = AtomicBool::new(false);
+
+thread_local! {
+    // `const`: no lazy initialisation, so reading it never allocates (it runs inside `alloc`).
+    static MARKED: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Counts this thread's allocations while [`ONLY_MARKED`] is set.
+#[allow(dead_code)]
+pub fn mark_this_thread() {
+    MARKED.with(|m| m.set(true));
+}
+
+fn counted() -> bool {
+    COUNTING.load(Ordering::Relaxed) && (!ONLY_MARKED.load(Ordering::Relaxed) || MARKED.with(Cell::get))
+}
 pub static ALLOCS: AtomicU64 = AtomicU64::new(0);
 /// Bytes asked for by those allocations (a reallocation counts its new size; frees are not
 /// subtracted).
@@ -15,7 +35,7 @@ pub static BYTES: AtomicU64 = AtomicU64::new(0);
 
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        if COUNTING.load(Ordering::Relaxed) {
+        if counted() {
             ALLOCS.fetch_add(1, Ordering::Relaxed);
             BYTES.fetch_add(layout.size() as u64, Ordering::Relaxed);
         }
@@ -25,7 +45,7 @@ unsafe impl GlobalAlloc for Counting {
         System.dealloc(ptr, layout)
     }
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        if COUNTING.load(Ordering::Relaxed) {
+        if counted() {
             ALLOCS.fetch_add(1, Ordering::Relaxed);
             BYTES.fetch_add(new_size as u64, Ordering::Relaxed);
         }

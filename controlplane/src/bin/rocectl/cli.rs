@@ -10,9 +10,9 @@ use std::path::PathBuf;
     version,
     about = "Configure and inspect rocesw switches",
     after_help = "Connection options (--socket, --switch, --all, --tcp, --token-file) belong to the commands \
-                  that talk to a switch (show, clear, apply, set, patch, watch, daemon): after the \
+                  that talk to a switch (show, clear, apply, set, patch, watch, capture, daemon): after the \
                   command (`rocectl show pfc --switch leaf1`) or, as before, ahead of it (`rocectl \
-                  --switch leaf1 show pfc`), in one place. `check`, `headroom` and `switches` take none."
+                  --switch leaf1 show pfc`), in one place. `check`, `headroom`, `switches` and `vlarb` take none."
 )]
 pub struct Cli {
     // Connection options given before the command (`rocectl --socket PATH show counters`).
@@ -225,6 +225,57 @@ pub enum Command {
         #[command(flatten)]
         connection: ConnectionArgs,
     },
+    /// InfiniBand VL arbitration, offline: admission control for a port's high-priority table.
+    #[command(subcommand)]
+    Vlarb(Vlarb),
+    /// Capture a port of the running switch live into a pcap file: the frames it receives (as
+    /// they arrived, malformed ones too) and/or sends (as sent: CE marks and DSCP rewrites
+    /// applied, PFC and CNP frames included). Both directions unless --rx or --tx. Runs until
+    /// --count, --duration, Ctrl-C or the switch stops; the file is valid at every moment.
+    #[command(
+        after_help = "The switch never waits for a capture: frames its ring cannot hold (this reader fell behind) are \
+                      counted as dropped and reported at the end (and in `show counters --json`, ports[].capture).\n\n\
+                      Examples:\n  rocectl capture --port 3 --tx -w port3-tx.pcap\n  \
+                      rocectl capture --port 0 --rx --count 1000 -w port0-rx.pcap\n  \
+                      rocectl capture --port 3 --duration 10s -w port3.pcap --tcp 127.0.0.1:7700 --token-file token\n  \
+                      tshark -r port3-tx.pcap -Y 'ip.dsfield.ecn == 3'      # CE-marked frames\n  \
+                      tshark -r port0.pcap -Y 'macc.opcode == 0x0101 || infiniband.bth.opcode == 129'   # PFC, CNPs"
+    )]
+    Capture {
+        /// The port to capture (its `id` in the config).
+        #[arg(long)]
+        port: u16,
+        /// Only the frames the port receives.
+        #[arg(long, conflicts_with = "tx")]
+        rx: bool,
+        /// Only the frames the port sends.
+        #[arg(long)]
+        tx: bool,
+        /// Stop after this many frames.
+        #[arg(long, short = 'c', value_parser = clap::value_parser!(u64).range(1..))]
+        count: Option<u64>,
+        /// Stop after this long, e.g. 10s, 500ms.
+        #[arg(long, value_parser = duration)]
+        duration: Option<std::time::Duration>,
+        /// The pcap file to write (classic pcap, nanosecond wall-clock timestamps, Ethernet).
+        #[arg(short = 'w', long = "write", value_name = "FILE")]
+        file: PathBuf,
+        /// Overwrite FILE if it exists (by default an existing file is refused).
+        #[arg(long)]
+        force: bool,
+        /// Bytes kept of each frame (at least 64); default: the port's largest frame (whole frames).
+        #[arg(long, value_name = "BYTES")]
+        snaplen: Option<u32>,
+        /// Frames the switch holds for this capture while this reader catches up (default: 32 MiB
+        /// worth, between 256 and 8192); beyond it frames are dropped and counted.
+        #[arg(long, value_name = "FRAMES")]
+        ring: Option<u32>,
+        /// No progress line (it is printed only when standard error is a terminal).
+        #[arg(long, short = 'q')]
+        quiet: bool,
+        #[command(flatten)]
+        connection: ConnectionArgs,
+    },
     /// Live view until interrupted: per port rates, ECN marks, PFC sent and received, drops,
     /// time paused and buffer use; per busy queue its rate, marks, drops and depth.
     Watch {
@@ -250,6 +301,8 @@ impl Command {
             Command::Switches => "switches",
             Command::Daemon { .. } => "daemon",
             Command::Watch { .. } => "watch",
+            Command::Vlarb(_) => "vlarb",
+            Command::Capture { .. } => "capture",
         }
     }
 
@@ -257,16 +310,97 @@ impl Command {
     /// no switch named by them (`check`, `headroom`, `switches`).
     pub fn connection(&self) -> Option<&ConnectionArgs> {
         match self {
-            Command::Check { .. } | Command::Headroom { .. } | Command::Switches => None,
+            Command::Check { .. } | Command::Headroom { .. } | Command::Switches | Command::Vlarb(_) => None,
             Command::Show { connection, .. }
             | Command::Clear { connection, .. }
             | Command::Apply { connection, .. }
             | Command::Patch { connection, .. }
             | Command::Daemon { connection, .. }
-            | Command::Watch { connection, .. } => Some(connection),
+            | Command::Watch { connection, .. }
+            | Command::Capture { connection, .. } => Some(connection),
             Command::Set(set) => Some(&set.connection),
         }
     }
+}
+
+/// `rocectl vlarb …`: offline tools for the VL arbitration scheduler.
+#[derive(Subcommand)]
+pub enum Vlarb {
+    /// Admit connections (bandwidth, latency) to the high-priority table; print it and the
+    /// bounds; write the fragment to apply live.
+    ///
+    /// Fills the table by the bit-reversal method of Alfaro, Sánchez and Duato: admits what
+    /// fits, refuses the rest with the reason, releases and re-packs; prints the table and each
+    /// connection's latency bound; writes the config fragment for `rocectl patch`. Exit 0 when
+    /// every request was admitted, 1 when some were refused (the others are kept), 2 on bad
+    /// input (nothing written).
+    #[command(after_help = concat!(
+        "Examples:\n",
+        "  rocectl vlarb admit --speed 100G --high-limit 6 --state port.json \\\n",
+        "      -r name=a,bw=2G,latency=20us,mtu=1024 -r name=b,bw=500M,distance=16 -o frag.toml\n",
+        "  rocectl vlarb admit --state port.json --release a -o frag.toml\n",
+        "  rocectl patch frag.toml\n",
+        "\n",
+        "Sizes are frames as the switch holds them (no FCS): mtu=M means a frame of M + 18 B.\n",
+        "A latency is met by the largest distance whose bound holds whatever else is admitted\n",
+        "later (the \"guaranteed\" column); \"bound now\" is the bound on the table as it is.\n",
+        "The model and its assumptions: README, \"Admission control for VL arbitration\"."
+    ))]
+    Admit(AdmitArgs),
+}
+
+#[derive(Args)]
+pub struct AdmitArgs {
+    /// A connection to admit, as key=value pairs: name=NAME,bw=RATE and latency=TIME or
+    /// distance=2|4|…|64, optionally mtu=BYTES (IP MTU; frame = MTU + 18) or frame=BYTES (the
+    /// port's largest if neither), and vl=N. Repeatable; admitted in order, after the releases.
+    #[arg(long = "request", short = 'r', value_name = "SPEC")]
+    pub requests: Vec<String>,
+    /// A file of requests with the keys of --request: TOML ([[request]] tables) or, for a
+    /// .json file, a JSON array of objects. Repeatable; admitted after the --request ones.
+    #[arg(long = "requests", value_name = "FILE")]
+    pub request_files: Vec<PathBuf>,
+    /// Release a connection (by name) before admitting; the table is then re-packed.
+    /// Repeatable. Needs --state.
+    #[arg(long, value_name = "NAME", requires = "state")]
+    pub release: Vec<String>,
+    /// The admitted connections of earlier runs (JSON): read if the file exists, written back
+    /// with this run's changes, so admissions accumulate. It keeps the port's parameters too.
+    #[arg(long, value_name = "FILE")]
+    pub state: Option<PathBuf>,
+    /// A switch config to take the port's speed, largest frame and vlarb.high_limit from.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// The table is for this [[port]] (its id) of --config; without it, for [port_defaults]
+    /// (then the slowest port's speed and the largest frame of any port count).
+    #[arg(long, value_name = "ID", requires = "config")]
+    pub port: Option<u16>,
+    /// The port's speed, e.g. 100G (default: from --config or --state).
+    #[arg(long, value_name = "RATE", value_parser = rate)]
+    pub speed: Option<u64>,
+    /// LimitOfHighPriority, 0..=255: 4 KiB units of high-priority bytes before a waiting
+    /// low-priority frame goes; 255 = unbounded, 0 = one high frame at a time. Default: from
+    /// --config or --state, else 255. Written to the fragment.
+    #[arg(long, value_name = "Q")]
+    pub high_limit: Option<u8>,
+    /// The port's IP MTU: its largest frame, on any VL, is MTU + 18 B (default: from --config
+    /// or --state, else 1500).
+    #[arg(long, value_name = "BYTES")]
+    pub mtu: Option<u32>,
+    /// The smallest frame the high-priority VLs send (stored bytes, no FCS): bounds how many
+    /// frames, each with its wire overhead, one table entry can hold. Default 60.
+    #[arg(long, value_name = "BYTES")]
+    pub min_frame: Option<u32>,
+    /// The VLs (queues) sequences may be given, e.g. 1,2,3 (default 1-7: queue 0 stays for the
+    /// low-priority table). One VL per sequence size.
+    #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = clap::value_parser!(u8).range(0..8))]
+    pub vls: Option<Vec<u8>>,
+    /// Write the config fragment that puts the table on the switch (`rocectl patch FILE`).
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Print the result as JSON instead of tables.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -306,6 +440,14 @@ fn length(s: &str) -> Result<f64, String> {
 
 fn size(s: &str) -> Result<u64, String> {
     units::parse_size(s).map_err(|e| e.to_string())
+}
+
+fn duration(s: &str) -> Result<std::time::Duration, String> {
+    match units::parse_duration(s) {
+        Ok(0) => Err("the duration must be more than 0".into()),
+        Ok(ns) => Ok(std::time::Duration::from_nanos(ns)),
+        Err(e) => Err(e.to_string()),
+    }
 }
 
 #[cfg(test)]
@@ -352,6 +494,12 @@ mod tests {
             let ids = connection_ids(sub);
             match name {
                 "check" | "headroom" | "switches" => assert!(ids.is_empty(), "{name}: {ids:?}"),
+                "vlarb" => {
+                    assert!(ids.is_empty(), "vlarb: {ids:?}");
+                    for sub in sub.get_subcommands() {
+                        assert!(connection_ids(sub).is_empty(), "vlarb {}", sub.get_name());
+                    }
+                }
                 "set" => {
                     assert!(ids.is_empty(), "set itself: {ids:?} (the knobs take them)");
                     assert!(sub.get_subcommands().count() >= 8);
@@ -469,12 +617,18 @@ mod tests {
         );
         let e = resolve(&["--all", "headroom", "--speed", "25G", "--cable", "1m"], None).unwrap_err();
         assert!(e.contains("`headroom`") && e.contains("remove --all"), "{e}");
+        let e = resolve(&["--socket", "/tmp/s", "vlarb", "admit", "--speed", "25G"], None).unwrap_err();
+        assert!(
+            e.contains("`vlarb` works offline") && e.contains("remove --socket"),
+            "{e}"
+        );
         let e = resolve(&["-s", "a", "switches"], None).unwrap_err();
         assert!(e.contains("`switches`") && e.contains("remove --switch"), "{e}");
         for args in [
             &["check", "x.toml", "--socket", "/tmp/s"][..],
             &["headroom", "--speed", "25G", "--cable", "1m", "--switch", "a"],
             &["switches", "--all"],
+            &["vlarb", "admit", "--speed", "25G", "--switch", "a"],
         ] {
             let e = Cli::try_parse_from(std::iter::once("rocectl").chain(args.iter().copied()))
                 .err()

@@ -7,6 +7,7 @@ use crate::target::{connect, err};
 use controlplane::protocol::{self, ApplyData, Endpoint, Op};
 use controlplane::snapshot::Snapshot;
 use controlplane::units;
+use controlplane::vlarb_admit;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
@@ -44,13 +45,14 @@ pub fn check(file: &Path, verbose: bool) -> ExitCode {
                         controlplane::model::PeerKind::Wire => String::new(),
                     };
                     println!(
-                        "  port {}: {} {} cable, max frame {} B{}{}{peer}",
+                        "  port {}: {} {} cable, max frame {} B{}{}{peer}, scheduler {}",
                         p.id,
                         units::format_rate(p.speed_bps),
                         units::format_length(p.cable_m),
                         p.max_frame_bytes,
                         if hr.is_empty() { "" } else { ", " },
-                        hr.join(", ")
+                        hr.join(", "),
+                        scheduler(&p.scheduler)
                     );
                 }
             }
@@ -62,6 +64,45 @@ pub fn check(file: &Path, verbose: bool) -> ExitCode {
                 eprintln!("  {p}");
             }
             ExitCode::FAILURE
+        }
+    }
+}
+
+/// A port's scheduler in a line: its kind and, for VL arbitration, the tables as OpenSM
+/// writes them (`VL:weight,...`) and the limit in bytes; for EDF, the mode and the budgets.
+fn scheduler(s: &controlplane::SchedulerConfig) -> String {
+    use controlplane::{SchedulerConfig, VlArbEntry, VLARB_LIMIT_BYTES, VLARB_UNBOUNDED};
+    match s {
+        SchedulerConfig::SpWdrr => "sp_wdrr".to_string(),
+        SchedulerConfig::VlArb(v) => {
+            let t = |e: &[VlArbEntry]| {
+                let items: Vec<String> = e.iter().map(|e| format!("{}:{}", e.vl, e.weight)).collect();
+                if items.is_empty() {
+                    "-".to_string()
+                } else {
+                    items.join(",")
+                }
+            };
+            let limit = match v.high_limit {
+                VLARB_UNBOUNDED => "unbounded".to_string(),
+                0 => "one packet".to_string(),
+                l => units::format_size(u64::from(l) * u64::from(VLARB_LIMIT_BYTES)),
+            };
+            format!("vlarb (high {}, low {}, high limit {limit})", t(&v.high), t(&v.low))
+        }
+        SchedulerConfig::Edf(e) => {
+            let budgets = |b: &[Option<u64>], what: &str| -> Vec<String> {
+                b.iter()
+                    .enumerate()
+                    .filter_map(|(i, ns)| ns.map(|ns| format!("{what} {i} {}", units::format_duration(ns))))
+                    .collect()
+            };
+            let mut parts = budgets(&e.queue_budget_ns, "queue");
+            parts.extend(budgets(&e.dscp_budget_ns, "DSCP"));
+            if let Some(unit) = e.tag_unit_ns {
+                parts.push(format!("flow-label tags in {}", units::format_duration(unit)));
+            }
+            format!("edf {} ({})", e.mode.name(), parts.join(", "))
         }
     }
 }
@@ -207,4 +248,183 @@ pub fn watch(socket: &Endpoint, interval_ms: u64) -> Result<(), String> {
         }
         prev = Some((now, s));
     }
+}
+
+/// `rocectl vlarb admit`: exit 0 when every request was admitted, 1 when some were refused, 2
+/// on bad input (then nothing is written).
+pub fn vlarb_admit(args: &crate::cli::AdmitArgs) -> ExitCode {
+    match admit(args) {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::FAILURE,
+        Err(e) => {
+            eprintln!("rocectl vlarb admit: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn read_text(file: &Path) -> Result<String, String> {
+    std::fs::read_to_string(file).map_err(|e| format!("{}: cannot read: {e}", file.display()))
+}
+
+/// Writes `text` to a temporary file beside `file`, then renames it over: a reader never sees
+/// half a state or fragment.
+fn write_whole(file: &Path, text: &str) -> Result<(), String> {
+    let mut tmp = file.as_os_str().to_owned();
+    tmp.push(".tmp");
+    let tmp = PathBuf::from(tmp);
+    std::fs::write(&tmp, text)
+        .and_then(|()| std::fs::rename(&tmp, file))
+        .map_err(|e| format!("{}: cannot write: {e}", file.display()))
+}
+
+/// Every request, parsed (`--request` first, then the files), names unique.
+fn admit_requests(args: &crate::cli::AdmitArgs) -> Result<Vec<vlarb_admit::Request>, String> {
+    let mut requests = Vec::new();
+    for (i, spec) in args.requests.iter().enumerate() {
+        requests
+            .push(vlarb_admit::Request::parse_spec(spec).map_err(|e| format!("--request {} ({spec:?}): {e}", i + 1))?);
+    }
+    for file in &args.request_files {
+        let json = file.extension().is_some_and(|e| e.eq_ignore_ascii_case("json"));
+        requests.extend(
+            vlarb_admit::parse_requests(&read_text(file)?, json).map_err(|e| format!("{}: {e}", file.display()))?,
+        );
+    }
+    for (i, r) in requests.iter().enumerate() {
+        if requests[..i].iter().any(|o| o.name == r.name) {
+            return Err(format!("name: {:?} is requested twice", r.name));
+        }
+    }
+    Ok(requests)
+}
+
+/// The port's parameters: from the state when it has them (a flag or config that disagrees is
+/// an error, since the state's connections were admitted under them), else from the flags and
+/// the config.
+fn admit_table(
+    args: &crate::cli::AdmitArgs,
+    config: Option<&vlarb_admit::ConfigPort>,
+) -> Result<vlarb_admit::Admission, String> {
+    use vlarb_admit::{Admission, PortParams, L2_OVERHEAD_BYTES, MIN_FRAME_BYTES, UNBOUNDED_LIMIT};
+    let frame = match args.mtu {
+        Some(m) => Some((m.checked_add(L2_OVERHEAD_BYTES).ok_or("--mtu: too large")?, "--mtu")),
+        None => config.map(|c| (c.max_frame, "--config")),
+    };
+    let speed = args
+        .speed
+        .map(|s| (s, "--speed"))
+        .or(config.map(|c| (c.speed_bps, "--config")));
+    let limit = args
+        .high_limit
+        .map(|q| (q, "--high-limit"))
+        .or(config.and_then(|c| c.high_limit).map(|q| (q, "--config")));
+    let min_frame = args.min_frame.map(|m| (m, "--min-frame"));
+    let vls = args.vls.clone().map(|v| (v, "--vls"));
+    let existing = match &args.state {
+        Some(file) if file.exists() => {
+            let state: vlarb_admit::State = serde_json::from_str(&read_text(file)?)
+                .map_err(|e| format!("{}: not a state file: {e}", file.display()))?;
+            Some((
+                Admission::from_state(state).map_err(|e| format!("{}: {e}", file.display()))?,
+                file,
+            ))
+        }
+        _ => None,
+    };
+    if let Some((a, file)) = existing {
+        let p = a.params();
+        let differs = |what: &str, src: &str, given: String, have: String| {
+            Err(format!(
+                "{src} gives {what} {given}, but {} was made for {have}: its connections were admitted under it (give the same, or start a new state file)",
+                file.display()
+            ))
+        };
+        if let Some((s, src)) = speed.filter(|(s, _)| *s != p.speed_bps) {
+            return differs("speed", src, units::format_rate(s), units::format_rate(p.speed_bps));
+        }
+        if let Some((f, src)) = frame.filter(|(f, _)| *f != p.max_frame) {
+            return differs(
+                "a largest frame of",
+                src,
+                format!("{f} B"),
+                format!("{} B", p.max_frame),
+            );
+        }
+        if let Some((q, src)) = limit.filter(|(q, _)| *q != p.high_limit) {
+            return differs("high_limit", src, q.to_string(), p.high_limit.to_string());
+        }
+        if let Some((m, src)) = min_frame.filter(|(m, _)| *m != p.min_frame) {
+            return differs(
+                "a smallest frame of",
+                src,
+                format!("{m} B"),
+                format!("{} B", p.min_frame),
+            );
+        }
+        if let Some((v, src)) = vls.filter(|(v, _)| *v != p.vls) {
+            return differs("VLs", src, format!("{v:?}"), format!("{:?}", p.vls));
+        }
+        return Ok(a);
+    }
+    let params = PortParams {
+        speed_bps: speed.ok_or("the port's speed is unknown: give --speed or --config")?.0,
+        high_limit: limit.map_or(UNBOUNDED_LIMIT, |l| l.0),
+        max_frame: frame.map_or(1500 + L2_OVERHEAD_BYTES, |f| f.0),
+        min_frame: min_frame.map_or(MIN_FRAME_BYTES, |m| m.0),
+        vls: vls.map_or_else(|| (1..vlarb_admit::NUM_VLS).collect(), |v| v.0),
+    };
+    Admission::new(params)
+}
+
+fn admit(args: &crate::cli::AdmitArgs) -> Result<bool, String> {
+    let requests = admit_requests(args)?;
+    if requests.is_empty() && args.release.is_empty() && args.state.is_none() {
+        return Err("nothing to admit: give --request, --requests, or --state (to show or --release)".into());
+    }
+    let config = match &args.config {
+        Some(file) => Some(
+            vlarb_admit::read_config(&read_text(file)?, args.port).map_err(|e| format!("{}: {e}", file.display()))?,
+        ),
+        None => None,
+    };
+    let mut table = admit_table(args, config.as_ref())?;
+    for name in &args.release {
+        table.release(name).map_err(|e| e.to_string())?;
+    }
+    let mut refused = Vec::new();
+    for r in requests {
+        let name = r.name.clone();
+        if let Err(e) = table.admit(r) {
+            refused.push((name, e));
+        }
+    }
+    let fragment = match &args.output {
+        Some(_) => Some(vlarb_admit::fragment(
+            &table,
+            args.port.zip(config.as_ref().map(|c| &c.raw)),
+        )?),
+        None => None,
+    };
+    if args.json {
+        let out = crate::render::admission_json(&table, &refused);
+        println!("{}", serde_json::to_string_pretty(&out).map_err(|e| e.to_string())?);
+    } else {
+        print!("{}", crate::render::render_admission(&table, &refused));
+    }
+    if let Some(file) = &args.state {
+        let text = serde_json::to_string_pretty(&table.state()).map_err(|e| e.to_string())?;
+        write_whole(file, &(text + "\n"))?;
+    }
+    if let (Some(file), Some(text)) = (&args.output, fragment) {
+        write_whole(file, &text)?;
+        if !args.json {
+            println!(
+                "fragment written to {} (apply with `rocectl patch {}`)",
+                file.display(),
+                file.display()
+            );
+        }
+    }
+    Ok(refused.is_empty())
 }

@@ -1,14 +1,16 @@
-//! `rocectl`: rocesw's control-plane command line. Offline: validate a config (`check`) and the
-//! PFC headroom calculator (`headroom`). Against a running switch, over its control socket
-//! (`controlplane/PROTOCOL.md`): `show`, `apply`, `set`, `watch`, and `daemon`, which keeps a
+//! `rocectl`: rocesw's control-plane command line. Offline: validate a config (`check`), the
+//! PFC headroom calculator (`headroom`) and VL arbitration admission control (`vlarb admit`).
+//! Against a running switch, over its control socket (`controlplane/PROTOCOL.md`): `show`,
+//! `apply`, `set`, `watch`, `capture` (a port's frames live into a pcap), and `daemon`, which keeps a
 //! switch on a config file and serves Prometheus metrics (`controlplane/src/daemon.rs`).
 //!
 //! The binary is a folder of modules, one job each: `cli` (what it accepts), `target` (which
-//! switches, and running a command on each), `commands` (what each command does) and `render`
-//! (the tables). They stay in the binary rather than the library because only rocectl's users
+//! switches, and running a command on each), `commands` (what each command does), `capture`
+//! (the live capture client and its pcap) and `render` (the tables). They stay in the binary rather than the library because only rocectl's users
 //! see them: the library is what the dataplane and the daemon build on, and a table layout or
 //! a flag is not an interface they should depend on.
 
+mod capture;
 mod cli;
 mod commands;
 mod render;
@@ -98,7 +100,41 @@ fn main() -> ExitCode {
             }
         }
         Command::Watch { interval_ms, .. } => live(|| watch(single("watch")?, interval_ms)),
+        Command::Capture {
+            port,
+            rx,
+            tx,
+            count,
+            duration,
+            file,
+            force,
+            snaplen,
+            ring,
+            quiet,
+            ..
+        } => live(|| {
+            let direction = match (rx, tx) {
+                (true, false) => controlplane::protocol::CaptureDirection::Rx,
+                (false, true) => controlplane::protocol::CaptureDirection::Tx,
+                _ => controlplane::protocol::CaptureDirection::Both,
+            };
+            capture::capture(
+                single("capture")?,
+                capture::CaptureOptions {
+                    port,
+                    direction,
+                    count,
+                    duration,
+                    file,
+                    force,
+                    snaplen,
+                    ring,
+                    quiet,
+                },
+            )
+        }),
         Command::Switches => live(switches),
+        Command::Vlarb(cli::Vlarb::Admit(args)) => commands::vlarb_admit(&args),
         Command::Daemon {
             config,
             metrics,

@@ -3,6 +3,7 @@
 use crate::cli::Show;
 use controlplane::protocol::{self, FdbRow, WatermarksData};
 use controlplane::snapshot::{Drops, PortPeaks, PortReport, Snapshot};
+use controlplane::{units, vlarb_admit};
 use std::fmt::Write as _;
 
 pub fn render(what: Show, data: &serde_json::Value) -> Result<String, String> {
@@ -173,6 +174,27 @@ fn render_queues(s: &Snapshot) -> String {
             o,
             "({idle} queues that never held a packet not shown; depth in packets, cells of the buffer)"
         );
+    }
+    // EDF ports only: what their regulated queues did with deadlines (issue 11).
+    let edf: Vec<_> = s
+        .ports
+        .iter()
+        .flat_map(|p| p.queues.iter().map(move |q| (p.id, q)))
+        .filter(|(_, q)| q.edf_order_errors + q.edf_deadline_misses > 0)
+        .collect();
+    if !edf.is_empty() {
+        let _ = writeln!(
+            o,
+            "\n{:>4} {:>5} {:>14} {:>16}",
+            "port", "queue", "order_errors", "deadline_misses"
+        );
+        for (id, q) in edf {
+            let _ = writeln!(
+                o,
+                "{:>4} {:>5} {:>14} {:>16}",
+                id, q.queue, q.edf_order_errors, q.edf_deadline_misses
+            );
+        }
     }
     o
 }
@@ -385,6 +407,137 @@ pub fn render_rates(prev: Option<&Snapshot>, s: &Snapshot, secs: f64) -> String 
     o
 }
 
+fn asked(r: &vlarb_admit::Request) -> String {
+    let need = match (r.latency_ns, r.distance) {
+        (Some(l), _) => format!("latency {}", units::format_duration(l)),
+        (None, Some(d)) => format!("distance {d}"),
+        (None, None) => String::new(),
+    };
+    format!("{} {need}", units::format_rate(r.bw_bps))
+}
+
+/// `rocectl vlarb admit`'s report: the port, the used entries of the table with their owners,
+/// every connection with its place and bounds, and the refusals with their reasons.
+pub fn render_admission(a: &vlarb_admit::Admission, refused: &[(String, vlarb_admit::Refusal)]) -> String {
+    use vlarb_admit::{ENTRIES, UNBOUNDED_LIMIT};
+    let p = a.params();
+    let mut o = String::new();
+    let limit = match p.high_limit {
+        UNBOUNDED_LIMIT => "255 (unbounded)".to_string(),
+        0 => "0 (one high frame at a time)".to_string(),
+        q => format!("{q} ({} KiB)", u32::from(q) * 4),
+    };
+    let vls: Vec<String> = p.vls.iter().map(u8::to_string).collect();
+    let _ = writeln!(
+        o,
+        "port: {}, high_limit {limit}, frames {}..{} B, VLs {}",
+        units::format_rate(p.speed_bps),
+        p.min_frame,
+        p.max_frame,
+        vls.join(",")
+    );
+    let table = a.table();
+    let _ = writeln!(
+        o,
+        "\nhigh-priority table: {} of {ENTRIES} entries used, {} free",
+        a.used_entries(),
+        a.free_entries()
+    );
+    let _ = writeln!(o, "{:>5}  {:>2}  {:>6}  owners (credits each)", "entry", "VL", "weight");
+    for (k, e) in table.iter().enumerate() {
+        let Some(i) = e.sequence else { continue };
+        let owners: Vec<String> = a.sequences()[i]
+            .members
+            .iter()
+            .map(|m| format!("{}({})", m.name, a.plan(m).map_or(0, |p| p.share)))
+            .collect();
+        let _ = writeln!(o, "{k:>5}  {:>2}  {:>6}  {}", e.vl, e.weight, owners.join(" "));
+    }
+    let conns = a.connections();
+    if !conns.is_empty() {
+        let _ = writeln!(
+            o,
+            "\nconnections (entries: how many @ the first; latency bound: on this table now / guaranteed whatever is admitted later):"
+        );
+        let name_w = conns.iter().map(|c| c.request.name.len()).max().unwrap_or(4).max(4);
+        let _ = writeln!(
+            o,
+            "{:<name_w$}  {:<20}  {:>2}  {:>8}  {:>7}  {:>14}  {:>10}  {:>10}  {:>9}",
+            "name", "asked", "VL", "distance", "entries", "credits/entry", "bound now", "guaranteed", "rate floor"
+        );
+        for c in &conns {
+            let frames = c.plan.share / c.plan.frame.div_ceil(64);
+            let _ = writeln!(
+                o,
+                "{:<name_w$}  {:<20}  {:>2}  {:>8}  {:>7}  {:>14}  {:>10}  {:>10}  {:>9}",
+                c.request.name,
+                asked(&c.request),
+                c.vl,
+                c.plan.effective_distance(),
+                format!("{}@{}", c.entries.len(), c.entries[0]),
+                format!("{} ({frames}x{}B)", c.plan.share, c.plan.frame),
+                vlarb_admit::show_ns(c.latency_now_ns),
+                vlarb_admit::show_ns(c.latency_guaranteed_ns),
+                vlarb_admit::show_bps(c.rate_floor_bps),
+            );
+        }
+    }
+    if !refused.is_empty() {
+        let _ = writeln!(o, "\nrefused:");
+        for (name, why) in refused {
+            let _ = writeln!(o, "  {name}: {why}");
+        }
+    }
+    o
+}
+
+/// The same as JSON: port, table (used entries), connections, refusals.
+pub fn admission_json(a: &vlarb_admit::Admission, refused: &[(String, vlarb_admit::Refusal)]) -> serde_json::Value {
+    use serde_json::json;
+    let table: Vec<_> = a
+        .table()
+        .iter()
+        .enumerate()
+        .filter_map(|(k, e)| {
+            let i = e.sequence?;
+            let owners: Vec<&str> = a.sequences()[i].members.iter().map(|m| m.name.as_str()).collect();
+            Some(json!({"entry": k, "vl": e.vl, "weight": e.weight, "owners": owners}))
+        })
+        .collect();
+    let conns: Vec<_> = a
+        .connections()
+        .iter()
+        .map(|c| {
+            json!({
+                "name": c.request.name,
+                "request": c.request.spec(),
+                "vl": c.vl,
+                "distance": c.plan.effective_distance(),
+                "entries": c.entries,
+                "credits_per_entry": c.plan.share,
+                "credits_per_cycle_needed": c.plan.credits,
+                "frame": c.plan.frame,
+                "latency_now_ns": c.latency_now_ns,
+                "latency_guaranteed_ns": c.latency_guaranteed_ns,
+                "rate_floor_bps": c.rate_floor_bps,
+            })
+        })
+        .collect();
+    let refused: Vec<_> = refused
+        .iter()
+        .map(|(n, why)| json!({"name": n, "reason": why.to_string()}))
+        .collect();
+    json!({
+        "port": a.params(),
+        "used_entries": a.used_entries(),
+        "free_entries": a.free_entries(),
+        "table": table,
+        "high": a.high_pairs(),
+        "connections": conns,
+        "refused": refused,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -398,6 +551,8 @@ mod tests {
             dropped_packets: 2,
             dropped_bytes: 2000,
             ecn_marked: 5,
+            edf_order_errors: 0,
+            edf_deadline_misses: 0,
             depth_packets: 1,
             depth_cells: 4,
             depth_bytes: 1000,

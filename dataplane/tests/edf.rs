@@ -1,0 +1,292 @@
+//! The EDF scheduler through the switch (`egress::sched::edf`): where deadlines come from
+//! (queue and DSCP budgets, the IPv6 flow-label tag, rewritten with the time left on the way
+//! out), the order each mode sends in, the counters, a paused regulated queue, and live
+//! changes with frames queued.
+
+use controlplane::{load_str, Config};
+use dataplane::tools::gen::{announce, host_ip, host_mac};
+use dataplane::wire::{self, roce::opcode, Ecn, RoceFrameBuilder};
+use dataplane::Switch;
+
+const OUT: usize = 3;
+
+/// Four 10G ports; queue 3 regulated (DSCP 24 and 26 → queue 3, 26 with a tighter budget),
+/// queue 6 strict, queue 0 WDRR.
+fn config(edf: &str) -> Config {
+    let text = format!(
+        "[buffer]\ncell = \"256B\"\nsize = \"4MiB\"\n[port_defaults]\nspeed = \"10G\"\nscheduler = \"edf\"\n\
+         [port_defaults.edf]\n{edf}\n\
+         [[port]]\nid = 0\n[[port]]\nid = 1\n[[port]]\nid = 2\n[[port]]\nid = 3\n\
+         [classify]\ntrust = \"dscp\"\ndefault_tc = 0\ndscp_to_tc = {{ 0 = 0, 24 = 3, 26 = 3, 48 = 6 }}\n\
+         [queue.6]\nsched = \"strict\"\n[pfc]\npriorities = [3]\n"
+    );
+    load_str(&text).unwrap_or_else(|e| panic!("{e}\n{text}")).config
+}
+
+/// A RoCE frame from host `src` to the host behind OUT: IPv6 when `label` is Some.
+fn frame(src: u16, dscp: u8, psn: u32, label: Option<u32>) -> Vec<u8> {
+    let mut b = RoceFrameBuilder::new().macs(host_mac(src), host_mac(OUT as u16));
+    b = match label {
+        Some(l) => {
+            let v6 = |i: u16| {
+                let mut a = [0u8; 16];
+                a[..2].copy_from_slice(&[0xfd, 0]);
+                a[12..].copy_from_slice(&host_ip(i));
+                a
+            };
+            let mut b = b.ipv6(v6(src), v6(OUT as u16));
+            b.flow_label = l;
+            b
+        }
+        None => b.ipv4(host_ip(src), host_ip(OUT as u16)),
+    };
+    b.dscp(dscp)
+        .ecn(Ecn::Ect0)
+        .opcode(opcode::RC_SEND_ONLY)
+        .dest_qp(100 + src as u32)
+        .psn(psn)
+        .build_sized(1000)
+        .unwrap()
+}
+
+struct Out {
+    /// (psn, departure, flow label) of each data frame OUT sent.
+    sent: Vec<(u32, u64, u32)>,
+}
+
+fn sink(out: &mut Out) -> impl FnMut(usize, &[u8], u64) + '_ {
+    |port, f, at| {
+        if port != OUT {
+            return;
+        }
+        let Ok(info) = wire::parse(f, usize::MAX) else { return };
+        if let Some(bth) = info.bth() {
+            let label = if info.l3_kind() == wire::L3Kind::Ipv6 {
+                let o = info.l3_offset();
+                u32::from(f[o + 1] & 0x0f) << 16 | u32::from(f[o + 2]) << 8 | u32::from(f[o + 3])
+            } else {
+                0
+            };
+            out.sent.push((bth.psn(), at, label));
+        }
+    }
+}
+
+fn switch(cfg: &Config) -> Switch {
+    let mut sw = Switch::new(cfg, 1);
+    sw.receive(OUT, &announce(OUT as u16, 0).unwrap(), 0);
+    sw
+}
+
+/// Holds OUT's link busy with one best-effort frame, queues `frames` at 1 µs steps behind it,
+/// then drains; returns what left.
+fn run(sw: &mut Switch, frames: &[Vec<u8>]) -> Out {
+    let mut out = Out { sent: Vec::new() };
+    sw.receive(0, &frame(0, 0, 999, None), 1_000);
+    sw.transmit(OUT, 1_000, &mut sink(&mut out));
+    let mut now = 1_000;
+    for f in frames {
+        now += 1;
+        sw.receive(1, f, now);
+    }
+    while !sw.is_idle() {
+        now = sw.next_event(now).unwrap_or(now + 1).max(now + 1);
+        sw.poll(now);
+        for p in 0..4 {
+            sw.transmit(p, now, &mut sink(&mut out));
+        }
+    }
+    out.sent.retain(|s| s.0 != 999);
+    out
+}
+
+fn psns(out: &Out) -> Vec<u32> {
+    out.sent.iter().map(|s| s.0).collect()
+}
+
+/// DSCP 24 has the queue's 1 ms budget, DSCP 26 its own 10 µs: a late frame (24) queued first
+/// holds the urgent ones (26) in fifo2 and not in the other modes; the counters say so.
+#[test]
+fn dscp_budgets_order_the_queue_by_mode() {
+    let frames = [
+        frame(1, 24, 0, None),
+        frame(1, 26, 1, None),
+        frame(1, 26, 2, None),
+        frame(1, 24, 3, None),
+    ];
+    let expect = [
+        ("fifo2", vec![0, 1, 2, 3], 1),
+        ("take-over", vec![1, 2, 0, 3], 0),
+        ("ideal", vec![1, 2, 0, 3], 0),
+    ];
+    for (mode, order, errors) in expect {
+        let cfg = config(&format!(
+            "mode = \"{mode}\"\nbudget = {{ 3 = \"1ms\" }}\ndscp_budget = {{ 26 = \"10us\" }}"
+        ));
+        let mut sw = switch(&cfg);
+        let out = run(&mut sw, &frames);
+        assert_eq!(psns(&out), order, "{mode}");
+        let q = &sw.snapshot(0).ports[OUT].queues[3];
+        assert_eq!(q.edf_order_errors, errors, "{mode}: order errors");
+        // 1000-byte frames take 0.82 µs each at 10G behind a 0.82 µs frame: the urgent ones
+        // make their 10 µs unless a late frame went first... which it never delays that much.
+        assert_eq!(q.edf_deadline_misses, 0, "{mode}: misses");
+    }
+}
+
+/// A frame that leaves after its deadline is counted; an IPv6 flow label is the tag (its unit
+/// 1 µs here): it sets the deadline over any budget and leaves rewritten with the time left.
+#[test]
+fn tags_set_deadlines_and_leave_with_the_time_left() {
+    let cfg = config("mode = \"take-over\"\nbudget = { 3 = \"1ms\" }\ntag = \"flow_label\"\ntag_unit = \"1us\"");
+    let mut sw = switch(&cfg);
+    // Tag 500 µs, then tag 2 µs (overtakes), then an untagged IPv6 frame (queue budget 1 ms),
+    // then tag 1 µs: already impossible behind the others, a miss.
+    let frames = [
+        frame(1, 24, 0, Some(500)),
+        frame(1, 24, 1, Some(2)),
+        frame(1, 24, 2, Some(0)),
+        frame(1, 24, 3, Some(1)),
+    ];
+    let out = run(&mut sw, &frames);
+    assert_eq!(psns(&out), [1, 3, 0, 2]);
+    let arrival = |psn: u64| 1_001 + psn;
+    for &(psn, at, label) in &out.sent {
+        let tag_ns = [500_000, 2_000, 0, 1_000][psn as usize];
+        if tag_ns == 0 {
+            assert_eq!(label, 0, "an untagged frame stays untagged");
+            continue;
+        }
+        let left = (arrival(psn as u64) + tag_ns).saturating_sub(at);
+        assert_eq!(label, left.div_ceil(1000).max(1) as u32, "psn {psn} left at {at} ns");
+    }
+    let q = &sw.snapshot(0).ports[OUT].queues[3];
+    assert_eq!(q.edf_deadline_misses, 1, "psn 3 (1 µs) leaves after a frame and a half");
+}
+
+/// A paused regulated queue sends nothing, whichever list its frames are in; the other classes
+/// go on; after the pause it sends in EDF order.
+#[test]
+fn a_paused_regulated_queue_waits() {
+    let cfg = config("mode = \"take-over\"\nbudget = { 3 = \"1ms\" }\ndscp_budget = { 26 = \"10us\" }");
+    let mut sw = switch(&cfg);
+    let mut out = Out { sent: Vec::new() };
+    let mut buf = [0u8; 64];
+    // Pause priority 3 on OUT for 65535 quanta (3.4 ms at 10G).
+    let n = wire::pfc::encode_pfc(&mut buf, [2, 0, 0, 0, 0, 9], 1 << 3, [65535; 8]);
+    sw.receive(OUT, &buf[..n], 500);
+    for (i, f) in [frame(1, 24, 0, None), frame(1, 26, 1, None), frame(1, 0, 2, None)]
+        .iter()
+        .enumerate()
+    {
+        sw.receive(1, f, 1_000 + i as u64);
+    }
+    let mut now = 1_000;
+    let until = 500 + wire::pfc::quanta_to_ns(65535, 10_000_000_000);
+    while !sw.is_idle() {
+        now = sw.next_event(now).unwrap_or(now + 1).max(now + 1);
+        sw.poll(now);
+        for p in 0..4 {
+            sw.transmit(p, now, &mut sink(&mut out));
+        }
+    }
+    assert_eq!(
+        psns(&out),
+        [2, 1, 0],
+        "best effort first, then the paused queue in EDF order"
+    );
+    assert!(out.sent[0].1 < until && out.sent[1].1 >= until && out.sent[2].1 >= until);
+}
+
+/// Changing the mode, or which queues are regulated, while frames wait keeps every frame and
+/// files them again in the order the old rules would have sent them.
+#[test]
+fn live_changes_refile_queued_frames() {
+    let fifo2 = config("mode = \"fifo2\"\nbudget = { 3 = \"1ms\" }\ndscp_budget = { 26 = \"10us\" }");
+    let ideal = config("mode = \"ideal\"\nbudget = { 3 = \"1ms\" }\ndscp_budget = { 26 = \"10us\" }");
+    let unregulated = config("mode = \"ideal\"\nbudget = { 5 = \"1ms\" }");
+    let frames = [
+        frame(1, 24, 0, None),
+        frame(1, 26, 1, None),
+        frame(1, 24, 2, None),
+        frame(1, 26, 3, None),
+    ];
+    for (from, to, expect) in [
+        (&ideal, &fifo2, vec![1, 3, 0, 2]),       // the heap's order, kept as a FIFO
+        (&fifo2, &ideal, vec![1, 3, 0, 2]),       // re-sorted by the heap
+        (&ideal, &unregulated, vec![1, 3, 0, 2]), // a plain list, in the order EDF had
+    ] {
+        let mut sw = switch(from);
+        let mut out = Out { sent: Vec::new() };
+        sw.receive(0, &frame(0, 0, 999, None), 1_000);
+        sw.transmit(OUT, 1_000, &mut sink(&mut out));
+        for (i, f) in frames.iter().enumerate() {
+            sw.receive(1, f, 1_001 + i as u64);
+        }
+        sw.reconfigure(to).unwrap();
+        let mut now = 1_010;
+        while !sw.is_idle() {
+            now = sw.next_event(now).unwrap_or(now + 1).max(now + 1);
+            sw.poll(now);
+            for p in 0..4 {
+                sw.transmit(p, now, &mut sink(&mut out));
+            }
+        }
+        out.sent.retain(|s| s.0 != 999);
+        assert_eq!(psns(&out), expect);
+        assert_eq!(sw.snapshot(now).ports[OUT].queues[3].depth_packets, 0);
+    }
+}
+
+/// A change between EDF and another kind (VL arbitration here) with frames queued keeps every
+/// frame: leaving EDF, the regulated queue becomes a plain list in the order EDF would have
+/// sent; entering it, the frames queued without deadlines keep their arrival order ahead of
+/// what comes next.
+#[test]
+fn a_change_of_kind_to_and_from_edf_keeps_queued_frames() {
+    let edf = config("mode = \"ideal\"\nbudget = { 3 = \"1ms\" }\ndscp_budget = { 26 = \"10us\" }");
+    let vlarb_text =
+        "[buffer]\ncell = \"256B\"\nsize = \"4MiB\"\n[port_defaults]\nspeed = \"10G\"\nscheduler = \"vlarb\"\n\
+         [port_defaults.vlarb]\nhigh = [[6, 255], [3, 16]]\nlow = [[0, 64]]\n\
+         [[port]]\nid = 0\n[[port]]\nid = 1\n[[port]]\nid = 2\n[[port]]\nid = 3\n\
+         [classify]\ntrust = \"dscp\"\ndefault_tc = 0\ndscp_to_tc = { 0 = 0, 24 = 3, 26 = 3, 48 = 6 }\n\
+         [pfc]\npriorities = [3]\n";
+    let vlarb = load_str(vlarb_text).unwrap().config;
+    let frames = [
+        frame(1, 24, 0, None),
+        frame(1, 26, 1, None),
+        frame(1, 24, 2, None),
+        frame(1, 26, 3, None),
+    ];
+    for (from, to, expect) in [
+        (&edf, &vlarb, vec![1, 3, 0, 2]), // EDF's order, kept by the arbiter's FIFO
+        (&vlarb, &edf, vec![0, 1, 2, 3]), // arrival order: no deadline was given
+    ] {
+        let mut sw = switch(from);
+        let mut out = Out { sent: Vec::new() };
+        sw.receive(0, &frame(0, 0, 999, None), 1_000);
+        sw.transmit(OUT, 1_000, &mut sink(&mut out));
+        for (i, f) in frames.iter().enumerate() {
+            sw.receive(1, f, 1_001 + i as u64);
+        }
+        sw.reconfigure(to).unwrap();
+        let mut now = 1_010;
+        while !sw.is_idle() {
+            now = sw.next_event(now).unwrap_or(now + 1).max(now + 1);
+            sw.poll(now);
+            for p in 0..4 {
+                sw.transmit(p, now, &mut sink(&mut out));
+            }
+        }
+        out.sent.retain(|s| s.0 != 999);
+        assert_eq!(
+            psns(&out),
+            expect,
+            "{} → {}",
+            from.ports[OUT].scheduler.name(),
+            to.ports[OUT].scheduler.name()
+        );
+        assert_eq!(sw.snapshot(now).ports[OUT].queues[3].depth_packets, 0);
+        assert_eq!(sw.snapshot(now).totals.drops.total(), 0);
+    }
+}
