@@ -11,9 +11,11 @@
 pub mod buffers;
 pub mod counters;
 pub mod egress;
+pub mod fabric;
 pub mod ingress;
 pub mod io;
 pub mod mmu;
+pub mod nic;
 pub mod pfc;
 pub mod replay;
 pub mod report;

@@ -190,7 +190,10 @@ pub fn run_host(spec: HostSpec, role: HostRole, cfg: TrafficConfig, start: Start
             if now < start_ns {
                 next_due = next_due.min(start_ns);
             } else if now < tx_stop_ns {
-                let nd = s.poll(&sock, &mut pause, now, 32)?;
+                let iface = sock.iface();
+                let nd = s
+                    .poll(&mut pause, now, 32, now_ns, |f| sock.send(f))
+                    .with_context(|| format!("send on {iface}"))?;
                 next_due = next_due.min(nd).min(tx_stop_ns);
             }
         }

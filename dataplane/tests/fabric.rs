@@ -1,0 +1,355 @@
+//! `rocesw fabric`: several real switches and NIC-model hosts in one virtual clock
+//! (dataplane/src/fabric). Each run is a few milliseconds of virtual time.
+
+use dataplane::fabric::{self, topology, FabricOptions, FabricOutcome};
+use std::path::{Path, PathBuf};
+
+fn examples() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/fabric")
+}
+
+fn default_config() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../configs/default.toml")
+}
+
+/// The shipped leaf-spine topology with its [[traffic]] replaced (and its switch configs found
+/// where they are shipped).
+fn leaf_spine(traffic: &str) -> topology::Topology {
+    let text = std::fs::read_to_string(examples().join("leaf-spine.toml")).unwrap();
+    let cut = text.find("[[traffic]]").unwrap();
+    let text = format!("{}{traffic}", &text[..cut]);
+    topology::from_str(&text, &examples(), &default_config(), 1).unwrap()
+}
+
+fn run(topo: &topology::Topology, opts: &FabricOptions) -> FabricOutcome {
+    fabric::run(topo, opts).unwrap()
+}
+
+const INCAST_1M: &str = r#"
+[[traffic]]
+pattern = "incast"
+to = ["h7"]
+size = "1MiB"
+"#;
+
+/// The shipped example twice with one seed, with a pcap of a link: the same bytes out. Another
+/// seed changes the ECMP hashing and so the result.
+#[test]
+fn same_topology_and_seed_give_the_same_bytes() {
+    let dir = tempfile::tempdir().unwrap();
+    let topo = topology::load(&examples().join("leaf-spine.toml"), &default_config(), 1).unwrap();
+    let mut outs = Vec::new();
+    for k in 0..2 {
+        let pcap = dir.path().join(format!("uplink{k}.pcap"));
+        let opts = FabricOptions {
+            seed: 1,
+            pcaps: vec![("leaf0:4-spine0:0".into(), pcap.clone())],
+            ..Default::default()
+        };
+        let o = run(&topo, &opts);
+        outs.push((serde_json::to_vec_pretty(&o).unwrap(), std::fs::read(&pcap).unwrap()));
+    }
+    assert_eq!(outs[0].0, outs[1].0, "summary differs between two runs");
+    assert_eq!(outs[0].1, outs[1].1, "pcap differs between two runs");
+    assert!(outs[0].1.len() > 100_000, "the uplink carried traffic");
+    let other = run(
+        &topology::load(&examples().join("leaf-spine.toml"), &default_config(), 2).unwrap(),
+        &FabricOptions {
+            seed: 2,
+            ..Default::default()
+        },
+    );
+    assert_ne!(serde_json::to_vec_pretty(&other).unwrap(), outs[0].0);
+}
+
+/// A 7→1 incast of 1 MiB messages through 2 leaves and 2 spines. With PFC alone: pause frames
+/// on the way to the senders and not one lossless frame lost; every flow completes. With
+/// DCQCN on: the switches mark CE, the receiver sends CNPs, the senders cut their rate, and
+/// the fabric needs fewer pauses.
+#[test]
+fn leaf_spine_incast_is_lossless_with_pfc_and_marks_with_dcqcn() {
+    let topo = leaf_spine(INCAST_1M);
+    let pfc_only = run(
+        &topo,
+        &FabricOptions {
+            seed: 1,
+            dcqcn: Some(false),
+            ..Default::default()
+        },
+    );
+    let pfc_frames = |o: &FabricOutcome| -> u64 {
+        o.links
+            .iter()
+            .map(|l| l.forward.pfc_frames + l.reverse.pfc_frames)
+            .sum()
+    };
+    assert_eq!(pfc_only.drops, 0, "switch drops");
+    assert!(pfc_frames(&pfc_only) > 0, "the incast must pause someone");
+    for f in &pfc_only.flows {
+        assert_eq!(f.lost, 0, "flow {} lost packets", f.id);
+        assert!(f.fct_ns.is_some(), "flow {} did not complete", f.id);
+        assert_eq!(
+            (f.ce_marked > 0, f.cnps_received),
+            (true, 0),
+            "flow {}: marks but no CNPs without DCQCN",
+            f.id
+        );
+    }
+    // Seven senders share h7's 100G: the last completes after 7 MiB of line time.
+    let last = pfc_only.flows.iter().filter_map(|f| f.fct_ns).max().unwrap();
+    assert!(
+        last > 7 * (1 << 20) * 8 / 100,
+        "faster than the bottleneck allows: {last} ns"
+    );
+    let paused_hosts = pfc_only.hosts.iter().filter(|h| h.pfc_frames_received > 0).count();
+    assert!(paused_hosts > 0, "PFC reached the senders");
+
+    let dcqcn = run(
+        &topo,
+        &FabricOptions {
+            seed: 1,
+            dcqcn: Some(true),
+            ..Default::default()
+        },
+    );
+    assert_eq!(dcqcn.drops, 0);
+    for f in &dcqcn.flows {
+        assert_eq!(f.lost, 0);
+        assert!(
+            f.ce_marked > 0 && f.cnps_sent > 0 && f.cnps_received > 0,
+            "flow {}: {f:?}",
+            f.id
+        );
+        assert!(f.final_rate_bps.unwrap() < 100e9, "flow {} never cut its rate", f.id);
+    }
+    assert!(
+        pfc_frames(&dcqcn) < pfc_frames(&pfc_only),
+        "DCQCN should need fewer pauses: {} vs {}",
+        pfc_frames(&dcqcn),
+        pfc_frames(&pfc_only)
+    );
+}
+
+/// Two switches in a chain, a sender on each and the receiver on the second: the second
+/// switch's port to the receiver is the only bottleneck (2:1). Its PG facing the first switch
+/// fills and pauses it (PFC on the inter-switch link); the first switch, never congested by
+/// its own traffic (100G in, 100G out), then backs up into the PG of its sender and pauses
+/// that host. Nothing is lost.
+#[test]
+fn pfc_spreads_from_the_downstream_switch_to_the_upstream_one() {
+    let leaf = examples().join("leaf.toml");
+    let text = format!(
+        r#"
+duration = "3ms"
+[nic]
+dcqcn = false
+[[switch]]
+name = "up"
+config = "{leaf}"
+[[switch]]
+name = "down"
+config = "{leaf}"
+[[host]]
+name = "a"
+[[host]]
+name = "d"
+[[host]]
+name = "r"
+[[link]]
+a = "a"
+b = "up:0"
+[[link]]
+a = "d"
+b = "down:1"
+[[link]]
+a = "up:4"
+b = "down:4"
+[[link]]
+a = "r"
+b = "down:0"
+[[traffic]]
+pattern = "incast"
+to = ["r"]
+size = "12MiB"
+"#,
+        leaf = leaf.display()
+    );
+    let topo = topology::from_str(&text, &examples(), &default_config(), 1).unwrap();
+    let o = run(
+        &topo,
+        &FabricOptions {
+            seed: 1,
+            ..Default::default()
+        },
+    );
+    let inter = o.links.iter().find(|l| l.name == "up:4-down:4").unwrap();
+    assert!(inter.reverse.pfc_frames > 0, "down paused up: {inter:?}");
+    assert!(
+        inter.forward.paused_ns[3] > 0,
+        "up's traffic to down was paused on priority 3"
+    );
+    assert_eq!(inter.forward.pfc_frames, 0, "nothing pauses down");
+    let a = o.links.iter().find(|l| l.name == "a-up:0").unwrap();
+    assert!(
+        a.reverse.pfc_frames > 0,
+        "the pause spread to the first switch's sender: {a:?}"
+    );
+    assert!(o.hosts[0].paused_ns[3] > 0);
+    assert_eq!(o.switches["up"].totals.pfc_rx[3], inter.reverse.pfc_frames);
+    assert_eq!(o.drops, 0);
+    for f in &o.flows {
+        assert_eq!(f.lost, 0);
+        assert!(f.fct_ns.is_some());
+    }
+}
+
+/// Bad topologies are refused with the entry and the reason, never a panic.
+#[test]
+fn bad_topologies_get_useful_errors() {
+    let leaf = examples().join("leaf.toml");
+    let base = |links: &str, traffic: &str| {
+        format!(
+            "[[switch]]\nname = \"s\"\nconfig = \"{}\"\n[[switch]]\nname = \"t\"\nconfig = \"{}\"\n[[host]]\nname = \"a\"\n[[host]]\nname = \"b\"\n{links}\n{traffic}",
+            leaf.display(),
+            leaf.display()
+        )
+    };
+    let ok_links = "[[link]]\na = \"a\"\nb = \"s:0\"\n[[link]]\na = \"b\"\nb = \"s:1\"\n";
+    let incast = "[[traffic]]\npattern = \"incast\"\nto = [\"b\"]\nsize = \"4KiB\"\n";
+    let cases = [
+        (base(ok_links, incast), None),
+        (
+            base("[[link]]\na = \"a\"\nb = \"x:0\"\n", incast),
+            Some("no host or switch named \"x\""),
+        ),
+        (
+            base(
+                "[[link]]\na = \"a\"\nb = \"s:9\"\n[[link]]\na = \"b\"\nb = \"s:1\"\n",
+                incast,
+            ),
+            Some("switch \"s\" has no port 9"),
+        ),
+        (
+            base(
+                "[[link]]\na = \"a\"\nb = \"s:0\"\n[[link]]\na = \"b\"\nb = \"s:0\"\n",
+                incast,
+            ),
+            Some("port 0 of switch \"s\" is already used by link 1"),
+        ),
+        (
+            base("[[link]]\na = \"a\"\nb = \"s:0\"\n", incast),
+            Some("host \"b\" has no link"),
+        ),
+        (
+            base(
+                "[[link]]\na = \"a\"\nb = \"s:0\"\n[[link]]\na = \"b\"\nb = \"t:0\"\n",
+                incast,
+            ),
+            Some("no route from \"a\" to \"b\""),
+        ),
+        (
+            base(ok_links, "[[traffic]]\npattern = \"incast\"\nto = [\"zz\"]\n"),
+            Some("no host named \"zz\""),
+        ),
+        (
+            base(ok_links, "[[traffic]]\npattern = \"spray\"\n"),
+            Some("unknown pattern \"spray\""),
+        ),
+        (
+            base(
+                "[[link]]\na = \"a\"\nb = \"s:0\"\nspeed = \"25G\"\n[[link]]\na = \"b\"\nb = \"s:1\"\n",
+                incast,
+            ),
+            Some("runs at 100000000000 b/s"),
+        ),
+        (base(ok_links, ""), Some("no traffic")),
+        (
+            base(
+                &format!("{ok_links}[[route]]\nswitch = \"s\"\nto = \"b\"\nports = [5]\n"),
+                incast,
+            ),
+            Some("port 5 of switch \"s\" has no link"),
+        ),
+        (
+            "[[switch]]\nname = \"s\"\nbogus = 1\n".to_string(),
+            Some("unknown field `bogus`"),
+        ),
+    ];
+    for (text, want) in cases {
+        let r = topology::from_str(&text, &examples(), &default_config(), 1);
+        match (want, r) {
+            (None, Ok(_)) => {}
+            (None, Err(e)) => panic!("refused a good topology: {e:#}"),
+            (Some(w), Ok(_)) => panic!("accepted a bad topology (wanted {w:?}):\n{text}"),
+            (Some(w), Err(e)) => {
+                let msg = format!("{e:#}");
+                assert!(msg.contains(w), "error {msg:?} does not say {w:?}");
+            }
+        }
+    }
+}
+
+/// The command line: twice on the shipped example gives the same summary.json, byte for byte;
+/// the report names the flows; --help explains every option.
+#[test]
+fn the_command_writes_the_same_summary_twice_and_explains_itself() {
+    let bin = env!("CARGO_BIN_EXE_rocesw");
+    let dir = tempfile::tempdir().unwrap();
+    let mut summaries = Vec::new();
+    for k in 0..2 {
+        let out = dir.path().join(format!("run{k}"));
+        let o = std::process::Command::new(bin)
+            .args(["fabric", "--topology"])
+            .arg(examples().join("leaf-spine.toml"))
+            .arg("--output-dir")
+            .arg(&out)
+            .arg("--pcap")
+            .arg(format!("h7-leaf1:3={}", out.join("h7.pcap").display()))
+            .args(["--duration", "500us"])
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let report = String::from_utf8(o.stdout).unwrap();
+        assert!(
+            report.contains("incast") && report.contains("switch drops: 0"),
+            "{report}"
+        );
+        summaries.push((
+            std::fs::read(out.join("summary.json")).unwrap(),
+            std::fs::read(out.join("h7.pcap")).unwrap(),
+        ));
+    }
+    assert_eq!(summaries[0], summaries[1]);
+    let bad = std::process::Command::new(bin)
+        .args(["fabric", "--topology", "/nonexistent.toml", "--output-dir"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("cannot read topology /nonexistent.toml"));
+    let help = std::process::Command::new(bin)
+        .args(["fabric", "--help"])
+        .output()
+        .unwrap();
+    let help = String::from_utf8(help.stdout).unwrap();
+    for opt in [
+        "--topology",
+        "--output-dir",
+        "--seed",
+        "--duration",
+        "--no-dcqcn",
+        "--pcap",
+        "--default-config",
+        "--quiet",
+    ] {
+        let line = help
+            .lines()
+            .find(|l| l.trim_start().starts_with(opt) || l.contains(&format!(" {opt}")))
+            .unwrap_or_else(|| panic!("{opt} missing from --help"));
+        assert!(!line.is_empty());
+    }
+    assert!(
+        help.contains("Example:") && help.starts_with("Run several switches"),
+        "{help}"
+    );
+}
