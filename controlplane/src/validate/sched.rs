@@ -68,24 +68,18 @@ pub(super) fn resolve_schedulers(
         let path = format!("port[{i}]");
         let id = u16::try_from(p.id).unwrap_or(0);
         match kind {
-            Kind::SpWdrr | Kind::Edf => {
-                let name = if kind == Kind::Edf { "edf" } else { "sp_wdrr" };
-                if p.vlarb.is_some() {
-                    cx.warn(format!("{path}.vlarb: ignored, port {id}'s scheduler is \"{name}\""));
-                }
-                if kind == Kind::SpWdrr && p.edf.is_some() {
-                    cx.warn(format!("{path}.edf: ignored, port {id}'s scheduler is \"sp_wdrr\""));
-                }
-                out.push(if kind == Kind::Edf {
-                    SchedulerConfig::Edf(Box::new(resolve_edf(cx, i, p.edf.as_ref(), edf_defaults)))
-                } else {
-                    SchedulerConfig::SpWdrr
-                });
+            Kind::SpWdrr => {
+                ignored(cx, &path, id, "vlarb", p.vlarb.is_some(), "sp_wdrr");
+                ignored(cx, &path, id, "edf", p.edf.is_some(), "sp_wdrr");
+                out.push(SchedulerConfig::SpWdrr);
+            }
+            Kind::Edf => {
+                ignored(cx, &path, id, "vlarb", p.vlarb.is_some(), "edf");
+                let edf = resolve_edf(cx, i, p.edf.as_ref(), edf_defaults);
+                out.push(SchedulerConfig::Edf(Box::new(edf)));
             }
             Kind::VlArb => {
-                if p.edf.is_some() {
-                    cx.warn(format!("{path}.edf: ignored, port {id}'s scheduler is \"vlarb\""));
-                }
+                ignored(cx, &path, id, "edf", p.edf.is_some(), "vlarb");
                 let own = p.vlarb.clone().unwrap_or_default();
                 let merged = defaults.overlaid(&own);
                 let at = |own_field: bool| {
@@ -138,4 +132,13 @@ pub(super) fn resolve_schedulers(
         ));
     }
     out
+}
+
+/// Warns that a port's `section` (given when `given`) does nothing under its scheduler `kind`.
+fn ignored(cx: &mut Ctx, path: &str, id: u16, section: &str, given: bool, kind: &str) {
+    if given {
+        cx.warn(format!(
+            "{path}.{section}: ignored, port {id}'s scheduler is \"{kind}\""
+        ));
+    }
 }
