@@ -353,3 +353,97 @@ fn the_command_writes_the_same_summary_twice_and_explains_itself() {
         "{help}"
     );
 }
+
+/// PFC alone (no DCQCN) keeps a congested link busy: two 100G senders behind one switch share
+/// its 100G uplink to the receiver's switch, each paused and released in turn, and together
+/// they fill it. A host released by an XON sends again at once: before, it waited out the
+/// whole XOFF quanta, and the pair got 23 Gb/s each.
+#[test]
+fn pfc_released_senders_fill_the_congested_link() {
+    let leaf = examples().join("leaf.toml");
+    let text = format!(
+        r#"
+duration = "3ms"
+[nic]
+dcqcn = false
+[[switch]]
+name = "s0"
+config = "{leaf}"
+[[switch]]
+name = "s1"
+config = "{leaf}"
+[[host]]
+name = "h0"
+[[host]]
+name = "h1"
+[[host]]
+name = "r"
+[[link]]
+a = "h0"
+b = "s0:0"
+[[link]]
+a = "h1"
+b = "s0:1"
+[[link]]
+a = "s0:4"
+b = "s1:4"
+[[link]]
+a = "r"
+b = "s1:1"
+[[traffic]]
+pattern = "flows"
+from = ["h0", "h1"]
+to = ["r"]
+size = "long"
+"#,
+        leaf = leaf.display()
+    );
+    let topo = topology::from_str(&text, &examples(), &default_config(), 1).unwrap();
+    let o = run(
+        &topo,
+        &FabricOptions {
+            seed: 1,
+            ..Default::default()
+        },
+    );
+    let h0 = o.links.iter().find(|l| l.name == "h0-s0:0").unwrap();
+    assert!(h0.reverse.pfc_frames > 0, "the senders were paused: {h0:?}");
+    let goodput: f64 = o.flows.iter().map(|f| f.goodput_bps).sum();
+    // One sender alone gets 92 Gb/s of RDMA payload on this path (1024 B of 1086 B frames).
+    assert!(goodput > 85e9, "the uplink stayed busy: {goodput:.3e} b/s in all");
+    for f in &o.flows {
+        assert!(
+            (f.goodput_bps - goodput / 2.0).abs() < 0.1 * goodput,
+            "each gets about half: {:.3e} of {goodput:.3e}",
+            f.goodput_bps
+        );
+        assert_eq!(f.lost, 0);
+    }
+    assert_eq!(o.drops, 0);
+}
+
+/// The parking lot with PFC alone (`examples/fabric/parking-lot.toml`, DCQCN off): the flow
+/// that joins at the second switch gets about twice what each of the two crossing both gets,
+/// and together they fill the receiver's link.
+#[test]
+fn the_parking_lot_is_two_to_one_unfair_with_pfc_alone() {
+    let topo = topology::load(&examples().join("parking-lot.toml"), &default_config(), 1).unwrap();
+    let o = run(
+        &topo,
+        &FabricOptions {
+            seed: 1,
+            dcqcn: Some(false),
+            ..Default::default()
+        },
+    );
+    let g: Vec<f64> = o.flows.iter().map(|f| f.goodput_bps).collect();
+    let (h0, h1, h2) = (g[0], g[1], g[2]);
+    assert!(h0 + h1 + h2 > 85e9, "r's link is full: {g:?}");
+    assert!(
+        (h0 - h1).abs() < 0.05 * h0,
+        "the two crossing flows share equally: {g:?}"
+    );
+    let ratio = h2 / h0;
+    assert!((1.8..=2.2).contains(&ratio), "about 2:1: {ratio:.2} ({g:?})");
+    assert_eq!(o.drops, 0);
+}

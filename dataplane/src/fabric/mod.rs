@@ -279,6 +279,14 @@ impl Fabric<'_> {
                 host.pfc_rx += 1;
                 if self.topo.nic.pfc {
                     host.pause.on_mac_control(mc, now, speed);
+                    // A sender that found its priority paused is due when the pause would
+                    // expire; an XON (or a shorter pause) ends it sooner, so every sender looks
+                    // again now (the host is stepped after this delivery). Without this a host
+                    // stayed silent for the whole XOFF quanta after the switch had released it
+                    // (two 100G senders through one 100G uplink got 23 Gb/s each).
+                    for (_, _, due) in host.senders.iter_mut() {
+                        *due = (*due).min(now);
+                    }
                 }
             }
         } else if info.is_cnp() {
