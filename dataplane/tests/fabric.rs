@@ -25,6 +25,25 @@ fn run(topo: &topology::Topology, opts: &FabricOptions) -> FabricOutcome {
     fabric::run(topo, opts).unwrap()
 }
 
+/// Two shipped leaf switches (`names`) joined by their port 4, `hosts` as (name, SWITCH:PORT),
+/// one `[[traffic]]` section, 3 ms, DCQCN off: PFC alone.
+fn two_leaves(names: (&str, &str), hosts: &[(&str, &str)], traffic: &str) -> topology::Topology {
+    let leaf = examples().join("leaf.toml");
+    let mut text = String::from("duration = \"3ms\"\n[nic]\ndcqcn = false\n");
+    for name in [names.0, names.1] {
+        text += &format!("[[switch]]\nname = \"{name}\"\nconfig = \"{}\"\n", leaf.display());
+    }
+    for (name, _) in hosts {
+        text += &format!("[[host]]\nname = \"{name}\"\n");
+    }
+    for (name, port) in hosts {
+        text += &format!("[[link]]\na = \"{name}\"\nb = \"{port}\"\n");
+    }
+    text += &format!("[[link]]\na = \"{}:4\"\nb = \"{}:4\"\n", names.0, names.1);
+    text += &format!("[[traffic]]\n{traffic}\n");
+    topology::from_str(&text, &examples(), &default_config(), 1).unwrap_or_else(|e| panic!("{e:#}\n{text}"))
+}
+
 const INCAST_1M: &str = r#"
 [[traffic]]
 pattern = "incast"
@@ -137,44 +156,11 @@ fn leaf_spine_incast_is_lossless_with_pfc_and_marks_with_dcqcn() {
 /// that host. Nothing is lost.
 #[test]
 fn pfc_spreads_from_the_downstream_switch_to_the_upstream_one() {
-    let leaf = examples().join("leaf.toml");
-    let text = format!(
-        r#"
-duration = "3ms"
-[nic]
-dcqcn = false
-[[switch]]
-name = "up"
-config = "{leaf}"
-[[switch]]
-name = "down"
-config = "{leaf}"
-[[host]]
-name = "a"
-[[host]]
-name = "d"
-[[host]]
-name = "r"
-[[link]]
-a = "a"
-b = "up:0"
-[[link]]
-a = "d"
-b = "down:1"
-[[link]]
-a = "up:4"
-b = "down:4"
-[[link]]
-a = "r"
-b = "down:0"
-[[traffic]]
-pattern = "incast"
-to = ["r"]
-size = "12MiB"
-"#,
-        leaf = leaf.display()
+    let topo = two_leaves(
+        ("up", "down"),
+        &[("a", "up:0"), ("d", "down:1"), ("r", "down:0")],
+        "pattern = \"incast\"\nto = [\"r\"]\nsize = \"12MiB\"",
     );
-    let topo = topology::from_str(&text, &examples(), &default_config(), 1).unwrap();
     let o = run(
         &topo,
         &FabricOptions {
@@ -360,45 +346,11 @@ fn the_command_writes_the_same_summary_twice_and_explains_itself() {
 /// whole XOFF quanta, and the pair got 23 Gb/s each.
 #[test]
 fn pfc_released_senders_fill_the_congested_link() {
-    let leaf = examples().join("leaf.toml");
-    let text = format!(
-        r#"
-duration = "3ms"
-[nic]
-dcqcn = false
-[[switch]]
-name = "s0"
-config = "{leaf}"
-[[switch]]
-name = "s1"
-config = "{leaf}"
-[[host]]
-name = "h0"
-[[host]]
-name = "h1"
-[[host]]
-name = "r"
-[[link]]
-a = "h0"
-b = "s0:0"
-[[link]]
-a = "h1"
-b = "s0:1"
-[[link]]
-a = "s0:4"
-b = "s1:4"
-[[link]]
-a = "r"
-b = "s1:1"
-[[traffic]]
-pattern = "flows"
-from = ["h0", "h1"]
-to = ["r"]
-size = "long"
-"#,
-        leaf = leaf.display()
+    let topo = two_leaves(
+        ("s0", "s1"),
+        &[("h0", "s0:0"), ("h1", "s0:1"), ("r", "s1:1")],
+        "pattern = \"flows\"\nfrom = [\"h0\", \"h1\"]\nto = [\"r\"]\nsize = \"long\"",
     );
-    let topo = topology::from_str(&text, &examples(), &default_config(), 1).unwrap();
     let o = run(
         &topo,
         &FabricOptions {
