@@ -81,6 +81,12 @@ fn switch(cfg: &Config) -> Switch {
 /// Holds OUT's link busy with one best-effort frame, queues `frames` at 1 µs steps behind it,
 /// then drains; returns what left.
 fn run(sw: &mut Switch, frames: &[Vec<u8>]) -> Out {
+    run_with(sw, frames, |_| {}).0
+}
+
+/// [`run`], with `between` done to the switch after the frames are queued and before they
+/// drain; also returns when the switch went idle.
+fn run_with(sw: &mut Switch, frames: &[Vec<u8>], between: impl FnOnce(&mut Switch)) -> (Out, u64) {
     let mut out = Out { sent: Vec::new() };
     sw.receive(0, &frame(0, 0, 999, None), 1_000);
     sw.transmit(OUT, 1_000, &mut sink(&mut out));
@@ -89,6 +95,7 @@ fn run(sw: &mut Switch, frames: &[Vec<u8>]) -> Out {
         now += 1;
         sw.receive(1, f, now);
     }
+    between(sw);
     while !sw.is_idle() {
         now = sw.next_event(now).unwrap_or(now + 1).max(now + 1);
         sw.poll(now);
@@ -97,7 +104,7 @@ fn run(sw: &mut Switch, frames: &[Vec<u8>]) -> Out {
         }
     }
     out.sent.retain(|s| s.0 != 999);
-    out
+    (out, now)
 }
 
 fn psns(out: &Out) -> Vec<u32> {
@@ -108,22 +115,7 @@ fn psns(out: &Out) -> Vec<u32> {
 /// drained: what left (the frame that held the link left out), the switch, the time it idled.
 fn change_with_frames_queued(from: &Config, to: &Config, frames: &[Vec<u8>]) -> (Out, Switch, u64) {
     let mut sw = switch(from);
-    let mut out = Out { sent: Vec::new() };
-    sw.receive(0, &frame(0, 0, 999, None), 1_000);
-    sw.transmit(OUT, 1_000, &mut sink(&mut out));
-    for (i, f) in frames.iter().enumerate() {
-        sw.receive(1, f, 1_001 + i as u64);
-    }
-    sw.reconfigure(to).unwrap();
-    let mut now = 1_010;
-    while !sw.is_idle() {
-        now = sw.next_event(now).unwrap_or(now + 1).max(now + 1);
-        sw.poll(now);
-        for p in 0..4 {
-            sw.transmit(p, now, &mut sink(&mut out));
-        }
-    }
-    out.sent.retain(|s| s.0 != 999);
+    let (out, now) = run_with(&mut sw, frames, |sw| sw.reconfigure(to).unwrap());
     (out, sw, now)
 }
 
