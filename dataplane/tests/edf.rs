@@ -13,14 +13,30 @@ const OUT: usize = 3;
 /// Four 10G ports; queue 3 regulated (DSCP 24 and 26 → queue 3, 26 with a tighter budget),
 /// queue 6 strict, queue 0 WDRR.
 fn config(edf: &str) -> Config {
+    config_with_scheduler(&format!("scheduler = \"edf\"\n[port_defaults.edf]\n{edf}"))
+}
+
+/// The same four ports and classes with `scheduler` (the `scheduler` key and its section, which
+/// end `[port_defaults]`).
+fn config_with_scheduler(scheduler: &str) -> Config {
     let text = format!(
-        "[buffer]\ncell = \"256B\"\nsize = \"4MiB\"\n[port_defaults]\nspeed = \"10G\"\nscheduler = \"edf\"\n\
-         [port_defaults.edf]\n{edf}\n\
+        "[buffer]\ncell = \"256B\"\nsize = \"4MiB\"\n[port_defaults]\nspeed = \"10G\"\n{scheduler}\n\
          [[port]]\nid = 0\n[[port]]\nid = 1\n[[port]]\nid = 2\n[[port]]\nid = 3\n\
          [classify]\ntrust = \"dscp\"\ndefault_tc = 0\ndscp_to_tc = {{ 0 = 0, 24 = 3, 26 = 3, 48 = 6 }}\n\
          [queue.6]\nsched = \"strict\"\n[pfc]\npriorities = [3]\n"
     );
     load_str(&text).unwrap_or_else(|e| panic!("{e}\n{text}")).config
+}
+
+/// Host 1's frames into queue 3: DSCP 24 (the queue's lax budget) and 26 (urgent) in turn,
+/// PSN 0 to 3.
+fn lax_and_urgent() -> [Vec<u8>; 4] {
+    [
+        frame(1, 24, 0, None),
+        frame(1, 26, 1, None),
+        frame(1, 24, 2, None),
+        frame(1, 26, 3, None),
+    ]
 }
 
 /// A RoCE frame from host `src` to the host behind OUT: IPv6 when `label` is Some.
@@ -220,12 +236,7 @@ fn live_changes_refile_queued_frames() {
     let fifo2 = config("mode = \"fifo2\"\nbudget = { 3 = \"1ms\" }\ndscp_budget = { 26 = \"10us\" }");
     let ideal = config("mode = \"ideal\"\nbudget = { 3 = \"1ms\" }\ndscp_budget = { 26 = \"10us\" }");
     let unregulated = config("mode = \"ideal\"\nbudget = { 5 = \"1ms\" }");
-    let frames = [
-        frame(1, 24, 0, None),
-        frame(1, 26, 1, None),
-        frame(1, 24, 2, None),
-        frame(1, 26, 3, None),
-    ];
+    let frames = lax_and_urgent();
     for (from, to, expect) in [
         (&ideal, &fifo2, vec![1, 3, 0, 2]),       // the heap's order, kept as a FIFO
         (&fifo2, &ideal, vec![1, 3, 0, 2]),       // re-sorted by the heap
@@ -239,24 +250,14 @@ fn live_changes_refile_queued_frames() {
 
 /// A change between EDF and another kind (VL arbitration here) with frames queued keeps every
 /// frame: leaving EDF, the regulated queue becomes a plain list in the order EDF would have
-/// sent; entering it, the frames queued without deadlines keep their arrival order ahead of
-/// what comes next.
+/// sent; entering it, the frames queued without deadlines keep their arrival order.
 #[test]
 fn a_change_of_kind_to_and_from_edf_keeps_queued_frames() {
     let edf = config("mode = \"ideal\"\nbudget = { 3 = \"1ms\" }\ndscp_budget = { 26 = \"10us\" }");
-    let vlarb_text =
-        "[buffer]\ncell = \"256B\"\nsize = \"4MiB\"\n[port_defaults]\nspeed = \"10G\"\nscheduler = \"vlarb\"\n\
-         [port_defaults.vlarb]\nhigh = [[6, 255], [3, 16]]\nlow = [[0, 64]]\n\
-         [[port]]\nid = 0\n[[port]]\nid = 1\n[[port]]\nid = 2\n[[port]]\nid = 3\n\
-         [classify]\ntrust = \"dscp\"\ndefault_tc = 0\ndscp_to_tc = { 0 = 0, 24 = 3, 26 = 3, 48 = 6 }\n\
-         [pfc]\npriorities = [3]\n";
-    let vlarb = load_str(vlarb_text).unwrap().config;
-    let frames = [
-        frame(1, 24, 0, None),
-        frame(1, 26, 1, None),
-        frame(1, 24, 2, None),
-        frame(1, 26, 3, None),
-    ];
+    let vlarb = config_with_scheduler(
+        "scheduler = \"vlarb\"\n[port_defaults.vlarb]\nhigh = [[6, 255], [3, 16]]\nlow = [[0, 64]]",
+    );
+    let frames = lax_and_urgent();
     for (from, to, expect) in [
         (&edf, &vlarb, vec![1, 3, 0, 2]), // EDF's order, kept by the arbiter's FIFO
         (&vlarb, &edf, vec![0, 1, 2, 3]), // arrival order: no deadline was given
