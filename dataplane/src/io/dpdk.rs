@@ -8,9 +8,10 @@
 //! same mbuf in the transmit burst. What the switch does not keep (a frame it dropped at
 //! ingress) comes back and is freed with the rest of the burst in one call. Frames are copied
 //! only where a copy is the point or the other side is not DPDK: a flood's extra copies (each
-//! needs its own buffer, ECN marking rewrites in place), PFC frames, frames from or to
-//! AF_PACKET and capture-file ports (which keep the packet pool), and frames crossing to
-//! another worker. `send` copies a frame into a fresh mbuf for those.
+//! needs its own buffer, ECN marking rewrites in place), PFC frames, and frames from or to
+//! AF_PACKET and capture-file ports (which keep the packet pool). Frames crossing to another
+//! worker stay in their mbufs (`runtime::worker::Xfer`). `send` copies a frame into a fresh
+//! mbuf for the others.
 //!
 //! The switch holds at most [`held_limit`] mbufs (the pool less every port's rings and the
 //! per-lcore caches): beyond that, received frames are copied into the packet pool and their
