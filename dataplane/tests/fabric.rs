@@ -572,3 +572,57 @@ fn the_parking_lot_is_fair_with_dcqcn() {
     assert_eq!(pfc, 0, "DCQCN acted before any PG needed PFC");
     assert_eq!(o.drops, 0);
 }
+
+/// `examples/fabric/incast.toml` with leaf.toml's lossless PG given `alpha` and `headroom`
+/// (written beside a copy of the topology in `dir`, as bench/README.md's commands do).
+fn incast_with(dir: &Path, alpha: &str, headroom: &str) -> FabricOutcome {
+    let leaf = std::fs::read_to_string(examples().join("leaf.toml")).unwrap();
+    assert!(
+        leaf.contains("alpha = \"1/8\"") && leaf.contains("headroom = \"auto\""),
+        "leaf.toml's lossless PG keys moved: update this test and bench/README.md"
+    );
+    let text = leaf
+        .replace("alpha = \"1/8\"", &format!("alpha = \"{alpha}\""))
+        .replace("headroom = \"auto\"", &format!("headroom = \"{headroom}\""));
+    std::fs::write(dir.join("leaf.toml"), text).unwrap();
+    std::fs::copy(examples().join("incast.toml"), dir.join("incast.toml")).unwrap();
+    let topo = topology::load(&dir.join("incast.toml"), &default_config(), 1).unwrap();
+    run(
+        &topo,
+        &FabricOptions {
+            seed: 1,
+            ..Default::default()
+        },
+    )
+}
+
+/// UCloud's buffer choices on a 5→1 incast of 1 MiB messages with DCQCN: (PFC frames, the
+/// worst flow's p99 latency in ns). A larger alpha lets each lossless PG take more of the
+/// shared pool before XOFF: fewer pause frames, longer queues. A larger headroom is carved out
+/// of the shared pool: the PGs reach their limit sooner, more pause frames, shorter queues.
+/// Measured (bench/README.md, "UCloud incast"): alpha 1/8 → 1/2 at headroom auto, PFC 270 → 0
+/// and p99 210 → 283 µs; headroom auto → 1 MiB at alpha 1/8, PFC 270 → 394 and p99 210 → 56 µs.
+#[test]
+fn an_incast_follows_the_alpha_and_headroom_choices() {
+    let dir = tempfile::tempdir().unwrap();
+    let measure = |alpha: &str, headroom: &str| {
+        let o = incast_with(dir.path(), alpha, headroom);
+        assert_eq!(o.drops, 0, "lossless whatever the choice");
+        assert!(o.flows.iter().all(|f| f.fct_ns.is_some()), "every message arrives");
+        let pfc: u64 = o.links.iter().map(|l| l.forward.pfc_frames + l.reverse.pfc_frames).sum();
+        let p99 = o.flows.iter().map(|f| f.latency_p99_ns).max().unwrap();
+        (pfc, p99)
+    };
+    let base = measure("1/8", "auto");
+    let more_alpha = measure("1/2", "auto");
+    let more_headroom = measure("1/8", "1MiB");
+    assert!(base.0 > 0, "the incast needs PFC at alpha 1/8: {base:?}");
+    assert!(
+        more_alpha.0 < base.0 && more_alpha.1 > base.1 * 5 / 4,
+        "more alpha: fewer pauses, higher latency: {base:?} → {more_alpha:?}"
+    );
+    assert!(
+        more_headroom.0 > base.0 && more_headroom.1 < base.1 / 2,
+        "more headroom: more pauses, lower latency: {base:?} → {more_headroom:?}"
+    );
+}
