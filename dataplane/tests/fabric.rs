@@ -324,6 +324,7 @@ fn the_command_writes_the_same_summary_twice_and_explains_itself() {
         "--seed",
         "--duration",
         "--no-dcqcn",
+        "--no-watchdog",
         "--pcap",
         "--default-config",
         "--quiet",
@@ -494,14 +495,20 @@ fn a_cyclic_buffer_dependency_deadlocks_and_the_watchdog_breaks_it() {
 /// (one sender, s, behind leaf0 and the spine) and a victim flow v → w that shares the
 /// uplinks with s but not r's congested port; its share of the path is 75 Gb/s. With PFC
 /// alone leaf1 pauses the spine, the spine leaf0, leaf0 pauses v: the victim gets about what
-/// each incast sender gets (measured 23.8 Gb/s). With DCQCN and leaf.toml's ECN thresholds
-/// (marking from 40 KB, far below the PG's XOFF point) the senders slow down before PFC is
-/// needed: a few pauses at the start and none reaching v, which gets 63.8 Gb/s in 3 ms.
-/// Figures: bench/README.md, "Victim flow".
+/// each incast sender gets (measured 23.8 Gb/s). With DCQCN (the paper's byte counter and
+/// R_AI) and leaf.toml's ECN thresholds (marking from 40 KB, far below the PG's XOFF point)
+/// the senders slow down before any PG needs PFC: not one pause frame, and the victim gets
+/// 68.3 Gb/s. Figures: bench/README.md, "Victim flow".
 #[test]
 fn pfc_spreading_slows_a_victim_flow_and_dcqcn_with_early_ecn_spares_it() {
     let topo = topology::load(&examples().join("victim.toml"), &default_config(), 1).unwrap();
     let link = |o: &FabricOutcome, name: &str| o.links.iter().find(|l| l.name == name).unwrap().clone();
+    let pfc_frames = |o: &FabricOutcome| -> u64 {
+        o.links
+            .iter()
+            .map(|l| l.forward.pfc_frames + l.reverse.pfc_frames)
+            .sum()
+    };
     let pfc_alone = run(
         &topo,
         &FabricOptions {
@@ -519,7 +526,7 @@ fn pfc_spreading_slows_a_victim_flow_and_dcqcn_with_early_ecn_spares_it() {
     let v = link(&pfc_alone, "v-leaf0:1");
     assert!(l1.forward.pfc_frames > 1000 && l0.reverse.pfc_frames > 1000 && v.reverse.pfc_frames > 1000);
     assert!(v.forward.paused_ns[3] > 1_500_000, "v paused most of the 3 ms: {v:?}");
-    // No link of the victim's path is what limits it: w's link is nearly idle.
+    // w's port, the victim's only link of its own, never pauses anyone.
     let w = link(&pfc_alone, "w-leaf1:1");
     assert!(w.reverse.pfc_frames == 0 && w.forward.pfc_frames == 0);
     assert_eq!(pfc_alone.drops, 0);
@@ -532,15 +539,9 @@ fn pfc_spreading_slows_a_victim_flow_and_dcqcn_with_early_ecn_spares_it() {
         },
     );
     let victim = &dcqcn.flows[4];
-    assert!(victim.goodput_bps > 55e9, "the victim keeps most of its share: {victim:?}");
-    assert_eq!(link(&dcqcn, "v-leaf0:1").reverse.pfc_frames, 0, "no pause reaches v");
-    let l1d = link(&dcqcn, "leaf1:4-spine:1");
-    assert!(
-        l1d.forward.pfc_frames * 5 < l1.forward.pfc_frames,
-        "leaf1 pauses the spine far less: {} vs {}",
-        l1d.forward.pfc_frames,
-        l1.forward.pfc_frames
-    );
+    assert!(victim.goodput_bps > 60e9, "the victim keeps most of its share: {victim:?}");
+    assert_eq!(pfc_frames(&dcqcn), 0, "no PG needed PFC");
+    assert!(dcqcn.flows[..4].iter().all(|f| f.cnps_received > 0), "DCQCN slowed the incast");
     assert_eq!(dcqcn.drops, 0);
 }
 

@@ -774,18 +774,20 @@ pub fn human_report(o: &FabricOutcome) -> String {
     let _ = writeln!(out, ")");
     let _ = writeln!(
         out,
-        "  {:>4} {:<10} {:<8} {:<8} {:>10} {:>10} {:>9} {:>9} {:>7} {:>6} {:>5}",
-        "flow", "pattern", "src", "dst", "goodput", "FCT", "p50 lat", "p99 lat", "CE", "CNPs", "lost"
+        "  {:>4} {:<10} {:<8} {:<8} {:>10} {:>10} {:>10} {:>9} {:>9} {:>7} {:>6} {:>5}",
+        "flow", "pattern", "src", "dst", "goodput", "last rx", "FCT", "p50 lat", "p99 lat", "CE", "CNPs", "lost"
     );
     for f in &o.flows {
         let _ = writeln!(
             out,
-            "  {:>4} {:<10} {:<8} {:<8} {:>8.2}G {:>10} {:>7.1}µs {:>7.1}µs {:>7} {:>6} {:>5}",
+            "  {:>4} {:<10} {:<8} {:<8} {:>8.2}G {:>8.1}µs {:>10} {:>7.1}µs {:>7.1}µs {:>7} {:>6} {:>5}",
             f.id,
             f.pattern,
             f.src,
             f.dst,
             f.goodput_bps / 1e9,
+            // Goodput runs to the last arrival: a flow that stopped early shows it here.
+            f.last_arrival_ns as f64 / 1e3,
             f.fct_ns.map_or("-".to_string(), |t| format!("{:.1}µs", t as f64 / 1e3)),
             f.latency_p50_ns as f64 / 1e3,
             f.latency_p99_ns as f64 / 1e3,
