@@ -485,7 +485,10 @@ fn a_cyclic_buffer_dependency_deadlocks_and_the_watchdog_breaks_it() {
     let late = &healed.flows[3];
     // Measured: 18.3 MB, from the storm's restoration (about 2.25 ms) to the end at 92 Gb/s.
     assert!(late.delivered_bytes > 15_000_000, "the later flow runs: {late:?}");
-    assert!(late.last_arrival_ns > end - 10_000, "and still runs at the end: {late:?}");
+    assert!(
+        late.last_arrival_ns > end - 10_000,
+        "and still runs at the end: {late:?}"
+    );
     for name in ["s0", "s1", "s2"] {
         assert_eq!(healed.switches[name].ports[2].queues[3].depth_packets, 0);
     }
@@ -539,9 +542,15 @@ fn pfc_spreading_slows_a_victim_flow_and_dcqcn_with_early_ecn_spares_it() {
         },
     );
     let victim = &dcqcn.flows[4];
-    assert!(victim.goodput_bps > 60e9, "the victim keeps most of its share: {victim:?}");
+    assert!(
+        victim.goodput_bps > 60e9,
+        "the victim keeps most of its share: {victim:?}"
+    );
     assert_eq!(pfc_frames(&dcqcn), 0, "no PG needed PFC");
-    assert!(dcqcn.flows[..4].iter().all(|f| f.cnps_received > 0), "DCQCN slowed the incast");
+    assert!(
+        dcqcn.flows[..4].iter().all(|f| f.cnps_received > 0),
+        "DCQCN slowed the incast"
+    );
     assert_eq!(dcqcn.drops, 0);
 }
 
@@ -565,11 +574,19 @@ fn the_parking_lot_is_fair_with_dcqcn() {
     let g: Vec<f64> = o.flows.iter().map(|f| f.goodput_bps).collect();
     let mean = g.iter().sum::<f64>() / 3.0;
     for (f, x) in o.flows.iter().zip(&g) {
-        assert!((x - mean).abs() < 0.1 * mean, "flow {} at {x:.3e}, mean {mean:.3e}: {g:?}", f.id);
+        assert!(
+            (x - mean).abs() < 0.1 * mean,
+            "flow {} at {x:.3e}, mean {mean:.3e}: {g:?}",
+            f.id
+        );
         assert!(f.cnps_received > 0, "DCQCN acted on flow {}", f.id);
     }
     assert!(3.0 * mean > 75e9, "r's link mostly used: {g:?}");
-    let pfc: u64 = o.links.iter().map(|l| l.forward.pfc_frames + l.reverse.pfc_frames).sum();
+    let pfc: u64 = o
+        .links
+        .iter()
+        .map(|l| l.forward.pfc_frames + l.reverse.pfc_frames)
+        .sum();
     assert_eq!(pfc, 0, "DCQCN acted before any PG needed PFC");
     assert_eq!(o.drops, 0);
 }
@@ -610,7 +627,11 @@ fn an_incast_follows_the_alpha_and_headroom_choices() {
         let o = incast_with(dir.path(), alpha, headroom);
         assert_eq!(o.drops, 0, "lossless whatever the choice");
         assert!(o.flows.iter().all(|f| f.fct_ns.is_some()), "every message arrives");
-        let pfc: u64 = o.links.iter().map(|l| l.forward.pfc_frames + l.reverse.pfc_frames).sum();
+        let pfc: u64 = o
+            .links
+            .iter()
+            .map(|l| l.forward.pfc_frames + l.reverse.pfc_frames)
+            .sum();
         let p99 = o.flows.iter().map(|f| f.latency_p99_ns).max().unwrap();
         (pfc, p99)
     };
