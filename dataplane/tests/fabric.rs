@@ -507,13 +507,13 @@ fn a_cyclic_buffer_dependency_deadlocks_and_the_watchdog_breaks_it() {
 }
 
 /// A victim of PFC spreading (`examples/fabric/victim.toml`): a 4→1 incast into r under leaf1
-/// (one sender, s, behind leaf0 and the spine) and a victim flow v → w that shares the
-/// uplinks with s but not r's congested port; its share of the path is 75 Gb/s. With PFC
-/// alone leaf1 pauses the spine, the spine leaf0, leaf0 pauses v: the victim gets about what
-/// each incast sender gets (measured 23.8 Gb/s). With DCQCN (the paper's byte counter and
-/// R_AI) and leaf.toml's ECN thresholds (marking from 40 KB, far below the PG's XOFF point)
-/// the senders slow down before any PG needs PFC: not one pause frame, and the victim gets
-/// 68.3 Gb/s. Figures: bench/README.md, "Victim flow".
+/// (one sender, s, behind leaf0 and the spine) and, from 0.5 ms, a victim flow v → w that
+/// shares the uplinks with s but not r's congested port; its share of the path is 75 Gb/s.
+/// With PFC alone leaf1 pauses the spine, the spine leaf0, leaf0 pauses v: the victim gets
+/// less than each incast sender (measured 18.6 Gb/s). With DCQCN (the paper's byte counter
+/// and R_AI) and leaf.toml's ECN thresholds (marking from 40 KB, far below the PG's XOFF
+/// point) the senders slow down before any PG needs PFC: not one pause frame, and the victim
+/// gets 71.9 Gb/s (71.7–72.1 over seeds 1–6). Figures: bench/README.md, "Victim flow".
 #[test]
 fn pfc_spreading_slows_a_victim_flow_and_dcqcn_with_early_ecn_spares_it() {
     let topo = topology::load(&examples().join("victim.toml"), &default_config(), 1).unwrap();
@@ -539,8 +539,11 @@ fn pfc_spreading_slows_a_victim_flow_and_dcqcn_with_early_ecn_spares_it() {
     let l1 = link(&pfc_alone, "leaf1:4-spine:1");
     let l0 = link(&pfc_alone, "leaf0:4-spine:0");
     let v = link(&pfc_alone, "v-leaf0:1");
-    assert!(l1.forward.pfc_frames > 1000 && l0.reverse.pfc_frames > 1000 && v.reverse.pfc_frames > 1000);
-    assert!(v.forward.paused_ns[3] > 1_500_000, "v paused most of the 3 ms: {v:?}");
+    assert!(
+        l1.forward.pfc_frames > 1000 && l0.reverse.pfc_frames > 1000 && v.reverse.pfc_frames > 500,
+        "{l1:?} {l0:?} {v:?}"
+    );
+    assert!(v.forward.paused_ns[3] > 1_500_000, "v paused most of its 2.5 ms: {v:?}");
     // w's port, the victim's only link of its own, never pauses anyone.
     let w = link(&pfc_alone, "w-leaf1:1");
     assert!(w.reverse.pfc_frames == 0 && w.forward.pfc_frames == 0);
