@@ -82,7 +82,8 @@ impl Classifier {
         }
     }
 
-    #[inline]
+    /// Inlined into the receive path, the rules (rare, and a loop) out of line.
+    #[inline(always)]
     pub fn classify(&self, info: &FrameInfo, in_port: u16) -> Class {
         let tc = self.trusted_tc(info);
         let cnp = info.is_cnp();
@@ -97,6 +98,15 @@ impl Classifier {
             class.queue = self.cnp_queue;
             return class;
         }
+        if !self.rules.is_empty() {
+            self.apply_rules(&mut class, info, in_port);
+        }
+        class
+    }
+
+    /// The first rule that matches, applied to `class`.
+    #[inline(never)]
+    fn apply_rules(&self, class: &mut Class, info: &FrameInfo, in_port: u16) {
         if let Some(rule) = self.rules.iter().find(|r| matches(r, info, in_port)) {
             if let Some(tc) = rule.action.tc {
                 class.tc = tc;
@@ -112,7 +122,6 @@ impl Classifier {
                 }
             }
         }
-        class
     }
 }
 

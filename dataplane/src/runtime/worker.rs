@@ -382,6 +382,7 @@ impl Egress<'_> {
     }
 
     /// [`TxSink::transmit_owned`]; true if a local port took the frame.
+    #[inline]
     fn send_owned(&mut self, port: usize, frame: ForeignFrame, at_ns: u64) -> bool {
         let Some(io) = self.local[port].as_mut() else {
             match self.remote[port].as_ref() {
