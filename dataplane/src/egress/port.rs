@@ -212,7 +212,7 @@ impl EgressPort {
             return self.pop_edf(descs, q);
         }
         let d = descs.pop(&mut self.queues[q])?;
-        if self.queues[q].len() == 0 {
+        if self.queues[q].is_empty() {
             self.nonempty &= !(1 << q);
         }
         Some(d)

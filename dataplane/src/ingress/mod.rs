@@ -125,7 +125,7 @@ impl Ingress {
             return Arrival::Done; // parse guarantees 14 bytes
         };
         // 01:80:c2:00:00:00 to 0f: link-local, never forwarded.
-        if dst >> 4 == 0x0180_c200_000 {
+        if dst >> 4 == 0x0180_c200_0000 >> 4 {
             p.counters.drops[DropReason::LinkLocal as usize] += 1;
             return Arrival::Done;
         }

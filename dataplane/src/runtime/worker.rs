@@ -151,6 +151,10 @@ pub struct PortIo {
     /// On an I/O worker: frames the pipeline sent that the port had no room for yet, in order;
     /// sent before anything newer (capacity for every cross-worker buffer, so never grows).
     pending: std::collections::VecDeque<Xfer>,
+    /// Whether an I/O worker takes the buffers the backend lends (zero copy). Not for a port
+    /// with an emulated peer: the peer copies every frame into its store anyway, and a lent
+    /// buffer waiting for it would only hold an mbuf the other ports could lend.
+    pub lend: bool,
 }
 
 impl PortIo {
@@ -164,6 +168,7 @@ impl PortIo {
             rx_tap: None,
             tx_tap: None,
             pending: std::collections::VecDeque::new(),
+            lend: true,
         }
     }
 
@@ -171,19 +176,6 @@ impl PortIo {
     /// goes to its transmit capture, if one runs. A frame in its own buffer is handed over as
     /// it is (the carrier no longer holds it unless the answer is `Full`).
     fn offer(&mut self, x: &mut Xfer, now: u64) -> Offer {
-        match self.tx_tap.clone() {
-            None => self.offer_inner(x),
-            Some(tap) => {
-                // The buffer is the backend's once sent: copy it first, keep the copy if taken.
-                let staged = tap.stage(Dir::Tx, now, x.bytes());
-                let offer = self.offer_inner(x);
-                tap.finish(staged, matches!(offer, Offer::Taken));
-                offer
-            }
-        }
-    }
-
-    fn offer_inner(&mut self, x: &mut Xfer) -> Offer {
         if self.gone {
             self.tx_dropped += 1;
             return Offer::Lost;
@@ -191,6 +183,21 @@ impl PortIo {
         if self.backend.tx_room() == 0 {
             return Offer::Full;
         }
+        // Only while a capture runs is there an `Arc` to clone (beside the copy it makes).
+        match self.tx_tap.clone() {
+            None => self.hand_over(x),
+            Some(tap) => {
+                // The buffer is the backend's once sent: copy it first, keep the copy if taken.
+                let staged = tap.stage(Dir::Tx, now, x.bytes());
+                let offer = self.hand_over(x);
+                tap.finish(staged, matches!(offer, Offer::Taken));
+                offer
+            }
+        }
+    }
+
+    /// Gives the frame to a port that has room for it.
+    fn hand_over(&mut self, x: &mut Xfer) -> Offer {
         let sent = match x.owned.take() {
             Some(f) => self.backend.send_owned(f),
             None => self.backend.send(&x.data[..x.len]),
@@ -390,7 +397,7 @@ impl Egress<'_> {
                 // captures it), unless an emulated peer must see it first (which copies).
                 Some(rings) if self.emu[port].is_none() => {
                     let len = frame.len();
-                    self.to_remote(rings, port, len, |x| x.owned = Some(frame));
+                    self.send_remote(rings, port, len, |x| x.owned = Some(frame));
                 }
                 _ => self.transmit_frame(port, frame.bytes(), at_ns, None),
             }
@@ -418,7 +425,7 @@ impl Egress<'_> {
             return io.took(sent);
         } else if let Some(rings) = self.remote[port].as_ref() {
             if frame.len() <= XFER_FRAME {
-                self.to_remote(rings, port, frame.len(), |x| {
+                self.send_remote(rings, port, frame.len(), |x| {
                     x.data[..frame.len()].copy_from_slice(frame)
                 });
             } else {
@@ -433,7 +440,7 @@ impl Egress<'_> {
     /// place on the ring; if not after all, the frame is counted lost (a lent buffer is
     /// released with its carrier).
     #[inline]
-    fn to_remote(&mut self, rings: &XferRings, port: usize, len: usize, fill: impl FnOnce(&mut Xfer)) {
+    fn send_remote(&mut self, rings: &XferRings, port: usize, len: usize, fill: impl FnOnce(&mut Xfer)) {
         let Some(mut x) = rings.free.pop() else {
             *self.remote_dropped += 1;
             return;
@@ -893,6 +900,8 @@ pub fn run_io(
         // A port's whole credit may end up waiting on it: no allocation later.
         io.pending.reserve(XFER_PORT_CREDIT);
     }
+    // Carriers for the next receive burst, taken off the free ring before the port is polled.
+    let mut reserved: Vec<Xfer> = Vec::with_capacity(BURST);
     let mut lost = 0u64;
     let mut next_check = Instant::now();
     loop {
@@ -920,33 +929,49 @@ pub fn run_io(
                 // No more than the pipeline can take: what it cannot take yet stays in the
                 // port's own ring rather than being lost here (an emulated peer that is full
                 // stops taking frames, and its host's queue is where they wait). A whole burst
-                // or nothing: a DPDK port hands over whole bursts, and the frames of one that
-                // found no carrier were lost between the NIC and the switch, uncounted as such.
-                let room = BURST.min(r.free.len()).min(r.rx.capacity() - r.rx.len());
-                if room < BURST {
+                // or nothing, with its carriers taken off the free ring first (the pipeline
+                // takes carriers from it too): a DPDK port hands over whole bursts, and a frame
+                // received with no carrier for it would be lost between the NIC and the switch.
+                // Only this worker pushes onto `r.rx`, so its free places only grow meanwhile.
+                if r.rx.capacity() - r.rx.len() < BURST {
                     continue;
                 }
-                // A frame whose buffer the backend lends crosses in it (zero copy); a frame not
-                // taken (no carrier, too large) stays with the backend, which frees it.
+                while reserved.len() < BURST {
+                    match r.free.pop() {
+                        Some(x) => {
+                            debug_assert!(x.owned.is_none(), "a carrier on the free ring holds a buffer");
+                            reserved.push(x);
+                        }
+                        None => break,
+                    }
+                }
+                if reserved.len() < BURST {
+                    continue; // kept for the next round
+                }
+                // A frame whose buffer the backend lends crosses in it (zero copy); a frame too
+                // large to copy is counted lost, its carrier kept.
+                let reserved = &mut reserved;
+                let tap = io.rx_tap.clone();
                 let mut take = |frame: &mut RxFrame<'_>| {
-                    let Some(mut x) = r.free.pop() else {
-                        lost += 1;
+                    if let Some(tap) = tap.as_deref() {
+                        tap.record(Dir::Rx, now, frame.bytes());
+                    }
+                    let Some(mut x) = reserved.pop() else {
+                        lost += 1; // unreachable: a burst's carriers were reserved
                         return;
                     };
                     if !x.fill(idx, frame) {
-                        let _ = r.free.push(x);
+                        reserved.push(x);
                         lost += 1;
                     } else if let Err(x) = r.rx.push(x) {
-                        let _ = r.free.push(x.recycle());
+                        reserved.push(x.recycle()); // unreachable: the places were checked
                         lost += 1;
                     }
                 };
-                let res = match io.rx_tap.as_deref() {
-                    None => io.backend.recv_frames(room, &mut take),
-                    Some(tap) => io.backend.recv_frames(room, &mut |frame| {
-                        tap.record(Dir::Rx, now, frame.bytes());
-                        take(frame)
-                    }),
+                let res = if io.lend {
+                    io.backend.recv_frames(BURST, &mut take)
+                } else {
+                    io.backend.recv_burst(BURST, &mut |b| take(&mut RxFrame::Borrowed(b)))
                 };
                 match res {
                     Ok(k) => moved += k,
@@ -1064,7 +1089,8 @@ pub fn run(
                 })
             )
         })?;
-        let io = PortIo::new(i, backend);
+        let mut io = PortIo::new(i, backend);
+        io.lend = p.peer != controlplane::model::PeerKind::Emulated;
         if p.worker == 0 {
             local[i] = Some(io);
         } else {
