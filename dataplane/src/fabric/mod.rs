@@ -81,6 +81,10 @@ pub struct LinkDir {
     /// Time this direction's traffic was paused (its sender obeying PFC the other end sent:
     /// the opposite direction's `pfc_frames`), per priority.
     pub paused_ns: [u64; 8],
+    /// When each of those PFC frames started (`rocesw tune` counts them per time window);
+    /// not in summary.json.
+    #[serde(skip)]
+    pub pfc_at_ns: Vec<u64>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -122,6 +126,10 @@ pub struct FlowReport {
     pub cnps_received: u64,
     /// The DCQCN rate at the end (bits per second), if on.
     pub final_rate_bps: Option<f64>,
+    /// Every packet's one-way latency (`rocesw tune` merges them per pattern); not in
+    /// summary.json.
+    #[serde(skip)]
+    pub latency: Histogram,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -218,6 +226,7 @@ impl Fabric<'_> {
         d.bytes += frame.len() as u64;
         if is_mac_control(frame) {
             d.pfc_frames += 1;
+            d.pfc_at_ns.push(at_ns);
         }
         if let Some(out) = self.pcaps[link].as_mut() {
             if let Err(e) = out.write(at_ns, frame) {
@@ -671,6 +680,7 @@ fn outcome(fab: &mut Fabric<'_>, end: u64, seed: u64, dcqcn: bool) -> FabricOutc
             cnps_sent,
             cnps_received: q.stats.cnps_received,
             final_rate_bps: q.dcqcn.as_ref().map(|d| d.rate()),
+            latency: hist,
         });
     }
     let hosts = topo

@@ -1,0 +1,217 @@
+//! What the tuner may change (Kmin, Kmax, Pmax of the lossless queues' ECN profiles and alpha
+//! of the lossless PGs), on fixed ladders, and how a setting becomes a config fragment. Every
+//! candidate reaches the simulated switches the way `rocectl patch` would reach a live one:
+//! the fragment merged into the config's text, written over it, validated whole, and checked
+//! to be a change a running switch takes.
+
+use crate::fabric::topology::Topology;
+use anyhow::{anyhow, bail, Result};
+use controlplane::Config;
+use serde::Serialize;
+use std::collections::BTreeSet;
+
+/// Kmin and Kmax, KiB: powers of two from 4 KiB to 2 MiB.
+pub const K_KIB: [u64; 10] = [4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048];
+pub const PMAX: [f64; 7] = [0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0];
+/// alpha as (numerator, denominator): 2^−6 … 2^2.
+pub const ALPHA: [(u32, u32); 9] = [
+    (1, 64),
+    (1, 32),
+    (1, 16),
+    (1, 8),
+    (1, 4),
+    (1, 2),
+    (1, 1),
+    (2, 1),
+    (4, 1),
+];
+
+/// Indices into the ladders; Kmax's never below Kmin's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Setting {
+    pub kmin: usize,
+    pub kmax: usize,
+    pub pmax: usize,
+    pub alpha: usize,
+}
+
+/// A setting as people read it.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct SettingView {
+    pub kmin: String,
+    pub kmax: String,
+    pub pmax: f64,
+    pub alpha: String,
+}
+
+impl Setting {
+    pub fn view(self) -> SettingView {
+        SettingView {
+            kmin: format!("{}KiB", K_KIB[self.kmin]),
+            kmax: format!("{}KiB", K_KIB[self.kmax]),
+            pmax: PMAX[self.pmax],
+            alpha: alpha_text(self.alpha),
+        }
+    }
+
+    pub fn label(self) -> String {
+        let v = self.view();
+        format!("Kmin {} Kmax {} Pmax {} alpha {}", v.kmin, v.kmax, v.pmax, v.alpha)
+    }
+
+    /// Every setting one step away on one ladder, in a fixed order.
+    pub fn neighbours(self) -> Vec<Setting> {
+        let mut out = Vec::new();
+        let step = |i: usize, up: bool, len: usize| -> Option<usize> {
+            if up {
+                (i + 1 < len).then_some(i + 1)
+            } else {
+                i.checked_sub(1)
+            }
+        };
+        for up in [false, true] {
+            if let Some(k) = step(self.kmin, up, K_KIB.len()) {
+                out.push(Setting { kmin: k, ..self });
+            }
+            if let Some(k) = step(self.kmax, up, K_KIB.len()) {
+                out.push(Setting { kmax: k, ..self });
+            }
+            if let Some(k) = step(self.pmax, up, PMAX.len()) {
+                out.push(Setting { pmax: k, ..self });
+            }
+            if let Some(k) = step(self.alpha, up, ALPHA.len()) {
+                out.push(Setting { alpha: k, ..self });
+            }
+        }
+        out.retain(|s| s.kmin <= s.kmax);
+        out
+    }
+}
+
+fn alpha_text(i: usize) -> String {
+    let (n, d) = ALPHA[i];
+    if d == 1 {
+        n.to_string()
+    } else {
+        format!("{n}/{d}")
+    }
+}
+
+/// The nearest ladder index of a value (ties to the lower).
+fn nearest(values: impl Iterator<Item = f64>, x: f64) -> usize {
+    let mut best = (0, f64::INFINITY);
+    for (i, v) in values.enumerate() {
+        // Compared on a log scale: the ladders are geometric.
+        let d = (v.ln() - x.max(1e-12).ln()).abs();
+        if d < best.1 {
+            best = (i, d);
+        }
+    }
+    best.0
+}
+
+/// Which tables of the switches' configs a fragment sets: the ECN profiles of every lossless
+/// queue and every lossless PG, over all switches.
+#[derive(Debug, Clone)]
+pub struct Knobs {
+    pub profiles: BTreeSet<String>,
+    pub pgs: BTreeSet<u8>,
+}
+
+impl Knobs {
+    pub fn of(topo: &Topology) -> Result<Knobs> {
+        let mut profiles = BTreeSet::new();
+        let mut pgs = BTreeSet::new();
+        for sw in &topo.switches {
+            let c = &sw.config;
+            for tc in 0..c.pfc.enabled.len() {
+                if !c.pfc.enabled[tc] {
+                    continue;
+                }
+                let q = usize::from(c.classify.tc_to_queue[tc]);
+                pgs.insert(c.classify.tc_to_pg[tc]);
+                match &c.queues[q].ecn {
+                    Some(e) => {
+                        profiles.insert(e.name.clone());
+                    }
+                    None => bail!(
+                        "switch {:?}: lossless queue {q} has no ECN profile, so there is no Kmin/Kmax to tune (set queue.{q}.ecn)",
+                        sw.name
+                    ),
+                }
+            }
+        }
+        if pgs.is_empty() {
+            bail!("no switch has a lossless priority ([pfc] priorities): nothing to tune");
+        }
+        Ok(Knobs { profiles, pgs })
+    }
+
+    /// The fragment for a setting: the same values for every switch.
+    pub fn fragment(&self, s: Setting) -> String {
+        let v = s.view();
+        let mut out = String::new();
+        for p in &self.profiles {
+            out += &format!(
+                "[ecn.{p}]\nkmin = \"{}\"\nkmax = \"{}\"\npmax = {}\n\n",
+                v.kmin, v.kmax, v.pmax
+            );
+        }
+        for pg in &self.pgs {
+            out += &format!("[pg.{pg}]\nalpha = \"{}\"\n\n", v.alpha);
+        }
+        out.truncate(out.trim_end().len());
+        out.push('\n');
+        out
+    }
+
+    /// The setting nearest to what the first switch runs (where the search starts from, and
+    /// what "before" is compared with is the configs themselves, not this).
+    pub fn current(&self, topo: &Topology) -> Setting {
+        let c = &topo.switches[0].config;
+        let e = c
+            .queues
+            .iter()
+            .find_map(|q| q.ecn.as_ref().filter(|e| self.profiles.contains(&e.name)))
+            .expect("Knobs::of found a profile");
+        let pg = usize::from(*self.pgs.first().expect("non-empty"));
+        let alpha = match c.pgs[pg].shared {
+            controlplane::Threshold::Dynamic { alpha } => alpha,
+            _ => 1.0 / 8.0,
+        };
+        let kmin = nearest(K_KIB.iter().map(|k| (k * 1024) as f64), e.kmin_bytes as f64);
+        let kmax = nearest(K_KIB.iter().map(|k| (k * 1024) as f64), e.kmax_bytes as f64).max(kmin);
+        Setting {
+            kmin,
+            kmax,
+            pmax: nearest(PMAX.iter().copied(), e.pmax),
+            alpha: nearest(ALPHA.iter().map(|(n, d)| f64::from(*n) / f64::from(*d)), alpha),
+        }
+    }
+}
+
+/// Applies `fragment` to switch `i`'s config as `rocectl patch` does: merged into its text,
+/// written over it, validated whole, and refused if a running switch could not take it.
+pub fn patch_config(topo: &Topology, i: usize, fragment: &str) -> Result<Config> {
+    let sw = &topo.switches[i];
+    let what = format!("switch {:?}", sw.name);
+    let frag: toml::Table = fragment.parse().map_err(|e| anyhow!("the fragment is not TOML: {e}"))?;
+    let mut merged: toml::Table = sw
+        .config_text
+        .parse()
+        .map_err(|e| anyhow!("{what}: its config is not TOML: {e}"))?;
+    controlplane::patch::merge(&mut merged, frag);
+    let text = controlplane::retext::rewrite(&sw.config_text, &merged).map_err(|e| anyhow!("{what}: {e}"))?;
+    let loaded = controlplane::load_str(&text).map_err(|e| anyhow!("{what}: the patched config is invalid: {e}"))?;
+    if let Some(why) = controlplane::live_change_refusal(&sw.config, &loaded.config) {
+        bail!("{what}: a running switch would refuse the patch: {why}");
+    }
+    Ok(loaded.config)
+}
+
+/// Every switch's config with `fragment` applied.
+pub fn patch_all(topo: &Topology, fragment: &str) -> Result<Vec<Config>> {
+    (0..topo.switches.len())
+        .map(|i| patch_config(topo, i, fragment))
+        .collect()
+}
