@@ -81,8 +81,15 @@ pub const TARGET_KEYS: &[(&str, &str)] = &[
 ];
 
 impl Targets {
-    /// Applies one `KEY=VALUE`.
+    /// Applies one `KEY=VALUE`; on an error nothing changes.
     pub fn set(&mut self, kv: &str) -> Result<()> {
+        let mut new = self.clone();
+        new.set_in_place(kv)?;
+        *self = new;
+        Ok(())
+    }
+
+    fn set_in_place(&mut self, kv: &str) -> Result<()> {
         let (k, v) = kv
             .split_once('=')
             .ok_or_else(|| anyhow!("--target {kv:?}: expected KEY=VALUE"))?;
