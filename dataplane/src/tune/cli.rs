@@ -54,6 +54,12 @@ pub struct TuneArgs {
     /// climbing rounds, budget 300.
     #[arg(long)]
     pub quick: bool,
+    /// Also search the hosts' DCQCN: the additive increase (×0.25 … ×16 the NIC model's 0.5%
+    /// of line rate, hyper increase ten times it) and the byte counter (37.5 KB … 600 KB).
+    /// They are NIC settings: the fragment file names them in a comment, for the topology's
+    /// [nic] (dcqcn_rai, dcqcn_byte_counter) or the hosts, and the fragment stays the switch's.
+    #[arg(long)]
+    pub dcqcn: bool,
     /// Virtual time per pattern, instead of the patterns file's `duration`.
     #[arg(long, value_name = "TIME", value_parser = parse_duration)]
     pub duration: Option<u64>,
@@ -105,6 +111,7 @@ pub fn options(args: &TuneArgs) -> Result<TuneOptions> {
     if o.threads == 0 {
         bail!("--threads must be at least 1");
     }
+    o.dcqcn = args.dcqcn;
     if args.quick {
         o.grid = Grid::quick();
         o.screen_every = 8;

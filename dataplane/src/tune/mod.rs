@@ -48,6 +48,8 @@ pub struct TuneOptions {
     pub rounds: usize,
     /// The coarse grid's ladder indices (Kmin, Kmax/Kmin steps, Pmax, alpha).
     pub grid: Grid,
+    /// Also search the hosts' DCQCN (additive increase and byte counter).
+    pub dcqcn: bool,
     /// Called after each simulation with (done, planned so far).
     pub progress: Option<fn(usize, usize)>,
 }
@@ -84,18 +86,28 @@ impl Grid {
         }
     }
 
-    fn settings(&self) -> Vec<Setting> {
+    /// With `dcqcn`, each setting with the model's DCQCN and with four times its additive
+    /// increase and half its byte counter (faster recovery).
+    fn settings(&self, dcqcn: bool) -> Vec<Setting> {
+        let nics: Vec<Option<(usize, usize)>> = if dcqcn {
+            vec![Some(space::DCQCN_DEFAULT), Some((4, 1))]
+        } else {
+            vec![None]
+        };
         let mut out = Vec::new();
-        for &kmin in &self.kmin {
-            for &step in &self.kmax_steps {
-                for &pmax in &self.pmax {
-                    for &alpha in &self.alpha {
-                        out.push(Setting {
-                            kmin,
-                            kmax: (kmin + step).min(space::K_KIB.len() - 1),
-                            pmax,
-                            alpha,
-                        });
+        for &nic in &nics {
+            for &kmin in &self.kmin {
+                for &step in &self.kmax_steps {
+                    for &pmax in &self.pmax {
+                        for &alpha in &self.alpha {
+                            out.push(Setting {
+                                kmin,
+                                kmax: (kmin + step).min(space::K_KIB.len() - 1),
+                                pmax,
+                                alpha,
+                                dcqcn: nic,
+                            });
+                        }
                     }
                 }
             }
@@ -116,6 +128,7 @@ impl Default for TuneOptions {
             finalists: 4,
             rounds: 12,
             grid: Grid::standard(),
+            dcqcn: false,
             progress: None,
         }
     }
@@ -268,7 +281,10 @@ impl Engine<'_> {
         }
         let (label, setting, fragment) = match c {
             Candidate::Baseline => ("the configs as given".to_string(), None, None),
-            Candidate::Setting(s) => (s.label(), Some(s.view()), Some(self.knobs.fragment(s))),
+            Candidate::Setting(s) => {
+                let line = self.base.links[self.base.hosts[0].link].speed_bps;
+                (s.label(), Some(s.view_at(line)), Some(self.knobs.fragment(s)))
+            }
         };
         Evaluated {
             label,
@@ -292,8 +308,9 @@ fn simulate(
 ) -> Result<Measured> {
     let o = match cand {
         Candidate::Baseline => fabric::run(topo, &fabric_opts(opts.seed))?,
-        Candidate::Setting(_) => {
+        Candidate::Setting(s) => {
             let mut t = topo.clone();
+            space::apply_nic(&mut t, s);
             for (sw, cfg) in t.switches.iter_mut().zip(&configs[&cand]) {
                 sw.config = cfg.clone();
             }
@@ -327,7 +344,10 @@ pub fn run(base: &Topology, set: &PatternSet, opts: &TuneOptions) -> Result<Tune
         topos.push(t);
     }
     // The grid must patch cleanly before anything runs: a bad fragment is an input error.
-    let start = knobs.current(base);
+    let mut start = knobs.current(base);
+    if opts.dcqcn {
+        start.dcqcn = Some(space::DCQCN_DEFAULT);
+    }
     space::patch_all(base, &knobs.fragment(start))?;
     let mut e = Engine {
         base,
@@ -350,7 +370,7 @@ pub fn run(base: &Topology, set: &PatternSet, opts: &TuneOptions) -> Result<Tune
     // budget allows; the best few go on to every pattern.
     let screen: Vec<usize> = all.iter().copied().step_by(opts.screen_every.max(1)).collect();
     let mut grid = vec![start];
-    for s in opts.grid.settings() {
+    for s in opts.grid.settings(opts.dcqcn) {
         if !grid.contains(&s) {
             grid.push(s);
         }
@@ -445,7 +465,7 @@ pub fn run(base: &Topology, set: &PatternSet, opts: &TuneOptions) -> Result<Tune
             ))
         }
     };
-    let pareto = pareto(&finalists);
+    let pareto = pareto(&finalists, &best.label);
     Ok(TuneOutcome {
         seed: opts.seed,
         targets: opts.targets.clone(),
@@ -463,16 +483,20 @@ pub fn run(base: &Topology, set: &PatternSet, opts: &TuneOptions) -> Result<Tune
     })
 }
 
-/// Labels of the finalists no other finalist matches or beats on all three target counts
-/// while beating on one.
-fn pareto(f: &[Evaluated]) -> Vec<String> {
+/// Labels of the finalists no other finalist beats on one target count while matching it on
+/// the others; of several with the same counts, the chosen one (else the first run).
+fn pareto(f: &[Evaluated], chosen: &str) -> Vec<String> {
     let dominated = |a: &Evaluated| {
         f.iter()
             .any(|b| (0..3).all(|k| b.met[k] >= a.met[k]) && (0..3).any(|k| b.met[k] > a.met[k]))
     };
     let mut seen: Vec<[u32; 3]> = Vec::new();
     let mut out = Vec::new();
-    for a in f {
+    let order = f
+        .iter()
+        .filter(|a| a.label == chosen)
+        .chain(f.iter().filter(|a| a.label != chosen));
+    for a in order {
         if !dominated(a) && !seen.contains(&a.met) {
             seen.push(a.met);
             out.push(a.label.clone());

@@ -74,8 +74,17 @@ pub fn write(dir: &Path, outputs: &Outputs, o: &TuneOutcome, apply_hint: &str) -
     std::fs::write(&outputs.json, json).with_context(|| format!("cannot write {}", outputs.json.display()))?;
     std::fs::write(&outputs.svg, report::svg(o)).with_context(|| format!("cannot write {}", outputs.svg.display()))?;
     let fragment = o.best.fragment.as_deref().unwrap_or_default();
+    // The hosts' DCQCN is not the switch's: a comment for the topology's [nic], never a key
+    // `rocectl patch` would refuse.
+    let nic = match o.best.setting.as_ref().and_then(|s| s.nic.as_ref()) {
+        Some(n) => format!(
+            "# With the hosts' DCQCN (the topology's [nic], not a switch setting):\n#   dcqcn_rai = \"{}\"\n#   dcqcn_byte_counter = \"{}\"\n",
+            n.dcqcn_rai, n.dcqcn_byte_counter
+        ),
+        None => String::new(),
+    };
     let text = format!(
-        "# rocesw tune (seed {}): {}\n# {} of {} patterns meet all three targets (the configs as given: {}).\n# {apply_hint}\n\n{fragment}",
+        "# rocesw tune (seed {}): {}\n# {} of {} patterns meet all three targets (the configs as given: {}).\n{nic}# {apply_hint}\n\n{fragment}",
         o.seed,
         o.best.label,
         o.best.all_met,

@@ -26,13 +26,23 @@ pub const ALPHA: [(u32, u32); 9] = [
     (4, 1),
 ];
 
-/// Indices into the ladders; Kmax's never below Kmin's.
+/// DCQCN's additive increase, as multiples of the NIC model's default (0.5% of line rate),
+/// with hyper increase kept at ten times it.
+pub const RAI_FACTOR: [f64; 7] = [0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0];
+/// DCQCN's byte counter, bytes (150 KB is the model's default).
+pub const BYTE_COUNTER: [u64; 5] = [37_500, 75_000, 150_000, 300_000, 600_000];
+/// The model's defaults on those ladders.
+pub const DCQCN_DEFAULT: (usize, usize) = (2, 2);
+
+/// Indices into the ladders; Kmax's never below Kmin's. `dcqcn` (RAI, byte counter) only when
+/// the hosts' DCQCN is searched too.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Setting {
     pub kmin: usize,
     pub kmax: usize,
     pub pmax: usize,
     pub alpha: usize,
+    pub dcqcn: Option<(usize, usize)>,
 }
 
 /// A setting as people read it.
@@ -42,6 +52,17 @@ pub struct SettingView {
     pub kmax: String,
     pub pmax: f64,
     pub alpha: String,
+    /// The hosts' DCQCN, as the topology's `[nic]` keys, when searched.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub nic: Option<NicView>,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct NicView {
+    /// Multiple of the model's default additive increase (0.5% of line rate).
+    pub rai_factor: f64,
+    pub dcqcn_rai: String,
+    pub dcqcn_byte_counter: String,
 }
 
 impl Setting {
@@ -51,12 +72,30 @@ impl Setting {
             kmax: format!("{}KiB", K_KIB[self.kmax]),
             pmax: PMAX[self.pmax],
             alpha: alpha_text(self.alpha),
+            nic: self.dcqcn.map(|(r, b)| NicView {
+                rai_factor: RAI_FACTOR[r],
+                dcqcn_rai: String::new(),
+                dcqcn_byte_counter: format!("{}B", BYTE_COUNTER[b]),
+            }),
         }
+    }
+
+    /// The view with the RAI in bits per second for hosts at `line_bps`.
+    pub fn view_at(self, line_bps: u64) -> SettingView {
+        let mut v = self.view();
+        if let (Some(n), Some((r, _))) = (v.nic.as_mut(), self.dcqcn) {
+            n.dcqcn_rai = controlplane::units::format_rate(rai_bps(r, line_bps).round() as u64);
+        }
+        v
     }
 
     pub fn label(self) -> String {
         let v = self.view();
-        format!("Kmin {} Kmax {} Pmax {} alpha {}", v.kmin, v.kmax, v.pmax, v.alpha)
+        let mut l = format!("Kmin {} Kmax {} Pmax {} alpha {}", v.kmin, v.kmax, v.pmax, v.alpha);
+        if let Some(n) = v.nic {
+            l += &format!(" RAI x{} BC {}", n.rai_factor, n.dcqcn_byte_counter);
+        }
+        l
     }
 
     /// Every setting one step away on one ladder, in a fixed order.
@@ -82,9 +121,39 @@ impl Setting {
             if let Some(k) = step(self.alpha, up, ALPHA.len()) {
                 out.push(Setting { alpha: k, ..self });
             }
+            if let Some((r, b)) = self.dcqcn {
+                if let Some(k) = step(r, up, RAI_FACTOR.len()) {
+                    out.push(Setting {
+                        dcqcn: Some((k, b)),
+                        ..self
+                    });
+                }
+                if let Some(k) = step(b, up, BYTE_COUNTER.len()) {
+                    out.push(Setting {
+                        dcqcn: Some((r, k)),
+                        ..self
+                    });
+                }
+            }
         }
         out.retain(|s| s.kmin <= s.kmax);
         out
+    }
+}
+
+/// RAI in bits per second for hosts at `line_bps`.
+pub fn rai_bps(i: usize, line_bps: u64) -> f64 {
+    RAI_FACTOR[i] * 0.005 * line_bps as f64
+}
+
+/// The hosts' NIC model with a setting's DCQCN (unchanged without one).
+pub fn apply_nic(topo: &mut Topology, s: Setting) {
+    if let Some((r, b)) = s.dcqcn {
+        let line = topo.links[topo.hosts[0].link].speed_bps;
+        let o = &mut topo.nic.dcqcn_overrides;
+        o.rai_bps = Some(rai_bps(r, line));
+        o.rhai_bps = Some(10.0 * rai_bps(r, line));
+        o.byte_counter = Some(BYTE_COUNTER[b]);
     }
 }
 
@@ -186,6 +255,7 @@ impl Knobs {
             kmax,
             pmax: nearest(PMAX.iter().copied(), e.pmax),
             alpha: nearest(ALPHA.iter().map(|(n, d)| f64::from(*n) / f64::from(*d)), alpha),
+            dcqcn: None,
         }
     }
 }
