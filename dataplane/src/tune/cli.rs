@@ -20,8 +20,8 @@ pub struct TuneArgs {
     #[arg(long, value_name = "FILE")]
     pub topology: PathBuf,
     /// The traffic patterns (TOML: duration, [sizes] distributions, [[family]] entries
-    /// expanded to the cross product of their lists). Default: the shipped set of 50
-    /// (examples/tune/patterns.toml, built in).
+    /// expanded to the cross product of their lists; examples/tune/patterns.toml explains
+    /// every key). Default: that shipped set of 50, built in.
     #[arg(long, value_name = "FILE")]
     pub patterns: Option<PathBuf>,
     /// Directory for tune.json (every result), tune.svg (targets met per pattern, before and
