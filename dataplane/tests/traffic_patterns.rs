@@ -108,6 +108,20 @@ fn messages_mixed_with_long_flows_complete() {
     .unwrap();
     let done = o.flows.iter().filter(|f| f.fct_ns.is_some()).count();
     assert!(done > 10, "{done} messages completed");
+    // Completion times per size: one bucket per size of the distribution, every finite flow
+    // in one, small messages done sooner than large ones.
+    let buckets: Vec<u64> = o.fct_by_size.iter().map(|b| b.up_to_bytes).collect();
+    assert_eq!(buckets, vec![4096, 65536, 1 << 20]);
+    let finite = o.flows.iter().filter(|f| f.size.is_some()).count() as u64;
+    assert_eq!(o.fct_by_size.iter().map(|b| b.messages).sum::<u64>(), finite);
+    assert_eq!(o.fct_by_size.iter().map(|b| b.completed).sum::<u64>(), done as u64);
+    for b in &o.fct_by_size {
+        if let (Some(p50), Some(p99), Some(max)) = (b.fct_p50_ns, b.fct_p99_ns, b.fct_max_ns) {
+            assert!(p50 <= p99 && p99 <= max, "{b:?}");
+        }
+    }
+    let p50 = |k: usize| o.fct_by_size[k].fct_p50_ns.unwrap();
+    assert!(p50(0) < p50(1), "4 KiB {} ns, 64 KiB {} ns", p50(0), p50(1));
     let long = o.flows.iter().find(|f| f.size.is_none()).unwrap();
     assert!(long.goodput_bps > 1e9, "the long flow ran: {}", long.goodput_bps);
     assert_eq!(o.drops, 0);

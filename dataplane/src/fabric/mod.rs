@@ -23,6 +23,7 @@
 //! One event queue ordered by (time, sequence): the same topology, configs and seed give the
 //! same bytes out.
 
+pub mod fct;
 pub mod progress;
 pub mod topology;
 
@@ -156,6 +157,8 @@ pub struct FabricOutcome {
     pub switches: BTreeMap<String, Snapshot>,
     /// Frames the switches dropped, all reasons.
     pub drops: u64,
+    /// Completion times of the finite flows, per power-of-two size bucket.
+    pub fct_by_size: Vec<fct::SizeFct>,
 }
 
 struct Host {
@@ -714,6 +717,7 @@ fn outcome(fab: &mut Fabric<'_>, end: u64, seed: u64, dcqcn: bool) -> FabricOutc
             reverse: d[1].clone(),
         })
         .collect();
+    let fct_by_size = fct::by_size(&flows);
     FabricOutcome {
         seed,
         duration_ns: end,
@@ -725,6 +729,7 @@ fn outcome(fab: &mut Fabric<'_>, end: u64, seed: u64, dcqcn: bool) -> FabricOutc
         hosts,
         switches,
         drops,
+        fct_by_size,
     }
 }
 

@@ -174,6 +174,8 @@ pub struct Measured {
     /// Finite messages that completed, of those sent.
     pub completed: u64,
     pub messages: u64,
+    /// Completion times per size bucket (the fabric's own figures).
+    pub fct_by_size: Vec<crate::fabric::fct::SizeFct>,
     pub met: Met,
 }
 
@@ -250,6 +252,7 @@ pub fn measure(topo: &Topology, o: &FabricOutcome, duration_ns: u64, t: &Targets
         drops: o.drops,
         completed,
         messages,
+        fct_by_size: o.fct_by_size.clone(),
         met,
     }
 }
