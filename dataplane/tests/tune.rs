@@ -321,3 +321,69 @@ fn the_help_explains_the_targets_and_options() {
         assert!(help.contains(want), "{want} missing from:\n{help}");
     }
 }
+
+/// The three targets measure what their definitions say, on runs whose answer is known: one
+/// long flow alone fills its receiver's link with no PFC and no queue; an incast with PFC
+/// alone keeps the target's link full but pauses all the time and queues; two 64 KiB messages
+/// fill no link long enough to measure (goodput n/a).
+#[test]
+fn the_targets_measure_what_they_define() {
+    let base = shipped_topology();
+    let t = Targets::default();
+    let run = |traffic: &str, dcqcn: bool| {
+        let spec: toml::Table = traffic.parse().unwrap();
+        let entries: Vec<topology::TrafficSpec> = spec["traffic"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.clone().try_into().unwrap())
+            .collect();
+        let mut topo = base.with_traffic(&entries, 1).unwrap();
+        topo.duration_ns = 300_000;
+        let o = dataplane::fabric::run(
+            &topo,
+            &dataplane::fabric::FabricOptions {
+                seed: 1,
+                dcqcn: Some(dcqcn),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        tune::targets::measure(&topo, &o, topo.duration_ns, &t)
+    };
+    let alone = run(
+        "[[traffic]]\npattern = \"flows\"\nfrom = [\"h0\"]\nto = [\"h7\"]\nsize = \"long\"\n",
+        true,
+    );
+    let g = alone.goodput.unwrap();
+    assert!(g > 0.97 && g <= 1.0, "one flow alone: {g}");
+    assert_eq!((alone.pfc_frames, alone.pfc_ok_windows), (0, 1.0));
+    assert!(alone.latency_p99_ns < 5_000, "{}", alone.latency_p99_ns);
+    assert!(alone.met.all());
+
+    let incast = run(
+        "[[traffic]]\npattern = \"incast\"\nfrom = [\"h0\", \"h1\", \"h2\", \"h3\"]\nto = [\"h7\"]\nsize = \"long\"\n",
+        false,
+    );
+    assert!(
+        incast.goodput.unwrap() > 0.97,
+        "PFC keeps the link full: {:?}",
+        incast.goodput
+    );
+    assert!(incast.pfc_frames > 10 && incast.pfc_ok_windows < 0.9, "{incast:?}");
+    assert!(!incast.met.pfc && incast.met.goodput);
+    assert!(
+        incast.latency_p90_ns > 40_000 && !incast.met.latency,
+        "{}",
+        incast.latency_p90_ns
+    );
+    assert_eq!(incast.drops, 0);
+
+    let short = run(
+        "[[traffic]]\npattern = \"incast\"\nfrom = [\"h0\", \"h1\"]\nto = [\"h7\"]\nsize = \"64KiB\"\n",
+        true,
+    );
+    assert_eq!(short.goodput, None);
+    assert!(short.met.goodput, "n/a counts as met");
+    assert_eq!((short.messages, short.completed), (2, 2));
+}
