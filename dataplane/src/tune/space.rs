@@ -285,3 +285,48 @@ pub fn patch_all(topo: &Topology, fragment: &str) -> Result<Vec<Config>> {
         .map(|i| patch_config(topo, i, fragment))
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Hill climbing walks the ladders one step at a time and never leaves them, never puts
+    /// Kmax below Kmin, and a corner has fewer neighbours than the middle.
+    #[test]
+    fn neighbours_stay_on_the_ladders() {
+        let mid = Setting {
+            kmin: 3,
+            kmax: 5,
+            pmax: 3,
+            alpha: 4,
+            dcqcn: None,
+        };
+        assert_eq!(mid.neighbours().len(), 8);
+        let corner = Setting {
+            kmin: 0,
+            kmax: 0,
+            pmax: 0,
+            alpha: 0,
+            dcqcn: Some((0, 0)),
+        };
+        let n = corner.neighbours();
+        assert_eq!(n.len(), 5, "{n:?}");
+        for s in n.iter().chain(&mid.neighbours()) {
+            assert!(s.kmin <= s.kmax && s.kmax < K_KIB.len() && s.pmax < PMAX.len() && s.alpha < ALPHA.len());
+        }
+        assert!(!mid.neighbours().contains(&mid));
+    }
+
+    #[test]
+    fn nearest_is_on_a_log_scale() {
+        let k = || K_KIB.iter().map(|k| (k * 1024) as f64);
+        // 100 KB is nearer 128 KiB than 64 KiB by ratio; 400 KB nearer 512 KiB.
+        assert_eq!(K_KIB[nearest(k(), 100_000.0)], 128);
+        assert_eq!(K_KIB[nearest(k(), 400_000.0)], 512);
+        assert_eq!(PMAX[nearest(PMAX.iter().copied(), 0.2)], 0.2);
+        assert_eq!(
+            alpha_text(nearest(ALPHA.iter().map(|(n, d)| f64::from(*n) / f64::from(*d)), 0.125)),
+            "1/8"
+        );
+    }
+}
