@@ -55,9 +55,10 @@ pub struct TuneArgs {
     #[arg(long)]
     pub quick: bool,
     /// Also search the hosts' DCQCN: the additive increase (×0.25 … ×16 the NIC model's 0.5%
-    /// of line rate, hyper increase ten times it) and the byte counter (37.5 KB … 600 KB).
-    /// They are NIC settings: the fragment file names them in a comment, for the topology's
-    /// [nic] (dcqcn_rai, dcqcn_byte_counter) or the hosts, and the fragment stays the switch's.
+    /// of line rate, hyper increase ten times it), the byte counter (37.5 KB … 600 KB) and
+    /// the notification point's CNP interval (4, 10, 25, 50 µs). They are NIC settings: the
+    /// fragment file names them in a comment, for the topology's [nic] (dcqcn_rai,
+    /// dcqcn_byte_counter, cnp_interval) or the hosts, and the fragment stays the switch's.
     #[arg(long)]
     pub dcqcn: bool,
     /// Virtual time per pattern, instead of the patterns file's `duration`.

@@ -86,11 +86,11 @@ impl Grid {
         }
     }
 
-    /// With `dcqcn`, each setting with the model's DCQCN and with four times its additive
-    /// increase and half its byte counter (faster recovery).
+    /// With `dcqcn`, each setting with the model's DCQCN and with a faster one: four times
+    /// its additive increase, half its byte counter, CNPs every 10 µs instead of 50.
     fn settings(&self, dcqcn: bool) -> Vec<Setting> {
-        let nics: Vec<Option<(usize, usize)>> = if dcqcn {
-            vec![Some(space::DCQCN_DEFAULT), Some((4, 1))]
+        let nics: Vec<Option<(usize, usize, usize)>> = if dcqcn {
+            vec![Some(space::DCQCN_DEFAULT), Some((4, 1, 1))]
         } else {
             vec![None]
         };

@@ -78,8 +78,8 @@ pub fn write(dir: &Path, outputs: &Outputs, o: &TuneOutcome, apply_hint: &str) -
     // `rocectl patch` would refuse.
     let nic = match o.best.setting.as_ref().and_then(|s| s.nic.as_ref()) {
         Some(n) => format!(
-            "# With the hosts' DCQCN (the topology's [nic], not a switch setting):\n#   dcqcn_rai = \"{}\"\n#   dcqcn_byte_counter = \"{}\"\n",
-            n.dcqcn_rai, n.dcqcn_byte_counter
+            "# With the hosts' DCQCN (the topology's [nic], not a switch setting):\n#   dcqcn_rai = \"{}\"\n#   dcqcn_byte_counter = \"{}\"\n#   cnp_interval = \"{}\"\n",
+            n.dcqcn_rai, n.dcqcn_byte_counter, n.cnp_interval
         ),
         None => String::new(),
     };

@@ -31,18 +31,21 @@ pub const ALPHA: [(u32, u32); 9] = [
 pub const RAI_FACTOR: [f64; 7] = [0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0];
 /// DCQCN's byte counter, bytes (150 KB is the model's default).
 pub const BYTE_COUNTER: [u64; 5] = [37_500, 75_000, 150_000, 300_000, 600_000];
-/// The model's defaults on those ladders.
-pub const DCQCN_DEFAULT: (usize, usize) = (2, 2);
+/// The notification point's least time between two CNPs for one QP, µs (50 µs is the
+/// DCQCN paper's and the NIC model's default; newer NICs go down to a few).
+pub const CNP_INTERVAL_US: [u64; 4] = [4, 10, 25, 50];
+/// The model's defaults on those ladders: (RAI, byte counter, CNP interval).
+pub const DCQCN_DEFAULT: (usize, usize, usize) = (2, 2, 3);
 
-/// Indices into the ladders; Kmax's never below Kmin's. `dcqcn` (RAI, byte counter) only when
-/// the hosts' DCQCN is searched too.
+/// Indices into the ladders; Kmax's never below Kmin's. `dcqcn` (RAI, byte counter, CNP
+/// interval) only when the hosts' DCQCN is searched too.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Setting {
     pub kmin: usize,
     pub kmax: usize,
     pub pmax: usize,
     pub alpha: usize,
-    pub dcqcn: Option<(usize, usize)>,
+    pub dcqcn: Option<(usize, usize, usize)>,
 }
 
 /// A setting as people read it.
@@ -63,6 +66,7 @@ pub struct NicView {
     pub rai_factor: f64,
     pub dcqcn_rai: String,
     pub dcqcn_byte_counter: String,
+    pub cnp_interval: String,
 }
 
 impl Setting {
@@ -72,10 +76,11 @@ impl Setting {
             kmax: format!("{}KiB", K_KIB[self.kmax]),
             pmax: PMAX[self.pmax],
             alpha: alpha_text(self.alpha),
-            nic: self.dcqcn.map(|(r, b)| NicView {
+            nic: self.dcqcn.map(|(r, b, c)| NicView {
                 rai_factor: RAI_FACTOR[r],
                 dcqcn_rai: String::new(),
                 dcqcn_byte_counter: format!("{}B", BYTE_COUNTER[b]),
+                cnp_interval: format!("{}us", CNP_INTERVAL_US[c]),
             }),
         }
     }
@@ -83,7 +88,7 @@ impl Setting {
     /// The view with the RAI in bits per second for hosts at `line_bps`.
     pub fn view_at(self, line_bps: u64) -> SettingView {
         let mut v = self.view();
-        if let (Some(n), Some((r, _))) = (v.nic.as_mut(), self.dcqcn) {
+        if let (Some(n), Some((r, _, _))) = (v.nic.as_mut(), self.dcqcn) {
             n.dcqcn_rai = controlplane::units::format_rate(rai_bps(r, line_bps).round() as u64);
         }
         v
@@ -93,7 +98,10 @@ impl Setting {
         let v = self.view();
         let mut l = format!("Kmin {} Kmax {} Pmax {} alpha {}", v.kmin, v.kmax, v.pmax, v.alpha);
         if let Some(n) = v.nic {
-            l += &format!(" RAI x{} BC {}", n.rai_factor, n.dcqcn_byte_counter);
+            l += &format!(
+                " RAI x{} BC {} CNP {}",
+                n.rai_factor, n.dcqcn_byte_counter, n.cnp_interval
+            );
         }
         l
     }
@@ -121,16 +129,22 @@ impl Setting {
             if let Some(k) = step(self.alpha, up, ALPHA.len()) {
                 out.push(Setting { alpha: k, ..self });
             }
-            if let Some((r, b)) = self.dcqcn {
+            if let Some((r, b, c)) = self.dcqcn {
                 if let Some(k) = step(r, up, RAI_FACTOR.len()) {
                     out.push(Setting {
-                        dcqcn: Some((k, b)),
+                        dcqcn: Some((k, b, c)),
                         ..self
                     });
                 }
                 if let Some(k) = step(b, up, BYTE_COUNTER.len()) {
                     out.push(Setting {
-                        dcqcn: Some((r, k)),
+                        dcqcn: Some((r, k, c)),
+                        ..self
+                    });
+                }
+                if let Some(k) = step(c, up, CNP_INTERVAL_US.len()) {
+                    out.push(Setting {
+                        dcqcn: Some((r, b, k)),
                         ..self
                     });
                 }
@@ -148,12 +162,13 @@ pub fn rai_bps(i: usize, line_bps: u64) -> f64 {
 
 /// The hosts' NIC model with a setting's DCQCN (unchanged without one).
 pub fn apply_nic(topo: &mut Topology, s: Setting) {
-    if let Some((r, b)) = s.dcqcn {
+    if let Some((r, b, c)) = s.dcqcn {
         let line = topo.links[topo.hosts[0].link].speed_bps;
         let o = &mut topo.nic.dcqcn_overrides;
         o.rai_bps = Some(rai_bps(r, line));
         o.rhai_bps = Some(10.0 * rai_bps(r, line));
         o.byte_counter = Some(BYTE_COUNTER[b]);
+        topo.nic.cnp_interval_ns = CNP_INTERVAL_US[c] * 1000;
     }
 }
 
@@ -307,10 +322,10 @@ mod tests {
             kmax: 0,
             pmax: 0,
             alpha: 0,
-            dcqcn: Some((0, 0)),
+            dcqcn: Some((0, 0, 0)),
         };
         let n = corner.neighbours();
-        assert_eq!(n.len(), 5, "{n:?}");
+        assert_eq!(n.len(), 6, "{n:?}");
         for s in n.iter().chain(&mid.neighbours()) {
             assert!(s.kmin <= s.kmax && s.kmax < K_KIB.len() && s.pmax < PMAX.len() && s.alpha < ALPHA.len());
         }
