@@ -393,15 +393,11 @@ pub fn run(base: &Topology, set: &PatternSet, opts: &TuneOptions) -> Result<Tune
         })
         .map(|s| (e.evaluate(Candidate::Setting(*s), &screen, "grid"), *s))
         .collect();
-    // Best first; a stable sort keeps the grid order among equals.
+    // Best first, by a total order (a comparator with a tolerance is not one, and sorting
+    // may then panic); a stable sort keeps the grid order among equals.
     screened.sort_by(|a, b| {
-        if a.0.better_than(&b.0) {
-            std::cmp::Ordering::Less
-        } else if b.0.better_than(&a.0) {
-            std::cmp::Ordering::Greater
-        } else {
-            std::cmp::Ordering::Equal
-        }
+        let key = |e: &Evaluated| (e.all_met, e.met.iter().sum::<u32>());
+        key(&b.0).cmp(&key(&a.0)).then(a.0.shortfall.total_cmp(&b.0.shortfall))
     });
     let screened_view: Vec<Screened> = screened
         .iter()
