@@ -158,7 +158,8 @@ pub fn svg(o: &TuneOutcome) -> String {
     let left = 8 + 7 * o.patterns.iter().map(|p| p.len()).max().unwrap_or(10) as i64;
     let top = 92;
     let gap = 24;
-    let width = left + 6 * i64::from(cell) + i64::from(gap) + 180;
+    let panel_x = left + 6 * i64::from(cell) + i64::from(gap) + 40;
+    let width = panel_x + 320;
     let height = top + row * o.patterns.len() as i64 + 60;
     let mut s = String::new();
     let _ = writeln!(
@@ -245,6 +246,89 @@ pub fn svg(o: &TuneOutcome) -> String {
         us(o.targets.latency_p90_ns),
         us(o.targets.latency_p99_ns)
     );
+    s += &tradeoff_panel(o, panel_x, top);
     s += "</svg>\n";
+    s
+}
+
+/// Every setting run on every pattern as a point: patterns meeting latency (x) against
+/// patterns meeting goodput (y), where the search's trade-off shows; the configs as given, the
+/// Pareto front and the chosen setting marked.
+fn tradeoff_panel(o: &TuneOutcome, x0: i64, y0: i64) -> String {
+    let mut s = String::new();
+    let size = 240i64;
+    let n = o.patterns.len().max(1) as i64;
+    let px = |v: u32| x0 + i64::from(v) * size / n;
+    let py = |v: u32| y0 + size - i64::from(v) * size / n;
+    let _ = writeln!(
+        s,
+        r#"<text x="{x0}" y="{}">the trade-off: every setting run on every pattern</text>"#,
+        y0 - 22
+    );
+    let _ = writeln!(
+        s,
+        r##"<rect x="{x0}" y="{y0}" width="{size}" height="{size}" fill="none" stroke="#888"/>"##
+    );
+    let _ = writeln!(
+        s,
+        r#"<text x="{}" y="{}" text-anchor="middle">patterns meeting latency (0 … {n})</text>"#,
+        x0 + size / 2,
+        y0 + size + 16
+    );
+    let _ = writeln!(
+        s,
+        r#"<text x="{}" y="{}" text-anchor="middle" transform="rotate(-90 {} {})">patterns meeting goodput (0 … {n})</text>"#,
+        x0 - 8,
+        y0 + size / 2,
+        x0 - 8,
+        y0 + size / 2
+    );
+    for f in &o.finalists {
+        let fill = if o.pareto.contains(&f.label) {
+            "#1e88e5"
+        } else {
+            "#9e9e9e"
+        };
+        let _ = writeln!(
+            s,
+            r#"<circle cx="{}" cy="{}" r="3" fill="{fill}" fill-opacity="0.7"><title>{}: {} all three</title></circle>"#,
+            px(f.met[2]),
+            py(f.met[0]),
+            esc(&f.label),
+            f.all_met
+        );
+    }
+    let b = &o.baseline;
+    let _ = writeln!(
+        s,
+        r##"<rect x="{}" y="{}" width="8" height="8" fill="#e53935"><title>the configs as given: {} all three</title></rect>"##,
+        px(b.met[2]) - 4,
+        py(b.met[0]) - 4,
+        b.all_met
+    );
+    let a = &o.best;
+    let _ = writeln!(
+        s,
+        r##"<circle cx="{}" cy="{}" r="6" fill="none" stroke="#2e7d32" stroke-width="2"><title>chosen: {}</title></circle>"##,
+        px(a.met[2]),
+        py(a.met[0]),
+        esc(&a.label)
+    );
+    let ly = y0 + size + 36;
+    let items = [
+        ("#e53935", "configs as given"),
+        ("#1e88e5", "Pareto front"),
+        ("#9e9e9e", "other settings"),
+        ("#2e7d32", "chosen"),
+    ];
+    for (k, (fill, text)) in items.iter().enumerate() {
+        let y = ly + 16 * k as i64;
+        let _ = writeln!(
+            s,
+            r#"<rect x="{x0}" y="{}" width="10" height="10" fill="{fill}"/>"#,
+            y - 9
+        );
+        let _ = writeln!(s, r#"<text x="{}" y="{y}">{text}</text>"#, x0 + 16);
+    }
     s
 }
