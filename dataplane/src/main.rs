@@ -90,6 +90,10 @@ enum Command {
         /// a fabric with PFC alone.
         #[arg(long)]
         no_dcqcn: bool,
+        /// Run every switch without its PFC watchdog, whatever its config says: to see a
+        /// deadlock (examples/fabric/deadlock.toml) stay stuck.
+        #[arg(long)]
+        no_watchdog: bool,
         /// Capture a link into a pcap (both directions, stamped when each frame starts on the
         /// wire). LINK is the link's name: its two ends as the topology writes them joined by
         /// '-', e.g. h7-leaf1:3 or leaf0:4-spine0:0. May be repeated.
@@ -339,6 +343,7 @@ fn run(cmd: Command) -> Result<()> {
             seed,
             duration,
             no_dcqcn,
+            no_watchdog,
             pcaps,
             default_config,
             quiet,
@@ -348,6 +353,7 @@ fn run(cmd: Command) -> Result<()> {
                 seed,
                 duration_ns: duration,
                 dcqcn: no_dcqcn.then_some(false),
+                watchdog: no_watchdog.then_some(false),
                 pcaps,
                 progress: if quiet {
                     None

@@ -196,14 +196,15 @@ impl Switch {
         now: u64,
         info: &mut FrameInfo,
     ) {
-        match self.ingress.receive(port, frame, now, info) {
+        let mut class = Class::UNCLASSIFIED;
+        match self.ingress.receive(port, frame, now, info, &mut class) {
             Arrival::Done => {}
             Arrival::MacControl => {
                 if let Err(m) = self.egress.receive_mac_control(port, frame, now) {
                     self.ingress.ports[port].counters.malformed[m as usize] += 1;
                 }
             }
-            Arrival::Unicast(out, class) => {
+            Arrival::Unicast(out) => {
                 let Some(slot) = store(&mut self.packets, frame, held) else {
                     self.ingress
                         .drop_frame(port, class.pg, crate::counters::DropReason::NoBuffer);
@@ -213,7 +214,7 @@ impl Switch {
                 let (egress, mut peers) = self.sides();
                 egress.enqueue(&mut peers, port, out, slot, frame.len(), info, &class, now);
             }
-            Arrival::Flood(class) => self.flood(port, frame, held, info, class, now),
+            Arrival::Flood => self.flood(port, frame, held, info, class, now),
         }
     }
 
@@ -223,6 +224,9 @@ impl Switch {
     /// port, and each other port gets a copy in the arena. One packet slot per queued frame is
     /// also what the egress queues are built on (`egress::queues`: a slot's entry holds one
     /// queued descriptor; debug builds check that no slot is queued twice).
+    /// Inlined into the receive path: called out of line, the class went through the stack in
+    /// pieces and was read back wider (a store-forwarding stall per flooded frame).
+    #[inline(always)]
     fn flood(
         &mut self,
         port: usize,
@@ -277,7 +281,7 @@ impl Switch {
 
     #[inline]
     fn rewrite(&mut self, slot: u32, len: usize, info: &FrameInfo, class: &Class) {
-        if let Some(dscp) = class.set_dscp {
+        if let Some(dscp) = class.set_dscp() {
             ecn::set_dscp(self.packets.get_mut(slot, len), info, dscp);
         }
     }

@@ -324,6 +324,7 @@ fn the_command_writes_the_same_summary_twice_and_explains_itself() {
         "--seed",
         "--duration",
         "--no-dcqcn",
+        "--no-watchdog",
         "--pcap",
         "--default-config",
         "--quiet",
@@ -398,4 +399,267 @@ fn the_parking_lot_is_two_to_one_unfair_with_pfc_alone() {
     let ratio = h2 / h0;
     assert!((1.8..=2.2).contains(&ratio), "about 2:1: {ratio:.2} ({g:?})");
     assert_eq!(o.drops, 0);
+}
+
+fn deadlock_topology() -> topology::Topology {
+    topology::load(&examples().join("deadlock.toml"), &default_config(), 1).unwrap()
+}
+
+/// Per switch of the ring: (storms detected, restored) summed over its ports.
+fn watchdog_counts(o: &FabricOutcome) -> Vec<(u64, u64)> {
+    o.switches
+        .values()
+        .map(|s| {
+            (
+                s.ports.iter().flat_map(|p| p.watchdog_storms).sum(),
+                s.ports.iter().flat_map(|p| p.watchdog_restores).sum(),
+            )
+        })
+        .collect()
+}
+
+/// PFC deadlock (`examples/fabric/deadlock.toml`): three switches in a ring, three 4 MiB
+/// messages each routed across two ring links, PFC alone, and from 1 ms a long flow that is
+/// no part of the cycle but needs one of its queues. Without the watchdog the cycle of
+/// paused queues closes for good: nothing arrives anywhere after 0.3 ms, the later flow
+/// delivers nothing, and at the end every ring port still holds lossless frames under a
+/// pause. With the watchdog (1 ms detection and restoration) each switch sees its stuck
+/// queue as a storm, drops what it holds, restores it once the PFC stops, and the later flow
+/// runs. Figures: bench/README.md, "PFC deadlock".
+#[test]
+fn a_cyclic_buffer_dependency_deadlocks_and_the_watchdog_breaks_it() {
+    let topo = deadlock_topology();
+    let end = topo.duration_ns;
+    let stuck = run(
+        &topo,
+        &FabricOptions {
+            seed: 1,
+            watchdog: Some(false),
+            ..Default::default()
+        },
+    );
+    assert!(!stuck.watchdog);
+    assert_eq!(stuck.drops, 0, "PFC alone loses nothing, it stops");
+    for f in &stuck.flows[..3] {
+        assert!(f.delivered_bytes > 0, "the cycle ran before it closed: {f:?}");
+        assert!(f.last_arrival_ns < 300_000, "nothing arrives after the deadlock: {f:?}");
+        assert!(f.fct_ns.is_none());
+    }
+    let late = &stuck.flows[3];
+    assert_eq!(late.delivered_bytes, 0, "the later flow is stuck behind it: {late:?}");
+    for (name, link) in [("s0", "s0:1-s1:2"), ("s1", "s1:1-s2:2"), ("s2", "s2:1-s0:2")] {
+        let port = &stuck.switches[name].ports[1];
+        assert!(
+            port.queues[3].depth_packets > 1000,
+            "{name}'s ring port holds its frames at the end: {}",
+            port.queues[3].depth_packets
+        );
+        let l = stuck.links.iter().find(|l| l.name == link).unwrap();
+        assert!(
+            l.forward.paused_ns[3] > end - 300_000,
+            "{link} paused from the deadlock to the end: {:?}",
+            l.forward.paused_ns
+        );
+    }
+    assert_eq!(watchdog_counts(&stuck), vec![(0, 0); 3]);
+
+    let healed = run(
+        &topo,
+        &FabricOptions {
+            seed: 1,
+            ..Default::default()
+        },
+    );
+    assert!(healed.watchdog);
+    for (s, (storms, restores)) in watchdog_counts(&healed).into_iter().enumerate() {
+        assert!(storms >= 1, "switch {s} detected the storm");
+        assert_eq!(restores, storms, "switch {s} restored every storm it detected");
+    }
+    let dropped: u64 = healed
+        .switches
+        .values()
+        .map(|s| s.totals.drops.get("pfc_watchdog"))
+        .sum();
+    assert_eq!(dropped, healed.drops, "only the watchdog drops");
+    assert!(dropped > 1000, "the watchdog dropped what the cycle held: {dropped}");
+    let late = &healed.flows[3];
+    // Measured: 18.3 MB, from the storm's restoration (about 2.25 ms) to the end at 92 Gb/s.
+    assert!(late.delivered_bytes > 15_000_000, "the later flow runs: {late:?}");
+    assert!(
+        late.last_arrival_ns > end - 10_000,
+        "and still runs at the end: {late:?}"
+    );
+    for name in ["s0", "s1", "s2"] {
+        assert_eq!(healed.switches[name].ports[2].queues[3].depth_packets, 0);
+    }
+    // Storms, drops and restorations repeat byte for byte.
+    let again = run(
+        &topo,
+        &FabricOptions {
+            seed: 1,
+            ..Default::default()
+        },
+    );
+    assert_eq!(
+        serde_json::to_vec(&healed).unwrap(),
+        serde_json::to_vec(&again).unwrap()
+    );
+}
+
+/// A victim of PFC spreading (`examples/fabric/victim.toml`): a 4→1 incast into r under leaf1
+/// (one sender, s, behind leaf0 and the spine) and, from 0.5 ms, a victim flow v → w that
+/// shares the uplinks with s but not r's congested port; its share of the path is 75 Gb/s.
+/// With PFC alone leaf1 pauses the spine, the spine leaf0, leaf0 pauses v: the victim gets
+/// less than each incast sender (measured 18.6 Gb/s). With DCQCN (the paper's byte counter
+/// and R_AI) and leaf.toml's ECN thresholds (marking from 40 KB, far below the PG's XOFF
+/// point) the senders slow down before any PG needs PFC: not one pause frame, and the victim
+/// gets 71.9 Gb/s (71.7–72.1 over seeds 1–6). Figures: bench/README.md, "Victim flow".
+#[test]
+fn pfc_spreading_slows_a_victim_flow_and_dcqcn_with_early_ecn_spares_it() {
+    let topo = topology::load(&examples().join("victim.toml"), &default_config(), 1).unwrap();
+    let link = |o: &FabricOutcome, name: &str| o.links.iter().find(|l| l.name == name).unwrap().clone();
+    let pfc_frames = |o: &FabricOutcome| -> u64 {
+        o.links
+            .iter()
+            .map(|l| l.forward.pfc_frames + l.reverse.pfc_frames)
+            .sum()
+    };
+    let pfc_alone = run(
+        &topo,
+        &FabricOptions {
+            seed: 1,
+            dcqcn: Some(false),
+            ..Default::default()
+        },
+    );
+    let victim = &pfc_alone.flows[4];
+    assert_eq!((victim.src.as_str(), victim.dst.as_str()), ("v", "w"));
+    assert!(victim.goodput_bps < 30e9, "the victim is held back: {victim:?}");
+    // The pause travels up the victim's path: leaf1 → spine, spine → leaf0, leaf0 → v.
+    let l1 = link(&pfc_alone, "leaf1:4-spine:1");
+    let l0 = link(&pfc_alone, "leaf0:4-spine:0");
+    let v = link(&pfc_alone, "v-leaf0:1");
+    assert!(
+        l1.forward.pfc_frames > 1000 && l0.reverse.pfc_frames > 1000 && v.reverse.pfc_frames > 500,
+        "{l1:?} {l0:?} {v:?}"
+    );
+    assert!(v.forward.paused_ns[3] > 1_500_000, "v paused most of its 2.5 ms: {v:?}");
+    // w's port, the victim's only link of its own, never pauses anyone.
+    let w = link(&pfc_alone, "w-leaf1:1");
+    assert!(w.reverse.pfc_frames == 0 && w.forward.pfc_frames == 0);
+    assert_eq!(pfc_alone.drops, 0);
+
+    let dcqcn = run(
+        &topo,
+        &FabricOptions {
+            seed: 1,
+            ..Default::default()
+        },
+    );
+    let victim = &dcqcn.flows[4];
+    assert!(
+        victim.goodput_bps > 60e9,
+        "the victim keeps most of its share: {victim:?}"
+    );
+    assert_eq!(pfc_frames(&dcqcn), 0, "no PG needed PFC");
+    assert!(
+        dcqcn.flows[..4].iter().all(|f| f.cnps_received > 0),
+        "DCQCN slowed the incast"
+    );
+    assert_eq!(dcqcn.drops, 0);
+}
+
+/// The parking lot with DCQCN at the paper's defaults (the topology's [nic] sets its byte
+/// counter, 10 MB, and R_AI, 40 Mb/s): the three flows get within 10 % of their mean (measured:
+/// equal to 0.1 %, with no PFC at all), where PFC alone gives 2:1. The three start together at
+/// line rate, see the same marks and so move together; the price of the small R_AI is a slow
+/// climb back after the first cuts (79 % of r's link used over 10 ms, 85 % over 20 ms).
+#[test]
+fn the_parking_lot_is_fair_with_dcqcn() {
+    let topo = topology::load(&examples().join("parking-lot.toml"), &default_config(), 1).unwrap();
+    let o = run(
+        &topo,
+        &FabricOptions {
+            seed: 1,
+            duration_ns: Some(10_000_000),
+            ..Default::default()
+        },
+    );
+    assert!(o.dcqcn);
+    let g: Vec<f64> = o.flows.iter().map(|f| f.goodput_bps).collect();
+    let mean = g.iter().sum::<f64>() / 3.0;
+    for (f, x) in o.flows.iter().zip(&g) {
+        assert!(
+            (x - mean).abs() < 0.1 * mean,
+            "flow {} at {x:.3e}, mean {mean:.3e}: {g:?}",
+            f.id
+        );
+        assert!(f.cnps_received > 0, "DCQCN acted on flow {}", f.id);
+    }
+    assert!(3.0 * mean > 75e9, "r's link mostly used: {g:?}");
+    let pfc: u64 = o
+        .links
+        .iter()
+        .map(|l| l.forward.pfc_frames + l.reverse.pfc_frames)
+        .sum();
+    assert_eq!(pfc, 0, "DCQCN acted before any PG needed PFC");
+    assert_eq!(o.drops, 0);
+}
+
+/// `examples/fabric/incast.toml` with leaf.toml's lossless PG given `alpha` and `headroom`
+/// (written beside a copy of the topology in `dir`, as bench/README.md's commands do).
+fn incast_with(dir: &Path, alpha: &str, headroom: &str) -> FabricOutcome {
+    let leaf = std::fs::read_to_string(examples().join("leaf.toml")).unwrap();
+    assert!(
+        leaf.contains("alpha = \"1/8\"") && leaf.contains("headroom = \"auto\""),
+        "leaf.toml's lossless PG keys moved: update this test and bench/README.md"
+    );
+    let text = leaf
+        .replace("alpha = \"1/8\"", &format!("alpha = \"{alpha}\""))
+        .replace("headroom = \"auto\"", &format!("headroom = \"{headroom}\""));
+    std::fs::write(dir.join("leaf.toml"), text).unwrap();
+    std::fs::copy(examples().join("incast.toml"), dir.join("incast.toml")).unwrap();
+    let topo = topology::load(&dir.join("incast.toml"), &default_config(), 1).unwrap();
+    run(
+        &topo,
+        &FabricOptions {
+            seed: 1,
+            ..Default::default()
+        },
+    )
+}
+
+/// UCloud's buffer choices on a 5→1 incast of 1 MiB messages with DCQCN: (PFC frames, the
+/// worst flow's p99 latency in ns). A larger alpha lets each lossless PG take more of the
+/// shared pool before XOFF: fewer pause frames, longer queues. A larger headroom is carved out
+/// of the shared pool: the PGs reach their limit sooner, more pause frames, shorter queues.
+/// Measured (bench/README.md, "UCloud incast"): alpha 1/8 → 1/2 at headroom auto, PFC 270 → 0
+/// and p99 210 → 283 µs; headroom auto → 1 MiB at alpha 1/8, PFC 270 → 394 and p99 210 → 56 µs.
+#[test]
+fn an_incast_follows_the_alpha_and_headroom_choices() {
+    let dir = tempfile::tempdir().unwrap();
+    let measure = |alpha: &str, headroom: &str| {
+        let o = incast_with(dir.path(), alpha, headroom);
+        assert_eq!(o.drops, 0, "lossless whatever the choice");
+        assert!(o.flows.iter().all(|f| f.fct_ns.is_some()), "every message arrives");
+        let pfc: u64 = o
+            .links
+            .iter()
+            .map(|l| l.forward.pfc_frames + l.reverse.pfc_frames)
+            .sum();
+        let p99 = o.flows.iter().map(|f| f.latency_p99_ns).max().unwrap();
+        (pfc, p99)
+    };
+    let base = measure("1/8", "auto");
+    let more_alpha = measure("1/2", "auto");
+    let more_headroom = measure("1/8", "1MiB");
+    assert!(base.0 > 0, "the incast needs PFC at alpha 1/8: {base:?}");
+    assert!(
+        more_alpha.0 < base.0 && more_alpha.1 > base.1 * 5 / 4,
+        "more alpha: fewer pauses, higher latency: {base:?} → {more_alpha:?}"
+    );
+    assert!(
+        more_headroom.0 > base.0 && more_headroom.1 < base.1 / 2,
+        "more headroom: more pauses, lower latency: {base:?} → {more_headroom:?}"
+    );
 }

@@ -182,19 +182,44 @@ impl EgressPort {
     /// Queues `d` on queue `q`, in the store entry of its packet slot. Never full: every frame
     /// that got a slot has its entry. A regulated queue of an EDF port files it by its
     /// deadline (`sched::edf::EdfQueues`).
-    #[inline]
+    ///
+    /// Inlined into enqueue, with EDF's filing out of line: a call per frame for what is a
+    /// list append on every other port cost about a twentieth of the forwarding time.
+    #[inline(always)]
     pub(crate) fn push(&mut self, descs: &mut DescStore, q: usize, d: Desc) {
-        match self.edf.as_mut() {
-            Some(e) if e.is_regulated(q) => e.push(descs, &mut self.queues[q], q, d, &mut self.queue_counters[q]),
-            _ => descs.push(&mut self.queues[q], d),
+        if self.edf.is_some() {
+            self.push_edf(descs, q, d);
+        } else {
+            descs.push(&mut self.queues[q], d);
         }
         self.nonempty |= 1 << q;
     }
 
+    #[inline(never)]
+    fn push_edf(&mut self, descs: &mut DescStore, q: usize, d: Desc) {
+        match self.edf.as_mut() {
+            Some(e) if e.is_regulated(q) => e.push(descs, &mut self.queues[q], q, d, &mut self.queue_counters[q]),
+            _ => descs.push(&mut self.queues[q], d),
+        }
+    }
+
     /// Removes the frame queue `q` sends next: its head, or for a regulated queue of an EDF
     /// port the one its mode puts first.
-    #[inline]
+    /// Inlined into transmit, with EDF's lists out of line (as `push`).
+    #[inline(always)]
     pub(crate) fn pop(&mut self, descs: &mut DescStore, q: usize) -> Option<Desc> {
+        if self.edf.is_some() {
+            return self.pop_edf(descs, q);
+        }
+        let d = descs.pop(&mut self.queues[q])?;
+        if self.queues[q].is_empty() {
+            self.nonempty &= !(1 << q);
+        }
+        Some(d)
+    }
+
+    #[inline(never)]
+    fn pop_edf(&mut self, descs: &mut DescStore, q: usize) -> Option<Desc> {
         let d = match self.edf.as_mut() {
             Some(e) if e.is_regulated(q) => e.pop(descs, &mut self.queues[q], q)?,
             _ => descs.pop(&mut self.queues[q])?,

@@ -89,7 +89,7 @@ impl DescQueue {
         self.len as usize
     }
 
-    #[cfg(test)]
+    #[inline]
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }

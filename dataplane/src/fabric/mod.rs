@@ -52,6 +52,9 @@ pub struct FabricOptions {
     pub duration_ns: Option<u64>,
     /// Overrides the topology's `nic.dcqcn`.
     pub dcqcn: Option<bool>,
+    /// `Some(false)`: every switch runs without its PFC watchdog, whatever its config says
+    /// (a deadlock with and without it, from one topology).
+    pub watchdog: Option<bool>,
     /// Links (by name, `a-b` as the topology writes the ends) to capture, and where.
     pub pcaps: Vec<(String, PathBuf)>,
     /// Called now and then with (virtual ns done, virtual ns total).
@@ -118,6 +121,9 @@ pub struct FlowReport {
     pub goodput_bps: f64,
     /// Start to the last packet's arrival, if every packet arrived.
     pub fct_ns: Option<u64>,
+    /// When the last packet arrived (0: none did). Goodput is measured up to here, so a flow
+    /// that stopped (a deadlock) shows it here, well before the end of the run.
+    pub last_arrival_ns: u64,
     pub latency_p50_ns: u64,
     pub latency_p90_ns: u64,
     pub latency_p99_ns: u64,
@@ -150,6 +156,9 @@ pub struct FabricOutcome {
     pub events: u64,
     pub dcqcn: bool,
     pub pfc: bool,
+    /// Whether any switch ran a PFC watchdog (its storms and restorations are counted per
+    /// port in `switches`).
+    pub watchdog: bool,
     pub flows: Vec<FlowReport>,
     pub links: Vec<LinkReport>,
     pub hosts: Vec<HostReport>,
@@ -435,9 +444,12 @@ fn mix(mut z: u64) -> u64 {
 
 /// The switch's config as the fabric runs it: a static FDB entry per linked port for its
 /// next-hop MAC, learning off (the fabric routes; see the module doc).
-fn fabric_config(s: usize, spec: &topology::SwitchSpec) -> Config {
+fn fabric_config(s: usize, spec: &topology::SwitchSpec, watchdog: bool) -> Config {
     let mut cfg = spec.config.clone();
     cfg.fdb.learning = false;
+    if !watchdog {
+        cfg.pfc.watchdog = None;
+    }
     for (p, link) in spec.links.iter().enumerate() {
         if link.is_some() {
             cfg.fdb.static_entries.push(StaticMac {
@@ -467,7 +479,12 @@ pub fn run(topo: &Topology, opts: &FabricOptions) -> Result<FabricOutcome> {
         .switches
         .iter()
         .enumerate()
-        .map(|(s, spec)| Switch::new(&fabric_config(s, spec), opts.seed.wrapping_add(s as u64)))
+        .map(|(s, spec)| {
+            Switch::new(
+                &fabric_config(s, spec, opts.watchdog.unwrap_or(true)),
+                opts.seed.wrapping_add(s as u64),
+            )
+        })
         .collect();
     let mut hosts = Vec::with_capacity(topo.hosts.len());
     for _ in &topo.hosts {
@@ -615,10 +632,11 @@ pub fn run(topo: &Topology, opts: &FabricOptions) -> Result<FabricOutcome> {
             out.finish()?;
         }
     }
-    Ok(outcome(&mut fab, end, opts.seed, dcqcn))
+    let watchdog = fab.switches.iter().any(|s| s.config().pfc.watchdog.is_some());
+    Ok(outcome(&mut fab, end, opts.seed, dcqcn, watchdog))
 }
 
-fn outcome(fab: &mut Fabric<'_>, end: u64, seed: u64, dcqcn: bool) -> FabricOutcome {
+fn outcome(fab: &mut Fabric<'_>, end: u64, seed: u64, dcqcn: bool, watchdog: bool) -> FabricOutcome {
     let topo = fab.topo;
     // Pause time per link direction: the paused side is the sender of that direction.
     for (li, l) in topo.links.iter().enumerate() {
@@ -675,6 +693,7 @@ fn outcome(fab: &mut Fabric<'_>, end: u64, seed: u64, dcqcn: bool) -> FabricOutc
                 (delivered * 8) as f64 * 1e9 / span as f64
             },
             fct_ns: complete.then_some(span),
+            last_arrival_ns: last,
             latency_p50_ns: hist.quantile(0.5),
             latency_p90_ns: hist.quantile(0.9),
             latency_p99_ns: hist.quantile(0.99),
@@ -724,6 +743,7 @@ fn outcome(fab: &mut Fabric<'_>, end: u64, seed: u64, dcqcn: bool) -> FabricOutc
         events: fab.events,
         dcqcn,
         pfc: topo.nic.pfc,
+        watchdog,
         flows,
         links,
         hosts,
@@ -769,18 +789,20 @@ pub fn human_report(o: &FabricOutcome) -> String {
     let _ = writeln!(out, ")");
     let _ = writeln!(
         out,
-        "  {:>4} {:<10} {:<8} {:<8} {:>10} {:>10} {:>9} {:>9} {:>7} {:>6} {:>5}",
-        "flow", "pattern", "src", "dst", "goodput", "FCT", "p50 lat", "p99 lat", "CE", "CNPs", "lost"
+        "  {:>4} {:<10} {:<8} {:<8} {:>10} {:>10} {:>10} {:>9} {:>9} {:>7} {:>6} {:>5}",
+        "flow", "pattern", "src", "dst", "goodput", "last rx", "FCT", "p50 lat", "p99 lat", "CE", "CNPs", "lost"
     );
     for f in &o.flows {
         let _ = writeln!(
             out,
-            "  {:>4} {:<10} {:<8} {:<8} {:>8.2}G {:>10} {:>7.1}µs {:>7.1}µs {:>7} {:>6} {:>5}",
+            "  {:>4} {:<10} {:<8} {:<8} {:>8.2}G {:>8.1}µs {:>10} {:>7.1}µs {:>7.1}µs {:>7} {:>6} {:>5}",
             f.id,
             f.pattern,
             f.src,
             f.dst,
             f.goodput_bps / 1e9,
+            // Goodput runs to the last arrival: a flow that stopped early shows it here.
+            f.last_arrival_ns as f64 / 1e3,
             f.fct_ns.map_or("-".to_string(), |t| format!("{:.1}µs", t as f64 / 1e3)),
             f.latency_p50_ns as f64 / 1e3,
             f.latency_p99_ns as f64 / 1e3,
@@ -809,6 +831,30 @@ pub fn human_report(o: &FabricOutcome) -> String {
     }
     if !any {
         let _ = writeln!(out, "  none");
+    }
+    if o.watchdog {
+        let _ = writeln!(out, "PFC watchdog (storms detected / restored):");
+        for (name, snap) in &o.switches {
+            let storms: u64 = snap.ports.iter().flat_map(|p| p.watchdog_storms).sum();
+            let restores: u64 = snap.ports.iter().flat_map(|p| p.watchdog_restores).sum();
+            let _ = writeln!(out, "  {name:<10} {storms} / {restores}");
+        }
+    }
+    // Frames still queued when the run ended: in a deadlock, what the cycle holds.
+    let held: Vec<String> = o
+        .switches
+        .iter()
+        .flat_map(|(name, snap)| {
+            snap.ports.iter().flat_map(move |p| {
+                p.queues
+                    .iter()
+                    .filter(|q| q.depth_packets > 0)
+                    .map(move |q| format!("{name}:{} q{} {} frames", p.id, q.queue, q.depth_packets))
+            })
+        })
+        .collect();
+    if !held.is_empty() {
+        let _ = writeln!(out, "queued at the end: {}", held.join(", "));
     }
     let _ = writeln!(out, "switch drops: {}", o.drops);
     out

@@ -8,14 +8,38 @@ use crate::wire::FrameInfo;
 use controlplane::{ClassifyConfig, CnpConfig, Rule, Trust, NUM_TC};
 
 /// The outcome for one frame.
+///
+/// Plain bytes, no `Option`: the receive path passes a class around for every frame, and an
+/// `Option<u8>` field was written as two bytes and read back as one 16-bit word, a
+/// store-forwarding stall per frame.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Class {
     pub tc: u8,
     pub queue: u8,
     pub pg: u8,
     pub cnp: bool,
+    /// DSCP to write into the frame ([`Class::set_dscp`]), [`Class::KEEP_DSCP`] for none.
+    pub rewrite_dscp: u8,
+}
+
+impl Class {
+    /// `rewrite_dscp` when the frame keeps its DSCP (a DSCP is 6 bits, so never this).
+    pub const KEEP_DSCP: u8 = u8::MAX;
+
+    /// A placeholder for a frame not classified (yet): class 0, nothing rewritten.
+    pub const UNCLASSIFIED: Class = Class {
+        tc: 0,
+        queue: 0,
+        pg: 0,
+        cnp: false,
+        rewrite_dscp: Class::KEEP_DSCP,
+    };
+
     /// DSCP to write into the frame, when a rule rewrites it and it differs.
-    pub set_dscp: Option<u8>,
+    #[inline]
+    pub fn set_dscp(&self) -> Option<u8> {
+        (self.rewrite_dscp != Self::KEEP_DSCP).then_some(self.rewrite_dscp)
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -58,7 +82,8 @@ impl Classifier {
         }
     }
 
-    #[inline]
+    /// Inlined into the receive path, the rules (rare, and a loop) out of line.
+    #[inline(always)]
     pub fn classify(&self, info: &FrameInfo, in_port: u16) -> Class {
         let tc = self.trusted_tc(info);
         let cnp = info.is_cnp();
@@ -67,12 +92,21 @@ impl Classifier {
             queue: self.tc_to_queue[tc as usize & 7],
             pg: self.tc_to_pg[tc as usize & 7],
             cnp,
-            set_dscp: None,
+            rewrite_dscp: Class::KEEP_DSCP,
         };
         if cnp {
             class.queue = self.cnp_queue;
             return class;
         }
+        if !self.rules.is_empty() {
+            self.apply_rules(&mut class, info, in_port);
+        }
+        class
+    }
+
+    /// The first rule that matches, applied to `class`.
+    #[inline(never)]
+    fn apply_rules(&self, class: &mut Class, info: &FrameInfo, in_port: u16) {
         if let Some(rule) = self.rules.iter().find(|r| matches(r, info, in_port)) {
             if let Some(tc) = rule.action.tc {
                 class.tc = tc;
@@ -84,11 +118,10 @@ impl Classifier {
             }
             if let Some(d) = rule.action.set_dscp {
                 if info.dscp().is_some_and(|cur| cur != d) {
-                    class.set_dscp = Some(d);
+                    class.rewrite_dscp = d & 63;
                 }
             }
         }
-        class
     }
 }
 

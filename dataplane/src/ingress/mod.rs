@@ -17,16 +17,19 @@ use controlplane::{Config, NUM_TC};
 use fdb::Fdb;
 use port::IngressPort;
 
-/// Where a received frame goes next.
+/// Where a received frame goes next; for `Unicast` and `Flood`, in the class
+/// [`Ingress::receive`] wrote beside it. The class is not a payload of the enum: an enum whose
+/// variants carry different payloads stays in memory, and the class was written into it byte
+/// by byte and read back wider, a store-forwarding stall on every forwarded frame.
 pub enum Arrival {
     /// Dropped or consumed here (counted already).
     Done,
     /// A MAC control frame (PFC/PAUSE) for the egress side of the same port to obey.
     MacControl,
     /// To one egress port (index).
-    Unicast(usize, Class),
+    Unicast(usize),
     /// To every other port.
-    Flood(Class),
+    Flood,
 }
 
 pub struct Ingress {
@@ -91,9 +94,17 @@ impl Ingress {
     }
 
     /// Receives one frame (without FCS) on port index `port` at `now`, parsing into `info`
-    /// (reused across a burst), and says where it goes.
+    /// (reused across a burst), and says where it goes, in which class (`class`, written when
+    /// the answer is `Unicast` or `Flood`).
     #[inline(always)]
-    pub(crate) fn receive(&mut self, port: usize, frame: &[u8], now: u64, info: &mut FrameInfo) -> Arrival {
+    pub(crate) fn receive(
+        &mut self,
+        port: usize,
+        frame: &[u8],
+        now: u64,
+        info: &mut FrameInfo,
+        class: &mut Class,
+    ) -> Arrival {
         let p = &mut self.ports[port];
         p.counters.rx_packets += 1;
         p.counters.rx_bytes += frame.len() as u64;
@@ -110,11 +121,11 @@ impl Ingress {
         }
         // MACs are read from the frame, not from `info`: the parser has just written them there
         // byte by byte, and reading them back wider stalls on store forwarding.
-        let (dst, src): ([u8; 6], [u8; 6]) = match (frame[0..6].try_into(), frame[6..12].try_into()) {
-            (Ok(d), Ok(s)) => (d, s),
-            _ => return Arrival::Done, // parse guarantees 14 bytes
+        let Some((dst, src)) = fdb::frame_mac_keys(frame) else {
+            return Arrival::Done; // parse guarantees 14 bytes
         };
-        if dst[..5] == [0x01, 0x80, 0xc2, 0x00, 0x00] && dst[5] <= 0x0f {
+        // 01:80:c2:00:00:00 to 0f: link-local, never forwarded.
+        if dst >> 4 == 0x0180_c200_0000 >> 4 {
             p.counters.drops[DropReason::LinkLocal as usize] += 1;
             return Arrival::Done;
         }
@@ -123,27 +134,27 @@ impl Ingress {
         }
 
         let in_id = p.id;
-        if src[0] & 1 == 0 {
-            self.fdb.learn(&src, in_id, now);
+        if !fdb::is_group_key(src) {
+            self.fdb.learn_key(src, in_id, now);
         }
-        let class = self.classifier.classify(info, in_id);
+        *class = self.classifier.classify(info, in_id);
         let pgc = &mut self.ports[port].pg_counters[class.pg as usize];
         pgc.rx_packets += 1;
         pgc.rx_bytes += frame.len() as u64;
 
-        let unicast_to = if dst[0] & 1 == 0 {
-            self.fdb.lookup_recent(&dst, now)
+        let unicast_to = if !fdb::is_group_key(dst) {
+            self.fdb.lookup_recent_key(dst, now)
         } else {
             None
         };
         match unicast_to {
             Some(out_id) if out_id == in_id => self.drop_frame(port, class.pg, DropReason::NoRoute),
             Some(out_id) => match self.port_index(out_id) {
-                Some(out) => Arrival::Unicast(out, class),
+                Some(out) => Arrival::Unicast(out),
                 None => self.drop_frame(port, class.pg, DropReason::NoRoute),
             },
             None if self.ports.len() < 2 => self.drop_frame(port, class.pg, DropReason::NoRoute),
-            None => Arrival::Flood(class),
+            None => Arrival::Flood,
         }
     }
 

@@ -8,9 +8,10 @@
 //! same mbuf in the transmit burst. What the switch does not keep (a frame it dropped at
 //! ingress) comes back and is freed with the rest of the burst in one call. Frames are copied
 //! only where a copy is the point or the other side is not DPDK: a flood's extra copies (each
-//! needs its own buffer, ECN marking rewrites in place), PFC frames, frames from or to
-//! AF_PACKET and capture-file ports (which keep the packet pool), and frames crossing to
-//! another worker. `send` copies a frame into a fresh mbuf for those.
+//! needs its own buffer, ECN marking rewrites in place), PFC frames, and frames from or to
+//! AF_PACKET and capture-file ports (which keep the packet pool). Frames crossing to another
+//! worker stay in their mbufs (`runtime::worker::Xfer`). `send` copies a frame into a fresh
+//! mbuf for the others.
 //!
 //! The switch holds at most [`held_limit`] mbufs (the pool less every port's rings and the
 //! per-lcore caches): beyond that, received frames are copied into the packet pool and their
@@ -40,9 +41,9 @@ const L2_OVERHEAD: u32 = 18;
 /// The `owner` of a [`ForeignFrame`] that is an mbuf of the runtime's pool ("mbuf").
 const MBUF_OWNER: u32 = u32::from_be_bytes(*b"mbuf");
 
-/// Mbufs the switch holds (lent by `recv_frames`, not yet sent or released). One process has
-/// one EAL and one runtime pool, so one count; it may dip below zero for a moment (a frame
-/// lent and dropped within a burst is released before the burst's lending is counted).
+/// Mbufs the switch holds (lent by `recv_frames`, not yet sent or released), and for a moment
+/// the rest of a burst being lent (reserved whole, then the unlent part given back). One
+/// process has one EAL and one runtime pool, so one count, shared by every worker that lends.
 static HELD: AtomicIsize = AtomicIsize::new(0);
 /// How many mbufs the switch may hold: the pool less what the ports' rings, transmit stages
 /// and receive bursts and the per-lcore caches can take (set as ports open).
@@ -348,7 +349,11 @@ impl PortBackend for DpdkPort {
         if n == 0 {
             return Ok(0);
         }
-        let lend = HELD.load(Ordering::Relaxed) + n as isize <= HELD_LIMIT.load(Ordering::Relaxed);
+        // Reserve the whole burst before lending any of it: several workers lend from one
+        // pool (I/O workers too), so a check and a later count could let them all pass the
+        // limit at once. What is not lent in the end is given back below.
+        let prev = HELD.fetch_add(n as isize, Ordering::Relaxed);
+        let lend = prev + n as isize <= HELD_LIMIT.load(Ordering::Relaxed);
         let (mut delivered, mut lent) = (0usize, 0isize);
         for mut m in self.rx.drain() {
             let len = m.len();
@@ -385,10 +390,10 @@ impl PortBackend for DpdkPort {
             // Freed below with the rest (a push past capacity, impossible here, frees it).
             let _ = self.rx_back.push(m);
         }
-        if lent > 0 {
-            HELD.fetch_add(lent, Ordering::Relaxed);
-            self.stats.rx_zero_copy += lent as u64;
+        if lent != n as isize {
+            HELD.fetch_sub(n as isize - lent, Ordering::Relaxed);
         }
+        self.stats.rx_zero_copy += lent as u64;
         // Back to the pool in one call.
         self.rx_back.clear();
         self.stats.rx_frames += delivered as u64;

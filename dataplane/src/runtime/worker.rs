@@ -5,11 +5,13 @@
 //! MMU, every queue, every counter — belongs to the pipeline worker (worker 0), which polls its
 //! own ports directly. Ports assigned to other workers are polled by those I/O workers, which
 //! hand received frames to the pipeline worker through a lock-free ring and take back the frames
-//! the pipeline releases for their ports through another; the frames travel in fixed buffers
-//! from a pool allocated at start-up that circulates on a third ring. No counter has two
-//! writers, so no counter needs an atomic; what crosses cores is only frames.
+//! the pipeline releases for their ports through another; the frames travel in carriers from a
+//! pool allocated at start-up that circulates on a third ring. A carrier holds the frame's own
+//! buffer when its backend lends it (DPDK mbufs: no copy on either side of the ring) and a copy
+//! otherwise. No counter has two writers, so no counter needs an atomic; what crosses cores is
+//! only frames.
 
-use crate::io::{ForeignFrame, PortBackend, PortError};
+use crate::io::{ForeignFrame, PortBackend, PortError, RxFrame};
 use crate::report::Snapshot;
 use crate::runtime::capture::{CaptureRing, Dir};
 use crate::runtime::emulated::{EmulatedPort, ToHost};
@@ -28,11 +30,52 @@ pub const XFER_RING_DEPTH: usize = 1024;
 /// Largest frame a cross-worker buffer holds (jumbo frames included).
 pub const XFER_FRAME: usize = 9216 + 64;
 
-/// A frame in flight between workers.
+/// A frame in flight between workers: in its backend's own buffer (`owned`, zero copy), or
+/// copied into `data`.
 pub struct Xfer {
     pub port: usize,
     pub len: usize,
     pub data: Box<[u8; XFER_FRAME]>,
+    /// The frame's buffer, lent by the backend that received it (a DPDK mbuf): it crosses the
+    /// ring as it is, and `data` is unused. Always `None` on the free ring.
+    pub owned: Option<ForeignFrame>,
+}
+
+impl Xfer {
+    /// The frame's bytes, wherever they are.
+    #[inline]
+    pub fn bytes(&self) -> &[u8] {
+        match &self.owned {
+            Some(f) => f.bytes(),
+            None => &self.data[..self.len],
+        }
+    }
+
+    /// Fills the carrier with a received frame: its buffer when the backend lends it, else a
+    /// copy. False (the frame dropped, the carrier unchanged) for a frame too large to copy.
+    #[inline]
+    fn fill(&mut self, port: usize, frame: &mut RxFrame<'_>) -> bool {
+        self.port = port;
+        if let Some(f) = frame.take() {
+            self.len = f.len();
+            self.owned = Some(f);
+            return true;
+        }
+        let b = frame.bytes();
+        if b.len() > XFER_FRAME {
+            return false;
+        }
+        self.len = b.len();
+        self.data[..b.len()].copy_from_slice(b);
+        true
+    }
+
+    /// Empties the carrier for the free ring: a buffer it still holds goes back to its backend.
+    #[inline]
+    fn recycle(mut self) -> Xfer {
+        self.owned = None;
+        self
+    }
 }
 
 /// Rings between the pipeline worker and one I/O worker.
@@ -78,6 +121,7 @@ impl XferRings {
                 port: 0,
                 len: 0,
                 data: Box::new([0u8; XFER_FRAME]),
+                owned: None,
             });
         }
         XferRings {
@@ -107,6 +151,10 @@ pub struct PortIo {
     /// On an I/O worker: frames the pipeline sent that the port had no room for yet, in order;
     /// sent before anything newer (capacity for every cross-worker buffer, so never grows).
     pending: std::collections::VecDeque<Xfer>,
+    /// Whether an I/O worker takes the buffers the backend lends (zero copy). Not for a port
+    /// with an emulated peer: the peer copies every frame into its store anyway, and a lent
+    /// buffer waiting for it would only hold an mbuf the other ports could lend.
+    pub lend: bool,
 }
 
 impl PortIo {
@@ -120,20 +168,14 @@ impl PortIo {
             rx_tap: None,
             tx_tap: None,
             pending: std::collections::VecDeque::new(),
+            lend: true,
         }
     }
 
     /// Offers one frame from the pipeline to the backend (I/O workers); a frame the port took
-    /// goes to its transmit capture, if one runs.
-    fn offer(&mut self, x: &Xfer, now: u64) -> Offer {
-        let offer = self.offer_inner(x);
-        if let (Offer::Taken, Some(tap)) = (&offer, self.tx_tap.as_deref()) {
-            tap.record(Dir::Tx, now, &x.data[..x.len]);
-        }
-        offer
-    }
-
-    fn offer_inner(&mut self, x: &Xfer) -> Offer {
+    /// goes to its transmit capture, if one runs. A frame in its own buffer is handed over as
+    /// it is (the carrier no longer holds it unless the answer is `Full`).
+    fn offer(&mut self, x: &mut Xfer, now: u64) -> Offer {
         if self.gone {
             self.tx_dropped += 1;
             return Offer::Lost;
@@ -141,7 +183,26 @@ impl PortIo {
         if self.backend.tx_room() == 0 {
             return Offer::Full;
         }
-        match self.backend.send(&x.data[..x.len]) {
+        // Only while a capture runs is there an `Arc` to clone (beside the copy it makes).
+        match self.tx_tap.clone() {
+            None => self.hand_over(x),
+            Some(tap) => {
+                // The buffer is the backend's once sent: copy it first, keep the copy if taken.
+                let staged = tap.stage(Dir::Tx, now, x.bytes());
+                let offer = self.hand_over(x);
+                tap.finish(staged, matches!(offer, Offer::Taken));
+                offer
+            }
+        }
+    }
+
+    /// Gives the frame to a port that has room for it.
+    fn hand_over(&mut self, x: &mut Xfer) -> Offer {
+        let sent = match x.owned.take() {
+            Some(f) => self.backend.send_owned(f),
+            None => self.backend.send(&x.data[..x.len]),
+        };
+        match sent {
             Ok(true) => Offer::Taken,
             Ok(false) => {
                 // Room was there, so the frame itself was refused (size): counted, dropped.
@@ -328,10 +389,18 @@ impl Egress<'_> {
     }
 
     /// [`TxSink::transmit_owned`]; true if a local port took the frame.
+    #[inline]
     fn send_owned(&mut self, port: usize, frame: ForeignFrame, at_ns: u64) -> bool {
         let Some(io) = self.local[port].as_mut() else {
-            // Another worker's port: the frame crosses in a copy (its I/O worker captures it).
-            self.transmit_frame(port, frame.bytes(), at_ns, None);
+            match self.remote[port].as_ref() {
+                // Another worker's port: the frame crosses in its own buffer (its I/O worker
+                // captures it), unless an emulated peer must see it first (which copies).
+                Some(rings) if self.emu[port].is_none() => {
+                    let len = frame.len();
+                    self.send_remote(rings, port, len, |x| x.owned = Some(frame));
+                }
+                _ => self.transmit_frame(port, frame.bytes(), at_ns, None),
+            }
             return false;
         };
         if io.gone {
@@ -355,26 +424,36 @@ impl Egress<'_> {
             let sent = io.backend.send(frame);
             return io.took(sent);
         } else if let Some(rings) = self.remote[port].as_ref() {
-            match rings.free.pop() {
-                Some(mut x) if frame.len() <= XFER_FRAME => {
-                    x.port = port;
-                    x.len = frame.len();
-                    x.data[..frame.len()].copy_from_slice(frame);
-                    rings.in_flight[port].fetch_add(1, Ordering::AcqRel);
-                    if let Err(x) = rings.tx.push(x) {
-                        rings.in_flight[port].fetch_sub(1, Ordering::AcqRel);
-                        let _ = rings.free.push(x);
-                        *self.remote_dropped += 1;
-                    }
-                }
-                Some(x) => {
-                    let _ = rings.free.push(x);
-                    *self.remote_dropped += 1;
-                }
-                None => *self.remote_dropped += 1,
+            if frame.len() <= XFER_FRAME {
+                self.send_remote(rings, port, frame.len(), |x| {
+                    x.data[..frame.len()].copy_from_slice(frame)
+                });
+            } else {
+                *self.remote_dropped += 1;
             }
         }
         false
+    }
+
+    /// Puts a frame of `len` bytes on the ring to the I/O worker of `port`, in a carrier
+    /// `fill` loads (a buffer it hands over, or a copy). `room` said there is a carrier and a
+    /// place on the ring; if not after all, the frame is counted lost (a lent buffer is
+    /// released with its carrier).
+    #[inline]
+    fn send_remote(&mut self, rings: &XferRings, port: usize, len: usize, fill: impl FnOnce(&mut Xfer)) {
+        let Some(mut x) = rings.free.pop() else {
+            *self.remote_dropped += 1;
+            return;
+        };
+        x.port = port;
+        x.len = len;
+        fill(&mut x);
+        rings.in_flight[port].fetch_add(1, Ordering::AcqRel);
+        if let Err(x) = rings.tx.push(x) {
+            rings.in_flight[port].fetch_sub(1, Ordering::AcqRel);
+            let _ = rings.free.push(x.recycle());
+            *self.remote_dropped += 1;
+        }
     }
 
     /// The transmit capture of `port`, if one runs on it here (a port of this worker).
@@ -654,7 +733,7 @@ pub fn run_pipeline(
                         if wire_frames == BURST {
                             break;
                         }
-                        let Some(x) = parked.take().or_else(|| r.rx.pop()) else {
+                        let Some(mut x) = parked.take().or_else(|| r.rx.pop()) else {
                             break;
                         };
                         match emu[x.port].as_mut() {
@@ -663,13 +742,22 @@ pub fn run_pipeline(
                                 *parked = Some(x);
                                 break;
                             }
-                            Some(em) => em.accept(&x.data[..x.len], now, sw.classifier()),
+                            Some(em) => em.accept(x.bytes(), now, sw.classifier()),
                             None => {
                                 wire_frames += 1;
-                                sw.receive(x.port, &x.data[..x.len], now);
+                                match x.owned.take() {
+                                    // The frame stays in its buffer if the switch queues it;
+                                    // what it did not keep is released with the carrier.
+                                    Some(f) => {
+                                        let mut frame = RxFrame::Owned(f);
+                                        sw.burst_rx(x.port, now).receive_frame(&mut frame);
+                                        x.owned = frame.give_back();
+                                    }
+                                    None => sw.receive(x.port, &x.data[..x.len], now),
+                                }
                             }
                         }
-                        let _ = r.free.push(x);
+                        let _ = r.free.push(x.recycle());
                         moved += 1;
                     }
                 }
@@ -812,6 +900,8 @@ pub fn run_io(
         // A port's whole credit may end up waiting on it: no allocation later.
         io.pending.reserve(XFER_PORT_CREDIT);
     }
+    // Carriers for the next receive burst, taken off the free ring before the port is polled.
+    let mut reserved: Vec<Xfer> = Vec::with_capacity(BURST);
     let mut lost = 0u64;
     let mut next_check = Instant::now();
     loop {
@@ -838,33 +928,50 @@ pub fn run_io(
                 let r = &rings;
                 // No more than the pipeline can take: what it cannot take yet stays in the
                 // port's own ring rather than being lost here (an emulated peer that is full
-                // stops taking frames, and its host's queue is where they wait).
-                let room = BURST.min(r.free.len()).min(r.rx.capacity() - r.rx.len());
-                if room == 0 {
+                // stops taking frames, and its host's queue is where they wait). A whole burst
+                // or nothing, with its carriers taken off the free ring first (the pipeline
+                // takes carriers from it too): a DPDK port hands over whole bursts, and a frame
+                // received with no carrier for it would be lost between the NIC and the switch.
+                // Only this worker pushes onto `r.rx`, so its free places only grow meanwhile.
+                if r.rx.capacity() - r.rx.len() < BURST {
                     continue;
                 }
-                let mut take = |frame: &[u8]| match r.free.pop() {
-                    Some(mut x) if frame.len() <= XFER_FRAME => {
-                        x.port = idx;
-                        x.len = frame.len();
-                        x.data[..frame.len()].copy_from_slice(frame);
-                        if let Err(x) = r.rx.push(x) {
-                            let _ = r.free.push(x);
-                            lost += 1;
+                while reserved.len() < BURST {
+                    match r.free.pop() {
+                        Some(x) => {
+                            debug_assert!(x.owned.is_none(), "a carrier on the free ring holds a buffer");
+                            reserved.push(x);
                         }
+                        None => break,
                     }
-                    Some(x) => {
-                        let _ = r.free.push(x);
+                }
+                if reserved.len() < BURST {
+                    continue; // kept for the next round
+                }
+                // A frame whose buffer the backend lends crosses in it (zero copy); a frame too
+                // large to copy is counted lost, its carrier kept.
+                let reserved = &mut reserved;
+                let tap = io.rx_tap.clone();
+                let mut take = |frame: &mut RxFrame<'_>| {
+                    if let Some(tap) = tap.as_deref() {
+                        tap.record(Dir::Rx, now, frame.bytes());
+                    }
+                    let Some(mut x) = reserved.pop() else {
+                        lost += 1; // unreachable: a burst's carriers were reserved
+                        return;
+                    };
+                    if !x.fill(idx, frame) {
+                        reserved.push(x);
+                        lost += 1;
+                    } else if let Err(x) = r.rx.push(x) {
+                        reserved.push(x.recycle()); // unreachable: the places were checked
                         lost += 1;
                     }
-                    None => lost += 1,
                 };
-                let res = match io.rx_tap.as_deref() {
-                    None => io.backend.recv_burst(room, &mut take),
-                    Some(tap) => io.backend.recv_burst(room, &mut |frame| {
-                        tap.record(Dir::Rx, now, frame);
-                        take(frame)
-                    }),
+                let res = if io.lend {
+                    io.backend.recv_frames(BURST, &mut take)
+                } else {
+                    io.backend.recv_burst(BURST, &mut |b| take(&mut RxFrame::Borrowed(b)))
                 };
                 match res {
                     Ok(k) => moved += k,
@@ -874,37 +981,37 @@ pub fn run_io(
         }
         // Frames a port had no room for go first, in order; what is still refused waits.
         for io in ports.iter_mut() {
-            while let Some(x) = io.pending.pop_front() {
-                match io.offer(&x, now) {
+            while let Some(mut x) = io.pending.pop_front() {
+                match io.offer(&mut x, now) {
                     Offer::Full => {
                         io.pending.push_front(x);
                         break;
                     }
                     Offer::Taken | Offer::Lost => {
                         rings.in_flight[x.port].fetch_sub(1, Ordering::AcqRel);
-                        let _ = rings.free.push(x);
+                        let _ = rings.free.push(x.recycle());
                         moved += 1;
                     }
                 }
             }
         }
         for _ in 0..BURST * ports.len().max(1) {
-            let Some(x) = rings.tx.pop() else { break };
+            let Some(mut x) = rings.tx.pop() else { break };
             moved += 1;
             let Some(io) = ports.iter_mut().find(|p| p.index == x.port) else {
                 rings.in_flight[x.port].fetch_sub(1, Ordering::AcqRel);
-                let _ = rings.free.push(x);
+                let _ = rings.free.push(x.recycle());
                 continue;
             };
             if !io.pending.is_empty() {
                 io.pending.push_back(x);
                 continue;
             }
-            match io.offer(&x, now) {
+            match io.offer(&mut x, now) {
                 Offer::Full => io.pending.push_back(x),
                 Offer::Taken | Offer::Lost => {
                     rings.in_flight[x.port].fetch_sub(1, Ordering::AcqRel);
-                    let _ = rings.free.push(x);
+                    let _ = rings.free.push(x.recycle());
                 }
             }
         }
@@ -982,7 +1089,8 @@ pub fn run(
                 })
             )
         })?;
-        let io = PortIo::new(i, backend);
+        let mut io = PortIo::new(i, backend);
+        io.lend = p.peer != controlplane::model::PeerKind::Emulated;
         if p.worker == 0 {
             local[i] = Some(io);
         } else {
