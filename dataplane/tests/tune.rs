@@ -387,3 +387,26 @@ fn the_targets_measure_what_they_define() {
     assert!(short.met.goodput, "n/a counts as met");
     assert_eq!((short.messages, short.completed), (2, 2));
 }
+
+/// The smallest budget the command accepts (the baseline and one setting on every pattern)
+/// runs the setting nearest the configs, and stops there.
+#[test]
+fn the_smallest_budget_runs_one_setting_on_every_pattern() {
+    let topo = shipped_topology();
+    let set = small_set(&topo);
+    let n = set.patterns.len();
+    let o = tune::run(
+        &topo,
+        &set,
+        &TuneOptions {
+            budget: 2 * n,
+            ..small_opts(2)
+        },
+    )
+    .unwrap();
+    assert_eq!(o.simulations, 2 * n);
+    assert_eq!(o.finalists.len(), 1);
+    // configs/default.toml's 100KB / 400KB / 0.2 / 1/8, on the ladders.
+    assert_eq!(o.best.label, "Kmin 128KiB Kmax 512KiB Pmax 0.2 alpha 1/8");
+    assert!(o.screened.is_empty());
+}

@@ -381,7 +381,8 @@ pub fn run(base: &Topology, set: &PatternSet, opts: &TuneOptions) -> Result<Tune
     let jobs: Vec<(Candidate, usize)> = grid
         .iter()
         .flat_map(|s| jobs_for(Candidate::Setting(*s), &screen))
-        .take(e.remaining())
+        // Always leave room for one setting on every pattern.
+        .take(e.remaining().saturating_sub(all.len()))
         .collect();
     e.run_jobs(&jobs)?;
     let mut screened: Vec<(Evaluated, Setting)> = grid
@@ -409,7 +410,12 @@ pub fn run(base: &Topology, set: &PatternSet, opts: &TuneOptions) -> Result<Tune
         })
         .collect();
     let mut best: Option<(Evaluated, Setting)> = None;
-    for (_, s) in screened.iter().take(opts.finalists) {
+    // A budget too small to screen goes on with the setting nearest the configs.
+    let mut order: Vec<Setting> = screened.iter().map(|x| x.1).take(opts.finalists).collect();
+    if order.is_empty() {
+        order.push(start);
+    }
+    for s in &order {
         if e.remaining() < all.len() {
             break;
         }
