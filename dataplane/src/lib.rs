@@ -22,6 +22,7 @@ pub mod report;
 pub mod runtime;
 pub mod switch;
 pub mod tools;
+pub mod tune;
 pub mod wire;
 
 pub use switch::{Switch, TxSink};

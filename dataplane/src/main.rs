@@ -72,7 +72,9 @@ enum Command {
         /// name or SWITCH:PORT_ID; optional speed and cable, which must agree with the
         /// switch port's config), optional [[route]] (switch, to = host, ports) overriding
         /// the default shortest-path ECMP, [nic] and [[traffic]] (pattern = incast |
-        /// permutation | flows; from, to, size = bytes or "long", start), duration.
+        /// all-to-all | permutation | flows; from, to, start, and size = bytes or "long", or
+        /// sizes = [[bytes, weight], ...] with load = a fraction of line rate for Poisson
+        /// messages until stop), duration.
         #[arg(long, value_name = "FILE")]
         topology: PathBuf,
         /// Where summary.json goes (created if missing).
@@ -104,6 +106,31 @@ enum Command {
         #[arg(long, short)]
         quiet: bool,
     },
+    /// Search Kmin, Kmax, Pmax and alpha for the setting under which the most traffic
+    /// patterns meet three targets, by running the fabric (`rocesw fabric`'s simulation) once
+    /// per setting and pattern; writes the winning config fragment for `rocectl patch`.
+    ///
+    /// The targets (UCloud's; change them with --target): goodput ≥ 95% of line rate on the
+    /// links a pattern can fill (a host's receiving link that a long flow ends on, that
+    /// messages sent all at once keep busy for at least 100 µs, or that Poisson messages offer
+    /// at least its line rate on average; wire bytes over line rate from the pattern's start to
+    /// its last delivery there; "n/a" when no link qualifies); PFC rarely: ≤ 5 pause frames per second
+    /// in 99% of the run's time windows (100 windows: in practice at most one window with a
+    /// pause frame); latency ≤ 80 µs with 90% under 40 µs (every packet's one-way latency: p99
+    /// ≤ 80 µs, p90 ≤ 40 µs, and no drop).
+    ///
+    /// The search is deterministic for a seed, whatever the thread count: the configs as given
+    /// on every pattern (the "before"), a 54-setting grid screened on every 2nd pattern, the
+    /// best 4 on every pattern, then hill climbing one ladder step at a time (Kmin, Kmax 4 KiB
+    /// … 2 MiB by doubling; Pmax 0.01 … 1; alpha 1/64 … 4) on every pattern, up to --budget
+    /// simulations. Settings are ranked by patterns meeting all three targets, then targets
+    /// met, then how far the misses are. The fragment sets the ECN profile of every lossless
+    /// queue and the alpha of every lossless PG, the same on every switch, and is checked to
+    /// apply as `rocectl patch` applies it (merged, validated, taken live).
+    #[command(
+        after_help = "Example (the shipped 50 patterns on the shipped 8-host switch, about 2 minutes on 2 cores):\n  rocesw tune --topology examples/tune/topology.toml --output-dir out/tune\n  rocectl patch out/tune/tuned.toml\nA quick look (under 20 seconds):\n  rocesw tune --topology examples/tune/topology.toml --output-dir out/tune --quick"
+    )]
+    Tune(dataplane::tune::cli::TuneArgs),
     /// Run the switch in real time on interfaces (AF_PACKET on veth/tap), capture files or DPDK
     /// devices until SIGINT/SIGTERM.
     ///
@@ -348,6 +375,7 @@ fn run(cmd: Command) -> Result<()> {
             Ok(())
         }
         Command::Run(args) => dataplane::runtime::run::run(args),
+        Command::Tune(args) => dataplane::tune::cli::run(args),
         Command::Demo {
             config,
             duration,

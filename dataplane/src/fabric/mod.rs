@@ -23,6 +23,7 @@
 //! One event queue ordered by (time, sequence): the same topology, configs and seed give the
 //! same bytes out.
 
+pub mod fct;
 pub mod progress;
 pub mod topology;
 
@@ -84,6 +85,10 @@ pub struct LinkDir {
     /// Time this direction's traffic was paused (its sender obeying PFC the other end sent:
     /// the opposite direction's `pfc_frames`), per priority.
     pub paused_ns: [u64; 8],
+    /// When each of those PFC frames started (`rocesw tune` counts them per time window);
+    /// not in summary.json.
+    #[serde(skip)]
+    pub pfc_at_ns: Vec<u64>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -128,6 +133,10 @@ pub struct FlowReport {
     pub cnps_received: u64,
     /// The DCQCN rate at the end (bits per second), if on.
     pub final_rate_bps: Option<f64>,
+    /// Every packet's one-way latency (`rocesw tune` merges them per pattern); not in
+    /// summary.json.
+    #[serde(skip)]
+    pub latency: Histogram,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -157,6 +166,8 @@ pub struct FabricOutcome {
     pub switches: BTreeMap<String, Snapshot>,
     /// Frames the switches dropped, all reasons.
     pub drops: u64,
+    /// Completion times of the finite flows, per power-of-two size bucket.
+    pub fct_by_size: Vec<fct::SizeFct>,
 }
 
 struct Host {
@@ -227,6 +238,7 @@ impl Fabric<'_> {
         d.bytes += frame.len() as u64;
         if is_mac_control(frame) {
             d.pfc_frames += 1;
+            d.pfc_at_ns.push(at_ns);
         }
         if let Some(out) = self.pcaps[link].as_mut() {
             if let Err(e) = out.write(at_ns, frame) {
@@ -690,6 +702,7 @@ fn outcome(fab: &mut Fabric<'_>, end: u64, seed: u64, dcqcn: bool, watchdog: boo
             cnps_sent,
             cnps_received: q.stats.cnps_received,
             final_rate_bps: q.dcqcn.as_ref().map(|d| d.rate()),
+            latency: hist,
         });
     }
     let hosts = topo
@@ -723,6 +736,7 @@ fn outcome(fab: &mut Fabric<'_>, end: u64, seed: u64, dcqcn: bool, watchdog: boo
             reverse: d[1].clone(),
         })
         .collect();
+    let fct_by_size = fct::by_size(&flows);
     FabricOutcome {
         seed,
         duration_ns: end,
@@ -735,6 +749,7 @@ fn outcome(fab: &mut Fabric<'_>, end: u64, seed: u64, dcqcn: bool, watchdog: boo
         hosts,
         switches,
         drops,
+        fct_by_size,
     }
 }
 

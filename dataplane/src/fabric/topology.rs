@@ -30,7 +30,7 @@ struct File {
     #[serde(default, rename = "route")]
     routes: Vec<RouteFile>,
     #[serde(default, rename = "traffic")]
-    traffic: Vec<TrafficFile>,
+    traffic: Vec<TrafficSpec>,
 }
 
 #[derive(Debug, Deserialize, Default)]
@@ -76,17 +76,66 @@ struct RouteFile {
     ports: Vec<u16>,
 }
 
-#[derive(Debug, Deserialize)]
+/// One `[[traffic]]` entry as written: a pattern over hosts (by name) and what each pair
+/// sends. Public so that `rocesw tune` can put its own traffic on a topology
+/// ([`Topology::with_traffic`]).
+#[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct TrafficFile {
-    pattern: String,
+pub struct TrafficSpec {
+    pub pattern: String,
     #[serde(default)]
-    from: Vec<String>,
+    pub from: Vec<String>,
     #[serde(default)]
-    to: Vec<String>,
-    size: Option<String>,
-    start: Option<String>,
+    pub to: Vec<String>,
+    /// One message of this size per pair, or `"long"`.
+    pub size: Option<String>,
+    pub start: Option<String>,
+    /// Message sizes as an empirical distribution, `[[bytes, weight], ...]`: each source then
+    /// sends a Poisson stream of messages (needs `load`) instead of one flow per pair.
+    pub sizes: Option<Vec<(SizeValue, Number)>>,
+    /// With `sizes`: each source's offered load, a fraction of its line rate (0 < load ≤ 1).
+    pub load: Option<f64>,
+    /// With `sizes`: no message starts after this (default: the run's duration).
+    pub stop: Option<String>,
 }
+
+/// A size as TOML allows it: `65536` or `"64KiB"`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub enum SizeValue {
+    Bytes(u64),
+    Text(String),
+}
+
+impl SizeValue {
+    fn bytes(&self) -> Result<u64> {
+        match self {
+            SizeValue::Bytes(b) => Ok(*b),
+            SizeValue::Text(t) => units::parse_size(t).map_err(|e| anyhow!("{e}")),
+        }
+    }
+}
+
+/// A weight as TOML allows it: `3` or `0.5`.
+#[derive(Debug, Clone, Copy, Deserialize)]
+#[serde(untagged)]
+pub enum Number {
+    Int(i64),
+    Float(f64),
+}
+
+impl Number {
+    fn get(self) -> f64 {
+        match self {
+            Number::Int(i) => i as f64,
+            Number::Float(f) => f,
+        }
+    }
+}
+
+/// Messages a traffic entry may generate before it is refused: the event loop polls every
+/// sender of a host in turn, so far more would make runs crawl rather than fail.
+pub const MAX_MESSAGES: usize = 200_000;
 
 /// One end of a link.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -115,6 +164,10 @@ impl Link {
 pub struct SwitchSpec {
     pub name: String,
     pub config: Config,
+    /// The config file's text: what a patch (`rocectl patch`, `rocesw tune`) is merged into.
+    pub config_text: String,
+    /// Where it was read from.
+    pub config_path: PathBuf,
     /// Per port index: the link on it, if any.
     pub links: Vec<Option<usize>>,
     /// Per destination host: the port indices a frame for it may leave by (ECMP group).
@@ -166,6 +219,10 @@ pub struct Topology {
     pub hosts: Vec<HostSpec>,
     pub links: Vec<Link>,
     pub flows: Vec<FlowSpec>,
+    /// Per host: the mean rate (bits per second) the `sizes`/`load` traffic offers it, each
+    /// source's load spread evenly over its destinations. What the arrivals realise varies
+    /// with the seed; this does not, so it is what says whether a host's link is overloaded.
+    pub offered_bps: Vec<f64>,
 }
 
 /// The MAC a host gets: locally administered, numbered.
@@ -264,12 +321,16 @@ fn build(file: File, dir: &Path, default_config: &Path, seed: u64) -> Result<Top
             .config
             .as_ref()
             .map_or_else(|| default_config.to_path_buf(), |p| dir.join(p));
-        let loaded = controlplane::load_file(&cfg_path)
+        let config_text = std::fs::read_to_string(&cfg_path)
+            .map_err(|e| anyhow!("switch {:?}: config {}: {e}", s.name, cfg_path.display()))?;
+        let loaded = controlplane::load_str(&config_text)
             .map_err(|e| anyhow!("switch {:?}: config {}: {e}", s.name, cfg_path.display()))?;
         let nports = loaded.config.ports.len();
         switches.push(SwitchSpec {
             name: s.name.clone(),
             config: loaded.config,
+            config_text,
+            config_path: cfg_path,
             links: vec![None; nports],
             routes: Vec::new(),
         });
@@ -402,113 +463,275 @@ fn build(file: File, dir: &Path, default_config: &Path, seed: u64) -> Result<Top
         switches[s].routes[h] = ports;
     }
 
-    let mut flows = Vec::new();
-    let mut rng = crate::egress::rng::Rng::new(seed ^ 0x5eed_fab1);
-    let host_idx = |name: &str, what: &str| -> Result<usize> {
-        match names.get(name) {
-            Some(End::Host(h)) => Ok(*h),
-            Some(End::Switch(..)) => bail!("{what}: {name:?} is a switch, not a host"),
-            None => bail!("{what}: no host named {name:?}"),
-        }
-    };
-    for (i, t) in file.traffic.iter().enumerate() {
-        let what = format!("traffic {} ({})", i + 1, t.pattern);
-        let start_ns = dur(t.start.as_deref().unwrap_or("0s"), &format!("{what}: start"))?;
-        let size = match &t.size {
-            Some(s) if s == "long" => FlowSize::Long,
-            Some(s) => {
-                let b = units::parse_size(s).map_err(|e| anyhow!("{what}: size: {e}"))?;
-                if b == 0 || b > u64::from(u32::MAX) {
-                    bail!("{what}: size must be 1 B ..= 4 GiB, or \"long\"");
-                }
-                FlowSize::Bytes(b)
-            }
-            None => FlowSize::Long,
-        };
-        let from: Vec<usize> = t.from.iter().map(|n| host_idx(n, &what)).collect::<Result<_>>()?;
-        let to: Vec<usize> = t.to.iter().map(|n| host_idx(n, &what)).collect::<Result<_>>()?;
-        let mut push = |src: usize, dst: usize| {
-            flows.push(FlowSpec {
-                pattern: t.pattern.clone(),
-                src,
-                dst,
-                size,
-                start_ns,
-            })
-        };
-        match t.pattern.as_str() {
-            // N→1: every `from` host (default: every host but the target) to the one `to`.
-            "incast" => {
-                let [dst] = to[..] else {
-                    bail!("{what}: incast needs exactly one host in `to`")
-                };
-                let srcs: Vec<usize> = if from.is_empty() {
-                    (0..hosts.len()).filter(|&h| h != dst).collect()
-                } else {
-                    from
-                };
-                for s in srcs {
-                    if s == dst {
-                        bail!("{what}: {:?} is both a sender and the target", hosts[s].name);
-                    }
-                    push(s, dst);
-                }
-            }
-            // A random derangement (seeded) of the listed hosts (default: all): each sends to
-            // one other and receives from one other.
-            "permutation" => {
-                if !to.is_empty() {
-                    bail!("{what}: a permutation takes `from` only (its hosts send to each other)");
-                }
-                let set: Vec<usize> = if from.is_empty() {
-                    (0..hosts.len()).collect()
-                } else {
-                    from
-                };
-                if set.len() < 2 {
-                    bail!("{what}: a permutation needs at least two hosts");
-                }
-                // Sattolo's algorithm: a uniformly random single cycle, so no host maps to itself.
-                let mut perm = set.clone();
-                for k in (1..perm.len()).rev() {
-                    let j = (rng.next_u64() % k as u64) as usize;
-                    perm.swap(k, j);
-                }
-                for (s, d) in set.iter().zip(&perm) {
-                    push(*s, *d);
-                }
-            }
-            // Explicit flows: every `from` to every `to`.
-            "flows" => {
-                if from.is_empty() || to.is_empty() {
-                    bail!("{what}: flows needs `from` and `to`");
-                }
-                for &s in &from {
-                    for &d in &to {
-                        if s == d {
-                            bail!("{what}: {:?} would send to itself", hosts[s].name);
-                        }
-                        push(s, d);
-                    }
-                }
-            }
-            other => bail!("{what}: unknown pattern {other:?} (incast, permutation, flows)"),
-        }
-    }
-    if flows.is_empty() {
-        bail!("no traffic: add a [[traffic]] (incast, permutation or flows)");
-    }
-    for f in &flows {
-        check_reachable(f.src, f.dst, &switches, &hosts, &links)?;
-    }
-    Ok(Topology {
+    let mut topo = Topology {
         duration_ns,
         nic,
         switches,
         hosts,
         links,
-        flows,
-    })
+        flows: Vec::new(),
+        offered_bps: Vec::new(),
+    };
+    (topo.flows, topo.offered_bps) = expand_traffic(&file.traffic, &topo, seed)?;
+    Ok(topo)
+}
+
+impl Topology {
+    /// The same fabric with other traffic (checked as the file's `[[traffic]]` would be).
+    pub fn with_traffic(&self, traffic: &[TrafficSpec], seed: u64) -> Result<Topology> {
+        let (flows, offered_bps) = expand_traffic(traffic, self, seed)?;
+        Ok(Topology {
+            flows,
+            offered_bps,
+            ..self.clone()
+        })
+    }
+}
+
+fn expand_traffic(traffic: &[TrafficSpec], topo: &Topology, seed: u64) -> Result<(Vec<FlowSpec>, Vec<f64>)> {
+    let hosts = &topo.hosts;
+    let mut flows = Vec::new();
+    let mut offered_bps = vec![0.0; hosts.len()];
+    let mut rng = crate::egress::rng::Rng::new(seed ^ 0x5eed_fab1);
+    let host_idx = |name: &str, what: &str| -> Result<usize> {
+        if let Some(h) = hosts.iter().position(|h| h.name == name) {
+            return Ok(h);
+        }
+        if topo.switches.iter().any(|s| s.name == name) {
+            bail!("{what}: {name:?} is a switch, not a host");
+        }
+        bail!("{what}: no host named {name:?}")
+    };
+    for (i, t) in traffic.iter().enumerate() {
+        let what = format!("traffic {} ({})", i + 1, t.pattern);
+        let start_ns = dur(t.start.as_deref().unwrap_or("0s"), &format!("{what}: start"))?;
+        let from: Vec<usize> = t.from.iter().map(|n| host_idx(n, &what)).collect::<Result<_>>()?;
+        let to: Vec<usize> = t.to.iter().map(|n| host_idx(n, &what)).collect::<Result<_>>()?;
+        let pairs = pattern_pairs(&what, &t.pattern, from, to, hosts, &mut rng)?;
+        let flow = |src: usize, dst: usize, size: FlowSize, start_ns: u64| FlowSpec {
+            pattern: t.pattern.clone(),
+            src,
+            dst,
+            size,
+            start_ns,
+        };
+        match (&t.sizes, t.load) {
+            (None, None) => {
+                if t.stop.is_some() {
+                    bail!("{what}: stop applies to messages from `sizes` only");
+                }
+                let size = match &t.size {
+                    Some(s) if s == "long" => FlowSize::Long,
+                    Some(s) => {
+                        let b = units::parse_size(s).map_err(|e| anyhow!("{what}: size: {e}"))?;
+                        check_message_size(b).map_err(|e| anyhow!("{what}: size: {e}, or \"long\""))?;
+                        FlowSize::Bytes(b)
+                    }
+                    None => FlowSize::Long,
+                };
+                for (s, d) in pairs {
+                    flows.push(flow(s, d, size, start_ns));
+                }
+            }
+            (Some(sizes), Some(load)) => {
+                if t.size.is_some() {
+                    bail!("{what}: give `size` (one message per pair) or `sizes` (a distribution), not both");
+                }
+                let dist = SizeDist::new(sizes).map_err(|e| anyhow!("{what}: sizes: {e}"))?;
+                if !(load > 0.0 && load <= 1.0) {
+                    bail!(
+                        "{what}: load must be above 0 and at most 1 (a fraction of the sender's line rate), got {load}"
+                    );
+                }
+                let stop_ns = match &t.stop {
+                    Some(s) => dur(s, &format!("{what}: stop"))?,
+                    None => topo.duration_ns,
+                };
+                if stop_ns <= start_ns {
+                    bail!("{what}: stop ({stop_ns} ns) must be after start ({start_ns} ns)");
+                }
+                let before = flows.len();
+                // Per source, in order: a Poisson process of messages, each to one of the
+                // source's destinations in the pattern, uniformly.
+                let mut srcs: Vec<usize> = pairs.iter().map(|p| p.0).collect();
+                srcs.dedup();
+                for src in srcs {
+                    let dsts: Vec<usize> = pairs.iter().filter(|p| p.0 == src).map(|p| p.1).collect();
+                    let bps = topo.links[hosts[src].link].speed_bps as f64;
+                    for &d in &dsts {
+                        offered_bps[d] += load * bps / dsts.len() as f64;
+                    }
+                    let mean_gap_ns = dist.mean * 8.0 / (load * bps) * 1e9;
+                    let mut t_ns = start_ns as f64;
+                    loop {
+                        t_ns += -unit_open(&mut rng).ln() * mean_gap_ns;
+                        if t_ns >= stop_ns as f64 {
+                            break;
+                        }
+                        let size = dist.sample(&mut rng);
+                        let dst = dsts[(rng.next_u64() % dsts.len() as u64) as usize];
+                        flows.push(flow(src, dst, FlowSize::Bytes(size), t_ns as u64));
+                        if flows.len() - before > MAX_MESSAGES {
+                            bail!(
+                                "{what}: more than {MAX_MESSAGES} messages; lower load, stop or the duration, or use larger sizes"
+                            );
+                        }
+                    }
+                }
+            }
+            (Some(_), None) => bail!("{what}: sizes needs load (each sender's fraction of its line rate)"),
+            (None, Some(_)) => bail!("{what}: load applies to `sizes` (a message size distribution) only"),
+        }
+    }
+    if flows.is_empty() {
+        bail!("no traffic: add a [[traffic]] (incast, all-to-all, permutation or flows)");
+    }
+    for f in &flows {
+        check_reachable(f.src, f.dst, &topo.switches, hosts, &topo.links)?;
+    }
+    Ok((flows, offered_bps))
+}
+
+fn check_message_size(b: u64) -> std::result::Result<(), String> {
+    if b == 0 || b > u64::from(u32::MAX) {
+        return Err("must be 1 B ..= 4 GiB".into());
+    }
+    Ok(())
+}
+
+/// Uniform in (0, 1]: never 0, so its logarithm is finite.
+fn unit_open(rng: &mut crate::egress::rng::Rng) -> f64 {
+    ((rng.next_u64() >> 11) + 1) as f64 / (1u64 << 53) as f64
+}
+
+/// An empirical message-size distribution: sizes with weights.
+struct SizeDist {
+    /// (bytes, cumulative weight), ascending weight.
+    cdf: Vec<(u64, f64)>,
+    mean: f64,
+}
+
+impl SizeDist {
+    fn new(sizes: &[(SizeValue, Number)]) -> Result<SizeDist> {
+        if sizes.is_empty() {
+            bail!("empty: give [[bytes, weight], ...]");
+        }
+        let mut cdf = Vec::new();
+        let mut total = 0.0;
+        let mut weighted = 0.0;
+        for (k, (size, weight)) in sizes.iter().enumerate() {
+            let b = size.bytes().map_err(|e| anyhow!("entry {}: {e}", k + 1))?;
+            check_message_size(b).map_err(|e| anyhow!("entry {}: size {e}", k + 1))?;
+            let w = weight.get();
+            if !(w.is_finite() && w > 0.0) {
+                bail!("entry {}: weight must be a positive number, got {w}", k + 1);
+            }
+            total += w;
+            weighted += w * b as f64;
+            cdf.push((b, total));
+        }
+        Ok(SizeDist {
+            cdf,
+            mean: weighted / total,
+        })
+    }
+
+    fn sample(&self, rng: &mut crate::egress::rng::Rng) -> u64 {
+        let total = self.cdf.last().expect("non-empty").1;
+        let x = unit_open(rng) * total;
+        self.cdf
+            .iter()
+            .find(|(_, c)| x <= *c)
+            .map_or(self.cdf.last().expect("non-empty").0, |(b, _)| *b)
+    }
+}
+
+/// The (source, destination) pairs of a pattern, in a fixed order.
+fn pattern_pairs(
+    what: &str,
+    pattern: &str,
+    from: Vec<usize>,
+    to: Vec<usize>,
+    hosts: &[HostSpec],
+    rng: &mut crate::egress::rng::Rng,
+) -> Result<Vec<(usize, usize)>> {
+    let mut pairs = Vec::new();
+    match pattern {
+        // N→1: every `from` host (default: every host but the target) to the one `to`.
+        "incast" => {
+            let [dst] = to[..] else {
+                bail!("{what}: incast needs exactly one host in `to`")
+            };
+            let srcs: Vec<usize> = if from.is_empty() {
+                (0..hosts.len()).filter(|&h| h != dst).collect()
+            } else {
+                from
+            };
+            for s in srcs {
+                if s == dst {
+                    bail!("{what}: {:?} is both a sender and the target", hosts[s].name);
+                }
+                pairs.push((s, dst));
+            }
+        }
+        // Every `from` host (default: all) to every other `to` host (default: the `from` set).
+        "all-to-all" => {
+            let from: Vec<usize> = if from.is_empty() {
+                (0..hosts.len()).collect()
+            } else {
+                from
+            };
+            let to = if to.is_empty() { from.clone() } else { to };
+            for &s in &from {
+                for &d in &to {
+                    if s != d {
+                        pairs.push((s, d));
+                    }
+                }
+            }
+            if pairs.is_empty() {
+                bail!("{what}: all-to-all needs at least two distinct hosts");
+            }
+        }
+        // A random derangement (seeded) of the listed hosts (default: all): each sends to
+        // one other and receives from one other.
+        "permutation" => {
+            if !to.is_empty() {
+                bail!("{what}: a permutation takes `from` only (its hosts send to each other)");
+            }
+            let set: Vec<usize> = if from.is_empty() {
+                (0..hosts.len()).collect()
+            } else {
+                from
+            };
+            if set.len() < 2 {
+                bail!("{what}: a permutation needs at least two hosts");
+            }
+            // Sattolo's algorithm: a uniformly random single cycle, so no host maps to itself.
+            let mut perm = set.clone();
+            for k in (1..perm.len()).rev() {
+                let j = (rng.next_u64() % k as u64) as usize;
+                perm.swap(k, j);
+            }
+            pairs.extend(set.iter().copied().zip(perm));
+        }
+        // Explicit flows: every `from` to every `to`.
+        "flows" => {
+            if from.is_empty() || to.is_empty() {
+                bail!("{what}: flows needs `from` and `to`");
+            }
+            for &s in &from {
+                for &d in &to {
+                    if s == d {
+                        bail!("{what}: {:?} would send to itself", hosts[s].name);
+                    }
+                    pairs.push((s, d));
+                }
+            }
+        }
+        other => bail!("{what}: unknown pattern {other:?} (incast, all-to-all, permutation, flows)"),
+    }
+    Ok(pairs)
 }
 
 fn check_name(name: &str, kind: &str) -> Result<()> {

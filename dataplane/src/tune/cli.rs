@@ -1,0 +1,181 @@
+//! `rocesw tune`'s command line: the options, and the run from them to the files.
+
+use super::output::{self, Outputs};
+use super::targets::Targets;
+use super::{patterns, report, Grid, TuneOptions};
+use anyhow::{bail, Result};
+use clap::Args;
+use indicatif::{ProgressBar, ProgressStyle};
+use std::path::PathBuf;
+use std::sync::OnceLock;
+
+/// The shipped patterns, compiled in so that `rocesw tune` finds them from any directory.
+pub const SHIPPED_PATTERNS: &str = include_str!("../../../examples/tune/patterns.toml");
+
+#[derive(Debug, Args)]
+pub struct TuneArgs {
+    /// The fabric to tune (a `rocesw fabric` topology file; its [[traffic]] is ignored).
+    /// Every switch gets the same fragment, so they should share their lossless class's ECN
+    /// profile name and PG number.
+    #[arg(long, value_name = "FILE")]
+    pub topology: PathBuf,
+    /// The traffic patterns (TOML: duration, [sizes] distributions, [[family]] entries
+    /// expanded to the cross product of their lists; examples/tune/patterns.toml explains
+    /// every key). Default: that shipped set of 50, built in.
+    #[arg(long, value_name = "FILE")]
+    pub patterns: Option<PathBuf>,
+    /// Directory for tune.json (every result), tune.svg (targets met per pattern, before and
+    /// after) and, unless --fragment says otherwise, tuned.toml; created if missing.
+    #[arg(long, value_name = "DIR")]
+    pub output_dir: PathBuf,
+    /// Where the winning config fragment goes (default DIR/tuned.toml), for `rocectl patch
+    /// FILE`. Refused if it is one of the inputs.
+    #[arg(long, value_name = "FILE")]
+    pub fragment: Option<PathBuf>,
+    /// Change a target, as KEY=VALUE (repeatable). Keys: goodput (fraction of line rate on
+    /// bottleneck links, default 0.95), pfc_per_s (PFC frames per second, default 5),
+    /// pfc_time (fraction of windows within that rate, default 0.99), windows (how many
+    /// windows a run is cut into, default 100), latency_p90 (default 40us), latency_p99
+    /// (default 80us).
+    #[arg(long = "target", value_name = "KEY=VALUE")]
+    pub targets: Vec<String>,
+    /// Seed of the simulations (WRED, ECMP, permutations, message arrivals); the search is
+    /// deterministic, so one seed gives one result on any number of threads.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Simulations at once (default: the machine's cores).
+    #[arg(long, value_name = "N")]
+    pub threads: Option<usize>,
+    /// Most simulations, the baseline's included (a smaller budget runs a prefix of the same
+    /// search). Default 8000, or 300 with --quick.
+    #[arg(long, value_name = "N")]
+    pub budget: Option<usize>,
+    /// A smaller search: a 16-setting grid screened on every 8th pattern, 2 finalists, 2
+    /// climbing rounds, budget 300.
+    #[arg(long)]
+    pub quick: bool,
+    /// Also search the hosts' DCQCN: the additive increase (×0.25 … ×16 the NIC model's 0.5%
+    /// of line rate, hyper increase ten times it), the byte counter (37.5 KB … 600 KB) and
+    /// the notification point's CNP interval (4, 10, 25, 50 µs). They are NIC settings: the
+    /// fragment file names them in a comment, for the topology's [nic] (dcqcn_rai,
+    /// dcqcn_byte_counter, cnp_interval) or the hosts, and the fragment stays the switch's.
+    #[arg(long)]
+    pub dcqcn: bool,
+    /// Virtual time per pattern, instead of the patterns file's `duration`.
+    #[arg(long, value_name = "TIME", value_parser = parse_duration)]
+    pub duration: Option<u64>,
+    /// Switch config for [[switch]] entries without `config`.
+    #[arg(long, value_name = "FILE", default_value = "configs/default.toml")]
+    pub default_config: PathBuf,
+    /// No progress bar and no table on stdout (the files are still written).
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+fn parse_duration(s: &str) -> Result<u64, String> {
+    match controlplane::units::parse_duration(s) {
+        Ok(0) => Err("must be above 0".into()),
+        Ok(v) => Ok(v),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+static BAR: OnceLock<ProgressBar> = OnceLock::new();
+
+fn progress(done: usize, planned: usize) {
+    let bar = BAR.get_or_init(|| {
+        let b = ProgressBar::new(planned as u64);
+        b.set_style(
+            ProgressStyle::with_template("tune {bar:40} {pos}/{len} simulations ({elapsed}, eta {eta})")
+                .expect("static template"),
+        );
+        b
+    });
+    bar.set_length(planned as u64);
+    bar.set_position(done as u64);
+}
+
+/// The options a command line asks for (no files touched).
+pub fn options(args: &TuneArgs) -> Result<TuneOptions> {
+    let mut targets = Targets::default();
+    for t in &args.targets {
+        targets.set(t)?;
+    }
+    let mut o = TuneOptions {
+        seed: args.seed,
+        targets,
+        threads: args
+            .threads
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())),
+        ..Default::default()
+    };
+    if o.threads == 0 {
+        bail!("--threads must be at least 1");
+    }
+    o.dcqcn = args.dcqcn;
+    if args.quick {
+        o.grid = Grid::quick();
+        o.screen_every = 8;
+        o.finalists = 2;
+        o.rounds = 2;
+        o.budget = 300;
+    }
+    if let Some(b) = args.budget {
+        o.budget = b;
+    }
+    if !args.quiet {
+        o.progress = Some(progress);
+    }
+    Ok(o)
+}
+
+pub fn run(args: TuneArgs) -> Result<()> {
+    let opts = options(&args)?;
+    let topo = crate::fabric::topology::load(&args.topology, &args.default_config, args.seed)?;
+    let mut set = match &args.patterns {
+        Some(p) => patterns::load(p, &topo)?,
+        None => patterns::from_str(SHIPPED_PATTERNS, &topo)
+            .map_err(|e| anyhow::anyhow!("the shipped patterns on this topology: {e:#}"))?,
+    };
+    if let Some(d) = args.duration {
+        set.duration_ns = d;
+    }
+    let outputs = Outputs::new(&args.output_dir, args.fragment.as_deref());
+    let mut inputs = vec![("the topology".to_string(), args.topology.clone())];
+    if let Some(p) = &args.patterns {
+        inputs.push(("the patterns file".to_string(), p.clone()));
+    }
+    for sw in &topo.switches {
+        inputs.push((format!("switch {:?}'s config", sw.name), sw.config_path.clone()));
+    }
+    output::check(&args.output_dir, &outputs, &inputs)?;
+    if opts.budget < set.patterns.len() * 2 {
+        bail!(
+            "--budget {}: too small to run the configs as given and one setting on the {} patterns (at least {})",
+            opts.budget,
+            set.patterns.len(),
+            set.patterns.len() * 2
+        );
+    }
+    let started = std::time::Instant::now();
+    let outcome = super::run(&topo, &set, &opts)?;
+    if let Some(b) = BAR.get() {
+        b.finish_and_clear();
+    }
+    let hint = format!(
+        "Apply to a running switch: rocectl patch {}",
+        outputs.fragment.display()
+    );
+    output::write(&args.output_dir, &outputs, &outcome, &hint)?;
+    if !args.quiet {
+        print!("{}", report::table(&outcome));
+        println!(
+            "\nwrote {}, {} and {} in {:.0} s; {hint}",
+            outputs.fragment.display(),
+            outputs.json.display(),
+            outputs.svg.display(),
+            started.elapsed().as_secs_f64()
+        );
+    }
+    Ok(())
+}

@@ -1,0 +1,508 @@
+//! `rocesw tune`: searches Kmin, Kmax, Pmax and alpha for the setting under which the most
+//! traffic patterns meet the targets, by running the fabric once per (setting, pattern).
+//!
+//! * **Deterministic.** The search is a fixed plan, not a random one: the configs as they are
+//!   (the baseline), a coarse grid screened on every `screen_every`-th pattern, the best few
+//!   of it on every pattern, then hill climbing one ladder step at a time on every pattern.
+//!   Each simulation is deterministic for the seed; simulations run on worker threads that
+//!   take jobs from a shared counter and write each result into its own slot, and every
+//!   decision is taken after a batch, over results in job order: so neither the thread count
+//!   nor the scheduling can change anything.
+//! * **The ranking** of a setting: patterns meeting all three targets, then targets met
+//!   summed over patterns, then the summed shortfall (how far from the targets the misses
+//!   are), then the ladder order, so there are no ties.
+//! * **Bounded.** `budget` caps the simulations; each stage takes what remains, in its fixed
+//!   order, so a smaller budget gives a prefix of the same search.
+
+pub mod cli;
+pub mod output;
+pub mod patterns;
+pub mod report;
+pub mod space;
+pub mod targets;
+
+use crate::fabric::topology::Topology;
+use crate::fabric::{self, FabricOptions};
+use anyhow::{anyhow, Result};
+use patterns::PatternSet;
+use serde::Serialize;
+use space::{Knobs, Setting};
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+use targets::{Measured, Targets};
+
+#[derive(Debug, Clone)]
+pub struct TuneOptions {
+    pub seed: u64,
+    pub targets: Targets,
+    /// Worker threads (simulations at once).
+    pub threads: usize,
+    /// Most simulations to run, the baseline's included.
+    pub budget: usize,
+    /// Screen the coarse grid on every n-th pattern.
+    pub screen_every: usize,
+    /// Grid settings that go on from screening to every pattern.
+    pub finalists: usize,
+    /// Most hill-climbing rounds.
+    pub rounds: usize,
+    /// The coarse grid's ladder indices (Kmin, Kmax/Kmin steps, Pmax, alpha).
+    pub grid: Grid,
+    /// Also search the hosts' DCQCN (additive increase and byte counter).
+    pub dcqcn: bool,
+    /// Called after each simulation with (done, planned so far).
+    pub progress: Option<fn(usize, usize)>,
+}
+
+/// The coarse grid, as ladder indices (see [`space`]).
+#[derive(Debug, Clone)]
+pub struct Grid {
+    pub kmin: Vec<usize>,
+    /// Kmax as Kmin's index plus these steps (each step doubles).
+    pub kmax_steps: Vec<usize>,
+    pub pmax: Vec<usize>,
+    pub alpha: Vec<usize>,
+}
+
+impl Grid {
+    /// 3 × 2 × 3 × 3 = 54 settings: Kmin 8/32/128 KiB, Kmax 2× or 8× Kmin, Pmax 0.05/0.2/1,
+    /// alpha 1/16, 1/4, 1.
+    pub fn standard() -> Grid {
+        Grid {
+            kmin: vec![1, 3, 5],
+            kmax_steps: vec![1, 3],
+            pmax: vec![2, 4, 6],
+            alpha: vec![2, 4, 6],
+        }
+    }
+
+    /// 2 × 2 × 2 × 2 = 16 settings.
+    pub fn quick() -> Grid {
+        Grid {
+            kmin: vec![2, 4],
+            kmax_steps: vec![1, 3],
+            pmax: vec![3, 5],
+            alpha: vec![3, 5],
+        }
+    }
+
+    /// With `dcqcn`, each setting with the model's DCQCN and with a faster one: four times
+    /// its additive increase, half its byte counter, CNPs every 10 µs instead of 50.
+    fn settings(&self, dcqcn: bool) -> Vec<Setting> {
+        let nics: Vec<Option<(usize, usize, usize)>> = if dcqcn {
+            vec![Some(space::DCQCN_DEFAULT), Some((4, 1, 1))]
+        } else {
+            vec![None]
+        };
+        let mut out = Vec::new();
+        for &nic in &nics {
+            for &kmin in &self.kmin {
+                for &step in &self.kmax_steps {
+                    for &pmax in &self.pmax {
+                        for &alpha in &self.alpha {
+                            out.push(Setting {
+                                kmin,
+                                kmax: (kmin + step).min(space::K_KIB.len() - 1),
+                                pmax,
+                                alpha,
+                                dcqcn: nic,
+                            });
+                        }
+                    }
+                }
+            }
+        }
+        out.dedup();
+        out
+    }
+}
+
+impl Default for TuneOptions {
+    fn default() -> Self {
+        TuneOptions {
+            seed: 1,
+            targets: Targets::default(),
+            threads: 2,
+            budget: 8000,
+            screen_every: 2,
+            finalists: 4,
+            rounds: 12,
+            grid: Grid::standard(),
+            dcqcn: false,
+            progress: None,
+        }
+    }
+}
+
+/// A candidate: the configs as given (`None`) or a setting.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Candidate {
+    Baseline,
+    Setting(Setting),
+}
+
+/// A candidate's results on every pattern, and its rank.
+#[derive(Debug, Clone, Serialize)]
+pub struct Evaluated {
+    pub label: String,
+    pub setting: Option<space::SettingView>,
+    pub fragment: Option<String>,
+    /// Patterns meeting all three targets.
+    pub all_met: u32,
+    /// Per target, patterns meeting it: (goodput, pfc, latency).
+    pub met: [u32; 3],
+    pub shortfall: f64,
+    pub results: Vec<Measured>,
+    /// How it was reached: "baseline", "grid", "climb round N".
+    pub stage: String,
+}
+
+impl Evaluated {
+    fn key(&self) -> (u32, u32, f64) {
+        (self.all_met, self.met.iter().sum(), -self.shortfall)
+    }
+
+    /// Strictly better than `o` (by all met, targets met, then shortfall).
+    pub fn better_than(&self, o: &Evaluated) -> bool {
+        let (a, b) = (self.key(), o.key());
+        (a.0, a.1) > (b.0, b.1) || ((a.0, a.1) == (b.0, b.1) && a.2 > b.2 + 1e-12)
+    }
+}
+
+#[derive(Debug, Serialize)]
+pub struct TuneOutcome {
+    pub seed: u64,
+    pub targets: Targets,
+    pub duration_ns: u64,
+    pub patterns: Vec<String>,
+    pub knobs_profiles: Vec<String>,
+    pub knobs_pgs: Vec<u8>,
+    pub baseline: Evaluated,
+    pub best: Evaluated,
+    /// Every setting run on every pattern, in the order run.
+    pub finalists: Vec<Evaluated>,
+    /// Grid settings screened (on the screening patterns only): label, all met, shortfall.
+    pub screened: Vec<Screened>,
+    /// Of the finalists, those no other beats on every target count (goodput, PFC,
+    /// latency): the trade-offs on offer.
+    pub pareto: Vec<String>,
+    pub simulations: usize,
+    pub screening_patterns: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Screened {
+    pub label: String,
+    pub all_met: u32,
+    pub targets_met: u32,
+    pub shortfall: f64,
+}
+
+struct Engine<'a> {
+    base: &'a Topology,
+    /// Per pattern: the base topology with that pattern's traffic.
+    topos: Vec<Topology>,
+    set: &'a PatternSet,
+    knobs: Knobs,
+    opts: &'a TuneOptions,
+    sims: usize,
+    cache: BTreeMap<(Candidate, usize), Measured>,
+}
+
+impl Engine<'_> {
+    fn remaining(&self) -> usize {
+        self.opts.budget.saturating_sub(self.sims)
+    }
+
+    /// Runs every (candidate, pattern) job not cached, on the worker threads.
+    fn run_jobs(&mut self, jobs: &[(Candidate, usize)]) -> Result<()> {
+        let jobs: Vec<(Candidate, usize)> = jobs.iter().filter(|j| !self.cache.contains_key(j)).copied().collect();
+        if jobs.is_empty() {
+            return Ok(());
+        }
+        // Configs per candidate, patched once.
+        let mut configs: BTreeMap<Candidate, Vec<controlplane::Config>> = BTreeMap::new();
+        for (c, _) in &jobs {
+            if let (Candidate::Setting(s), false) = (c, configs.contains_key(c)) {
+                configs.insert(*c, space::patch_all(self.base, &self.knobs.fragment(*s))?);
+            }
+        }
+        let next = AtomicUsize::new(0);
+        let slots: Mutex<Vec<Option<Result<Measured>>>> = Mutex::new((0..jobs.len()).map(|_| None).collect());
+        let done = AtomicUsize::new(0);
+        let start_done = self.sims;
+        let planned = self.sims + jobs.len();
+        let (topos, set, opts) = (&self.topos, self.set, self.opts);
+        let configs = &configs;
+        std::thread::scope(|scope| {
+            for _ in 0..opts.threads.max(1) {
+                scope.spawn(|| loop {
+                    let k = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(&(cand, p)) = jobs.get(k) else { break };
+                    let r = simulate(&topos[p], cand, configs, set.duration_ns, opts);
+                    slots.lock().expect("no worker panics holding it")[k] = Some(r);
+                    let n = done.fetch_add(1, Ordering::Relaxed) + 1;
+                    if let Some(progress) = opts.progress {
+                        progress(start_done + n, planned);
+                    }
+                });
+            }
+        });
+        let slots = slots.into_inner().expect("no worker panicked");
+        for (job, r) in jobs.iter().zip(slots) {
+            let m = r.expect("every job ran").map_err(|e| {
+                anyhow!(
+                    "pattern {}: {}: {e:#}",
+                    set.patterns[job.1].name,
+                    match job.0 {
+                        Candidate::Baseline => "the configs as given".to_string(),
+                        Candidate::Setting(s) => s.label(),
+                    }
+                )
+            })?;
+            self.cache.insert(*job, m);
+            self.sims += 1;
+        }
+        Ok(())
+    }
+
+    fn evaluate(&self, c: Candidate, patterns: &[usize], stage: &str) -> Evaluated {
+        let t = &self.opts.targets;
+        let results: Vec<Measured> = patterns.iter().map(|&p| self.cache[&(c, p)].clone()).collect();
+        let mut met = [0u32; 3];
+        let mut all_met = 0;
+        let mut shortfall = 0.0;
+        for m in &results {
+            met[0] += u32::from(m.met.goodput);
+            met[1] += u32::from(m.met.pfc);
+            met[2] += u32::from(m.met.latency);
+            all_met += u32::from(m.met.all());
+            shortfall += m.shortfall(t);
+        }
+        let (label, setting, fragment) = match c {
+            Candidate::Baseline => ("the configs as given".to_string(), None, None),
+            Candidate::Setting(s) => {
+                let line = self.base.links[self.base.hosts[0].link].speed_bps;
+                (s.label(), Some(s.view_at(line)), Some(self.knobs.fragment(s)))
+            }
+        };
+        Evaluated {
+            label,
+            setting,
+            fragment,
+            all_met,
+            met,
+            shortfall,
+            results,
+            stage: stage.to_string(),
+        }
+    }
+}
+
+fn simulate(
+    topo: &Topology,
+    cand: Candidate,
+    configs: &BTreeMap<Candidate, Vec<controlplane::Config>>,
+    duration_ns: u64,
+    opts: &TuneOptions,
+) -> Result<Measured> {
+    let o = match cand {
+        Candidate::Baseline => fabric::run(topo, &fabric_opts(opts.seed))?,
+        Candidate::Setting(s) => {
+            let mut t = topo.clone();
+            space::apply_nic(&mut t, s);
+            for (sw, cfg) in t.switches.iter_mut().zip(&configs[&cand]) {
+                sw.config = cfg.clone();
+            }
+            fabric::run(&t, &fabric_opts(opts.seed))?
+        }
+    };
+    Ok(targets::measure(topo, &o, duration_ns, &opts.targets))
+}
+
+fn fabric_opts(seed: u64) -> FabricOptions {
+    FabricOptions {
+        seed,
+        ..Default::default()
+    }
+}
+
+/// Runs the search. `base` is the topology whose switches are tuned; its own traffic is
+/// replaced by each pattern's.
+pub fn run(base: &Topology, set: &PatternSet, opts: &TuneOptions) -> Result<TuneOutcome> {
+    let knobs = Knobs::of(base)?;
+    let mut topos = Vec::with_capacity(set.patterns.len());
+    // The patterns' duration first: Poisson arrivals stop at it.
+    let timed = Topology {
+        duration_ns: set.duration_ns,
+        ..base.clone()
+    };
+    for p in &set.patterns {
+        let t = timed
+            .with_traffic(&p.traffic, opts.seed)
+            .map_err(|e| anyhow!("pattern {}: {e:#}", p.name))?;
+        topos.push(t);
+    }
+    // The grid must patch cleanly before anything runs: a bad fragment is an input error.
+    let mut start = knobs.current(base);
+    if opts.dcqcn {
+        start.dcqcn = Some(space::DCQCN_DEFAULT);
+    }
+    space::patch_all(base, &knobs.fragment(start))?;
+    let mut e = Engine {
+        base,
+        topos,
+        set,
+        knobs,
+        opts,
+        sims: 0,
+        cache: BTreeMap::new(),
+    };
+    let all: Vec<usize> = (0..set.patterns.len()).collect();
+    let jobs_for = |c: Candidate, ps: &[usize]| -> Vec<(Candidate, usize)> { ps.iter().map(|&p| (c, p)).collect() };
+
+    // 1. The baseline on every pattern: what "before" means.
+    e.run_jobs(&jobs_for(Candidate::Baseline, &all))?;
+    let baseline = e.evaluate(Candidate::Baseline, &all, "baseline");
+    let mut finalists: Vec<Evaluated> = Vec::new();
+
+    // 2. The grid (and the setting nearest the configs) screened on a subset, as far as the
+    // budget allows; the best few go on to every pattern.
+    let screen: Vec<usize> = all.iter().copied().step_by(opts.screen_every.max(1)).collect();
+    let mut grid = vec![start];
+    for s in opts.grid.settings(opts.dcqcn) {
+        if !grid.contains(&s) {
+            grid.push(s);
+        }
+    }
+    let reserve = opts.finalists * all.len();
+    let fit = e.remaining().saturating_sub(reserve) / screen.len().max(1);
+    grid.truncate(fit.max(1).min(grid.len()));
+    let jobs: Vec<(Candidate, usize)> = grid
+        .iter()
+        .flat_map(|s| jobs_for(Candidate::Setting(*s), &screen))
+        // Always leave room for one setting on every pattern.
+        .take(e.remaining().saturating_sub(all.len()))
+        .collect();
+    e.run_jobs(&jobs)?;
+    let mut screened: Vec<(Evaluated, Setting)> = grid
+        .iter()
+        .filter(|s| {
+            screen
+                .iter()
+                .all(|p| e.cache.contains_key(&(Candidate::Setting(**s), *p)))
+        })
+        .map(|s| (e.evaluate(Candidate::Setting(*s), &screen, "grid"), *s))
+        .collect();
+    // Best first, by a total order (a comparator with a tolerance is not one, and sorting
+    // may then panic); a stable sort keeps the grid order among equals.
+    screened.sort_by(|a, b| {
+        let key = |e: &Evaluated| (e.all_met, e.met.iter().sum::<u32>());
+        key(&b.0).cmp(&key(&a.0)).then(a.0.shortfall.total_cmp(&b.0.shortfall))
+    });
+    let screened_view: Vec<Screened> = screened
+        .iter()
+        .map(|(ev, _)| Screened {
+            label: ev.label.clone(),
+            all_met: ev.all_met,
+            targets_met: ev.met.iter().sum(),
+            shortfall: ev.shortfall,
+        })
+        .collect();
+    let mut best: Option<(Evaluated, Setting)> = None;
+    // A budget too small to screen goes on with the setting nearest the configs.
+    let mut order: Vec<Setting> = screened.iter().map(|x| x.1).take(opts.finalists).collect();
+    if order.is_empty() {
+        order.push(start);
+    }
+    for s in &order {
+        if e.remaining() < all.len() {
+            break;
+        }
+        e.run_jobs(&jobs_for(Candidate::Setting(*s), &all))?;
+        let ev = e.evaluate(Candidate::Setting(*s), &all, "grid");
+        finalists.push(ev.clone());
+        if best.as_ref().is_none_or(|b| ev.better_than(&b.0)) {
+            best = Some((ev, *s));
+        }
+    }
+
+    // 3. Hill climbing from the best: every neighbour one ladder step away on every pattern,
+    // move to the best if it is better, until none is or the budget ends.
+    if let Some((mut here, mut at)) = best.take() {
+        for round in 1..=opts.rounds {
+            let mut moved = false;
+            let mut round_best: Option<(Evaluated, Setting)> = None;
+            for n in at.neighbours() {
+                if finalists.iter().any(|f| f.label == n.label()) {
+                    continue;
+                }
+                if e.remaining() < all.len() {
+                    break;
+                }
+                e.run_jobs(&jobs_for(Candidate::Setting(n), &all))?;
+                let ev = e.evaluate(Candidate::Setting(n), &all, &format!("climb round {round}"));
+                finalists.push(ev.clone());
+                if ev.better_than(round_best.as_ref().map_or(&here, |b| &b.0)) {
+                    round_best = Some((ev, n));
+                }
+            }
+            if let Some((ev, n)) = round_best {
+                here = ev;
+                at = n;
+                moved = true;
+            }
+            if !moved || e.remaining() < all.len() {
+                break;
+            }
+        }
+        best = Some((here, at));
+    }
+    let best = match best {
+        Some((b, _)) => b,
+        None => {
+            return Err(anyhow!(
+                "the budget ({}) ran out before any setting ran on every pattern: raise --budget",
+                opts.budget
+            ))
+        }
+    };
+    let pareto = pareto(&finalists, &best.label);
+    Ok(TuneOutcome {
+        seed: opts.seed,
+        targets: opts.targets.clone(),
+        duration_ns: set.duration_ns,
+        patterns: set.patterns.iter().map(|p| p.name.clone()).collect(),
+        knobs_profiles: e.knobs.profiles.iter().cloned().collect(),
+        knobs_pgs: e.knobs.pgs.iter().copied().collect(),
+        baseline,
+        best,
+        finalists,
+        screened: screened_view,
+        pareto,
+        simulations: e.sims,
+        screening_patterns: screen.iter().map(|&p| set.patterns[p].name.clone()).collect(),
+    })
+}
+
+/// Labels of the finalists no other finalist beats on one target count while matching it on
+/// the others; of several with the same counts, the chosen one (else the first run).
+fn pareto(f: &[Evaluated], chosen: &str) -> Vec<String> {
+    let dominated = |a: &Evaluated| {
+        f.iter()
+            .any(|b| (0..3).all(|k| b.met[k] >= a.met[k]) && (0..3).any(|k| b.met[k] > a.met[k]))
+    };
+    let mut seen: Vec<[u32; 3]> = Vec::new();
+    let mut out = Vec::new();
+    let order = f
+        .iter()
+        .filter(|a| a.label == chosen)
+        .chain(f.iter().filter(|a| a.label != chosen));
+    for a in order {
+        if !dominated(a) && !seen.contains(&a.met) {
+            seen.push(a.met);
+            out.push(a.label.clone());
+        }
+    }
+    out
+}

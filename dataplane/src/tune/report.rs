@@ -1,0 +1,334 @@
+//! What `rocesw tune` shows: a table for the terminal, and an SVG of which pattern meets
+//! which target before and after (hand-written: a grid of coloured cells needs no library).
+
+use super::targets::Measured;
+use super::{Evaluated, TuneOutcome};
+use std::fmt::Write;
+
+fn us(ns: u64) -> String {
+    format!("{:.1}µs", ns as f64 / 1e3)
+}
+
+fn goodput(m: &Measured) -> String {
+    m.goodput.map_or("n/a".into(), |g| format!("{:.1}%", g * 100.0))
+}
+
+fn flags(m: &Measured) -> String {
+    let f = |ok: bool, c: char| if ok { c } else { '-' };
+    let g = if m.goodput.is_none() {
+        '.'
+    } else {
+        f(m.met.goodput, 'G')
+    };
+    format!("{g}{}{}", f(m.met.pfc, 'P'), f(m.met.latency, 'L'))
+}
+
+fn counts(e: &Evaluated, n: usize) -> String {
+    format!(
+        "{}/{n} all three (goodput {}, PFC {}, latency {})",
+        e.all_met, e.met[0], e.met[1], e.met[2]
+    )
+}
+
+/// The report on stdout.
+pub fn table(o: &TuneOutcome) -> String {
+    let mut out = String::new();
+    let n = o.patterns.len();
+    let (b, a) = (&o.baseline, &o.best);
+    let _ = writeln!(out, "best setting: {} (found by: {})", a.label, a.stage);
+    let _ = writeln!(out, "before (the configs as given): {}", counts(b, n));
+    let _ = writeln!(out, "after  (the best setting):     {}", counts(a, n));
+    let _ = writeln!(
+        out,
+        "{} simulations of {:.0} µs virtual time each, seed {}; targets: goodput ≥ {:.0}% of line rate on bottleneck links, \
+         ≤ {} PFC frames/s in {:.0}% of {} windows, latency p90 ≤ {} and p99 ≤ {}",
+        o.simulations,
+        o.duration_ns as f64 / 1e3,
+        o.seed,
+        o.targets.goodput * 100.0,
+        o.targets.pfc_per_s,
+        o.targets.pfc_time * 100.0,
+        o.targets.windows,
+        us(o.targets.latency_p90_ns),
+        us(o.targets.latency_p99_ns)
+    );
+    let _ = writeln!(out);
+    let w = o.patterns.iter().map(|p| p.len()).max().unwrap_or(7).max(7);
+    let _ = writeln!(
+        out,
+        "{:<w$}  {:>15}  {:>13}  {:>17}  {:>17}  {:>9}",
+        "", "goodput", "PFC frames", "p90 latency", "p99 latency", "met G P L"
+    );
+    let _ = writeln!(
+        out,
+        "{:<w$}  {:>7} {:>7}  {:>6} {:>6}  {:>8} {:>8}  {:>8} {:>8}  {:>4} {:>4}",
+        "pattern", "before", "after", "before", "after", "before", "after", "before", "after", "bef", "aft"
+    );
+    for (i, name) in o.patterns.iter().enumerate() {
+        let (x, y) = (&b.results[i], &a.results[i]);
+        let _ = writeln!(
+            out,
+            "{name:<w$}  {:>7} {:>7}  {:>6} {:>6}  {:>8} {:>8}  {:>8} {:>8}  {:>4} {:>4}",
+            goodput(x),
+            goodput(y),
+            x.pfc_frames,
+            y.pfc_frames,
+            us(x.latency_p90_ns),
+            us(y.latency_p90_ns),
+            us(x.latency_p99_ns),
+            us(y.latency_p99_ns),
+            flags(x),
+            flags(y)
+        );
+    }
+    let _ = writeln!(
+        out,
+        "(G goodput, P PFC, L latency met; - missed; . goodput n/a: nothing fills a link)"
+    );
+    let _ = writeln!(out);
+    out += &tradeoff(o);
+    out
+}
+
+/// What the best setting gives up: the targets it misses, where the configs as given met
+/// them, and the other settings on the Pareto front.
+pub fn tradeoff(o: &TuneOutcome) -> String {
+    let mut out = String::new();
+    let (b, a) = (&o.baseline, &o.best);
+    let _ = writeln!(out, "trade-off:");
+    let names = ["goodput", "PFC", "latency"];
+    let pick = |m: &Measured, k: usize| [m.met.goodput, m.met.pfc, m.met.latency][k];
+    let mut any = false;
+    for (k, name) in names.iter().enumerate() {
+        let missed: Vec<&str> = (0..o.patterns.len())
+            .filter(|&i| !pick(&a.results[i], k))
+            .map(|i| o.patterns[i].as_str())
+            .collect();
+        if missed.is_empty() {
+            continue;
+        }
+        any = true;
+        let lost: Vec<&str> = (0..o.patterns.len())
+            .filter(|&i| !pick(&a.results[i], k) && pick(&b.results[i], k))
+            .map(|i| o.patterns[i].as_str())
+            .collect();
+        let _ = writeln!(
+            out,
+            "  {name} missed on {} pattern(s): {}",
+            missed.len(),
+            missed.join(", ")
+        );
+        if !lost.is_empty() {
+            let _ = writeln!(
+                out,
+                "    of which the configs as given met it on {}: {}",
+                lost.len(),
+                lost.join(", ")
+            );
+        }
+    }
+    if !any {
+        let _ = writeln!(out, "  none: every target met on every pattern");
+    }
+    let _ = writeln!(
+        out,
+        "  settings no other beats on every target (patterns meeting goodput / PFC / latency):"
+    );
+    for label in &o.pareto {
+        if let Some(f) = o.finalists.iter().find(|f| &f.label == label) {
+            let mark = if f.label == a.label { "  <- chosen" } else { "" };
+            let _ = writeln!(
+                out,
+                "    {:<48} {:>3} / {:>3} / {:>3}, all three {:>3}{mark}",
+                f.label, f.met[0], f.met[1], f.met[2], f.all_met
+            );
+        }
+    }
+    out
+}
+
+fn esc(s: &str) -> String {
+    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;")
+}
+
+/// Patterns × targets, before and after: green met, red missed, grey not applicable.
+pub fn svg(o: &TuneOutcome) -> String {
+    let row = 14;
+    let cell = 22;
+    let left = 8 + 7 * o.patterns.iter().map(|p| p.len()).max().unwrap_or(10) as i64;
+    let top = 92;
+    let gap = 24;
+    let panel_x = left + 6 * i64::from(cell) + i64::from(gap) + 40;
+    let width = panel_x + 320;
+    let height = top + row * o.patterns.len() as i64 + 60;
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" font-family="monospace" font-size="11">"#
+    );
+    let _ = writeln!(s, r#"<rect width="100%" height="100%" fill="white"/>"#);
+    let _ = writeln!(
+        s,
+        r#"<text x="8" y="18" font-size="13" font-weight="bold">rocesw tune: targets met per pattern, before and after</text>"#
+    );
+    let _ = writeln!(
+        s,
+        r#"<text x="8" y="36">before: {} / {} all three; after ({}): {} / {}</text>"#,
+        o.baseline.all_met,
+        o.patterns.len(),
+        esc(&o.best.label),
+        o.best.all_met,
+        o.patterns.len()
+    );
+    let x0 = left;
+    let x1 = left + 3 * i64::from(cell) + i64::from(gap);
+    for (x, title) in [(x0, "before"), (x1, "after")] {
+        let _ = writeln!(s, r#"<text x="{x}" y="62">{title}</text>"#);
+        for (k, t) in ["G", "P", "L"].iter().enumerate() {
+            let _ = writeln!(
+                s,
+                r#"<text x="{}" y="{}" text-anchor="middle">{t}</text>"#,
+                x + k as i64 * i64::from(cell) + i64::from(cell) / 2,
+                top - 6
+            );
+        }
+    }
+    for (i, name) in o.patterns.iter().enumerate() {
+        let y = top + row * i as i64;
+        let _ = writeln!(s, r#"<text x="8" y="{}">{}</text>"#, y + row - 3, esc(name));
+        for (x, e) in [(x0, &o.baseline), (x1, &o.best)] {
+            let m = &e.results[i];
+            let states = [
+                if m.goodput.is_none() { None } else { Some(m.met.goodput) },
+                Some(m.met.pfc),
+                Some(m.met.latency),
+            ];
+            for (k, st) in states.iter().enumerate() {
+                let fill = match st {
+                    None => "#d0d0d0",
+                    Some(true) => "#4caf50",
+                    Some(false) => "#e53935",
+                };
+                let _ = writeln!(
+                    s,
+                    r#"<rect x="{}" y="{}" width="{}" height="{}" fill="{fill}" stroke="white"/>"#,
+                    x + k as i64 * i64::from(cell),
+                    y,
+                    cell,
+                    row
+                );
+            }
+        }
+    }
+    let ly = top + row * o.patterns.len() as i64 + 20;
+    let legend = [
+        ("#4caf50", "met"),
+        ("#e53935", "missed"),
+        ("#d0d0d0", "n/a (nothing fills a link)"),
+    ];
+    let mut x = 8;
+    for (fill, text) in legend {
+        let _ = writeln!(
+            s,
+            r#"<rect x="{x}" y="{}" width="12" height="12" fill="{fill}"/>"#,
+            ly - 10
+        );
+        let _ = writeln!(s, r#"<text x="{}" y="{ly}">{text}</text>"#, x + 16);
+        x += 24 + 7 * text.len() as i64;
+    }
+    let _ = writeln!(
+        s,
+        r#"<text x="8" y="{}">G goodput ≥ {:.0}% of line rate · P ≤ {} PFC/s in {:.0}% of windows · L p90 ≤ {}, p99 ≤ {}</text>"#,
+        ly + 20,
+        o.targets.goodput * 100.0,
+        o.targets.pfc_per_s,
+        o.targets.pfc_time * 100.0,
+        us(o.targets.latency_p90_ns),
+        us(o.targets.latency_p99_ns)
+    );
+    s += &tradeoff_panel(o, panel_x, top);
+    s += "</svg>\n";
+    s
+}
+
+/// Every setting run on every pattern as a point: patterns meeting latency (x) against
+/// patterns meeting goodput (y), where the search's trade-off shows; the configs as given, the
+/// Pareto front and the chosen setting marked.
+fn tradeoff_panel(o: &TuneOutcome, x0: i64, y0: i64) -> String {
+    let mut s = String::new();
+    let size = 240i64;
+    let n = o.patterns.len().max(1) as i64;
+    let px = |v: u32| x0 + i64::from(v) * size / n;
+    let py = |v: u32| y0 + size - i64::from(v) * size / n;
+    let _ = writeln!(
+        s,
+        r#"<text x="{x0}" y="{}">the trade-off: every setting run on every pattern</text>"#,
+        y0 - 22
+    );
+    let _ = writeln!(
+        s,
+        r##"<rect x="{x0}" y="{y0}" width="{size}" height="{size}" fill="none" stroke="#888"/>"##
+    );
+    let _ = writeln!(
+        s,
+        r#"<text x="{}" y="{}" text-anchor="middle">patterns meeting latency (0 … {n})</text>"#,
+        x0 + size / 2,
+        y0 + size + 16
+    );
+    let _ = writeln!(
+        s,
+        r#"<text x="{}" y="{}" text-anchor="middle" transform="rotate(-90 {} {})">patterns meeting goodput (0 … {n})</text>"#,
+        x0 - 8,
+        y0 + size / 2,
+        x0 - 8,
+        y0 + size / 2
+    );
+    for f in &o.finalists {
+        let fill = if o.pareto.contains(&f.label) {
+            "#1e88e5"
+        } else {
+            "#9e9e9e"
+        };
+        let _ = writeln!(
+            s,
+            r#"<circle cx="{}" cy="{}" r="3" fill="{fill}" fill-opacity="0.7"><title>{}: {} all three</title></circle>"#,
+            px(f.met[2]),
+            py(f.met[0]),
+            esc(&f.label),
+            f.all_met
+        );
+    }
+    let b = &o.baseline;
+    let _ = writeln!(
+        s,
+        r##"<rect x="{}" y="{}" width="8" height="8" fill="#e53935"><title>the configs as given: {} all three</title></rect>"##,
+        px(b.met[2]) - 4,
+        py(b.met[0]) - 4,
+        b.all_met
+    );
+    let a = &o.best;
+    let _ = writeln!(
+        s,
+        r##"<circle cx="{}" cy="{}" r="6" fill="none" stroke="#2e7d32" stroke-width="2"><title>chosen: {}</title></circle>"##,
+        px(a.met[2]),
+        py(a.met[0]),
+        esc(&a.label)
+    );
+    let ly = y0 + size + 36;
+    let items = [
+        ("#e53935", "configs as given"),
+        ("#1e88e5", "Pareto front"),
+        ("#9e9e9e", "other settings"),
+        ("#2e7d32", "chosen"),
+    ];
+    for (k, (fill, text)) in items.iter().enumerate() {
+        let y = ly + 16 * k as i64;
+        let _ = writeln!(
+            s,
+            r#"<rect x="{x0}" y="{}" width="10" height="10" fill="{fill}"/>"#,
+            y - 9
+        );
+        let _ = writeln!(s, r#"<text x="{}" y="{y}">{text}</text>"#, x0 + 16);
+    }
+    s
+}

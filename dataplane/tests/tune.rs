@@ -1,0 +1,412 @@
+//! `rocesw tune` (dataplane/src/tune): deterministic for a seed on any number of threads, its
+//! fragment is what `rocectl patch` takes, it beats a bad starting config, and bad input is
+//! refused with a clear error. Small patterns and short runs, so each test takes seconds.
+
+use dataplane::fabric::topology::{self, Topology};
+use dataplane::tune::patterns::{self, PatternSet};
+use dataplane::tune::targets::Targets;
+use dataplane::tune::{self, output, Grid, TuneOptions};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn examples() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/tune")
+}
+
+fn default_config() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../configs/default.toml")
+}
+
+fn shipped_topology() -> Topology {
+    topology::load(&examples().join("topology.toml"), &default_config(), 1).unwrap()
+}
+
+/// Four patterns, 300 µs each: an incast of long flows, a one-shot incast, messages over a
+/// long flow, and all-to-all messages.
+const PATTERNS: &str = r#"
+duration = "300us"
+[sizes]
+mix = [["4KiB", 60], ["64KiB", 30], ["256KiB", 10]]
+[[family]]
+name = "incast"
+pattern = "incast"
+degree = [3]
+size = ["long", "256KiB"]
+[[family]]
+name = "msgs"
+pattern = "all-to-all"
+hosts = [6]
+dist = ["mix"]
+load = [0.5]
+long = [0, 1]
+"#;
+
+fn small_set(topo: &Topology) -> PatternSet {
+    patterns::from_str(PATTERNS, topo).unwrap()
+}
+
+/// A search of a few dozen simulations.
+fn small_opts(threads: usize) -> TuneOptions {
+    TuneOptions {
+        seed: 7,
+        threads,
+        budget: 60,
+        screen_every: 2,
+        finalists: 2,
+        rounds: 2,
+        grid: Grid {
+            kmin: vec![1, 4],
+            kmax_steps: vec![2],
+            pmax: vec![3],
+            alpha: vec![3, 5],
+        },
+        ..Default::default()
+    }
+}
+
+#[test]
+fn the_same_seed_gives_the_same_result_on_one_or_two_threads() {
+    let topo = shipped_topology();
+    let set = small_set(&topo);
+    let dir = tempfile::tempdir().unwrap();
+    let mut runs = Vec::new();
+    for (k, threads) in [2, 2, 1].into_iter().enumerate() {
+        let o = tune::run(&topo, &set, &small_opts(threads)).unwrap();
+        let d = dir.path().join(format!("run{k}"));
+        let outs = output::Outputs::new(&d, None);
+        output::write(&d, &outs, &o, "test").unwrap();
+        runs.push((
+            std::fs::read(&outs.json).unwrap(),
+            std::fs::read(&outs.fragment).unwrap(),
+            std::fs::read(&outs.svg).unwrap(),
+        ));
+        assert!(o.simulations <= 60, "the budget holds: {}", o.simulations);
+        assert!(o.simulations > 4 * 4, "more than the baseline ran");
+    }
+    assert!(runs[0] == runs[1], "two runs with two threads differ");
+    assert!(runs[0] == runs[2], "one thread and two threads differ");
+    // Another seed is another experiment (other arrivals, other WRED draws).
+    let other = tune::run(
+        &topo,
+        &set,
+        &TuneOptions {
+            seed: 8,
+            ..small_opts(2)
+        },
+    )
+    .unwrap();
+    let first: serde_json::Value = serde_json::from_slice(&runs[0].0).unwrap();
+    assert_ne!(first["baseline"], serde_json::to_value(&other.baseline).unwrap());
+}
+
+/// The fragment written is taken by the control plane exactly as `rocectl patch` sends it to
+/// a running switch: merged into the running config's text, validated whole, and accepted
+/// as a live change; and it sets what the search chose.
+#[test]
+fn the_fragment_is_valid_for_rocectl_patch() {
+    let topo = shipped_topology();
+    let o = tune::run(&topo, &small_set(&topo), &small_opts(2)).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let outs = output::Outputs::new(dir.path(), None);
+    output::write(dir.path(), &outs, &o, "apply with rocectl patch").unwrap();
+    let fragment = std::fs::read_to_string(&outs.fragment).unwrap();
+    let running = std::fs::read_to_string(examples().join("tor.toml")).unwrap();
+    // The control server's steps (runtime/control_server.rs, `patch`).
+    let patch: toml::Table = fragment.parse().expect("the fragment is TOML");
+    let mut merged: toml::Table = running.parse().unwrap();
+    let before = merged.clone();
+    controlplane::patch::merge(&mut merged, patch);
+    let changed = controlplane::patch::changed_keys(&before, &merged);
+    assert!(!changed.is_empty(), "the fragment changes something");
+    assert!(
+        changed
+            .iter()
+            .all(|k| ["ecn.roce.kmin", "ecn.roce.kmax", "ecn.roce.pmax", "pg.3.alpha"].contains(&k.as_str())),
+        "{changed:?}"
+    );
+    let text = controlplane::retext::rewrite(&running, &merged).unwrap();
+    let new = controlplane::load_str(&text)
+        .expect("the patched config validates")
+        .config;
+    let old = controlplane::load_str(&running).unwrap().config;
+    assert_eq!(controlplane::live_change_refusal(&old, &new), None);
+    let best = o.best.setting.as_ref().unwrap();
+    let ecn = new.queues[3].ecn.as_ref().unwrap();
+    assert_eq!(ecn.kmin_bytes, controlplane::units::parse_size(&best.kmin).unwrap());
+    assert_eq!(ecn.kmax_bytes, controlplane::units::parse_size(&best.kmax).unwrap());
+    assert_eq!(ecn.pmax, best.pmax);
+}
+
+/// A switch that marks every RoCE packet (Kmin = Kmax = 1 KB, Pmax 1) throttles DCQCN to a
+/// crawl; the search must find a setting that meets strictly more targets.
+#[test]
+fn the_tuner_beats_a_bad_starting_config() {
+    let dir = tempfile::tempdir().unwrap();
+    let tor = std::fs::read_to_string(examples().join("tor.toml")).unwrap();
+    let bad = tor
+        .replace("kmin = \"100KB\"", "kmin = \"1KB\"")
+        .replace("kmax = \"400KB\"", "kmax = \"1KB\"")
+        .replace("pmax = 0.2", "pmax = 1");
+    assert_ne!(bad, tor);
+    std::fs::write(dir.path().join("tor.toml"), bad).unwrap();
+    std::fs::copy(examples().join("topology.toml"), dir.path().join("topology.toml")).unwrap();
+    let topo = topology::load(&dir.path().join("topology.toml"), &default_config(), 1).unwrap();
+    let set = small_set(&topo);
+    let o = tune::run(&topo, &set, &small_opts(2)).unwrap();
+    assert!(
+        o.best.better_than(&o.baseline),
+        "best {} ({} all met, {:?}) is not better than the bad config ({} all met, {:?})",
+        o.best.label,
+        o.best.all_met,
+        o.best.met,
+        o.baseline.all_met,
+        o.baseline.met
+    );
+    // Better on the measure that matters: goodput of the incast of long flows.
+    let g = |e: &tune::Evaluated| e.results[0].goodput.unwrap();
+    assert!(
+        g(&o.best) > g(&o.baseline) + 0.1,
+        "goodput {} → {}",
+        g(&o.baseline),
+        g(&o.best)
+    );
+}
+
+#[test]
+fn bad_patterns_and_targets_get_clear_errors() {
+    let topo = shipped_topology();
+    let cases = [
+        (
+            "[[family]]\nname = \"x\"\npattern = \"fanout\"\nhosts = [4]\nsize = [\"long\"]\n",
+            "family 1 (x): pattern: unknown \"fanout\"",
+        ),
+        (
+            "[[family]]\nname = \"x\"\npattern = \"incast\"\ndegree = [8]\nsize = [\"long\"]\n",
+            "family 1 (x): degree: 8 senders and a target need 9 hosts; the topology has 8",
+        ),
+        (
+            "[[family]]\nname = \"x\"\npattern = \"incast\"\ndegree = [2]\ndist = [\"web\"]\nload = [0.5]\n",
+            "family 1 (x): dist: no [sizes] entry \"web\"",
+        ),
+        (
+            "[[family]]\nname = \"x\"\npattern = \"all-to-all\"\nhosts = [4]\nsize = [\"big\"]\n",
+            "family 1 (x): size: \"big\"",
+        ),
+        (
+            "[[family]]\nname = \"x\"\npattern = \"all-to-all\"\nhosts = [4]\nsize = [\"long\"]\nspeed = 1\n",
+            "unknown field `speed`",
+        ),
+        (
+            "[[family]]\nname = \"x\"\npattern = \"all-to-all\"\nhosts = [4]\n",
+            "family 1 (x): give `size`",
+        ),
+        ("duration = \"1ms\"\n", "no [[family]]"),
+    ];
+    for (text, want) in cases {
+        let e = format!("{:#}", patterns::from_str(text, &topo).expect_err(text));
+        assert!(e.contains(want), "{text}\nwanted: {want}\ngot: {e}");
+    }
+    let mut t = Targets::default();
+    for (kv, want) in [
+        (
+            "goodput=1.5",
+            "--target goodput: 1.5 is not a fraction above 0 and at most 1",
+        ),
+        (
+            "latency=80us",
+            "--target \"latency\": unknown target (known: goodput, pfc_per_s",
+        ),
+        ("latency_p99=soon", "--target latency_p99:"),
+        (
+            "latency_p90=100us",
+            "latency_p90 (100000 ns) is above latency_p99 (80000 ns)",
+        ),
+        ("windows=0", "--target windows: 0 is not between 1 and 100000"),
+        ("goodput", "expected KEY=VALUE"),
+    ] {
+        let e = t.set(kv).expect_err(kv).to_string();
+        assert!(e.contains(want), "{kv}\nwanted: {want}\ngot: {e}");
+    }
+    t.set("goodput=0.9").unwrap();
+    assert_eq!(t.goodput, 0.9);
+}
+
+fn rocesw(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_rocesw"))
+        .args(args)
+        .current_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join(".."))
+        .output()
+        .unwrap()
+}
+
+/// The command refuses to write over what it reads, and says which input it would have hit;
+/// an unknown target stops it before anything runs.
+#[test]
+fn the_command_refuses_an_output_that_is_an_input() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().to_str().unwrap();
+    let cases: [(&[&str], &str); 4] = [
+        (
+            &["--fragment", "examples/tune/tor.toml"],
+            "the fragment would be written to examples/tune/tor.toml, which is switch \"tor\"'s config",
+        ),
+        (
+            &["--fragment", "./examples/../examples/tune/topology.toml"],
+            "which is the topology",
+        ),
+        (&["--target", "pfc=5"], "--target \"pfc\": unknown target"),
+        (&["--budget", "10"], "--budget 10: too small"),
+    ];
+    for (extra, want) in cases {
+        let mut args = vec![
+            "tune",
+            "--topology",
+            "examples/tune/topology.toml",
+            "--output-dir",
+            out,
+            "-q",
+        ];
+        args.extend_from_slice(extra);
+        let o = rocesw(&args);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(want), "{args:?}\nwanted: {want}\ngot: {err}");
+    }
+    let tor = std::fs::read_to_string(examples().join("tor.toml")).unwrap();
+    assert!(tor.contains("kmin = \"100KB\""), "the input is untouched");
+    // The patterns file given as the output directory's JSON target.
+    let pats = dir.path().join("tune.json");
+    std::fs::write(&pats, PATTERNS).unwrap();
+    let o = rocesw(&[
+        "tune",
+        "--topology",
+        "examples/tune/topology.toml",
+        "--patterns",
+        pats.to_str().unwrap(),
+        "--output-dir",
+        out,
+        "-q",
+    ]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("the JSON report would be written to") && err.contains("which is the patterns file"),
+        "{err}"
+    );
+}
+
+/// `rocesw tune --help` explains every option and shows the defaults.
+#[test]
+fn the_help_explains_the_targets_and_options() {
+    let o = rocesw(&["tune", "--help"]);
+    let help = String::from_utf8_lossy(&o.stdout);
+    for want in [
+        "--topology",
+        "--patterns",
+        "--output-dir",
+        "--fragment",
+        "--target",
+        "--seed",
+        "--threads",
+        "--budget",
+        "--quick",
+        "--duration",
+        "--default-config",
+        "--quiet",
+        "[default: 1]",
+        "95% of line rate",
+        "5 pause frames per second",
+        "90% under 40 µs",
+        "rocectl patch",
+    ] {
+        assert!(help.contains(want), "{want} missing from:\n{help}");
+    }
+}
+
+/// The three targets measure what their definitions say, on runs whose answer is known: one
+/// long flow alone fills its receiver's link with no PFC and no queue; an incast with PFC
+/// alone keeps the target's link full but pauses all the time and queues; two 64 KiB messages
+/// fill no link long enough to measure (goodput n/a).
+#[test]
+fn the_targets_measure_what_they_define() {
+    let base = shipped_topology();
+    let t = Targets::default();
+    let run = |traffic: &str, dcqcn: bool| {
+        let spec: toml::Table = traffic.parse().unwrap();
+        let entries: Vec<topology::TrafficSpec> = spec["traffic"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.clone().try_into().unwrap())
+            .collect();
+        let mut topo = base.with_traffic(&entries, 1).unwrap();
+        topo.duration_ns = 300_000;
+        let o = dataplane::fabric::run(
+            &topo,
+            &dataplane::fabric::FabricOptions {
+                seed: 1,
+                dcqcn: Some(dcqcn),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        tune::targets::measure(&topo, &o, topo.duration_ns, &t)
+    };
+    let alone = run(
+        "[[traffic]]\npattern = \"flows\"\nfrom = [\"h0\"]\nto = [\"h7\"]\nsize = \"long\"\n",
+        true,
+    );
+    let g = alone.goodput.unwrap();
+    assert!(g > 0.97 && g <= 1.0, "one flow alone: {g}");
+    assert_eq!((alone.pfc_frames, alone.pfc_ok_windows), (0, 1.0));
+    assert!(alone.latency_p99_ns < 5_000, "{}", alone.latency_p99_ns);
+    assert!(alone.met.all());
+
+    let incast = run(
+        "[[traffic]]\npattern = \"incast\"\nfrom = [\"h0\", \"h1\", \"h2\", \"h3\"]\nto = [\"h7\"]\nsize = \"long\"\n",
+        false,
+    );
+    assert!(
+        incast.goodput.unwrap() > 0.97,
+        "PFC keeps the link full: {:?}",
+        incast.goodput
+    );
+    assert!(incast.pfc_frames > 10 && incast.pfc_ok_windows < 0.9, "{incast:?}");
+    assert!(!incast.met.pfc && incast.met.goodput);
+    assert!(
+        incast.latency_p90_ns > 40_000 && !incast.met.latency,
+        "{}",
+        incast.latency_p90_ns
+    );
+    assert_eq!(incast.drops, 0);
+
+    let short = run(
+        "[[traffic]]\npattern = \"incast\"\nfrom = [\"h0\", \"h1\"]\nto = [\"h7\"]\nsize = \"64KiB\"\n",
+        true,
+    );
+    assert_eq!(short.goodput, None);
+    assert!(short.met.goodput, "n/a counts as met");
+    assert_eq!((short.messages, short.completed), (2, 2));
+}
+
+/// The smallest budget the command accepts (the baseline and one setting on every pattern)
+/// runs the setting nearest the configs, and stops there.
+#[test]
+fn the_smallest_budget_runs_one_setting_on_every_pattern() {
+    let topo = shipped_topology();
+    let set = small_set(&topo);
+    let n = set.patterns.len();
+    let o = tune::run(
+        &topo,
+        &set,
+        &TuneOptions {
+            budget: 2 * n,
+            ..small_opts(2)
+        },
+    )
+    .unwrap();
+    assert_eq!(o.simulations, 2 * n);
+    assert_eq!(o.finalists.len(), 1);
+    // configs/default.toml's 100KB / 400KB / 0.2 / 1/8, on the ladders.
+    assert_eq!(o.best.label, "Kmin 128KiB Kmax 512KiB Pmax 0.2 alpha 1/8");
+    assert!(o.screened.is_empty());
+}
