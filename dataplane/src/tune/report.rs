@@ -159,7 +159,8 @@ pub fn svg(o: &TuneOutcome) -> String {
     let top = 92;
     let gap = 24;
     let panel_x = left + 6 * i64::from(cell) + i64::from(gap) + 40;
-    let width = panel_x + 320;
+    // Wide enough for the trade-off panel's title (50 characters of 11 px monospace).
+    let width = panel_x + 380;
     let height = top + row * o.patterns.len() as i64 + 60;
     let mut s = String::new();
     let _ = writeln!(
