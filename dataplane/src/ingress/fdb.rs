@@ -268,6 +268,33 @@ mod tests {
     use super::*;
     use controlplane::StaticMac;
 
+    /// The keys read from a frame in one load each are the FDB's keys of its MACs, the group
+    /// bit is the first byte's low bit, and the link-local test on a key is the one on bytes.
+    #[test]
+    fn frame_mac_keys_are_the_macs_keys() {
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        for i in 0..4096u32 {
+            let mut f = [0u8; 14];
+            for b in f.iter_mut() {
+                seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                *b = (seed >> 56) as u8;
+            }
+            if i % 4 == 0 {
+                // Around the link-local group: 01:80:c2:00:00:xx and its neighbours.
+                f[..5].copy_from_slice(&[0x01, 0x80, 0xc2, 0x00, (i / 4 % 3) as u8]);
+                f[5] = (i / 12) as u8;
+            }
+            let (dst, src) = frame_mac_keys(&f).unwrap();
+            let (d, s): ([u8; 6], [u8; 6]) = (f[..6].try_into().unwrap(), f[6..12].try_into().unwrap());
+            assert_eq!((dst, src), (mac_key(&d), mac_key(&s)));
+            assert_eq!(is_group_key(dst), d[0] & 1 == 1);
+            assert_eq!(is_group_key(src), s[0] & 1 == 1);
+            let bytes_rule = d[..5] == [0x01, 0x80, 0xc2, 0x00, 0x00] && d[5] <= 0x0f;
+            assert_eq!(crate::wire::parse::is_link_local_key(dst), bytes_rule, "{d:02x?}");
+        }
+        assert_eq!(frame_mac_keys(&[0u8; 13]), None, "shorter than an Ethernet header");
+    }
+
     fn cfg(capacity: usize) -> FdbConfig {
         FdbConfig {
             learning: true,

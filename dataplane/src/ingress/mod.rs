@@ -124,8 +124,7 @@ impl Ingress {
         let Some((dst, src)) = fdb::frame_mac_keys(frame) else {
             return Arrival::Done; // parse guarantees 14 bytes
         };
-        // 01:80:c2:00:00:00 to 0f: link-local, never forwarded.
-        if dst >> 4 == 0x0180_c200_0000 >> 4 {
+        if wire::parse::is_link_local_key(dst) {
             p.counters.drops[DropReason::LinkLocal as usize] += 1;
             return Arrival::Done;
         }

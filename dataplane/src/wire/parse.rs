@@ -359,7 +359,9 @@ impl FrameInfo {
     /// never forward.
     #[inline]
     pub fn dst_is_link_local(&self) -> bool {
-        self.dst[..5] == [0x01, 0x80, 0xc2, 0x00, 0x00] && self.dst[5] <= 0x0f
+        let mut b = [0u8; 8];
+        b[2..].copy_from_slice(&self.dst);
+        is_link_local_key(u64::from_be_bytes(b))
     }
 
     /// Offset just past the IP packet (IP total length), if IP. Bytes from here to the end of
@@ -698,6 +700,15 @@ fn map_ipv6_err(e: etherparse::err::ipv6::SliceError) -> Malformed {
         SliceError::Header(_) => Malformed::BadIpVersion,
         SliceError::Exts(_) => Malformed::BadIpExt,
     }
+}
+
+/// Whether a MAC, as a 48-bit key (its six bytes big-endian, as the FDB keys it), is one of
+/// 01:80:c2:00:00:00..=0f, the link-local group a bridge never forwards. The one definition:
+/// [`FrameInfo::dst_is_link_local`] and the receive path (which reads the key straight from the
+/// frame) both ask it.
+#[inline(always)]
+pub const fn is_link_local_key(key: u64) -> bool {
+    key >> 4 == 0x0180_c200_0000 >> 4
 }
 
 #[cfg(test)]
