@@ -81,24 +81,45 @@ pub fn footprint(cfg: &Config) -> Footprint {
     }
 }
 
+/// Shards `rocesw run` starts for a config: one per worker that owns a port. Each holds the
+/// whole buffer's packet slots and descriptors, since any one of them may be asked to queue the
+/// whole buffer on its ports.
+pub fn shards(cfg: &Config) -> u64 {
+    let workers = cfg.run.workers.max(1);
+    let mut used: Vec<usize> = cfg.ports.iter().map(|p| p.worker.min(workers - 1)).collect();
+    used.sort_unstable();
+    used.dedup();
+    used.len().max(1) as u64
+}
+
 /// Why a config's allocation is refused, naming the field and the figures; None when it fits.
 pub fn refusal(cfg: &Config, size_text: &str) -> Option<String> {
     let f = footprint(cfg);
+    let shards = shards(cfg);
+    let total = f.total_bytes.saturating_mul(shards);
+    let each = if shards > 1 {
+        format!(
+            " ({} MiB for each of its {shards} workers' shards)",
+            f.total_bytes >> 20
+        )
+    } else {
+        String::new()
+    };
     if cfg.buffer.total_bytes > MAX_BUFFER_BYTES {
         return Some(format!(
             "buffer.size ({size_text}) is above the largest buffer the switch takes, {}",
             format_size(MAX_BUFFER_BYTES)
         ));
     }
-    (f.total_bytes > MAX_ALLOC_BYTES).then(|| {
+    (total > MAX_ALLOC_BYTES).then(|| {
         format!(
-            "buffer.size ({size_text}) in {}B cells over {} ports needs {} MiB at start-up, above \
-             the limit of {}: {} packet slots of {} B, one per frame the buffer can hold \
+            "buffer.size ({size_text}) in {}B cells over {} ports needs {} MiB at start-up{each}, \
+             above the limit of {}: {} packet slots of {} B, one per frame the buffer can hold \
              ({} MiB), and their descriptors ({} MiB); use a smaller buffer.size or a larger \
              buffer.cell",
             cfg.buffer.cell_bytes,
             cfg.ports.len(),
-            f.total_bytes >> 20,
+            total >> 20,
             format_size(MAX_ALLOC_BYTES),
             f.slots,
             f.slot_bytes,

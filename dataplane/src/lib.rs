@@ -20,6 +20,7 @@ pub mod pfc;
 pub mod replay;
 pub mod report;
 pub mod runtime;
+pub mod shard;
 pub mod switch;
 pub mod tools;
 pub mod tune;

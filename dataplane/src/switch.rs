@@ -18,6 +18,7 @@ use crate::ingress::classify::{Class, Classifier};
 use crate::ingress::fdb::Fdb;
 use crate::ingress::{Arrival, Ingress};
 use crate::mmu::{self, PgUse, PoolUse, PortUse, QueueUse, SharedPool};
+use crate::shard::ShardLink;
 use crate::wire::{ecn, FrameInfo};
 use controlplane::{Config, NUM_TC};
 
@@ -26,11 +27,13 @@ pub use crate::egress::port::port_mac;
 pub use crate::egress::TxSink;
 
 pub struct Switch {
-    cfg: Config,
-    ingress: Ingress,
-    egress: Egress,
-    pool: SharedPool,
-    packets: PacketPool,
+    pub(crate) cfg: Config,
+    pub(crate) ingress: Ingress,
+    pub(crate) egress: Egress,
+    pub(crate) pool: SharedPool,
+    pub(crate) packets: PacketPool,
+    /// Which ports are this shard's, and what waits to go to the other shards (`crate::shard`).
+    pub(crate) shard: ShardLink,
 }
 
 /// The frames of one burst on one port at one time (`Switch::burst_rx`): the per-frame receive
@@ -71,7 +74,7 @@ impl BurstRx<'_> {
 /// copy), else copied into the arena. None when no slot is free (the buffer, if any, stays
 /// with `held` for its backend to take back).
 #[inline(always)]
-fn store(packets: &mut PacketPool, frame: &[u8], held: Option<&mut RxFrame<'_>>) -> Option<u32> {
+pub(crate) fn store(packets: &mut PacketPool, frame: &[u8], held: Option<&mut RxFrame<'_>>) -> Option<u32> {
     if let Some(rx) = held {
         if let Some(f) = rx.take() {
             return match packets.alloc_foreign(f) {
@@ -87,7 +90,23 @@ fn store(packets: &mut PacketPool, frame: &[u8], held: Option<&mut RxFrame<'_>>)
 }
 
 impl Switch {
+    /// A switch that owns every port: replay, the fabric, one worker.
     pub fn new(cfg: &Config, seed: u64) -> Self {
+        Self::with_shard(cfg, seed, |_, _| ShardLink::single())
+    }
+
+    /// Shard `me` of `owners.len()`-port switch split over `shards` workers (`owners[i]`: the
+    /// shard of port index i): every shard holds the whole config and its own buffers, and
+    /// handles only its own ports (`crate::shard`).
+    pub fn shard(cfg: &Config, seed: u64, me: u8, shards: u8, owners: &[u8]) -> Self {
+        let mut sw = Self::with_shard(cfg, seed, |slots, ports| {
+            ShardLink::sharded(me, shards, owners, slots, ports)
+        });
+        sw.ingress.fdb.announce_to_shards();
+        sw
+    }
+
+    fn with_shard(cfg: &Config, seed: u64, link: impl FnOnce(usize, usize) -> ShardLink) -> Self {
         let (pool, pg_accounts, queue_accounts) = mmu::build(cfg);
         // Every queued frame holds at least one cell, so the buffer bounds the frames held;
         // headroom for one burst per queue per port on top. The egress queues' descriptors take
@@ -106,6 +125,7 @@ impl Switch {
             pool,
             packets: PacketPool::new(slots, max_frame),
             cfg: cfg.clone(),
+            shard: link(slots, cfg.ports.len()),
         }
     }
 
@@ -204,6 +224,9 @@ impl Switch {
                     self.ingress.ports[port].counters.malformed[m as usize] += 1;
                 }
             }
+            Arrival::Unicast(out) if self.shard.is_remote(out) => {
+                self.cross_out(port, out, frame, held, info, &class, now);
+            }
             Arrival::Unicast(out) => {
                 let Some(slot) = store(&mut self.packets, frame, held) else {
                     self.ingress
@@ -256,6 +279,10 @@ impl Switch {
                     }
                 }
             };
+            if self.shard.is_remote(out) {
+                self.cross_out_slot(port, out, slot, frame.len(), info, &class, now);
+                continue;
+            }
             let (egress, mut peers) = self.sides();
             egress.enqueue(&mut peers, port, out, slot, frame.len(), info, &class, now);
         }
@@ -268,19 +295,20 @@ impl Switch {
 
     /// The egress side, and what it shares with the rest of the switch (disjoint borrows).
     #[inline(always)]
-    fn sides(&mut self) -> (&mut Egress, Peers<'_>) {
+    pub(crate) fn sides(&mut self) -> (&mut Egress, Peers<'_>) {
         (
             &mut self.egress,
             Peers {
                 ingress: &mut self.ingress,
                 pool: &mut self.pool,
                 packets: &mut self.packets,
+                shard: &mut self.shard,
             },
         )
     }
 
     #[inline]
-    fn rewrite(&mut self, slot: u32, len: usize, info: &FrameInfo, class: &Class) {
+    pub(crate) fn rewrite(&mut self, slot: u32, len: usize, info: &FrameInfo, class: &Class) {
         if let Some(dscp) = class.set_dscp() {
             ecn::set_dscp(self.packets.get_mut(slot, len), info, dscp);
         }

@@ -188,16 +188,26 @@ impl dataplane::io::PortBackend for LoopPort {
     }
 }
 
-/// The real pipeline worker (`worker::run`) with live captures running allocates nothing: a
-/// 3→1 incast through emulated and wire ports, PFC and ECN marks going out, while captures
-/// copy port 0's frames both ways (its emulated link's receive path and the PFC it sends),
-/// port 1's received frames (a wire port's receive path) and port 3's transmitted frames into
-/// their rings, which this thread empties as the control thread would. Only the worker's
-/// thread is counted (this one drains the rings and sleeps). One worker: an I/O worker's
-/// capture path is the same ring call (`CaptureRing::record`) in its receive and send loops,
-/// but it also publishes its ports' counters once a second, which allocates their names.
+/// The real worker (`worker::run`) with live captures running allocates nothing: a 3→1 incast
+/// through emulated and wire ports, PFC and ECN marks going out, while captures copy port 0's
+/// frames both ways (its emulated link's receive path and the PFC it sends), port 1's received
+/// frames (a wire port's receive path) and port 3's transmitted frames into their rings, which
+/// this thread empties as the control thread would. Only the worker's thread is counted (this
+/// one drains the rings and sleeps).
 #[test]
 fn the_worker_with_captures_running_does_not_allocate() {
+    workers_with_captures_allocate_nothing(1);
+}
+
+/// The same with two workers, ports alternating between them, so frames and releases cross
+/// between the shards both ways: both workers are counted (worker 1 and the control
+/// coordinator are threads the switch starts, counted by their names).
+#[test]
+fn two_workers_with_captures_running_do_not_allocate() {
+    workers_with_captures_allocate_nothing(2);
+}
+
+fn workers_with_captures_allocate_nothing(workers: usize) {
     use counting_alloc::{mark_this_thread, ONLY_MARKED};
     use dataplane::runtime::capture::CaptureRing;
     use dataplane::runtime::worker::{self, ControlQueue, ControlRequest, RunOptions};
@@ -206,12 +216,12 @@ fn the_worker_with_captures_running_does_not_allocate() {
     use std::time::Duration;
     let _turn = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let mut cfg = default_config();
-    cfg.run.workers = 1;
+    cfg.run.workers = workers;
     cfg.run.idle_sleep_ns = Some(20_000);
     for p in cfg.ports.iter_mut() {
         // Slow enough for three senders polled every few tens of microseconds to congest.
         p.speed_bps = 1_000_000_000;
-        p.worker = 0;
+        p.worker = p.id as usize % workers;
         p.peer = if p.id % 2 == 0 {
             controlplane::model::PeerKind::Emulated
         } else {
@@ -305,7 +315,10 @@ fn the_worker_with_captures_running_does_not_allocate() {
         sent[3].load(Ordering::Relaxed) > 0 && out.snapshot.ports[3].ecn_marked > 0,
         "the incast ran"
     );
-    assert_eq!(allocs, 0, "{allocs} allocations on the worker with captures running");
+    assert_eq!(
+        allocs, 0,
+        "{allocs} allocations on {workers} worker(s) with captures running"
+    );
 }
 
 /// What the worker test relies on: with `ONLY_MARKED`, a marked thread's allocations are
@@ -325,11 +338,22 @@ fn only_marked_threads_are_counted_when_asked() {
             std::hint::black_box(vec![1u8; 64]);
         });
     });
+    let marked = ALLOCS.load(Ordering::SeqCst) - before - unmarked;
+    // A thread the switch would start (named "rocesw-…") counts as marked.
+    std::thread::scope(|s| {
+        std::thread::Builder::new()
+            .name("rocesw-w1".into())
+            .spawn_scoped(s, || {
+                std::hint::black_box(vec![1u8; 64]);
+            })
+            .unwrap();
+    });
     COUNTING.store(false, Ordering::SeqCst);
     ONLY_MARKED.store(false, Ordering::SeqCst);
-    let marked = ALLOCS.load(Ordering::SeqCst) - before - unmarked;
+    let named = ALLOCS.load(Ordering::SeqCst) - before - unmarked - marked;
     assert_eq!(unmarked, 0, "an unmarked thread is not counted");
     assert!(marked >= 1, "the marked thread's allocation is counted");
+    assert!(named >= 1, "a switch worker's allocation is counted");
 }
 
 /// The EDF scheduler's path allocates nothing either, in each mode: deadlines from a DSCP

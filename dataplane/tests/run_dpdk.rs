@@ -74,9 +74,9 @@ fn incast_through_net_pcap_ports() {
     );
 }
 
-/// The same incast with ports 1 and 3 on a second worker (an I/O worker: they are polled there
-/// and their frames cross to the pipeline worker on lock-free rings): frames still never leave
-/// their mbufs, across the rings both ways. The receiver's MAC is a static FDB entry: its one
+/// The same incast with ports 1 and 3 on a second worker (a second shard: frames between its
+/// ports and worker 0's cross between the shards in batches): frames still never leave their
+/// mbufs, across the shards both ways. The receiver's MAC is a static FDB entry: its one
 /// frame that teaches the switch where it is comes through the other worker, at a moment that
 /// varies, and frames flooded before it arrives would each count once per copy.
 #[test]
@@ -97,7 +97,7 @@ fn frames_cross_between_workers_in_their_mbufs() {
         rx_zc.saturating_sub(tx_zc) <= dropped,
         "{rx_zc} lent mbufs received, {tx_zc} sent, {dropped} drops"
     );
-    // Port 3, the incast's receiver, is an I/O worker's port: what it sent crossed a ring.
+    // Port 3, the incast's receiver, is worker 1's: what ports 0 and 2 sent it crossed.
     let b3 = &s["interfaces"][3]["backend"];
     assert!(
         b3["tx_zero_copy"].as_u64().unwrap() > 0,

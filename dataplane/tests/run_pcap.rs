@@ -38,6 +38,17 @@ fn run(cfg: &Path, summary: &Path) -> (bool, String) {
 
 #[test]
 fn incast_from_captures_through_the_real_time_switch() {
+    incast_from_captures(1);
+}
+
+/// The same on two workers (ports 0 and 2 on one, 1 and 3 on the other): frames from ports
+/// 0 and 2 cross to port 3's worker, and every lossless frame still arrives, once, in order.
+#[test]
+fn incast_from_captures_on_two_workers() {
+    incast_from_captures(2);
+}
+
+fn incast_from_captures(workers: usize) {
     let dir = tempfile::tempdir().unwrap();
     let examples = repo_root().join("examples/incast");
     let out = |id| dir.path().join(format!("out{id}.pcap"));
@@ -50,7 +61,7 @@ fn incast_from_captures_through_the_real_time_switch() {
                 out(id)
             )
         },
-        "",
+        &format!("[run]\nworkers = {workers}\n"),
     );
     let summary = dir.path().join("summary.json");
     let (ok, err) = run(&cfg, &summary);

@@ -1,5 +1,5 @@
-//! `rocesw run`'s workers on in-memory ports shared with the test: frames cross between the
-//! pipeline worker and an I/O worker, a port that vanishes does not stop the others, and a stop
+//! `rocesw run`'s workers on in-memory ports shared with the test: frames cross between two
+//! workers' shards, a port that vanishes does not stop the others, and a stop
 //! drains what was admitted (or reports what the drain timeout left).
 
 mod common;
@@ -97,11 +97,29 @@ fn delivered(wires: &[Arc<Mutex<Wire>>], port: usize) -> usize {
     data_frames(wires, port).len()
 }
 
-/// Ports 1 and 3 belong to the I/O worker: frames from port 1 (I/O worker) to port 0 (pipeline
-/// worker) and from port 2 to port 3 cross the rings both ways, intact and counted once.
+/// Ports 0 and 2 belong to worker 0, ports 1 and 3 to worker 1: frames from port 1 to port 0
+/// and from port 2 to port 3 cross between the shards both ways, intact, in order and counted
+/// once, and every cell comes back. The test's hosts write 500 frames at once, faster than any
+/// link: their ports have emulated peers (as software hosts' interfaces do), which put them on
+/// the wire at line rate and hold them while the switch sends XOFF.
 #[test]
-fn frames_cross_between_pipeline_and_io_workers() {
-    let r = start(default_config(), 2);
+fn frames_cross_between_shards() {
+    frames_cross_between(2);
+}
+
+/// Four workers on this machine's two cores, one port each: every frame crosses, and the
+/// workers take turns on the cores.
+#[test]
+fn frames_cross_between_four_workers_on_two_cores() {
+    frames_cross_between(4);
+}
+
+fn frames_cross_between(workers: usize) {
+    let mut cfg = default_config();
+    for p in &mut cfg.ports {
+        p.peer = controlplane::model::PeerKind::Emulated;
+    }
+    let r = start(cfg, workers);
     // Hosts 0 and 3 announce themselves (to host 1): once both announcements came out of
     // port 1, the switch has learnt them and nothing below is flooded.
     for (port, host) in [(0usize, 0u16), (3, 3)] {
@@ -133,14 +151,24 @@ fn frames_cross_between_pipeline_and_io_workers() {
     );
     assert!(
         got0 == a,
-        "port 1 → port 0 (I/O worker → pipeline worker) changed or reordered frames"
+        "port 1 → port 0 (worker 1 → worker 0) changed or reordered frames"
     );
     assert!(
         got3 == b,
-        "port 2 → port 3 (pipeline worker → I/O worker) changed or reordered frames"
+        "port 2 → port 3 (worker 0 → worker 1) changed or reordered frames"
     );
     assert_eq!(o.snapshot.totals.drops.total(), 0);
     assert_eq!(o.snapshot.buffer.used_cells, 0, "cells conserved");
+    assert_eq!(o.snapshot.buffer.ingress_shared_cells, 0, "cells conserved");
+    assert_eq!(o.snapshot.buffer.egress_shared_cells, 0, "cells conserved");
+    for p in &o.snapshot.ports {
+        assert_eq!(
+            p.buffer.ingress_cells + p.buffer.egress_cells,
+            0,
+            "port {}: cells conserved",
+            p.id
+        );
+    }
     assert_eq!(o.snapshot.ports[1].rx_packets, 500);
     assert_eq!(o.tx_dropped, 0);
 }

@@ -24,6 +24,7 @@ use crate::ingress::classify::Class;
 use crate::ingress::Ingress;
 use crate::mmu::{self, SharedPool};
 use crate::pfc::{PfcRequest, WatchdogEvent};
+use crate::shard::{Release, ShardLink};
 use crate::wire::{self, ecn, FrameInfo, MacControl};
 use controlplane::{Config, MarkPoint, NUM_TC};
 use port::{Desc, EgressPort};
@@ -63,18 +64,34 @@ impl<F: FnMut(usize, &[u8], u64)> TxSink for F {
 }
 
 /// What the egress side shares with the rest of the switch: the pool's occupancy (its own
-/// view written here), the packet buffers, and the ingress side to send releases to.
+/// view written here), the packet buffers, the ingress side to send releases to, and the
+/// other shards (releases of frames that crossed from them).
 pub(crate) struct Peers<'a> {
     pub ingress: &'a mut Ingress,
     pub pool: &'a mut SharedPool,
     pub packets: &'a mut PacketPool,
+    pub shard: &'a mut ShardLink,
+}
+
+/// Tells the shard that owns ingress port `in_port` that a frame of its PG `pg` (in this
+/// shard's packet slot `slot`) left or was dropped: its cells and the slot that held its
+/// bytes there go back with the next batch.
+#[inline]
+fn send_release(peers: &mut Peers<'_>, in_port: usize, pg: usize, cells: u32, dropped: bool, slot: u32) {
+    let home = std::mem::replace(&mut peers.shard.homes[slot as usize], Release::NO_HOME);
+    peers.shard.outbox_for(in_port).push_release(Release {
+        in_port: in_port as u8,
+        pg: pg as u8,
+        dropped,
+        cells: cells as u16,
+        home,
+    });
 }
 
 pub struct Egress {
     pub(crate) ports: Vec<EgressPort>,
     /// The descriptors of every port's queues, one entry per packet slot.
     descs: DescStore,
-    rng: Rng,
     /// Priorities (bit mask) whose frames sit in each queue: what a received PFC pauses.
     queue_prios: [u8; NUM_TC],
 }
@@ -105,12 +122,12 @@ impl Egress {
             .ports
             .iter()
             .zip(accounts)
-            .map(|(p, a)| EgressPort::new(p, cfg, a, lossless))
+            .enumerate()
+            .map(|(i, (p, a))| EgressPort::new(p, cfg, a, lossless, Rng::for_port(seed, i)))
             .collect();
         Egress {
             ports,
             descs: DescStore::new(packet_slots),
-            rng: Rng::new(seed),
             queue_prios,
         }
     }
@@ -153,8 +170,22 @@ impl Egress {
         ingress.ports[in_port].count_dropped(pg);
     }
 
-    /// Queues a frame (in packet slot `slot`) from `in_port` on `out`: CNP policer, watchdog,
-    /// admission (ingress PG, then egress queue), XOFF, WRED at enqueue.
+    /// Why the egress port refuses a frame before any accounting: the CNP policer, a queue the
+    /// watchdog is dropping.
+    #[inline(always)]
+    fn refusal(&mut self, out: usize, queue: usize, len: usize, class: &Class, now: u64) -> Option<DropReason> {
+        let o = &mut self.ports[out];
+        if class.cnp && o.cnp_policer.as_mut().is_some_and(|tb| !tb.take(now, len as u32)) {
+            Some(DropReason::Policer)
+        } else if o.watchdog.as_ref().is_some_and(|w| w.drops(queue)) {
+            Some(DropReason::PfcWatchdog)
+        } else {
+            None
+        }
+    }
+
+    /// Queues a frame (in packet slot `slot`) from `in_port` on `out`, both ports this shard's:
+    /// CNP policer, watchdog, admission (ingress PG, then egress queue), XOFF, WRED at enqueue.
     /// Inlined into the receive path (a call per frame, with eight arguments, cost more than
     /// the code it saved).
     #[allow(clippy::too_many_arguments)]
@@ -171,15 +202,7 @@ impl Egress {
         now: u64,
     ) {
         let (queue, pg) = (class.queue as usize & 7, class.pg as usize & 7);
-        let o = &mut self.ports[out];
-        let refused = if class.cnp && o.cnp_policer.as_mut().is_some_and(|tb| !tb.take(now, len as u32)) {
-            Some(DropReason::Policer)
-        } else if o.watchdog.as_ref().is_some_and(|w| w.drops(queue)) {
-            Some(DropReason::PfcWatchdog)
-        } else {
-            None
-        };
-        if let Some(reason) = refused {
+        if let Some(reason) = self.refusal(out, queue, len, class, now) {
             peers.packets.free(slot);
             return self.drop_frame(peers.ingress, in_port, out, queue, pg, len, reason);
         }
@@ -213,6 +236,60 @@ impl Egress {
                 self.ports[in_port].queue_pfc(req);
             }
         }
+        self.queue_admitted(peers, in_port, out, slot, len, cells, info, class, now);
+    }
+
+    /// Queues a frame that crossed from the shard owning `in_port`, which has charged its PG
+    /// already (`shard`): the egress half of [`Egress::enqueue`]. A refusal goes back to that
+    /// shard as a release of a dropped frame (its PG counts the drop, as locally).
+    #[allow(clippy::too_many_arguments)]
+    #[inline]
+    pub(crate) fn enqueue_crossed(
+        &mut self,
+        peers: &mut Peers<'_>,
+        in_port: usize,
+        out: usize,
+        slot: u32,
+        len: usize,
+        info: &FrameInfo,
+        class: &Class,
+        now: u64,
+    ) {
+        let (queue, pg) = (class.queue as usize & 7, class.pg as usize & 7);
+        let cells = peers.pool.cells_for(len);
+        let refused = self.refusal(out, queue, len, class, now).or_else(|| {
+            // A lossless frame admitted by its PG is never refused here (the PG pauses first).
+            let lossless = peers.ingress.ports[in_port].buffers.is_lossless(pg);
+            self.ports[out]
+                .buffers
+                .admit(queue, cells, len as u32, lossless, peers.pool)
+                .err()
+        });
+        if let Some(reason) = refused {
+            send_release(peers, in_port, pg, cells, true, slot);
+            peers.packets.free(slot);
+            return self.count_drop(out, queue, len, reason);
+        }
+        self.queue_admitted(peers, in_port, out, slot, len, cells, info, class, now);
+    }
+
+    /// The frame is charged on both sides: its descriptor, EDF's deadline, WRED at enqueue,
+    /// and onto the queue.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    fn queue_admitted(
+        &mut self,
+        peers: &mut Peers<'_>,
+        in_port: usize,
+        out: usize,
+        slot: u32,
+        len: usize,
+        cells: u32,
+        info: &FrameInfo,
+        class: &Class,
+        now: u64,
+    ) {
+        let (queue, pg) = (class.queue as usize & 7, class.pg as usize & 7);
         let ect = info.is_ect();
         let mut desc = Desc {
             slot,
@@ -237,7 +314,7 @@ impl Egress {
             if let Some(w) = o.wred[queue].as_mut().filter(|w| w.mark_at == MarkPoint::Enqueue) {
                 let depth = o.buffers.queue(queue).bytes - len as u64;
                 desc.flags |= Desc::WRED_DONE;
-                match w.decide(depth, ect, &mut self.rng) {
+                match w.decide(depth, ect, &mut o.rng) {
                     Verdict::Pass => {}
                     Verdict::Mark => {
                         if ecn::mark_ce(peers.packets.get_mut(slot, len), info) == ecn::MarkOutcome::Marked {
@@ -254,6 +331,11 @@ impl Egress {
             }
         }
         self.ports[out].push(&mut self.descs, queue, desc);
+    }
+
+    /// Counts a frame from another shard lost before it could be admitted here.
+    pub(crate) fn count_drop_crossed(&mut self, out: usize, queue: usize, len: usize) {
+        self.count_drop(out, queue, len, DropReason::NoBuffer);
     }
 
     /// Counts a drop of an admitted frame on its egress port and queue (its ingress PG was
@@ -273,6 +355,9 @@ impl Egress {
         self.ports[out]
             .buffers
             .release(queue, d.cells as u32, d.len as u32, peers.pool);
+        if peers.shard.is_remote(inp) {
+            return send_release(peers, inp, pg, d.cells as u32, dropped, d.slot);
+        }
         let prios = peers.ingress.pg_prios[pg];
         if let Some(req) = peers.ingress.ports[inp].release(pg, d.cells as u32, dropped, prios, peers.pool) {
             self.ports[inp].queue_pfc(req);
@@ -470,7 +555,7 @@ impl Egress {
         let wred_drop = !d.has(Desc::WRED_DONE) && !d.has(Desc::CNP) && self.ports[port].wred[q].is_some() && {
             let p = &mut self.ports[port];
             let w = p.wred[q].as_mut().expect("checked above");
-            match w.decide(depth, d.has(Desc::ECT), &mut self.rng) {
+            match w.decide(depth, d.has(Desc::ECT), &mut p.rng) {
                 Verdict::Pass => false,
                 Verdict::Mark => {
                     let frame = peers.packets.get_mut(d.slot, len);

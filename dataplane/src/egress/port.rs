@@ -5,6 +5,7 @@
 
 use super::link::LinkRate;
 use super::queues::{DescQueue, DescStore};
+use super::rng::Rng;
 use super::sched::edf::EdfQueues;
 use super::sched::Scheduler;
 use super::token_bucket::TokenBucket;
@@ -111,10 +112,13 @@ pub struct EgressPort {
     pub(crate) nonempty: u8,
     /// Queues with a shaper.
     pub(crate) shaped: u8,
+    /// WRED's random stream for this port's queues: one per egress port, so which worker owns
+    /// a port (and how many there are) cannot change a marking decision.
+    pub(crate) rng: Rng,
 }
 
 impl EgressPort {
-    pub(crate) fn new(p: &PortConfig, cfg: &Config, buffers: QueueAccount, lossless_queues: u8) -> Self {
+    pub(crate) fn new(p: &PortConfig, cfg: &Config, buffers: QueueAccount, lossless_queues: u8, rng: Rng) -> Self {
         let mut port = EgressPort {
             id: p.id,
             mac: port_mac(p.id),
@@ -140,6 +144,7 @@ impl EgressPort {
             queue_counters: Default::default(),
             nonempty: 0,
             shaped: 0,
+            rng,
         };
         port.set_qos(p, cfg);
         port

@@ -12,6 +12,13 @@ impl Rng {
         Rng { state: seed }
     }
 
+    /// The stream of egress port index `port` under the switch's `seed`: each port its own
+    /// stream, every one starting where the switch's single stream did (so replays are
+    /// unchanged where one port marks); the next commit makes them distinct.
+    pub fn for_port(seed: u64, _port: usize) -> Self {
+        Rng::new(seed)
+    }
+
     #[inline]
     pub fn next_u64(&mut self) -> u64 {
         self.state = self.state.wrapping_add(0x9e37_79b9_7f4a_7c15);

@@ -18,6 +18,8 @@ struct Entry {
     used: bool,
     is_static: bool,
     last_seen: u64,
+    /// When this shard last told the others about the entry (sharded runs only).
+    announced: u64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -42,7 +44,16 @@ pub struct Fdb {
     /// skip hashing and probing (VPP's l2-learn and l2-fwd keep the same one-entry cache).
     recent_learn: (u64, u16, u64),
     recent_lookup: (u64, u64, Option<u16>),
+    /// Sharded runs: what this shard learnt that the other shards' replicas must hear
+    /// (`crate::shard`), taken once a round. A station is announced when learnt or moved, and
+    /// again each quarter of the aging time while it is seen, so the replicas never age out
+    /// an entry that is still in use here. Bounded: beyond it a learn waits for its refresh.
+    announcements: Vec<(u64, u16, u64)>,
+    announce: bool,
 }
+
+/// Learns a shard may have waiting between two rounds.
+const ANNOUNCE_BACKLOG: usize = 4096;
 
 /// An FDB row for reports: the control protocol's type, so the switch and `rocectl` cannot
 /// disagree on it.
@@ -88,6 +99,8 @@ impl Fdb {
             learning: cfg.learning,
             recent_learn: (NO_KEY, 0, 0),
             recent_lookup: (NO_KEY, 0, None),
+            announcements: Vec::new(),
+            announce: false,
         };
         for s in &cfg.static_entries {
             fdb.insert(mac_key(&s.mac), s.port, 0, true);
@@ -170,9 +183,43 @@ impl Fdb {
         if e.used && e.mac == key && e.port == port && !e.is_static && now.saturating_sub(e.last_seen) < self.aging_ns {
             e.last_seen = now;
             self.recent_learn = (key, port, now);
+            if self.announce && now.saturating_sub(e.announced) >= self.aging_ns / 4 {
+                e.announced = now;
+                self.queue_announcement(key, port, now);
+            }
             return Learn::Refreshed;
         }
-        self.insert(key, port, now, false)
+        let learnt = self.insert(key, port, now, false);
+        if self.announce && matches!(learnt, Learn::New | Learn::Moved) {
+            self.queue_announcement(key, port, now);
+        }
+        learnt
+    }
+
+    /// Turns on announcements for the other shards (a sharded run).
+    pub fn announce_to_shards(&mut self) {
+        self.announce = true;
+        self.announcements = Vec::with_capacity(ANNOUNCE_BACKLOG);
+    }
+
+    #[cold]
+    fn queue_announcement(&mut self, key: u64, port: u16, now: u64) {
+        if self.announcements.len() < ANNOUNCE_BACKLOG {
+            self.announcements.push((key, port, now));
+        }
+    }
+
+    /// What was learnt since the last call: (MAC key, port id, when).
+    pub fn take_announcements(&mut self) -> std::vec::Drain<'_, (u64, u16, u64)> {
+        self.announcements.drain(..)
+    }
+
+    /// An entry another shard learnt (its port is that shard's): kept like a learnt one,
+    /// refreshed by the next announcement, never announced again from here.
+    pub fn install(&mut self, key: u64, port: u16, now: u64) {
+        if self.learning {
+            let _ = self.insert(key, port, now, false);
+        }
     }
 
     /// Empties the one-entry caches: called by everything that changes the table other than a
@@ -201,6 +248,7 @@ impl Fdb {
                 let moved = e.port != port;
                 e.port = port;
                 e.last_seen = now;
+                e.announced = now;
                 e.is_static = is_static;
                 return match (was_live, moved) {
                     (true, true) => Learn::Moved,
@@ -216,6 +264,7 @@ impl Fdb {
                     used: true,
                     is_static,
                     last_seen: now,
+                    announced: now,
                 };
                 return Learn::New;
             }
@@ -232,6 +281,7 @@ impl Fdb {
                     used: true,
                     is_static,
                     last_seen: now,
+                    announced: now,
                 };
                 Learn::New
             }

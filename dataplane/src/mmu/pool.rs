@@ -32,6 +32,10 @@ pub struct SharedPool {
     /// Cells held by frames in the switch, each frame once (charged with its egress queue).
     pub(super) used: u32,
     pub(super) peak_used: u32,
+    /// The other shards' shared use as last published (`crate::shard::PoolShare`), ingress and
+    /// egress: 0 with one shard, so a lone switch computes exactly as it always has.
+    pub(super) others_ingress: u32,
+    pub(super) others_egress: u32,
 }
 
 impl SharedPool {
@@ -46,7 +50,16 @@ impl SharedPool {
             egress: PoolSide::default(),
             used: 0,
             peak_used: 0,
+            others_ingress: 0,
+            others_egress: 0,
         }
+    }
+
+    /// Takes the other shards' latest figures (once a round, `Switch::exchange_pool`).
+    #[inline]
+    pub fn set_others(&mut self, ingress_shared: u32, egress_shared: u32) {
+        self.others_ingress = ingress_shared;
+        self.others_egress = egress_shared;
     }
 
     /// Takes the size of a new config's pool (same buffer, new reserves); occupancy is kept.
@@ -71,13 +84,17 @@ impl SharedPool {
     /// Shared cells the ingress side has left: what its dynamic limits scale with.
     #[inline]
     pub fn ingress_free(&self) -> u32 {
-        self.shared_cells.saturating_sub(self.ingress.shared)
+        self.shared_cells
+            .saturating_sub(self.ingress.shared)
+            .saturating_sub(self.others_ingress)
     }
 
     /// Shared cells the egress side has left.
     #[inline]
     pub fn egress_free(&self) -> u32 {
-        self.shared_cells.saturating_sub(self.egress.shared)
+        self.shared_cells
+            .saturating_sub(self.egress.shared)
+            .saturating_sub(self.others_egress)
     }
 
     pub fn restart_peaks(&mut self) {

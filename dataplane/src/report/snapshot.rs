@@ -215,3 +215,44 @@ pub fn human_summary(s: &Snapshot, clock: &str, duration_ns: u64) -> String {
     );
     out
 }
+
+/// One switch's snapshot from its shards' (each covers every port, but only the ports it owns
+/// hold figures): each port's report from its owner (`owners[i]`: the shard of port index i),
+/// the totals over those, and the pool's occupancy summed over the shards. A peak of the pool
+/// is the sum of the shards' peaks, which may have come at different moments: an upper bound.
+pub fn merge_shards(mut parts: Vec<Snapshot>, owners: &[u8]) -> Snapshot {
+    let n = parts.first().map_or(0, |p| p.ports.len());
+    let last = parts.len().saturating_sub(1);
+    let ports: Vec<PortReport> = (0..n)
+        .map(|i| {
+            let s = owners.get(i).copied().unwrap_or(0) as usize;
+            std::mem::take(&mut parts[s.min(last)].ports[i])
+        })
+        .collect();
+    let mut totals = Totals::default();
+    for p in &ports {
+        totals.rx_packets += p.rx_packets;
+        totals.rx_bytes += p.rx_bytes;
+        totals.tx_packets += p.tx_packets;
+        totals.tx_bytes += p.tx_bytes;
+        totals.ecn_marked += p.ecn_marked;
+        for (name, k) in p.drops.iter() {
+            totals.drops.add(name, k);
+        }
+        for prio in 0..NUM_TC {
+            totals.pfc_tx[prio] += p.pfc_tx[prio];
+            totals.pfc_rx[prio] += p.pfc_rx[prio];
+        }
+    }
+    let mut buffer = parts.first().map(|p| p.buffer).unwrap_or_default();
+    for p in parts.iter().skip(1) {
+        let b = &p.buffer;
+        buffer.used_cells += b.used_cells;
+        buffer.peak_used_cells += b.peak_used_cells;
+        buffer.ingress_shared_cells += b.ingress_shared_cells;
+        buffer.peak_ingress_shared_cells += b.peak_ingress_shared_cells;
+        buffer.egress_shared_cells += b.egress_shared_cells;
+        buffer.peak_egress_shared_cells += b.peak_egress_shared_cells;
+    }
+    Snapshot { ports, totals, buffer }
+}

@@ -16,8 +16,8 @@
 //! the switch goes on.
 //!
 //! How a worker learns that a capture started or stopped: the control thread sends the ring
-//! (or `None`) with a [`crate::runtime::worker::ControlRequest::Capture`]; the pipeline worker
-//! keeps it on the port's `PortIo` or forwards it to the I/O worker that owns the port. The
+//! (or `None`) with a [`crate::runtime::worker::ControlRequest::Capture`]; the worker that owns
+//! the port (reached through the coordinator when there are several) keeps it on its `PortIo`. The
 //! control thread keeps its own reference and frees the ring only once it is the last one
 //! (the worker dropped its clone), so the memory is never returned on the packet path either.
 

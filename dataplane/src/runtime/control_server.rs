@@ -3,7 +3,7 @@
 //!
 //! One thread (not a worker: it never touches the packet path) runs a mio `Poll` loop over the
 //! listener and its non-blocking connections. What needs the switch — counters, the FDB, a
-//! config change — goes to the pipeline worker as a [`ControlRequest`] on the lock-free
+//! config change — goes to the workers as a [`ControlRequest`] on the lock-free
 //! [`ControlQueue`], and this thread waits for the reply (at most [`REPLY_TIMEOUT`]); requests
 //! are therefore served one at a time. The thread keeps the running config's TOML text:
 //! `get_config` answers it, `patch` merges into it, a successful change replaces it.
@@ -38,7 +38,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-/// How long a request waits for the pipeline worker.
+/// How long a request waits for the workers.
 pub const REPLY_TIMEOUT: Duration = Duration::from_secs(2);
 /// Unsent answers a connection may hold before the server stops reading its requests: a
 /// client that sends and never reads gets its own socket buffers filled and then waits, instead
@@ -199,7 +199,7 @@ pub struct ControlServer {
 
 impl ControlServer {
     /// Listens on `path` (mode 0600) and serves it on a new thread. `config_text` is the
-    /// running config's TOML; `queue` is the one given to the pipeline worker
+    /// running config's TOML; `queue` is the one given to the workers
     /// (`RunOptions::control`). A stale socket file (nothing listening) is replaced; a live one
     /// (another switch) is an error, and so is any other file at `path`.
     pub fn spawn(path: &Path, config_text: String, queue: Arc<ControlQueue>) -> anyhow::Result<ControlServer> {
@@ -1051,7 +1051,7 @@ impl Server {
         self.ask(ControlRequest::Snapshot { reply: tx }, &rx)
     }
 
-    /// Hands a request to the pipeline worker and waits for its answer.
+    /// Hands a request to the workers and waits for the answer.
     fn ask<T>(&mut self, req: ControlRequest, rx: &Receiver<T>) -> Result<T, String> {
         if self.queue.push(req).is_err() {
             return Err("the switch is busy (its control queue is full); try again".into());

@@ -5,6 +5,10 @@
 
 pub mod capture;
 pub mod control_server;
+pub mod coordinator;
 pub mod emulated;
+pub mod port_io;
 pub mod run;
+pub mod shard;
+pub mod sink;
 pub mod worker;

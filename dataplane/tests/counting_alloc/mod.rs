@@ -17,6 +17,28 @@ pub static ONLY_MARKED: AtomicBool = AtomicBool::new(false);
 thread_local! {
     // `const`: no lazy initialisation, so reading it never allocates (it runs inside `alloc`).
     static MARKED: Cell<bool> = const { Cell::new(false) };
+    // Whether this thread is one the switch started ("rocesw-…"): 0 not known yet, 1 yes, 2 no.
+    static SWITCH_THREAD: Cell<u8> = const { Cell::new(0) };
+    static LOOKING: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Whether this thread was started by the switch (a worker, the control coordinator): with
+/// [`ONLY_MARKED`], they are counted like a marked thread, so a test of several workers counts
+/// every worker although it cannot mark threads it did not create. Looked up once per thread
+/// (by name), guarded against the look-up's own allocation.
+fn switch_thread() -> bool {
+    match SWITCH_THREAD.with(Cell::get) {
+        1 => true,
+        2 => false,
+        _ if LOOKING.with(Cell::get) => false,
+        _ => {
+            LOOKING.with(|l| l.set(true));
+            let yes = std::thread::current().name().is_some_and(|n| n.starts_with("rocesw-"));
+            LOOKING.with(|l| l.set(false));
+            SWITCH_THREAD.with(|t| t.set(if yes { 1 } else { 2 }));
+            yes
+        }
+    }
 }
 
 /// Counts this thread's allocations while [`ONLY_MARKED`] is set.
@@ -26,7 +48,8 @@ pub fn mark_this_thread() {
 }
 
 fn counted() -> bool {
-    COUNTING.load(Ordering::Relaxed) && (!ONLY_MARKED.load(Ordering::Relaxed) || MARKED.with(Cell::get))
+    COUNTING.load(Ordering::Relaxed)
+        && (!ONLY_MARKED.load(Ordering::Relaxed) || MARKED.with(Cell::get) || switch_thread())
 }
 pub static ALLOCS: AtomicU64 = AtomicU64::new(0);
 /// Bytes asked for by those allocations (a reallocation counts its new size; frees are not

@@ -1,0 +1,94 @@
+//! What a shard keeps about each of its ports' backends: the backend itself, whether it is
+//! still there, its link state, and the live captures running on it.
+
+use crate::io::{PortBackend, PortError};
+use crate::runtime::capture::CaptureRing;
+use controlplane::snapshot::BackendReport;
+use std::sync::Arc;
+
+/// Per-port state a shard keeps about its backend.
+pub struct PortIo {
+    pub index: usize,
+    pub backend: Box<dyn PortBackend + Send>,
+    /// Set once the interface has gone away: logged once, then skipped.
+    pub gone: bool,
+    pub link_up: bool,
+    /// Whether the link state has been seen once (the first "down" of a port whose peer has
+    /// not started yet, a VM's vhost-user port, is not a warning).
+    link_seen: bool,
+    pub tx_dropped: u64,
+    /// A live capture of the frames the port receives (`rocectl capture`), checked once per
+    /// burst: `None` costs the receive path one branch per burst.
+    pub rx_tap: Option<Arc<CaptureRing>>,
+    /// A live capture of the frames the port takes for transmission.
+    pub tx_tap: Option<Arc<CaptureRing>>,
+}
+
+impl PortIo {
+    pub fn new(index: usize, backend: Box<dyn PortBackend + Send>) -> Self {
+        PortIo {
+            index,
+            backend,
+            gone: false,
+            link_up: true,
+            link_seen: false,
+            tx_dropped: 0,
+            rx_tap: None,
+            tx_tap: None,
+        }
+    }
+
+    /// What a send to the backend came to: true if the port took the frame; a frame refused
+    /// although there was room (its size) counts a transmit drop, an error stops the port.
+    pub fn took(&mut self, sent: Result<bool, PortError>) -> bool {
+        match sent {
+            Ok(true) => true,
+            Ok(false) => {
+                self.tx_dropped += 1;
+                false
+            }
+            Err(e) => {
+                self.fail(e);
+                false
+            }
+        }
+    }
+
+    pub fn fail(&mut self, e: PortError) {
+        if !self.gone {
+            tracing::error!(port = self.index, interface = self.backend.name(), "port stopped: {e}");
+        }
+        self.gone = true;
+    }
+
+    /// The backend's counters, for reports.
+    pub fn report(&mut self) -> BackendReport {
+        self.backend.stats().report(self.backend.driver(), self.backend.name())
+    }
+
+    /// Logs a change of link state: a port coming up is worth a line as much as one going
+    /// down; a port that is down when first looked at (a VM not started yet) is said once at
+    /// info level, not as a warning.
+    pub fn check_link(&mut self) {
+        if self.gone {
+            return;
+        }
+        let up = self.backend.link_up();
+        if !self.link_seen {
+            self.link_seen = true;
+            if !up {
+                tracing::info!(interface = self.backend.name(), "link down (waiting for the peer)");
+            }
+            self.link_up = up;
+            return;
+        }
+        if up != self.link_up {
+            if up {
+                tracing::info!(interface = self.backend.name(), "link up");
+            } else {
+                tracing::warn!(interface = self.backend.name(), "link down");
+            }
+            self.link_up = up;
+        }
+    }
+}

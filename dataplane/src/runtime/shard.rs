@@ -1,0 +1,439 @@
+//! One worker's loop: a shard of the switch (`crate::shard`) and the ports it owns, run to
+//! completion in named phases each round:
+//!
+//! 1. **receive**: a burst from each port (or, for a port with an emulated peer, everything its
+//!    ring holds into the peer's store), only while every outbox can take a burst more;
+//! 2. **emulated wires**: what crossed the emulated links since the last round enters the switch;
+//! 3. **cross-in**: batches from the other shards (frames to queue here, releases, learns);
+//! 4. **control**: a few requests (config, snapshots, captures) between two bursts;
+//! 5. **timers**: XOFF refresh and the PFC watchdog;
+//! 6. **transmit**: each port sends what its line rate and its ring allow; back-pressure PFC
+//!    of emulated NICs; backends flushed;
+//! 7. **cross-out**: the shared pool's figures exchanged, outboxes flushed to the other shards;
+//! 8. **housekeeping**: link checks, the once-a-second figures, the drain at stop.
+
+use crate::io::PortError;
+use crate::report::Snapshot;
+use crate::runtime::capture::Dir;
+use crate::runtime::emulated::EmulatedPort;
+use crate::runtime::port_io::PortIo;
+use crate::runtime::sink::PortSink;
+use crate::runtime::worker::{snapshot, Clock, ControlQueue, ControlRequest, Polling, StatsHook, BURST};
+use crate::shard::{Link, PoolShare};
+use crate::switch::Switch;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+/// What every shard of one run shares.
+pub struct Shared {
+    /// `links[from][to]`: the ring of batches from shard `from` to shard `to`.
+    pub links: Vec<Vec<Arc<Link>>>,
+    pub pool: PoolShare,
+    /// Per shard: it has stopped receiving for good and every frame it took has crossed (set
+    /// while draining). A shard may leave once all are set and its own work is done.
+    pub rx_done: Vec<AtomicBool>,
+    /// Per shard: its latest snapshot, published about once a second, for the figures that
+    /// shard 0 reports (`--stats`).
+    pub figures: Vec<Mutex<Option<Snapshot>>>,
+    /// Per port index: the shard that owns it.
+    pub owners: Vec<u8>,
+    /// Whether anyone reads the once-a-second figures (`--stats`): building them allocates, so
+    /// the shards publish them only then.
+    pub stats_wanted: bool,
+}
+
+impl Shared {
+    pub fn new(shards: usize, owners: Vec<u8>) -> Self {
+        Shared {
+            links: (0..shards)
+                .map(|_| (0..shards).map(|_| Arc::new(Link::new())).collect())
+                .collect(),
+            pool: PoolShare::new(shards),
+            rx_done: (0..shards).map(|_| AtomicBool::new(false)).collect(),
+            figures: (0..shards).map(|_| Mutex::new(None)).collect(),
+            owners,
+            stats_wanted: false,
+        }
+    }
+
+    pub fn shards(&self) -> usize {
+        self.links.len()
+    }
+}
+
+/// One shard's worker: its switch, its ports, and where its control requests come from.
+pub struct ShardWorker<'a> {
+    pub sw: Switch,
+    /// Per port index: the backend if this shard owns the port.
+    pub ports: Vec<Option<PortIo>>,
+    /// Per port index: the emulated link in front of a port of this shard whose far end is
+    /// software.
+    pub emu: Vec<Option<EmulatedPort>>,
+    pub clock: Clock,
+    pub polling: Polling,
+    pub control: Option<&'a ControlQueue>,
+    pub shared: &'a Shared,
+}
+
+/// What a shard ends with.
+pub struct ShardEnd {
+    pub sw: Switch,
+    pub ports: Vec<Option<PortIo>>,
+    pub emu: Vec<Option<EmulatedPort>>,
+    pub uptime_ns: u64,
+    /// Frames its emulated peers still held when it left.
+    pub undrained_peer_frames: usize,
+}
+
+/// Whether the shard takes new frames: not while a config change is being made everywhere
+/// (`Quiesce` … `Resume`), not after the stop.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Intake {
+    Open,
+    Quiesced,
+    Stopped,
+}
+
+impl ShardWorker<'_> {
+    /// Runs until `stop` is set and everything this shard holds has left (or the drain timed
+    /// out). `stats`: on shard 0, called about once a second with every shard's figures.
+    pub fn run(mut self, stop: &AtomicBool, mut stats: Option<StatsHook<'_>>) -> ShardEnd {
+        self.polling.prepare_thread();
+        let me = self.sw.shard_index();
+        let shards = self.shared.shards();
+        let n = self.sw.num_ports();
+        let mine: Vec<usize> = (0..n).filter(|&p| self.ports[p].is_some()).collect();
+        let step_ns = self
+            .emu
+            .iter()
+            .flatten()
+            .map(EmulatedPort::step_ns)
+            .min()
+            .unwrap_or(u64::MAX);
+        let mut intake = Intake::Open;
+        let mut quiesce_reply: Option<std::sync::mpsc::SyncSender<Result<(), String>>> = None;
+        let mut drain_deadline: Option<u64> = None;
+        let mut next_check = 0u64;
+        let mut last_now = 0u64;
+        loop {
+            let now = self.clock.now_ns();
+            let mut moved = 0usize;
+            if drain_deadline.is_none() && stop.load(Ordering::Relaxed) {
+                drain_deadline = Some(now + self.polling.drain_timeout.as_nanos() as u64);
+                intake = Intake::Stopped;
+                if me == 0 {
+                    tracing::info!("stopping: no longer receiving, draining the queues");
+                }
+            }
+
+            // 1. receive
+            if intake == Intake::Open {
+                moved += self.receive(now);
+            }
+            // 2. emulated wires (while draining too: the peers' frames were sent before the
+            // stop); not while a config change waits, so nothing new crosses meanwhile.
+            if intake != Intake::Quiesced {
+                moved += self.play_emulated(last_now, now, step_ns, &mine);
+                last_now = now;
+            }
+            // 3. cross-in
+            moved += self.cross_in(now);
+            // 4. control
+            if let Some(q) = self.control {
+                self.serve_control(q, now, &mut intake, &mut quiesce_reply);
+            }
+            if intake == Intake::Quiesced && !self.sw.frames_waiting() {
+                if let Some(r) = quiesce_reply.take() {
+                    let _ = r.try_send(Ok(()));
+                }
+            }
+            // 5. timers
+            self.sw.poll(now);
+            // 6. transmit
+            moved += self.transmit(now, &mine);
+            // 7. cross-out
+            if shards > 1 {
+                self.sw.exchange(&self.shared.pool);
+                for to in (0..shards).filter(|&s| s != me) {
+                    moved += self.sw.flush_to(to, &self.shared.links[me][to]);
+                }
+            }
+            // 8. housekeeping
+            if now >= next_check {
+                next_check = now + 1_000_000_000;
+                for io in self.ports.iter_mut().flatten() {
+                    io.check_link();
+                }
+                self.publish_figures(me, now, stats.as_mut());
+            }
+            if let Some(deadline) = drain_deadline {
+                if self.drained(me) || now >= deadline {
+                    let undrained_peer_frames = self.emu.iter().flatten().map(|em| em.link.held_frames()).sum();
+                    return ShardEnd {
+                        sw: self.sw,
+                        ports: self.ports,
+                        emu: self.emu,
+                        uptime_ns: now,
+                        undrained_peer_frames,
+                    };
+                }
+            }
+            if moved == 0 {
+                match self.polling.idle_sleep {
+                    Some(d) => std::thread::sleep(d),
+                    None => std::hint::spin_loop(),
+                }
+            }
+        }
+    }
+
+    /// Phase 1: a burst from each of this shard's ports.
+    fn receive(&mut self, now: u64) -> usize {
+        let mut moved = 0;
+        let Self { sw, ports, emu, .. } = self;
+        for io in ports.iter_mut().flatten() {
+            if io.gone {
+                continue;
+            }
+            // A burst may send every frame to another shard: only when the outboxes have room
+            // for it, so nothing received is ever lost for want of a place (the frames wait in
+            // the port's own ring meanwhile).
+            if !sw.can_receive() {
+                break;
+            }
+            let res = match emu[io.index].as_mut() {
+                // Read into the emulated peer; the frames enter the switch as they cross its
+                // wire (phase 2).
+                Some(em) => read_into_peer(io, em, sw.classifier(), now),
+                None => {
+                    let mut rx = sw.burst_rx(io.index, now);
+                    // One capture check per burst; a captured frame is copied as the backend
+                    // handed it over, before the switch parses it.
+                    match io.rx_tap.as_deref() {
+                        None => io.backend.recv_frames(BURST, &mut |frame| rx.receive_frame(frame)),
+                        Some(tap) => io.backend.recv_frames(BURST, &mut |frame| {
+                            tap.record(Dir::Rx, now, frame.bytes());
+                            rx.receive_frame(frame)
+                        }),
+                    }
+                }
+            };
+            match res {
+                Ok(k) => moved += k,
+                Err(e) => io.fail(e),
+            }
+        }
+        moved
+    }
+
+    /// Phase 2: the emulated wires up to `now`, transmitting as they go.
+    fn play_emulated(&mut self, from: u64, now: u64, step_ns: u64, mine: &[usize]) -> usize {
+        if step_ns == u64::MAX || !self.sw.can_receive() {
+            return 0;
+        }
+        let Self { sw, ports, emu, .. } = self;
+        crate::runtime::emulated::play_through(sw, emu, from, now, step_ns, |sw, emu, t| {
+            let mut sink = PortSink { ports, emu };
+            mine.iter().map(|&port| sink.transmit_port(sw, port, t)).sum()
+        })
+    }
+
+    /// Phase 3: what the other shards sent.
+    fn cross_in(&mut self, now: u64) -> usize {
+        let me = self.sw.shard_index();
+        let mut moved = 0;
+        for from in 0..self.shared.shards() {
+            if from == me {
+                continue;
+            }
+            let link = &self.shared.links[from][me];
+            // A bounded number of batches per round, so one busy neighbour cannot starve the
+            // ports.
+            for _ in 0..8 {
+                let Some(mut b) = link.receive() else { break };
+                moved += b.frames.len() + b.releases.len();
+                self.sw.take_batch(&mut b, now);
+                link.recycle(b);
+            }
+        }
+        moved
+    }
+
+    /// Phase 6: every port of this shard sends what it may.
+    fn transmit(&mut self, now: u64, mine: &[usize]) -> usize {
+        let mut moved = 0;
+        let mut sink = PortSink {
+            ports: &mut self.ports,
+            emu: &mut self.emu,
+        };
+        for &port in mine {
+            moved += sink.transmit_port(&mut self.sw, port, now);
+        }
+        for &port in mine {
+            if let Some((frame, len)) = sink.emu[port].as_mut().and_then(|em| em.backpressure(now)) {
+                sink.send_to_host(port, &frame[..len], now);
+            }
+        }
+        for io in self.ports.iter_mut().flatten() {
+            if !io.gone {
+                if let Err(e) = io.backend.flush() {
+                    io.fail(e);
+                }
+            }
+        }
+        moved
+    }
+
+    /// Whether this shard may leave the drain: it and every other shard have stopped taking
+    /// frames (so no frame will cross here any more), and nothing waits here to be sent.
+    fn drained(&mut self, me: usize) -> bool {
+        let peers_empty = self.emu.iter().flatten().all(EmulatedPort::is_empty);
+        if peers_empty && !self.sw.frames_waiting() {
+            self.shared.rx_done[me].store(true, Ordering::Release);
+        }
+        let all_done = self.shared.rx_done.iter().all(|d| d.load(Ordering::Acquire));
+        let inbound_empty = (0..self.shared.shards()).all(|from| from == me || self.shared.links[from][me].is_empty());
+        all_done && inbound_empty && self.sw.is_idle() && peers_empty
+    }
+
+    /// About once a second: this shard's figures for the others to read; on shard 0, the
+    /// stats hook with every shard's latest.
+    fn publish_figures(&mut self, me: usize, now: u64, stats: Option<&mut StatsHook<'_>>) {
+        let shards = self.shared.shards();
+        if shards == 1 {
+            if let Some(hook) = stats {
+                hook(&snapshot(&self.sw, &self.emu, now), now);
+            }
+            return;
+        }
+        if !self.shared.stats_wanted {
+            return;
+        }
+        let s = snapshot(&self.sw, &self.emu, now);
+        *self.shared.figures[me].lock().unwrap_or_else(|e| e.into_inner()) = Some(s);
+        if let Some(hook) = stats {
+            let parts: Vec<Snapshot> = self
+                .shared
+                .figures
+                .iter()
+                .filter_map(|f| f.lock().unwrap_or_else(|e| e.into_inner()).clone())
+                .collect();
+            if parts.len() == shards {
+                hook(&crate::report::merge_shards(parts, &self.shared.owners), now);
+            }
+        }
+    }
+
+    /// Phase 4: a few control requests. With several shards they come from the coordinator
+    /// (`runtime::coordinator`), which also asks every shard to stop taking frames before a
+    /// config change and to take them again after, so no frame is classified under one config
+    /// and queued under another.
+    fn serve_control(
+        &mut self,
+        q: &ControlQueue,
+        now: u64,
+        intake: &mut Intake,
+        quiesce_reply: &mut Option<std::sync::mpsc::SyncSender<Result<(), String>>>,
+    ) {
+        // A few per round: control traffic is rare, the packet path is not.
+        for _ in 0..4 {
+            let Some(req) = q.pop() else { return };
+            match req {
+                ControlRequest::Apply { config, reply } => {
+                    // Whatever crossed under the old config is queued under it first.
+                    if self.shared.shards() > 1 {
+                        while self.cross_in(now) > 0 {}
+                    }
+                    let r = self.sw.reconfigure(&config);
+                    if self.sw.shard_index() == 0 {
+                        match &r {
+                            Ok(()) => tracing::info!("config applied"),
+                            Err(e) => tracing::warn!("config refused: {e}"),
+                        }
+                    }
+                    let _ = reply.try_send(r);
+                }
+                ControlRequest::Snapshot { reply } => {
+                    let mut s = snapshot(&self.sw, &self.emu, now);
+                    fill_backends(&mut s, &mut self.ports);
+                    let _ = reply.try_send(s);
+                }
+                ControlRequest::SnapshotAndRestartPeaks { reply } => {
+                    let s = snapshot(&self.sw, &self.emu, now);
+                    self.sw.restart_peaks();
+                    let _ = reply.try_send(s);
+                }
+                ControlRequest::Fdb { reply } => {
+                    let _ = reply.try_send(self.sw.fdb().rows(now));
+                }
+                ControlRequest::Capture { port, rx, tx, reply } => {
+                    let r = match self.ports.get_mut(port).and_then(Option::as_mut) {
+                        Some(io) => {
+                            io.rx_tap = rx;
+                            io.tx_tap = tx;
+                            Ok(self.clock.wall_start_ns())
+                        }
+                        None => Err(format!("port index {port} has no backend in this run")),
+                    };
+                    let _ = reply.try_send(r);
+                }
+                ControlRequest::Quiesce { reply } => {
+                    if *intake == Intake::Open {
+                        *intake = Intake::Quiesced;
+                    }
+                    *quiesce_reply = Some(reply);
+                }
+                ControlRequest::Resume { reply } => {
+                    if *intake == Intake::Quiesced {
+                        *intake = Intake::Open;
+                    }
+                    let _ = reply.try_send(Ok(()));
+                }
+            }
+        }
+    }
+}
+
+/// Puts each of this shard's ports' backend counters in `snap`.
+pub fn fill_backends(snap: &mut Snapshot, ports: &mut [Option<PortIo>]) {
+    for (i, p) in snap.ports.iter_mut().enumerate() {
+        if let Some(io) = ports.get_mut(i).and_then(Option::as_mut) {
+            p.backend = Some(io.report());
+        }
+    }
+}
+
+/// Reads an emulated port's receive ring into its peer's store: everything the ring holds, as
+/// far as the store has room, not one burst per round. Reading is only a copy (the frames enter
+/// the switch as they cross the emulated wire), and a round can come milliseconds after the
+/// last on a busy machine (the gap it plays through costs time): one burst per round drained
+/// 32 frames per port per ~3 ms round on a loaded 2-core lab, far below a 300 Mb/s host, and
+/// the kernel's ring overflowed (`rx_kernel_drops`) while the store sat nearly empty.
+fn read_into_peer(
+    io: &mut PortIo,
+    em: &mut EmulatedPort,
+    classifier: &crate::ingress::classify::Classifier,
+    now: u64,
+) -> Result<usize, PortError> {
+    let mut total = 0;
+    loop {
+        let room = em.room().min(BURST);
+        if room == 0 {
+            em.link.counters.stalled_reads += 1;
+            return Ok(total);
+        }
+        let k = match io.rx_tap.as_deref() {
+            None => io
+                .backend
+                .recv_burst(room, &mut |frame| em.accept(frame, now, classifier))?,
+            Some(tap) => io.backend.recv_burst(room, &mut |frame| {
+                tap.record(Dir::Rx, now, frame);
+                em.accept(frame, now, classifier)
+            })?,
+        };
+        total += k;
+        if k < room {
+            return Ok(total);
+        }
+    }
+}

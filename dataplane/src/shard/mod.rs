@@ -1,0 +1,337 @@
+//! Shards: one [`crate::switch::Switch`] per worker, each owning some ports, and what crosses
+//! between them.
+//!
+//! A shard does everything for the ports it owns: the ingress side of every frame they receive
+//! (parse, FDB, classify, the PG's admission and XOFF) and the egress side of every frame they
+//! send (queue admission, WRED, scheduling, pause reception, the watchdog). A frame received on
+//! one shard for a port of another *crosses*: the ingress shard has charged its PG and sends the
+//! frame (its buffer, never a copy of it: an mbuf itself, or a pointer to the ingress shard's
+//! packet slot) with its class and parse result; the egress shard admits it to the queue. When
+//! the frame leaves, or is refused or dropped there, a *release* goes back and the ingress shard
+//! returns its PG's cells (and may send XON), and frees the slot the frame was copied into.
+//! Learnt MAC addresses go to every other shard as *learns*, so each keeps a replica of the FDB.
+//!
+//! Messages travel in [`Batch`]es over one [`Link`] per ordered pair of shards: a full ring and
+//! a free ring of boxed batches, so a burst of frames costs one push and one pop on lines both
+//! cores touch, not one per frame. What a shard has to send waits in its [`Outbox`] (allocated
+//! at start-up for the most it can hold) until a free batch takes it, so a full ring is
+//! back-pressure (the shard stops receiving until it drains), never a loss.
+//!
+//! Replay and every single-worker run are one shard that owns every port: nothing crosses, and
+//! the packet path pays one comparison per frame for the possibility.
+
+mod cross;
+pub mod pool;
+
+use crate::buffers::foreign::ForeignFrame;
+use crate::ingress::classify::Class;
+use crate::wire::FrameInfo;
+use crossbeam_queue::ArrayQueue;
+use std::collections::VecDeque;
+use std::ptr::NonNull;
+
+pub use pool::PoolShare;
+
+/// Frames a batch carries at most (a receive burst is 32).
+pub const BATCH_FRAMES: usize = 64;
+/// Releases a batch carries at most.
+pub const BATCH_RELEASES: usize = 256;
+/// Learns a batch carries at most.
+pub const BATCH_LEARNS: usize = 32;
+/// Frames an outbox holds at least.
+const OUTBOX_FRAMES: usize = 8192;
+/// Batches circulating on each ordered pair of shards: up to 4096 frames in flight one way.
+pub const LINK_BATCHES: usize = 64;
+
+/// The buffer of a frame that crosses.
+pub enum CrossFrame {
+    /// A backend's buffer (an mbuf): the egress shard owns it now and sends it as it is.
+    Owned(ForeignFrame),
+    /// A copy in the ingress shard's packet slot `home`, at `ptr`: the egress shard reads and
+    /// marks it there, and the slot goes back to its shard with the frame's release.
+    Borrowed { ptr: NonNull<u8>, home: u32 },
+}
+
+// SAFETY: a borrowed slot is touched only by the shard the frame is queued on until its release
+// travels back (the rings' release/acquire order the hand-over); an owned buffer may be used and
+// released from any thread (ForeignFrame's contract).
+unsafe impl Send for CrossFrame {}
+
+/// A frame crossing to the shard that owns its egress port, its ingress side done.
+pub struct Crossing {
+    pub frame: CrossFrame,
+    pub len: u16,
+    pub in_port: u8,
+    pub out: u8,
+    pub class: Class,
+    pub info: FrameInfo,
+}
+
+/// A frame that came from another shard's port left this shard (sent, or dropped after or at
+/// admission: `dropped`): its ingress PG gets its cells back, and `home` (if not
+/// [`Release::NO_HOME`]) is the slot of the ingress shard that held its bytes.
+#[derive(Clone, Copy, Debug)]
+pub struct Release {
+    pub in_port: u8,
+    pub pg: u8,
+    pub dropped: bool,
+    pub cells: u16,
+    pub home: u32,
+}
+
+impl Release {
+    pub const NO_HOME: u32 = u32::MAX;
+}
+
+/// A MAC address learnt (or learnt again) on a port of the sending shard.
+#[derive(Clone, Copy, Debug)]
+pub struct Learnt {
+    pub mac: u64,
+    pub port_id: u16,
+    pub now: u64,
+}
+
+/// What one ring transfer carries.
+pub struct Batch {
+    pub frames: Vec<Crossing>,
+    pub releases: Vec<Release>,
+    pub learns: Vec<Learnt>,
+}
+
+impl Batch {
+    fn new() -> Box<Batch> {
+        Box::new(Batch {
+            frames: Vec::with_capacity(BATCH_FRAMES),
+            releases: Vec::with_capacity(BATCH_RELEASES),
+            learns: Vec::with_capacity(BATCH_LEARNS),
+        })
+    }
+
+    fn is_empty(&self) -> bool {
+        self.frames.is_empty() && self.releases.is_empty() && self.learns.is_empty()
+    }
+}
+
+/// One direction between two shards: batches in flight, and the empty ones going back.
+pub struct Link {
+    full: ArrayQueue<Box<Batch>>,
+    free: ArrayQueue<Box<Batch>>,
+}
+
+impl Link {
+    pub fn new() -> Self {
+        let (full, free) = (ArrayQueue::new(LINK_BATCHES), ArrayQueue::new(LINK_BATCHES));
+        for _ in 0..LINK_BATCHES {
+            let _ = free.push(Batch::new());
+        }
+        Link { full, free }
+    }
+
+    /// The next batch that arrived, if any.
+    #[inline]
+    pub fn receive(&self) -> Option<Box<Batch>> {
+        self.full.pop()
+    }
+
+    /// Gives an emptied batch back to the sender.
+    #[inline]
+    pub fn recycle(&self, mut b: Box<Batch>) {
+        b.frames.clear();
+        b.releases.clear();
+        b.learns.clear();
+        let _ = self.free.push(b);
+    }
+
+    /// True when nothing is in flight on this link.
+    pub fn is_empty(&self) -> bool {
+        self.full.is_empty()
+    }
+}
+
+impl Default for Link {
+    fn default() -> Self {
+        Link::new()
+    }
+}
+
+/// What one shard has to send to one other, waiting for a free batch.
+pub struct Outbox {
+    frames: VecDeque<Crossing>,
+    releases: Vec<Release>,
+    learns: Vec<Learnt>,
+    /// Frames one receive burst can send this way at most: a burst to every port of the
+    /// destination (a flood crosses once per port).
+    burst_need: usize,
+    /// Learns that found the outbox full: the other shard floods to that MAC until the next
+    /// refresh announces it again.
+    pub learns_dropped: u64,
+}
+
+impl Outbox {
+    /// `burst_need`: the most frames one receive burst sends this way; `releases`: the most
+    /// releases (one per frame the sending shard can hold). Holds two bursts' worth of frames.
+    pub fn new(burst_need: usize, releases: usize) -> Self {
+        Outbox {
+            // Room for an emulated link's catch-up too, which plays several steps of its wire
+            // in one round (`runtime::emulated::play_through`).
+            frames: VecDeque::with_capacity((2 * burst_need).max(if releases == 0 { 0 } else { OUTBOX_FRAMES })),
+            releases: Vec::with_capacity(if releases == 0 {
+                0
+            } else {
+                releases + LINK_BATCHES * BATCH_FRAMES
+            }),
+            learns: Vec::with_capacity(4 * BATCH_LEARNS),
+            burst_need,
+            learns_dropped: 0,
+        }
+    }
+
+    /// Whether one more receive burst fits (checked before each port's burst).
+    #[inline]
+    pub fn has_room(&self) -> bool {
+        self.frames.len() + self.burst_need <= self.frames.capacity()
+    }
+
+    #[inline]
+    pub fn push_frame(&mut self, c: Crossing) {
+        debug_assert!(
+            self.frames.len() < self.frames.capacity(),
+            "receive checked the room first"
+        );
+        self.frames.push_back(c);
+    }
+
+    /// A release never waits for room: it is what returns a PG's cells. The outbox holds one
+    /// per frame the shard can hold and a round's arrivals besides, so it does not grow.
+    #[inline]
+    pub fn push_release(&mut self, r: Release) {
+        self.releases.push(r);
+    }
+
+    #[inline]
+    pub fn push_learn(&mut self, l: Learnt) {
+        if self.learns.len() < self.learns.capacity() {
+            self.learns.push(l);
+        } else {
+            self.learns_dropped += 1;
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.frames.is_empty() && self.releases.is_empty() && self.learns.is_empty()
+    }
+
+    pub fn has_frames(&self) -> bool {
+        !self.frames.is_empty()
+    }
+
+    /// Moves what waits into free batches of `link`, in order, as far as there are any.
+    /// Returns the messages sent.
+    pub fn flush(&mut self, link: &Link) -> usize {
+        let mut sent = 0;
+        while !self.is_empty() {
+            let Some(mut b) = link.free.pop() else { break };
+            let n = self.frames.len().min(BATCH_FRAMES);
+            b.frames.extend(self.frames.drain(..n));
+            let n = self.releases.len().min(BATCH_RELEASES);
+            let from = self.releases.len() - n;
+            b.releases.extend(self.releases.drain(from..));
+            let n = self.learns.len().min(BATCH_LEARNS);
+            let from = self.learns.len() - n;
+            b.learns.extend(self.learns.drain(from..));
+            sent += b.frames.len() + b.releases.len() + b.learns.len();
+            debug_assert!(!b.is_empty());
+            if let Err(b) = link.full.push(b) {
+                // Unreachable: as many places as batches. Put the messages back.
+                let mut b = b;
+                for c in b.frames.drain(..).rev() {
+                    self.frames.push_front(c);
+                }
+                self.releases.append(&mut b.releases);
+                self.learns.append(&mut b.learns);
+                let _ = link.free.push(b);
+                break;
+            }
+        }
+        sent
+    }
+
+    /// Everything still waiting, for the last pass after the workers stop.
+    pub fn take_all(&mut self) -> (Vec<Crossing>, Vec<Release>) {
+        (self.frames.drain(..).collect(), self.releases.drain(..).collect())
+    }
+}
+
+/// Which shard owns each port, seen from one shard, and its outboxes. Replay and single-worker
+/// runs have one shard and no outboxes.
+pub struct ShardLink {
+    pub me: u8,
+    /// Per port index: the shard that owns it (ports beyond 256 cannot be named by a
+    /// descriptor and are refused by validation).
+    pub owner: [u8; 256],
+    pub shards: u8,
+    /// Per destination shard (`me`'s own entry unused).
+    pub outboxes: Vec<Outbox>,
+    /// Per packet slot: for a frame that crossed in, the slot of its ingress shard that holds
+    /// its bytes ([`Release::NO_HOME`] for a frame in its own buffer). Empty with one shard.
+    pub homes: Box<[u32]>,
+    /// Whether learnt MACs are announced to the other shards.
+    pub announce: bool,
+}
+
+impl ShardLink {
+    /// One shard owning every port: replay, tests, one worker.
+    pub fn single() -> Self {
+        ShardLink {
+            me: 0,
+            owner: [0; 256],
+            shards: 1,
+            outboxes: Vec::new(),
+            homes: Box::new([]),
+            announce: false,
+        }
+    }
+
+    /// Shard `me` of `shards`, with `owner[i]` the shard of port index i, for a switch of
+    /// `slots` packet slots and `ports` ports.
+    pub fn sharded(me: u8, shards: u8, owners: &[u8], slots: usize, ports: usize) -> Self {
+        let mut owner = [0u8; 256];
+        owner[..owners.len()].copy_from_slice(owners);
+        ShardLink {
+            me,
+            owner,
+            shards,
+            outboxes: (0..shards)
+                .map(|s| {
+                    if s == me {
+                        Outbox::new(0, 0)
+                    } else {
+                        let theirs = owners[..ports].iter().filter(|&&o| o == s).count().max(1);
+                        Outbox::new(crate::runtime::worker::BURST * theirs, slots)
+                    }
+                })
+                .collect(),
+            homes: vec![Release::NO_HOME; slots].into_boxed_slice(),
+            announce: true,
+        }
+    }
+
+    /// Whether port index `port` belongs to another shard.
+    #[inline(always)]
+    pub fn is_remote(&self, port: usize) -> bool {
+        self.owner[port & 255] != self.me
+    }
+
+    /// The outbox towards the owner of port index `port`.
+    #[inline]
+    pub fn outbox_for(&mut self, port: usize) -> &mut Outbox {
+        let s = self.owner[port & 255] as usize;
+        &mut self.outboxes[s]
+    }
+
+    /// Whether every outbox can take one more receive burst.
+    #[inline]
+    pub fn has_room(&self) -> bool {
+        self.outboxes.iter().all(Outbox::has_room)
+    }
+}
