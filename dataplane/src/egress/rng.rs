@@ -12,11 +12,11 @@ impl Rng {
         Rng { state: seed }
     }
 
-    /// The stream of egress port index `port` under the switch's `seed`: each port its own
-    /// stream, every one starting where the switch's single stream did (so replays are
-    /// unchanged where one port marks); the next commit makes them distinct.
-    pub fn for_port(seed: u64, _port: usize) -> Self {
-        Rng::new(seed)
+    /// The stream of egress port index `port` under the switch's `seed`: distinct per port
+    /// (SplitMix's own output function mixes the index in), the same whatever worker runs it.
+    pub fn for_port(seed: u64, port: usize) -> Self {
+        let mut mix = Rng::new(seed ^ (port as u64).wrapping_mul(0xd1b5_4a32_d192_ed03));
+        Rng::new(mix.next_u64())
     }
 
     #[inline]
