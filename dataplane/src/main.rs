@@ -303,6 +303,29 @@ fn run(cmd: Command) -> Result<()> {
             quiet,
         } => {
             let cfg = load_config(&config)?;
+            let summary = output_dir.join("summary.json");
+            {
+                // Every file written (the summary, a capture per port) against every file read
+                // (the config, the schedule, the captures), before anything is written.
+                let mut ins: Vec<(String, &std::path::Path)> = vec![("config".to_string(), &config)];
+                if let Some(s) = &schedule {
+                    ins.push(("schedule".to_string(), s));
+                }
+                ins.extend(inputs.iter().map(|(id, p)| (format!("port {id} input"), p.as_path())));
+                let ports: Vec<PathBuf> = cfg
+                    .ports
+                    .iter()
+                    .map(|p| output_dir.join(format!("port{}.pcap", p.id)))
+                    .collect();
+                let mut outs: Vec<(String, &std::path::Path)> = vec![("the summary".to_string(), &summary)];
+                outs.extend(
+                    cfg.ports
+                        .iter()
+                        .zip(&ports)
+                        .map(|(p, o)| (format!("port {} output", p.id), o.as_path())),
+                );
+                controlplane::files::refuse_aliased_outputs(&ins, &outs).map_err(anyhow::Error::msg)?;
+            }
             let schedule = match schedule {
                 Some(path) => dataplane::replay::schedule::load(&config, &path)?,
                 None => Vec::new(),
@@ -321,7 +344,6 @@ fn run(cmd: Command) -> Result<()> {
             };
             let outcome = replay::run(&cfg, &opts)?;
             dataplane::replay::progress::finish();
-            let summary = output_dir.join("summary.json");
             let json = serde_json::to_string_pretty(&outcome)?;
             std::fs::write(&summary, json + "\n").with_context(|| format!("cannot write {}", summary.display()))?;
             if !quiet {
@@ -349,6 +371,8 @@ fn run(cmd: Command) -> Result<()> {
             quiet,
         } => {
             let topo = dataplane::fabric::topology::load(&topology, &default_config, seed)?;
+            let summary = output_dir.join("summary.json");
+            dataplane::fabric::refuse_aliased_outputs(&topology, &topo, Some(&summary), &pcaps)?;
             let opts = dataplane::fabric::FabricOptions {
                 seed,
                 duration_ns: duration,
@@ -365,7 +389,6 @@ fn run(cmd: Command) -> Result<()> {
                 .with_context(|| format!("cannot create output directory {}", output_dir.display()))?;
             let outcome = dataplane::fabric::run(&topo, &opts)?;
             dataplane::fabric::progress::finish();
-            let summary = output_dir.join("summary.json");
             let json = serde_json::to_string_pretty(&outcome)?;
             std::fs::write(&summary, json + "\n").with_context(|| format!("cannot write {}", summary.display()))?;
             if !quiet {

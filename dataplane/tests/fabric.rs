@@ -312,7 +312,7 @@ fn the_command_writes_the_same_summary_twice_and_explains_itself() {
         .output()
         .unwrap();
     assert_eq!(bad.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&bad.stderr).contains("cannot read topology /nonexistent.toml"));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("topology /nonexistent.toml: cannot read"));
     let help = std::process::Command::new(bin)
         .args(["fabric", "--help"])
         .output()
@@ -662,4 +662,75 @@ fn an_incast_follows_the_alpha_and_headroom_choices() {
         more_headroom.0 > base.0 && more_headroom.1 < base.1 / 2,
         "more headroom: more pauses, lower latency: {base:?} → {more_headroom:?}"
     );
+}
+
+/// A one-switch topology in `d` (its config a copy of the shipped leaf.toml there), saved as
+/// `name`: hosts a on s:0 and b on s:1, a 4 KiB incast, 100 µs.
+fn small_topology_file(d: &Path, name: &str) -> PathBuf {
+    std::fs::copy(examples().join("leaf.toml"), d.join("leaf.toml")).unwrap();
+    let text = "duration = \"100us\"\n[[switch]]\nname = \"s\"\nconfig = \"leaf.toml\"\n\
+                [[host]]\nname = \"a\"\n[[host]]\nname = \"b\"\n\
+                [[link]]\na = \"a\"\nb = \"s:0\"\n[[link]]\na = \"b\"\nb = \"s:1\"\n\
+                [[traffic]]\npattern = \"incast\"\nto = [\"b\"]\nsize = \"4KiB\"\n";
+    let path = d.join(name);
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+fn rocesw_fabric(args: &[&str]) -> (Option<i32>, String) {
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_rocesw"))
+        .arg("fabric")
+        .args(args)
+        .output()
+        .unwrap();
+    (o.status.code(), String::from_utf8_lossy(&o.stderr).into_owned())
+}
+
+/// Issue 21 item 7: `rocesw fabric` never writes over what it reads: a `--pcap` onto a
+/// switch's config, the summary onto the topology (a topology named summary.json in the output
+/// folder), two `--pcap`s into one file, or one link captured twice, are refused (exit 2, both
+/// named) before anything is written; the inputs are intact.
+#[test]
+fn the_command_refuses_to_write_over_its_inputs() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let topo = small_topology_file(d, "summary.json");
+    let (t, dd) = (topo.to_str().unwrap(), d.to_str().unwrap());
+    let leaf = d.join("leaf.toml");
+    let before = (std::fs::read(&topo).unwrap(), std::fs::read(&leaf).unwrap());
+    let out = d.join("out");
+    let o = out.to_str().unwrap();
+    let on_leaf = format!("a-s:0={}", leaf.display());
+    let x = format!("{}/x.pcap", o);
+    let (ax, bx) = (format!("a-s:0={x}"), format!("b-s:1={x}"));
+    let cases: [(&[&str], &str); 4] = [
+        (
+            &["--topology", t, "--output-dir", o, "--pcap", &on_leaf, "-q"],
+            "is the config of switch \"s\"",
+        ),
+        (&["--topology", t, "--output-dir", dd, "-q"], "is the topology"),
+        (
+            &["--topology", t, "--output-dir", o, "--pcap", &ax, "--pcap", &bx, "-q"],
+            "same file as --pcap a-s:0",
+        ),
+        (
+            &["--topology", t, "--output-dir", o, "--pcap", &ax, "--pcap", &ax, "-q"],
+            "given twice",
+        ),
+    ];
+    for (args, want) in cases {
+        let (code, err) = rocesw_fabric(args);
+        assert_eq!(code, Some(2), "{args:?}: {err}");
+        assert!(err.contains(want), "{args:?}: wanted {want:?}, got {err}");
+        assert_eq!(
+            before,
+            (std::fs::read(&topo).unwrap(), std::fs::read(&leaf).unwrap()),
+            "{args:?}: inputs intact"
+        );
+        assert!(!out.join("x.pcap").exists(), "{args:?}: nothing written");
+    }
+    // And the same topology into a folder of its own runs.
+    let (code, err) = rocesw_fabric(&["--topology", t, "--output-dir", o, "--pcap", &ax, "-q"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.join("summary.json").exists() && out.join("x.pcap").exists());
 }

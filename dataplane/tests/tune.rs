@@ -248,11 +248,11 @@ fn the_command_refuses_an_output_that_is_an_input() {
     let cases: [(&[&str], &str); 4] = [
         (
             &["--fragment", "examples/tune/tor.toml"],
-            "the fragment would be written to examples/tune/tor.toml, which is switch \"tor\"'s config",
+            "the fragment examples/tune/tor.toml is the config of switch \"tor\"",
         ),
         (
             &["--fragment", "./examples/../examples/tune/topology.toml"],
-            "which is the topology",
+            "is the topology",
         ),
         (&["--target", "pfc=5"], "--target \"pfc\": unknown target"),
         (&["--budget", "10"], "--budget 10: too small"),
@@ -289,7 +289,7 @@ fn the_command_refuses_an_output_that_is_an_input() {
     ]);
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(
-        err.contains("the JSON report would be written to") && err.contains("which is the patterns file"),
+        err.contains("the JSON report") && err.contains("is the patterns file"),
         "{err}"
     );
 }
@@ -409,4 +409,37 @@ fn the_smallest_budget_runs_one_setting_on_every_pattern() {
     // configs/default.toml's 100KB / 400KB / 0.2 / 1/8, on the ladders.
     assert_eq!(o.best.label, "Kmin 128KiB Kmax 512KiB Pmax 0.2 alpha 1/8");
     assert!(o.screened.is_empty());
+}
+
+/// Issue 21 item 9: DIR/tuned.toml hard-linked to the switch's config is that config (same
+/// device and inode, though the paths differ): refused before anything runs, the config intact.
+#[test]
+fn a_hard_link_to_an_input_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    for f in ["topology.toml", "tor.toml"] {
+        std::fs::copy(examples().join(f), d.join(f)).unwrap();
+    }
+    let out = d.join("out");
+    std::fs::create_dir(&out).unwrap();
+    std::fs::hard_link(d.join("tor.toml"), out.join("tuned.toml")).unwrap();
+    let before = std::fs::read(d.join("tor.toml")).unwrap();
+    // A budget too small to run: without the check it would stop there instead.
+    let o = rocesw(&[
+        "tune",
+        "--topology",
+        d.join("topology.toml").to_str().unwrap(),
+        "--output-dir",
+        out.to_str().unwrap(),
+        "--budget",
+        "10",
+        "-q",
+    ]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("the fragment") && err.contains("tuned.toml") && err.contains("is the config of switch \"tor\""),
+        "{err}"
+    );
+    assert_eq!(before, std::fs::read(d.join("tor.toml")).unwrap());
 }

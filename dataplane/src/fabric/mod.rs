@@ -41,7 +41,7 @@ use controlplane::{Config, StaticMac};
 use serde::Serialize;
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap, VecDeque};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use topology::{End, FlowSize, Topology};
 
 /// What to run, beyond the topology.
@@ -462,17 +462,69 @@ fn fabric_config(s: usize, spec: &topology::SwitchSpec, watchdog: bool) -> Confi
     cfg
 }
 
+/// The link each `--pcap` names, by index, or an error naming the links there are.
+fn pcap_links(topo: &Topology, pcaps: &[(String, PathBuf)]) -> Result<Vec<usize>> {
+    let mut seen = vec![false; topo.links.len()];
+    pcaps
+        .iter()
+        .map(|(name, _)| {
+            let Some(i) = topo.links.iter().position(|l| &l.name == name) else {
+                let names: Vec<&str> = topo.links.iter().map(|l| l.name.as_str()).collect();
+                anyhow::bail!("--pcap {name}: no such link (links: {})", names.join(", "));
+            };
+            if std::mem::replace(&mut seen[i], true) {
+                anyhow::bail!("--pcap {name}: the link is given twice");
+            }
+            Ok(i)
+        })
+        .collect()
+}
+
+/// Refuses, before anything is written, an output (`summary`, each `--pcap`) that is an input
+/// (the topology at `topology`, a switch's config) or another output, however the paths are
+/// spelt: the check every command that writes files shares ([`controlplane::files`]).
+pub fn refuse_aliased_outputs(
+    topology: &Path,
+    topo: &Topology,
+    summary: Option<&Path>,
+    pcaps: &[(String, PathBuf)],
+) -> Result<()> {
+    pcap_links(topo, pcaps)?;
+    let mut inputs: Vec<(String, &Path)> = vec![("topology".to_string(), topology)];
+    for s in &topo.switches {
+        inputs.push((format!("config of switch {:?}", s.name), s.config_path.as_path()));
+    }
+    let mut outputs: Vec<(String, &Path)> = Vec::new();
+    if let Some(p) = summary {
+        outputs.push(("the summary".to_string(), p));
+    }
+    for (name, p) in pcaps {
+        outputs.push((format!("--pcap {name}"), p.as_path()));
+    }
+    controlplane::files::refuse_aliased_outputs(&inputs, &outputs).map_err(anyhow::Error::msg)
+}
+
 /// Runs the fabric to the end of its duration (or until every flow finished and every queue
 /// drained).
 pub fn run(topo: &Topology, opts: &FabricOptions) -> Result<FabricOutcome> {
     let duration = opts.duration_ns.unwrap_or(topo.duration_ns);
     let dcqcn = opts.dcqcn.unwrap_or(topo.nic.dcqcn);
     let mut pcaps: Vec<Option<PcapOutput>> = (0..topo.links.len()).map(|_| None).collect();
-    for (name, path) in &opts.pcaps {
-        let Some(i) = topo.links.iter().position(|l| &l.name == name) else {
-            let names: Vec<&str> = topo.links.iter().map(|l| l.name.as_str()).collect();
-            anyhow::bail!("--pcap {name}: no such link (links: {})", names.join(", "));
-        };
+    // Every name checked, and no capture written over another or over a switch's config,
+    // before the first file is created.
+    let links = pcap_links(topo, &opts.pcaps)?;
+    let configs: Vec<(String, &Path)> = topo
+        .switches
+        .iter()
+        .map(|s| (format!("config of switch {:?}", s.name), s.config_path.as_path()))
+        .collect();
+    let outputs: Vec<(String, &Path)> = opts
+        .pcaps
+        .iter()
+        .map(|(name, p)| (format!("--pcap {name}"), p.as_path()))
+        .collect();
+    controlplane::files::refuse_aliased_outputs(&configs, &outputs).map_err(anyhow::Error::msg)?;
+    for (i, (_, path)) in links.into_iter().zip(&opts.pcaps) {
         pcaps[i] = Some(PcapOutput::create(path)?);
     }
     let switches: Vec<Switch> = topo

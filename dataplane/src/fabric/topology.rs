@@ -256,7 +256,7 @@ fn dur(s: &str, what: &str) -> Result<u64> {
 /// Reads and checks a topology file. Switch configs are read relative to the file's folder;
 /// a switch without `config` gets `default_config`.
 pub fn load(path: &Path, default_config: &Path, seed: u64) -> Result<Topology> {
-    let text = std::fs::read_to_string(path).with_context(|| format!("cannot read topology {}", path.display()))?;
+    let text = controlplane::files::read_text(path).map_err(|e| anyhow!("topology {e}"))?;
     let file: File = toml::from_str(&text).map_err(|e| anyhow!("{}: {e}", path.display()))?;
     let dir = path.parent().unwrap_or(Path::new("."));
     build(file, dir, default_config, seed).map_err(|e| anyhow!("{}: {e:#}", path.display()))
@@ -321,8 +321,8 @@ fn build(file: File, dir: &Path, default_config: &Path, seed: u64) -> Result<Top
             .config
             .as_ref()
             .map_or_else(|| default_config.to_path_buf(), |p| dir.join(p));
-        let config_text = std::fs::read_to_string(&cfg_path)
-            .map_err(|e| anyhow!("switch {:?}: config {}: {e}", s.name, cfg_path.display()))?;
+        let config_text =
+            controlplane::files::read_text(&cfg_path).map_err(|e| anyhow!("switch {:?}: config {e}", s.name))?;
         let loaded = controlplane::load_str(&config_text)
             .map_err(|e| anyhow!("switch {:?}: config {}: {e}", s.name, cfg_path.display()))?;
         let nports = loaded.config.ports.len();

@@ -141,12 +141,12 @@ pub fn run(args: TuneArgs) -> Result<()> {
         set.duration_ns = d;
     }
     let outputs = Outputs::new(&args.output_dir, args.fragment.as_deref());
-    let mut inputs = vec![("the topology".to_string(), args.topology.clone())];
+    let mut inputs = vec![("topology".to_string(), args.topology.clone())];
     if let Some(p) = &args.patterns {
-        inputs.push(("the patterns file".to_string(), p.clone()));
+        inputs.push(("patterns file".to_string(), p.clone()));
     }
     for sw in &topo.switches {
-        inputs.push((format!("switch {:?}'s config", sw.name), sw.config_path.clone()));
+        inputs.push((format!("config of switch {:?}", sw.name), sw.config_path.clone()));
     }
     output::check(&args.output_dir, &outputs, &inputs)?;
     if opts.budget < set.patterns.len() * 2 {

@@ -4,7 +4,7 @@
 //! file fits any topology with enough hosts.
 
 use crate::fabric::topology::{Number, SizeValue, Topology, TrafficSpec};
-use anyhow::{anyhow, bail, Context, Result};
+use anyhow::{anyhow, bail, Result};
 use controlplane::units;
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -56,7 +56,7 @@ pub struct PatternSet {
 }
 
 pub fn load(path: &Path, topo: &Topology) -> Result<PatternSet> {
-    let text = std::fs::read_to_string(path).with_context(|| format!("cannot read patterns {}", path.display()))?;
+    let text = controlplane::files::read_text(path).map_err(|e| anyhow::anyhow!("patterns {e}"))?;
     from_str(&text, topo).map_err(|e| anyhow!("{}: {e:#}", path.display()))
 }
 
