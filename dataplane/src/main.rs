@@ -289,6 +289,7 @@ fn main() -> ExitCode {
     }
 }
 
+use dataplane::report::print_stdout as out;
 use dataplane::runtime::run::load_config;
 
 fn run(cmd: Command) -> Result<()> {
@@ -347,15 +348,12 @@ fn run(cmd: Command) -> Result<()> {
             let json = serde_json::to_string_pretty(&outcome)?;
             std::fs::write(&summary, json + "\n").with_context(|| format!("cannot write {}", summary.display()))?;
             if !quiet {
-                print!(
-                    "{}",
-                    dataplane::report::human_summary(&outcome.snapshot, "virtual time", outcome.duration_ns)
-                );
-                println!(
-                    "wrote {} and {} port captures",
+                out(&format!(
+                    "{}wrote {} and {} port captures\n",
+                    dataplane::report::human_summary(&outcome.snapshot, "virtual time", outcome.duration_ns),
                     summary.display(),
                     outcome.outputs.len()
-                );
+                ))?;
             }
             Ok(())
         }
@@ -392,8 +390,11 @@ fn run(cmd: Command) -> Result<()> {
             let json = serde_json::to_string_pretty(&outcome)?;
             std::fs::write(&summary, json + "\n").with_context(|| format!("cannot write {}", summary.display()))?;
             if !quiet {
-                print!("{}", dataplane::fabric::human_report(&outcome));
-                println!("wrote {}", summary.display());
+                out(&format!(
+                    "{}wrote {}\n",
+                    dataplane::fabric::human_report(&outcome),
+                    summary.display()
+                ))?;
             }
             Ok(())
         }
@@ -420,16 +421,13 @@ fn run(cmd: Command) -> Result<()> {
                 mtu,
             };
             let lab = dataplane::tools::lab::up(&spec, &config, &state_dir)?;
-            println!("{lab}");
-            Ok(())
+            out(&format!("{lab}\n"))
         }
         Command::Lab(LabCommand::Down { name, state_dir }) => {
-            println!("{}", dataplane::tools::lab::down(&name, &state_dir)?);
-            Ok(())
+            out(&format!("{}\n", dataplane::tools::lab::down(&name, &state_dir)?))
         }
         Command::Lab(LabCommand::Show { name, state_dir }) => {
-            println!("{}", dataplane::tools::lab::load(&name, &state_dir)?);
-            Ok(())
+            out(&format!("{}\n", dataplane::tools::lab::load(&name, &state_dir)?))
         }
         Command::Gen(GenCommand::Incast {
             senders,
@@ -446,10 +444,12 @@ fn run(cmd: Command) -> Result<()> {
                 speed_bps: speed,
                 dscp,
             };
-            for p in incast.write(&output_dir)? {
-                println!("wrote {}", p.display());
-            }
-            Ok(())
+            let wrote: String = incast
+                .write(&output_dir)?
+                .iter()
+                .map(|p| format!("wrote {}\n", p.display()))
+                .collect();
+            out(&wrote)
         }
     }
 }

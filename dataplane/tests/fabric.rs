@@ -734,3 +734,28 @@ fn the_command_refuses_to_write_over_its_inputs() {
     assert_eq!(code, Some(0), "{err}");
     assert!(out.join("summary.json").exists() && out.join("x.pcap").exists());
 }
+
+/// Issue 21 item 17: `rocesw fabric … | true` (a reader that closes early) ends the report
+/// quietly with exit 0 and summary.json written; it panicked on the broken pipe (exit 101).
+#[test]
+fn the_command_into_a_closed_pipe_ends_quietly() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let topo = small_topology_file(d, "topology.toml");
+    let out = d.join("out");
+    let script = format!(
+        "{:?} fabric --topology {:?} --output-dir {:?} | true; exit ${{PIPESTATUS[0]}}",
+        env!("CARGO_BIN_EXE_rocesw"),
+        topo,
+        out
+    );
+    let o = std::process::Command::new("bash")
+        .arg("-c")
+        .arg(&script)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    assert!(out.join("summary.json").exists());
+}

@@ -156,6 +156,7 @@ impl PcapOutput {
             ..Default::default()
         };
         let writer = PcapWriter::with_header(BufWriter::with_capacity(1 << 16, file), header)
+            .map_err(controlplane::files::pcap_io_error)
             .with_context(|| format!("writing {}", path.display()))?;
         Ok(PcapOutput {
             path: path.to_path_buf(),
@@ -167,6 +168,8 @@ impl PcapOutput {
         let ts = std::time::Duration::from_nanos(ts_ns);
         self.writer
             .write_packet(&PcapPacket::new(ts, frame.len() as u32, frame))
+            // pcap-file calls a failed write (a full disk) "Error reading bytes".
+            .map_err(controlplane::files::pcap_io_error)
             .with_context(|| format!("writing {}", self.path.display()))?;
         Ok(())
     }

@@ -168,14 +168,14 @@ pub fn run(args: TuneArgs) -> Result<()> {
     );
     output::write(&args.output_dir, &outputs, &outcome, &hint)?;
     if !args.quiet {
-        print!("{}", report::table(&outcome));
-        println!(
-            "\nwrote {}, {} and {} in {:.0} s; {hint}",
+        crate::report::print_stdout(&format!(
+            "{}\nwrote {}, {} and {} in {:.0} s; {hint}\n",
+            report::table(&outcome),
             outputs.fragment.display(),
             outputs.json.display(),
             outputs.svg.display(),
             started.elapsed().as_secs_f64()
-        );
+        ))?;
     }
     Ok(())
 }
