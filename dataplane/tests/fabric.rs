@@ -249,6 +249,37 @@ fn bad_topologies_get_useful_errors() {
             Some("runs at 100000000000 b/s"),
         ),
         (base(ok_links, ""), Some("no traffic")),
+        // Issue 21 item 13: a cable beyond what a switch config takes, or one that contradicts
+        // the port's config (which sized its headroom), is refused naming both; the same
+        // length in other words is not a contradiction.
+        (
+            base(
+                "[[link]]\na = \"a\"\nb = \"s:0\"\ncable = \"100000000000000000000000km\"\n[[link]]\na = \"b\"\nb = \"s:1\"\n",
+                incast,
+            ),
+            Some("link 1 (a – s:0): cable \"100000000000000000000000km\" must be from 0m to 10000m"),
+        ),
+        (
+            base(
+                "[[link]]\na = \"a\"\nb = \"s:0\"\ncable = \"10km\"\n[[link]]\na = \"b\"\nb = \"s:1\"\n",
+                incast,
+            ),
+            Some("cable: the link says 10km, but port 0 of switch \"s\" has 10m in its config"),
+        ),
+        (
+            base(
+                "[[link]]\na = \"a\"\nb = \"s:0\"\ncable = \"0.01km\"\n[[link]]\na = \"b\"\nb = \"s:1\"\ncable = \"1000cm\"\n",
+                incast,
+            ),
+            None,
+        ),
+        (
+            base(
+                ok_links,
+                "[[traffic]]\npattern = \"permutation\"\nfrom = [\"a\", \"a\"]\nsize = \"4KiB\"\n",
+            ),
+            Some("\"a\" is listed twice in `from` (entry 2)"),
+        ),
         (
             base(
                 &format!("{ok_links}[[route]]\nswitch = \"s\"\nto = \"b\"\nports = [5]\n"),

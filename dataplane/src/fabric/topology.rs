@@ -6,6 +6,7 @@
 use crate::nic::sender::DcqcnOverrides;
 use anyhow::{anyhow, bail, Context, Result};
 use controlplane::units;
+use controlplane::validate::MAX_CABLE_M;
 use controlplane::Config;
 use serde::Deserialize;
 use std::collections::{BTreeMap, VecDeque};
@@ -249,6 +250,12 @@ pub fn port_mac(switch: usize, port: usize) -> [u8; 6] {
     ]
 }
 
+/// Two cable lengths are one when they differ by less than a micrometre (a length written in
+/// km and in m need not give the same float).
+fn same_length(a: f64, b: f64) -> bool {
+    (a - b).abs() < 1e-6
+}
+
 fn dur(s: &str, what: &str) -> Result<u64> {
     units::parse_duration(s).map_err(|e| anyhow!("{what}: {e}"))
 }
@@ -370,9 +377,20 @@ fn build(file: File, dir: &Path, default_config: &Path, seed: u64) -> Result<Top
             None => None,
         };
         let mut cable: Option<f64> = match &l.cable {
-            Some(s) => Some(units::parse_length(s).map_err(|e| anyhow!("{what}: cable: {e}"))?),
+            Some(s) => {
+                let m = units::parse_length(s).map_err(|e| anyhow!("{what}: cable: {e}"))?;
+                if !(0.0..=MAX_CABLE_M).contains(&m) {
+                    bail!(
+                        "{what}: cable {s:?} must be from 0m to {} (as in a switch config)",
+                        units::format_length(MAX_CABLE_M)
+                    );
+                }
+                Some(m)
+            }
             None => None,
         };
+        // Who said the cable's length first: this link, or a port's config.
+        let mut cable_from = l.cable.as_ref().map(|s| format!("the link says {s}"));
         for end in [a, b] {
             match end {
                 End::Switch(s, p) => {
@@ -397,7 +415,25 @@ fn build(file: File, dir: &Path, default_config: &Path, seed: u64) -> Result<Top
                         ),
                         _ => speed = Some(port.speed_bps),
                     }
-                    cable = Some(cable.unwrap_or(port.cable_m));
+                    let here = format!(
+                        "port {} of switch {:?} has {} in its config",
+                        port.id,
+                        sw.name,
+                        units::format_length(port.cable_m)
+                    );
+                    match cable {
+                        // One cable has one length; the switch's headroom is sized for its
+                        // config's, so a longer link would lose lossless frames.
+                        Some(c) if !same_length(c, port.cable_m) => bail!(
+                            "{what}: cable: {}, but {here} (the configs decide; give the same length or none)",
+                            cable_from.as_deref().unwrap_or_default()
+                        ),
+                        Some(_) => {}
+                        None => {
+                            cable = Some(port.cable_m);
+                            cable_from = Some(here);
+                        }
+                    }
                 }
                 End::Host(h) => {
                     if hosts[h].link != usize::MAX {
@@ -704,6 +740,14 @@ fn pattern_pairs(
             } else {
                 from
             };
+            if let Some((k, &h)) = set.iter().enumerate().find(|(k, h)| set[..*k].contains(h)) {
+                // A host listed twice would be sent to itself (or to one host twice).
+                bail!(
+                    "{what}: {:?} is listed twice in `from` (entry {}): a permutation's hosts are distinct",
+                    hosts[h].name,
+                    k + 1
+                );
+            }
             if set.len() < 2 {
                 bail!("{what}: a permutation needs at least two hosts");
             }
