@@ -790,3 +790,94 @@ fn the_command_into_a_closed_pipe_ends_quietly() {
     assert!(!err.contains("panicked"), "{err}");
     assert!(out.join("summary.json").exists());
 }
+
+/// Issue 21 item 14: the switches' buffers together are capped as `rocesw run` caps one
+/// switch's (controlplane::memory): 80 switches of an 8 MiB-buffer config (about 55 MiB each)
+/// are refused before anything is allocated, naming the figures.
+#[test]
+fn the_switches_together_may_not_need_more_memory_than_one_switch_may() {
+    let leaf = examples().join("leaf.toml");
+    let mut text = String::new();
+    for s in 0..80 {
+        text += &format!("[[switch]]\nname = \"s{s}\"\nconfig = \"{}\"\n", leaf.display());
+    }
+    text += "[[host]]\nname = \"a\"\n[[host]]\nname = \"b\"\n[[link]]\na = \"a\"\nb = \"s0:0\"\n\
+             [[link]]\na = \"b\"\nb = \"s0:1\"\n[[traffic]]\npattern = \"incast\"\nto = [\"b\"]\nsize = \"4KiB\"\n";
+    let e = format!(
+        "{:#}",
+        topology::from_str(&text, &examples(), &default_config(), 1).unwrap_err()
+    );
+    assert!(
+        e.contains("the 80 switches need") && e.contains("MiB at start-up together"),
+        "{e}"
+    );
+    assert!(e.contains("above the limit of 4096 MiB"), "{e}");
+}
+
+/// Issue 21 item 14: reachability visits each switch once per destination instead of following
+/// every ECMP path: a ladder of 18 layers of 4 switches, each joined to all 4 of the next, has
+/// 4^16 (4.3 billion) shortest paths between its end hosts (a minute and more to enumerate,
+/// per flow) and loads at once.
+#[test]
+fn reachability_does_not_enumerate_ecmp_paths() {
+    let (layers, width) = (18, 4);
+    // 2 × width ports (down and up) and one for a host, on a small buffer.
+    let mut cfg = String::from(
+        "[buffer]\nsize = \"1MiB\"\ncell = \"256B\"\n[port_defaults]\nspeed = \"100G\"\ncable = \"10m\"\n",
+    );
+    for id in 0..=2 * width {
+        cfg += &format!("[[port]]\nid = {id}\n");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("sw.toml"), cfg).unwrap();
+    let mut text = String::from("duration = \"10us\"\n");
+    for l in 0..layers {
+        for w in 0..width {
+            text += &format!("[[switch]]\nname = \"s{l}_{w}\"\nconfig = \"sw.toml\"\n");
+        }
+    }
+    text += "[[host]]\nname = \"a\"\n[[host]]\nname = \"b\"\n";
+    text += &format!("[[link]]\na = \"a\"\nb = \"s0_0:{}\"\n", 2 * width);
+    text += &format!("[[link]]\na = \"b\"\nb = \"s{}_0:{}\"\n", layers - 1, 2 * width);
+    for l in 0..layers - 1 {
+        for w in 0..width {
+            for v in 0..width {
+                // Up port v of s{l}_{w} to down port w of s{l+1}_{v}.
+                text += &format!("[[link]]\na = \"s{l}_{w}:{}\"\nb = \"s{}_{v}:{w}\"\n", width + v, l + 1);
+            }
+        }
+    }
+    text += "[[traffic]]\npattern = \"all-to-all\"\nsize = \"4KiB\"\n";
+    let started = std::time::Instant::now();
+    let topo = topology::from_str(&text, dir.path(), &default_config(), 1).unwrap_or_else(|e| panic!("{e:#}"));
+    assert_eq!(topo.flows.len(), 2);
+    assert!(started.elapsed().as_secs() < 5, "took {:?}", started.elapsed());
+    // A route that loops is still found: s1_0 sends b's traffic back down.
+    let looped = format!("{text}[[route]]\nswitch = \"s1_0\"\nto = \"b\"\nports = [0]\n");
+    let e = format!(
+        "{:#}",
+        topology::from_str(&looped, dir.path(), &default_config(), 1).unwrap_err()
+    );
+    assert!(e.contains("no route from \"a\" to \"b\": the routes loop"), "{e}");
+}
+
+/// Issue 21 item 14: the hosts' port clock counted picoseconds (now × 1000) and wrapped after
+/// 2^64 ps, 213.5 days of virtual time (a debug build panicked). A flow that starts after that
+/// is delivered whole, as one at time 0 is.
+#[test]
+fn a_flow_after_213_days_of_virtual_time_is_delivered() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let path = small_topology_file(d, "late.toml");
+    // 307,446 minutes: just past 2^64 ps.
+    let text = std::fs::read_to_string(&path)
+        .unwrap()
+        .replace("duration = \"100us\"", "duration = \"307447min\"")
+        + "start = \"307446min\"\n";
+    let topo = topology::from_str(&text, d, &default_config(), 1).unwrap_or_else(|e| panic!("{e:#}"));
+    assert!(u128::from(topo.flows[0].start_ns) * 1000 > u128::from(u64::MAX));
+    let o = run(&topo, &FabricOptions::default());
+    let f = &o.flows[0];
+    assert_eq!((f.lost, f.delivered_bytes), (0, 4096), "{f:?}");
+    assert!(f.fct_ns.is_some_and(|t| t < 100_000), "{f:?}");
+}

@@ -443,3 +443,48 @@ fn a_hard_link_to_an_input_is_refused() {
     );
     assert_eq!(before, std::fs::read(d.join("tor.toml")).unwrap());
 }
+
+/// Issue 21 item 14: a patterns file is counted before it is expanded: a few long lists
+/// multiply to more patterns than a tune can run (here 40,000; a 27 KB file made 2.7e9 and
+/// expanded them all first), refused naming the family.
+#[test]
+fn a_patterns_file_is_counted_before_it_is_expanded() {
+    let topo = shipped_topology();
+    let degrees: Vec<String> = (0..200).map(|k| (1 + k % 7).to_string()).collect();
+    let sizes: Vec<String> = (0..200).map(|k| format!("\"{}KiB\"", k + 1)).collect();
+    let text = format!(
+        "[[family]]\nname = \"ok\"\npattern = \"incast\"\ndegree = [2]\nsize = [\"4KiB\"]\n\
+         [[family]]\nname = \"big\"\npattern = \"incast\"\ndegree = [{}]\nsize = [{}]\n",
+        degrees.join(", "),
+        sizes.join(", ")
+    );
+    let e = format!("{:#}", dataplane::tune::patterns::from_str(&text, &topo).unwrap_err());
+    assert!(
+        e.contains("family 2 (big) makes the file 40001 patterns") && e.contains("this one 40000"),
+        "{e}"
+    );
+    assert!(e.contains("more than the 10000"), "{e}");
+}
+
+/// Issue 21 item 14: `--threads 100000` is clamped to the machine's cores, and says so.
+#[test]
+fn threads_are_clamped_to_the_cores() {
+    let o = rocesw(&[
+        "tune",
+        "--topology",
+        "examples/tune/topology.toml",
+        "--output-dir",
+        "/nonexistent/never-written",
+        "--threads",
+        "100000",
+        "--budget",
+        "10",
+        "-q",
+    ]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    assert!(
+        err.contains(&format!("--threads 100000: using {cores}, the machine's cores")),
+        "{err}"
+    );
+}

@@ -177,8 +177,10 @@ struct Host {
     receiver: Receiver,
     pause: PauseRx,
     cnps: VecDeque<Vec<u8>>,
-    /// When the port finishes the frame it is sending, in picoseconds.
-    busy_until_ps: u64,
+    /// When the port finishes the frame it is sending, in whole nanoseconds (rounded up: the
+    /// next frame starts at a whole nanosecond anyway). Not picoseconds: a picosecond clock
+    /// wraps after 2^64 ps, 213.5 days of virtual time.
+    busy_until_ns: u64,
     pfc_rx: u64,
 }
 
@@ -245,7 +247,9 @@ impl Fabric<'_> {
                 self.pcap_error.get_or_insert(e);
             }
         }
-        let arrive = at_ns + ser_ps.div_ceil(1000) + self.topo.links[link].delay_ns();
+        let arrive = at_ns
+            .saturating_add(ser_ps.div_ceil(1000))
+            .saturating_add(self.topo.links[link].delay_ns());
         self.last_ns = self.last_ns.max(arrive);
         let (node, port) = match to {
             End::Host(h) => (Node::Host(h), 0),
@@ -332,9 +336,8 @@ impl Fabric<'_> {
     fn host_step(&mut self, h: usize, now: u64) -> Option<u64> {
         let link = self.topo.hosts[h].link;
         let speed = self.topo.links[link].speed_bps;
-        let now_ps = now * 1000;
-        if self.hosts[h].busy_until_ps > now_ps {
-            return Some(self.hosts[h].busy_until_ps.div_ceil(1000));
+        if self.hosts[h].busy_until_ns > now {
+            return Some(self.hosts[h].busy_until_ns);
         }
         let host = &mut self.hosts[h];
         let mut out: Option<Vec<u8>> = host.cnps.pop_front();
@@ -374,8 +377,8 @@ impl Fabric<'_> {
         };
         let ser = ser_ps(frame.len(), speed);
         let host = &mut self.hosts[h];
-        host.busy_until_ps = now_ps + ser;
-        let wake = host.busy_until_ps.div_ceil(1000);
+        host.busy_until_ns = now.saturating_add(ser.div_ceil(1000));
+        let wake = host.busy_until_ns;
         self.send_on_link(link, End::Host(h), &frame, now, ser);
         Some(wake)
     }
@@ -546,7 +549,7 @@ pub fn run(topo: &Topology, opts: &FabricOptions) -> Result<FabricOutcome> {
             receiver: Receiver::new(dcqcn.then_some(topo.nic.cnp_interval_ns)),
             pause: PauseRx::default(),
             cnps: VecDeque::new(),
-            busy_until_ps: 0,
+            busy_until_ns: 0,
             pfc_rx: 0,
         });
     }

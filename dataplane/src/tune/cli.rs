@@ -43,7 +43,8 @@ pub struct TuneArgs {
     /// deterministic, so one seed gives one result on any number of threads.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
-    /// Simulations at once (default: the machine's cores).
+    /// Simulations at once (default, and at most: the machine's cores; fewer when that many
+    /// fabrics would need more than 4 GiB of switch buffers together).
     #[arg(long, value_name = "N")]
     pub threads: Option<usize>,
     /// Most simulations, the baseline's included (a smaller budget runs a prefix of the same
@@ -112,6 +113,15 @@ pub fn options(args: &TuneArgs) -> Result<TuneOptions> {
     if o.threads == 0 {
         bail!("--threads must be at least 1");
     }
+    // Simulations are CPU-bound: more threads than cores only hold more fabrics in memory.
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if o.threads > cores {
+        eprintln!(
+            "rocesw tune: --threads {}: using {cores}, the machine's cores (more would only hold more simulations in memory)",
+            o.threads
+        );
+        o.threads = cores;
+    }
     o.dcqcn = args.dcqcn;
     if args.quick {
         o.grid = Grid::quick();
@@ -130,8 +140,20 @@ pub fn options(args: &TuneArgs) -> Result<TuneOptions> {
 }
 
 pub fn run(args: TuneArgs) -> Result<()> {
-    let opts = options(&args)?;
+    let mut opts = options(&args)?;
     let topo = crate::fabric::topology::load(&args.topology, &args.default_config, args.seed)?;
+    // Each thread holds a whole fabric: together they stay within what one switch may take.
+    let per_sim = topo.memory_bytes();
+    let fit = usize::try_from(controlplane::memory::MAX_ALLOC_BYTES / per_sim.max(1)).unwrap_or(usize::MAX);
+    if opts.threads > fit.max(1) {
+        eprintln!(
+            "rocesw tune: using {} threads: each simulation's switches need {} MiB, and the threads together stay within {} MiB",
+            fit.max(1),
+            per_sim >> 20,
+            controlplane::memory::MAX_ALLOC_BYTES >> 20
+        );
+        opts.threads = fit.max(1);
+    }
     let mut set = match &args.patterns {
         Some(p) => patterns::load(p, &topo)?,
         None => patterns::from_str(SHIPPED_PATTERNS, &topo)
