@@ -70,8 +70,7 @@ pub struct DaemonState {
 /// Runs until `stop` is set. Fails only on a bad start (unreadable or invalid file, metrics
 /// address unusable); everything later is logged and retried.
 pub fn run(opts: DaemonOptions, stop: Arc<AtomicBool>) -> Result<(), String> {
-    let mut desired =
-        std::fs::read_to_string(&opts.config).map_err(|e| format!("{}: cannot read: {e}", opts.config.display()))?;
+    let mut desired = crate::files::read_text(&opts.config)?;
     if let Err(e) = crate::load_str(&desired) {
         return Err(format!(
             "{}: invalid, not starting:\n  {}",
@@ -109,7 +108,7 @@ pub fn run(opts: DaemonOptions, stop: Arc<AtomicBool>) -> Result<(), String> {
     while !stop.load(Ordering::Relaxed) {
         // 1. The file: a new valid content becomes desired once complete and settled; a bad
         //    one is refused once.
-        match std::fs::read_to_string(&opts.config) {
+        match crate::files::read_text(&opts.config) {
             Ok(text) => {
                 if missing_polls >= 2 {
                     eprintln!("rocectl daemon: {} is back", opts.config.display());

@@ -8,6 +8,7 @@
 //! → [`model::Config`] plus warnings. `configs/README.md` documents the schema.
 
 pub mod daemon;
+pub mod files;
 pub mod headroom;
 pub mod help;
 pub mod live;
@@ -82,12 +83,7 @@ impl std::error::Error for ConfigError {}
 
 /// Parses and validates a configuration file.
 pub fn load_file(path: &Path) -> Result<Loaded, ConfigError> {
-    let text = std::fs::read_to_string(path).map_err(|e| {
-        ConfigError::new(
-            ConfigErrorKind::Io,
-            vec![format!("{}: cannot read: {e}", path.display())],
-        )
-    })?;
+    let text = files::read_text(path).map_err(|e| ConfigError::new(ConfigErrorKind::Io, vec![e]))?;
     load_str(&text).map_err(|mut e| {
         if e.kind == ConfigErrorKind::Syntax {
             for p in &mut e.problems {

@@ -3,9 +3,11 @@
 //! --schedule`), so each refuses the same change with the same words.
 //!
 //! These are the things the switch was *built* from rather than the knobs it reads as it runs:
-//! the buffer carved into packet slots and rings, the ports opened as sockets or files and
-//! assigned to worker threads, the workers themselves with their pinning and polling, and the
-//! drain timeout the shutdown path was handed at start-up. Accepting a change to one of them
+//! the buffer carved into packet slots and rings, the ports opened as sockets, files or DPDK
+//! devices (and the peer each was given: an emulated link or the wire itself) and assigned to
+//! worker threads, the workers themselves with their pinning and polling, DPDK's EAL (its
+//! arguments, memory and mbuf pool, taken once per process), and the drain timeout the
+//! shutdown path was handed at start-up. Accepting a change to one of them
 //! would say "applied" while the switch ran as before.
 
 use crate::model::Config;
@@ -33,6 +35,10 @@ pub fn live_change_refusal(old: &Config, new: &Config) -> Option<String> {
             "interface"
         } else if o.pcap != n.pcap {
             "pcap"
+        } else if o.dpdk != n.dpdk {
+            "dpdk"
+        } else if o.peer != n.peer {
+            "peer"
         } else if o.worker != n.worker {
             "worker"
         } else {
@@ -49,8 +55,55 @@ pub fn live_change_refusal(old: &Config, new: &Config) -> Option<String> {
         "run.idle"
     } else if o.drain_timeout_ns != n.drain_timeout_ns {
         "run.drain_timeout"
+    } else if o.dpdk.eal_args != n.dpdk.eal_args {
+        "run.dpdk.eal_args"
+    } else if o.dpdk.memory_mb != n.dpdk.memory_mb {
+        "run.dpdk.memory"
+    } else if o.dpdk.hugepages != n.dpdk.hugepages {
+        "run.dpdk.hugepages"
+    } else if o.dpdk.mbufs != n.dpdk.mbufs {
+        "run.dpdk.mbufs"
     } else {
         return None;
     };
     Some(format!("{field} {restart}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::live_change_refusal;
+
+    /// The shipped profile with `port0` added to port 0's table and `tail` appended.
+    fn load(port0: &str, tail: &str) -> crate::Config {
+        let base = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../configs/default.toml")).unwrap();
+        assert!(base.contains("[[port]]\nid = 0\n"));
+        let text = base.replacen("[[port]]\nid = 0\n", &format!("[[port]]\nid = 0\n{port0}\n"), 1) + "\n" + tail;
+        crate::load_str(&text).unwrap_or_else(|e| panic!("{e}\n{text}")).config
+    }
+
+    /// A port's peer and DPDK device, and `[run.dpdk]`, are taken at start-up (the emulated
+    /// link, the device opened, the EAL started once per process): a live change of any of them
+    /// is refused by name, like `interface` and `pcap`, never "applied" while nothing changed.
+    #[test]
+    fn peer_dpdk_and_run_dpdk_cannot_change_live() {
+        let old = load("", "");
+        let cases = [
+            (load("peer = \"emulated\"", ""), "port[0].peer (port 0)"),
+            (load("dpdk = \"net_null0\"", ""), "port[0].dpdk (port 0)"),
+            (
+                load("", "[run.dpdk]\neal_args = [\"-d\", \"/tmp/x.so\"]\n"),
+                "run.dpdk.eal_args",
+            ),
+            (load("", "[run.dpdk]\nmemory = \"1GiB\"\n"), "run.dpdk.memory"),
+            (load("", "[run.dpdk]\nhugepages = true\n"), "run.dpdk.hugepages"),
+            (load("", "[run.dpdk]\nmbufs = 32767\n"), "run.dpdk.mbufs"),
+        ];
+        for (new, field) in &cases {
+            let why = live_change_refusal(&old, new).unwrap_or_else(|| panic!("{field}: taken live"));
+            assert!(why.starts_with(field) && why.contains("restart"), "{field}: {why}");
+            // And back: the running switch's value cannot be dropped either.
+            assert!(live_change_refusal(new, &old).is_some(), "{field}: removal taken live");
+        }
+        assert_eq!(live_change_refusal(&old, &load("", "")), None);
+    }
 }

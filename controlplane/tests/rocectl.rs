@@ -606,3 +606,74 @@ fn vlarb_admit_json() {
     assert_eq!(v["refused"][0]["name"], "b");
     assert!(v["refused"][0]["reason"].as_str().unwrap().contains("distance: 1"));
 }
+
+/// Issue 21 item 8: `-o` naming the switch config (`--config`) would replace it with the
+/// fragment, `-o` naming the state would replace the admitted connections with a fragment, and
+/// `--state` naming the config would replace the config with JSON: each is refused (exit 2,
+/// naming both flags) before anything is written, and the files are intact. A hard link is the
+/// same file (item 9).
+#[test]
+fn vlarb_admit_refuses_an_output_that_is_an_input() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let cfg = d.join("switch.toml");
+    std::fs::copy(config("default.toml"), &cfg).unwrap();
+    let state = d.join("port.json");
+    let (s, c) = (state.to_str().unwrap(), cfg.to_str().unwrap());
+    let (code, out, err) = admit(&["--speed", "25G", "--state", s, "-r", "name=a,bw=1G,distance=8"]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    std::fs::hard_link(&cfg, d.join("hard.toml")).unwrap();
+    let (cfg_before, state_before) = (std::fs::read(&cfg).unwrap(), std::fs::read(&state).unwrap());
+    let hard = d.join("hard.toml");
+    let cases: [(&[&str], &str); 4] = [
+        (
+            &["--config", c, "--port", "0", "-r", "name=b,bw=1G,distance=8", "-o", c],
+            "-o",
+        ),
+        (
+            &[
+                "--config",
+                c,
+                "--port",
+                "0",
+                "-r",
+                "name=b,bw=1G,distance=8",
+                "-o",
+                hard.to_str().unwrap(),
+            ],
+            "-o",
+        ),
+        (&["--state", s, "-r", "name=b,bw=1G,distance=8", "-o", s], "-o"),
+        (
+            &[
+                "--config",
+                c,
+                "--port",
+                "0",
+                "--state",
+                c,
+                "-r",
+                "name=b,bw=1G,distance=8",
+            ],
+            "--state",
+        ),
+    ];
+    for (args, flag) in cases {
+        let (code, out, err) = admit(args);
+        assert_eq!(code, Some(2), "{args:?}: {out}{err}");
+        assert!(
+            err.contains(flag) && (err.contains("destroy") || err.contains("same file")),
+            "{args:?}: {err}"
+        );
+        assert_eq!(
+            std::fs::read(&cfg).unwrap(),
+            cfg_before,
+            "{args:?}: the config is intact"
+        );
+        assert_eq!(
+            std::fs::read(&state).unwrap(),
+            state_before,
+            "{args:?}: the state is intact"
+        );
+    }
+}

@@ -1004,3 +1004,56 @@ fn vlarb_and_edf_ports_side_by_side() {
         &["port[1].vlarb: ignored", "port 1's scheduler is \"edf\""],
     );
 }
+
+/// Issue 21 item 15: duplicate DPDK devices are found by driver-normalised name (eth_null0 is
+/// net_null0) and by what they take for themselves: two vdevs on one host interface, a vdev
+/// on a port's AF_PACKET interface, two vhost ports on one socket, two pcap ports writing one
+/// file. Reading one capture twice, or two different interfaces, is fine.
+#[test]
+fn dpdk_duplicates_are_found_by_driver_and_by_what_they_use() {
+    let two = |a: &str, b: &str| {
+        BASE.replacen("id = 0\n", &format!("id = 0\n{a}\n"), 1)
+            .replacen("id = 1\n", &format!("id = 1\n{b}\n"), 1)
+    };
+    has(
+        &problems(&two("dpdk = \"eth_null0\"", "dpdk = \"net_null0\"")),
+        &["port[1].dpdk: device net_null0 is already used by port[0]"],
+    );
+    has(
+        &problems(&two("dpdk = \"net_null0\"", "dpdk = \"eth_null0\"")),
+        &["port[1].dpdk: device eth_null0 (eth_null0 is net_null0) is already used by port[0]"],
+    );
+    has(
+        &problems(&two(
+            "dpdk = \"net_af_packet0,iface=veth0\"",
+            "dpdk = \"net_pcap1,iface=veth0\"",
+        )),
+        &["port[1].dpdk: interface veth0 is already used by port[0] (its dpdk device)"],
+    );
+    has(
+        &problems(&two("interface = \"veth0\"", "dpdk = \"net_af_packet1,iface=veth0\"")),
+        &["port[1].dpdk: interface veth0 is already used by port[0] (its interface)"],
+    );
+    has(
+        &problems(&two(
+            "dpdk = \"net_vhost0,iface=/tmp/vm.sock\"",
+            "dpdk = \"eth_vhost1,iface=/tmp/vm.sock,queues=1\"",
+        )),
+        &["port[1].dpdk: file /tmp/vm.sock is already used by port[0]"],
+    );
+    has(
+        &problems(&two(
+            "dpdk = \"net_pcap0,rx_pcap=/tmp/in.pcap,tx_pcap=/tmp/out.pcap\"",
+            "dpdk = \"net_pcap1,rx_pcap=/tmp/in2.pcap,tx_pcap=/tmp/out.pcap\"",
+        )),
+        &["port[1].dpdk: file /tmp/out.pcap is already used by port[0]"],
+    );
+    ok(&two(
+        "dpdk = \"net_pcap0,rx_pcap=/tmp/in.pcap,tx_pcap=/tmp/a.pcap\"",
+        "dpdk = \"net_pcap1,rx_pcap=/tmp/in.pcap,tx_pcap=/tmp/b.pcap\"",
+    ));
+    ok(&two(
+        "dpdk = \"net_af_packet0,iface=veth0\"",
+        "dpdk = \"net_af_packet1,iface=veth1\"",
+    ));
+}

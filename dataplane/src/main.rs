@@ -289,6 +289,7 @@ fn main() -> ExitCode {
     }
 }
 
+use dataplane::report::print_stdout as out;
 use dataplane::runtime::run::load_config;
 
 fn run(cmd: Command) -> Result<()> {
@@ -303,6 +304,29 @@ fn run(cmd: Command) -> Result<()> {
             quiet,
         } => {
             let cfg = load_config(&config)?;
+            let summary = output_dir.join("summary.json");
+            {
+                // Every file written (the summary, a capture per port) against every file read
+                // (the config, the schedule, the captures), before anything is written.
+                let mut ins: Vec<(String, &std::path::Path)> = vec![("config".to_string(), &config)];
+                if let Some(s) = &schedule {
+                    ins.push(("schedule".to_string(), s));
+                }
+                ins.extend(inputs.iter().map(|(id, p)| (format!("port {id} input"), p.as_path())));
+                let ports: Vec<PathBuf> = cfg
+                    .ports
+                    .iter()
+                    .map(|p| output_dir.join(format!("port{}.pcap", p.id)))
+                    .collect();
+                let mut outs: Vec<(String, &std::path::Path)> = vec![("the summary".to_string(), &summary)];
+                outs.extend(
+                    cfg.ports
+                        .iter()
+                        .zip(&ports)
+                        .map(|(p, o)| (format!("port {} output", p.id), o.as_path())),
+                );
+                controlplane::files::refuse_aliased_outputs(&ins, &outs).map_err(anyhow::Error::msg)?;
+            }
             let schedule = match schedule {
                 Some(path) => dataplane::replay::schedule::load(&config, &path)?,
                 None => Vec::new(),
@@ -321,19 +345,15 @@ fn run(cmd: Command) -> Result<()> {
             };
             let outcome = replay::run(&cfg, &opts)?;
             dataplane::replay::progress::finish();
-            let summary = output_dir.join("summary.json");
             let json = serde_json::to_string_pretty(&outcome)?;
             std::fs::write(&summary, json + "\n").with_context(|| format!("cannot write {}", summary.display()))?;
             if !quiet {
-                print!(
-                    "{}",
-                    dataplane::report::human_summary(&outcome.snapshot, "virtual time", outcome.duration_ns)
-                );
-                println!(
-                    "wrote {} and {} port captures",
+                out(&format!(
+                    "{}wrote {} and {} port captures\n",
+                    dataplane::report::human_summary(&outcome.snapshot, "virtual time", outcome.duration_ns),
                     summary.display(),
                     outcome.outputs.len()
-                );
+                ))?;
             }
             Ok(())
         }
@@ -349,6 +369,8 @@ fn run(cmd: Command) -> Result<()> {
             quiet,
         } => {
             let topo = dataplane::fabric::topology::load(&topology, &default_config, seed)?;
+            let summary = output_dir.join("summary.json");
+            dataplane::fabric::refuse_aliased_outputs(&topology, &topo, Some(&summary), &pcaps)?;
             let opts = dataplane::fabric::FabricOptions {
                 seed,
                 duration_ns: duration,
@@ -365,12 +387,14 @@ fn run(cmd: Command) -> Result<()> {
                 .with_context(|| format!("cannot create output directory {}", output_dir.display()))?;
             let outcome = dataplane::fabric::run(&topo, &opts)?;
             dataplane::fabric::progress::finish();
-            let summary = output_dir.join("summary.json");
             let json = serde_json::to_string_pretty(&outcome)?;
             std::fs::write(&summary, json + "\n").with_context(|| format!("cannot write {}", summary.display()))?;
             if !quiet {
-                print!("{}", dataplane::fabric::human_report(&outcome));
-                println!("wrote {}", summary.display());
+                out(&format!(
+                    "{}wrote {}\n",
+                    dataplane::fabric::human_report(&outcome),
+                    summary.display()
+                ))?;
             }
             Ok(())
         }
@@ -397,16 +421,13 @@ fn run(cmd: Command) -> Result<()> {
                 mtu,
             };
             let lab = dataplane::tools::lab::up(&spec, &config, &state_dir)?;
-            println!("{lab}");
-            Ok(())
+            out(&format!("{lab}\n"))
         }
         Command::Lab(LabCommand::Down { name, state_dir }) => {
-            println!("{}", dataplane::tools::lab::down(&name, &state_dir)?);
-            Ok(())
+            out(&format!("{}\n", dataplane::tools::lab::down(&name, &state_dir)?))
         }
         Command::Lab(LabCommand::Show { name, state_dir }) => {
-            println!("{}", dataplane::tools::lab::load(&name, &state_dir)?);
-            Ok(())
+            out(&format!("{}\n", dataplane::tools::lab::load(&name, &state_dir)?))
         }
         Command::Gen(GenCommand::Incast {
             senders,
@@ -423,10 +444,12 @@ fn run(cmd: Command) -> Result<()> {
                 speed_bps: speed,
                 dscp,
             };
-            for p in incast.write(&output_dir)? {
-                println!("wrote {}", p.display());
-            }
-            Ok(())
+            let wrote: String = incast
+                .write(&output_dir)?
+                .iter()
+                .map(|p| format!("wrote {}\n", p.display()))
+                .collect();
+            out(&wrote)
         }
     }
 }

@@ -249,6 +249,37 @@ fn bad_topologies_get_useful_errors() {
             Some("runs at 100000000000 b/s"),
         ),
         (base(ok_links, ""), Some("no traffic")),
+        // Issue 21 item 13: a cable beyond what a switch config takes, or one that contradicts
+        // the port's config (which sized its headroom), is refused naming both; the same
+        // length in other words is not a contradiction.
+        (
+            base(
+                "[[link]]\na = \"a\"\nb = \"s:0\"\ncable = \"100000000000000000000000km\"\n[[link]]\na = \"b\"\nb = \"s:1\"\n",
+                incast,
+            ),
+            Some("link 1 (a – s:0): cable \"100000000000000000000000km\" must be from 0m to 10000m"),
+        ),
+        (
+            base(
+                "[[link]]\na = \"a\"\nb = \"s:0\"\ncable = \"10km\"\n[[link]]\na = \"b\"\nb = \"s:1\"\n",
+                incast,
+            ),
+            Some("cable: the link says 10km, but port 0 of switch \"s\" has 10m in its config"),
+        ),
+        (
+            base(
+                "[[link]]\na = \"a\"\nb = \"s:0\"\ncable = \"0.01km\"\n[[link]]\na = \"b\"\nb = \"s:1\"\ncable = \"1000cm\"\n",
+                incast,
+            ),
+            None,
+        ),
+        (
+            base(
+                ok_links,
+                "[[traffic]]\npattern = \"permutation\"\nfrom = [\"a\", \"a\"]\nsize = \"4KiB\"\n",
+            ),
+            Some("\"a\" is listed twice in `from` (entry 2)"),
+        ),
         (
             base(
                 &format!("{ok_links}[[route]]\nswitch = \"s\"\nto = \"b\"\nports = [5]\n"),
@@ -312,7 +343,7 @@ fn the_command_writes_the_same_summary_twice_and_explains_itself() {
         .output()
         .unwrap();
     assert_eq!(bad.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&bad.stderr).contains("cannot read topology /nonexistent.toml"));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("topology /nonexistent.toml: cannot read"));
     let help = std::process::Command::new(bin)
         .args(["fabric", "--help"])
         .output()
@@ -662,4 +693,191 @@ fn an_incast_follows_the_alpha_and_headroom_choices() {
         more_headroom.0 > base.0 && more_headroom.1 < base.1 / 2,
         "more headroom: more pauses, lower latency: {base:?} → {more_headroom:?}"
     );
+}
+
+/// A one-switch topology in `d` (its config a copy of the shipped leaf.toml there), saved as
+/// `name`: hosts a on s:0 and b on s:1, a 4 KiB incast, 100 µs.
+fn small_topology_file(d: &Path, name: &str) -> PathBuf {
+    std::fs::copy(examples().join("leaf.toml"), d.join("leaf.toml")).unwrap();
+    let text = "duration = \"100us\"\n[[switch]]\nname = \"s\"\nconfig = \"leaf.toml\"\n\
+                [[host]]\nname = \"a\"\n[[host]]\nname = \"b\"\n\
+                [[link]]\na = \"a\"\nb = \"s:0\"\n[[link]]\na = \"b\"\nb = \"s:1\"\n\
+                [[traffic]]\npattern = \"incast\"\nto = [\"b\"]\nsize = \"4KiB\"\n";
+    let path = d.join(name);
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+fn rocesw_fabric(args: &[&str]) -> (Option<i32>, String) {
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_rocesw"))
+        .arg("fabric")
+        .args(args)
+        .output()
+        .unwrap();
+    (o.status.code(), String::from_utf8_lossy(&o.stderr).into_owned())
+}
+
+/// Issue 21 item 7: `rocesw fabric` never writes over what it reads: a `--pcap` onto a
+/// switch's config, the summary onto the topology (a topology named summary.json in the output
+/// folder), two `--pcap`s into one file, or one link captured twice, are refused (exit 2, both
+/// named) before anything is written; the inputs are intact.
+#[test]
+fn the_command_refuses_to_write_over_its_inputs() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let topo = small_topology_file(d, "summary.json");
+    let (t, dd) = (topo.to_str().unwrap(), d.to_str().unwrap());
+    let leaf = d.join("leaf.toml");
+    let before = (std::fs::read(&topo).unwrap(), std::fs::read(&leaf).unwrap());
+    let out = d.join("out");
+    let o = out.to_str().unwrap();
+    let on_leaf = format!("a-s:0={}", leaf.display());
+    let x = format!("{}/x.pcap", o);
+    let (ax, bx) = (format!("a-s:0={x}"), format!("b-s:1={x}"));
+    let cases: [(&[&str], &str); 4] = [
+        (
+            &["--topology", t, "--output-dir", o, "--pcap", &on_leaf, "-q"],
+            "is the config of switch \"s\"",
+        ),
+        (&["--topology", t, "--output-dir", dd, "-q"], "is the topology"),
+        (
+            &["--topology", t, "--output-dir", o, "--pcap", &ax, "--pcap", &bx, "-q"],
+            "same file as --pcap a-s:0",
+        ),
+        (
+            &["--topology", t, "--output-dir", o, "--pcap", &ax, "--pcap", &ax, "-q"],
+            "given twice",
+        ),
+    ];
+    for (args, want) in cases {
+        let (code, err) = rocesw_fabric(args);
+        assert_eq!(code, Some(2), "{args:?}: {err}");
+        assert!(err.contains(want), "{args:?}: wanted {want:?}, got {err}");
+        assert_eq!(
+            before,
+            (std::fs::read(&topo).unwrap(), std::fs::read(&leaf).unwrap()),
+            "{args:?}: inputs intact"
+        );
+        assert!(!out.join("x.pcap").exists(), "{args:?}: nothing written");
+    }
+    // And the same topology into a folder of its own runs.
+    let (code, err) = rocesw_fabric(&["--topology", t, "--output-dir", o, "--pcap", &ax, "-q"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.join("summary.json").exists() && out.join("x.pcap").exists());
+}
+
+/// Issue 21 item 17: `rocesw fabric … | true` (a reader that closes early) ends the report
+/// quietly with exit 0 and summary.json written; it panicked on the broken pipe (exit 101).
+#[test]
+fn the_command_into_a_closed_pipe_ends_quietly() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let topo = small_topology_file(d, "topology.toml");
+    let out = d.join("out");
+    let script = format!(
+        "{:?} fabric --topology {:?} --output-dir {:?} | true; exit ${{PIPESTATUS[0]}}",
+        env!("CARGO_BIN_EXE_rocesw"),
+        topo,
+        out
+    );
+    let o = std::process::Command::new("bash")
+        .arg("-c")
+        .arg(&script)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    assert!(out.join("summary.json").exists());
+}
+
+/// Issue 21 item 14: the switches' buffers together are capped as `rocesw run` caps one
+/// switch's (controlplane::memory): 80 switches of an 8 MiB-buffer config (about 55 MiB each)
+/// are refused before anything is allocated, naming the figures.
+#[test]
+fn the_switches_together_may_not_need_more_memory_than_one_switch_may() {
+    let leaf = examples().join("leaf.toml");
+    let mut text = String::new();
+    for s in 0..80 {
+        text += &format!("[[switch]]\nname = \"s{s}\"\nconfig = \"{}\"\n", leaf.display());
+    }
+    text += "[[host]]\nname = \"a\"\n[[host]]\nname = \"b\"\n[[link]]\na = \"a\"\nb = \"s0:0\"\n\
+             [[link]]\na = \"b\"\nb = \"s0:1\"\n[[traffic]]\npattern = \"incast\"\nto = [\"b\"]\nsize = \"4KiB\"\n";
+    let e = format!(
+        "{:#}",
+        topology::from_str(&text, &examples(), &default_config(), 1).unwrap_err()
+    );
+    assert!(
+        e.contains("the 80 switches need") && e.contains("MiB at start-up together"),
+        "{e}"
+    );
+    assert!(e.contains("above the limit of 4096 MiB"), "{e}");
+}
+
+/// Issue 21 item 14: reachability visits each switch once per destination instead of following
+/// every ECMP path: a ladder of 18 layers of 4 switches, each joined to all 4 of the next, has
+/// 4^16 (4.3 billion) shortest paths between its end hosts (a minute and more to enumerate,
+/// per flow) and loads at once.
+#[test]
+fn reachability_does_not_enumerate_ecmp_paths() {
+    let (layers, width) = (18, 4);
+    // 2 × width ports (down and up) and one for a host, on a small buffer.
+    let mut cfg = String::from(
+        "[buffer]\nsize = \"1MiB\"\ncell = \"256B\"\n[port_defaults]\nspeed = \"100G\"\ncable = \"10m\"\n",
+    );
+    for id in 0..=2 * width {
+        cfg += &format!("[[port]]\nid = {id}\n");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("sw.toml"), cfg).unwrap();
+    let mut text = String::from("duration = \"10us\"\n");
+    for l in 0..layers {
+        for w in 0..width {
+            text += &format!("[[switch]]\nname = \"s{l}_{w}\"\nconfig = \"sw.toml\"\n");
+        }
+    }
+    text += "[[host]]\nname = \"a\"\n[[host]]\nname = \"b\"\n";
+    text += &format!("[[link]]\na = \"a\"\nb = \"s0_0:{}\"\n", 2 * width);
+    text += &format!("[[link]]\na = \"b\"\nb = \"s{}_0:{}\"\n", layers - 1, 2 * width);
+    for l in 0..layers - 1 {
+        for w in 0..width {
+            for v in 0..width {
+                // Up port v of s{l}_{w} to down port w of s{l+1}_{v}.
+                text += &format!("[[link]]\na = \"s{l}_{w}:{}\"\nb = \"s{}_{v}:{w}\"\n", width + v, l + 1);
+            }
+        }
+    }
+    text += "[[traffic]]\npattern = \"all-to-all\"\nsize = \"4KiB\"\n";
+    let started = std::time::Instant::now();
+    let topo = topology::from_str(&text, dir.path(), &default_config(), 1).unwrap_or_else(|e| panic!("{e:#}"));
+    assert_eq!(topo.flows.len(), 2);
+    assert!(started.elapsed().as_secs() < 5, "took {:?}", started.elapsed());
+    // A route that loops is still found: s1_0 sends b's traffic back down.
+    let looped = format!("{text}[[route]]\nswitch = \"s1_0\"\nto = \"b\"\nports = [0]\n");
+    let e = format!(
+        "{:#}",
+        topology::from_str(&looped, dir.path(), &default_config(), 1).unwrap_err()
+    );
+    assert!(e.contains("no route from \"a\" to \"b\": the routes loop"), "{e}");
+}
+
+/// Issue 21 item 14: the hosts' port clock counted picoseconds (now × 1000) and wrapped after
+/// 2^64 ps, 213.5 days of virtual time (a debug build panicked). A flow that starts after that
+/// is delivered whole, as one at time 0 is.
+#[test]
+fn a_flow_after_213_days_of_virtual_time_is_delivered() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let path = small_topology_file(d, "late.toml");
+    // 307,446 minutes: just past 2^64 ps.
+    let text = std::fs::read_to_string(&path)
+        .unwrap()
+        .replace("duration = \"100us\"", "duration = \"307447min\"")
+        + "start = \"307446min\"\n";
+    let topo = topology::from_str(&text, d, &default_config(), 1).unwrap_or_else(|e| panic!("{e:#}"));
+    assert!(u128::from(topo.flows[0].start_ns) * 1000 > u128::from(u64::MAX));
+    let o = run(&topo, &FabricOptions::default());
+    let f = &o.flows[0];
+    assert_eq!((f.lost, f.delivered_bytes), (0, 4096), "{f:?}");
+    assert!(f.fct_ns.is_some_and(|t| t < 100_000), "{f:?}");
 }

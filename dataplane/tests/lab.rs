@@ -472,3 +472,20 @@ fn an_interrupted_up_is_not_loadable_but_down_removes_it() {
     assert_eq!(report.namespaces_removed.len(), 2, "{report}");
     assert_no_trace(&g.name);
 }
+
+/// Issue 21 item 9: `lab up --config STATE_DIR/NAME.toml` would write the lab's config over the
+/// profile it starts from: refused before anything is created, the profile intact.
+#[test]
+fn lab_up_refuses_to_write_over_its_profile() {
+    let g = Guard::new();
+    let profile = g.dir.path().join(format!("{}.toml", g.name));
+    std::fs::copy(base_config(), &profile).unwrap();
+    let before = std::fs::read(&profile).unwrap();
+    let e = format!("{:#}", lab::up(&g.spec(2), &profile, g.dir.path()).unwrap_err());
+    assert!(e.contains("the lab's config") && e.contains("--config"), "{e}");
+    assert_eq!(before, std::fs::read(&profile).unwrap());
+    assert!(
+        !g.dir.path().join(format!("{}.json", g.name)).exists(),
+        "nothing created"
+    );
+}

@@ -252,3 +252,111 @@ fn a_full_disk_names_the_file() {
     assert!(!ok, "a full disk fails the replay");
     assert!(err.contains("port0.pcap") && err.contains("writing"), "{err}");
 }
+
+/// Issue 21 item 17: a reader that closes early (`rocesw replay … | true`, `| head -1`) ends
+/// the report quietly with exit 0, as `rocectl watch` does; it panicked on the broken pipe
+/// (exit 101). The outputs are written all the same.
+#[test]
+fn replay_into_a_closed_pipe_ends_quietly() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let (a, b) = two_inputs(d);
+    let out = d.join("out");
+    let script = format!(
+        "{:?} replay --config {:?} --input 0={:?} --input 1={:?} --output-dir {:?} | true; exit ${{PIPESTATUS[0]}}",
+        env!("CARGO_BIN_EXE_rocesw"),
+        default_toml(),
+        a,
+        b,
+        out
+    );
+    let o = Command::new("bash").arg("-c").arg(&script).output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    assert!(out.join("summary.json").exists());
+}
+
+/// Issue 21 item 16: a full disk while writing a capture says it was a write, with the cause;
+/// pcap-file called it "Error reading bytes".
+#[test]
+fn a_failed_capture_write_says_it_was_a_write() {
+    let mut out = dataplane::replay::PcapOutput::create(Path::new("/dev/full")).unwrap();
+    let frame = vec![0u8; 1500];
+    let err = (0..1000)
+        .map(|i| out.write(i, &frame))
+        .find_map(Result::err)
+        .map(|e| format!("{e:#}"))
+        .or_else(|| out.finish().err().map(|e| format!("{e:#}")))
+        .expect("/dev/full refuses writes");
+    assert!(
+        err.contains("writing /dev/full") && err.contains("No space left on device"),
+        "{err}"
+    );
+    assert!(!err.contains("reading"), "{err}");
+}
+
+/// Issue 21 item 16: inputs spanning more than 2^64 ps (213.5 days) replay cleanly. The peer's
+/// wire clock counted picoseconds (departure × 1000): past 2^64 ps it wrapped, so a release
+/// build lost frames to headroom overflow with exit 0 (and a debug build panicked). The frames
+/// of a late line-rate flow now leave back to back, in order, every one of them.
+#[test]
+fn inputs_spanning_more_than_2_64_ps_replay_cleanly() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let (a, b) = (d.join("port0.pcap"), d.join("port1.pcap"));
+    write_pcap(&a, vec![(0, announce(0, 1).unwrap())]);
+    let late = 214 * 86_400 * 1_000_000_000u64;
+    assert!(u128::from(late) * 1000 > u128::from(u64::MAX));
+    let flow = Flow {
+        src: 1,
+        dst: 0,
+        dscp: 26,
+        ecn: Ecn::Ect0,
+        qp: 1,
+        frame_len: 1024,
+        count: 200,
+        start_ns: late,
+        rate_bps: 25_000_000_000,
+    };
+    write_pcap(&b, flow.frames().unwrap());
+    let o = replay(&default_config(), d, &[(0, a), (1, b)], 1, false);
+    assert_eq!(o.snapshot.totals.drops.get("headroom_overflow"), 0);
+    assert_eq!(o.snapshot.totals.drops.total(), 0);
+    let out = read_pcap(&d.join("out/port0.pcap"));
+    let data: Vec<u64> = out.iter().filter(|(_, f)| f.len() == 1024).map(|(t, _)| *t).collect();
+    assert_eq!(data.len(), 200, "every frame of the late flow leaves");
+    assert!(data.windows(2).all(|w| w[0] < w[1]), "in order, one after another");
+    assert!(data[0] >= late, "at their time");
+}
+
+/// Issue 21 item 14: a config (or topology) path of /dev/zero is read no further than the
+/// 4 MiB cap and refused clearly, instead of being read without bound.
+#[test]
+fn a_config_of_dev_zero_is_refused_after_a_bounded_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let (a, _) = two_inputs(dir.path());
+    for args in [
+        vec![
+            "replay",
+            "--config",
+            "/dev/zero",
+            "--input",
+            &input_arg(0, &a),
+            "--output-dir",
+            out.to_str().unwrap(),
+        ],
+        vec![
+            "fabric",
+            "--topology",
+            "/dev/zero",
+            "--output-dir",
+            out.to_str().unwrap(),
+        ],
+    ] {
+        let (ok, err) = rocesw(&args);
+        assert!(!ok, "{args:?}");
+        assert!(err.contains("/dev/zero: larger than 4 MiB"), "{args:?}: {err}");
+    }
+}

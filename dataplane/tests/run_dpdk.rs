@@ -339,14 +339,24 @@ fn a_vhost_socket_that_cannot_be_created_is_named() {
     assert!(served.exists());
 }
 
-/// A socket left by a switch that was killed (nobody answers on it) is replaced: the switch
-/// starts, and removes its socket when it exits.
+/// A socket left by a switch that was killed (nobody answers on it, and the switch recorded
+/// making it) is replaced: the switch starts, and removes its socket when it exits. A silent
+/// socket the switch did not make (another service's, stopped) is refused and left alone
+/// (issue 21 item 15: it was deleted).
 #[test]
 fn a_stale_vhost_socket_is_replaced() {
     let dir = tempfile::tempdir().unwrap();
     let sock = dir.path().join("vm1.sock");
     drop(std::os::unix::net::UnixListener::bind(&sock).unwrap());
     assert!(sock.exists(), "a socket nobody serves");
+    fails_with(
+        &format!("net_vhost1,iface={}", sock.display()),
+        "",
+        &["port 1", "a socket nobody answers that this switch did not create"],
+    );
+    assert!(sock.exists(), "another service's socket is left alone");
+    // As a switch records the socket it made before it is killed.
+    dpdk::vhost::record_created(&sock).unwrap();
     let cfg = ports_config(
         dir.path(),
         |id| match id {

@@ -248,11 +248,11 @@ fn the_command_refuses_an_output_that_is_an_input() {
     let cases: [(&[&str], &str); 4] = [
         (
             &["--fragment", "examples/tune/tor.toml"],
-            "the fragment would be written to examples/tune/tor.toml, which is switch \"tor\"'s config",
+            "the fragment examples/tune/tor.toml is the config of switch \"tor\"",
         ),
         (
             &["--fragment", "./examples/../examples/tune/topology.toml"],
-            "which is the topology",
+            "is the topology",
         ),
         (&["--target", "pfc=5"], "--target \"pfc\": unknown target"),
         (&["--budget", "10"], "--budget 10: too small"),
@@ -289,7 +289,7 @@ fn the_command_refuses_an_output_that_is_an_input() {
     ]);
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(
-        err.contains("the JSON report would be written to") && err.contains("which is the patterns file"),
+        err.contains("the JSON report") && err.contains("is the patterns file"),
         "{err}"
     );
 }
@@ -409,4 +409,82 @@ fn the_smallest_budget_runs_one_setting_on_every_pattern() {
     // configs/default.toml's 100KB / 400KB / 0.2 / 1/8, on the ladders.
     assert_eq!(o.best.label, "Kmin 128KiB Kmax 512KiB Pmax 0.2 alpha 1/8");
     assert!(o.screened.is_empty());
+}
+
+/// Issue 21 item 9: DIR/tuned.toml hard-linked to the switch's config is that config (same
+/// device and inode, though the paths differ): refused before anything runs, the config intact.
+#[test]
+fn a_hard_link_to_an_input_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    for f in ["topology.toml", "tor.toml"] {
+        std::fs::copy(examples().join(f), d.join(f)).unwrap();
+    }
+    let out = d.join("out");
+    std::fs::create_dir(&out).unwrap();
+    std::fs::hard_link(d.join("tor.toml"), out.join("tuned.toml")).unwrap();
+    let before = std::fs::read(d.join("tor.toml")).unwrap();
+    // A budget too small to run: without the check it would stop there instead.
+    let o = rocesw(&[
+        "tune",
+        "--topology",
+        d.join("topology.toml").to_str().unwrap(),
+        "--output-dir",
+        out.to_str().unwrap(),
+        "--budget",
+        "10",
+        "-q",
+    ]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("the fragment") && err.contains("tuned.toml") && err.contains("is the config of switch \"tor\""),
+        "{err}"
+    );
+    assert_eq!(before, std::fs::read(d.join("tor.toml")).unwrap());
+}
+
+/// Issue 21 item 14: a patterns file is counted before it is expanded: a few long lists
+/// multiply to more patterns than a tune can run (here 40,000; a 27 KB file made 2.7e9 and
+/// expanded them all first), refused naming the family.
+#[test]
+fn a_patterns_file_is_counted_before_it_is_expanded() {
+    let topo = shipped_topology();
+    let degrees: Vec<String> = (0..200).map(|k| (1 + k % 7).to_string()).collect();
+    let sizes: Vec<String> = (0..200).map(|k| format!("\"{}KiB\"", k + 1)).collect();
+    let text = format!(
+        "[[family]]\nname = \"ok\"\npattern = \"incast\"\ndegree = [2]\nsize = [\"4KiB\"]\n\
+         [[family]]\nname = \"big\"\npattern = \"incast\"\ndegree = [{}]\nsize = [{}]\n",
+        degrees.join(", "),
+        sizes.join(", ")
+    );
+    let e = format!("{:#}", dataplane::tune::patterns::from_str(&text, &topo).unwrap_err());
+    assert!(
+        e.contains("family 2 (big) makes the file 40001 patterns") && e.contains("this one 40000"),
+        "{e}"
+    );
+    assert!(e.contains("more than the 10000"), "{e}");
+}
+
+/// Issue 21 item 14: `--threads 100000` is clamped to the machine's cores, and says so.
+#[test]
+fn threads_are_clamped_to_the_cores() {
+    let o = rocesw(&[
+        "tune",
+        "--topology",
+        "examples/tune/topology.toml",
+        "--output-dir",
+        "/nonexistent/never-written",
+        "--threads",
+        "100000",
+        "--budget",
+        "10",
+        "-q",
+    ]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    assert!(
+        err.contains(&format!("--threads 100000: using {cores}, the machine's cores")),
+        "{err}"
+    );
 }

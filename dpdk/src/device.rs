@@ -77,6 +77,52 @@ impl DeviceSpec {
         self.pci
     }
 
+    /// The name with the driver normalised (`eth_null0` → `net_null0`: `eth_*` are aliases of
+    /// `net_*`), so two spellings of one device compare equal.
+    pub fn canonical_name(&self) -> String {
+        match self.name().strip_prefix("eth_") {
+            Some(rest) if !self.pci => format!("net_{rest}"),
+            _ => self.name().to_string(),
+        }
+    }
+
+    /// The `key=value` arguments after the name, in order (a bracketed list stays one value).
+    pub fn args(&self) -> Vec<(&str, &str)> {
+        let Some(args) = self.devargs.get(self.name_len + 1..) else {
+            return Vec::new();
+        };
+        split_args(args)
+            .into_iter()
+            .map(|item| item.split_once('=').unwrap_or((item, "")))
+            .collect()
+    }
+
+    /// What this device takes for itself that no other port may also take: a host
+    /// interface (`net_af_packet`/`net_tap`/`net_pcap`'s `iface`, `rx_iface`, `tx_iface`), a
+    /// vhost-user socket (`net_vhost`'s `iface`) or a capture it writes (`net_pcap`'s
+    /// `tx_pcap`). Two ports on one of them would steal each other's frames or interleave
+    /// them in one file. (`net_memif` and `net_virtio_user` share sockets by design.)
+    pub fn claims(&self) -> Vec<Claim> {
+        let driver = match self.canonical_name().trim_end_matches(|c: char| c.is_ascii_digit()) {
+            "net_tun" => "net_tap".to_string(),
+            d => d.to_string(),
+        };
+        let mut out = Vec::new();
+        for (k, v) in self.args() {
+            let claim = match (driver.as_str(), k) {
+                ("net_af_packet" | "net_tap", "iface") => Claim::Interface(v.to_string()),
+                ("net_pcap", "iface" | "rx_iface" | "rx_iface_in" | "tx_iface") => Claim::Interface(v.to_string()),
+                ("net_pcap", "tx_pcap") => Claim::File(v.into()),
+                ("net_vhost", "iface") => Claim::File(v.into()),
+                _ => continue,
+            };
+            if !out.contains(&claim) {
+                out.push(claim);
+            }
+        }
+        out
+    }
+
     /// For a virtual device, the driver its name asks for: the name without the instance
     /// number (`net_ring0` → `net_ring`). DPDK matches drivers by name prefix, so this is a
     /// good guess for messages, not an authority.
@@ -85,6 +131,24 @@ impl DeviceSpec {
             return None;
         }
         Some(self.name().trim_end_matches(|c: char| c.is_ascii_digit()))
+    }
+}
+
+/// Something a device takes for itself ([`DeviceSpec::claims`]).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Claim {
+    /// A host network interface, by name.
+    Interface(String),
+    /// A file or socket, by path.
+    File(std::path::PathBuf),
+}
+
+impl fmt::Display for Claim {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Claim::Interface(i) => write!(f, "interface {i}"),
+            Claim::File(p) => write!(f, "file {}", p.display()),
+        }
     }
 }
 
@@ -127,9 +191,8 @@ fn check_vdev_name(name: &str) -> Result<(), String> {
 /// `key[=value]` items separated by commas; a value may hold a bracketed list with commas
 /// (`key=[a,b]`), as DPDK's kvargs allow.
 fn check_args(args: &str) -> Result<(), String> {
-    let mut items = Vec::new();
-    let (mut depth, mut start) = (0i32, 0usize);
-    for (i, c) in args.char_indices() {
+    let mut depth = 0i32;
+    for c in args.chars() {
         match c {
             '[' => depth += 1,
             ']' => {
@@ -138,18 +201,13 @@ fn check_args(args: &str) -> Result<(), String> {
                     return Err(format!("unbalanced ']' in '{args}'"));
                 }
             }
-            ',' if depth == 0 => {
-                items.push(&args[start..i]);
-                start = i + 1;
-            }
             _ => {}
         }
     }
     if depth != 0 {
         return Err(format!("unbalanced '[' in '{args}'"));
     }
-    items.push(&args[start..]);
-    for item in items {
+    for item in split_args(args) {
         let key = item.split_once('=').map_or(item, |(k, _)| k);
         if item.is_empty() {
             return Err("an empty argument (two commas, or a trailing comma)".into());
@@ -162,6 +220,25 @@ fn check_args(args: &str) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// The items of an argument list, split at the commas outside brackets.
+fn split_args(args: &str) -> Vec<&str> {
+    let mut items = Vec::new();
+    let (mut depth, mut start) = (0i32, 0usize);
+    for (i, c) in args.char_indices() {
+        match c {
+            '[' => depth += 1,
+            ']' => depth -= 1,
+            ',' if depth == 0 => {
+                items.push(&args[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    items.push(&args[start..]);
+    items
 }
 
 /// Whether a driver (PMD) for this virtual device is installed in `pmd_dir`, DPDK's plugin

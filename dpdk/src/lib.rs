@@ -15,9 +15,10 @@
 mod args;
 mod device;
 mod error;
+pub mod vhost;
 
 pub use args::{EalArgs, NO_HUGE_MEMORY_MB, PROGRAM};
-pub use device::{driver_installed, DeviceSpec};
+pub use device::{driver_installed, Claim, DeviceSpec};
 pub use error::{Error, ErrorKind};
 
 #[cfg(feature = "dpdk")]

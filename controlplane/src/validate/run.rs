@@ -47,26 +47,52 @@ pub(super) fn resolve_run(cx: &mut Ctx, s: &RunSection, ports: &[PortConfig]) ->
         .and_then(|v| cx.duration("run.drain_timeout", v))
         .unwrap_or(DEFAULT_DRAIN_TIMEOUT_NS);
     let dpdk = resolve_dpdk(cx, s.dpdk.as_ref().unwrap_or(&DpdkRunSection::default()), ports);
+    // One device per port, by its driver-normalised name (eth_null0 is net_null0), and
+    // nothing a device takes for itself (a host interface, a vhost-user socket, a capture it
+    // writes) shared with another port, whether that port is a DPDK device or an interface.
     let mut devices: BTreeMap<String, usize> = BTreeMap::new();
-    for (i, p) in ports.iter().enumerate() {
-        let Some(spec) = p.dpdk.as_deref().and_then(|d| dpdk::DeviceSpec::parse(d).ok()) else {
-            continue;
-        };
-        if let Some(j) = devices.insert(spec.name().to_string(), i) {
-            cx.error(format!(
-                "port[{i}].dpdk: device {} is already used by port[{j}]",
-                spec.name()
-            ));
-        }
-    }
+    let mut claims: BTreeMap<dpdk::Claim, (usize, &'static str)> = BTreeMap::new();
     let mut interfaces: BTreeMap<&str, usize> = BTreeMap::new();
-    let mut outputs: BTreeMap<&std::path::Path, usize> = BTreeMap::new();
     for (i, p) in ports.iter().enumerate() {
         if let Some(ifname) = p.interface.as_deref() {
             if let Some(j) = interfaces.insert(ifname, i) {
                 cx.error(format!("port[{i}].interface: {ifname:?} is already used by port[{j}]"));
             }
+            claims
+                .entry(dpdk::Claim::Interface(ifname.to_string()))
+                .or_insert((i, "interface"));
         }
+    }
+    for (i, p) in ports.iter().enumerate() {
+        let Some(spec) = p.dpdk.as_deref().and_then(|d| dpdk::DeviceSpec::parse(d).ok()) else {
+            continue;
+        };
+        let name = spec.canonical_name();
+        if let Some(j) = devices.insert(name.clone(), i) {
+            let as_given = if name == spec.name() {
+                String::new()
+            } else {
+                format!(" ({} is {name})", spec.name())
+            };
+            cx.error(format!(
+                "port[{i}].dpdk: device {}{as_given} is already used by port[{j}]",
+                spec.name()
+            ));
+        }
+        for claim in spec.claims() {
+            match claims.get(&claim) {
+                Some(&(j, what)) if j != i => cx.error(format!(
+                    "port[{i}].dpdk: {claim} is already used by port[{j}] (its {what}): two ports \
+                     cannot share it"
+                )),
+                _ => {
+                    claims.insert(claim, (i, "dpdk device"));
+                }
+            }
+        }
+    }
+    let mut outputs: BTreeMap<&std::path::Path, usize> = BTreeMap::new();
+    for (i, p) in ports.iter().enumerate() {
         if let Some(out) = p.pcap.as_ref().and_then(|c| c.output.as_deref()) {
             if let Some(j) = outputs.insert(out, i) {
                 cx.error(format!(

@@ -41,7 +41,7 @@ use controlplane::{Config, StaticMac};
 use serde::Serialize;
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap, VecDeque};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use topology::{End, FlowSize, Topology};
 
 /// What to run, beyond the topology.
@@ -177,8 +177,10 @@ struct Host {
     receiver: Receiver,
     pause: PauseRx,
     cnps: VecDeque<Vec<u8>>,
-    /// When the port finishes the frame it is sending, in picoseconds.
-    busy_until_ps: u64,
+    /// When the port finishes the frame it is sending, in whole nanoseconds (rounded up: the
+    /// next frame starts at a whole nanosecond anyway). Not picoseconds: a picosecond clock
+    /// wraps after 2^64 ps, 213.5 days of virtual time.
+    busy_until_ns: u64,
     pfc_rx: u64,
 }
 
@@ -245,7 +247,9 @@ impl Fabric<'_> {
                 self.pcap_error.get_or_insert(e);
             }
         }
-        let arrive = at_ns + ser_ps.div_ceil(1000) + self.topo.links[link].delay_ns();
+        let arrive = at_ns
+            .saturating_add(ser_ps.div_ceil(1000))
+            .saturating_add(self.topo.links[link].delay_ns());
         self.last_ns = self.last_ns.max(arrive);
         let (node, port) = match to {
             End::Host(h) => (Node::Host(h), 0),
@@ -332,9 +336,8 @@ impl Fabric<'_> {
     fn host_step(&mut self, h: usize, now: u64) -> Option<u64> {
         let link = self.topo.hosts[h].link;
         let speed = self.topo.links[link].speed_bps;
-        let now_ps = now * 1000;
-        if self.hosts[h].busy_until_ps > now_ps {
-            return Some(self.hosts[h].busy_until_ps.div_ceil(1000));
+        if self.hosts[h].busy_until_ns > now {
+            return Some(self.hosts[h].busy_until_ns);
         }
         let host = &mut self.hosts[h];
         let mut out: Option<Vec<u8>> = host.cnps.pop_front();
@@ -374,8 +377,8 @@ impl Fabric<'_> {
         };
         let ser = ser_ps(frame.len(), speed);
         let host = &mut self.hosts[h];
-        host.busy_until_ps = now_ps + ser;
-        let wake = host.busy_until_ps.div_ceil(1000);
+        host.busy_until_ns = now.saturating_add(ser.div_ceil(1000));
+        let wake = host.busy_until_ns;
         self.send_on_link(link, End::Host(h), &frame, now, ser);
         Some(wake)
     }
@@ -462,17 +465,69 @@ fn fabric_config(s: usize, spec: &topology::SwitchSpec, watchdog: bool) -> Confi
     cfg
 }
 
+/// The link each `--pcap` names, by index, or an error naming the links there are.
+fn pcap_links(topo: &Topology, pcaps: &[(String, PathBuf)]) -> Result<Vec<usize>> {
+    let mut seen = vec![false; topo.links.len()];
+    pcaps
+        .iter()
+        .map(|(name, _)| {
+            let Some(i) = topo.links.iter().position(|l| &l.name == name) else {
+                let names: Vec<&str> = topo.links.iter().map(|l| l.name.as_str()).collect();
+                anyhow::bail!("--pcap {name}: no such link (links: {})", names.join(", "));
+            };
+            if std::mem::replace(&mut seen[i], true) {
+                anyhow::bail!("--pcap {name}: the link is given twice");
+            }
+            Ok(i)
+        })
+        .collect()
+}
+
+/// Refuses, before anything is written, an output (`summary`, each `--pcap`) that is an input
+/// (the topology at `topology`, a switch's config) or another output, however the paths are
+/// spelt: the check every command that writes files shares ([`controlplane::files`]).
+pub fn refuse_aliased_outputs(
+    topology: &Path,
+    topo: &Topology,
+    summary: Option<&Path>,
+    pcaps: &[(String, PathBuf)],
+) -> Result<()> {
+    pcap_links(topo, pcaps)?;
+    let mut inputs: Vec<(String, &Path)> = vec![("topology".to_string(), topology)];
+    for s in &topo.switches {
+        inputs.push((format!("config of switch {:?}", s.name), s.config_path.as_path()));
+    }
+    let mut outputs: Vec<(String, &Path)> = Vec::new();
+    if let Some(p) = summary {
+        outputs.push(("the summary".to_string(), p));
+    }
+    for (name, p) in pcaps {
+        outputs.push((format!("--pcap {name}"), p.as_path()));
+    }
+    controlplane::files::refuse_aliased_outputs(&inputs, &outputs).map_err(anyhow::Error::msg)
+}
+
 /// Runs the fabric to the end of its duration (or until every flow finished and every queue
 /// drained).
 pub fn run(topo: &Topology, opts: &FabricOptions) -> Result<FabricOutcome> {
     let duration = opts.duration_ns.unwrap_or(topo.duration_ns);
     let dcqcn = opts.dcqcn.unwrap_or(topo.nic.dcqcn);
     let mut pcaps: Vec<Option<PcapOutput>> = (0..topo.links.len()).map(|_| None).collect();
-    for (name, path) in &opts.pcaps {
-        let Some(i) = topo.links.iter().position(|l| &l.name == name) else {
-            let names: Vec<&str> = topo.links.iter().map(|l| l.name.as_str()).collect();
-            anyhow::bail!("--pcap {name}: no such link (links: {})", names.join(", "));
-        };
+    // Every name checked, and no capture written over another or over a switch's config,
+    // before the first file is created.
+    let links = pcap_links(topo, &opts.pcaps)?;
+    let configs: Vec<(String, &Path)> = topo
+        .switches
+        .iter()
+        .map(|s| (format!("config of switch {:?}", s.name), s.config_path.as_path()))
+        .collect();
+    let outputs: Vec<(String, &Path)> = opts
+        .pcaps
+        .iter()
+        .map(|(name, p)| (format!("--pcap {name}"), p.as_path()))
+        .collect();
+    controlplane::files::refuse_aliased_outputs(&configs, &outputs).map_err(anyhow::Error::msg)?;
+    for (i, (_, path)) in links.into_iter().zip(&opts.pcaps) {
         pcaps[i] = Some(PcapOutput::create(path)?);
     }
     let switches: Vec<Switch> = topo
@@ -494,7 +549,7 @@ pub fn run(topo: &Topology, opts: &FabricOptions) -> Result<FabricOutcome> {
             receiver: Receiver::new(dcqcn.then_some(topo.nic.cnp_interval_ns)),
             pause: PauseRx::default(),
             cnps: VecDeque::new(),
-            busy_until_ps: 0,
+            busy_until_ns: 0,
             pfc_rx: 0,
         });
     }

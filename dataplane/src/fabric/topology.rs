@@ -6,6 +6,7 @@
 use crate::nic::sender::DcqcnOverrides;
 use anyhow::{anyhow, bail, Context, Result};
 use controlplane::units;
+use controlplane::validate::MAX_CABLE_M;
 use controlplane::Config;
 use serde::Deserialize;
 use std::collections::{BTreeMap, VecDeque};
@@ -249,6 +250,12 @@ pub fn port_mac(switch: usize, port: usize) -> [u8; 6] {
     ]
 }
 
+/// Two cable lengths are one when they differ by less than a micrometre (a length written in
+/// km and in m need not give the same float).
+fn same_length(a: f64, b: f64) -> bool {
+    (a - b).abs() < 1e-6
+}
+
 fn dur(s: &str, what: &str) -> Result<u64> {
     units::parse_duration(s).map_err(|e| anyhow!("{what}: {e}"))
 }
@@ -256,7 +263,7 @@ fn dur(s: &str, what: &str) -> Result<u64> {
 /// Reads and checks a topology file. Switch configs are read relative to the file's folder;
 /// a switch without `config` gets `default_config`.
 pub fn load(path: &Path, default_config: &Path, seed: u64) -> Result<Topology> {
-    let text = std::fs::read_to_string(path).with_context(|| format!("cannot read topology {}", path.display()))?;
+    let text = controlplane::files::read_text(path).map_err(|e| anyhow!("topology {e}"))?;
     let file: File = toml::from_str(&text).map_err(|e| anyhow!("{}: {e}", path.display()))?;
     let dir = path.parent().unwrap_or(Path::new("."));
     build(file, dir, default_config, seed).map_err(|e| anyhow!("{}: {e:#}", path.display()))
@@ -321,8 +328,8 @@ fn build(file: File, dir: &Path, default_config: &Path, seed: u64) -> Result<Top
             .config
             .as_ref()
             .map_or_else(|| default_config.to_path_buf(), |p| dir.join(p));
-        let config_text = std::fs::read_to_string(&cfg_path)
-            .map_err(|e| anyhow!("switch {:?}: config {}: {e}", s.name, cfg_path.display()))?;
+        let config_text =
+            controlplane::files::read_text(&cfg_path).map_err(|e| anyhow!("switch {:?}: config {e}", s.name))?;
         let loaded = controlplane::load_str(&config_text)
             .map_err(|e| anyhow!("switch {:?}: config {}: {e}", s.name, cfg_path.display()))?;
         let nports = loaded.config.ports.len();
@@ -334,6 +341,22 @@ fn build(file: File, dir: &Path, default_config: &Path, seed: u64) -> Result<Top
             links: vec![None; nports],
             routes: Vec::new(),
         });
+    }
+    // Every switch allocates its buffer at start-up: together they may take what one switch
+    // may (`rocesw run` and `rocectl check` refuse a config above it).
+    let need = switches
+        .iter()
+        .map(|s| controlplane::memory::footprint(&s.config).total_bytes)
+        .fold(0, u64::saturating_add);
+    if need > controlplane::memory::MAX_ALLOC_BYTES {
+        bail!(
+            "the {} switches need {} MiB at start-up together (their buffers' packet slots and \
+             descriptors), above the limit of {} MiB: use fewer switches, or configs with a smaller \
+             buffer.size or a larger buffer.cell",
+            switches.len(),
+            need >> 20,
+            controlplane::memory::MAX_ALLOC_BYTES >> 20
+        );
     }
     let mut hosts = Vec::new();
     for (i, h) in file.hosts.iter().enumerate() {
@@ -370,9 +393,20 @@ fn build(file: File, dir: &Path, default_config: &Path, seed: u64) -> Result<Top
             None => None,
         };
         let mut cable: Option<f64> = match &l.cable {
-            Some(s) => Some(units::parse_length(s).map_err(|e| anyhow!("{what}: cable: {e}"))?),
+            Some(s) => {
+                let m = units::parse_length(s).map_err(|e| anyhow!("{what}: cable: {e}"))?;
+                if !(0.0..=MAX_CABLE_M).contains(&m) {
+                    bail!(
+                        "{what}: cable {s:?} must be from 0m to {} (as in a switch config)",
+                        units::format_length(MAX_CABLE_M)
+                    );
+                }
+                Some(m)
+            }
             None => None,
         };
+        // Who said the cable's length first: this link, or a port's config.
+        let mut cable_from = l.cable.as_ref().map(|s| format!("the link says {s}"));
         for end in [a, b] {
             match end {
                 End::Switch(s, p) => {
@@ -397,7 +431,25 @@ fn build(file: File, dir: &Path, default_config: &Path, seed: u64) -> Result<Top
                         ),
                         _ => speed = Some(port.speed_bps),
                     }
-                    cable = Some(cable.unwrap_or(port.cable_m));
+                    let here = format!(
+                        "port {} of switch {:?} has {} in its config",
+                        port.id,
+                        sw.name,
+                        units::format_length(port.cable_m)
+                    );
+                    match cable {
+                        // One cable has one length; the switch's headroom is sized for its
+                        // config's, so a longer link would lose lossless frames.
+                        Some(c) if !same_length(c, port.cable_m) => bail!(
+                            "{what}: cable: {}, but {here} (the configs decide; give the same length or none)",
+                            cable_from.as_deref().unwrap_or_default()
+                        ),
+                        Some(_) => {}
+                        None => {
+                            cable = Some(port.cable_m);
+                            cable_from = Some(here);
+                        }
+                    }
                 }
                 End::Host(h) => {
                     if hosts[h].link != usize::MAX {
@@ -477,6 +529,14 @@ fn build(file: File, dir: &Path, default_config: &Path, seed: u64) -> Result<Top
 }
 
 impl Topology {
+    /// What the switches allocate at start-up together ([`controlplane::memory::footprint`]).
+    pub fn memory_bytes(&self) -> u64 {
+        self.switches
+            .iter()
+            .map(|s| controlplane::memory::footprint(&s.config).total_bytes)
+            .fold(0, u64::saturating_add)
+    }
+
     /// The same fabric with other traffic (checked as the file's `[[traffic]]` would be).
     pub fn with_traffic(&self, traffic: &[TrafficSpec], seed: u64) -> Result<Topology> {
         let (flows, offered_bps) = expand_traffic(traffic, self, seed)?;
@@ -586,8 +646,14 @@ fn expand_traffic(traffic: &[TrafficSpec], topo: &Topology, seed: u64) -> Result
     if flows.is_empty() {
         bail!("no traffic: add a [[traffic]] (incast, all-to-all, permutation or flows)");
     }
+    // Per destination, what is known of each switch's routes to it (shared by every flow there).
+    let mut known: Vec<Vec<Visit>> = vec![Vec::new(); hosts.len()];
     for f in &flows {
-        check_reachable(f.src, f.dst, &topo.switches, hosts, &topo.links)?;
+        let k = &mut known[f.dst];
+        if k.is_empty() {
+            k.resize(topo.switches.len(), Visit::New);
+        }
+        check_reachable(f.src, f.dst, &topo.switches, hosts, &topo.links, k)?;
     }
     Ok((flows, offered_bps))
 }
@@ -704,6 +770,14 @@ fn pattern_pairs(
             } else {
                 from
             };
+            if let Some((k, &h)) = set.iter().enumerate().find(|(k, h)| set[..*k].contains(h)) {
+                // A host listed twice would be sent to itself (or to one host twice).
+                bail!(
+                    "{what}: {:?} is listed twice in `from` (entry {}): a permutation's hosts are distinct",
+                    hosts[h].name,
+                    k + 1
+                );
+            }
             if set.len() < 2 {
                 bail!("{what}: a permutation needs at least two hosts");
             }
@@ -823,42 +897,71 @@ fn switch_distances(host: End, host_link: usize, switches: &[SwitchSpec], links:
     dist
 }
 
+/// What [`check_reachable`] knows of a switch's routes to one destination.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Visit {
+    New,
+    /// On the path being followed: reaching it again is a loop.
+    OnPath,
+    /// Every route from it arrives.
+    Arrives,
+}
+
 /// Follows the routes (every ECMP choice) from `src` to `dst`: each must arrive, without a
-/// loop, or the error names where it stops.
-fn check_reachable(src: usize, dst: usize, switches: &[SwitchSpec], hosts: &[HostSpec], links: &[Link]) -> Result<()> {
-    let start = other_end(&links[hosts[src].link], End::Host(src));
-    let mut stack = vec![(start, 0usize)];
-    while let Some((end, hops)) = stack.pop() {
-        let End::Switch(s, _) = end else {
-            if end == End::Host(dst) {
-                continue;
-            }
-            bail!(
-                "no route from {:?} to {:?}: a route leads to another host",
-                hosts[src].name,
-                hosts[dst].name
-            );
-        };
-        if hops > switches.len() {
-            bail!(
-                "no route from {:?} to {:?}: the routes loop (at switch {:?})",
-                hosts[src].name,
-                hosts[dst].name,
-                switches[s].name
-            );
-        }
+/// loop, or the error names where it stops. A depth-first walk that visits each switch once
+/// (`known`, per switch, kept across the flows to `dst`): the paths themselves multiply with
+/// every ECMP layer, the switches do not.
+fn check_reachable(
+    src: usize,
+    dst: usize,
+    switches: &[SwitchSpec],
+    hosts: &[HostSpec],
+    links: &[Link],
+    known: &mut [Visit],
+) -> Result<()> {
+    let (from, to) = (&hosts[src].name, &hosts[dst].name);
+    let leads_elsewhere = || anyhow!("no route from {from:?} to {to:?}: a route leads to another host");
+    let start = match other_end(&links[hosts[src].link], End::Host(src)) {
+        End::Switch(s, _) => s,
+        End::Host(h) if h == dst => return Ok(()),
+        End::Host(_) => return Err(leads_elsewhere()),
+    };
+    if known[start] == Visit::Arrives {
+        return Ok(());
+    }
+    known[start] = Visit::OnPath;
+    // (switch, how many of its route's ports are followed).
+    let mut path = vec![(start, 0usize)];
+    while let Some((s, k)) = path.last_mut() {
+        let s = *s;
         let ports = &switches[s].routes[dst];
         if ports.is_empty() {
             bail!(
-                "no route from {:?} to {:?}: switch {:?} has none (the hosts are not connected, or a [[route]] is missing)",
-                hosts[src].name,
-                hosts[dst].name,
+                "no route from {from:?} to {to:?}: switch {:?} has none (the hosts are not connected, or a [[route]] is missing)",
                 switches[s].name
             );
         }
-        for &p in ports {
-            let li = switches[s].links[p].expect("routes use linked ports");
-            stack.push((other_end(&links[li], End::Switch(s, p)), hops + 1));
+        let Some(&p) = ports.get(*k) else {
+            known[s] = Visit::Arrives;
+            path.pop();
+            continue;
+        };
+        *k += 1;
+        let li = switches[s].links[p].expect("routes use linked ports");
+        match other_end(&links[li], End::Switch(s, p)) {
+            End::Host(h) if h == dst => {}
+            End::Host(_) => return Err(leads_elsewhere()),
+            End::Switch(t, _) => match known[t] {
+                Visit::New => {
+                    known[t] = Visit::OnPath;
+                    path.push((t, 0));
+                }
+                Visit::OnPath => bail!(
+                    "no route from {from:?} to {to:?}: the routes loop (at switch {:?})",
+                    switches[t].name
+                ),
+                Visit::Arrives => {}
+            },
         }
     }
     Ok(())

@@ -102,59 +102,43 @@ pub fn eal_args(run: &DpdkRunConfig, devices: &[&str]) -> Result<EalArgs, dpdk::
     Ok(args)
 }
 
-/// A `net_vhost` server socket (the default; `client=1` connects to the VM's instead) is
-/// created by the driver when the port starts: its directory must exist and nothing else may
-/// sit at its path, or DPDK fails with a message about configuring queues. Said here instead;
-/// a stale socket (nobody answers: a switch that crashed) is removed.
+/// The socket path of a `net_vhost` device in server mode (the default; `client=1` connects to
+/// the VM's socket instead), or None for any other device.
+fn vhost_server_socket(spec: &DeviceSpec) -> Option<String> {
+    if spec.driver().map(|d| d.replace("eth_", "net_")).as_deref() != Some("net_vhost") {
+        return None;
+    }
+    let args = spec.args();
+    if args.iter().any(|&(k, v)| k == "client" && v != "0") {
+        return None;
+    }
+    Some(
+        args.iter()
+            .find(|(k, _)| *k == "iface")
+            .map_or_else(String::new, |(_, v)| v.to_string()),
+    )
+}
+
+/// A `net_vhost` server socket is created by the driver when the port starts: its directory
+/// must exist and nothing else may sit at its path, or DPDK fails with a message about
+/// configuring queues. Said here instead; a stale socket is removed only if this switch made
+/// it ([`dpdk::vhost`]): a silent socket may be another service's.
 fn check_vhost_socket(device: &str) -> Result<(), String> {
     let Ok(spec) = DeviceSpec::parse(device) else {
         return Ok(()); // refused with its own message by the validation
     };
-    if spec.driver() != Some("net_vhost") {
+    let Some(iface) = vhost_server_socket(&spec) else {
         return Ok(());
-    }
-    let args: Vec<(&str, &str)> = spec
-        .devargs()
-        .split(',')
-        .skip(1)
-        .filter_map(|kv| kv.split_once('='))
-        .collect();
-    if args.iter().any(|&(k, v)| k == "client" && v != "0") {
-        return Ok(());
-    }
-    let Some(&(_, iface)) = args.iter().find(|(k, _)| *k == "iface") else {
+    };
+    if iface.is_empty() {
         return Err("net_vhost needs iface=<socket path>, the vhost-user socket a VM attaches to".into());
-    };
-    let path = std::path::Path::new(iface);
-    let dir = path
-        .parent()
-        .filter(|d| !d.as_os_str().is_empty())
-        .unwrap_or(std::path::Path::new("."));
-    if !dir.is_dir() {
-        return Err(format!(
-            "the vhost-user socket's directory {} does not exist: create it (rocesw creates the \
-             socket, not its directory)",
-            dir.display()
-        ));
     }
-    let Ok(meta) = path.symlink_metadata() else {
-        return Ok(());
-    };
-    use std::os::unix::fs::FileTypeExt;
-    if !meta.file_type().is_socket() {
-        return Err(format!(
-            "{iface} already exists and is not a socket: choose another path"
-        ));
+    if dpdk::vhost::prepare_server_socket(&iface)? {
+        tracing::warn!(
+            socket = iface,
+            "removed a stale vhost-user socket this switch had made and nobody served"
+        );
     }
-    // A socket nobody serves was left by a switch that did not exit cleanly (a clean exit
-    // removes it): replace it. One that answers belongs to a running switch.
-    if std::os::unix::net::UnixStream::connect(path).is_ok() {
-        return Err(format!(
-            "{iface} is served by another process (another rocesw?): stop it or choose another path"
-        ));
-    }
-    std::fs::remove_file(path).map_err(|e| format!("cannot remove the stale socket {iface}: {e}"))?;
-    tracing::warn!(socket = iface, "removed a stale vhost-user socket nobody served");
     Ok(())
 }
 
@@ -235,6 +219,13 @@ impl DpdkRuntime {
         };
         port.configure(&cfg, &self.pool).map_err(|e| anyhow::anyhow!("{e}"))?;
         port.start().map_err(|e| anyhow::anyhow!("{e}"))?;
+        if let Some(socket) = vhost_server_socket(&spec) {
+            // The driver made the socket: recorded, so a later start may remove it if this run
+            // does not exit cleanly, and never removes another service's.
+            if let Err(e) = dpdk::vhost::record_created(std::path::Path::new(&socket)) {
+                tracing::warn!(socket, "cannot record the vhost-user socket as this switch's: {e}");
+            }
+        }
         // What this port itself keeps out of the pool: a full receive ring, a full transmit
         // ring, a staged transmit burst and a receive burst in hand.
         let rings = usize::from(port.rx_ring_size()) + usize::from(port.tx_ring_size());

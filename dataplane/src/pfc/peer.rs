@@ -50,7 +50,11 @@ pub struct EmulatedLink<F> {
     held_bytes: u64,
     /// `held_bytes` per queue.
     held_bytes_of: [u64; 9],
-    link_free_ps: u64,
+    /// When the wire is free, as whole nanoseconds plus picoseconds (< 1000): exact as the
+    /// serialisation times add up, without a picosecond clock that would wrap after 2^64 ps
+    /// (213.5 days of replay time), as the switch's own link clock keeps it.
+    link_free_ns: u64,
+    link_free_sub_ps: u64,
     speed_bps: u64,
     honours_pfc: bool,
     /// Cable propagation plus the peer's response time after a PFC frame is received.
@@ -72,7 +76,8 @@ impl<F> EmulatedLink<F> {
             held: std::array::from_fn(|_| VecDeque::with_capacity(capacity)),
             held_bytes: 0,
             held_bytes_of: [0; 9],
-            link_free_ps: 0,
+            link_free_ns: 0,
+            link_free_sub_ps: 0,
             speed_bps,
             honours_pfc,
             reaction_ns: propagation_ns + wire_pfc::quanta_to_ns(response_quanta, speed_bps),
@@ -166,7 +171,7 @@ impl<F> EmulatedLink<F> {
     }
 
     fn link_free_ns(&self) -> u64 {
-        self.link_free_ps.div_ceil(1000)
+        self.link_free_ns + u64::from(self.link_free_sub_ps > 0)
     }
 
     /// When the head of queue `class` may leave at the earliest.
@@ -217,8 +222,13 @@ impl<F> EmulatedLink<F> {
         }
         self.held_bytes -= u64::from(f.len);
         self.held_bytes_of[class] -= u64::from(f.len);
-        let start_ps = (departure * 1000).max(self.link_free_ps);
-        self.link_free_ps = start_ps + crate::egress::link::ser_ps(f.len as usize, self.speed_bps);
+        // The frame starts at the later of its departure and the wire's free time.
+        if (departure, 0) > (self.link_free_ns, self.link_free_sub_ps) {
+            (self.link_free_ns, self.link_free_sub_ps) = (departure, 0);
+        }
+        let ps = self.link_free_sub_ps + crate::egress::link::ser_ps(f.len as usize, self.speed_bps);
+        self.link_free_ns += ps / 1000;
+        self.link_free_sub_ps = ps % 1000;
         self.frames_sent += 1;
         Some((f.frame, f.len as usize, departure))
     }

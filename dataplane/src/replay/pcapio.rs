@@ -156,6 +156,7 @@ impl PcapOutput {
             ..Default::default()
         };
         let writer = PcapWriter::with_header(BufWriter::with_capacity(1 << 16, file), header)
+            .map_err(controlplane::files::pcap_io_error)
             .with_context(|| format!("writing {}", path.display()))?;
         Ok(PcapOutput {
             path: path.to_path_buf(),
@@ -167,6 +168,8 @@ impl PcapOutput {
         let ts = std::time::Duration::from_nanos(ts_ns);
         self.writer
             .write_packet(&PcapPacket::new(ts, frame.len() as u32, frame))
+            // pcap-file calls a failed write (a full disk) "Error reading bytes".
+            .map_err(controlplane::files::pcap_io_error)
             .with_context(|| format!("writing {}", self.path.display()))?;
         Ok(())
     }
@@ -186,65 +189,10 @@ impl PcapOutput {
     }
 }
 
-/// What a path names, for telling whether two paths are one file: the device and inode of
-/// an existing file (through any symlinks and hard links), else the canonical parent folder
-/// joined with the name, with a dangling symlink followed to where it would create the file.
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum FileId {
-    Inode(u64, u64),
-    Path(PathBuf),
-}
-
-fn file_id(path: &Path) -> Result<FileId> {
-    use std::os::unix::fs::MetadataExt;
-    let mut path = path.to_path_buf();
-    for _ in 0..40 {
-        if let Ok(m) = std::fs::metadata(&path) {
-            return Ok(FileId::Inode(m.dev(), m.ino()));
-        }
-        match std::fs::read_link(&path) {
-            // A dangling symlink: the file it would create is its target's.
-            Ok(target) => path = path.parent().unwrap_or(Path::new(".")).join(target),
-            Err(_) => {
-                let name = path
-                    .file_name()
-                    .with_context(|| format!("{}: not a file name", path.display()))?;
-                let parent = match path.parent() {
-                    Some(p) if !p.as_os_str().is_empty() => p,
-                    _ => Path::new("."),
-                };
-                let parent = std::fs::canonicalize(parent).unwrap_or_else(|_| parent.to_path_buf());
-                return Ok(FileId::Path(parent.join(name)));
-            }
-        }
-    }
-    bail!("{}: too many levels of symbolic links", path.display())
-}
-
 /// Refuses, before anything is written, any output that is (or aliases, through symlinks,
-/// hard links or `..`) an input or another output: writing it would truncate a capture still
-/// to be read, or interleave two ports' frames in one file. Each entry is (what it is for,
-/// e.g. "port 1 input", path).
+/// hard links or `..`) an input or another output: the one check every command that writes
+/// files shares ([`controlplane::files::refuse_aliased_outputs`]). Each entry is (what it is
+/// for, e.g. "port 1 input", path).
 pub fn refuse_aliased_outputs(inputs: &[(String, &Path)], outputs: &[(String, &Path)]) -> Result<()> {
-    let ids = |list: &[(String, &Path)]| -> Result<Vec<FileId>> { list.iter().map(|(_, p)| file_id(p)).collect() };
-    let (in_ids, out_ids) = (ids(inputs)?, ids(outputs)?);
-    for (i, (what, path)) in outputs.iter().enumerate() {
-        if let Some(j) = in_ids.iter().position(|id| *id == out_ids[i]) {
-            bail!(
-                "{what} {} is the {} {}: writing it would destroy the input (choose another output)",
-                path.display(),
-                inputs[j].0,
-                inputs[j].1.display()
-            );
-        }
-        if let Some(j) = out_ids[..i].iter().position(|id| *id == out_ids[i]) {
-            bail!(
-                "{what} {} is the same file as {} {}: two ports cannot write one capture",
-                path.display(),
-                outputs[j].0,
-                outputs[j].1.display()
-            );
-        }
-    }
-    Ok(())
+    controlplane::files::refuse_aliased_outputs(inputs, outputs).map_err(anyhow::Error::msg)
 }

@@ -8,11 +8,11 @@ use anyhow::{anyhow, bail, Context, Result};
 use std::path::Path;
 
 pub fn load(config: &Path, path: &Path) -> Result<Vec<(u64, controlplane::Config)>> {
-    let base_text = std::fs::read_to_string(config).with_context(|| format!("cannot read {}", config.display()))?;
+    let base_text = controlplane::files::read_text(config).map_err(anyhow::Error::msg)?;
     let mut running: toml::Table = base_text
         .parse()
         .with_context(|| format!("{}: not TOML", config.display()))?;
-    let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let text = controlplane::files::read_text(path).map_err(anyhow::Error::msg)?;
     let file: toml::Table = text.parse().with_context(|| format!("{}: not TOML", path.display()))?;
     let Some(changes) = file.get("change").and_then(toml::Value::as_array) else {
         bail!("{}: no [[change]] entries", path.display());

@@ -326,14 +326,22 @@ pub fn up(spec: &LabSpec, base_config: &Path, state_dir: &Path) -> Result<Lab> {
         bail!("IPv6 is disabled in this kernel (no /proc/sys/net/ipv6); rocesw lab gives every host an IPv6 address");
     }
     let name = spec.name.as_str();
-    let base_text =
-        fs::read_to_string(base_config).with_context(|| format!("{}: cannot read", base_config.display()))?;
+    let base_text = controlplane::files::read_text(base_config).map_err(anyhow::Error::msg)?;
     let config_text = lab_config(spec, &base_text, &base_config.display().to_string())?;
     let hosts: Vec<LabHost> = (0..spec.hosts).map(|i| plan_host(name, i)).collect();
 
     fs::create_dir_all(state_dir).with_context(|| format!("{}: cannot create", state_dir.display()))?;
     let state_path = state_path(name, state_dir);
     let config_path = config_path(name, state_dir);
+    // The profile the lab starts from is never written over (by the lab's config or state).
+    controlplane::files::refuse_aliased_outputs(
+        &[("--config".to_string(), base_config)],
+        &[
+            ("the lab's state file".to_string(), &state_path),
+            ("the lab's config".to_string(), &config_path),
+        ],
+    )
+    .map_err(anyhow::Error::msg)?;
     // Claim the name: create_new makes two concurrent `up`s of one name exclusive.
     match fs::OpenOptions::new().write(true).create_new(true).open(&state_path) {
         Ok(_) => {}

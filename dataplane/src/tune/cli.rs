@@ -43,7 +43,8 @@ pub struct TuneArgs {
     /// deterministic, so one seed gives one result on any number of threads.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
-    /// Simulations at once (default: the machine's cores).
+    /// Simulations at once (default, and at most: the machine's cores; fewer when that many
+    /// fabrics would need more than 4 GiB of switch buffers together).
     #[arg(long, value_name = "N")]
     pub threads: Option<usize>,
     /// Most simulations, the baseline's included (a smaller budget runs a prefix of the same
@@ -112,6 +113,15 @@ pub fn options(args: &TuneArgs) -> Result<TuneOptions> {
     if o.threads == 0 {
         bail!("--threads must be at least 1");
     }
+    // Simulations are CPU-bound: more threads than cores only hold more fabrics in memory.
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if o.threads > cores {
+        eprintln!(
+            "rocesw tune: --threads {}: using {cores}, the machine's cores (more would only hold more simulations in memory)",
+            o.threads
+        );
+        o.threads = cores;
+    }
     o.dcqcn = args.dcqcn;
     if args.quick {
         o.grid = Grid::quick();
@@ -130,8 +140,20 @@ pub fn options(args: &TuneArgs) -> Result<TuneOptions> {
 }
 
 pub fn run(args: TuneArgs) -> Result<()> {
-    let opts = options(&args)?;
+    let mut opts = options(&args)?;
     let topo = crate::fabric::topology::load(&args.topology, &args.default_config, args.seed)?;
+    // Each thread holds a whole fabric: together they stay within what one switch may take.
+    let per_sim = topo.memory_bytes();
+    let fit = usize::try_from(controlplane::memory::MAX_ALLOC_BYTES / per_sim.max(1)).unwrap_or(usize::MAX);
+    if opts.threads > fit.max(1) {
+        eprintln!(
+            "rocesw tune: using {} threads: each simulation's switches need {} MiB, and the threads together stay within {} MiB",
+            fit.max(1),
+            per_sim >> 20,
+            controlplane::memory::MAX_ALLOC_BYTES >> 20
+        );
+        opts.threads = fit.max(1);
+    }
     let mut set = match &args.patterns {
         Some(p) => patterns::load(p, &topo)?,
         None => patterns::from_str(SHIPPED_PATTERNS, &topo)
@@ -141,12 +163,12 @@ pub fn run(args: TuneArgs) -> Result<()> {
         set.duration_ns = d;
     }
     let outputs = Outputs::new(&args.output_dir, args.fragment.as_deref());
-    let mut inputs = vec![("the topology".to_string(), args.topology.clone())];
+    let mut inputs = vec![("topology".to_string(), args.topology.clone())];
     if let Some(p) = &args.patterns {
-        inputs.push(("the patterns file".to_string(), p.clone()));
+        inputs.push(("patterns file".to_string(), p.clone()));
     }
     for sw in &topo.switches {
-        inputs.push((format!("switch {:?}'s config", sw.name), sw.config_path.clone()));
+        inputs.push((format!("config of switch {:?}", sw.name), sw.config_path.clone()));
     }
     output::check(&args.output_dir, &outputs, &inputs)?;
     if opts.budget < set.patterns.len() * 2 {
@@ -168,14 +190,14 @@ pub fn run(args: TuneArgs) -> Result<()> {
     );
     output::write(&args.output_dir, &outputs, &outcome, &hint)?;
     if !args.quiet {
-        print!("{}", report::table(&outcome));
-        println!(
-            "\nwrote {}, {} and {} in {:.0} s; {hint}",
+        crate::report::print_stdout(&format!(
+            "{}\nwrote {}, {} and {} in {:.0} s; {hint}\n",
+            report::table(&outcome),
             outputs.fragment.display(),
             outputs.json.display(),
             outputs.svg.display(),
             started.elapsed().as_secs_f64()
-        );
+        ))?;
     }
     Ok(())
 }

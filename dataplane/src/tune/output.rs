@@ -2,7 +2,7 @@
 //! fragment written over a switch's config would lose that config.
 
 use super::{report, TuneOutcome};
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use std::path::{Path, PathBuf};
 
 /// The files a run writes.
@@ -32,39 +32,14 @@ impl Outputs {
     }
 }
 
-/// The same file, whether or not `p` exists yet: an existing parent is resolved (links,
-/// `..`), the name kept.
-fn resolved(p: &Path) -> PathBuf {
-    if let Ok(c) = p.canonicalize() {
-        return c;
-    }
-    let parent = p
-        .parent()
-        .filter(|d| !d.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    match (parent.canonicalize(), p.file_name()) {
-        (Ok(d), Some(n)) => d.join(n),
-        _ => p.to_path_buf(),
-    }
-}
-
-/// Refuses an output that is one of the inputs, or the output directory being an input file.
+/// Refuses an output that is one of the inputs (by device and inode: a hard link, a symlink
+/// or `..` is the same file) or another output, and the output directory being an input file:
+/// the check every command that writes files shares ([`controlplane::files`]).
 pub fn check(dir: &Path, outputs: &Outputs, inputs: &[(String, PathBuf)]) -> Result<()> {
-    let ins: Vec<(&String, PathBuf)> = inputs.iter().map(|(w, p)| (w, resolved(p))).collect();
-    for (what, p) in outputs.all() {
-        let r = resolved(p);
-        if let Some((w, _)) = ins.iter().find(|(_, i)| *i == r) {
-            bail!(
-                "{what} would be written to {}, which is {w}: choose another output path",
-                p.display()
-            );
-        }
-    }
-    let d = resolved(dir);
-    if let Some((w, _)) = ins.iter().find(|(_, i)| *i == d) {
-        bail!("--output-dir {} is {w}, a file: choose a directory", dir.display());
-    }
-    Ok(())
+    let ins: Vec<(String, &Path)> = inputs.iter().map(|(w, p)| (w.clone(), p.as_path())).collect();
+    let outs: Vec<(String, &Path)> = outputs.all().iter().map(|(w, p)| (w.to_string(), *p)).collect();
+    controlplane::files::refuse_aliased_outputs(&ins, &outs).map_err(anyhow::Error::msg)?;
+    controlplane::files::refuse_dir_is_input("--output-dir", dir, &ins).map_err(anyhow::Error::msg)
 }
 
 /// Writes the JSON, the SVG and the fragment (with a header saying what it is).

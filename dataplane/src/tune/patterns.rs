@@ -4,7 +4,7 @@
 //! file fits any topology with enough hosts.
 
 use crate::fabric::topology::{Number, SizeValue, Topology, TrafficSpec};
-use anyhow::{anyhow, bail, Context, Result};
+use anyhow::{anyhow, bail, Result};
 use controlplane::units;
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -42,6 +42,29 @@ struct FamilyFile {
     long: Option<Vec<usize>>,
 }
 
+/// The most patterns a file may expand to: each is at least one simulation per setting tried,
+/// so even this many runs for days.
+pub const MAX_PATTERNS: usize = 10_000;
+
+impl FamilyFile {
+    /// How many patterns the family expands to: the product of its lists' lengths.
+    fn count(&self) -> usize {
+        fn len<T>(v: &Option<Vec<T>>) -> usize {
+            v.as_ref().map_or(1, Vec::len)
+        }
+        [
+            len(&self.degree),
+            len(&self.hosts),
+            len(&self.size),
+            len(&self.dist),
+            len(&self.load),
+            len(&self.long),
+        ]
+        .into_iter()
+        .fold(1, usize::saturating_mul)
+    }
+}
+
 /// One traffic pattern: a name and the `[[traffic]]` it puts on the topology.
 #[derive(Debug, Clone)]
 pub struct Pattern {
@@ -56,7 +79,7 @@ pub struct PatternSet {
 }
 
 pub fn load(path: &Path, topo: &Topology) -> Result<PatternSet> {
-    let text = std::fs::read_to_string(path).with_context(|| format!("cannot read patterns {}", path.display()))?;
+    let text = controlplane::files::read_text(path).map_err(|e| anyhow::anyhow!("patterns {e}"))?;
     from_str(&text, topo).map_err(|e| anyhow!("{}: {e:#}", path.display()))
 }
 
@@ -74,6 +97,21 @@ pub fn from_str(text: &str, topo: &Topology) -> Result<PatternSet> {
     }
     if file.families.is_empty() {
         bail!("no [[family]]: nothing to tune for");
+    }
+    // Counted before anything is expanded: a few lists of a hundred values multiply to
+    // billions of patterns.
+    let mut total = 0usize;
+    for (i, f) in file.families.iter().enumerate() {
+        let n = f.count();
+        total = total.saturating_add(n);
+        if total > MAX_PATTERNS {
+            bail!(
+                "family {} ({}) makes the file {} patterns (each family is the product of its lists' lengths; this one {n}), more than the {MAX_PATTERNS} a tune can run: shorten the lists",
+                i + 1,
+                f.name,
+                if total == usize::MAX { "more than 2^64".to_string() } else { total.to_string() }
+            );
+        }
     }
     let mut patterns = Vec::new();
     for (i, f) in file.families.iter().enumerate() {

@@ -228,7 +228,8 @@ fn create(o: &CaptureOptions, snaplen: u32) -> Result<Pcap, String> {
         ts_resolution: pcap_file::TsResolution::NanoSecond,
         ..Default::default()
     };
-    let writer = PcapWriter::with_header(shared.clone(), header).map_err(|e| format!("{}: {e}", o.file.display()))?;
+    let writer = PcapWriter::with_header(shared.clone(), header)
+        .map_err(|e| format!("{}: {}", o.file.display(), controlplane::files::pcap_io_error(e)))?;
     let mut pcap = Pcap { writer, file: shared };
     pcap.flush().map_err(|e| format!("{}: {e}", o.file.display()))?;
     Ok(pcap)
@@ -256,7 +257,7 @@ fn write_batch(pcap: &mut Pcap, data: &CaptureData, count: Option<u64>, written:
         let packet = PcapPacket::new(Duration::from_nanos(f.ns), f.len.max(bytes.len() as u32), &bytes);
         pcap.writer
             .write_packet(&packet)
-            .map_err(|e| format!("writing the capture: {e}"))?;
+            .map_err(|e| format!("writing the capture: {}", controlplane::files::pcap_io_error(e)))?;
         *written += 1;
     }
     pcap.flush().map_err(|e| format!("writing the capture: {e}"))

@@ -264,7 +264,7 @@ pub fn vlarb_admit(args: &crate::cli::AdmitArgs) -> ExitCode {
 }
 
 fn read_text(file: &Path) -> Result<String, String> {
-    std::fs::read_to_string(file).map_err(|e| format!("{}: cannot read: {e}", file.display()))
+    controlplane::files::read_text(file)
 }
 
 /// Writes `text` to a temporary file beside `file`, then renames it over: a reader never sees
@@ -377,7 +377,31 @@ fn admit_table(
     Admission::new(params)
 }
 
+/// Refuses `-o` or `--state` naming a file the command reads (`--config`, `--requests`), or
+/// `-o` naming the state: writing it would replace the switch's config with a fragment, or the
+/// admitted connections with one. (The state is read and written back: that is its purpose.)
+fn refuse_aliased_outputs(args: &crate::cli::AdmitArgs) -> Result<(), String> {
+    let mut inputs: Vec<(String, &Path)> = Vec::new();
+    if let Some(c) = &args.config {
+        inputs.push(("--config".to_string(), c));
+    }
+    inputs.extend(
+        args.request_files
+            .iter()
+            .map(|f| ("--requests".to_string(), f.as_path())),
+    );
+    let mut outputs: Vec<(String, &Path)> = Vec::new();
+    if let Some(s) = &args.state {
+        outputs.push(("--state".to_string(), s));
+    }
+    if let Some(o) = &args.output {
+        outputs.push(("-o".to_string(), o));
+    }
+    controlplane::files::refuse_aliased_outputs(&inputs, &outputs)
+}
+
 fn admit(args: &crate::cli::AdmitArgs) -> Result<bool, String> {
+    refuse_aliased_outputs(args)?;
     let requests = admit_requests(args)?;
     if requests.is_empty() && args.release.is_empty() && args.state.is_none() {
         return Err("nothing to admit: give --request, --requests, or --state (to show or --release)".into());

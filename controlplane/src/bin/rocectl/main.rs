@@ -21,6 +21,7 @@ use cli::{ClearWhat, Cli, Command};
 use commands::{change, kind, set_knob, show, watch};
 use controlplane::headroom;
 use controlplane::protocol::{Endpoint, Op};
+use std::path::Path;
 use std::process::ExitCode;
 use target::{connect, each, err, live, switches, targets};
 
@@ -66,7 +67,7 @@ fn main() -> ExitCode {
             println!("cleared the {} watermarks", kind(persistent));
             Ok(())
         }),
-        Command::Apply { file, .. } => match std::fs::read_to_string(&file) {
+        Command::Apply { file, .. } => match controlplane::files::read_text(&file) {
             Ok(text) => each(&targets, |s| {
                 change(
                     s,
@@ -76,15 +77,14 @@ fn main() -> ExitCode {
                     },
                 )
             }),
-            Err(e) => live(|| Err(format!("{}: cannot read: {e}", file.display()))),
+            Err(e) => live(|| Err(e.clone())),
         },
         Command::Set(set) => each(&targets, |s| set_knob(s, &set.knob)),
         Command::Patch { file, .. } => {
             let text = if file.as_os_str() == "-" {
-                let mut t = String::new();
-                std::io::Read::read_to_string(&mut std::io::stdin(), &mut t).map(|_| t)
+                controlplane::files::read_text(Path::new("/dev/stdin"))
             } else {
-                std::fs::read_to_string(&file)
+                controlplane::files::read_text(&file)
             };
             match text {
                 Ok(text) => each(&targets, |s| {
@@ -96,7 +96,7 @@ fn main() -> ExitCode {
                         },
                     )
                 }),
-                Err(e) => live(|| Err(format!("{}: cannot read: {e}", file.display()))),
+                Err(e) => live(|| Err(e.clone())),
             }
         }
         Command::Watch { interval_ms, .. } => live(|| watch(single("watch")?, interval_ms)),

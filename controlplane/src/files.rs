@@ -1,0 +1,172 @@
+//! The files a command reads and writes, checked the one way every command shares: no output
+//! may be an input or another output (compared by device and inode, so symlinks, hard links
+//! and `..` cannot hide it), and text inputs (configs, topologies, schedules, patterns) are
+//! read with a bound on their size. Used by `rocesw replay`, `run`, `fabric`, `tune` and
+//! `lab up`, and by `rocectl vlarb admit`.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+/// The largest config-like text file read (a switch config, a topology, a schedule, a
+/// patterns or requests file): far above any real one (the shipped ones are a few KiB), and a
+/// path such as /dev/zero or a huge file is refused instead of read without bound.
+pub const MAX_TEXT_BYTES: u64 = 4 << 20;
+
+/// Reads a config-like text file whole, refusing one above [`MAX_TEXT_BYTES`] (read no
+/// further than that). The error names the path.
+pub fn read_text(path: &Path) -> Result<String, String> {
+    let file = std::fs::File::open(path).map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
+    let mut bytes = Vec::new();
+    file.take(MAX_TEXT_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
+    if bytes.len() as u64 > MAX_TEXT_BYTES {
+        return Err(format!(
+            "{}: larger than {} MiB, far more than any config or topology (is it the right file?)",
+            path.display(),
+            MAX_TEXT_BYTES >> 20
+        ));
+    }
+    String::from_utf8(bytes).map_err(|_| format!("{}: cannot read: not UTF-8 text", path.display()))
+}
+
+/// What a path names, for telling whether two paths are one file: the device and inode of an
+/// existing file (through any symlinks and hard links), else the canonical parent folder joined
+/// with the name, with a dangling symlink followed to where it would create the file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FileId {
+    Inode(u64, u64),
+    Path(PathBuf),
+}
+
+/// The [`FileId`] of `path`, whether or not the file exists yet.
+pub fn file_id(path: &Path) -> Result<FileId, String> {
+    use std::os::unix::fs::MetadataExt;
+    let mut path = path.to_path_buf();
+    for _ in 0..40 {
+        if let Ok(m) = std::fs::metadata(&path) {
+            return Ok(FileId::Inode(m.dev(), m.ino()));
+        }
+        match std::fs::read_link(&path) {
+            // A dangling symlink: the file it would create is its target's.
+            Ok(target) => path = path.parent().unwrap_or(Path::new(".")).join(target),
+            Err(_) => {
+                let name = path
+                    .file_name()
+                    .ok_or_else(|| format!("{}: not a file name", path.display()))?;
+                let parent = match path.parent() {
+                    Some(p) if !p.as_os_str().is_empty() => p,
+                    _ => Path::new("."),
+                };
+                let parent = std::fs::canonicalize(parent).unwrap_or_else(|_| parent.to_path_buf());
+                return Ok(FileId::Path(parent.join(name)));
+            }
+        }
+    }
+    Err(format!("{}: too many levels of symbolic links", path.display()))
+}
+
+/// Refuses, before anything is written, any output that is (or aliases, through symlinks, hard
+/// links or `..`) an input or another output: writing it would destroy a file still to be read
+/// (a capture, a config, a topology, admitted connections), or interleave two writers in one
+/// file. Each entry is (what it is for, e.g. "port 1 input" or "the topology", path).
+pub fn refuse_aliased_outputs(inputs: &[(String, &Path)], outputs: &[(String, &Path)]) -> Result<(), String> {
+    let ids =
+        |list: &[(String, &Path)]| -> Result<Vec<FileId>, String> { list.iter().map(|(_, p)| file_id(p)).collect() };
+    let (in_ids, out_ids) = (ids(inputs)?, ids(outputs)?);
+    for (i, (what, path)) in outputs.iter().enumerate() {
+        if let Some(j) = in_ids.iter().position(|id| *id == out_ids[i]) {
+            return Err(format!(
+                "{what} {} is the {} {}: writing it would destroy the input (choose another output)",
+                path.display(),
+                inputs[j].0,
+                inputs[j].1.display()
+            ));
+        }
+        if let Some(j) = out_ids[..i].iter().position(|id| *id == out_ids[i]) {
+            return Err(format!(
+                "{what} {} is the same file as {} {}: two outputs cannot share one file (choose another)",
+                path.display(),
+                outputs[j].0,
+                outputs[j].1.display()
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Refuses an output directory that is one of the inputs (a file): named for the user rather
+/// than left to "cannot create directory".
+pub fn refuse_dir_is_input(flag: &str, dir: &Path, inputs: &[(String, &Path)]) -> Result<(), String> {
+    let d = file_id(dir)?;
+    for (what, p) in inputs {
+        if file_id(p)? == d {
+            return Err(format!(
+                "{flag} {} is {what}, a file: choose a directory",
+                dir.display()
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// What went wrong in a pcap writer, as the I/O error it was: pcap-file calls every I/O error
+/// "Error reading bytes", also a failed write (a full disk), and keeps the cause as its source
+/// only.
+pub fn pcap_io_error(e: pcap_file::PcapError) -> std::io::Error {
+    match e {
+        pcap_file::PcapError::IoError(io) => io,
+        other => std::io::Error::other(other.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn own<'a>(v: &[(&str, &'a Path)]) -> Vec<(String, &'a Path)> {
+        v.iter().map(|(w, p)| (w.to_string(), *p)).collect()
+    }
+
+    fn check(inputs: &[(&str, &Path)], outputs: &[(&str, &Path)]) -> Result<(), String> {
+        refuse_aliased_outputs(&own(inputs), &own(outputs))
+    }
+
+    /// A hard link to an input is the input: same device and inode, whatever the paths say
+    /// (issue 21 item 9: `rocesw tune` compared canonical paths and overwrote it).
+    #[test]
+    fn a_hard_link_symlink_or_dotdot_to_an_input_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let input = d.join("switch.toml");
+        std::fs::write(&input, "x").unwrap();
+        std::fs::create_dir(d.join("sub")).unwrap();
+        std::fs::hard_link(&input, d.join("hard.toml")).unwrap();
+        std::os::unix::fs::symlink(&input, d.join("soft.toml")).unwrap();
+        for out in [d.join("hard.toml"), d.join("soft.toml"), d.join("sub/../switch.toml")] {
+            let e = check(&[("config", &input)], &[("the fragment", &out)]).unwrap_err();
+            assert!(
+                e.contains("the fragment") && e.contains("config") && e.contains("destroy"),
+                "{e}"
+            );
+        }
+        // Two outputs into one file (one not yet existing), through a dangling symlink.
+        std::os::unix::fs::symlink(d.join("new.pcap"), d.join("dangling.pcap")).unwrap();
+        let e = check(&[], &[("a", &d.join("new.pcap")), ("b", &d.join("dangling.pcap"))]).unwrap_err();
+        assert!(e.contains("same file as a"), "{e}");
+        assert_eq!(check(&[("config", &input)], &[("out", &d.join("other.toml"))]), Ok(()));
+    }
+
+    /// A config path of /dev/zero (or any huge file) is refused after a bounded read.
+    #[test]
+    fn text_inputs_are_read_with_a_bound() {
+        let e = read_text(Path::new("/dev/zero")).unwrap_err();
+        assert!(e.contains("/dev/zero") && e.contains("larger than 4 MiB"), "{e}");
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("ok.toml");
+        std::fs::write(&p, "a = 1\n").unwrap();
+        assert_eq!(read_text(&p).unwrap(), "a = 1\n");
+        std::fs::write(&p, [0xff, 0xfe]).unwrap();
+        assert!(read_text(&p).unwrap_err().contains("UTF-8"));
+    }
+}
