@@ -2,7 +2,7 @@
 # Instructions per forwarded frame on the DPDK path, counted by callgrind (repeatable whatever
 # else the machine is doing), for rocesw on two net_null ports (the config of
 # dpdk_null_vs_testpmd.sh) and for dpdk-testpmd --forward-mode=io on the same vdevs.
-#   rocesw:  its pipeline worker's loop (run_pipeline, inclusive, less the mempool's teardown
+#   rocesw:  its worker's loop (ShardWorker::run, inclusive; before, run_pipeline less the mempool's teardown
 #            at the end) over the frames it sent, both ports;
 #   testpmd: its forwarding lcore's thread (--separate-threads) over the frames it received.
 # Valgrind is slow: a run forwards a few hundred thousand frames. As root, after
@@ -27,7 +27,12 @@ for line in open(sys.argv[1]):
         inc.setdefault(m.group(2), int(m.group(1).replace(',', '')))
 d = json.load(open(sys.argv[2]))
 sent = sum(p['tx_packets'] for p in d['switch']['ports'])
-loop = inc['dataplane::runtime::worker::run_pipeline'] - inc.get('rte_mempool_free', 0)
+# The worker's loop: ShardWorker::run since the workers became shards, whose ports are freed
+# after it returns; run_pipeline before, which freed the mempool at its end (not counted).
+if 'dataplane::runtime::shard::ShardWorker::run' in inc:
+    loop = inc['dataplane::runtime::shard::ShardWorker::run']
+else:
+    loop = inc['dataplane::runtime::worker::run_pipeline'] - inc.get('rte_mempool_free', 0)
 print(f"{loop / sent:.0f} instructions a frame ({sent} frames)")
 PY
 )
