@@ -717,15 +717,15 @@ fn a_buffer_the_switch_cannot_allocate_is_refused() {
         &["buffer.size (64GiB)", "above the largest buffer the switch takes, 1GiB"],
     );
     // 512 MiB in 64 B cells is under 1 GiB but needs 8 Mi packet slots of 1536 B (and as
-    // many descriptors, with their links and EDF links: 28 B each): 12.5 GiB.
+    // many descriptors, with their links and EDF links: 32 B each): 12.5 GiB.
     let p = problems(&with("[buffer]\nsize = \"512MiB\"\ncell = \"64B\""));
     has(
         &p,
         &[
-            "buffer.size (512MiB) in 64B cells over 2 ports needs 12800 MiB at start-up",
+            "buffer.size (512MiB) in 64B cells over 2 ports needs 12832 MiB at start-up",
             "limit of 4GiB",
             "8389120 packet slots of 1536 B, one per frame the buffer can hold (12576 MiB)",
-            "their descriptors (224 MiB)",
+            "their descriptors (256 MiB)",
         ],
     );
     // What the switch allocates is what validation computed.

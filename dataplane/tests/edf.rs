@@ -274,3 +274,66 @@ fn a_change_of_kind_to_and_from_edf_keeps_queued_frames() {
         assert_eq!(sw.snapshot(now).totals.drops.total(), 0);
     }
 }
+
+/// Drives the switch at 1 ms steps to `until` ns with priority 3 paused on OUT all along
+/// (a PFC XOFF refreshed every step, no watchdog), receiving each of `arrivals` (time, frame)
+/// and taking each of `changes` (time, config) at the step it falls in, then drains: what OUT
+/// sent.
+fn paused_run(sw: &mut Switch, arrivals: &[(u64, Vec<u8>)], changes: &[(u64, &Config)], until: u64) -> Out {
+    let mut out = Out { sent: Vec::new() };
+    let mut buf = [0u8; 64];
+    let n = wire::pfc::encode_pfc(&mut buf, [2, 0, 0, 0, 0, 9], 1 << 3, [65535; 8]);
+    let step = 1_000_000;
+    let mut now = 0;
+    while now < until {
+        now += step;
+        sw.receive(OUT, &buf[..n], now);
+        for (at, f) in arrivals {
+            if *at > now - step && *at <= now {
+                sw.receive(1, f, now);
+            }
+        }
+        for (at, c) in changes {
+            if *at > now - step && *at <= now {
+                sw.reconfigure(c).unwrap();
+            }
+        }
+        sw.poll(now);
+        for p in 0..4 {
+            sw.transmit(p, now, &mut sink(&mut out));
+        }
+    }
+    assert!(out.sent.is_empty(), "queue 3 was paused all along: {:?}", out.sent);
+    while !sw.is_idle() {
+        now = sw.next_event(now).unwrap_or(now + 1).max(now + 1);
+        sw.poll(now);
+        for p in 0..4 {
+            sw.transmit(p, now, &mut sink(&mut out));
+        }
+    }
+    out
+}
+
+/// A regulated queue paused for 3 s (no watchdog, or one that only alerts) sends its frames in
+/// deadline order when the pause ends, and counts each one late: deadlines more than 2^31 ns
+/// apart compare as they are. With deadlines modulo 2^32 ns (before), PSN 1 (due at 1 ms) sorted
+/// after PSNs 2 and 3 (due at 2.2 s and 2.9 s), and left uncounted.
+#[test]
+fn frames_paused_for_seconds_leave_in_deadline_order_and_count_late() {
+    let cfg = config("mode = \"ideal\"\nbudget = { 3 = \"1ms\" }");
+    for (mode, cfg) in [
+        ("ideal", cfg),
+        ("take-over", config("mode = \"take-over\"\nbudget = { 3 = \"1ms\" }")),
+    ] {
+        let mut sw = switch(&cfg);
+        let arrivals = [
+            (1_000_000, frame(1, 24, 1, None)),
+            (2_200_000_000, frame(1, 24, 2, None)),
+            (2_900_000_000, frame(1, 24, 3, None)),
+        ];
+        let out = paused_run(&mut sw, &arrivals, &[], 3_000_000_000);
+        assert_eq!(psns(&out), [1, 2, 3], "{mode}");
+        let q = &sw.snapshot(0).ports[OUT].queues[3];
+        assert_eq!(q.edf_deadline_misses, 3, "{mode}: all three left after their deadlines");
+    }
+}

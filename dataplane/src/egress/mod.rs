@@ -227,7 +227,7 @@ impl Egress {
         if let Some(e) = o.edf.as_ref() {
             let frame = peers.packets.get_mut(slot, len);
             let (budget, tagged) = edf_budget(e, queue, frame, info);
-            desc.deadline = (now as u32).wrapping_add(budget);
+            desc.deadline = now.saturating_add(u64::from(budget));
             if tagged {
                 desc.flags |= Desc::TAGGED;
             }
@@ -493,8 +493,7 @@ impl Egress {
         }
         let p = &mut self.ports[port];
         if let Some(e) = p.edf.as_ref().filter(|e| e.is_regulated(q)) {
-            let late = (t_ns as u32).wrapping_sub(d.deadline) as i32 > 0;
-            p.queue_counters[q].edf_deadline_misses += u64::from(late);
+            p.queue_counters[q].edf_deadline_misses += u64::from(t_ns > d.deadline);
             if d.has(Desc::TAGGED) && e.tag_unit > 0 {
                 rewrite_tag(peers.packets.get_mut(d.slot, len), d.deadline, t_ns, e.tag_unit);
             }
@@ -638,9 +637,9 @@ fn edf_budget(e: &sched::edf::EdfQueues, queue: usize, frame: &[u8], info: &Fram
 /// Writes the time a tagged frame has left (its deadline less `t_ns`, rounded up to the tag's
 /// unit, at least 1: a frame already late stays the most urgent) into its flow label, for the
 /// next hop to read as its own budget, the way the paper's packets carry their deadline.
-fn rewrite_tag(frame: &mut [u8], deadline: u32, t_ns: u64, unit: u32) {
-    let left = deadline.wrapping_sub(t_ns as u32) as i32;
-    let units = (left.max(0) as u32).div_ceil(unit).clamp(1, 0xF_FFFF);
+fn rewrite_tag(frame: &mut [u8], deadline: u64, t_ns: u64, unit: u32) {
+    let left = deadline.saturating_sub(t_ns);
+    let units = left.div_ceil(u64::from(unit)).clamp(1, 0xF_FFFF) as u32;
     let Ok(info) = wire::parse(frame, usize::MAX) else {
         return;
     };

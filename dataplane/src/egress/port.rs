@@ -16,14 +16,18 @@ use crate::pfc::{PauseState, PfcRequest, Watchdog};
 use controlplane::{Config, PortConfig, SchedulerConfig, NUM_TC};
 
 /// A queued frame. Small and `Copy`: this is what the egress queues hold, one per packet slot
-/// ([`DescStore`]).
+/// ([`DescStore`]). Packed to 4-byte alignment so the 64-bit deadline costs 4 bytes more than
+/// a 32-bit one did, not 8 (20 bytes, `controlplane::memory::DESC_BYTES`); its fields are only
+/// ever copied, never borrowed.
 #[derive(Debug, Clone, Copy, Default)]
+#[repr(C, packed(4))]
 pub(crate) struct Desc {
     pub slot: u32,
-    /// The frame's deadline on an EDF port (`sched::edf`): nanoseconds modulo 2^32, compared
-    /// with wrapping arithmetic (config budgets stay far below the 2.1 s that allows).
-    /// Elsewhere 0, unread.
-    pub deadline: u32,
+    /// The frame's deadline: nanoseconds of the switch clock (the `now` of `Egress::enqueue`),
+    /// whole, so any two compare right however long a frame waits (a 32-bit deadline, before,
+    /// wrapped every 4.3 s and misordered frames more than 2.1 s apart). On an EDF port its
+    /// arrival plus its budget (`sched::edf`); elsewhere 0, unread.
+    pub deadline: u64,
     pub len: u16,
     pub in_port: u8,
     pub pg: u8,
