@@ -337,3 +337,43 @@ fn frames_paused_for_seconds_leave_in_deadline_order_and_count_late() {
         assert_eq!(q.edf_deadline_misses, 3, "{mode}: all three left after their deadlines");
     }
 }
+
+/// A live change of kind to EDF keeps the waiting frames ahead of the ones that come after,
+/// however long the switch has run: frames queued under `sp_wdrr` count as due at their
+/// arrival. Before, they got deadline 0, which (modulo 2^32 ns) sorted after newer frames once
+/// the clock passed 2^31 ns: PSNs 5-9 left before 0-4.
+#[test]
+fn a_change_to_edf_after_seconds_keeps_a_flow_in_order() {
+    let sp = config_with_scheduler("scheduler = \"sp_wdrr\"");
+    for mode in ["ideal", "take-over", "fifo2"] {
+        let edf = config(&format!("mode = \"{mode}\"\nbudget = {{ 3 = \"1ms\" }}"));
+        let mut sw = switch(&sp);
+        let mut arrivals: Vec<_> = (0..5)
+            .map(|i| (1_000_000 * (i + 1), frame(1, 24, i as u32, None)))
+            .collect();
+        arrivals.extend((5..10).map(|i| (2_600_000_000 + 1_000_000 * i, frame(1, 24, i as u32, None))));
+        let out = paused_run(&mut sw, &arrivals, &[(2_500_000_000, &edf)], 3_000_000_000);
+        assert_eq!(psns(&out), (0..10).collect::<Vec<_>>(), "sp_wdrr → edf ({mode})");
+    }
+}
+
+/// EDF → `sp_wdrr` → EDF with frames waiting throughout: the frames queued under `sp_wdrr`
+/// (due at their arrival, 4 and 5 ms) wait behind the older frames queued under EDF (due at
+/// 101 and 102 ms), in the order `sp_wdrr` would have sent them. Before, they got deadline 0
+/// and went first (at any uptime): 2, 3, 0, 1, 4.
+#[test]
+fn edf_to_sp_wdrr_and_back_keeps_a_flow_in_order() {
+    let sp = config_with_scheduler("scheduler = \"sp_wdrr\"");
+    for mode in ["ideal", "take-over", "fifo2"] {
+        let edf = config(&format!("mode = \"{mode}\"\nbudget = {{ 3 = \"100ms\" }}"));
+        let mut sw = switch(&edf);
+        let arrivals: Vec<_> = [1, 2, 4, 5, 7]
+            .iter()
+            .enumerate()
+            .map(|(psn, ms)| (ms * 1_000_000, frame(1, 24, psn as u32, None)))
+            .collect();
+        let out = paused_run(&mut sw, &arrivals, &[(3_000_000, &sp), (6_000_000, &edf)], 10_000_000);
+        assert_eq!(psns(&out), [0, 1, 2, 3, 4], "edf → sp_wdrr → edf ({mode})");
+        assert_eq!(sw.snapshot(0).totals.drops.total(), 0);
+    }
+}

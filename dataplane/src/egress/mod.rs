@@ -216,7 +216,7 @@ impl Egress {
         let ect = info.is_ect();
         let mut desc = Desc {
             slot,
-            deadline: 0,
+            deadline: now,
             len: len as u16,
             in_port: in_port as u8,
             pg: pg as u8,
