@@ -153,6 +153,35 @@ fn ports_ids_count_speed_mtu_cable() {
     has(&p, &["port[1].speed: missing"]);
 }
 
+/// A port slower than 10 Mb/s (the slowest Ethernet) is refused, naming the port: 1 b/s and
+/// 10 b/s validated before and dropped thousands of lossless frames in replay.
+#[test]
+fn port_speed_has_a_minimum() {
+    for (speed, shown) in [
+        ("1", "1"),
+        ("10", "10"),
+        ("\"9999999bps\"", "9999999bps"),
+        ("\"1M\"", "1M"),
+    ] {
+        let p = problems(&BASE.replace("id = 1\n", &format!("id = 1\nspeed = {speed}\n")));
+        has(
+            &p,
+            &[&format!(
+                "port[1].speed ({shown}) is below the minimum port speed of 10M"
+            )],
+        );
+        let p = problems(&BASE.replace("speed = \"25G\"", &format!("speed = {speed}")));
+        has(
+            &p,
+            &[&format!(
+                "port_defaults.speed ({shown}) is below the minimum port speed of 10M"
+            )],
+        );
+    }
+    let l = ok(&BASE.replace("id = 1\n", "id = 1\nspeed = \"10M\"\n"));
+    assert_eq!(l.config.ports[1].speed_bps, 10_000_000);
+}
+
 #[test]
 fn map_ranges() {
     let p = problems(&BASE.replace(
