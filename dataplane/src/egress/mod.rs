@@ -77,6 +77,13 @@ pub struct Egress {
     rng: Rng,
     /// Priorities (bit mask) whose frames sit in each queue: what a received PFC pauses.
     queue_prios: [u8; NUM_TC],
+    /// Priorities with PFC (`[pfc] priorities`): the only ones a received PFC frame pauses.
+    pfc_prios: u8,
+}
+
+/// Priorities with PFC, as a bit mask.
+fn pfc_priorities(cfg: &Config) -> u8 {
+    (0..NUM_TC).filter(|&p| cfg.pfc.enabled[p]).fold(0u8, |m, p| m | 1 << p)
 }
 
 /// Per queue, the priorities whose frames it holds (what a received PFC pauses).
@@ -90,7 +97,7 @@ fn queue_priorities(cfg: &Config) -> [u8; NUM_TC] {
 
 /// Queues that carry PFC-enabled priorities: the ones the watchdog watches.
 fn lossless_queue_mask(cfg: &Config, queue_prios: &[u8; NUM_TC]) -> u8 {
-    let pfc = (0..NUM_TC).filter(|&p| cfg.pfc.enabled[p]).fold(0u8, |m, p| m | 1 << p);
+    let pfc = pfc_priorities(cfg);
     (0..NUM_TC)
         .filter(|&q| queue_prios[q] & pfc != 0)
         .fold(0, |m, q| m | 1 << q)
@@ -112,6 +119,7 @@ impl Egress {
             descs: DescStore::new(packet_slots),
             rng: Rng::new(seed),
             queue_prios,
+            pfc_prios: pfc_priorities(cfg),
         }
     }
 
@@ -134,6 +142,7 @@ impl Egress {
             };
         }
         self.queue_prios = queue_prios;
+        self.pfc_prios = pfc_priorities(cfg);
     }
 
     /// Drops a frame that was about to be queued: counted on the egress port and queue (where a
@@ -279,14 +288,23 @@ impl Egress {
         }
     }
 
-    /// Obeys a PFC or PAUSE frame received on `port`: pause timers, the watchdog's view.
+    /// Obeys a PFC frame received on `port` for its priorities with PFC: pause timers, the
+    /// watchdog's view. Its other priorities, and 802.3x PAUSE, are counted and ignored
+    /// (`DropReason::PauseIgnored`): lossy queues never pause, so no peer can hold them.
     pub(crate) fn receive_mac_control(&mut self, port: usize, frame: &[u8], now: u64) -> Result<(), wire::Malformed> {
+        let pfc_prios = self.pfc_prios;
         let p = &mut self.ports[port];
         match wire::pfc::decode_mac_control(frame)? {
             MacControl::Pfc { enable, times } => {
+                if enable & !pfc_prios != 0 {
+                    p.counters.drops[DropReason::PauseIgnored as usize] += 1;
+                }
                 for (prio, &quanta) in times.iter().enumerate() {
                     if enable & (1 << prio) != 0 {
                         p.counters.pfc_rx[prio] += 1;
+                        if pfc_prios & (1 << prio) == 0 {
+                            continue;
+                        }
                         let dur = wire::pfc::quanta_to_ns(quanta, p.speed_bps);
                         p.pause.apply(prio, now, dur, &mut p.counters.paused_ns);
                         if let Some(w) = p.watchdog.as_mut() {
@@ -295,12 +313,9 @@ impl Egress {
                     }
                 }
             }
-            MacControl::Pause { time } => {
+            MacControl::Pause { .. } => {
                 p.counters.pause_rx += 1;
-                let dur = wire::pfc::quanta_to_ns(time, p.speed_bps);
-                for prio in 0..NUM_TC {
-                    p.pause.apply(prio, now, dur, &mut p.counters.paused_ns);
-                }
+                p.counters.drops[DropReason::PauseIgnored as usize] += 1;
             }
             MacControl::Other { .. } => p.counters.drops[DropReason::LinkLocal as usize] += 1,
         }
