@@ -254,6 +254,40 @@ fn cnp_queue_and_policer() {
     has(&l.warnings, &["cnp.queue", "not strict"]);
 }
 
+/// A CNP policer at or above a port's speed never limits CNPs there (each port polices its
+/// own): a warning names the ports. Before, a 1.25G policer on 1G ports loaded silently and
+/// 1400 B "CNPs" starved an incast.
+#[test]
+fn a_cnp_policer_not_below_a_port_speed_warns() {
+    let text = BASE.replace("id = 1\n", "id = 1\nspeed = \"1G\"\n[[port]]\nid = 2\nspeed = \"1G\"\n");
+    let l = ok(&format!(
+        "{text}\n[cnp]\npolicer = {{ rate = \"1.25G\", burst = \"16KiB\" }}"
+    ));
+    has(
+        &l.warnings,
+        &[
+            "cnp.policer.rate (1250M) is not below the speed of port 1 (1G), port 2 (1G)",
+            "never limits",
+        ],
+    );
+    assert!(!l.warnings.iter().any(|w| w.contains("port 0 (")), "{:?}", l.warnings);
+    let l = ok(&format!(
+        "{text}\n[cnp]\npolicer = {{ rate = \"1G\", burst = \"16KiB\" }}"
+    ));
+    has(
+        &l.warnings,
+        &["cnp.policer.rate (1G) is not below the speed of port 1 (1G)"],
+    );
+    let l = ok(&format!(
+        "{text}\n[cnp]\npolicer = {{ rate = \"50M\", burst = \"16KiB\" }}"
+    ));
+    assert!(
+        !l.warnings.iter().any(|w| w.contains("cnp.policer")),
+        "{:?}",
+        l.warnings
+    );
+}
+
 #[test]
 fn pfc_settings() {
     let p = problems(&BASE.replace(
