@@ -25,7 +25,7 @@ use crate::units::format_size;
 
 /// Bytes of one queued descriptor (`dataplane::egress::port::Desc`; the dataplane asserts its
 /// size does not exceed this at compile time).
-pub const DESC_BYTES: u64 = 16;
+pub const DESC_BYTES: u64 = 20;
 /// Bytes of the link from one queued descriptor to the next in its queue (a slot number).
 pub const LINK_BYTES: u64 = 4;
 /// Bytes per slot for EDF's queues (`dataplane::egress::queues`): the arrival number that
@@ -161,10 +161,10 @@ mod tests {
         );
         assert_eq!(many.total_bytes - two.total_bytes, burst_slots * per_slot);
         assert_eq!(many.desc_bytes, many.slots * (DESC_BYTES + LINK_BYTES + EDF_LINK_BYTES));
-        // 1 Mi cells and 8192 burst slots: 30 MB of descriptors and EDF links (per-queue rings
+        // 1 Mi cells and 8192 burst slots: 34 MB of descriptors and EDF links (per-queue rings
         // took 4.3 GB).
         assert_eq!(many.slots, (1 << 20) + 8192);
-        assert_eq!(many.desc_bytes, 29_589_504);
+        assert_eq!(many.desc_bytes, 33_816_576);
         assert!(many.total_bytes < 2 << 30, "{many:?}");
     }
 

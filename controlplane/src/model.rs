@@ -87,10 +87,10 @@ pub enum SchedulerConfig {
     Edf(Box<EdfConfig>),
 }
 
-/// The longest EDF delay budget (and tag) accepted. Deadlines are kept as nanoseconds modulo
-/// 2^32 in each queued descriptor (16 bytes, `memory::DESC_BYTES`), which orders any two
-/// deadlines less than 2.1 s apart correctly; a second leaves room for frames that wait past
-/// their deadline.
+/// The longest EDF delay budget (and tag) accepted. Deadlines are whole nanoseconds of the
+/// switch clock (u64) in each queued descriptor (`memory::DESC_BYTES`), so they compare right
+/// however long a frame waits; the cap is about sense (a budget is a latency target, and a
+/// frame that ties with one a second older keeps arrival order by a 32-bit arrival number).
 pub const MAX_EDF_BUDGET_NS: u64 = 1_000_000_000;
 
 /// How an EDF port keeps a regulated queue's frames in deadline order (`edf.mode`).

@@ -153,6 +153,35 @@ fn ports_ids_count_speed_mtu_cable() {
     has(&p, &["port[1].speed: missing"]);
 }
 
+/// A port slower than 10 Mb/s (the slowest Ethernet) is refused, naming the port: 1 b/s and
+/// 10 b/s validated before and dropped thousands of lossless frames in replay.
+#[test]
+fn port_speed_has_a_minimum() {
+    for (speed, shown) in [
+        ("1", "1"),
+        ("10", "10"),
+        ("\"9999999bps\"", "9999999bps"),
+        ("\"1M\"", "1M"),
+    ] {
+        let p = problems(&BASE.replace("id = 1\n", &format!("id = 1\nspeed = {speed}\n")));
+        has(
+            &p,
+            &[&format!(
+                "port[1].speed ({shown}) is below the minimum port speed of 10M"
+            )],
+        );
+        let p = problems(&BASE.replace("speed = \"25G\"", &format!("speed = {speed}")));
+        has(
+            &p,
+            &[&format!(
+                "port_defaults.speed ({shown}) is below the minimum port speed of 10M"
+            )],
+        );
+    }
+    let l = ok(&BASE.replace("id = 1\n", "id = 1\nspeed = \"10M\"\n"));
+    assert_eq!(l.config.ports[1].speed_bps, 10_000_000);
+}
+
 #[test]
 fn map_ranges() {
     let p = problems(&BASE.replace(
@@ -223,6 +252,40 @@ fn cnp_queue_and_policer() {
 
     let l = ok(&with("[cnp]\nqueue = 5\n[queue.5]\nsched = \"wdrr\""));
     has(&l.warnings, &["cnp.queue", "not strict"]);
+}
+
+/// A CNP policer at or above a port's speed never limits CNPs there (each port polices its
+/// own): a warning names the ports. Before, a 1.25G policer on 1G ports loaded silently and
+/// 1400 B "CNPs" starved an incast.
+#[test]
+fn a_cnp_policer_not_below_a_port_speed_warns() {
+    let text = BASE.replace("id = 1\n", "id = 1\nspeed = \"1G\"\n[[port]]\nid = 2\nspeed = \"1G\"\n");
+    let l = ok(&format!(
+        "{text}\n[cnp]\npolicer = {{ rate = \"1.25G\", burst = \"16KiB\" }}"
+    ));
+    has(
+        &l.warnings,
+        &[
+            "cnp.policer.rate (1250M) is not below the speed of port 1 (1G), port 2 (1G)",
+            "never limits",
+        ],
+    );
+    assert!(!l.warnings.iter().any(|w| w.contains("port 0 (")), "{:?}", l.warnings);
+    let l = ok(&format!(
+        "{text}\n[cnp]\npolicer = {{ rate = \"1G\", burst = \"16KiB\" }}"
+    ));
+    has(
+        &l.warnings,
+        &["cnp.policer.rate (1G) is not below the speed of port 1 (1G)"],
+    );
+    let l = ok(&format!(
+        "{text}\n[cnp]\npolicer = {{ rate = \"50M\", burst = \"16KiB\" }}"
+    ));
+    assert!(
+        !l.warnings.iter().any(|w| w.contains("cnp.policer")),
+        "{:?}",
+        l.warnings
+    );
 }
 
 #[test]
@@ -717,15 +780,15 @@ fn a_buffer_the_switch_cannot_allocate_is_refused() {
         &["buffer.size (64GiB)", "above the largest buffer the switch takes, 1GiB"],
     );
     // 512 MiB in 64 B cells is under 1 GiB but needs 8 Mi packet slots of 1536 B (and as
-    // many descriptors, with their links and EDF links: 28 B each): 12.5 GiB.
+    // many descriptors, with their links and EDF links: 32 B each): 12.5 GiB.
     let p = problems(&with("[buffer]\nsize = \"512MiB\"\ncell = \"64B\""));
     has(
         &p,
         &[
-            "buffer.size (512MiB) in 64B cells over 2 ports needs 12800 MiB at start-up",
+            "buffer.size (512MiB) in 64B cells over 2 ports needs 12832 MiB at start-up",
             "limit of 4GiB",
             "8389120 packet slots of 1536 B, one per frame the buffer can hold (12576 MiB)",
-            "their descriptors (224 MiB)",
+            "their descriptors (256 MiB)",
         ],
     );
     // What the switch allocates is what validation computed.

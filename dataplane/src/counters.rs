@@ -53,6 +53,12 @@ drop_reasons! {
         PfcWatchdog => "pfc_watchdog",
         /// No free packet buffer (should not happen: the MMU bounds what is held).
         NoBuffer => "no_buffer",
+        /// A received pause the switch does not obey, counted once per frame on the port it
+        /// came in on: an 802.3x PAUSE (the ports run PFC, and link-level pause would stop
+        /// every queue, lossy ones included, with no watchdog to end it), or a PFC frame that
+        /// asks to pause a priority without PFC (not in `[pfc] priorities`; its other
+        /// priorities are obeyed). As a switch ASIC does: only lossless queues pause.
+        PauseIgnored => "pause_ignored",
     }
 }
 

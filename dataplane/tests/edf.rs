@@ -274,3 +274,106 @@ fn a_change_of_kind_to_and_from_edf_keeps_queued_frames() {
         assert_eq!(sw.snapshot(now).totals.drops.total(), 0);
     }
 }
+
+/// Drives the switch at 1 ms steps to `until` ns with priority 3 paused on OUT all along
+/// (a PFC XOFF refreshed every step, no watchdog), receiving each of `arrivals` (time, frame)
+/// and taking each of `changes` (time, config) at the step it falls in, then drains: what OUT
+/// sent.
+fn paused_run(sw: &mut Switch, arrivals: &[(u64, Vec<u8>)], changes: &[(u64, &Config)], until: u64) -> Out {
+    let mut out = Out { sent: Vec::new() };
+    let mut buf = [0u8; 64];
+    let n = wire::pfc::encode_pfc(&mut buf, [2, 0, 0, 0, 0, 9], 1 << 3, [65535; 8]);
+    let step = 1_000_000;
+    let mut now = 0;
+    while now < until {
+        now += step;
+        sw.receive(OUT, &buf[..n], now);
+        for (at, f) in arrivals {
+            if *at > now - step && *at <= now {
+                sw.receive(1, f, now);
+            }
+        }
+        for (at, c) in changes {
+            if *at > now - step && *at <= now {
+                sw.reconfigure(c).unwrap();
+            }
+        }
+        sw.poll(now);
+        for p in 0..4 {
+            sw.transmit(p, now, &mut sink(&mut out));
+        }
+    }
+    assert!(out.sent.is_empty(), "queue 3 was paused all along: {:?}", out.sent);
+    while !sw.is_idle() {
+        now = sw.next_event(now).unwrap_or(now + 1).max(now + 1);
+        sw.poll(now);
+        for p in 0..4 {
+            sw.transmit(p, now, &mut sink(&mut out));
+        }
+    }
+    out
+}
+
+/// A regulated queue paused for 3 s (no watchdog, or one that only alerts) sends its frames in
+/// deadline order when the pause ends, and counts each one late: deadlines more than 2^31 ns
+/// apart compare as they are. With deadlines modulo 2^32 ns (before), PSN 1 (due at 1 ms) sorted
+/// after PSNs 2 and 3 (due at 2.2 s and 2.9 s), and left uncounted.
+#[test]
+fn frames_paused_for_seconds_leave_in_deadline_order_and_count_late() {
+    let cfg = config("mode = \"ideal\"\nbudget = { 3 = \"1ms\" }");
+    for (mode, cfg) in [
+        ("ideal", cfg),
+        ("take-over", config("mode = \"take-over\"\nbudget = { 3 = \"1ms\" }")),
+    ] {
+        let mut sw = switch(&cfg);
+        let arrivals = [
+            (1_000_000, frame(1, 24, 1, None)),
+            (2_200_000_000, frame(1, 24, 2, None)),
+            (2_900_000_000, frame(1, 24, 3, None)),
+        ];
+        let out = paused_run(&mut sw, &arrivals, &[], 3_000_000_000);
+        assert_eq!(psns(&out), [1, 2, 3], "{mode}");
+        let q = &sw.snapshot(0).ports[OUT].queues[3];
+        assert_eq!(q.edf_deadline_misses, 3, "{mode}: all three left after their deadlines");
+    }
+}
+
+/// A live change of kind to EDF keeps the waiting frames ahead of the ones that come after,
+/// however long the switch has run: frames queued under `sp_wdrr` count as due at their
+/// arrival. Before, they got deadline 0, which (modulo 2^32 ns) sorted after newer frames once
+/// the clock passed 2^31 ns: PSNs 5-9 left before 0-4.
+#[test]
+fn a_change_to_edf_after_seconds_keeps_a_flow_in_order() {
+    let sp = config_with_scheduler("scheduler = \"sp_wdrr\"");
+    for mode in ["ideal", "take-over", "fifo2"] {
+        let edf = config(&format!("mode = \"{mode}\"\nbudget = {{ 3 = \"1ms\" }}"));
+        let mut sw = switch(&sp);
+        let mut arrivals: Vec<_> = (0..5)
+            .map(|i| (1_000_000 * (i + 1), frame(1, 24, i as u32, None)))
+            .collect();
+        arrivals.extend((5..10).map(|i| (2_600_000_000 + 1_000_000 * i, frame(1, 24, i as u32, None))));
+        let out = paused_run(&mut sw, &arrivals, &[(2_500_000_000, &edf)], 3_000_000_000);
+        assert_eq!(psns(&out), (0..10).collect::<Vec<_>>(), "sp_wdrr → edf ({mode})");
+    }
+}
+
+/// EDF → `sp_wdrr` → EDF with frames waiting throughout: the frames queued under `sp_wdrr`
+/// (due at their arrival, 4 and 5 ms) wait behind the older frames queued under EDF (due at
+/// 101 and 102 ms), in the order `sp_wdrr` would have sent them. Before, they got deadline 0
+/// and went first (at any uptime): 2, 3, 0, 1, 4.
+#[test]
+fn edf_to_sp_wdrr_and_back_keeps_a_flow_in_order() {
+    let sp = config_with_scheduler("scheduler = \"sp_wdrr\"");
+    for mode in ["ideal", "take-over", "fifo2"] {
+        let edf = config(&format!("mode = \"{mode}\"\nbudget = {{ 3 = \"100ms\" }}"));
+        let mut sw = switch(&edf);
+        let arrivals: Vec<_> = [1, 2, 4, 5, 7]
+            .iter()
+            .enumerate()
+            .map(|(psn, ms)| (ms * 1_000_000, frame(1, 24, psn as u32, None)))
+            .collect();
+        let out = paused_run(&mut sw, &arrivals, &[(3_000_000, &sp), (6_000_000, &edf)], 10_000_000);
+        assert_eq!(psns(&out), [0, 1, 2, 3, 4], "edf → sp_wdrr → edf ({mode})");
+        assert_eq!(sw.snapshot(0).totals.drops.total(), 0);
+    }
+}

@@ -116,6 +116,9 @@ fn any_kind() -> impl Strategy<Value = Kind> {
     prop_oneof![sp_wdrr(), vlarb(), edf()]
 }
 
+/// The priorities with PFC in [`config`] (`[pfc] priorities = [3]`).
+const PFC_PRIOS: u8 = 1 << 3;
+
 fn config(kind: &Kind) -> controlplane::Config {
     let mut text = format!(
         "[buffer]\ncell = \"256B\"\nsize = \"4MiB\"\n[port_defaults]\nspeed = \"10G\"\ncable = \"5m\"\nmtu = 1500\n{}",
@@ -211,8 +214,10 @@ proptest! {
                     let mut buf = [0u8; 64];
                     let n = wire::pfc::encode_pfc(&mut buf, [2, 0, 0, 0, 0, 9], prios, [quanta; 8]);
                     sw.receive(OUT, &buf[..n], now);
+                    // Only priority 3 has PFC: a PFC frame's other priorities are ignored
+                    // (counted as `pause_ignored`), so they hold nothing.
                     for (p, list) in pauses.iter_mut().enumerate() {
-                        if prios & (1 << p) != 0 {
+                        if prios & (1 << p) & PFC_PRIOS != 0 {
                             list.push((now, quanta, sent.borrow().len()));
                         }
                     }

@@ -24,6 +24,10 @@ pub const DEFAULT_LOSSY_QUEUE_ALPHA: f64 = 1.0;
 pub const DEFAULT_WEIGHT: u32 = 1;
 pub const MAX_WEIGHT: i64 = 1000;
 pub const DEFAULT_CNP_QUEUE: u8 = 6;
+/// The slowest port speed accepted: 10 Mb/s, the slowest Ethernet (10BASE-T). Nothing real
+/// runs slower, and at 1 or 10 b/s a max frame takes hours: such a config validated and
+/// dropped thousands of lossless frames in replay (issue 21).
+pub const MIN_PORT_SPEED_BPS: u64 = 10_000_000;
 /// A policer must pass at least one minimum frame (a CNP is 78 B untagged).
 pub const MIN_POLICER_BURST: u64 = 64;
 pub const DEFAULT_PAUSE_QUANTA: u16 = 65535;

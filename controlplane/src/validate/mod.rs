@@ -107,7 +107,7 @@ pub fn resolve(file: &ConfigFile) -> Result<Loaded, ConfigError> {
     }
     let sizes_ok_2 = cx.errors.len() == e1;
 
-    let cnp = resolve_cnp(&mut cx, &file.cnp, cnp_queue, &queues, &loss);
+    let cnp = resolve_cnp(&mut cx, &file.cnp, cnp_queue, &queues, &loss, &ports);
     let fdb = resolve_fdb(&mut cx, &file.fdb, &ports);
     let mut ports = resolve_headroom(&mut cx, &ports, per_port, buffer.cell_bytes);
     for (p, s) in ports

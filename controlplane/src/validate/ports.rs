@@ -238,6 +238,13 @@ fn check_speed(cx: &mut Ctx, path: &str, v: &Scalar, s: Option<u64>) -> Option<u
             cx.error(format!("{path} ({v}) must be above 0"));
             None
         }
+        Some(s) if s < MIN_PORT_SPEED_BPS => {
+            cx.error(format!(
+                "{path} ({v}) is below the minimum port speed of {} (the slowest Ethernet)",
+                units::format_rate(MIN_PORT_SPEED_BPS)
+            ));
+            None
+        }
         other => other,
     }
 }

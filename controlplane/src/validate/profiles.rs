@@ -365,6 +365,7 @@ pub(super) fn resolve_cnp(
     queue: u8,
     queues: &[QueueProfile; NUM_TC],
     loss: &Losslessness,
+    ports: &[PortDraft],
 ) -> CnpConfig {
     let q = usize::from(queue);
     if queues[q].sched != SchedMode::Strict {
@@ -382,5 +383,23 @@ pub(super) fn resolve_cnp(
         .policer
         .as_ref()
         .and_then(|p| resolve_rate_limit(cx, "cnp.policer", p, MIN_POLICER_BURST, "one minimum frame"));
+    if let Some(r) = policer {
+        // Each egress port polices its own CNPs: a rate a port cannot exceed never limits
+        // there, and whatever a host labels a CNP takes the strict-priority lane at line rate.
+        let unlimited: Vec<String> = ports
+            .iter()
+            .filter(|p| p.speed_bps > 0 && r.rate_bps >= p.speed_bps)
+            .map(|p| format!("{} ({})", p.id, format_rate(p.speed_bps)))
+            .collect();
+        if !unlimited.is_empty() {
+            cx.warn(format!(
+                "cnp.policer.rate ({}) is not below the speed of port {}, so it never limits CNPs \
+                 there: a flood of frames marked as CNPs would take the strict-priority lane at line \
+                 rate; use a fraction of the slowest port's speed (configs/default.toml: 5%)",
+                format_rate(r.rate_bps),
+                unlimited.join(", port ")
+            ));
+        }
+    }
     CnpConfig { queue, policer }
 }

@@ -94,6 +94,13 @@ pub struct Egress {
     descs: DescStore,
     /// Priorities (bit mask) whose frames sit in each queue: what a received PFC pauses.
     queue_prios: [u8; NUM_TC],
+    /// Priorities with PFC (`[pfc] priorities`): the only ones a received PFC frame pauses.
+    pfc_prios: u8,
+}
+
+/// Priorities with PFC, as a bit mask.
+fn pfc_priorities(cfg: &Config) -> u8 {
+    (0..NUM_TC).filter(|&p| cfg.pfc.enabled[p]).fold(0u8, |m, p| m | 1 << p)
 }
 
 /// Per queue, the priorities whose frames it holds (what a received PFC pauses).
@@ -107,7 +114,7 @@ fn queue_priorities(cfg: &Config) -> [u8; NUM_TC] {
 
 /// Queues that carry PFC-enabled priorities: the ones the watchdog watches.
 fn lossless_queue_mask(cfg: &Config, queue_prios: &[u8; NUM_TC]) -> u8 {
-    let pfc = (0..NUM_TC).filter(|&p| cfg.pfc.enabled[p]).fold(0u8, |m, p| m | 1 << p);
+    let pfc = pfc_priorities(cfg);
     (0..NUM_TC)
         .filter(|&q| queue_prios[q] & pfc != 0)
         .fold(0, |m, q| m | 1 << q)
@@ -129,6 +136,7 @@ impl Egress {
             ports,
             descs: DescStore::new(packet_slots),
             queue_prios,
+            pfc_prios: pfc_priorities(cfg),
         }
     }
 
@@ -151,6 +159,7 @@ impl Egress {
             };
         }
         self.queue_prios = queue_prios;
+        self.pfc_prios = pfc_priorities(cfg);
     }
 
     /// Drops a frame that was about to be queued: counted on the egress port and queue (where a
@@ -293,7 +302,7 @@ impl Egress {
         let ect = info.is_ect();
         let mut desc = Desc {
             slot,
-            deadline: 0,
+            deadline: now,
             len: len as u16,
             in_port: in_port as u8,
             pg: pg as u8,
@@ -304,7 +313,7 @@ impl Egress {
         if let Some(e) = o.edf.as_ref() {
             let frame = peers.packets.get_mut(slot, len);
             let (budget, tagged) = edf_budget(e, queue, frame, info);
-            desc.deadline = (now as u32).wrapping_add(budget);
+            desc.deadline = now.saturating_add(u64::from(budget));
             if tagged {
                 desc.flags |= Desc::TAGGED;
             }
@@ -364,14 +373,23 @@ impl Egress {
         }
     }
 
-    /// Obeys a PFC or PAUSE frame received on `port`: pause timers, the watchdog's view.
+    /// Obeys a PFC frame received on `port` for its priorities with PFC: pause timers, the
+    /// watchdog's view. Its other priorities, and 802.3x PAUSE, are counted and ignored
+    /// (`DropReason::PauseIgnored`): lossy queues never pause, so no peer can hold them.
     pub(crate) fn receive_mac_control(&mut self, port: usize, frame: &[u8], now: u64) -> Result<(), wire::Malformed> {
+        let pfc_prios = self.pfc_prios;
         let p = &mut self.ports[port];
         match wire::pfc::decode_mac_control(frame)? {
             MacControl::Pfc { enable, times } => {
+                if enable & !pfc_prios != 0 {
+                    p.counters.drops[DropReason::PauseIgnored as usize] += 1;
+                }
                 for (prio, &quanta) in times.iter().enumerate() {
                     if enable & (1 << prio) != 0 {
                         p.counters.pfc_rx[prio] += 1;
+                        if pfc_prios & (1 << prio) == 0 {
+                            continue;
+                        }
                         let dur = wire::pfc::quanta_to_ns(quanta, p.speed_bps);
                         p.pause.apply(prio, now, dur, &mut p.counters.paused_ns);
                         if let Some(w) = p.watchdog.as_mut() {
@@ -380,12 +398,9 @@ impl Egress {
                     }
                 }
             }
-            MacControl::Pause { time } => {
+            MacControl::Pause { .. } => {
                 p.counters.pause_rx += 1;
-                let dur = wire::pfc::quanta_to_ns(time, p.speed_bps);
-                for prio in 0..NUM_TC {
-                    p.pause.apply(prio, now, dur, &mut p.counters.paused_ns);
-                }
+                p.counters.drops[DropReason::PauseIgnored as usize] += 1;
             }
             MacControl::Other { .. } => p.counters.drops[DropReason::LinkLocal as usize] += 1,
         }
@@ -578,8 +593,7 @@ impl Egress {
         }
         let p = &mut self.ports[port];
         if let Some(e) = p.edf.as_ref().filter(|e| e.is_regulated(q)) {
-            let late = (t_ns as u32).wrapping_sub(d.deadline) as i32 > 0;
-            p.queue_counters[q].edf_deadline_misses += u64::from(late);
+            p.queue_counters[q].edf_deadline_misses += u64::from(t_ns > d.deadline);
             if d.has(Desc::TAGGED) && e.tag_unit > 0 {
                 rewrite_tag(peers.packets.get_mut(d.slot, len), d.deadline, t_ns, e.tag_unit);
             }
@@ -723,9 +737,9 @@ fn edf_budget(e: &sched::edf::EdfQueues, queue: usize, frame: &[u8], info: &Fram
 /// Writes the time a tagged frame has left (its deadline less `t_ns`, rounded up to the tag's
 /// unit, at least 1: a frame already late stays the most urgent) into its flow label, for the
 /// next hop to read as its own budget, the way the paper's packets carry their deadline.
-fn rewrite_tag(frame: &mut [u8], deadline: u32, t_ns: u64, unit: u32) {
-    let left = deadline.wrapping_sub(t_ns as u32) as i32;
-    let units = (left.max(0) as u32).div_ceil(unit).clamp(1, 0xF_FFFF);
+fn rewrite_tag(frame: &mut [u8], deadline: u64, t_ns: u64, unit: u32) {
+    let left = deadline.saturating_sub(t_ns);
+    let units = left.div_ceil(u64::from(unit)).clamp(1, 0xF_FFFF) as u32;
     let Ok(info) = wire::parse(frame, usize::MAX) else {
         return;
     };

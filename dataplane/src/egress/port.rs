@@ -17,14 +17,19 @@ use crate::pfc::{PauseState, PfcRequest, Watchdog};
 use controlplane::{Config, PortConfig, SchedulerConfig, NUM_TC};
 
 /// A queued frame. Small and `Copy`: this is what the egress queues hold, one per packet slot
-/// ([`DescStore`]).
+/// ([`DescStore`]). Packed to 4-byte alignment so the 64-bit deadline costs 4 bytes more than
+/// a 32-bit one did, not 8 (20 bytes, `controlplane::memory::DESC_BYTES`); its fields are only
+/// ever copied, never borrowed.
 #[derive(Debug, Clone, Copy, Default)]
+#[repr(C, packed(4))]
 pub(crate) struct Desc {
     pub slot: u32,
-    /// The frame's deadline on an EDF port (`sched::edf`): nanoseconds modulo 2^32, compared
-    /// with wrapping arithmetic (config budgets stay far below the 2.1 s that allows).
-    /// Elsewhere 0, unread.
-    pub deadline: u32,
+    /// The frame's deadline: nanoseconds of the switch clock (the `now` of `Egress::enqueue`),
+    /// whole, so any two compare right however long a frame waits (a 32-bit deadline, before,
+    /// wrapped every 4.3 s and misordered frames more than 2.1 s apart). On an EDF port its
+    /// arrival plus its budget (`sched::edf`); on any other port, or a queue without a budget,
+    /// its arrival time (a budget of 0), read when the port becomes EDF (`retune_edf`).
+    pub deadline: u64,
     pub len: u16,
     pub in_port: u8,
     pub pg: u8,
@@ -264,6 +269,10 @@ impl EgressPort {
         } else {
             old_reg ^ new_reg
         };
+        // Queues that were plain lists until now: their frames hold deadlines from whatever
+        // rules they were queued under (arrival times under another kind; older EDF deadlines
+        // if the port was EDF before that), not in their list's order.
+        let was_fifo = !old_reg;
         // Take the frames out in their sending order, into plain lists.
         let mut held: [DescQueue; NUM_TC] = Default::default();
         for (q, list) in held.iter_mut().enumerate() {
@@ -282,7 +291,18 @@ impl EgressPort {
             (_, c) => self.edf = c.map(EdfQueues::new),
         }
         for (q, list) in held.iter_mut().enumerate() {
-            while let Some(d) = descs.pop(list) {
+            let mut floor = 0u64;
+            while let Some(mut d) = descs.pop(list) {
+                if was_fifo & (1 << q) != 0 {
+                    // A list's frames leave in its order, and must go on doing so (a flow's
+                    // frames share a queue): deadlines made non-decreasing along it keep every
+                    // mode to that order (ties go to the earlier arrival number), and a frame
+                    // that came later cannot overtake them (its deadline is its arrival, now,
+                    // or later, plus its budget). Deadlines only rise, so no frame becomes
+                    // more urgent than it was.
+                    d.deadline = d.deadline.max(floor);
+                    floor = d.deadline;
+                }
                 // Re-filed frames are not new arrivals: their order errors were counted.
                 let before = self.queue_counters[q].edf_order_errors;
                 self.push(descs, q, d);

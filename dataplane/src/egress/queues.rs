@@ -7,7 +7,7 @@
 //! few dozen ports). But a queued frame owns exactly one packet slot (a flood gives each copy
 //! its own slot, `Switch::flood`), so no more frames can be queued, over all queues together,
 //! than there are slots. One [`Desc`] and one link per slot therefore hold every queue at once,
-//! and memory grows with the buffer only (`controlplane::memory`: slots × (16 + 4) bytes).
+//! and memory grows with the buffer only (`controlplane::memory`: slots × (20 + 4) bytes).
 //!
 //! A queue is then three numbers ([`DescQueue`]: head, tail, length), kept by its port; the
 //! [`DescStore`] is kept by `Egress`, one per switch. Pushing writes the frame's own entry and
@@ -47,13 +47,14 @@ struct EdfLink {
 
 const _: () = assert!(std::mem::size_of::<EdfLink>() as u64 <= controlplane::memory::EDF_LINK_BYTES);
 
-/// Whether deadline key `a` (deadline, arrival number) comes before `b`. Both are modulo 2^32
-/// and compared by their wrapping difference: right for values less than 2^31 apart (2.1 s
-/// of deadlines; 2^31 arrivals).
+/// Whether deadline key `a` (deadline, arrival number) comes before `b`. Deadlines are whole
+/// nanoseconds of the switch clock (u64: no wrap in 584 years); arrival numbers are per queue,
+/// modulo 2^32, compared by their wrapping difference, right for frames fewer than 2^31
+/// arrivals apart: they only break ties between equal deadlines, that is between frames that
+/// arrived at most a budget (1 s) apart, and no port takes 2^31 frames a second.
 #[inline]
-pub(crate) fn earlier(a: (u32, u32), b: (u32, u32)) -> bool {
-    let d = a.0.wrapping_sub(b.0) as i32;
-    d < 0 || (d == 0 && (a.1.wrapping_sub(b.1) as i32) < 0)
+pub(crate) fn earlier(a: (u64, u32), b: (u64, u32)) -> bool {
+    a.0 < b.0 || (a.0 == b.0 && (a.1.wrapping_sub(b.1) as i32) < 0)
 }
 
 /// Every queued frame's descriptor, one entry per packet slot, indexed by the slot number: the
@@ -171,7 +172,7 @@ impl DescStore {
 
     /// The EDF order of a queued frame: its deadline, then its arrival number.
     #[inline]
-    pub fn key(&self, d: &Desc) -> (u32, u32) {
+    pub fn key(&self, d: &Desc) -> (u64, u32) {
         (d.deadline, self.edf[d.slot as usize].seq)
     }
 

@@ -1,6 +1,8 @@
 //! Classification: which traffic class, egress queue and ingress PG a frame belongs to.
 //!
-//! Order: the CNP fast lane first (a CNP must never wait behind data, whatever its DSCP), then
+//! Order: the CNP fast lane first (a CNP must never wait behind data, whatever its DSCP; a CNP
+//! is BTH opcode 0x81 in a CNP-sized frame, `FrameInfo::is_cnp_sized`: a larger frame with
+//! that opcode is not one, and is classified as the ordinary traffic of its DSCP), then
 //! the trust map (DSCP, PCP or nothing), then the ordered rules, first match wins (the UCloud
 //! edge policy: `udp_dport == 4791 && dscp == 48 → queue 6`, else rewrite DSCP to a default).
 
@@ -83,10 +85,12 @@ impl Classifier {
     }
 
     /// Inlined into the receive path, the rules (rare, and a loop) out of line.
+    /// `frame_len`: the frame's length (without FCS), which tells a CNP from a frame that
+    /// only carries its opcode.
     #[inline(always)]
-    pub fn classify(&self, info: &FrameInfo, in_port: u16) -> Class {
+    pub fn classify(&self, info: &FrameInfo, in_port: u16, frame_len: usize) -> Class {
         let tc = self.trusted_tc(info);
-        let cnp = info.is_cnp();
+        let cnp = info.is_cnp_sized(frame_len);
         let mut class = Class {
             tc,
             queue: self.tc_to_queue[tc as usize & 7],
@@ -99,6 +103,7 @@ impl Classifier {
             return class;
         }
         if !self.rules.is_empty() {
+            // Not a CNP here (a CNP returned above): a rule's `cnp = true` matches none.
             self.apply_rules(&mut class, info, in_port);
         }
         class
@@ -139,5 +144,5 @@ fn matches(rule: &Rule, info: &FrameInfo, in_port: u16) -> bool {
         && ok(m.dscp, info.dscp())
         && ok(m.pcp, info.pcp())
         && ok(m.roce, Some(info.is_roce()))
-        && ok(m.cnp, Some(info.is_cnp()))
+        && ok(m.cnp, Some(false))
 }

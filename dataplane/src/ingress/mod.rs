@@ -136,7 +136,7 @@ impl Ingress {
         if !fdb::is_group_key(src) {
             self.fdb.learn_key(src, in_id, now);
         }
-        *class = self.classifier.classify(info, in_id);
+        *class = self.classifier.classify(info, in_id, frame.len());
         let pgc = &mut self.ports[port].pg_counters[class.pg as usize];
         pgc.rx_packets += 1;
         pgc.rx_bytes += frame.len() as u64;

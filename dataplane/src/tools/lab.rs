@@ -273,6 +273,7 @@ pub fn lab_config(spec: &LabSpec, base_text: &str, base_name: &str) -> Result<St
         .ok_or_else(|| anyhow!("{base_name}: port_defaults is not a table"))?;
     defaults.insert("speed".into(), Value::String(spec.speed.clone()));
     defaults.insert("mtu".into(), Value::Integer(spec.mtu.into()));
+    size_cnp_policer(&mut table, &spec.speed);
     let ports = (0..spec.hosts)
         .map(|i| {
             let host = plan_host(&spec.name, i);
@@ -303,6 +304,37 @@ pub fn lab_config(spec: &LabSpec, base_text: &str, base_name: &str) -> Result<St
     );
     controlplane::load_str(&text).map_err(|e| anyhow!("the lab config made from {base_name} does not load:\n{e}"))?;
     Ok(text)
+}
+
+/// The CNP policer of a lab config sized to its ports, which all run at `speed`: a base
+/// policer rate at or above the speed never limits (each port polices its own CNPs, and
+/// validation warns), so it becomes 5% of the speed, as `configs/default.toml` has for 25G
+/// (1.25G). A rate already below the speed is the profile's choice and stays. A speed or rate
+/// that does not parse is left for validation to report.
+fn size_cnp_policer(table: &mut toml::Table, speed: &str) {
+    let Ok(speed_bps) = controlplane::units::parse_rate(speed) else {
+        return;
+    };
+    let Some(policer) = table
+        .get_mut("cnp")
+        .and_then(|c| c.as_table_mut())
+        .and_then(|c| c.get_mut("policer"))
+        .and_then(|p| p.as_table_mut())
+    else {
+        return;
+    };
+    let rate = match policer.get("rate") {
+        Some(toml::Value::String(r)) => controlplane::units::parse_rate(r).ok(),
+        Some(toml::Value::Integer(r)) => u64::try_from(*r).ok(),
+        _ => None,
+    };
+    if rate.is_some_and(|r| r >= speed_bps) {
+        let sized = (speed_bps / 20).max(1);
+        policer.insert(
+            "rate".into(),
+            toml::Value::String(controlplane::units::format_rate(sized)),
+        );
+    }
 }
 
 /// `rocesw lab VERB` for the lab `name` in `state_dir`, as a user would type it in a hint:
@@ -820,6 +852,35 @@ mod tests {
             .config;
         assert_eq!(cfg.buffer, base.buffer);
         assert_eq!(cfg.pfc, base.pfc);
+    }
+
+    /// The base profile's 1.25G CNP policer (5% of 25G) is sized to the lab's ports when it
+    /// would not limit them (1G: 50M, no warning), and kept where it does (100G).
+    #[test]
+    fn the_cnp_policer_is_sized_to_the_lab_ports() {
+        let base = include_str!("../../../configs/default.toml");
+        for (speed, rate) in [
+            ("1G", 50_000_000),
+            ("10M", 500_000),
+            ("100G", 1_250_000_000),
+            ("25G", 1_250_000_000),
+        ] {
+            let spec = LabSpec {
+                name: "cnp".into(),
+                hosts: 2,
+                speed: speed.into(),
+                mtu: 1500,
+            };
+            let loaded = controlplane::load_str(&lab_config(&spec, base, "default.toml").unwrap()).unwrap();
+            let policer = loaded.config.cnp.policer.expect("the profile's policer is kept");
+            assert_eq!(policer.rate_bps, rate, "{speed}");
+            assert_eq!(policer.burst_bytes, 16 * 1024, "{speed}: the burst is kept");
+            assert!(
+                !loaded.warnings.iter().any(|w| w.contains("cnp.policer")),
+                "{speed}: {:?}",
+                loaded.warnings
+            );
+        }
     }
 
     #[test]

@@ -455,6 +455,20 @@ impl FrameInfo {
         self.bth.is_some_and(|b| b.is_cnp())
     }
 
+    /// [`FrameInfo::is_cnp`], and CNP-sized: a UDP datagram no longer than a CNP's
+    /// ([`super::roce::CNP_UDP_LEN`]) in a frame of `frame_len` bytes that ends there, but for
+    /// padding to the 60-byte minimum and an FCS (4) a capture may keep. What the switch treats
+    /// as a CNP (its strict-priority lane and policer): opcode 0x81 alone is any frame a host
+    /// cares to label so.
+    #[inline]
+    pub fn is_cnp_sized(&self, frame_len: usize) -> bool {
+        self.is_cnp()
+            && self.udp.is_some_and(|u| {
+                let end = self.l4_offset as usize + u.length as usize;
+                u.length as usize <= super::roce::CNP_UDP_LEN && frame_len <= (end + 4).max(64)
+            })
+    }
+
     /// Offset of the BTH, if RoCEv2.
     #[inline]
     pub fn bth_offset(&self) -> Option<usize> {

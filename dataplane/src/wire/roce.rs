@@ -16,6 +16,10 @@ pub const ICRC_LEN: usize = 4;
 
 /// BTH opcode of a RoCEv2 congestion notification packet.
 pub const OPCODE_CNP: u8 = 0x81;
+/// A CNP's UDP datagram: the UDP header (8), the BTH (12), 16 reserved bytes and the ICRC (4)
+/// (IBA Annex A17, RoCEv2 CNP). The frame is 74 B untagged over IPv4 (78 on the wire with
+/// the FCS), 78 B with a VLAN tag, 94 B over IPv6.
+pub const CNP_UDP_LEN: usize = 8 + 12 + 16 + ICRC_LEN;
 
 /// Some RC opcodes, for tests and the builder (IBA table 38).
 pub mod opcode {

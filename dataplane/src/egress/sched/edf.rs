@@ -126,7 +126,7 @@ impl Edf {
                 let q = 7 - regulated.leading_zeros() as usize;
                 regulated &= !(1 << q);
                 let d = head(q).deadline;
-                if earlier((d, 0), (best_deadline, 0)) {
+                if d < best_deadline {
                     best = q;
                     best_deadline = d;
                 }
@@ -161,7 +161,7 @@ pub(crate) struct EdfQueues {
     pub takeover: [DescQueue; NUM_TC],
     /// Each queue's next arrival number.
     seq: [u32; NUM_TC],
-    /// Budgets in ns (0 = none): per queue, per DSCP.
+    /// Budgets in ns (0 = none): per queue, per DSCP (validation caps them at 1 s).
     pub queue_budget: [u32; NUM_TC],
     pub dscp_budget: [u32; 64],
     /// The flow-label tag's unit in ns, 0 = tags off.
@@ -202,11 +202,8 @@ impl EdfQueues {
     pub fn push(&mut self, descs: &mut DescStore, ordered: &mut DescQueue, q: usize, d: Desc, c: &mut QueueCounters) {
         let seq = self.seq[q];
         self.seq[q] = seq.wrapping_add(1);
-        let later_than = |descs: &DescStore, list: &DescQueue| {
-            descs
-                .back(list)
-                .is_some_and(|t| earlier((d.deadline, 0), (t.deadline, 0)))
-        };
+        let later_than =
+            |descs: &DescStore, list: &DescQueue| descs.back(list).is_some_and(|t| d.deadline < t.deadline);
         match self.mode {
             EdfMode::Ideal => descs.heap_push(ordered, d, seq),
             EdfMode::Fifo2 => {
@@ -306,7 +303,7 @@ mod tests {
                 c: QueueCounters::default(),
             }
         }
-        fn push(&mut self, slot: u32, deadline: u32) {
+        fn push(&mut self, slot: u32, deadline: u64) {
             let d = Desc {
                 slot,
                 deadline,
@@ -314,13 +311,13 @@ mod tests {
             };
             self.e.push(&mut self.descs, &mut self.ordered, 3, d, &mut self.c);
         }
-        fn pop(&mut self) -> Option<(u32, u32)> {
+        fn pop(&mut self) -> Option<(u32, u64)> {
             let front = self.e.front(&self.descs, &self.ordered, 3).map(|d| d.slot);
             let d = self.e.pop(&mut self.descs, &mut self.ordered, 3)?;
             assert_eq!(front, Some(d.slot), "front names the frame pop takes");
             Some((d.slot, d.deadline))
         }
-        fn drain(&mut self) -> Vec<u32> {
+        fn drain(&mut self) -> Vec<u64> {
             std::iter::from_fn(|| self.pop()).map(|(_, d)| d).collect()
         }
     }
@@ -347,19 +344,32 @@ mod tests {
         assert_eq!(run(EdfMode::Ideal), (vec![20, 25, 30, 40, 100, 110], 0));
     }
 
+    /// Deadlines are whole nanoseconds: frames more than 2^31 or 2^32 ns apart (a frame that
+    /// waited seconds behind a pause) compare as they are, in every mode. With deadlines
+    /// modulo 2^32 (before), 1 ms sorted after 2.2 s and after 5 s (5 s ≡ 0.7 s).
     #[test]
-    fn deadlines_compare_across_the_wrap_of_u32_nanoseconds() {
+    fn deadlines_far_apart_compare_as_they_are() {
+        let (a, b, c) = (1_000_000, 2_200_000_000, 5_000_000_000u64);
+        for mode in [EdfMode::Ideal, EdfMode::TakeOver, EdfMode::Fifo2] {
+            let mut q = Q::new(mode, 4);
+            q.push(0, a);
+            q.push(1, b);
+            q.push(2, c);
+            assert_eq!(q.drain(), [a, b, c], "{mode:?}");
+            assert_eq!(q.c.edf_order_errors, 0, "{mode:?}");
+        }
         let mut q = Q::new(EdfMode::Ideal, 4);
-        q.push(0, 5); // after the wrap: later than u32::MAX - 5
-        q.push(1, u32::MAX - 5);
-        assert_eq!(q.drain(), [u32::MAX - 5, 5]);
+        q.push(0, c);
+        q.push(1, b);
+        q.push(2, a);
+        assert_eq!(q.drain(), [a, b, c]);
     }
 
     /// A regulated queue's frames, with random deadlines and departures interleaved with
     /// arrivals.
-    fn ops() -> impl Strategy<Value = Vec<(bool, u8, u32)>> {
+    fn ops() -> impl Strategy<Value = Vec<(bool, u8, u64)>> {
         // (arrive?, flow, budget): flows 0..4, each with its own budget range.
-        proptest::collection::vec((prop::bool::weighted(0.6), 0u8..4, 0u32..4000), 1..400)
+        proptest::collection::vec((prop::bool::weighted(0.6), 0u8..4, 0u64..4000), 1..400)
     }
 
     proptest! {
@@ -369,15 +379,15 @@ mod tests {
         /// budget, or any non-decreasing sequence); no mode ever sends them out of order, and
         /// every frame comes out once.
         #[test]
-        fn no_flow_is_reordered_in_any_mode(ops in ops(), budgets in proptest::collection::vec(0u32..5000, 4), jitter in any::<bool>()) {
+        fn no_flow_is_reordered_in_any_mode(ops in ops(), budgets in proptest::collection::vec(0u64..5000, 4), jitter in any::<bool>()) {
             for mode in [EdfMode::Ideal, EdfMode::Fifo2, EdfMode::TakeOver] {
                 let mut q = Q::new(mode, 512);
                 let mut free: Vec<u32> = (0..512).rev().collect();
                 let mut flow_of = [0u8; 512];
                 let mut seq_of = [0u32; 512];
-                let mut last_deadline = [0u32; 4];
+                let mut last_deadline = [0u64; 4];
                 let mut sent_seq = [None::<u32>; 4];
-                let mut now = 0u32;
+                let mut now = 0u64;
                 let (mut pushed, mut popped) = (0, 0);
                 for (i, &(arrive, flow, extra)) in ops.iter().enumerate() {
                     now += 37;
@@ -418,7 +428,7 @@ mod tests {
         /// `ideal` sends in exact (deadline, arrival) order whatever the interleaving; the
         /// take-over mode's ordered list stays sorted; fifo2 sends in arrival order.
         #[test]
-        fn each_mode_sends_in_its_order(ops in proptest::collection::vec((prop::bool::weighted(0.6), 0u32..1000), 1..300)) {
+        fn each_mode_sends_in_its_order(ops in proptest::collection::vec((prop::bool::weighted(0.6), 0u64..1000), 1..300)) {
             for mode in [EdfMode::Ideal, EdfMode::Fifo2, EdfMode::TakeOver] {
                 let mut q = Q::new(mode, 256);
                 let mut free: Vec<u32> = (0..256).rev().collect();

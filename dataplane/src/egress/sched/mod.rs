@@ -39,8 +39,8 @@ pub use vlarb::VlArb;
 pub struct Head {
     /// The frame's length in bytes (without FCS), what byte weights are charged.
     pub len: u32,
-    /// The frame's deadline (ns modulo 2^32; 0 on ports that give none), what EDF compares.
-    pub deadline: u32,
+    /// The frame's deadline (ns of the switch clock, `Desc::deadline`), what EDF compares.
+    pub deadline: u64,
 }
 
 /// One port's scheduler, of the kind its config names. The kinds stay inline although their

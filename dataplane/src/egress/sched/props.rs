@@ -95,7 +95,7 @@ fn every_kind_has_a_strategy() {
 /// A step of a run: which queues are eligible, each queue's head (length, deadline), and how
 /// many times the caller tries `select_again` after a pick.
 fn steps() -> impl Strategy<Value = Vec<(u8, Vec<Head>, usize)>> {
-    let head = (64u32..9000, any::<u32>()).prop_map(|(len, deadline)| Head { len, deadline });
+    let head = (64u32..9000, any::<u64>()).prop_map(|(len, deadline)| Head { len, deadline });
     proptest::collection::vec((0u8..=255, proptest::collection::vec(head, NUM_TC), 0usize..6), 1..300)
 }
 
