@@ -1115,6 +1115,11 @@ fn dpdk_duplicates_are_found_by_driver_and_by_what_they_use() {
         "dpdk = \"net_pcap0,rx_pcap=/tmp/in.pcap,tx_pcap=/tmp/a.pcap\"",
         "dpdk = \"net_pcap1,rx_pcap=/tmp/in.pcap,tx_pcap=/tmp/b.pcap\"",
     ));
+    // /dev/null takes whatever any number of ports write (the benchmarks' sink).
+    ok(&two(
+        "dpdk = \"net_pcap0,rx_pcap=/tmp/in.pcap,tx_pcap=/dev/null\"",
+        "dpdk = \"net_pcap1,rx_pcap=/tmp/in2.pcap,tx_pcap=/dev/null\"",
+    ));
     ok(&two(
         "dpdk = \"net_af_packet0,iface=veth0\"",
         "dpdk = \"net_af_packet1,iface=veth1\"",

@@ -100,8 +100,8 @@ impl DeviceSpec {
     /// What this device takes for itself that no other port may also take: a host
     /// interface (`net_af_packet`/`net_tap`/`net_pcap`'s `iface`, `rx_iface`, `tx_iface`), a
     /// vhost-user socket (`net_vhost`'s `iface`) or a capture it writes (`net_pcap`'s
-    /// `tx_pcap`). Two ports on one of them would steal each other's frames or interleave
-    /// them in one file. (`net_memif` and `net_virtio_user` share sockets by design.)
+    /// `tx_pcap`, other than `/dev/null`). Two ports on one of them would steal each other's
+    /// frames or interleave them in one file. (`net_memif` and `net_virtio_user` share sockets by design.)
     pub fn claims(&self) -> Vec<Claim> {
         let driver = match self.canonical_name().trim_end_matches(|c: char| c.is_ascii_digit()) {
             "net_tun" => "net_tap".to_string(),
@@ -112,6 +112,8 @@ impl DeviceSpec {
             let claim = match (driver.as_str(), k) {
                 ("net_af_packet" | "net_tap", "iface") => Claim::Interface(v.to_string()),
                 ("net_pcap", "iface" | "rx_iface" | "rx_iface_in" | "tx_iface") => Claim::Interface(v.to_string()),
+                // /dev/null discards whatever is written to it: any number of ports may.
+                ("net_pcap", "tx_pcap") if v == "/dev/null" => continue,
                 ("net_pcap", "tx_pcap") => Claim::File(v.into()),
                 ("net_vhost", "iface") => Claim::File(v.into()),
                 _ => continue,

@@ -18,8 +18,6 @@ struct Entry {
     used: bool,
     is_static: bool,
     last_seen: u64,
-    /// When this shard last told the others about the entry (sharded runs only).
-    announced: u64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -50,6 +48,9 @@ pub struct Fdb {
     /// an entry that is still in use here. Bounded: beyond it a learn waits for its refresh.
     announcements: Vec<(u64, u16, u64)>,
     announce: bool,
+    /// Per slot, when this shard last told the others about its entry (sharded runs only:
+    /// empty otherwise, kept apart so a lone switch's entries stay as small as they were).
+    announced: Box<[u64]>,
 }
 
 /// Learns a shard may have waiting between two rounds.
@@ -101,6 +102,7 @@ impl Fdb {
             recent_lookup: (NO_KEY, 0, None),
             announcements: Vec::new(),
             announce: false,
+            announced: Box::new([]),
         };
         for s in &cfg.static_entries {
             fdb.insert(mac_key(&s.mac), s.port, 0, true);
@@ -179,13 +181,13 @@ impl Fdb {
             return Learn::Refreshed;
         }
         // Fast path: a known station seen again on the same port (nearly every frame).
-        let e = &mut self.slots[hash(key) & self.mask];
+        let i = hash(key) & self.mask;
+        let e = &mut self.slots[i];
         if e.used && e.mac == key && e.port == port && !e.is_static && now.saturating_sub(e.last_seen) < self.aging_ns {
             e.last_seen = now;
             self.recent_learn = (key, port, now);
-            if self.announce && now.saturating_sub(e.announced) >= self.aging_ns / 4 {
-                e.announced = now;
-                self.queue_announcement(key, port, now);
+            if self.announce {
+                self.refresh_announcement(i, key, port, now);
             }
             return Learn::Refreshed;
         }
@@ -200,6 +202,17 @@ impl Fdb {
     pub fn announce_to_shards(&mut self) {
         self.announce = true;
         self.announcements = Vec::with_capacity(ANNOUNCE_BACKLOG);
+        self.announced = vec![0; self.slots.len()].into_boxed_slice();
+    }
+
+    /// A station seen again in slot `i`: announced again once a quarter of the aging time has
+    /// passed since the last time.
+    #[cold]
+    fn refresh_announcement(&mut self, i: usize, key: u64, port: u16, now: u64) {
+        if now.saturating_sub(self.announced[i]) >= self.aging_ns / 4 {
+            self.announced[i] = now;
+            self.queue_announcement(key, port, now);
+        }
     }
 
     #[cold]
@@ -248,8 +261,10 @@ impl Fdb {
                 let moved = e.port != port;
                 e.port = port;
                 e.last_seen = now;
-                e.announced = now;
                 e.is_static = is_static;
+                if let Some(a) = self.announced.get_mut(i) {
+                    *a = now;
+                }
                 return match (was_live, moved) {
                     (true, true) => Learn::Moved,
                     (true, false) => Learn::Refreshed,
@@ -264,8 +279,10 @@ impl Fdb {
                     used: true,
                     is_static,
                     last_seen: now,
-                    announced: now,
                 };
+                if let Some(a) = self.announced.get_mut(slot) {
+                    *a = now;
+                }
                 return Learn::New;
             }
             if !live && reusable.is_none() {
@@ -281,8 +298,10 @@ impl Fdb {
                     used: true,
                     is_static,
                     last_seen: now,
-                    announced: now,
                 };
+                if let Some(a) = self.announced.get_mut(slot) {
+                    *a = now;
+                }
                 Learn::New
             }
             None => Learn::Full,

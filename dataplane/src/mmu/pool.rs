@@ -32,20 +32,26 @@ pub struct SharedPool {
     /// Cells held by frames in the switch, each frame once (charged with its egress queue).
     pub(super) used: u32,
     pub(super) peak_used: u32,
-    /// The other shards' shared use as last published (`crate::shard::PoolShare`), ingress and
-    /// egress: 0 with one shard, so a lone switch computes exactly as it always has.
-    pub(super) others_ingress: u32,
-    pub(super) others_egress: u32,
+    /// The shared cells each side may fill: `shared_cells` less the other shards' shared use
+    /// as last published (`crate::shard::PoolShare`); `shared_cells` itself with one shard, so
+    /// a lone switch computes exactly as it always has, and the packet path subtracts once.
+    ingress_avail: u32,
+    egress_avail: u32,
+    others_ingress: u32,
+    others_egress: u32,
 }
 
 impl SharedPool {
     pub(super) fn new(total_bytes: u64, cell: u32, reserved_cells: u64) -> Self {
         let total_cells = total_bytes.div_ceil(cell as u64).min(u32::MAX as u64) as u32;
+        let shared_cells = (total_cells as u64).saturating_sub(reserved_cells) as u32;
         SharedPool {
             cell_bytes: cell,
             cell_shift: cell.trailing_zeros(),
             total_cells,
-            shared_cells: (total_cells as u64).saturating_sub(reserved_cells) as u32,
+            shared_cells,
+            ingress_avail: shared_cells,
+            egress_avail: shared_cells,
             ingress: PoolSide::default(),
             egress: PoolSide::default(),
             used: 0,
@@ -60,11 +66,14 @@ impl SharedPool {
     pub fn set_others(&mut self, ingress_shared: u32, egress_shared: u32) {
         self.others_ingress = ingress_shared;
         self.others_egress = egress_shared;
+        self.ingress_avail = self.shared_cells.saturating_sub(ingress_shared);
+        self.egress_avail = self.shared_cells.saturating_sub(egress_shared);
     }
 
     /// Takes the size of a new config's pool (same buffer, new reserves); occupancy is kept.
     pub fn resize(&mut self, fresh: &SharedPool) {
         self.shared_cells = fresh.shared_cells;
+        self.set_others(self.others_ingress, self.others_egress);
     }
 
     #[inline]
@@ -84,17 +93,13 @@ impl SharedPool {
     /// Shared cells the ingress side has left: what its dynamic limits scale with.
     #[inline]
     pub fn ingress_free(&self) -> u32 {
-        self.shared_cells
-            .saturating_sub(self.ingress.shared)
-            .saturating_sub(self.others_ingress)
+        self.ingress_avail.saturating_sub(self.ingress.shared)
     }
 
     /// Shared cells the egress side has left.
     #[inline]
     pub fn egress_free(&self) -> u32 {
-        self.shared_cells
-            .saturating_sub(self.egress.shared)
-            .saturating_sub(self.others_egress)
+        self.egress_avail.saturating_sub(self.egress.shared)
     }
 
     pub fn restart_peaks(&mut self) {

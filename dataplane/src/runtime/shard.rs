@@ -19,7 +19,7 @@ use crate::runtime::emulated::EmulatedPort;
 use crate::runtime::port_io::PortIo;
 use crate::runtime::sink::PortSink;
 use crate::runtime::worker::{snapshot, Clock, ControlQueue, ControlRequest, Polling, StatsHook, BURST};
-use crate::shard::{Link, PoolShare};
+use crate::shard::{Link, PoolShare, MAX_BATCHES_IN_FLIGHT};
 use crate::switch::Switch;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -187,8 +187,18 @@ impl ShardWorker<'_> {
         }
     }
 
-    /// Phase 1: a burst from each of this shard's ports.
+    /// Phase 1: a burst from each of this shard's ports, while the other shards keep up with
+    /// what crosses to them ([`crate::shard::MAX_BATCHES_IN_FLIGHT`]).
     fn receive(&mut self, now: u64) -> usize {
+        let me = self.sw.shard_index();
+        let links = &self.shared.links[me];
+        if links
+            .iter()
+            .enumerate()
+            .any(|(to, l)| to != me && l.in_flight() >= MAX_BATCHES_IN_FLIGHT)
+        {
+            return 0;
+        }
         let mut moved = 0;
         let Self { sw, ports, emu, .. } = self;
         for io in ports.iter_mut().flatten() {

@@ -38,6 +38,13 @@ pub const BATCH_FRAMES: usize = 64;
 pub const BATCH_RELEASES: usize = 256;
 /// Learns a batch carries at most.
 pub const BATCH_LEARNS: usize = 32;
+/// Batches a shard lets wait on a link before it stops receiving: the other shard is behind.
+/// A crossing frame holds its ingress PG's cells until its release comes back, so what waits
+/// between shards must stay well under a PG's limit (4 batches of up to 64 frames of 1 KiB are
+/// 1024 cells of 256 B; the default lossless PG's dynamic limit is about 1500): past it, a
+/// sender that ignores PFC would overflow the headroom with frames the switch only received
+/// to drop; with it, they wait in the port's ring (or the NIC counts them missed).
+pub const MAX_BATCHES_IN_FLIGHT: usize = 4;
 /// Frames an outbox holds at least.
 const OUTBOX_FRAMES: usize = 8192;
 /// Batches circulating on each ordered pair of shards: up to 4096 frames in flight one way.
@@ -145,6 +152,12 @@ impl Link {
     /// True when nothing is in flight on this link.
     pub fn is_empty(&self) -> bool {
         self.full.is_empty()
+    }
+
+    /// Batches sent and not yet taken by the other shard.
+    #[inline]
+    pub fn in_flight(&self) -> usize {
+        self.full.len()
     }
 }
 
