@@ -28,17 +28,27 @@ struct Running {
 /// The default profile with the `[run]` the test switch runs (one worker, an idle sleep):
 /// what the control server holds must be what the switch runs, since `[run]` cannot change live.
 fn config_text() -> String {
+    config_text_for(1)
+}
+
+/// The same on `workers` workers (ports round robin).
+fn config_text_for(workers: usize) -> String {
     std::fs::read_to_string(repo_root().join("configs/default.toml")).unwrap()
-        + "\n[run]\nworkers = 1\nidle = \"20us\"\n"
+        + &format!("\n[run]\nworkers = {workers}\nidle = \"20us\"\n")
 }
 
 fn start() -> Running {
-    let cfg = controlplane::load_str(&config_text()).unwrap().config;
+    start_on(1)
+}
+
+fn start_on(workers: usize) -> Running {
+    let text = config_text_for(workers);
+    let cfg = controlplane::load_str(&text).unwrap().config;
     let wires: Vec<Arc<Mutex<Wire>>> = cfg.ports.iter().map(|_| Arc::default()).collect();
     let stop = Arc::new(AtomicBool::new(false));
     let queue: Arc<ControlQueue> = Arc::new(crossbeam_queue::ArrayQueue::new(16));
     let dir = tempfile::tempdir().unwrap();
-    let server = ControlServer::spawn(&dir.path().join("run/rocesw.sock"), config_text(), queue.clone()).unwrap();
+    let server = ControlServer::spawn(&dir.path().join("run/rocesw.sock"), text, queue.clone()).unwrap();
     let (w2, s2) = (wires.clone(), stop.clone());
     let handle = std::thread::spawn(move || {
         let opts = RunOptions {
@@ -762,6 +772,93 @@ fn a_patch_that_changes_nothing_keeps_the_version() {
     let d = c.ok(json!({"v":1,"id":6,"op":"patch","toml":"[ecn.roce]\nkmax = \"300KB\"\n"}));
     assert_eq!(d["version"], 2, "{d}");
     assert!(d.get("unchanged").is_none(), "{d}");
+    drop(c);
+    sw.finish();
+}
+
+/// Frames of DSCP 26 from host `src` (its port) to host `dst`.
+fn roce(src: u16, dst: u16, count: u64) -> Vec<Vec<u8>> {
+    dataplane::tools::gen::Flow {
+        src,
+        dst,
+        dscp: 26,
+        ecn: dataplane::wire::Ecn::NotEct,
+        qp: 1,
+        frame_len: 512,
+        count,
+        start_ns: 0,
+        rate_bps: 1_000_000_000,
+    }
+    .frames()
+    .unwrap()
+    .into_iter()
+    .map(|(_, f)| f)
+    .collect()
+}
+
+/// Two workers (ports 0, 2 on one, 1, 3 on the other): a live change goes through the
+/// coordinator to both, takes effect on frames that cross between them in both directions
+/// (classified by one worker, queued by the other), bumps the version once; the counters and
+/// the MAC table are the whole switch's, merged from both workers.
+#[test]
+fn a_live_change_reaches_every_worker() {
+    let sw = start_on(2);
+    let path = sw.server.path().to_path_buf();
+    for (i, w) in sw.wires.iter().enumerate().take(2) {
+        w.lock()
+            .unwrap()
+            .to_switch
+            .push_back(announce(i as u16, 1 - i as u16).unwrap());
+    }
+    let mut c = Conn::open(&path);
+    let queue_tx = |c: &mut Conn, port: usize, q: usize| -> u64 {
+        let counters = c.ok(json!({"v":1,"id":3,"op":"counters"}));
+        counters["ports"][port]["queues"][q]["tx_packets"].as_u64().unwrap()
+    };
+    let wait = |c: &mut Conn, port: usize, q: usize, n: u64| {
+        for _ in 0..500 {
+            if queue_tx(c, port, q) >= n {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        panic!("port {port} queue {q} did not send {n} frames");
+    };
+    // Hosts 0 and 1 learnt, each by its own worker: the table has both.
+    for _ in 0..500 {
+        if c.ok(json!({"v":1,"id":4,"op":"fdb"})).as_array().unwrap().len() == 2 {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert_eq!(c.ok(json!({"v":1,"id":4,"op":"fdb"})).as_array().unwrap().len(), 2);
+    // DSCP 26 is tc 3: queue 3, both ways across the workers.
+    sw.wires[1].lock().unwrap().to_switch.extend(roce(1, 0, 50));
+    sw.wires[0].lock().unwrap().to_switch.extend(roce(0, 1, 50));
+    wait(&mut c, 0, 3, 50);
+    wait(&mut c, 1, 3, 50);
+    // (Each host's announcement went out of the other's port's queue 3 too.)
+    let before = (queue_tx(&mut c, 0, 3), queue_tx(&mut c, 1, 3));
+    let out = std::process::Command::new(rocectl())
+        .arg("--socket")
+        .arg(&path)
+        .args(["set", "dscp", "--map", "26=1"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(c.ok(json!({"v":1,"id":5,"op":"get_config"}))["version"], 2);
+    // Now tc 1: queue 1, on both workers.
+    sw.wires[1].lock().unwrap().to_switch.extend(roce(1, 0, 50));
+    sw.wires[0].lock().unwrap().to_switch.extend(roce(0, 1, 50));
+    wait(&mut c, 0, 1, 50);
+    wait(&mut c, 1, 1, 50);
+    assert_eq!(
+        (queue_tx(&mut c, 0, 3), queue_tx(&mut c, 1, 3)),
+        before,
+        "no frame took the old class after the change"
+    );
+    let counters = c.ok(json!({"v":1,"id":6,"op":"counters"}));
+    assert_eq!(counters["totals"]["rx_packets"], 202, "{}", counters["totals"]);
     drop(c);
     sw.finish();
 }
