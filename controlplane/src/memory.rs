@@ -32,6 +32,10 @@ pub const LINK_BYTES: u64 = 4;
 /// breaks ties between equal deadlines and a heap link (`ideal` mode), allocated for every slot
 /// whatever the ports' schedulers, so a live change to EDF allocates nothing.
 pub const EDF_LINK_BYTES: u64 = 8;
+/// Bytes per slot for flood groups (`dataplane::ingress::flood`): a slot's group number, and
+/// a group record (6 B) with its place in the free list, one per slot since each open group
+/// holds a slot.
+pub const FLOOD_BYTES: u64 = 4 + 6 + 4;
 /// Bytes each packet slot costs besides its frame: its place in the free list (a slot number)
 /// and its record of a port backend's buffer it may hold instead of a copy (zero copy: 32 B;
 /// `dataplane::buffers::pool` asserts both fit at compile time).
@@ -54,7 +58,8 @@ pub struct Footprint {
     pub slot_bytes: u64,
     /// Packet slots, their free list and their records of backends' buffers.
     pub packet_bytes: u64,
-    /// The descriptor store all egress queues share: slots × (descriptor + link + EDF link).
+    /// The descriptor store all egress queues share: slots × (descriptor + link + EDF link +
+    /// flood group).
     pub desc_bytes: u64,
     pub total_bytes: u64,
 }
@@ -71,7 +76,7 @@ pub fn footprint(cfg: &Config) -> Footprint {
         .unwrap_or(1518);
     let slot_bytes = max_frame.next_multiple_of(64);
     let packet_bytes = slots.saturating_mul(slot_bytes + SLOT_BOOKKEEPING_BYTES);
-    let desc_bytes = slots.saturating_mul(DESC_BYTES + LINK_BYTES + EDF_LINK_BYTES);
+    let desc_bytes = slots.saturating_mul(DESC_BYTES + LINK_BYTES + EDF_LINK_BYTES + FLOOD_BYTES);
     Footprint {
         slots,
         slot_bytes,
@@ -160,11 +165,14 @@ mod tests {
             "a whole number of bytes per slot"
         );
         assert_eq!(many.total_bytes - two.total_bytes, burst_slots * per_slot);
-        assert_eq!(many.desc_bytes, many.slots * (DESC_BYTES + LINK_BYTES + EDF_LINK_BYTES));
-        // 1 Mi cells and 8192 burst slots: 34 MB of descriptors and EDF links (per-queue rings
-        // took 4.3 GB).
+        assert_eq!(
+            many.desc_bytes,
+            many.slots * (DESC_BYTES + LINK_BYTES + EDF_LINK_BYTES + FLOOD_BYTES)
+        );
+        // 1 Mi cells and 8192 burst slots: 49 MB of descriptors, EDF links and flood groups
+        // (per-queue rings took 4.3 GB).
         assert_eq!(many.slots, (1 << 20) + 8192);
-        assert_eq!(many.desc_bytes, 33_816_576);
+        assert_eq!(many.desc_bytes, 48_611_328);
         assert!(many.total_bytes < 2 << 30, "{many:?}");
     }
 

@@ -169,6 +169,7 @@ impl Metrics {
                 pfc_tx_skipped,
                 paused_ns,
                 unknown_ethertype,
+                learn_refused,
                 watchdog_storms,
                 watchdog_restores,
                 buffer,
@@ -195,6 +196,7 @@ impl Metrics {
                     ("pause_rx", *pause_rx),
                     ("pfc_tx_skipped", *pfc_tx_skipped),
                     ("unknown_ethertype", *unknown_ethertype),
+                    ("learn_refused", *learn_refused),
                 ],
             );
             self.drops("port", &labels, drops);

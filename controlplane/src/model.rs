@@ -471,7 +471,13 @@ pub struct PfcConfig {
 pub struct FdbConfig {
     pub learning: bool,
     pub aging_ns: u64,
+    /// Entries the table holds at most, static ones included.
     pub capacity: usize,
+    /// Learnt entries one port may hold: by default an equal share of `capacity`, so a host
+    /// sending from random addresses cannot take the table from the others.
+    pub port_limit: usize,
+    /// New addresses (learnt or moved) a port may learn per second, and at once.
+    pub learn_rate: u64,
     pub static_entries: Vec<StaticMac>,
 }
 

@@ -354,6 +354,8 @@ pub struct FdbSection {
     pub learning: Option<bool>,
     pub aging: Option<Scalar>,
     pub capacity: Option<i64>,
+    pub port_limit: Option<i64>,
+    pub learn_rate: Option<i64>,
     #[serde(default, rename = "static")]
     pub static_entries: Vec<StaticMacSection>,
 }

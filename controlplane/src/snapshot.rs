@@ -54,6 +54,11 @@ pub struct PortReport {
     pub pfc_tx_skipped: u64,
     pub paused_ns: [u64; NUM_TC],
     pub unknown_ethertype: u64,
+    /// Source addresses the FDB refused to learn on this port (`[fdb]` capacity, `port_limit`,
+    /// `learn_rate`): not drops, the frames were forwarded (flooded while their sender is
+    /// unknown).
+    #[serde(default)]
+    pub learn_refused: u64,
     pub watchdog_storms: [u64; NUM_TC],
     pub watchdog_restores: [u64; NUM_TC],
     /// Buffer cells held by frames that entered / will leave through this port, with peaks.

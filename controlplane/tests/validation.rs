@@ -456,6 +456,19 @@ fn fdb_static_entries() {
 }
 
 #[test]
+fn fdb_learning_limits() {
+    let c = ok(&with("[fdb]\ncapacity = 1000")).config;
+    let ports = c.ports.len();
+    assert_eq!(c.fdb.port_limit, 1000 / ports, "an equal share by default");
+    assert_eq!(c.fdb.learn_rate, 1000);
+    let c = ok(&with("[fdb]\ncapacity = 1000\nport_limit = 1000\nlearn_rate = 50")).config;
+    assert_eq!((c.fdb.port_limit, c.fdb.learn_rate), (1000, 50));
+    let p = problems(&with("[fdb]\ncapacity = 1000\nport_limit = 1001\nlearn_rate = 0"));
+    has(&p, &["fdb.port_limit: 1001 is out of range 1..=1000"]);
+    has(&p, &["fdb.learn_rate: 0 is out of range"]);
+}
+
+#[test]
 fn lossless_priority_without_traffic_warns() {
     let l = ok(&BASE.replace("dscp_to_tc = { 26 = 3, 48 = 6 }", ""));
     has(

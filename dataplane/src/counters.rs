@@ -75,6 +75,9 @@ pub struct PortCounters {
     pub malformed: [u64; MALFORMED_SLOTS],
     /// Frames whose EtherType the switch does not look into; forwarded at L2 in the default class.
     pub unknown_ethertype: u64,
+    /// Source addresses the FDB did not learn: the table full, the port at its limit or its
+    /// learning rate (`[fdb]`). Not drops: the frame was forwarded.
+    pub learn_refused: u64,
     pub ecn_marked: u64,
     pub pfc_tx: [u64; NUM_TC],
     pub pfc_rx: [u64; NUM_TC],
@@ -104,6 +107,7 @@ impl PortCounters {
             drops: add(&self.drops, &other.drops),
             malformed: add(&self.malformed, &other.malformed),
             unknown_ethertype: self.unknown_ethertype + other.unknown_ethertype,
+            learn_refused: self.learn_refused + other.learn_refused,
             ecn_marked: self.ecn_marked + other.ecn_marked,
             pfc_tx: add(&self.pfc_tx, &other.pfc_tx),
             pfc_rx: add(&self.pfc_rx, &other.pfc_rx),

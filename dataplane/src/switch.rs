@@ -120,7 +120,7 @@ impl Switch {
         let slots = mem.slots as usize;
         let max_frame = mem.slot_bytes as usize;
         Switch {
-            ingress: Ingress::new(cfg, pg_accounts),
+            ingress: Ingress::new(cfg, pg_accounts, slots),
             egress: Egress::new(cfg, queue_accounts, slots, seed),
             pool,
             packets: PacketPool::new(slots, max_frame),
@@ -241,12 +241,14 @@ impl Switch {
         }
     }
 
-    /// Every other port gets a copy; each copy is its own frame for the MMU (charged and
-    /// released independently) and has its own buffer, since ECN marking rewrites in place:
-    /// the received buffer (kept without a copy when its backend gives it) goes to the last
-    /// port, and each other port gets a copy in the arena. One packet slot per queued frame is
-    /// also what the egress queues are built on (`egress::queues`: a slot's entry holds one
-    /// queued descriptor; debug builds check that no slot is queued twice).
+    /// Every other port gets a copy. The frame is charged to its PG once, for all its copies
+    /// (`ingress::flood`: charged per copy, a frame flooded to n ports used n frames of the
+    /// headroom sized for one); each copy is charged to its own egress queue and has its own
+    /// buffer, since ECN marking rewrites in place: the received buffer (kept without a copy
+    /// when its backend gives it) goes to the last port, and each other port gets a copy in
+    /// the arena. One packet slot per queued frame is also what the egress queues are built on
+    /// (`egress::queues`: a slot's entry holds one queued descriptor; debug builds check that
+    /// no slot is queued twice). With one other port, the copy is the frame: unicast.
     /// Inlined into the receive path: called out of line, the class went through the stack in
     /// pieces and was read back wider (a store-forwarding stall per flooded frame).
     #[inline(always)]
@@ -260,32 +262,84 @@ impl Switch {
         now: u64,
     ) {
         use crate::counters::DropReason;
-        let Some(first) = store(&mut self.packets, frame, held) else {
-            self.ingress.drop_frame(port, class.pg, DropReason::NoBuffer);
-            return;
-        };
-        self.rewrite(first, frame.len(), info, &class);
         let n = self.num_ports();
         let last = n - if port == n - 1 { 2 } else { 1 };
-        for out in (0..n).filter(|&o| o != port) {
-            let slot = if out == last {
-                first
-            } else {
-                match self.packets.clone_slot(first, frame.len()) {
-                    Some(s) => s,
-                    None => {
-                        self.ingress.drop_frame(port, class.pg, DropReason::NoBuffer);
-                        continue;
-                    }
-                }
+        if n == 2 {
+            let Some(slot) = store(&mut self.packets, frame, held) else {
+                self.ingress.drop_frame(port, class.pg, DropReason::NoBuffer);
+                return;
             };
-            if self.shard.is_remote(out) {
-                self.cross_out_slot(port, out, slot, frame.len(), info, &class, now);
-                continue;
+            self.rewrite(slot, frame.len(), info, &class);
+            if self.shard.is_remote(last) {
+                return self.cross_out_slot(port, last, slot, frame.len(), info, &class, now);
             }
             let (egress, mut peers) = self.sides();
-            egress.enqueue(&mut peers, port, out, slot, frame.len(), info, &class, now);
+            return egress.enqueue(&mut peers, port, last, slot, frame.len(), info, &class, now);
         }
+        let (pg, cells) = (class.pg as usize & 7, self.pool.cells_for(frame.len()));
+        if !self.charge_pg(port, pg, cells, now) {
+            return;
+        }
+        let Some(group) = self.ingress.floods.open(port, pg, cells) else {
+            // More floods out than packet slots: cannot happen (each holds a slot); refused.
+            let prios = self.ingress.pg_prios[pg];
+            if let Some(req) = self.ingress.ports[port].release(pg, cells, true, prios, &mut self.pool) {
+                self.egress.queue_pfc(port, req);
+            }
+            self.ingress.ports[port].counters.drops[DropReason::NoBuffer as usize] += 1;
+            return;
+        };
+        if let Some(first) = store(&mut self.packets, frame, held) {
+            self.rewrite(first, frame.len(), info, &class);
+            for out in (0..n).filter(|&o| o != port) {
+                let slot = if out == last {
+                    first
+                } else {
+                    match self.packets.clone_slot(first, frame.len()) {
+                        Some(s) => s,
+                        None => {
+                            self.ingress.ports[port].counters.drops[DropReason::NoBuffer as usize] += 1;
+                            continue;
+                        }
+                    }
+                };
+                if self.shard.is_remote(out) {
+                    self.ingress.floods.hold(group);
+                    self.send_across(port, out, slot, frame.len(), info, &class, group);
+                    continue;
+                }
+                let (egress, mut peers) = self.sides();
+                egress.enqueue_copy(&mut peers, port, out, slot, frame.len(), info, &class, now, group);
+            }
+        } else {
+            self.ingress.ports[port].counters.drops[DropReason::NoBuffer as usize] += 1;
+        }
+        // The flood's own hold: with no copy queued anywhere, the frame was dropped whole.
+        if let Some(end) = self.ingress.floods.release(group) {
+            let (egress, mut peers) = self.sides();
+            egress.release_group(&mut peers, end, true);
+        }
+    }
+
+    /// Charges a frame of `cells` received on `port` to its PG, or drops it there (counted):
+    /// the ingress half of admission, for a frame whose egress half is elsewhere (another
+    /// shard, or a flood's copies). Sends XOFF when the PG crosses its limit.
+    pub(crate) fn charge_pg(&mut self, port: usize, pg: usize, cells: u32, now: u64) -> bool {
+        let ing = &mut self.ingress.ports[port];
+        let region = match ing.buffers.reserve(pg, cells, &mut self.pool) {
+            Ok(r) => r,
+            Err(reason) => {
+                ing.drop_frame(pg as u8, reason);
+                return false;
+            }
+        };
+        if ing.buffers.confirm(pg, region, &mut self.pool) {
+            let prios = self.ingress.pg_prios[pg];
+            if let Some(req) = self.ingress.ports[port].xoff(pg, prios, now) {
+                self.egress.queue_pfc(port, req);
+            }
+        }
+        true
     }
 
     /// Slots holding a frame in a port backend's buffer (zero copy) rather than a copy.

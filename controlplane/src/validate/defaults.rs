@@ -39,6 +39,10 @@ pub const DEFAULT_FDB_LEARNING: bool = true;
 pub const DEFAULT_FDB_AGING_NS: u64 = 300_000_000_000;
 pub const DEFAULT_FDB_CAPACITY: usize = 4096;
 pub const MAX_FDB_CAPACITY: i64 = 1 << 20;
+/// New MAC addresses a port may learn per second (and at once): a host cycling source
+/// addresses at line rate churns the table at this pace at most.
+pub const DEFAULT_FDB_LEARN_RATE: u64 = 1000;
+pub const MAX_FDB_LEARN_RATE: i64 = 1_000_000_000;
 pub const MAX_WORKERS: usize = 64;
 pub const DEFAULT_DRAIN_TIMEOUT_NS: u64 = 1_000_000_000;
 

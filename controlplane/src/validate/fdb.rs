@@ -1,4 +1,5 @@
-//! `[fdb]`: learning, aging, capacity and the static MAC entries.
+//! `[fdb]`: learning, aging, capacity, the limits on learning per port, and the static MAC
+//! entries.
 
 use super::ctx::Ctx;
 use super::defaults::*;
@@ -24,6 +25,17 @@ pub(super) fn resolve_fdb(cx: &mut Ctx, s: &FdbSection, ports: &[PortDraft]) -> 
         .and_then(|c| cx.int_in("fdb.capacity", c, 1, MAX_FDB_CAPACITY))
         .and_then(|c| usize::try_from(c).ok())
         .unwrap_or(DEFAULT_FDB_CAPACITY);
+    // An equal share by default: whatever one port learns, the others keep room.
+    let share = (capacity / ports.len().max(1)).max(1);
+    let port_limit = s
+        .port_limit
+        .and_then(|c| cx.int_in("fdb.port_limit", c, 1, capacity as i64))
+        .and_then(|c| usize::try_from(c).ok())
+        .unwrap_or(share);
+    let learn_rate = s
+        .learn_rate
+        .and_then(|c| cx.int_in("fdb.learn_rate", c, 1, MAX_FDB_LEARN_RATE))
+        .map_or(DEFAULT_FDB_LEARN_RATE, |c| c as u64);
     let mut static_entries = Vec::with_capacity(s.static_entries.len());
     let mut seen: BTreeMap<[u8; 6], usize> = BTreeMap::new();
     for (i, e) in s.static_entries.iter().enumerate() {
@@ -70,6 +82,8 @@ pub(super) fn resolve_fdb(cx: &mut Ctx, s: &FdbSection, ports: &[PortDraft]) -> 
         learning,
         aging_ns,
         capacity,
+        port_limit,
+        learn_rate,
         static_entries,
     }
 }

@@ -21,6 +21,7 @@ use crate::buffers::foreign::ForeignFrame;
 use crate::buffers::pool::{PacketPool, Taken};
 use crate::counters::DropReason;
 use crate::ingress::classify::Class;
+use crate::ingress::flood::{GroupEnd, NO_GROUP};
 use crate::ingress::Ingress;
 use crate::mmu::{self, SharedPool};
 use crate::pfc::{PfcRequest, WatchdogEvent};
@@ -77,7 +78,7 @@ pub(crate) struct Peers<'a> {
 /// shard's packet slot `slot`) left or was dropped: its cells and the slot that held its
 /// bytes there go back with the next batch.
 #[inline]
-fn send_release(peers: &mut Peers<'_>, in_port: usize, pg: usize, cells: u32, dropped: bool, slot: u32) {
+fn send_release(peers: &mut Peers<'_>, in_port: usize, pg: usize, cells: u32, dropped: bool, slot: u32, group: u32) {
     let home = std::mem::replace(&mut peers.shard.homes[slot as usize], Release::NO_HOME);
     peers.shard.outbox_for(in_port).push_release(Release {
         in_port: in_port as u8,
@@ -85,6 +86,7 @@ fn send_release(peers: &mut Peers<'_>, in_port: usize, pg: usize, cells: u32, dr
         dropped,
         cells: cells as u16,
         home,
+        group,
     });
 }
 
@@ -96,6 +98,9 @@ pub struct Egress {
     queue_prios: [u8; NUM_TC],
     /// Priorities with PFC (`[pfc] priorities`): the only ones a received PFC frame pauses.
     pfc_prios: u8,
+    /// Per packet slot holding a flooded copy ([`Desc::FLOOD`]): its flood group, at the
+    /// shard owning the frame's ingress port (`ingress::flood`).
+    flood_of: Box<[u32]>,
 }
 
 /// Priorities with PFC, as a bit mask.
@@ -137,6 +142,7 @@ impl Egress {
             descs: DescStore::new(packet_slots),
             queue_prios,
             pfc_prios: pfc_priorities(cfg),
+            flood_of: vec![NO_GROUP; packet_slots].into_boxed_slice(),
         }
     }
 
@@ -245,7 +251,7 @@ impl Egress {
                 self.ports[in_port].queue_pfc(req);
             }
         }
-        self.queue_admitted(peers, in_port, out, slot, len, cells, info, class, now);
+        self.queue_admitted(peers, in_port, out, slot, len, cells, info, class, now, NO_GROUP);
     }
 
     /// Queues a frame that crossed from the shard owning `in_port`, which has charged its PG
@@ -263,23 +269,69 @@ impl Egress {
         info: &FrameInfo,
         class: &Class,
         now: u64,
+        group: u32,
     ) {
         let (queue, pg) = (class.queue as usize & 7, class.pg as usize & 7);
         let cells = peers.pool.cells_for(len);
-        let refused = self.refusal(out, queue, len, class, now).or_else(|| {
-            // A lossless frame admitted by its PG is never refused here (the PG pauses first).
+        if let Some(reason) = self.egress_refusal(peers, in_port, out, len, cells, class, now) {
+            send_release(peers, in_port, pg, cells, true, slot, group);
+            peers.packets.free(slot);
+            return self.count_drop(out, queue, len, reason);
+        }
+        self.queue_admitted(peers, in_port, out, slot, len, cells, info, class, now, group);
+    }
+
+    /// Queues a copy of a frame flooded from `in_port` (this shard's), whose PG the flood
+    /// charged once for all its copies (flood group `group`, `ingress::flood`): the egress half
+    /// of admission, as for a frame that crossed. A refused copy is dropped and counted here;
+    /// its group simply does not hold it.
+    #[allow(clippy::too_many_arguments)]
+    #[inline]
+    pub(crate) fn enqueue_copy(
+        &mut self,
+        peers: &mut Peers<'_>,
+        in_port: usize,
+        out: usize,
+        slot: u32,
+        len: usize,
+        info: &FrameInfo,
+        class: &Class,
+        now: u64,
+        group: u32,
+    ) {
+        let queue = class.queue as usize & 7;
+        let cells = peers.pool.cells_for(len);
+        if let Some(reason) = self.egress_refusal(peers, in_port, out, len, cells, class, now) {
+            peers.packets.free(slot);
+            return self.count_drop(out, queue, len, reason);
+        }
+        peers.ingress.floods.hold(group);
+        self.queue_admitted(peers, in_port, out, slot, len, cells, info, class, now, group);
+    }
+
+    /// Why the egress side refuses a frame whose PG is charged already (a crossed frame, a
+    /// flooded copy), charging its queue and the pool when it does not. A lossless frame
+    /// admitted by its PG is never refused by the queue's limit (the PG pauses first).
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    fn egress_refusal(
+        &mut self,
+        peers: &mut Peers<'_>,
+        in_port: usize,
+        out: usize,
+        len: usize,
+        cells: u32,
+        class: &Class,
+        now: u64,
+    ) -> Option<DropReason> {
+        let (queue, pg) = (class.queue as usize & 7, class.pg as usize & 7);
+        self.refusal(out, queue, len, class, now).or_else(|| {
             let lossless = peers.ingress.ports[in_port].buffers.is_lossless(pg);
             self.ports[out]
                 .buffers
                 .admit(queue, cells, len as u32, lossless, peers.pool)
                 .err()
-        });
-        if let Some(reason) = refused {
-            send_release(peers, in_port, pg, cells, true, slot);
-            peers.packets.free(slot);
-            return self.count_drop(out, queue, len, reason);
-        }
-        self.queue_admitted(peers, in_port, out, slot, len, cells, info, class, now);
+        })
     }
 
     /// The frame is charged on both sides: its descriptor, EDF's deadline, WRED at enqueue,
@@ -297,9 +349,16 @@ impl Egress {
         info: &FrameInfo,
         class: &Class,
         now: u64,
+        group: u32,
     ) {
         let (queue, pg) = (class.queue as usize & 7, class.pg as usize & 7);
         let ect = info.is_ect();
+        let flood = if group == NO_GROUP {
+            0
+        } else {
+            self.flood_of[slot as usize] = group;
+            Desc::FLOOD
+        };
         let mut desc = Desc {
             slot,
             deadline: now,
@@ -307,7 +366,7 @@ impl Egress {
             in_port: in_port as u8,
             pg: pg as u8,
             cells: cells as u16,
-            flags: if ect { Desc::ECT } else { 0 } | if class.cnp { Desc::CNP } else { 0 },
+            flags: if ect { Desc::ECT } else { 0 } | if class.cnp { Desc::CNP } else { 0 } | flood,
         };
         let o = &mut self.ports[out];
         if let Some(e) = o.edf.as_ref() {
@@ -364,12 +423,36 @@ impl Egress {
         self.ports[out]
             .buffers
             .release(queue, d.cells as u32, d.len as u32, peers.pool);
+        if d.has(Desc::FLOOD) {
+            return self.release_copy(peers, inp, pg, d, dropped);
+        }
         if peers.shard.is_remote(inp) {
-            return send_release(peers, inp, pg, d.cells as u32, dropped, d.slot);
+            return send_release(peers, inp, pg, d.cells as u32, dropped, d.slot, NO_GROUP);
         }
         let prios = peers.ingress.pg_prios[pg];
         if let Some(req) = peers.ingress.ports[inp].release(pg, d.cells as u32, dropped, prios, peers.pool) {
             self.ports[inp].queue_pfc(req);
+        }
+    }
+
+    /// A flooded copy left: its group loses a hold, and the PG gets the frame's cells back
+    /// with the last one (a drop of one copy is counted on its queue, not on the PG).
+    #[cold]
+    fn release_copy(&mut self, peers: &mut Peers<'_>, inp: usize, pg: usize, d: &Desc, dropped: bool) {
+        let group = std::mem::replace(&mut self.flood_of[d.slot as usize], NO_GROUP);
+        if peers.shard.is_remote(inp) {
+            return send_release(peers, inp, pg, d.cells as u32, dropped, d.slot, group);
+        }
+        if let Some(end) = peers.ingress.floods.release(group) {
+            self.release_group(peers, end, false);
+        }
+    }
+
+    /// A flood group ended: its PG gets its one charge back (and may send XON).
+    pub(crate) fn release_group(&mut self, peers: &mut Peers<'_>, end: GroupEnd, dropped: bool) {
+        let prios = peers.ingress.pg_prios[end.pg];
+        if let Some(req) = peers.ingress.ports[end.in_port].release(end.pg, end.cells, dropped, prios, peers.pool) {
+            self.ports[end.in_port].queue_pfc(req);
         }
     }
 

@@ -34,7 +34,7 @@ pub(crate) struct Desc {
     pub in_port: u8,
     pub pg: u8,
     pub cells: u16,
-    /// [`Desc::ECT`], [`Desc::CNP`], [`Desc::WRED_DONE`], [`Desc::TAGGED`]: bits rather than
+    /// [`Desc::ECT`], [`Desc::CNP`], [`Desc::WRED_DONE`], [`Desc::TAGGED`], [`Desc::FLOOD`]: bits rather than
     /// bools so that the deadline fits in the 16 bytes the memory estimate counts.
     pub flags: u8,
 }
@@ -49,6 +49,9 @@ impl Desc {
     /// Its deadline came from a time-to-destination tag (the IPv6 flow label), which is
     /// rewritten with the time left when it leaves.
     pub const TAGGED: u8 = 8;
+    /// A copy of a flooded frame: its PG charge belongs to its flood group
+    /// (`ingress::flood`), given back with the group's last copy.
+    pub const FLOOD: u8 = 16;
 
     #[inline]
     pub fn has(&self, flag: u8) -> bool {

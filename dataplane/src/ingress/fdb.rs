@@ -4,6 +4,15 @@
 //! never allocates, and iteration order (and so every replay) is deterministic, which a
 //! `HashMap` with a random hasher would not be. Aging is lazy: an entry older than the aging
 //! time reads as absent and its slot is reused by the next insert on its probe path.
+//!
+//! The table holds at most `capacity` entries, and learning is bounded per port, as switches
+//! bound it: each port may hold `port_limit` learnt entries and learn `learn_rate` new ones a
+//! second. Without them a host sending from random source addresses filled the table, the real
+//! hosts were never learnt, and everything to them flooded (issue 21, item 3). Entries are
+//! counted from when they are written until a lazy aging is noticed: by an insert that reuses
+//! the slot, or by a sweep of a few slots that a learn at a limit runs first (so a limit never
+//! refuses on behalf of entries that have aged out, and the sweep's cost is paid only at the
+//! learning rate).
 
 use controlplane::FdbConfig;
 
@@ -17,7 +26,32 @@ struct Entry {
     port: u16,
     used: bool,
     is_static: bool,
+    /// Counted in the table's size (and, learnt, in its port's): from when it is written until
+    /// its aging is noticed.
+    counted: bool,
     last_seen: u64,
+}
+
+/// Slots a learn at a limit looks through for aged entries before refusing.
+const SWEEP_SLOTS: usize = 256;
+
+/// Where an entry comes from: what limits it is held to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Origin {
+    /// Configured: never ages, never refused for a limit (validation fits them in capacity).
+    Static,
+    /// Learnt from a frame on one of this shard's ports: every limit.
+    Learnt,
+    /// Learnt by another shard, which held it to the port's limits: capacity only.
+    Installed,
+}
+
+/// Per port, its learning: entries it holds, and its rate limiter (GCRA: the time at which
+/// its bucket would be empty again).
+#[derive(Debug, Clone, Copy, Default)]
+struct PortLearning {
+    learnt: u32,
+    tat: u64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -27,8 +61,21 @@ pub enum Learn {
     Moved,
     /// A static entry names another port for this MAC; learning does not override it.
     StaticConflict,
+    /// The table holds `capacity` entries.
     Full,
+    /// The port holds `port_limit` learnt entries.
+    PortLimit,
+    /// The port learnt `learn_rate` new addresses in the last second.
+    RateLimited,
     Disabled,
+}
+
+impl Learn {
+    /// Whether learning refused the address (a limit).
+    #[inline(always)]
+    pub fn refused(self) -> bool {
+        matches!(self, Learn::Full | Learn::PortLimit | Learn::RateLimited)
+    }
 }
 
 #[derive(Debug)]
@@ -51,7 +98,20 @@ pub struct Fdb {
     /// Per slot, when this shard last told the others about its entry (sharded runs only:
     /// empty otherwise, kept apart so a lone switch's entries stay as small as they were).
     announced: Box<[u64]>,
+    capacity: usize,
+    /// Entries counted (see the module doc).
+    entries: usize,
+    port_limit: u32,
+    /// Nanoseconds of the learning rate's bucket one new address takes, and the bucket (1 s).
+    learn_cost_ns: u64,
+    /// Port id → index into `ports` (u16::MAX: not a port of the config).
+    index_of_id: Box<[u16]>,
+    ports: Box<[PortLearning]>,
+    /// Where the next sweep starts.
+    sweep_at: usize,
 }
+
+const BUCKET_NS: u64 = 1_000_000_000;
 
 /// Learns a shard may have waiting between two rounds.
 const ANNOUNCE_BACKLOG: usize = 4096;
@@ -91,8 +151,14 @@ fn hash(key: u64) -> usize {
 }
 
 impl Fdb {
-    pub fn new(cfg: &FdbConfig) -> Self {
+    /// A table for the ports `port_ids` (the config's, in order).
+    pub fn new(cfg: &FdbConfig, port_ids: &[u16]) -> Self {
         let size = (cfg.capacity.max(16) * 2).next_power_of_two();
+        let max_id = port_ids.iter().copied().max().unwrap_or(0) as usize;
+        let mut index_of_id = vec![u16::MAX; max_id + 1].into_boxed_slice();
+        for (i, &id) in port_ids.iter().enumerate() {
+            index_of_id[id as usize] = i as u16;
+        }
         let mut fdb = Fdb {
             slots: vec![Entry::default(); size].into_boxed_slice(),
             mask: size - 1,
@@ -103,21 +169,39 @@ impl Fdb {
             announcements: Vec::new(),
             announce: false,
             announced: Box::new([]),
+            capacity: 0,
+            entries: 0,
+            port_limit: 0,
+            learn_cost_ns: 0,
+            index_of_id,
+            ports: vec![PortLearning::default(); port_ids.len()].into_boxed_slice(),
+            sweep_at: 0,
         };
-        for s in &cfg.static_entries {
-            fdb.insert(mac_key(&s.mac), s.port, 0, true);
-        }
+        fdb.reconfigure(cfg);
         fdb
     }
 
-    /// Takes a new config's learning, aging and static entries; learnt entries are kept.
+    /// Takes a new config's learning, aging, limits and static entries; learnt entries are
+    /// kept (beyond a smaller limit, until they age out: nothing new is learnt meanwhile).
     pub fn reconfigure(&mut self, cfg: &FdbConfig) {
         self.forget_recent();
         self.learning = cfg.learning;
         self.aging_ns = cfg.aging_ns.max(1);
+        self.capacity = cfg.capacity;
+        self.port_limit = u32::try_from(cfg.port_limit).unwrap_or(u32::MAX);
+        self.learn_cost_ns = BUCKET_NS / cfg.learn_rate.clamp(1, BUCKET_NS);
         for s in &cfg.static_entries {
-            self.insert(mac_key(&s.mac), s.port, 0, true);
+            self.insert(mac_key(&s.mac), s.port, 0, Origin::Static);
         }
+    }
+
+    /// Entries the table counts (live ones, and aged ones not yet noticed).
+    pub fn len(&self) -> usize {
+        self.entries
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries == 0
     }
 
     #[inline]
@@ -191,7 +275,7 @@ impl Fdb {
             }
             return Learn::Refreshed;
         }
-        let learnt = self.insert(key, port, now, false);
+        let learnt = self.insert(key, port, now, Origin::Learnt);
         if self.announce && matches!(learnt, Learn::New | Learn::Moved) {
             self.queue_announcement(key, port, now);
         }
@@ -231,7 +315,7 @@ impl Fdb {
     /// refreshed by the next announcement, never announced again from here.
     pub fn install(&mut self, key: u64, port: u16, now: u64) {
         if self.learning {
-            let _ = self.insert(key, port, now, false);
+            let _ = self.insert(key, port, now, Origin::Installed);
         }
     }
 
@@ -242,69 +326,161 @@ impl Fdb {
         self.recent_lookup.0 = NO_KEY;
     }
 
-    fn insert(&mut self, key: u64, port: u16, now: u64, is_static: bool) -> Learn {
+    fn insert(&mut self, key: u64, port: u16, now: u64, origin: Origin) -> Learn {
         self.forget_recent();
+        let is_static = origin == Origin::Static;
         let mut i = hash(key) & self.mask;
         let mut reusable = None;
+        let mut found = None;
         for _ in 0..MAX_PROBE {
-            let live = self.live(&self.slots[i], now);
-            let e = &mut self.slots[i];
+            let e = &self.slots[i];
             if e.used && e.mac == key {
-                if e.is_static && !is_static {
-                    return if e.port == port {
-                        Learn::Refreshed
-                    } else {
-                        Learn::StaticConflict
-                    };
-                }
-                let was_live = live;
-                let moved = e.port != port;
-                e.port = port;
-                e.last_seen = now;
-                e.is_static = is_static;
-                if let Some(a) = self.announced.get_mut(i) {
-                    *a = now;
-                }
-                return match (was_live, moved) {
-                    (true, true) => Learn::Moved,
-                    (true, false) => Learn::Refreshed,
-                    (false, _) => Learn::New,
-                };
+                found = Some(i);
+                break;
             }
             if !e.used {
-                let slot = reusable.unwrap_or(i);
-                self.slots[slot] = Entry {
-                    mac: key,
-                    port,
-                    used: true,
-                    is_static,
-                    last_seen: now,
-                };
-                if let Some(a) = self.announced.get_mut(slot) {
-                    *a = now;
-                }
-                return Learn::New;
+                reusable = reusable.or(Some(i));
+                break;
             }
-            if !live && reusable.is_none() {
+            if !self.live(e, now) && reusable.is_none() {
                 reusable = Some(i);
             }
             i = (i + 1) & self.mask;
         }
-        match reusable {
-            Some(slot) => {
-                self.slots[slot] = Entry {
-                    mac: key,
-                    port,
-                    used: true,
-                    is_static,
-                    last_seen: now,
+        if let Some(i) = found {
+            let e = self.slots[i];
+            if e.is_static && !is_static {
+                return if e.port == port {
+                    Learn::Refreshed
+                } else {
+                    Learn::StaticConflict
                 };
-                if let Some(a) = self.announced.get_mut(slot) {
-                    *a = now;
-                }
-                Learn::New
             }
-            None => Learn::Full,
+            let was_live = self.live(&e, now);
+            let moved = e.port != port;
+            if !was_live {
+                self.uncount(i);
+            }
+            if moved || !was_live {
+                // New here, or on another port: held to the limits (the move keeps its place
+                // in the table, so only the port's).
+                if let Err(refused) = self.admit(port, now, origin, !was_live) {
+                    return refused;
+                }
+            }
+            self.uncount(i);
+            self.write(i, key, port, now, is_static);
+            return match (was_live, moved) {
+                (true, true) => Learn::Moved,
+                (true, false) => Learn::Refreshed,
+                (false, _) => Learn::New,
+            };
+        }
+        let Some(slot) = reusable else {
+            return Learn::Full;
+        };
+        // An aged entry in the slot: no longer counted, whatever comes next.
+        self.uncount(slot);
+        if let Err(refused) = self.admit(port, now, origin, true) {
+            return refused;
+        }
+        self.write(slot, key, port, now, is_static);
+        Learn::New
+    }
+
+    /// Whether `port` may learn an address now (`new_entry`: one more entry in the table),
+    /// taking one from its learning rate when it may. A limit reached first sweeps for aged
+    /// entries, which may make room.
+    fn admit(&mut self, port: u16, now: u64, origin: Origin, new_entry: bool) -> Result<(), Learn> {
+        if origin == Origin::Static {
+            return Ok(());
+        }
+        let idx = self.port_idx(port);
+        if origin == Origin::Learnt {
+            if let Some(p) = idx.map(|x| &mut self.ports[x]) {
+                // GCRA: refuse while the bucket is a second ahead of now; a refused address
+                // takes nothing, so a steady stream gets `learn_rate` through every second.
+                let tat = p.tat.max(now);
+                if tat - now > BUCKET_NS - self.learn_cost_ns {
+                    return Err(Learn::RateLimited);
+                }
+                p.tat = tat + self.learn_cost_ns;
+            }
+        }
+        if new_entry && self.entries >= self.capacity {
+            self.sweep(now);
+            if self.entries >= self.capacity {
+                return Err(Learn::Full);
+            }
+        }
+        if origin == Origin::Learnt {
+            if let Some(x) = idx {
+                if self.ports[x].learnt >= self.port_limit {
+                    self.sweep(now);
+                    if self.ports[x].learnt >= self.port_limit {
+                        return Err(Learn::PortLimit);
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    #[inline]
+    fn port_idx(&self, port: u16) -> Option<usize> {
+        match self.index_of_id.get(port as usize) {
+            Some(&i) if i != u16::MAX => Some(i as usize),
+            _ => None,
+        }
+    }
+
+    /// Writes slot `i` and counts it.
+    fn write(&mut self, i: usize, key: u64, port: u16, now: u64, is_static: bool) {
+        self.slots[i] = Entry {
+            mac: key,
+            port,
+            used: true,
+            is_static,
+            counted: true,
+            last_seen: now,
+        };
+        self.entries += 1;
+        if !is_static {
+            if let Some(x) = self.port_idx(port) {
+                self.ports[x].learnt += 1;
+            }
+        }
+        if let Some(a) = self.announced.get_mut(i) {
+            *a = now;
+        }
+    }
+
+    /// Stops counting slot `i`'s entry (it is being replaced, or has aged out).
+    fn uncount(&mut self, i: usize) {
+        let e = &mut self.slots[i];
+        if !e.counted {
+            return;
+        }
+        e.counted = false;
+        let (port, is_static) = (e.port, e.is_static);
+        self.entries -= 1;
+        if !is_static {
+            if let Some(x) = self.port_idx(port) {
+                self.ports[x].learnt -= 1;
+            }
+        }
+    }
+
+    /// Stops counting the aged entries among the next [`SWEEP_SLOTS`] slots.
+    #[cold]
+    fn sweep(&mut self, now: u64) {
+        for _ in 0..SWEEP_SLOTS.min(self.slots.len()) {
+            let i = self.sweep_at;
+            self.sweep_at = (i + 1) & self.mask;
+            let e = &self.slots[i];
+            if e.counted && !self.live(e, now) {
+                self.uncount(i);
+            }
         }
     }
 
@@ -364,11 +540,15 @@ mod tests {
         assert_eq!(frame_mac_keys(&[0u8; 13]), None, "shorter than an Ethernet header");
     }
 
+    const PORTS: [u16; 4] = [0, 1, 2, 3];
+
     fn cfg(capacity: usize) -> FdbConfig {
         FdbConfig {
             learning: true,
             aging_ns: 1_000,
             capacity,
+            port_limit: capacity,
+            learn_rate: 1_000_000_000,
             static_entries: vec![StaticMac {
                 mac: [2, 0, 0, 0, 0, 9],
                 port: 3,
@@ -378,7 +558,7 @@ mod tests {
 
     #[test]
     fn learns_ages_and_moves() {
-        let mut f = Fdb::new(&cfg(64));
+        let mut f = Fdb::new(&cfg(64), &PORTS);
         let m = [2, 0, 0, 0, 0, 1];
         assert_eq!(f.lookup(&m, 0), None);
         assert_eq!(f.learn(&m, 1, 10), Learn::New);
@@ -391,7 +571,7 @@ mod tests {
 
     #[test]
     fn static_entries_never_age_and_are_not_overridden() {
-        let mut f = Fdb::new(&cfg(64));
+        let mut f = Fdb::new(&cfg(64), &PORTS);
         let m = [2, 0, 0, 0, 0, 9];
         assert_eq!(f.lookup(&m, u64::MAX / 2), Some(3));
         assert_eq!(f.learn(&m, 1, 5), Learn::StaticConflict);
@@ -400,7 +580,7 @@ mod tests {
 
     #[test]
     fn full_table_refuses_instead_of_growing() {
-        let mut f = Fdb::new(&cfg(16));
+        let mut f = Fdb::new(&cfg(16), &PORTS);
         let mut full = 0;
         for i in 0..10_000u32 {
             let b = i.to_be_bytes();
@@ -409,7 +589,76 @@ mod tests {
             }
         }
         assert!(full > 0);
-        assert!(f.rows(0).len() <= 64);
+        assert_eq!(f.rows(0).len(), 16, "exactly the capacity, the static entry included");
+        assert_eq!(f.len(), 16);
+    }
+
+    fn mac(i: u32) -> [u8; 6] {
+        let b = i.to_be_bytes();
+        [2, 1, b[0], b[1], b[2], b[3]]
+    }
+
+    /// A port sending from ever new addresses fills its share, not the table: the other
+    /// ports still learn their hosts (issue 21, item 3).
+    #[test]
+    fn a_port_holds_its_limit_and_the_others_still_learn() {
+        let mut c = cfg(80);
+        c.port_limit = 16;
+        let mut f = Fdb::new(&c, &PORTS);
+        let refused = (0..10_000).filter(|&i| f.learn(&mac(i), 0, 10).refused()).count();
+        assert_eq!(refused, 10_000 - 16);
+        assert_eq!(f.learn(&mac(1 << 20), 0, 10), Learn::PortLimit);
+        for p in 1..4u16 {
+            for h in 0..16 {
+                assert_eq!(
+                    f.learn(&mac(p as u32 * 100_000 + h), p, 10),
+                    Learn::New,
+                    "port {p} host {h}"
+                );
+            }
+        }
+        assert_eq!(f.len(), 1 + 4 * 16);
+        // Once the attacker's entries age out, its port learns again (a sweep finds them).
+        assert_eq!(f.learn(&mac(1 << 21), 0, 2_000), Learn::New);
+    }
+
+    #[test]
+    fn the_capacity_holds_across_ports_and_aged_entries_make_room() {
+        let mut f = Fdb::new(&cfg(32), &PORTS);
+        let mut learnt = 0;
+        for i in 0..1000 {
+            learnt += (f.learn(&mac(i), (i % 4) as u16, 10) == Learn::New) as usize;
+        }
+        assert_eq!(learnt, 31, "the static entry takes one place");
+        assert_eq!(f.len(), 32);
+        assert_eq!(f.learn(&mac(5000), 1, 10), Learn::Full);
+        // All learnt entries aged out by 1_010: the next learns take their places.
+        for i in 0..31 {
+            assert_eq!(f.learn(&mac(10_000 + i), 2, 5_000), Learn::New, "{i}");
+        }
+        assert_eq!(f.len(), 32);
+        assert_eq!(f.rows(5_000).len(), 32);
+    }
+
+    #[test]
+    fn a_port_learns_at_its_rate_and_refreshes_are_free() {
+        let mut c = cfg(4096);
+        c.learn_rate = 100;
+        let mut f = Fdb::new(&c, &PORTS);
+        c.aging_ns = u64::MAX;
+        f.reconfigure(&c);
+        let second = 1_000_000_000u64;
+        let t0 = 5 * second;
+        let new = |f: &mut Fdb, from: u32, n: u32, now: u64| {
+            (from..from + n)
+                .filter(|&i| f.learn(&mac(i), 1, now) == Learn::New)
+                .count()
+        };
+        assert_eq!(new(&mut f, 0, 1000, t0), 100, "a burst of one second's worth");
+        assert_eq!(f.learn(&mac(0), 1, t0), Learn::Refreshed, "known hosts refresh");
+        assert_eq!(f.learn(&mac(5), 2, t0), Learn::Moved, "another port's rate");
+        assert_eq!(new(&mut f, 1000, 1000, t0 + second / 10), 10, "then 100 a second");
+        assert_eq!(new(&mut f, 2000, 1000, t0 + 3 * second), 100, "a full bucket, no more");
     }
 
     /// The one-entry caches change no answer: an FDB whose caches are emptied before every
@@ -441,8 +690,8 @@ mod tests {
             #[test]
             fn caching_changes_no_answer(ops in proptest::collection::vec(op(), 1..300)) {
                 let mut c = cfg(16);
-                let mut cached = Fdb::new(&c);
-                let mut plain = Fdb::new(&c);
+                let mut cached = Fdb::new(&c, &PORTS);
+                let mut plain = Fdb::new(&c, &PORTS);
                 let mut now = 1u64;
                 let mac = |m: u8| [2, 0, 0, 0, 0, m];
                 for op in ops {

@@ -8,6 +8,7 @@
 
 pub mod classify;
 pub mod fdb;
+pub mod flood;
 pub mod port;
 
 use crate::counters::DropReason;
@@ -15,6 +16,7 @@ use crate::wire::{self, FrameInfo};
 use classify::{Class, Classifier};
 use controlplane::{Config, NUM_TC};
 use fdb::Fdb;
+use flood::FloodGroups;
 use port::IngressPort;
 
 /// Where a received frame goes next; for `Unicast` and `Flood`, in the class
@@ -36,6 +38,8 @@ pub struct Ingress {
     pub(crate) ports: Vec<IngressPort>,
     pub(crate) fdb: Fdb,
     pub(crate) classifier: Classifier,
+    /// The flooded frames whose copies are still out, each charged to its PG once.
+    pub(crate) floods: FloodGroups,
     /// PFC-enabled priorities that map to each PG: what an XOFF for that PG announces.
     pub(crate) pg_prios: [u8; NUM_TC],
     /// Port id → index (u16::MAX: no such port): the FDB speaks ids, the arrays indices.
@@ -54,7 +58,8 @@ fn pg_priorities(cfg: &Config) -> [u8; NUM_TC] {
 }
 
 impl Ingress {
-    pub(crate) fn new(cfg: &Config, accounts: Vec<crate::mmu::PgAccount>) -> Self {
+    /// `packet_slots`: the packet pool's capacity, which bounds the floods out at once.
+    pub(crate) fn new(cfg: &Config, accounts: Vec<crate::mmu::PgAccount>, packet_slots: usize) -> Self {
         let ports = cfg
             .ports
             .iter()
@@ -68,8 +73,9 @@ impl Ingress {
         }
         Ingress {
             ports,
-            fdb: Fdb::new(&cfg.fdb),
+            fdb: Fdb::new(&cfg.fdb, &cfg.ports.iter().map(|p| p.id).collect::<Vec<_>>()),
             classifier: Classifier::new(&cfg.classify, &cfg.cnp),
+            floods: FloodGroups::new(packet_slots),
             pg_prios: pg_priorities(cfg),
             index_of_id,
         }
@@ -133,8 +139,8 @@ impl Ingress {
         }
 
         let in_id = p.id;
-        if !fdb::is_group_key(src) {
-            self.fdb.learn_key(src, in_id, now);
+        if !fdb::is_group_key(src) && self.fdb.learn_key(src, in_id, now).refused() {
+            self.ports[port].counters.learn_refused += 1;
         }
         *class = self.classifier.classify(info, in_id, frame.len());
         let pgc = &mut self.ports[port].pg_counters[class.pg as usize];

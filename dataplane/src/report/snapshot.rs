@@ -99,6 +99,7 @@ impl Build for Snapshot {
                     pfc_tx_skipped: c.pfc_tx_skipped,
                     paused_ns: sw.port_paused_ns(i, now),
                     unknown_ethertype: c.unknown_ethertype,
+                    learn_refused: c.learn_refused,
                     watchdog_storms: c.watchdog_storms,
                     watchdog_restores: c.watchdog_restores,
                     buffer: port_buffer(&sw.port_use(i)),

@@ -5,6 +5,7 @@ use super::{Batch, CrossFrame, Crossing, Learnt, Link, PoolShare, Release};
 use crate::buffers::foreign::{ForeignFrame, RxFrame};
 use crate::counters::DropReason;
 use crate::ingress::classify::Class;
+use crate::ingress::flood::NO_GROUP;
 use crate::switch::{store, Switch};
 use crate::wire::FrameInfo;
 use std::ffi::c_void;
@@ -55,23 +56,26 @@ impl Switch {
         class: &Class,
         now: u64,
     ) {
-        let pg = class.pg as usize & 7;
-        let cells = self.pool.cells_for(len);
-        let ing = &mut self.ingress.ports[port];
-        let region = match ing.buffers.reserve(pg, cells, &mut self.pool) {
-            Ok(r) => r,
-            Err(reason) => {
-                self.packets.free(slot);
-                ing.drop_frame(pg as u8, reason);
-                return;
-            }
-        };
-        if ing.buffers.confirm(pg, region, &mut self.pool) {
-            let prios = self.ingress.pg_prios[pg];
-            if let Some(req) = self.ingress.ports[port].xoff(pg, prios, now) {
-                self.egress.queue_pfc(port, req);
-            }
+        if !self.charge_pg(port, class.pg as usize & 7, self.pool.cells_for(len), now) {
+            self.packets.free(slot);
+            return;
         }
+        self.send_across(port, out, slot, len, info, class, NO_GROUP);
+    }
+
+    /// Sends a frame whose PG is charged (or a flooded copy, whose group is) to the shard
+    /// owning `out`: its buffer as it is (an mbuf) or borrowed from this shard's slot.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn send_across(
+        &mut self,
+        port: usize,
+        out: usize,
+        slot: u32,
+        len: usize,
+        info: &FrameInfo,
+        class: &Class,
+        group: u32,
+    ) {
         let frame = match self.packets.take_foreign(slot, len) {
             Some(f) => CrossFrame::Owned(f),
             None => CrossFrame::Borrowed {
@@ -86,6 +90,7 @@ impl Switch {
             out: out as u8,
             class: *class,
             info: *info,
+            group,
         });
     }
 
@@ -111,10 +116,19 @@ impl Switch {
     }
 
     fn take_release(&mut self, r: Release) {
-        let (port, pg) = (r.in_port as usize, r.pg as usize & 7);
-        let prios = self.ingress.pg_prios[pg];
-        if let Some(req) = self.ingress.ports[port].release(pg, u32::from(r.cells), r.dropped, prios, &mut self.pool) {
-            self.egress.queue_pfc(port, req);
+        if r.group != NO_GROUP {
+            if let Some(end) = self.ingress.floods.release(r.group) {
+                let (egress, mut peers) = self.sides();
+                egress.release_group(&mut peers, end, false);
+            }
+        } else {
+            let (port, pg) = (r.in_port as usize, r.pg as usize & 7);
+            let prios = self.ingress.pg_prios[pg];
+            if let Some(req) =
+                self.ingress.ports[port].release(pg, u32::from(r.cells), r.dropped, prios, &mut self.pool)
+            {
+                self.egress.queue_pfc(port, req);
+            }
         }
         if r.home != Release::NO_HOME {
             self.packets.free(r.home);
@@ -151,6 +165,7 @@ impl Switch {
                     dropped: true,
                     cells: self.pool.cells_for(len) as u16,
                     home,
+                    group: c.group,
                 });
                 return;
             }
@@ -166,6 +181,7 @@ impl Switch {
             &c.info,
             &c.class,
             now,
+            c.group,
         );
     }
 

@@ -72,10 +72,14 @@ pub struct Crossing {
     pub out: u8,
     pub class: Class,
     pub info: FrameInfo,
+    /// A flooded copy's group at the ingress shard (`ingress::flood::NO_GROUP` otherwise):
+    /// its PG was charged once for every copy.
+    pub group: u32,
 }
 
 /// A frame that came from another shard's port left this shard (sent, or dropped after or at
-/// admission: `dropped`): its ingress PG gets its cells back, and `home` (if not
+/// admission: `dropped`): its ingress PG gets its cells back (a flooded copy's: its `group`
+/// loses a hold, and the PG gets the frame's cells back with the last), and `home` (if not
 /// [`Release::NO_HOME`]) is the slot of the ingress shard that held its bytes.
 #[derive(Clone, Copy, Debug)]
 pub struct Release {
@@ -84,6 +88,7 @@ pub struct Release {
     pub dropped: bool,
     pub cells: u16,
     pub home: u32,
+    pub group: u32,
 }
 
 impl Release {
