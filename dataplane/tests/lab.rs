@@ -522,3 +522,26 @@ fn lab_up_refuses_to_write_over_its_profile() {
         "nothing created"
     );
 }
+
+/// Issue 21: `rocesw demo | head -1` (a reader that goes away) panicked on the broken pipe;
+/// now the demo runs to its end, tears its lab down and exits 0.
+#[test]
+fn demo_into_a_closed_pipe_ends_quietly_and_tears_its_lab_down() {
+    need_root();
+    let script = format!(
+        "{:?} demo --config {:?} --duration 1 | head -c 1 >/dev/null; exit ${{PIPESTATUS[0]}}",
+        env!("CARGO_BIN_EXE_rocesw"),
+        base_config()
+    );
+    let o = Command::new("bash").arg("-c").arg(&script).output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    let netns = Command::new("ip").args(["netns", "list"]).output().unwrap();
+    let left = String::from_utf8_lossy(&netns.stdout).to_string();
+    let child = o.status.code();
+    assert!(
+        !left.lines().any(|l| l.starts_with("demo")),
+        "the demo's namespaces are left ({child:?}): {left}"
+    );
+}

@@ -360,3 +360,40 @@ fn a_config_of_dev_zero_is_refused_after_a_bounded_read() {
         assert!(err.contains("/dev/zero: larger than 4 MiB"), "{args:?}: {err}");
     }
 }
+
+/// Issue 21: `rocesw run --summary` naming the config (however spelt) would replace the config
+/// with counters at exit: refused before anything starts.
+#[test]
+fn run_refuses_a_summary_that_is_its_config() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let (a, _b) = two_inputs(d);
+    let o: Vec<PathBuf> = (0..4).map(|i| d.join(format!("o{i}.pcap"))).collect();
+    let cfg = pcap_ports_config(
+        d,
+        [
+            (Some(&a), Some(&o[0])),
+            (None, Some(&o[1])),
+            (None, Some(&o[2])),
+            (None, Some(&o[3])),
+        ],
+    );
+    let link = d.join("summary.json");
+    std::os::unix::fs::symlink(&cfg, &link).unwrap();
+    let before = std::fs::read(&cfg).unwrap();
+    let (ok, err) = rocesw(&[
+        "run",
+        "--config",
+        cfg.to_str().unwrap(),
+        "--no-control",
+        "--summary",
+        link.to_str().unwrap(),
+    ]);
+    assert!(!ok, "a summary that is the config must fail");
+    assert!(
+        err.contains("the summary (--summary)") && err.contains("the config"),
+        "{err}"
+    );
+    assert_eq!(before, std::fs::read(&cfg).unwrap(), "the config is intact");
+    assert!(!o[0].exists(), "nothing written");
+}

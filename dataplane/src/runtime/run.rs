@@ -97,10 +97,10 @@ pub fn run(args: RunArgs) -> Result<()> {
         no_control,
         keep_running,
     } = args;
-    let tcp = match (control_tcp, control_token_file) {
+    let tcp = match (control_tcp, &control_token_file) {
         (Some(addr), Some(file)) => Some(crate::runtime::control_server::TcpControl {
             addr,
-            token: controlplane::protocol::read_token_file(&file).map_err(|e| anyhow::anyhow!(e))?,
+            token: controlplane::protocol::read_token_file(file).map_err(|e| anyhow::anyhow!(e))?,
         }),
         _ => None,
     };
@@ -138,10 +138,13 @@ pub fn run(args: RunArgs) -> Result<()> {
             .filter_map(|p| Some((format!("port {} pcap {what}", p.id), pick(p.pcap.as_ref()?)?)))
             .collect::<Vec<_>>()
     };
-    crate::replay::pcapio::refuse_aliased_outputs(
-        &labelled("input", |c| c.input.as_deref()),
-        &labelled("output", |c| c.output.as_deref()),
-    )?;
+    // The summary, written at exit, must not replace the config or the token file either.
+    let mut ins = labelled("input", |c| c.input.as_deref());
+    ins.push(("the config".to_string(), config.as_path()));
+    ins.extend(control_token_file.as_deref().map(|f| ("the token file".to_string(), f)));
+    let mut outs = labelled("output", |c| c.output.as_deref());
+    outs.extend(summary.as_deref().map(|f| ("the summary (--summary)".to_string(), f)));
+    crate::replay::pcapio::refuse_aliased_outputs(&ins, &outs)?;
     let pcap_clock = crate::io::PcapClock::new();
     let inputs_left = crate::io::InputsLeft::new(inputs.len());
     if !keep_running && !inputs.is_empty() && cfg.ports.iter().all(|p| p.pcap.is_some()) {

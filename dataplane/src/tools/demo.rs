@@ -16,7 +16,7 @@ struct Teardown<'a> {
 impl Drop for Teardown<'_> {
     fn drop(&mut self) {
         match lab::down(self.name, self.state) {
-            Ok(r) => println!("{r}"),
+            Ok(r) => say(&format!("{r}\n")),
             Err(e) => eprintln!("rocesw demo: teardown: {e:#}"),
         }
         let _ = std::fs::remove_dir(self.state);
@@ -45,7 +45,7 @@ pub fn run(config: &Path, duration: f64, speed: &str, rate: &str) -> Result<()> 
         name: &name,
         state: &state,
     };
-    println!("{lab}\n");
+    say(&format!("{lab}\n\n"));
     let cfg = controlplane::load_file(&lab.config_path)
         .map_err(|e| anyhow::anyhow!("{e}"))?
         .config;
@@ -73,7 +73,9 @@ pub fn run(config: &Path, duration: f64, speed: &str, rate: &str) -> Result<()> 
         crate::runtime::worker::run(&cfg, opts, s2, Some(&mut hook))
     });
     std::thread::sleep(std::time::Duration::from_millis(300));
-    println!("3→1 incast: hosts 1-3 send lossless RoCEv2 (DSCP 26) at {rate} each to host 0 for {duration} s; port 0 runs at {speed}\n");
+    say(&format!(
+        "3→1 incast: hosts 1-3 send lossless RoCEv2 (DSCP 26) at {rate} each to host 0 for {duration} s; port 0 runs at {speed}\n\n"
+    ));
     let mut gen = std::process::Command::new(&rocegen)
         .args(["coordinate", "--pattern", "incast", "--lab"])
         .arg(lab.state_path())
@@ -97,7 +99,7 @@ pub fn run(config: &Path, duration: f64, speed: &str, rate: &str) -> Result<()> 
             if let Some(mut o) = gen.stdout.take() {
                 o.read_to_string(&mut out)?;
             }
-            println!("\n== rocegen ==\n{out}");
+            say(&format!("\n== rocegen ==\n{out}\n"));
             if !status.success() {
                 eprintln!("rocesw demo: rocegen exited with {status}");
             }
@@ -105,19 +107,26 @@ pub fn run(config: &Path, duration: f64, speed: &str, rate: &str) -> Result<()> 
         }
         if stop.load(Ordering::Relaxed) {
             let _ = gen.kill();
-            println!("interrupted");
+            say("interrupted\n");
             break;
         }
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
     sw_stop.store(true, Ordering::Relaxed);
     let outcome = switch.join().map_err(|_| anyhow::anyhow!("switch thread panicked"))??;
-    println!("== switch ==");
-    print!(
-        "{}",
-        crate::report::human_summary(&outcome.snapshot, "uptime", outcome.uptime_ns)
-    );
+    say("== switch ==\n");
+    say(&crate::report::human_summary(
+        &outcome.snapshot,
+        "uptime",
+        outcome.uptime_ns,
+    ));
     Ok(())
+}
+
+/// Prints to standard output; a reader that went away (`rocesw demo | head`) is no reason to
+/// stop before the lab is torn down, and nothing else could be done about a failed write.
+fn say(text: &str) {
+    let _ = crate::report::print_stdout(text);
 }
 
 fn tempfile_dir() -> Result<std::path::PathBuf> {
