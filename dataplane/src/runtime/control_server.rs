@@ -464,10 +464,6 @@ impl CaptureSession {
         self.count.is_some_and(|c| self.sent >= c)
     }
 
-    fn bytes(&self) -> usize {
-        CaptureRing::bytes_reserved(self.ring.capacity(), self.ring.snaplen())
-    }
-
     fn dropped(&self) -> u64 {
         self.ending
             .as_ref()
@@ -637,23 +633,11 @@ impl Server {
     }
 
     fn publish(&self) {
-        let sessions = self
-            .conns
-            .values()
-            .filter_map(|c| c.capture.as_ref())
-            .chain(&self.orphans);
-        let (captures, capture_bytes) = sessions.fold((0, 0), |(n, b), s| (n + 1, b + s.bytes()));
-        let retiring: usize = self
-            .retiring
-            .iter()
-            .map(|r| CaptureRing::bytes_reserved(r.capacity(), r.snaplen()))
-            .sum();
-        self.stats
-            .captures
-            .store(captures + self.retiring.len(), Ordering::Relaxed);
+        let captures = self.sessions().count() + self.retiring.len();
+        self.stats.captures.store(captures, Ordering::Relaxed);
         self.stats
             .capture_bytes
-            .store(capture_bytes + retiring, Ordering::Relaxed);
+            .store(self.capture_bytes_reserved(), Ordering::Relaxed);
         let held: usize = self.conns.values().map(|c| c.input.len() + c.output.len()).sum();
         let tcp = self.conns.values().filter(|c| c.tcp).count();
         self.stats.buffered_bytes.store(held, Ordering::Relaxed);
@@ -1206,6 +1190,17 @@ impl Server {
             .chain(&self.orphans)
     }
 
+    /// What every capture ring not yet freed holds, counted now: the live sessions (a ring is
+    /// theirs from the moment it is allocated), the orphans, and the rings waiting for a worker
+    /// to let go. The cap on all of them is checked against this, never against the figures
+    /// published at the end of the last round, which miss the rings reserved in this one.
+    fn capture_bytes_reserved(&self) -> usize {
+        let rings = self.sessions().map(|s| &s.ring).chain(&self.retiring);
+        rings
+            .map(|r| CaptureRing::bytes_reserved(r.capacity(), r.snaplen()))
+            .sum()
+    }
+
     fn start_capture(&mut self, token: Token, id: u64, a: CaptureArgs) -> Result<Value, String> {
         if self.conns.get(&token).is_some_and(|c| c.capture.is_some()) {
             return Err("this connection already runs a capture (one per connection: open another)".into());
@@ -1257,11 +1252,13 @@ impl Server {
                 protocol::CAPTURE_MAX_RING_BYTES >> 20
             ));
         }
-        let held = self.stats.capture_bytes.load(Ordering::Relaxed);
-        if held + bytes > protocol::CAPTURE_MAX_TOTAL_BYTES {
+        let held = self.capture_bytes_reserved();
+        if held.saturating_add(bytes) > protocol::CAPTURE_MAX_TOTAL_BYTES {
             return Err(format!(
-                "capture: the captures running hold {} MiB; this one would pass the {} MiB all captures may use                  (a smaller ring or snaplen, or stop another capture)",
+                "capture: the captures running hold {} MiB; this one's ring ({} MiB) would pass the {} MiB all captures may use \
+                 (a smaller ring or snaplen, or stop another capture)",
                 held >> 20,
+                bytes.div_ceil(1 << 20),
                 protocol::CAPTURE_MAX_TOTAL_BYTES >> 20
             ));
         }
