@@ -41,8 +41,36 @@ pub fn socket_of(name: &str) -> PathBuf {
     Path::new(SOCKET_DIR).join(format!("{name}.sock"))
 }
 
+/// A control token (`rocesw run --control-token-file`) is a password shared by the switch and
+/// its TCP clients: at least this many characters...
+pub const TOKEN_MIN_CHARS: usize = 16;
+/// ...of which at least this many different ones, so `aaaaaaaaaaaaaaaa` or `abababab...` is
+/// refused while any random token passes (24 random bytes in base64 are 32 characters of some
+/// 25 different ones).
+pub const TOKEN_MIN_DISTINCT: usize = 10;
+/// How to make a good token, for the messages that refuse a weak one.
+pub const TOKEN_ADVICE: &str = "make one with `head -c 24 /dev/urandom | base64 > FILE && chmod 600 FILE`";
+
+/// Refuses a weak control token (see [`TOKEN_MIN_CHARS`], [`TOKEN_MIN_DISTINCT`]), saying why
+/// and how to make a good one.
+pub fn check_token(token: &str) -> Result<(), String> {
+    let chars = token.chars().count();
+    let mut distinct: Vec<char> = token.chars().collect();
+    distinct.sort_unstable();
+    distinct.dedup();
+    if chars < TOKEN_MIN_CHARS || distinct.len() < TOKEN_MIN_DISTINCT {
+        return Err(format!(
+            "the control token is too weak ({chars} characters, {} different): it must have at least \
+             {TOKEN_MIN_CHARS} characters, at least {TOKEN_MIN_DISTINCT} of them different; {TOKEN_ADVICE}",
+            distinct.len()
+        ));
+    }
+    Ok(())
+}
+
 /// Reads a control token file: it must be private to its owner (no group or other
-/// permission bits: the token is a password) and hold at least 16 characters.
+/// permission bits: the token is a password) and hold a token [`check_token`] accepts
+/// (surrounding white space is not part of it).
 pub fn read_token_file(path: &Path) -> Result<String, String> {
     use std::os::unix::fs::PermissionsExt;
     let meta = std::fs::metadata(path).map_err(|e| format!("{}: {e}", path.display()))?;
@@ -56,9 +84,7 @@ pub fn read_token_file(path: &Path) -> Result<String, String> {
     }
     let token = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
     let token = token.trim().to_string();
-    if token.len() < 16 {
-        return Err(format!("{}: the token must be at least 16 characters", path.display()));
-    }
+    check_token(&token).map_err(|e| format!("{}: {e}", path.display()))?;
     Ok(token)
 }
 
@@ -482,6 +508,12 @@ pub struct ApplyData {
 /// config's version begins: a client that sees it may read the config again and retry.
 pub const VERSION_CHANGED: &str = "the running config changed since it was read";
 
+/// How the line begins that the switch sends a TCP connection it closes before it
+/// authenticated, to make room for a newer one (`MAX_TCP_UNAUTHENTICATED` connections waiting
+/// to authenticate): a client that sees it (or the connection closing before the answer to its
+/// `auth`) may connect again.
+pub const AUTH_DISPLACED: &str = "closed: newer connections were waiting to authenticate";
+
 /// `subscribe`'s acknowledgement (the pushes that follow are `counters` data).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SubscribeData {
@@ -612,14 +644,34 @@ impl Client {
         match ep {
             Endpoint::Unix(p) => Client::connect(p),
             Endpoint::Tcp { addr, token } => {
-                let stream = std::net::TcpStream::connect(addr.as_str()).map_err(|source| ClientError::Connect {
-                    path: PathBuf::from(format!("tcp://{addr}")),
-                    source,
-                })?;
-                let mut c = Client::over(Stream::Tcp(stream))?;
-                c.set_timeout(Some(Duration::from_secs(10)))?;
-                c.call(Op::Auth { token: token.clone() })?;
-                Ok(c)
+                // A peer flooding the switch with connections that never authenticate can
+                // displace this one before its token is read: connect again, a few times.
+                let mut attempt = 0;
+                loop {
+                    let stream =
+                        std::net::TcpStream::connect(addr.as_str()).map_err(|source| ClientError::Connect {
+                            path: PathBuf::from(format!("tcp://{addr}")),
+                            source,
+                        })?;
+                    let mut c = Client::over(Stream::Tcp(stream))?;
+                    c.set_timeout(Some(Duration::from_secs(10)))?;
+                    let e = match c.call(Op::Auth { token: token.clone() }) {
+                        Ok(_) => return Ok(c),
+                        Err(e) => e,
+                    };
+                    let displaced = match &e {
+                        ClientError::Refused(why) => why.starts_with(AUTH_DISPLACED),
+                        // Closed with the token unread: the connection ends, or is reset.
+                        ClientError::Closed => true,
+                        ClientError::Io(io) => io.kind() == std::io::ErrorKind::ConnectionReset,
+                        _ => false,
+                    };
+                    if !displaced || attempt >= 5 {
+                        return Err(e);
+                    }
+                    std::thread::sleep(Duration::from_millis(10 << attempt));
+                    attempt += 1;
+                }
             }
         }
     }
@@ -694,6 +746,35 @@ impl Client {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn weak_tokens_are_refused() {
+        for weak in [
+            "",
+            "short-token",
+            "aaaaaaaaaaaaaaaa",
+            "abababababababababababab",
+            "0123456780123456",
+        ] {
+            let e = check_token(weak).unwrap_err();
+            assert!(e.contains("too weak") && e.contains("/dev/urandom"), "{weak}: {e}");
+        }
+        for good in [
+            "a-long-enough-secret-token",
+            "0123456789abcdef",
+            "q8Zc0mJ2vXy7LrT5pWn3Kd1Hb6Gs4Ff9",
+        ] {
+            check_token(good).unwrap();
+        }
+        // What the advice makes: 24 random bytes in base64.
+        let mut bytes = [0u8; 24];
+        for (i, b) in bytes.iter_mut().enumerate() {
+            *b = (i as u8).wrapping_mul(97).wrapping_add(13);
+        }
+        use base64::Engine;
+        let b64 = base64::engine::general_purpose::STANDARD.encode(bytes);
+        check_token(&b64).unwrap();
+    }
 
     #[test]
     fn requests_round_trip() {

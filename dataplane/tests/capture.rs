@@ -734,3 +734,110 @@ fn a_capture_client_that_never_reads_or_leaves_costs_bounded_memory() {
     drop(c);
     sw.finish();
 }
+
+/// Capture rings are counted against the cap on all of them (`CAPTURE_MAX_TOTAL_BYTES`) when
+/// they are reserved, not when the server next publishes its figures: eight connections that
+/// each ask for a ring of about 59 MiB in one round of the server's loop get four rings (237
+/// MiB), and the other four are refused, saying why. Before, all eight started (474 MiB).
+///
+/// The switch here is a stand-in that answers the server's requests itself, so the test
+/// decides when: the first capture's answer is held until the seven other requests are
+/// waiting on their sockets, which the server then reads in one round.
+#[test]
+fn capture_rings_count_against_the_cap_when_reserved() {
+    use controlplane::protocol::CAPTURE_MAX_TOTAL_BYTES;
+    use dataplane::runtime::worker::ControlRequest;
+    const N: usize = 8;
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = ports_config_n(dir.path(), N as u16, |_| String::new(), "");
+    let text = std::fs::read_to_string(&cfg).unwrap();
+    controlplane::load_str(&text).expect("the config of 8 ports loads");
+    let queue: Arc<ControlQueue> = Arc::new(crossbeam_queue::ArrayQueue::new(64));
+    let server = ControlServer::spawn(&dir.path().join("rocesw.sock"), text, queue.clone()).unwrap();
+    let gate = Arc::new(AtomicBool::new(false));
+    let done = Arc::new(AtomicBool::new(false));
+    let switch = {
+        let (queue, gate, done) = (queue.clone(), gate.clone(), done.clone());
+        std::thread::spawn(move || {
+            // Holds the rings it was given, as a worker does while it captures.
+            let mut held = Vec::new();
+            while !done.load(Ordering::Relaxed) {
+                let Some(req) = queue.pop() else {
+                    std::thread::sleep(Duration::from_micros(200));
+                    continue;
+                };
+                match req {
+                    ControlRequest::Capture { rx, tx, reply, .. } => {
+                        while !gate.load(Ordering::Relaxed) && !done.load(Ordering::Relaxed) {
+                            std::thread::sleep(Duration::from_millis(1));
+                        }
+                        held.extend(rx.into_iter().chain(tx));
+                        let _ = reply.send(Ok(0));
+                    }
+                    other => panic!("unexpected request {:?}", std::mem::discriminant(&other)),
+                }
+            }
+        })
+    };
+    let path = server.path().to_path_buf();
+    let mut conns: Vec<(BufReader<UnixStream>, UnixStream)> = (0..N)
+        .map(|_| {
+            let s = UnixStream::connect(&path).unwrap();
+            s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+            (BufReader::new(s.try_clone().unwrap()), s)
+        })
+        .collect();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while server.figures().unix_connections < N {
+        assert!(Instant::now() < deadline, "the server did not accept {N} connections");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    // About 59 MiB each: four fit under the cap, five do not.
+    let ask = |id: usize| {
+        format!("{{\"v\":1,\"id\":{id},\"op\":\"capture\",\"port\":{id},\"direction\":\"rx\",\"snaplen\":4096,\"ring\":15000}}\n")
+    };
+    conns[0].1.write_all(ask(0).as_bytes()).unwrap();
+    // The server now waits for the stand-in's answer; meanwhile the others ask.
+    std::thread::sleep(Duration::from_millis(200));
+    for (i, c) in conns.iter_mut().enumerate().skip(1) {
+        c.1.write_all(ask(i).as_bytes()).unwrap();
+    }
+    std::thread::sleep(Duration::from_millis(200));
+    gate.store(true, Ordering::Relaxed);
+    let mut started = 0;
+    let mut refused = Vec::new();
+    for (reader, _) in &mut conns {
+        let mut line = String::new();
+        assert!(
+            reader.read_line(&mut line).unwrap() > 0,
+            "the server closed a connection"
+        );
+        let r: Value = serde_json::from_str(&line).unwrap();
+        if r["ok"] == true {
+            started += 1;
+        } else {
+            refused.push(r["error"].as_str().unwrap().to_string());
+        }
+    }
+    // The figures are published at the end of the round that answered.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while server.figures().captures != started {
+        assert!(Instant::now() < deadline, "{:?}", server.figures());
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let reserved = server.figures().capture_bytes;
+    assert!(
+        reserved <= CAPTURE_MAX_TOTAL_BYTES,
+        "{started} captures started, holding {} MiB (the cap is {} MiB)",
+        reserved >> 20,
+        CAPTURE_MAX_TOTAL_BYTES >> 20
+    );
+    assert_eq!(started, 4, "refused: {refused:?}");
+    for e in &refused {
+        assert!(e.contains("256 MiB all captures may use"), "{e}");
+    }
+    drop(conns);
+    server.shutdown();
+    done.store(true, Ordering::Relaxed);
+    switch.join().unwrap();
+}

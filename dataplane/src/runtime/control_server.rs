@@ -15,6 +15,13 @@
 //! one connection holds is bounded; connections are capped per listener, TCP ones must
 //! authenticate within [`AUTH_TIMEOUT`], and the owner's Unix socket is accepted first and
 //! freed a descriptor when the process has none left.
+//!
+//! Over TCP, guesses of the token are slowed and cannot crowd out the clients that know it:
+//! connections waiting to authenticate have their own few slots ([`MAX_TCP_UNAUTHENTICATED`]),
+//! a new one takes the place of the oldest, and a connection's first request is read as soon
+//! as it is accepted; a peer whose token was wrong waits ([`AuthGuard`]: from
+//! [`AUTH_BACKOFF_FIRST`], doubling, at most [`AUTH_BACKOFF_MAX`]) before its next token is
+//! even compared, and its failures are logged once per [`AUTH_LOG_INTERVAL`].
 
 use crate::runtime::capture::{CaptureRing, Dir};
 use crate::runtime::worker::{ControlQueue, ControlRequest};
@@ -30,6 +37,7 @@ use mio::{Events, Interest, Poll, Token, Waker};
 use serde_json::Value;
 use std::collections::HashMap;
 use std::io::{ErrorKind, Read, Write};
+use std::net::{IpAddr, Ipv4Addr};
 use std::os::unix::fs::{FileTypeExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -48,13 +56,34 @@ pub const MAX_PENDING_OUTPUT: usize = 1 << 20;
 /// delays another client's by at most this many of its own.
 pub const REQUESTS_PER_ROUND: usize = 8;
 /// A TCP connection must have authenticated this long after it was accepted, or it is closed:
-/// an idle unauthenticated peer otherwise holds a descriptor for ever.
-pub const AUTH_TIMEOUT: Duration = Duration::from_secs(3);
+/// an idle unauthenticated peer otherwise holds a descriptor for ever. A client sends its
+/// token as soon as it connects (rocectl does), so this is long only for a loaded machine.
+pub const AUTH_TIMEOUT: Duration = Duration::from_secs(2);
 /// Open connections per listener. Beyond it a new connection is accepted and closed at once
 /// (the peer sees the connection end rather than hang in the backlog). The Unix socket is the
 /// owner's (mode 0600) and has its own, larger allowance: TCP peers can never use it up.
 pub const MAX_UNIX_CONNECTIONS: usize = 64;
+/// Authenticated TCP connections. A client that authenticates while this many are open is
+/// told so and closed.
 pub const MAX_TCP_CONNECTIONS: usize = 16;
+/// TCP connections waiting to authenticate, on top of [`MAX_TCP_CONNECTIONS`] (so they never
+/// take an authenticated client's place). A new one beyond it closes the oldest waiting one:
+/// a peer that keeps opening connections and never authenticates only ever displaces its
+/// own, while a client that sends its token with its connection is authenticated before
+/// several later connections could displace it.
+pub const MAX_TCP_UNAUTHENTICATED: usize = 8;
+/// After a wrong token, the peer's address waits this long before a token from it is compared
+/// again (its attempts meanwhile are refused without looking at the token); each further
+/// wrong token doubles the wait, up to [`AUTH_BACKOFF_MAX`]; the right token clears it.
+pub const AUTH_BACKOFF_FIRST: Duration = Duration::from_millis(100);
+pub const AUTH_BACKOFF_MAX: Duration = Duration::from_secs(2);
+/// A peer's wrong tokens are forgotten after this long without one.
+pub const AUTH_FORGET: Duration = Duration::from_secs(60);
+/// At most one log line per peer this often about its failed authentications (with the count
+/// of those not logged).
+pub const AUTH_LOG_INTERVAL: Duration = Duration::from_secs(10);
+/// Peers whose failures are remembered; beyond it the one quiet for longest is forgotten.
+const AUTH_MAX_PEERS: usize = 1024;
 /// Bytes read from a socket at a time.
 const READ_CHUNK: usize = 16 * 1024;
 /// How often the control thread empties the capture rings while a capture runs: a ring of a
@@ -103,6 +132,125 @@ fn same_token(a: &str, b: &str) -> bool {
         diff |= a.get(i).copied().unwrap_or(0) ^ b.get(i).copied().unwrap_or(0);
     }
     diff == 0
+}
+
+/// Failed TCP authentications, per peer address: how long the peer must wait before its next
+/// token is compared (back-off), and when its failures were last logged.
+///
+/// Every peer of the loopback listener is a local process, and any local process may pick its
+/// source address among all of 127.0.0.0/8: those count as one peer (127.0.0.1), or a guesser
+/// would get a fresh back-off per address. So an active guesser also delays a legitimate TCP
+/// client on the same host by at most [`AUTH_BACKOFF_MAX`] at a time; the owner's Unix socket
+/// is never affected.
+#[derive(Default)]
+struct AuthGuard {
+    peers: HashMap<IpAddr, PeerFailures>,
+}
+
+struct PeerFailures {
+    /// Wrong tokens in a row (forgotten after [`AUTH_FORGET`] without one).
+    wrong: u32,
+    /// No token from this peer is compared before then.
+    blocked_until: Instant,
+    /// The last failure of any kind.
+    last: Instant,
+    /// When a failure was last logged, and how many since were not.
+    logged: Option<Instant>,
+    unlogged: u64,
+}
+
+/// What a failure leads to: log it (with the count of those not logged before it) or not.
+#[derive(Debug, PartialEq, Eq)]
+enum LogFailure {
+    Now { unlogged: u64 },
+    Suppressed,
+}
+
+fn peer_key(ip: IpAddr) -> IpAddr {
+    match ip {
+        IpAddr::V4(v4) if v4.is_loopback() => IpAddr::V4(Ipv4Addr::LOCALHOST),
+        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+            Some(v4) => peer_key(IpAddr::V4(v4)),
+            None => ip,
+        },
+        _ => ip,
+    }
+}
+
+/// The wait after the `wrong`-th wrong token in a row.
+fn backoff(wrong: u32) -> Duration {
+    let doublings = wrong.saturating_sub(1).min(16);
+    AUTH_BACKOFF_FIRST.saturating_mul(1 << doublings).min(AUTH_BACKOFF_MAX)
+}
+
+impl AuthGuard {
+    /// How long `ip` must still wait before a token from it is compared; `None`: compare now.
+    fn blocked(&self, ip: IpAddr, now: Instant) -> Option<Duration> {
+        let p = self.peers.get(&peer_key(ip))?;
+        (p.blocked_until > now).then(|| p.blocked_until - now)
+    }
+
+    /// Records a failed authentication of `ip`: a wrong token (`wrong`: it was compared, so
+    /// the back-off grows) or an attempt refused without comparing (while blocked, or not
+    /// `auth`). Says whether to log it.
+    fn failed(&mut self, ip: IpAddr, wrong: bool, now: Instant) -> LogFailure {
+        let key = peer_key(ip);
+        if !self.peers.contains_key(&key) && self.peers.len() >= AUTH_MAX_PEERS {
+            self.peers.retain(|_, p| now.duration_since(p.last) < AUTH_FORGET);
+            if self.peers.len() >= AUTH_MAX_PEERS {
+                if let Some(quiet) = self.peers.iter().min_by_key(|(_, p)| p.last).map(|(k, _)| *k) {
+                    self.peers.remove(&quiet);
+                }
+            }
+        }
+        let p = self.peers.entry(key).or_insert(PeerFailures {
+            wrong: 0,
+            blocked_until: now,
+            last: now,
+            logged: None,
+            unlogged: 0,
+        });
+        if now.duration_since(p.last) >= AUTH_FORGET {
+            p.wrong = 0;
+        }
+        p.last = now;
+        if wrong {
+            p.wrong = p.wrong.saturating_add(1);
+            p.blocked_until = now + backoff(p.wrong);
+        }
+        if p.logged.is_some_and(|t| now.duration_since(t) < AUTH_LOG_INTERVAL) {
+            p.unlogged += 1;
+            return LogFailure::Suppressed;
+        }
+        p.logged = Some(now);
+        LogFailure::Now {
+            unlogged: std::mem::take(&mut p.unlogged),
+        }
+    }
+
+    /// Failures not logged yet whose peer's interval is over, as (peer, how many): logged by
+    /// the caller, so a burst that stopped is still reported.
+    fn due_reports(&mut self, now: Instant) -> Vec<(IpAddr, u64)> {
+        let mut due = Vec::new();
+        for (ip, p) in &mut self.peers {
+            if p.unlogged > 0 && p.logged.is_some_and(|t| now.duration_since(t) >= AUTH_LOG_INTERVAL) {
+                p.logged = Some(now);
+                due.push((*ip, std::mem::take(&mut p.unlogged)));
+            }
+        }
+        due
+    }
+
+    /// When [`AuthGuard::due_reports`] next has something.
+    fn next_report(&self) -> Option<Instant> {
+        let pending = self.peers.values().filter(|p| p.unlogged > 0);
+        pending.filter_map(|p| p.logged).map(|t| t + AUTH_LOG_INTERVAL).min()
+    }
+
+    /// The right token from `ip`: its failures are forgotten.
+    fn succeeded(&mut self, ip: IpAddr) {
+        self.peers.remove(&peer_key(ip));
+    }
 }
 
 /// A control connection of either kind.
@@ -222,8 +370,8 @@ impl ControlServer {
                     t.addr
                 );
             }
-            if t.token.trim().len() < 16 {
-                bail!("the control token must be at least 16 characters");
+            if let Err(e) = protocol::check_token(t.token.trim()) {
+                bail!("{e}");
             }
         }
         if let Ok(meta) = std::fs::symlink_metadata(path) {
@@ -275,6 +423,7 @@ impl ControlServer {
         let server = Server {
             stats: stats.clone(),
             accept_retry: None,
+            auth_guard: AuthGuard::default(),
             poll,
             listener,
             tcp,
@@ -347,6 +496,8 @@ impl Drop for ControlServer {
 struct Conn {
     stream: CtlStream,
     tcp: bool,
+    /// A TCP peer's address (what [`AuthGuard`] keys on).
+    peer: Option<IpAddr>,
     /// Unix connections are trusted (file permissions); TCP ones once they sent the token.
     authed: bool,
     /// When an unauthenticated connection is closed.
@@ -464,10 +615,6 @@ impl CaptureSession {
         self.count.is_some_and(|c| self.sent >= c)
     }
 
-    fn bytes(&self) -> usize {
-        CaptureRing::bytes_reserved(self.ring.capacity(), self.ring.snaplen())
-    }
-
     fn dropped(&self) -> u64 {
         self.ending
             .as_ref()
@@ -554,6 +701,8 @@ struct Server {
     stats: Arc<ControlStats>,
     /// When to try accepting again after running out of descriptors.
     accept_retry: Option<Instant>,
+    /// Failed TCP authentications per peer: back-off and log throttle.
+    auth_guard: AuthGuard,
 }
 
 impl Server {
@@ -606,6 +755,9 @@ impl Server {
                 self.accept_tcp();
             }
             self.expire_unauthenticated();
+            for (ip, n) in self.auth_guard.due_reports(Instant::now()) {
+                tracing::warn!("control over TCP: {n} more failed authentications from {ip}");
+            }
             let mut tokens: Vec<Token> = self.conns.keys().copied().collect();
             tokens.sort_unstable();
             for &t in &tokens {
@@ -633,27 +785,19 @@ impl Server {
             push.into_iter().chain(auth)
         });
         let late = (!self.late.is_empty()).then(|| Instant::now() + Duration::from_millis(100));
-        conns.chain(late).chain(self.accept_retry).min()
+        conns
+            .chain(late)
+            .chain(self.accept_retry)
+            .chain(self.auth_guard.next_report())
+            .min()
     }
 
     fn publish(&self) {
-        let sessions = self
-            .conns
-            .values()
-            .filter_map(|c| c.capture.as_ref())
-            .chain(&self.orphans);
-        let (captures, capture_bytes) = sessions.fold((0, 0), |(n, b), s| (n + 1, b + s.bytes()));
-        let retiring: usize = self
-            .retiring
-            .iter()
-            .map(|r| CaptureRing::bytes_reserved(r.capacity(), r.snaplen()))
-            .sum();
-        self.stats
-            .captures
-            .store(captures + self.retiring.len(), Ordering::Relaxed);
+        let captures = self.sessions().count() + self.retiring.len();
+        self.stats.captures.store(captures, Ordering::Relaxed);
         self.stats
             .capture_bytes
-            .store(capture_bytes + retiring, Ordering::Relaxed);
+            .store(self.capture_bytes_reserved(), Ordering::Relaxed);
         let held: usize = self.conns.values().map(|c| c.input.len() + c.output.len()).sum();
         let tcp = self.conns.values().filter(|c| c.tcp).count();
         self.stats.buffered_bytes.store(held, Ordering::Relaxed);
@@ -686,7 +830,7 @@ impl Server {
                         self.refuse("too many connections on the Unix socket");
                         continue;
                     }
-                    self.add(CtlStream::Unix(stream), false);
+                    self.add(CtlStream::Unix(stream), None);
                 }
                 Err(e) if e.kind() == ErrorKind::WouldBlock => return,
                 Err(e) if e.kind() == ErrorKind::Interrupted => {}
@@ -711,13 +855,13 @@ impl Server {
         loop {
             let Some((l, _)) = self.tcp.as_ref() else { return };
             match l.accept() {
-                Ok((stream, _)) => {
-                    if self.count(true) >= MAX_TCP_CONNECTIONS {
-                        drop(stream);
-                        self.refuse("too many TCP connections");
-                        continue;
+                Ok((stream, addr)) => {
+                    self.make_room_to_authenticate();
+                    // Its first request (the token, from a client that sent it with the
+                    // connection) is read now, before a later connection could displace it.
+                    if let Some(token) = self.add(CtlStream::Tcp(stream), Some(addr.ip())) {
+                        self.serve_up_to(token, 1);
                     }
-                    self.add(CtlStream::Tcp(stream), true);
                 }
                 Err(e) if e.kind() == ErrorKind::WouldBlock => return,
                 Err(e) if e.kind() == ErrorKind::Interrupted => {}
@@ -749,6 +893,38 @@ impl Server {
         true
     }
 
+    /// Before a new TCP connection is added: if [`MAX_TCP_UNAUTHENTICATED`] connections are
+    /// already waiting to authenticate, closes the oldest of them (telling it why, if its
+    /// socket takes the line).
+    fn make_room_to_authenticate(&mut self) {
+        let waiting = |c: &Conn| c.tcp && !c.authed && !c.closed && !c.close_when_flushed;
+        let n = self.conns.values().filter(|c| waiting(c)).count();
+        if n < MAX_TCP_UNAUTHENTICATED {
+            return;
+        }
+        let oldest = self
+            .conns
+            .iter()
+            .filter(|(_, c)| waiting(c))
+            .map(|(t, _)| *t)
+            .min_by_key(|t| t.0);
+        let Some(c) = oldest.and_then(|t| self.conns.get_mut(&t)) else {
+            return;
+        };
+        let line = Response::err(
+            None,
+            format!(
+                "{} ({MAX_TCP_UNAUTHENTICATED} at most); send `auth` as soon as you connect, and connect again",
+                protocol::AUTH_DISPLACED
+            ),
+        )
+        .to_line();
+        let _ = c.stream.write(line.as_bytes());
+        let _ = self.poll.registry().deregister(&mut c.stream);
+        c.closed = true;
+        self.refuse("closed the oldest TCP connection waiting to authenticate, to make room");
+    }
+
     /// Closes TCP connections that did not authenticate in time.
     fn expire_unauthenticated(&mut self) {
         let now = Instant::now();
@@ -765,18 +941,21 @@ impl Server {
         }
     }
 
-    fn add(&mut self, mut stream: CtlStream, tcp: bool) {
+    /// Adds a connection (`peer`: a TCP one's address), and says its token.
+    fn add(&mut self, mut stream: CtlStream, peer: Option<IpAddr>) -> Option<Token> {
+        let tcp = matches!(stream, CtlStream::Tcp(_));
         let token = Token(self.next_token);
         self.next_token += 1;
         if let Err(e) = self.poll.registry().register(&mut stream, token, Interest::READABLE) {
             tracing::warn!("control socket: cannot register a connection: {e}");
-            return;
+            return None;
         }
         self.conns.insert(
             token,
             Conn {
                 stream,
                 tcp,
+                peer,
                 authed: !tcp,
                 auth_deadline: tcp.then(|| Instant::now() + AUTH_TIMEOUT),
                 close_when_flushed: false,
@@ -791,13 +970,19 @@ impl Server {
                 closed: false,
             },
         );
+        Some(token)
     }
 
     /// Serves up to [`REQUESTS_PER_ROUND`] of a connection's requests, reading more only when
     /// no complete line is buffered and its answers are being taken.
     fn serve(&mut self, token: Token) {
+        self.serve_up_to(token, REQUESTS_PER_ROUND);
+    }
+
+    /// [`Server::serve`], at most `most` requests.
+    fn serve_up_to(&mut self, token: Token, most: usize) {
         let mut served = 0;
-        while served < REQUESTS_PER_ROUND {
+        while served < most {
             let Some(conn) = self.conns.get_mut(&token) else { return };
             if !conn.wants_service() {
                 return;
@@ -953,21 +1138,7 @@ impl Server {
         let id = req.id;
         let authed = self.conns.get(&token).is_some_and(|c| c.authed);
         if !authed {
-            let expected = self.tcp.as_ref().map(|(_, t)| t.as_str()).unwrap_or("");
-            let ok = matches!(&req.op, Op::Auth { token: t } if !expected.is_empty() && same_token(t.trim(), expected));
-            if let Some(c) = self.conns.get_mut(&token) {
-                c.authed = ok;
-                c.close_when_flushed = !ok;
-            }
-            return Some(if ok {
-                Response::ok(id, serde_json::json!({ "authenticated": true }))
-            } else {
-                tracing::warn!("control over TCP: authentication failed; connection closed");
-                Response::err(
-                    Some(id),
-                    "authentication required: the first request on a TCP connection must be `auth` with the right token",
-                )
-            });
+            return Some(self.authenticate(token, id, &req.op));
         }
         let result: Result<Value, String> = match req.op {
             Op::Auth { .. } => Ok(serde_json::json!({ "authenticated": true })),
@@ -1044,6 +1215,82 @@ impl Server {
             Ok(data) => Response::ok(id, data),
             Err(e) => Response::err(Some(id), e),
         })
+    }
+
+    /// The first request of a TCP connection: the right token authenticates it; anything
+    /// else is answered once and the connection closed. A token from a peer that must still
+    /// wait after a wrong one ([`AuthGuard`]) is refused without being compared.
+    fn authenticate(&mut self, token: Token, id: u64, op: &Op) -> Response {
+        let now = Instant::now();
+        let peer = self.conns.get(&token).and_then(|c| c.peer);
+        let expected = self.tcp.as_ref().map(|(_, t)| t.as_str()).unwrap_or("");
+        let wait = peer.and_then(|ip| self.auth_guard.blocked(ip, now));
+        // (the answer, whether it authenticated, whether it is a failed authentication and
+        // whether a token was compared and found wrong)
+        let (reply, ok, failed, wrong) = match (op, wait) {
+            (Op::Auth { .. }, Some(wait)) => (
+                Response::err(
+                    Some(id),
+                    format!(
+                        "authentication refused: too many wrong tokens from this address; retry in {} ms",
+                        wait.as_millis().max(1)
+                    ),
+                ),
+                false,
+                true,
+                false,
+            ),
+            (Op::Auth { token: t }, None) if !expected.is_empty() && same_token(t.trim(), expected) => {
+                if let Some(ip) = peer {
+                    self.auth_guard.succeeded(ip);
+                }
+                let authenticated = self.conns.values().filter(|c| c.tcp && c.authed && !c.closed).count();
+                if authenticated >= MAX_TCP_CONNECTIONS {
+                    self.refuse("too many authenticated TCP connections");
+                    let e = format!(
+                        "the switch serves at most {MAX_TCP_CONNECTIONS} authenticated TCP connections at once; \
+                         close one, or retry later"
+                    );
+                    (Response::err(Some(id), e), false, false, false)
+                } else {
+                    let r = Response::ok(id, serde_json::json!({ "authenticated": true }));
+                    (r, true, false, false)
+                }
+            }
+            (Op::Auth { .. }, None) => (
+                Response::err(Some(id), "authentication failed: wrong token; connection closed"),
+                false,
+                true,
+                true,
+            ),
+            _ => (
+                Response::err(
+                    Some(id),
+                    "authentication required: the first request on a TCP connection must be `auth` with the right token",
+                ),
+                false,
+                true,
+                false,
+            ),
+        };
+        if let Some(c) = self.conns.get_mut(&token) {
+            c.authed = ok;
+            c.close_when_flushed = !ok;
+        }
+        if let (true, Some(ip)) = (failed, peer) {
+            if let LogFailure::Now { unlogged } = self.auth_guard.failed(ip, wrong, now) {
+                let more = if unlogged > 0 {
+                    format!(" ({unlogged} more since the last such line)")
+                } else {
+                    String::new()
+                };
+                tracing::warn!(
+                    "control over TCP: failed authentication from {ip}: {}{more}",
+                    reply.error.as_deref().unwrap_or("refused")
+                );
+            }
+        }
+        reply
     }
 
     fn snapshot(&mut self) -> Result<Snapshot, String> {
@@ -1206,6 +1453,17 @@ impl Server {
             .chain(&self.orphans)
     }
 
+    /// What every capture ring not yet freed holds, counted now: the live sessions (a ring is
+    /// theirs from the moment it is allocated), the orphans, and the rings waiting for a worker
+    /// to let go. The cap on all of them is checked against this, never against the figures
+    /// published at the end of the last round, which miss the rings reserved in this one.
+    fn capture_bytes_reserved(&self) -> usize {
+        let rings = self.sessions().map(|s| &s.ring).chain(&self.retiring);
+        rings
+            .map(|r| CaptureRing::bytes_reserved(r.capacity(), r.snaplen()))
+            .sum()
+    }
+
     fn start_capture(&mut self, token: Token, id: u64, a: CaptureArgs) -> Result<Value, String> {
         if self.conns.get(&token).is_some_and(|c| c.capture.is_some()) {
             return Err("this connection already runs a capture (one per connection: open another)".into());
@@ -1257,11 +1515,13 @@ impl Server {
                 protocol::CAPTURE_MAX_RING_BYTES >> 20
             ));
         }
-        let held = self.stats.capture_bytes.load(Ordering::Relaxed);
-        if held + bytes > protocol::CAPTURE_MAX_TOTAL_BYTES {
+        let held = self.capture_bytes_reserved();
+        if held.saturating_add(bytes) > protocol::CAPTURE_MAX_TOTAL_BYTES {
             return Err(format!(
-                "capture: the captures running hold {} MiB; this one would pass the {} MiB all captures may use                  (a smaller ring or snaplen, or stop another capture)",
+                "capture: the captures running hold {} MiB; this one's ring ({} MiB) would pass the {} MiB all captures may use \
+                 (a smaller ring or snaplen, or stop another capture)",
                 held >> 20,
+                bytes.div_ceil(1 << 20),
                 protocol::CAPTURE_MAX_TOTAL_BYTES >> 20
             ));
         }
@@ -1488,4 +1748,112 @@ fn framed(line: Vec<u8>) -> Result<String, Response> {
 
 fn out_of_descriptors(e: &std::io::Error) -> bool {
     matches!(e.raw_os_error(), Some(libc::EMFILE) | Some(libc::ENFILE))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ip(s: &str) -> IpAddr {
+        s.parse().unwrap()
+    }
+
+    #[test]
+    fn the_back_off_doubles_to_its_cap() {
+        let ms: Vec<u128> = (1..=8).map(|n| backoff(n).as_millis()).collect();
+        assert_eq!(ms, [100, 200, 400, 800, 1600, 2000, 2000, 2000]);
+        assert_eq!(backoff(u32::MAX), AUTH_BACKOFF_MAX);
+    }
+
+    #[test]
+    fn a_wrong_token_blocks_its_peer_until_the_back_off_ends() {
+        let mut g = AuthGuard::default();
+        let t0 = Instant::now();
+        let a = ip("10.0.0.1");
+        assert_eq!(g.blocked(a, t0), None);
+        g.failed(a, true, t0);
+        assert_eq!(g.blocked(a, t0), Some(AUTH_BACKOFF_FIRST));
+        assert_eq!(g.blocked(ip("10.0.0.2"), t0), None, "another peer is not blocked");
+        // Attempts refused without comparing do not lengthen it.
+        g.failed(a, false, t0 + Duration::from_millis(50));
+        assert_eq!(
+            g.blocked(a, t0 + Duration::from_millis(50)),
+            Some(Duration::from_millis(50))
+        );
+        assert_eq!(g.blocked(a, t0 + AUTH_BACKOFF_FIRST), None);
+        // The next wrong token doubles it; the right one clears it.
+        let t1 = t0 + AUTH_BACKOFF_FIRST;
+        g.failed(a, true, t1);
+        assert_eq!(g.blocked(a, t1), Some(2 * AUTH_BACKOFF_FIRST));
+        g.succeeded(a);
+        assert_eq!(g.blocked(a, t1), None);
+        g.failed(a, true, t1);
+        assert_eq!(
+            g.blocked(a, t1),
+            Some(AUTH_BACKOFF_FIRST),
+            "starts over after a success"
+        );
+        // Forgotten after a quiet spell.
+        for k in 0..10 {
+            g.failed(a, true, t1 + Duration::from_secs(k * 3));
+        }
+        let later = t1 + Duration::from_secs(27) + AUTH_FORGET;
+        g.failed(a, true, later);
+        assert_eq!(g.blocked(a, later), Some(AUTH_BACKOFF_FIRST));
+    }
+
+    #[test]
+    fn every_loopback_address_is_one_peer() {
+        let mut g = AuthGuard::default();
+        let t0 = Instant::now();
+        g.failed(ip("127.0.0.1"), true, t0);
+        for other in ["127.0.0.2", "127.255.3.4", "::ffff:127.0.0.9"] {
+            assert!(g.blocked(ip(other), t0).is_some(), "{other}");
+        }
+        assert!(g.blocked(ip("::1"), t0).is_none());
+    }
+
+    #[test]
+    fn failures_are_logged_once_per_interval_with_a_count() {
+        let mut g = AuthGuard::default();
+        let t0 = Instant::now();
+        let a = ip("127.0.0.1");
+        let mut logged = Vec::new();
+        // 5000 failures a second for 25 s.
+        for k in 0..125_000u64 {
+            let now = t0 + Duration::from_micros(200 * k);
+            if let LogFailure::Now { unlogged } = g.failed(a, k % 7 == 0, now) {
+                logged.push((now.duration_since(t0).as_secs(), unlogged));
+            }
+        }
+        assert_eq!(logged.len(), 3, "{logged:?}");
+        assert_eq!(logged[0], (0, 0));
+        assert_eq!(logged[1].0, 10);
+        assert_eq!(logged[1].1, 50_000 - 1);
+        // What was not logged when the burst stopped is reported once the interval is over.
+        let end = t0 + Duration::from_secs(25);
+        assert_eq!(g.due_reports(end), []);
+        let due_at = g.next_report().unwrap();
+        assert_eq!(due_at, t0 + Duration::from_secs(30));
+        assert_eq!(g.due_reports(due_at), [(a, 25_000 - 1)]);
+        assert_eq!(g.next_report(), None);
+    }
+
+    #[test]
+    fn the_peers_remembered_are_bounded() {
+        let mut g = AuthGuard::default();
+        let t0 = Instant::now();
+        for k in 0..5000u32 {
+            let a = IpAddr::V4(Ipv4Addr::from(0x0a00_0000 + k));
+            g.failed(a, true, t0 + Duration::from_millis(u64::from(k)));
+            assert!(g.peers.len() <= AUTH_MAX_PEERS);
+        }
+        // The most recent ones are kept.
+        assert!(g
+            .blocked(
+                IpAddr::V4(Ipv4Addr::from(0x0a00_0000 + 4999)),
+                t0 + Duration::from_secs(5)
+            )
+            .is_some());
+    }
 }

@@ -37,7 +37,8 @@ pub struct RunArgs {
     /// every connection must first send the token of --control-token-file.
     #[arg(long, value_name = "ADDR", requires = "control_token_file")]
     pub control_tcp: Option<std::net::SocketAddr>,
-    /// File holding the TCP token (at least 16 characters; mode 0600 or 0400).
+    /// File holding the TCP token (mode 0600 or 0400): at least 16 characters, at least 10 of
+    /// them different; make one with `head -c 24 /dev/urandom | base64 > FILE && chmod 600 FILE`.
     #[arg(long, value_name = "FILE", requires = "control_tcp")]
     pub control_token_file: Option<PathBuf>,
     /// Do not open a control socket.

@@ -266,8 +266,9 @@ pub enum Command {
         /// Bytes kept of each frame (at least 64); default: the port's largest frame (whole frames).
         #[arg(long, value_name = "BYTES")]
         snaplen: Option<u32>,
-        /// Frames the switch holds for this capture while this reader catches up (default: 32 MiB
-        /// worth, between 256 and 8192); beyond it frames are dropped and counted.
+        /// Frames the switch holds for this capture while this reader catches up: 1 to 65536, at
+        /// most 64 MiB with the snap length (default: 32 MiB worth, between 256 and 8192); beyond
+        /// it frames are dropped and counted. All captures together hold at most 256 MiB.
         #[arg(long, value_name = "FRAMES")]
         ring: Option<u32>,
         /// No progress line (it is printed only when standard error is a terminal).
