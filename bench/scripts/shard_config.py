@@ -4,11 +4,14 @@ net_pcap ports, each replaying one capture of 1 KiB RoCEv2 frames in a loop from
 pipeline (configs/default.toml) with 400G ports so the line-rate pacer is not what limits,
 static FDB entries for the four hosts (learning off), and ports assigned to workers.
 
-    python3 shard_config.py configs/default.toml DIR PAIRS WORKERS [SIZE]
+    python3 shard_config.py configs/default.toml DIR PAIRS WORKERS [SIZE] [TX]
 
 PAIRS: "local" (0<->1, 2<->3) or "cross" (0<->2, 1<->3). WORKERS: 1 (every port on worker 0,
 pinned to CPU 1) or 2 (ports 0,1 on worker 0 pinned to CPU 0, ports 2,3 on worker 1 pinned to
-CPU 1). Writes DIR/switch.toml and DIR/port{0..3}.pcap.
+CPU 1). TX: "null" (default: each port writes what it sends into /dev/null, through libpcap,
+which reads every byte of the frame with the CPU) or "drop" (no tx_pcap: the driver frees what
+it is sent without reading it, as a NIC's DMA would leave the CPU's caches alone). Writes
+DIR/switch.toml and DIR/port{0..3}.pcap.
 """
 import struct
 import sys
@@ -16,6 +19,8 @@ import zlib
 
 default, out, pairs, workers = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
 size = int(sys.argv[5]) if len(sys.argv) > 5 else 1024
+tx = sys.argv[6] if len(sys.argv) > 6 else "null"
+tx_arg = {"null": ",tx_pcap=/dev/null", "drop": ""}[tx]
 partner = {"local": {0: 1, 1: 0, 2: 3, 3: 2}, "cross": {0: 2, 2: 0, 1: 3, 3: 1}}[pairs]
 
 
@@ -60,7 +65,7 @@ kept = kept.replace("[fdb]\n", f"[fdb]\nstatic = [{statics}]\n", 1)
 for i in range(4):
     w = 0 if workers == 1 else i // 2
     kept += (f'\n[[port]]\nid = {i}\nworker = {w}\n'
-             f'dpdk = "net_pcap{i},rx_pcap={out}/port{i}.pcap,tx_pcap=/dev/null,infinite_rx=1"\n')
+             f'dpdk = "net_pcap{i},rx_pcap={out}/port{i}.pcap{tx_arg},infinite_rx=1"\n')
 run = f"[run]\nworkers = {workers}\ncores = {[1] if workers == 1 else [0, 1]}"
 kept = kept.replace("[run]", run, 1) if "[run]" in kept else kept + "\n" + run + "\n"
 open(f"{out}/switch.toml", "w").write(kept)

@@ -4,6 +4,7 @@
 # 1 worker and on 2 workers pinned to the two cores; alternating rounds; frames sent per second
 # of uptime. As root, after `cargo build --release --features dpdk`.
 #   ROUNDS=5 SECS=5 bench/scripts/shard_scaling.sh
+# SIZE=64 for 64-byte frames; TX=drop for ports that free what they send unread (no tx_pcap).
 # BEFORE=/path/to/an/older/rocesw adds that binary's 1- and 2-worker runs to every round.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -11,6 +12,7 @@ BIN=${BIN:-$ROOT/target/release/rocesw}
 ROUNDS=${ROUNDS:-5}
 SECS=${SECS:-5}
 SIZE=${SIZE:-1024}
+TX=${TX:-null}   # null: tx into /dev/null through libpcap; drop: the driver frees sent frames
 DIR=$(mktemp -d)
 trap 'rm -rf "$DIR"' EXIT
 rate() {
@@ -19,7 +21,7 @@ rate() {
 for pairs in local cross; do
   for w in 1 2; do
     mkdir -p "$DIR/$pairs$w"
-    python3 "$ROOT/bench/scripts/shard_config.py" "$ROOT/configs/default.toml" "$DIR/$pairs$w" "$pairs" "$w" "$SIZE"
+    python3 "$ROOT/bench/scripts/shard_config.py" "$ROOT/configs/default.toml" "$DIR/$pairs$w" "$pairs" "$w" "$SIZE" "$TX"
   done
 done
 for round in $(seq "$ROUNDS"); do

@@ -377,12 +377,21 @@ impl Switch {
 
     /// Runs the timers due at `now`: PFC refresh (ingress), watchdog detection and restoration
     /// (egress).
+    ///
+    /// Only this shard's ports, and only what is running (a PG in XOFF, a paused or watched
+    /// queue): it runs every round of a worker, which with frames crossing between shards may
+    /// carry few frames.
     pub fn poll(&mut self, now: u64) {
         for port in 0..self.num_ports() {
-            for pg in 0..NUM_TC {
-                let prios = self.ingress.pg_prios[pg];
-                if let Some(req) = self.ingress.ports[port].refresh(pg, prios, now, &self.pool) {
-                    self.egress.queue_pfc(port, req);
+            if self.shard.is_remote(port) {
+                continue;
+            }
+            if self.ingress.ports[port].pfc_gen.any_xoff() {
+                for pg in 0..NUM_TC {
+                    let prios = self.ingress.pg_prios[pg];
+                    if let Some(req) = self.ingress.ports[port].refresh(pg, prios, now, &self.pool) {
+                        self.egress.queue_pfc(port, req);
+                    }
                 }
             }
             let (egress, mut peers) = self.sides();

@@ -538,8 +538,16 @@ impl Egress {
     /// Lets port index `port` transmit what it can by `now`: PFC frames first, then data in
     /// scheduler order, one after another at line rate. Returns frames sent.
     pub(crate) fn transmit(&mut self, peers: &mut Peers<'_>, port: usize, now: u64, sink: &mut impl TxSink) -> usize {
-        let p = &self.ports[port];
+        let p = &mut self.ports[port];
         if p.busy_until_ns > now || (p.busy_until_ns == now && p.busy_sub_ps > 0) {
+            return 0;
+        }
+        if p.nonempty == 0 && p.pfc_out.is_empty() {
+            // Nothing to send (a worker asks every round): the link goes idle and the scheduler
+            // sees no queue eligible, as the full path below would have it (DRR forgets the
+            // deficits of queues that emptied), without the pause and shaper look-ups.
+            p.backlogged = false;
+            let _ = p.sched.select(0, now, |_| sched::Head::default());
             return 0;
         }
         let budget = TX_BURST.min(sink.room(port));
@@ -699,8 +707,13 @@ impl Egress {
     /// The watchdog's timers on `port`: storms detected (and, with the drop action, the
     /// stormed queue flushed) and restored.
     pub(crate) fn poll_watchdog(&mut self, peers: &mut Peers<'_>, port: usize, now: u64) {
-        if self.ports[port].watchdog.is_none() {
-            return;
+        let p = &self.ports[port];
+        // Nothing paused and nothing being timed: every queue's poll would be a no-op (this
+        // runs every round of a worker, for every port).
+        match &p.watchdog {
+            None => return,
+            Some(w) if w.at_rest() && !p.pause.any_paused(0xff, now) => return,
+            Some(_) => {}
         }
         for q in 0..NUM_TC {
             let p = &self.ports[port];

@@ -12,7 +12,7 @@ pub struct IngressPort {
     pub(crate) id: u16,
     pub(crate) max_frame: usize,
     pub(crate) buffers: PgAccount,
-    pfc_gen: PfcGenerator,
+    pub(crate) pfc_gen: PfcGenerator,
     pub(crate) counters: PortCounters,
     pub(crate) pg_counters: [PgCounters; NUM_TC],
 }

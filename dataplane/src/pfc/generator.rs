@@ -38,6 +38,11 @@ impl PfcGenerator {
         self.pause_quanta
     }
 
+    /// Whether any PG is in XOFF (refresh has something to do).
+    pub fn any_xoff(&self) -> bool {
+        self.xoff != 0
+    }
+
     pub fn is_xoff(&self, pg: usize) -> bool {
         self.xoff & (1 << pg) != 0
     }

@@ -37,6 +37,12 @@ impl Watchdog {
         self.watched = watched;
     }
 
+    /// No storm, and no queue being timed as stalled: polling changes nothing unless some
+    /// priority is paused (what the per-round timers skip on).
+    pub fn at_rest(&self) -> bool {
+        self.storm == 0 && self.stalled_since.iter().all(Option::is_none)
+    }
+
     fn in_storm(&self, q: usize) -> bool {
         self.storm & (1 << q) != 0
     }

@@ -73,6 +73,8 @@ pub struct ShardWorker<'a> {
     pub polling: Polling,
     pub control: Option<&'a ControlQueue>,
     pub shared: &'a Shared,
+    /// Bursts a port may send in one round ([`crate::runtime::worker::TX_ROUNDS`]).
+    pub tx_rounds: usize,
 }
 
 /// What a shard ends with.
@@ -277,7 +279,20 @@ impl ShardWorker<'_> {
             emu: &mut self.emu,
         };
         for &port in mine {
-            moved += sink.transmit_port(&mut self.sw, port, now);
+            // With other shards, a port may owe more than it received this round (what crossed
+            // in): up to TX_ROUNDS bursts, each flushed, while bursts go out full.
+            for _ in 0..self.tx_rounds {
+                let n = sink.transmit_port(&mut self.sw, port, now);
+                moved += n;
+                if n < crate::egress::TX_BURST {
+                    break;
+                }
+                if let Some(io) = sink.ports[port].as_mut().filter(|io| !io.gone) {
+                    if let Err(e) = io.backend.flush() {
+                        io.fail(e);
+                    }
+                }
+            }
         }
         for &port in mine {
             if let Some((frame, len)) = sink.emu[port].as_mut().and_then(|em| em.backpressure(now)) {

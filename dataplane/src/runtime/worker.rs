@@ -163,6 +163,12 @@ pub fn pin(core: usize) {
 /// Opens the backend of a port (AF_PACKET in production, in-memory ports in tests).
 pub type OpenPort = Box<dyn Fn(&controlplane::PortConfig) -> Result<Box<dyn PortBackend + Send>, PortError>>;
 
+/// Bursts a port may send in one round of its shard (while they go out full). More than one:
+/// with several shards, what crossed in is owed on top of what the shard's own ports received,
+/// and an egress that sends one burst a round falls behind a neighbour's receive (whose PGs then
+/// fill with frames waiting here, and drop what their PFC-deaf senders send next).
+pub const TX_ROUNDS: usize = 4;
+
 /// Options of `rocesw run` beyond the config.
 pub struct RunOptions {
     pub seed: u64,
@@ -248,6 +254,7 @@ pub fn run(
             polling,
             control,
             shared: &shared,
+            tx_rounds: TX_ROUNDS,
         });
     }
     let cores: Vec<Option<usize>> = used.iter().map(|&w| cfg.run.cores.get(w).copied()).collect();
