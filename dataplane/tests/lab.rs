@@ -524,7 +524,9 @@ fn lab_up_refuses_to_write_over_its_profile() {
 }
 
 /// Issue 21: `rocesw demo | head -1` (a reader that goes away) panicked on the broken pipe;
-/// now the demo runs to its end, tears its lab down and exits 0.
+/// now the demo runs to its end, tears its lab down and exits 0. The demo runs `rocegen` from
+/// beside `rocesw` (target/debug): the workspace suite builds it (bench's tests use it); alone,
+/// `cargo build --bins` first.
 #[test]
 fn demo_into_a_closed_pipe_ends_quietly_and_tears_its_lab_down() {
     need_root();
