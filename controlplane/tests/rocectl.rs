@@ -181,6 +181,46 @@ fn only_commands_that_talk_to_a_switch_list_connection_options() {
     }
 }
 
+/// Issue 23 item 1: every command's and every `set` knob's help says what it does, in words
+/// for its user: no Rust type, module path or source comment (an internal comment was every
+/// knob's description).
+#[test]
+fn help_texts_name_no_rust_internals() {
+    let (ok, top, err) = rocectl(&["--help"]);
+    assert!(ok, "{err}");
+    let (ok, set, err) = rocectl(&["set", "--help"]);
+    assert!(ok, "{err}");
+    let knobs: Vec<String> = set
+        .lines()
+        .skip_while(|l| !l.starts_with("Commands:"))
+        .skip(1)
+        .take_while(|l| l.starts_with("  "))
+        .filter_map(|l| l.split_whitespace().next().map(str::to_string))
+        .filter(|k| k != "help")
+        .collect();
+    assert!(knobs.len() >= 8, "set's knobs: {knobs:?}\n{set}");
+    let mut texts = vec![("rocectl".to_string(), top), ("set".to_string(), set.clone())];
+    for k in &knobs {
+        let (ok, out, err) = rocectl(&["set", k, "--help"]);
+        assert!(ok, "set {k}: {err}");
+        texts.push((format!("set {k}"), out));
+    }
+    let mut descriptions = std::collections::HashSet::new();
+    for l in set.lines().skip_while(|l| !l.starts_with("Commands:")).skip(1) {
+        if let Some((_, d)) = l.trim().split_once("  ") {
+            assert!(
+                descriptions.insert(d.trim().to_string()),
+                "two knobs share the description {d:?}"
+            );
+        }
+    }
+    for (what, text) in &texts {
+        for bad in ["::", "`Cli`", "flattened", "Args", "struct "] {
+            assert!(!text.contains(bad), "{what} --help mentions {bad:?}:\n{text}");
+        }
+    }
+}
+
 /// A Unix socket that answers every request line with an error naming its op: shows that
 /// rocectl reached the socket it was given.
 fn fake_switch(path: &std::path::Path) -> std::thread::JoinHandle<()> {

@@ -22,10 +22,12 @@ pub struct Cli {
     pub command: Command,
 }
 
-/// Which switch a command talks to: flattened into every command that contacts one (and into
-/// each `set` knob), so the offline commands do not list them. `Cli` takes them too, so the
-/// order rocectl always accepted (`rocectl --socket PATH show counters`) keeps working;
-/// `target::connection` merges the two places.
+// Which switch a command talks to: flattened into every command that contacts one (and into
+// each `set` knob), so the offline commands do not list them. `Cli` takes them too, so the
+// order rocectl always accepted (`rocectl --socket PATH show counters`) keeps working;
+// `target::connection` merges the two places. A plain comment, not a doc comment: clap makes
+// a flattened struct's doc comment the description of every command it is flattened into
+// (it was each `set` knob's).
 #[derive(Args, Clone, Debug, Default, PartialEq)]
 #[command(next_help_heading = "Connection")]
 pub struct ConnectionArgs {
