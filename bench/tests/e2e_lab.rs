@@ -55,7 +55,7 @@ fn lab_up(hosts: usize) -> LabGuard {
         speed: SPEED.into(),
         mtu: 1500,
     };
-    let lab = lab::up(&spec, &repo().join("configs/default.toml"), state.path()).expect("lab up");
+    let lab = lab::up(&spec, Some(&repo().join("configs/default.toml")), state.path()).expect("lab up");
     LabGuard {
         lab,
         state,

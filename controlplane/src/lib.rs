@@ -82,6 +82,12 @@ impl fmt::Display for ConfigError {
 impl std::error::Error for ConfigError {}
 
 /// Parses and validates a configuration file.
+/// The shipped default profile (`configs/default.toml`, the documented source), built into
+/// every binary so that commands that start from a profile work from any directory.
+pub const DEFAULT_PROFILE: &str = include_str!("../../configs/default.toml");
+/// How a message names [`DEFAULT_PROFILE`].
+pub const DEFAULT_PROFILE_NAME: &str = "the built-in default profile (configs/default.toml)";
+
 pub fn load_file(path: &Path) -> Result<Loaded, ConfigError> {
     let text = files::read_text(path).map_err(|e| ConfigError::new(ConfigErrorKind::Io, vec![e]))?;
     load_str(&text).map_err(|mut e| {

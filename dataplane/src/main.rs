@@ -146,9 +146,10 @@ enum Command {
     /// with PFC and DCQCN, live per-port figures, then the generator's report and the switch's
     /// counters. Everything it creates is removed at the end, also when interrupted.
     Demo {
-        /// Switch profile (its ports are replaced by the lab's).
-        #[arg(long, default_value = "configs/default.toml")]
-        config: PathBuf,
+        /// Switch profile (its ports are replaced by the lab's). Default: the built-in profile
+        /// (configs/default.toml as shipped), so the demo runs from any directory.
+        #[arg(long, value_name = "FILE")]
+        config: Option<PathBuf>,
         /// Seconds of traffic.
         #[arg(long, default_value_t = 4.0)]
         duration: f64,
@@ -178,9 +179,10 @@ enum LabCommand {
         /// Lab name: 1-8 characters of a-z0-9; prefixes every namespace and interface.
         #[arg(long, default_value = "lab")]
         name: String,
-        /// Switch profile the lab config starts from (its ports are replaced).
-        #[arg(long, default_value = "configs/default.toml")]
-        config: PathBuf,
+        /// Switch profile the lab config starts from (its ports are replaced). Default: the
+        /// built-in profile (configs/default.toml as shipped).
+        #[arg(long, value_name = "FILE")]
+        config: Option<PathBuf>,
         /// Port speed written into the lab config.
         #[arg(long, default_value = "25G")]
         speed: String,
@@ -405,7 +407,7 @@ fn run(cmd: Command) -> Result<()> {
             duration,
             speed,
             rate,
-        } => dataplane::tools::demo::run(&config, duration, &speed, &rate),
+        } => dataplane::tools::demo::run(config.as_deref(), duration, &speed, &rate),
         Command::Lab(LabCommand::Up {
             hosts,
             name,
@@ -420,7 +422,7 @@ fn run(cmd: Command) -> Result<()> {
                 speed,
                 mtu,
             };
-            let lab = dataplane::tools::lab::up(&spec, &config, &state_dir)?;
+            let lab = dataplane::tools::lab::up(&spec, config.as_deref(), &state_dir)?;
             out(&format!("{lab}\n"))
         }
         Command::Lab(LabCommand::Down { name, state_dir }) => {

@@ -51,7 +51,7 @@ impl Guard {
     }
 
     fn up(&self, hosts: usize) -> Lab {
-        lab::up(&self.spec(hosts), &base_config(), self.dir.path()).unwrap()
+        lab::up(&self.spec(hosts), Some(&base_config()), self.dir.path()).unwrap()
     }
 }
 
@@ -283,7 +283,7 @@ fn down_tolerates_what_is_already_gone() {
 fn up_twice_fails_clearly_and_leaves_the_first_lab_alone() {
     let g = Guard::new();
     let lab = g.up(2);
-    let e = lab::up(&g.spec(2), &base_config(), g.dir.path()).unwrap_err();
+    let e = lab::up(&g.spec(2), Some(&base_config()), g.dir.path()).unwrap_err();
     let msg = format!("{e:#}");
     // The hint is a command line that works as given: this lab's name and state dir.
     let hint = format!(
@@ -296,7 +296,7 @@ fn up_twice_fails_clearly_and_leaves_the_first_lab_alone() {
     // Same name, another state dir: the namespaces and veths are there but not recorded in this
     // state dir, so up refuses without touching them.
     let other = tempfile::tempdir().unwrap();
-    let e = lab::up(&g.spec(2), &base_config(), other.path()).unwrap_err();
+    let e = lab::up(&g.spec(2), Some(&base_config()), other.path()).unwrap_err();
     let msg = format!("{e:#}");
     assert!(
         msg.contains("already exist") && msg.contains(&lab.hosts[0].netns),
@@ -334,7 +334,7 @@ fn bad_names_are_rejected_before_anything_is_created() {
             speed: "25G".into(),
             mtu: 1500,
         };
-        let msg = format!("{:#}", lab::up(&spec, &base_config(), dir.path()).unwrap_err());
+        let msg = format!("{:#}", lab::up(&spec, Some(&base_config()), dir.path()).unwrap_err());
         assert!(
             msg.contains("is not valid") && msg.contains("1-8 characters"),
             "{name:?}: {msg}"
@@ -346,7 +346,7 @@ fn bad_names_are_rejected_before_anything_is_created() {
         speed: "25GB".into(),
         ..g.spec(2)
     };
-    let msg = format!("{:#}", lab::up(&spec, &base_config(), g.dir.path()).unwrap_err());
+    let msg = format!("{:#}", lab::up(&spec, Some(&base_config()), g.dir.path()).unwrap_err());
     assert!(msg.contains("does not load") && msg.contains("speed"), "{msg}");
     assert_eq!(std::fs::read_dir(g.dir.path()).unwrap().count(), 0);
     assert_no_trace(&g.name);
@@ -472,7 +472,10 @@ fn a_failure_part_way_through_up_is_rolled_back() {
     // up writes the config last, after every host exists; a directory in its place makes that fail.
     let blocker = g.dir.path().join(format!("{}.toml", g.name));
     std::fs::create_dir(&blocker).unwrap();
-    let msg = format!("{:#}", lab::up(&g.spec(3), &base_config(), g.dir.path()).unwrap_err());
+    let msg = format!(
+        "{:#}",
+        lab::up(&g.spec(3), Some(&base_config()), g.dir.path()).unwrap_err()
+    );
     assert!(msg.contains("rolled back") && msg.contains("cannot write"), "{msg}");
     assert!(
         msg.contains("removed 3 interface(s)") && msg.contains("3 namespace(s)"),
@@ -514,7 +517,7 @@ fn lab_up_refuses_to_write_over_its_profile() {
     let profile = g.dir.path().join(format!("{}.toml", g.name));
     std::fs::copy(base_config(), &profile).unwrap();
     let before = std::fs::read(&profile).unwrap();
-    let e = format!("{:#}", lab::up(&g.spec(2), &profile, g.dir.path()).unwrap_err());
+    let e = format!("{:#}", lab::up(&g.spec(2), Some(&profile), g.dir.path()).unwrap_err());
     assert!(e.contains("the lab's config") && e.contains("--config"), "{e}");
     assert_eq!(before, std::fs::read(&profile).unwrap());
     assert!(
@@ -524,18 +527,25 @@ fn lab_up_refuses_to_write_over_its_profile() {
 }
 
 /// Issue 21: `rocesw demo | head -1` (a reader that goes away) panicked on the broken pipe;
-/// now the demo runs to its end, tears its lab down and exits 0. The demo runs `rocegen` from
+/// now the demo runs to its end, tears its lab down and exits 0; from any directory. The demo runs `rocegen` from
 /// beside `rocesw` (target/debug): the workspace suite builds it (bench's tests use it); alone,
 /// `cargo build --bins` first.
 #[test]
 fn demo_into_a_closed_pipe_ends_quietly_and_tears_its_lab_down() {
     need_root();
+    // From a directory without configs/ and without --config: the built-in profile (issue 23
+    // item 2: the demo failed with "configs/default.toml: cannot read" anywhere else).
+    let elsewhere = tempfile::tempdir().unwrap();
     let script = format!(
-        "{:?} demo --config {:?} --duration 1 | head -c 1 >/dev/null; exit ${{PIPESTATUS[0]}}",
-        env!("CARGO_BIN_EXE_rocesw"),
-        base_config()
+        "{:?} demo --duration 1 | head -c 1 >/dev/null; exit ${{PIPESTATUS[0]}}",
+        env!("CARGO_BIN_EXE_rocesw")
     );
-    let o = Command::new("bash").arg("-c").arg(&script).output().unwrap();
+    let o = Command::new("bash")
+        .arg("-c")
+        .arg(&script)
+        .current_dir(elsewhere.path())
+        .output()
+        .unwrap();
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(0), "{err}");
     assert!(!err.contains("panicked"), "{err}");

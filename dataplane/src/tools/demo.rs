@@ -23,7 +23,8 @@ impl Drop for Teardown<'_> {
     }
 }
 
-pub fn run(config: &Path, duration: f64, speed: &str, rate: &str) -> Result<()> {
+/// `config`: the switch profile; `None` for the built-in default profile.
+pub fn run(config: Option<&Path>, duration: f64, speed: &str, rate: &str) -> Result<()> {
     lab::require_root()?;
     let rocegen = std::env::current_exe()?.with_file_name("rocegen");
     if !rocegen.exists() {

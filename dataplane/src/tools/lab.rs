@@ -351,23 +351,35 @@ pub fn lab_command(verb: &str, name: &str, state_dir: &Path) -> String {
 ///
 /// Refuses if a lab of that name already has a state file in `state_dir`, or if any namespace
 /// or interface it would create already exists. On a failure part-way, removes what it created.
-pub fn up(spec: &LabSpec, base_config: &Path, state_dir: &Path) -> Result<Lab> {
+/// `base_config`: the profile the lab's config starts from; `None` for the built-in default
+/// profile ([`controlplane::DEFAULT_PROFILE`]).
+pub fn up(spec: &LabSpec, base_config: Option<&Path>, state_dir: &Path) -> Result<Lab> {
     validate_spec(spec)?;
     require_root()?;
     if !Path::new("/proc/sys/net/ipv6").exists() {
         bail!("IPv6 is disabled in this kernel (no /proc/sys/net/ipv6); rocesw lab gives every host an IPv6 address");
     }
     let name = spec.name.as_str();
-    let base_text = controlplane::files::read_text(base_config).map_err(anyhow::Error::msg)?;
-    let config_text = lab_config(spec, &base_text, &base_config.display().to_string())?;
+    let (base_text, base_name) = match base_config {
+        Some(path) => (
+            controlplane::files::read_text(path).map_err(anyhow::Error::msg)?,
+            path.display().to_string(),
+        ),
+        None => (
+            controlplane::DEFAULT_PROFILE.to_string(),
+            controlplane::DEFAULT_PROFILE_NAME.to_string(),
+        ),
+    };
+    let config_text = lab_config(spec, &base_text, &base_name)?;
     let hosts: Vec<LabHost> = (0..spec.hosts).map(|i| plan_host(name, i)).collect();
 
     fs::create_dir_all(state_dir).with_context(|| format!("{}: cannot create", state_dir.display()))?;
     let state_path = state_path(name, state_dir);
     let config_path = config_path(name, state_dir);
     // The profile the lab starts from is never written over (by the lab's config or state).
+    let inputs: Vec<(String, &Path)> = base_config.map(|p| ("--config".to_string(), p)).into_iter().collect();
     controlplane::files::refuse_aliased_outputs(
-        &[("--config".to_string(), base_config)],
+        &inputs,
         &[
             ("the lab's state file".to_string(), &state_path),
             ("the lab's config".to_string(), &config_path),
