@@ -190,11 +190,17 @@ fn help_texts_name_no_rust_internals() {
     assert!(ok, "{err}");
     let (ok, set, err) = rocectl(&["set", "--help"]);
     assert!(ok, "{err}");
-    let knobs: Vec<String> = set
+    // A knob's line is indented by two spaces; a description wrapped onto further lines is
+    // indented deeper.
+    let knob_lines: Vec<&str> = set
         .lines()
         .skip_while(|l| !l.starts_with("Commands:"))
         .skip(1)
         .take_while(|l| l.starts_with("  "))
+        .filter(|l| !l.starts_with("   "))
+        .collect();
+    let knobs: Vec<String> = knob_lines
+        .iter()
         .filter_map(|l| l.split_whitespace().next().map(str::to_string))
         .filter(|k| k != "help")
         .collect();
@@ -206,7 +212,7 @@ fn help_texts_name_no_rust_internals() {
         texts.push((format!("set {k}"), out));
     }
     let mut descriptions = std::collections::HashSet::new();
-    for l in set.lines().skip_while(|l| !l.starts_with("Commands:")).skip(1) {
+    for l in &knob_lines {
         if let Some((_, d)) = l.trim().split_once("  ") {
             assert!(
                 descriptions.insert(d.trim().to_string()),
