@@ -248,7 +248,8 @@ impl Switch {
     /// when its backend gives it) goes to the last port, and each other port gets a copy in
     /// the arena. One packet slot per queued frame is also what the egress queues are built on
     /// (`egress::queues`: a slot's entry holds one queued descriptor; debug builds check that
-    /// no slot is queued twice). With one other port, the copy is the frame: unicast.
+    /// no slot is queued twice). With two ports there is no flood: the ingress side sends the
+    /// frame to the other port as unicast.
     /// Inlined into the receive path: called out of line, the class went through the stack in
     /// pieces and was read back wider (a store-forwarding stall per flooded frame).
     #[inline(always)]
@@ -264,30 +265,15 @@ impl Switch {
         use crate::counters::DropReason;
         let n = self.num_ports();
         let last = n - if port == n - 1 { 2 } else { 1 };
-        if n == 2 {
-            let Some(slot) = store(&mut self.packets, frame, held) else {
-                self.ingress.drop_frame(port, class.pg, DropReason::NoBuffer);
-                return;
-            };
-            self.rewrite(slot, frame.len(), info, &class);
-            if self.shard.is_remote(last) {
-                return self.cross_out_slot(port, last, slot, frame.len(), info, &class, now);
-            }
-            let (egress, mut peers) = self.sides();
-            return egress.enqueue(&mut peers, port, last, slot, frame.len(), info, &class, now);
-        }
         let (pg, cells) = (class.pg as usize & 7, self.pool.cells_for(frame.len()));
         if !self.charge_pg(port, pg, cells, now) {
             return;
         }
         let Some(group) = self.ingress.floods.open(port, pg, cells) else {
             // More floods out than packet slots: cannot happen (each holds a slot); refused.
-            let prios = self.ingress.pg_prios[pg];
-            if let Some(req) = self.ingress.ports[port].release(pg, cells, true, prios, &mut self.pool) {
-                self.egress.queue_pfc(port, req);
-            }
             self.ingress.ports[port].counters.drops[DropReason::NoBuffer as usize] += 1;
-            return;
+            let (egress, mut peers) = self.sides();
+            return egress.release_pg(&mut peers, port, pg, cells, true);
         };
         if let Some(first) = store(&mut self.packets, frame, held) {
             self.rewrite(first, frame.len(), info, &class);
@@ -309,7 +295,7 @@ impl Switch {
                     continue;
                 }
                 let (egress, mut peers) = self.sides();
-                egress.enqueue_copy(&mut peers, port, out, slot, frame.len(), info, &class, now, group);
+                egress.enqueue_charged(&mut peers, port, out, slot, frame.len(), info, &class, now, group);
             }
         } else {
             self.ingress.ports[port].counters.drops[DropReason::NoBuffer as usize] += 1;
@@ -317,7 +303,7 @@ impl Switch {
         // The flood's own hold: with no copy queued anywhere, the frame was dropped whole.
         if let Some(end) = self.ingress.floods.release(group) {
             let (egress, mut peers) = self.sides();
-            egress.release_group(&mut peers, end, true);
+            egress.release_pg(&mut peers, end.in_port, end.pg, end.cells, true);
         }
     }
 

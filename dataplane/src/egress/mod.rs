@@ -21,7 +21,7 @@ use crate::buffers::foreign::ForeignFrame;
 use crate::buffers::pool::{PacketPool, Taken};
 use crate::counters::DropReason;
 use crate::ingress::classify::Class;
-use crate::ingress::flood::{GroupEnd, NO_GROUP};
+use crate::ingress::flood::NO_GROUP;
 use crate::ingress::Ingress;
 use crate::mmu::{self, SharedPool};
 use crate::pfc::{PfcRequest, WatchdogEvent};
@@ -254,12 +254,15 @@ impl Egress {
         self.queue_admitted(peers, in_port, out, slot, len, cells, info, class, now, NO_GROUP);
     }
 
-    /// Queues a frame that crossed from the shard owning `in_port`, which has charged its PG
-    /// already (`shard`): the egress half of [`Egress::enqueue`]. A refusal goes back to that
-    /// shard as a release of a dropped frame (its PG counts the drop, as locally).
+    /// Queues a frame whose PG is charged already: the egress half of [`Egress::enqueue`], for
+    /// a frame that crossed from the shard owning `in_port` (`shard`), or a copy of a frame
+    /// flooded from a port of this shard, whose PG the flood charged once for all its copies
+    /// (flood group `group`, `ingress::flood`). A crossed frame's refusal goes back to its shard
+    /// as a release of a dropped frame (its PG counts the drop, as locally); a refused local
+    /// copy is only counted here (its group does not hold it).
     #[allow(clippy::too_many_arguments)]
     #[inline]
-    pub(crate) fn enqueue_crossed(
+    pub(crate) fn enqueue_charged(
         &mut self,
         peers: &mut Peers<'_>,
         in_port: usize,
@@ -273,39 +276,18 @@ impl Egress {
     ) {
         let (queue, pg) = (class.queue as usize & 7, class.pg as usize & 7);
         let cells = peers.pool.cells_for(len);
+        let crossed = peers.shard.is_remote(in_port);
         if let Some(reason) = self.egress_refusal(peers, in_port, out, len, cells, class, now) {
-            send_release(peers, in_port, pg, cells, true, slot, group);
+            if crossed {
+                send_release(peers, in_port, pg, cells, true, slot, group);
+            }
             peers.packets.free(slot);
             return self.count_drop(out, queue, len, reason);
         }
-        self.queue_admitted(peers, in_port, out, slot, len, cells, info, class, now, group);
-    }
-
-    /// Queues a copy of a frame flooded from `in_port` (this shard's), whose PG the flood
-    /// charged once for all its copies (flood group `group`, `ingress::flood`): the egress half
-    /// of admission, as for a frame that crossed. A refused copy is dropped and counted here;
-    /// its group simply does not hold it.
-    #[allow(clippy::too_many_arguments)]
-    #[inline]
-    pub(crate) fn enqueue_copy(
-        &mut self,
-        peers: &mut Peers<'_>,
-        in_port: usize,
-        out: usize,
-        slot: u32,
-        len: usize,
-        info: &FrameInfo,
-        class: &Class,
-        now: u64,
-        group: u32,
-    ) {
-        let queue = class.queue as usize & 7;
-        let cells = peers.pool.cells_for(len);
-        if let Some(reason) = self.egress_refusal(peers, in_port, out, len, cells, class, now) {
-            peers.packets.free(slot);
-            return self.count_drop(out, queue, len, reason);
+        if !crossed && group != NO_GROUP {
+            // A crossed copy was held by the shard that sent it.
+            peers.ingress.floods.hold(group);
         }
-        peers.ingress.floods.hold(group);
         self.queue_admitted(peers, in_port, out, slot, len, cells, info, class, now, group);
     }
 
@@ -429,10 +411,7 @@ impl Egress {
         if peers.shard.is_remote(inp) {
             return send_release(peers, inp, pg, d.cells as u32, dropped, d.slot, NO_GROUP);
         }
-        let prios = peers.ingress.pg_prios[pg];
-        if let Some(req) = peers.ingress.ports[inp].release(pg, d.cells as u32, dropped, prios, peers.pool) {
-            self.ports[inp].queue_pfc(req);
-        }
+        self.release_pg(peers, inp, pg, d.cells as u32, dropped);
     }
 
     /// A flooded copy left: its group loses a hold, and the PG gets the frame's cells back
@@ -444,15 +423,17 @@ impl Egress {
             return send_release(peers, inp, pg, d.cells as u32, dropped, d.slot, group);
         }
         if let Some(end) = peers.ingress.floods.release(group) {
-            self.release_group(peers, end, false);
+            self.release_pg(peers, end.in_port, end.pg, end.cells, false);
         }
     }
 
-    /// A flood group ended: its PG gets its one charge back (and may send XON).
-    pub(crate) fn release_group(&mut self, peers: &mut Peers<'_>, end: GroupEnd, dropped: bool) {
-        let prios = peers.ingress.pg_prios[end.pg];
-        if let Some(req) = peers.ingress.ports[end.in_port].release(end.pg, end.cells, dropped, prios, peers.pool) {
-            self.ports[end.in_port].queue_pfc(req);
+    /// Gives `cells` back to PG `pg` of `in_port` (this shard's), which may answer with an XON
+    /// for that port's link to carry: a frame's charge (or a flood group's, with its last copy)
+    /// ending, wherever it ended.
+    pub(crate) fn release_pg(&mut self, peers: &mut Peers<'_>, in_port: usize, pg: usize, cells: u32, dropped: bool) {
+        let prios = peers.ingress.pg_prios[pg];
+        if let Some(req) = peers.ingress.ports[in_port].release(pg, cells, dropped, prios, peers.pool) {
+            self.ports[in_port].queue_pfc(req);
         }
     }
 

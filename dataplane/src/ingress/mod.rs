@@ -159,6 +159,8 @@ impl Ingress {
                 None => self.drop_frame(port, class.pg, DropReason::NoRoute),
             },
             None if self.ports.len() < 2 => self.drop_frame(port, class.pg, DropReason::NoRoute),
+            // "Every other port" is one port: the frame itself, not a flood of copies.
+            None if self.ports.len() == 2 => Arrival::Unicast(1 - port),
             None => Arrival::Flood,
         }
     }

@@ -73,8 +73,6 @@ pub struct ShardWorker<'a> {
     pub polling: Polling,
     pub control: Option<&'a ControlQueue>,
     pub shared: &'a Shared,
-    /// Bursts a port may send in one round ([`crate::runtime::worker::TX_ROUNDS`]).
-    pub tx_rounds: usize,
 }
 
 /// What a shard ends with.
@@ -281,7 +279,7 @@ impl ShardWorker<'_> {
         for &port in mine {
             // With other shards, a port may owe more than it received this round (what crossed
             // in): up to TX_ROUNDS bursts, each flushed, while bursts go out full.
-            for _ in 0..self.tx_rounds {
+            for _ in 0..crate::runtime::worker::TX_ROUNDS {
                 let n = sink.transmit_port(&mut self.sw, port, now);
                 moved += n;
                 if n < crate::egress::TX_BURST {

@@ -254,7 +254,6 @@ pub fn run(
             polling,
             control,
             shared: &shared,
-            tx_rounds: TX_ROUNDS,
         });
     }
     let cores: Vec<Option<usize>> = used.iter().map(|&w| cfg.run.cores.get(w).copied()).collect();

@@ -116,19 +116,18 @@ impl Switch {
     }
 
     fn take_release(&mut self, r: Release) {
-        if r.group != NO_GROUP {
-            if let Some(end) = self.ingress.floods.release(r.group) {
-                let (egress, mut peers) = self.sides();
-                egress.release_group(&mut peers, end, false);
-            }
+        // A flooded copy's release gives its group's charge back with the group's last copy.
+        let charge = if r.group == NO_GROUP {
+            Some((r.in_port as usize, r.pg as usize & 7, u32::from(r.cells), r.dropped))
         } else {
-            let (port, pg) = (r.in_port as usize, r.pg as usize & 7);
-            let prios = self.ingress.pg_prios[pg];
-            if let Some(req) =
-                self.ingress.ports[port].release(pg, u32::from(r.cells), r.dropped, prios, &mut self.pool)
-            {
-                self.egress.queue_pfc(port, req);
-            }
+            self.ingress
+                .floods
+                .release(r.group)
+                .map(|end| (end.in_port, end.pg, end.cells, false))
+        };
+        if let Some((port, pg, cells, dropped)) = charge {
+            let (egress, mut peers) = self.sides();
+            egress.release_pg(&mut peers, port, pg, cells, dropped);
         }
         if r.home != Release::NO_HOME {
             self.packets.free(r.home);
@@ -172,7 +171,7 @@ impl Switch {
         };
         self.shard.homes[slot as usize] = home;
         let (egress, mut peers) = self.sides();
-        egress.enqueue_crossed(
+        egress.enqueue_charged(
             &mut peers,
             c.in_port as usize,
             c.out as usize,
