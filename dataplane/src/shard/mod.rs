@@ -27,7 +27,6 @@ use crate::buffers::foreign::ForeignFrame;
 use crate::ingress::classify::Class;
 use crate::wire::FrameInfo;
 use crossbeam_queue::ArrayQueue;
-use std::collections::VecDeque;
 use std::ptr::NonNull;
 
 pub use pool::PoolShare;
@@ -174,7 +173,9 @@ impl Default for Link {
 
 /// What one shard has to send to one other, waiting for a free batch.
 pub struct Outbox {
-    frames: VecDeque<Crossing>,
+    /// In order; a `Vec`, not a ring: a flush moves its front into a batch as one copy (a
+    /// `VecDeque`'s drain went element by element).
+    frames: Vec<Crossing>,
     releases: Vec<Release>,
     learns: Vec<Learnt>,
     /// Frames one receive burst can send this way at most: a burst to every port of the
@@ -192,7 +193,7 @@ impl Outbox {
         Outbox {
             // Room for an emulated link's catch-up too, which plays several steps of its wire
             // in one round (`runtime::emulated::play_through`).
-            frames: VecDeque::with_capacity((2 * burst_need).max(if releases == 0 { 0 } else { OUTBOX_FRAMES })),
+            frames: Vec::with_capacity((2 * burst_need).max(if releases == 0 { 0 } else { OUTBOX_FRAMES })),
             releases: Vec::with_capacity(if releases == 0 {
                 0
             } else {
@@ -216,7 +217,7 @@ impl Outbox {
             self.frames.len() < self.frames.capacity(),
             "receive checked the room first"
         );
-        self.frames.push_back(c);
+        self.frames.push(c);
     }
 
     /// A release never waits for room: it is what returns a PG's cells. The outbox holds one
@@ -262,9 +263,7 @@ impl Outbox {
             if let Err(b) = link.full.push(b) {
                 // Unreachable: as many places as batches. Put the messages back.
                 let mut b = b;
-                for c in b.frames.drain(..).rev() {
-                    self.frames.push_front(c);
-                }
+                self.frames.splice(0..0, b.frames.drain(..));
                 self.releases.append(&mut b.releases);
                 self.learns.append(&mut b.learns);
                 let _ = link.free.push(b);
