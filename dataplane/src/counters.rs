@@ -59,6 +59,12 @@ drop_reasons! {
         /// asks to pause a priority without PFC (not in `[pfc] priorities`; its other
         /// priorities are obeyed). As a switch ASIC does: only lossless queues pause.
         PauseIgnored => "pause_ignored",
+        /// Frames the port's receive ring dropped before the switch read them: the kernel's
+        /// AF_PACKET ring full (`PACKET_STATISTICS`), a DPDK NIC's `imissed`. The worker did
+        /// not poll fast enough (a busy core, a burst faster than the switch). Taken from the
+        /// backend's own counter about once a second (and at every snapshot), so it can trail
+        /// the loss by a second; never counted in replay, which reads no ring.
+        RxRing => "rx_ring",
     }
 }
 

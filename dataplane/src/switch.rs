@@ -408,6 +408,12 @@ impl Switch {
 
     /// A port's counters: what its ingress side and its egress side counted, summed (each
     /// field has one writer, so the sum is that writer's count).
+    /// Frames port index `port`'s receive ring lost before the switch read them (its backend
+    /// counted them): a drop like any other, on the port (`DropReason::RxRing`).
+    pub fn count_rx_ring_drops(&mut self, port: usize, frames: u64) {
+        self.ingress.ports[port].counters.drops[crate::counters::DropReason::RxRing as usize] += frames;
+    }
+
     pub fn port_counters(&self, port: usize) -> PortCounters {
         self.ingress.ports[port]
             .counters

@@ -336,3 +336,27 @@ fn a_port_that_stops_taking_frames_backs_up_into_pfc_and_loses_nothing() {
         assert_eq!(o.snapshot.buffer.used_cells, 0, "cells conserved");
     }
 }
+
+/// Frames a port's receive ring lost before the switch read them (the kernel's or the NIC's
+/// count) are drops of the port like the switch's own (`rx_ring`), summed once per loss and
+/// counted by the shard that owns the port, with one worker or two. Before, they showed only
+/// in the backend's table and a line at exit, and `drops` read `-` while a lossless flow lost
+/// thousands of frames.
+#[test]
+fn frames_the_receive_ring_lost_are_counted_as_drops() {
+    for workers in [1, 2] {
+        let r = start(default_config(), workers);
+        r.wires[1].lock().unwrap().ring_drops = 40;
+        // Counted about once a second: let two looks pass, the second finding nothing new.
+        std::thread::sleep(Duration::from_millis(2300));
+        r.wires[1].lock().unwrap().ring_drops = 45;
+        r.stop.store(true, Ordering::Relaxed);
+        let out = r.handle.join().unwrap();
+        let p1 = &out.snapshot.ports[1];
+        assert_eq!(p1.drops.get("rx_ring"), 45, "{workers} worker(s): {:?}", p1.drops);
+        assert_eq!(out.snapshot.totals.drops.get("rx_ring"), 45, "{workers} worker(s)");
+        for (i, p) in out.snapshot.ports.iter().enumerate().filter(|&(i, _)| i != 1) {
+            assert_eq!(p.drops.get("rx_ring"), 0, "port {i}, {workers} worker(s)");
+        }
+    }
+}

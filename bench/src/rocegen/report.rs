@@ -77,6 +77,16 @@ pub struct FlowReport {
     pub throughput_bps: f64,
     pub tx: Option<FlowTx>,
     pub rx: Option<FlowRxReport>,
+    /// Sent and neither received nor seen missing (no later frame of the flow arrived to show
+    /// the gap): still queued or paused somewhere when the receiver stopped, or lost at the
+    /// flow's tail. Known only when this run both sent and received the flow.
+    pub in_flight_at_end: Option<u64>,
+}
+
+/// Frames of a flow that left the sender and that the receiver neither got nor counted lost.
+fn in_flight_at_end(tx: &FlowTx, rx: &FlowRxReport) -> u64 {
+    let accounted = rx.packets.saturating_sub(rx.duplicates).saturating_add(rx.lost);
+    tx.packets.saturating_sub(accounted)
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -126,6 +136,8 @@ pub struct Totals {
     pub rx_packets: u64,
     pub throughput_bps: f64,
     pub lost: u64,
+    /// Sent and neither received nor seen missing when the run ended ([`FlowReport`]).
+    pub in_flight_at_end: u64,
     pub duplicates: u64,
     pub out_of_order: u64,
     pub bad_icrc: u64,
@@ -211,6 +223,7 @@ impl Report {
                     dst_host: name_of(q.dst_ip),
                     qp: q.qpn,
                     throughput_bps: rx_report.as_ref().map_or(tx.rate_bps, |r| r.throughput_bps),
+                    in_flight_at_end: rx_report.as_ref().map(|r| in_flight_at_end(&tx, r)),
                     tx: Some(tx),
                     rx: rx_report,
                 });
@@ -234,6 +247,7 @@ impl Report {
                     throughput_bps: rr.throughput_bps,
                     tx: None,
                     rx: Some(rr),
+                    in_flight_at_end: None,
                 });
             }
         }
@@ -291,6 +305,7 @@ impl Report {
             rx_packets,
             throughput_bps: tputs.iter().sum(),
             lost: rxs().map(|r| r.lost).sum(),
+            in_flight_at_end: flows.iter().filter_map(|f| f.in_flight_at_end).sum(),
             duplicates: rxs().map(|r| r.duplicates).sum(),
             out_of_order: rxs().map(|r| r.out_of_order).sum(),
             bad_icrc: rxs().map(|r| r.bad_icrc).sum(),
@@ -407,13 +422,14 @@ impl Report {
         let t = &self.totals;
         let _ = writeln!(
             o,
-            "\ntotal {} over {} flow(s); Jain fairness {}; lost {} (at the hosts' sockets {}), out of order {}, \
-             duplicates {}, bad ICRC {}; CE {:.3}%; CNPs sent {} received {}; latency p50 {} p99 {} max {}",
+            "\ntotal {} over {} flow(s); Jain fairness {}; lost {} (at the hosts' sockets {}), in flight at the end {}, \
+             out of order {}, duplicates {}, bad ICRC {}; CE {:.3}%; CNPs sent {} received {}; latency p50 {} p99 {} max {}",
             rate(t.throughput_bps),
             self.flows.len(),
             self.fairness.as_ref().map_or("-".into(), |f| format!("{:.4}", f.jain)),
             t.lost,
             t.rx_socket_drops,
+            t.in_flight_at_end,
             t.out_of_order,
             t.duplicates,
             t.bad_icrc,
@@ -424,6 +440,14 @@ impl Report {
             dur(t.latency.p99_ns),
             dur(t.latency.max_ns),
         );
+        if t.in_flight_at_end > 0 {
+            let _ = writeln!(
+                o,
+                "({} frame(s) sent were neither received nor seen missing: still queued or paused in the \
+                 network when the receivers stopped, or lost after the last frame that arrived)",
+                t.in_flight_at_end
+            );
+        }
         let _ = writeln!(
             o,
             "\n{:<16} {:<10} {:<16} {:>10} {:>10} {:>6} {:>6} {:>6} {:>12}",
@@ -511,5 +535,46 @@ mod tests {
         assert!((jain(&[1.0, 1.0, 1.0]) - 1.0).abs() < 1e-12);
         assert!((jain(&[1.0, 0.0]) - 0.5).abs() < 1e-12);
         assert_eq!(jain(&[]), 1.0);
+    }
+
+    /// Sent 100: 90 arrived (2 of them twice, so 88 distinct), 5 seen missing (a later PSN
+    /// arrived): 7 are unaccounted for, in flight when the run ended.
+    #[test]
+    fn frames_neither_received_nor_seen_lost_are_in_flight() {
+        let tx = FlowTx {
+            packets: 100,
+            bytes: 0,
+            messages: 0,
+            rate_bps: 0.0,
+            cnps_received: 0,
+            late_ns: 0,
+            rate_cuts: 0,
+            final_rate_bps: None,
+            min_rate_bps: None,
+            alpha: None,
+        };
+        let rx = FlowRxReport {
+            packets: 90,
+            bytes: 0,
+            throughput_bps: 0.0,
+            lost: 5,
+            duplicates: 2,
+            out_of_order: 0,
+            bad_icrc: 0,
+            ce: 0,
+            ce_fraction: 0.0,
+            cnps_sent: 0,
+            max_gap_ns: 0,
+            max_gap_end_ns: 0,
+            latency: Histogram::new().summary(),
+        };
+        assert_eq!(in_flight_at_end(&tx, &rx), 7);
+        let all_in = FlowRxReport {
+            packets: 100,
+            lost: 0,
+            duplicates: 0,
+            ..rx
+        };
+        assert_eq!(in_flight_at_end(&tx, &all_in), 0);
     }
 }

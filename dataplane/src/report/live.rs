@@ -9,7 +9,8 @@ use crate::report::Snapshot;
 /// The legend printed before the first line.
 pub const LEGEND: &str = "per port, over the last interval: rx/tx Gb/s | queue depths now | +ce frames CE-marked \
                           | +cnp CNPs sent | +pfc_tx PFC frames sent | +pfc_rx PFC frames received | paused: ms \
-                          this port's egress was held by received PFC";
+                          this port's egress was held by received PFC | +drop frames lost, any reason (rx_ring: \
+                          lost in the port's receive ring before the switch read them)";
 
 /// One port's cumulative figures at one time.
 #[derive(Clone, Copy, Default)]
@@ -21,6 +22,8 @@ struct PortTotals {
     pfc_tx: u64,
     pfc_rx: u64,
     paused_ns: u64,
+    drops: u64,
+    ring_drops: u64,
 }
 
 pub struct Printer {
@@ -47,6 +50,8 @@ impl Printer {
                 pfc_tx: p.pfc_tx.iter().sum(),
                 pfc_rx: p.pfc_rx.iter().sum(),
                 paused_ns: p.paused_ns.iter().copied().max().unwrap_or(0),
+                drops: p.drops.total(),
+                ring_drops: p.drops.get("rx_ring"),
             })
             .collect()
     }
@@ -80,6 +85,11 @@ impl Printer {
                     c.pfc_rx.saturating_sub(o.pfc_rx),
                     c.paused_ns.saturating_sub(o.paused_ns) as f64 / 1e6,
                 );
+                line += &format!(" +drop {}", c.drops.saturating_sub(o.drops));
+                let ring = c.ring_drops.saturating_sub(o.ring_drops);
+                if ring > 0 {
+                    line += &format!(" (rx_ring {ring})");
+                }
             }
             line
         });
@@ -124,7 +134,17 @@ mod tests {
                 && line.contains("+pfc_rx 2 "),
             "{line}"
         );
+        assert!(line.contains("+drop 0") && !line.contains("rx_ring"), "{line}");
         let again = printer.line(&s, 2_000_000_000).unwrap();
         assert!(again.contains("+pfc_tx 0 ") && again.contains("+ce 0 "), "{again}");
+        // Frames the receive ring lost are drops like the switch's own, and say where.
+        s.ports[1].drops.add("rx_ring", 40);
+        s.ports[1].drops.add("wred", 2);
+        let lossy = printer.line(&s, 3_000_000_000).unwrap();
+        assert!(lossy.contains("+drop 42 (rx_ring 40)"), "{lossy}");
+        assert!(
+            lossy.contains("| p0 ") && lossy.split("| p1 ").next().unwrap().contains("+drop 0"),
+            "{lossy}"
+        );
     }
 }

@@ -17,6 +17,10 @@ pub struct PortIo {
     /// not started yet, a VM's vhost-user port, is not a warning).
     link_seen: bool,
     pub tx_dropped: u64,
+    /// The backend's receive-ring losses already counted as `rx_ring` drops.
+    ring_drops_counted: u64,
+    /// Whether the last look found new receive-ring losses (a warning says when they start).
+    ring_dropping: bool,
     /// A live capture of the frames the port receives (`rocectl capture`), checked once per
     /// burst: `None` costs the receive path one branch per burst.
     pub rx_tap: Option<Arc<CaptureRing>>,
@@ -33,6 +37,8 @@ impl PortIo {
             link_up: true,
             link_seen: false,
             tx_dropped: 0,
+            ring_drops_counted: 0,
+            ring_dropping: false,
             rx_tap: None,
             tx_tap: None,
         }
@@ -59,6 +65,28 @@ impl PortIo {
             tracing::error!(port = self.index, interface = self.backend.name(), "port stopped: {e}");
         }
         self.gone = true;
+    }
+
+    /// Frames the port's receive ring lost since the last look (the kernel's or the NIC's own
+    /// counter: the switch never saw them), for the switch to count as `rx_ring` drops. Warns
+    /// when losses start after a look that found none: a lossless frame lost here is as lost
+    /// as one the switch dropped, and as loud.
+    pub fn take_ring_drops(&mut self) -> u64 {
+        let st = self.backend.stats();
+        let total = st.rx_kernel_drops.saturating_add(st.imissed);
+        let new = total.saturating_sub(self.ring_drops_counted);
+        self.ring_drops_counted = self.ring_drops_counted.max(total);
+        if new > 0 && !self.ring_dropping {
+            tracing::warn!(
+                port = self.index,
+                interface = self.backend.name(),
+                frames = new,
+                "receive ring overflowed: frames lost before the switch read them (drop reason rx_ring); \
+                 the worker did not poll in time: give it a core nothing else runs on (run.cores)"
+            );
+        }
+        self.ring_dropping = new > 0;
+        new
     }
 
     /// The backend's counters, for reports.

@@ -13,7 +13,7 @@ use crate::report::Snapshot;
 use crate::runtime::capture::CaptureRing;
 use crate::runtime::coordinator::Coordinator;
 use crate::runtime::emulated::EmulatedPort;
-use crate::runtime::shard::{fill_backends, ShardEnd, ShardWorker, Shared};
+use crate::runtime::shard::{count_ring_drops, fill_backends, ShardEnd, ShardWorker, Shared};
 use crate::switch::Switch;
 use crossbeam_queue::ArrayQueue;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -333,6 +333,7 @@ fn finish(mut ends: Vec<ShardEnd>, shared: &Shared) -> RunOutcome {
     let mut tx_dropped = 0;
     let mut backends = Vec::new();
     for e in ends.iter_mut() {
+        count_ring_drops(&mut e.sw, &mut e.ports);
         let mut s = snapshot(&e.sw, &e.emu, uptime_ns);
         fill_backends(&mut s, &mut e.ports);
         undrained += s

@@ -143,6 +143,8 @@ pub struct Wire {
     /// Frames the port will still take before its transmit ring is full (`None`: always room):
     /// 0 is a NIC or VM that stopped reading.
     pub tx_room: Option<usize>,
+    /// Frames the port's receive ring has lost so far (what a kernel or NIC counts itself).
+    pub ring_drops: u64,
 }
 
 /// An in-memory port whose wire the test holds, for `worker::run` tests.
@@ -201,7 +203,10 @@ impl PortBackend for TestPort {
     }
 
     fn stats(&mut self) -> PortStats {
-        PortStats::default()
+        PortStats {
+            rx_kernel_drops: self.wire.lock().unwrap().ring_drops,
+            ..PortStats::default()
+        }
     }
 }
 
