@@ -117,6 +117,8 @@ while ((${#todo[@]})); do
         todo+=("$ROOT/usr/lib/x86_64-linux-gnu/$so")
     done
 done
+# glibc dlopen()s libgcc_s for pthread_exit/cancellation (rping's threads): no NEEDED entry.
+cp -L "$(find_lib libgcc_s.so.1)" "$ROOT/usr/lib/x86_64-linux-gnu/"
 for a in $("$ROOT/usr/bin/busybox" --list); do
     [ -e "$ROOT/usr/bin/$a" ] || ln -s busybox "$ROOT/usr/bin/$a"
 done

@@ -10,7 +10,7 @@
 # as environment variables):
 #   rocesw_role=server|client  rocesw_ip=A.B.C.D  rocesw_peer=A.B.C.D  rocesw_peer_mac=MAC
 #   rocesw_tclass=N (the GRH traffic class / IP TOS of the RDMA traffic; 106 = DSCP 26, ECT(0))
-#   rocesw_iters=N  rocesw_sizes="64 4096 65536"
+#   rocesw_iters=N (perftest's -n; default 500)  rocesw_sizes="64 1024 4096 65536" (the bandwidth tests')
 export PATH=/usr/bin:/usr/sbin:/bin:/sbin
 mount -t proc proc /proc
 mount -t sysfs sys /sys
@@ -22,7 +22,7 @@ say() { echo "@@ROCESW $*"; }
 fail() { say "fatal $*"; say done; sync; poweroff -f; }
 
 role=${rocesw_role:?}; ip=${rocesw_ip:?}; peer=${rocesw_peer:?}; peer_mac=${rocesw_peer_mac:?}
-tclass=${rocesw_tclass:-106}; iters=${rocesw_iters:-200}; sizes=${rocesw_sizes:-64 4096 65536}
+tclass=${rocesw_tclass:-106}; iters=${rocesw_iters:-500}; sizes=${rocesw_sizes:-64 1024 4096 65536}
 server_ip=$ip; [ "$role" = client ] && server_ip=$peer
 
 for m in $(cat /modules/order); do
@@ -83,14 +83,14 @@ PT="-d rxe0 -i 1 -x 1 -F -n $iters"
 
 step rc_pingpong ibv_rc_pingpong -d rxe0 -g 1 -c -s 4096 -n 100
 no_addr=1
-step rping rping -$([ "$role" = server ] && echo s || echo c) -a "$server_ip" -C 50 -S 1024 -V -v
+step rping rping -$([ "$role" = server ] && echo s || echo c) -a "$server_ip" -C 100 -S 64 -V -v
 no_addr=
 for s in $sizes; do
     step "send_bw_$s" ib_send_bw $PT --tclass=$tclass -s "$s"
     step "write_bw_$s" ib_write_bw $PT --tclass=$tclass -s "$s"
     step "read_bw_rdma_cm_$s" ib_read_bw $PT -R -T "$tclass" -s "$s"
 done
-for s in 64 4096; do
+for s in 64 1024 4096; do
     step "send_lat_$s" ib_send_lat -d rxe0 -i 1 -x 1 -F -n "$iters" --tclass=$tclass -s "$s"
 done
 

@@ -20,8 +20,8 @@
 # `cargo build --release -p rocesw-dataplane -p rocesw-controlplane --features dpdk` when
 # missing), VM_ACCEL=auto|kvm|tcg (auto: KVM when /dev/kvm opens and the CPU has vmx/svm, else
 # TCG), VM_GUEST_DIR (guest image cache, default target/vm-guest), VM_TIMEOUT (seconds per
-# phase, default 1500), VM_ITERS (perftest iterations, default 200), VM_SIZES (default
-# "64 4096 65536"), VM_WORK (keep logs there instead of a temporary directory).
+# phase, default 1500), VM_ITERS (perftest iterations, default 500), VM_SIZES (default
+# "64 1024 4096 65536"), VM_WORK (keep logs there instead of a temporary directory).
 # QEMU and the switch are stopped on every exit, failure or interrupt included.
 set -euo pipefail
 
@@ -100,7 +100,7 @@ run_phase() {
         qemu-system-x86_64 "${ACCEL_ARGS[@]}" -machine q35,memory-backend=mem -smp 1 -m $MEM \
             -object memory-backend-memfd,id=mem,size=$MEM,share=on \
             -kernel "$GUEST/vmlinuz" -initrd "$GUEST/initrd.img" \
-            -append "console=ttyS0 quiet ipv6.disable=1 panic=-1 rocesw_role=${ROLE[$i]} rocesw_ip=${IP[$i]} rocesw_peer=${IP[$peer]} rocesw_peer_mac=${MAC[$peer]} rocesw_iters=${VM_ITERS:-200} rocesw_sizes=\"${VM_SIZES:-64 4096 65536}\"" \
+            -append "console=ttyS0 quiet ipv6.disable=1 panic=-1 rocesw_role=${ROLE[$i]} rocesw_ip=${IP[$i]} rocesw_peer=${IP[$peer]} rocesw_peer_mac=${MAC[$peer]} rocesw_iters=${VM_ITERS:-500} rocesw_sizes=\"${VM_SIZES:-64 1024 4096 65536}\"" \
             -chardev socket,id=c0,path="$dir/vm$i.sock" \
             -netdev vhost-user,id=n0,chardev=c0 \
             -device virtio-net-pci,netdev=n0,mac=${MAC[$i]},vectors=0 \
