@@ -57,33 +57,39 @@ if [ -f "$OUT/stamp" ] && [ "$(cat "$OUT/stamp")" = "$STAMP" ] && [ -f "$OUT/vml
 fi
 
 # Download what is not cached yet (apt-get download writes into the current directory).
-( cd "$OUT/debs"
-  need=()
-  for p in "${PKGS[@]}"; do
-      v=$(echo "$VERSIONS" | awk -v p="$p:" '$1==p{print $2}')
-      [ -n "$v" ] && [ "$v" != "(none)" ] || die "apt has no candidate for $p (apt-get update?)"
-      ls "${p}_${v//:/%3a}_"*.deb >/dev/null 2>&1 || need+=("$p")
-  done
-  if ((${#need[@]})); then
-      echo "build-guest: apt-get download ${need[*]}"
-      # (apt warns that it downloads as root, unsandboxed, into a directory _apt cannot read)
-      apt-get download -q "${need[@]}" 2>&1 >/dev/null | grep -v 'unsandboxed as root' >&2 || true
-      for p in "${need[@]}"; do ls "${p}_"*.deb >/dev/null 2>&1 || die "apt-get download $p failed"; done
-  fi )
+deb_of() {  # the cached .deb of package $1 at the version apt lists, if any
+    local v
+    v=$(echo "$VERSIONS" | awk -v p="$1:" '$1==p{print $2}')
+    [ -n "$v" ] && [ "$v" != "(none)" ] || die "apt has no candidate for $1 (apt-get update?)"
+    ls "$OUT/debs/${1}_${v//:/%3a}_"*.deb 2>/dev/null | head -1
+}
+need=()
+for p in "${PKGS[@]}"; do [ -n "$(deb_of "$p")" ] || need+=("$p"); done
+if ((${#need[@]})); then
+    echo "build-guest: apt-get download ${need[*]}"
+    # (apt warns that it downloads as root, unsandboxed, into a directory _apt cannot read)
+    (cd "$OUT/debs" && apt-get download -q "${need[@]}" 2>&1 >/dev/null | grep -v 'unsandboxed as root' >&2) || true
+    for p in "${need[@]}"; do
+        [ -z "$(deb_of "$p")" ] || continue
+        # Package lists older than the mirror name versions it no longer has: refresh them
+        # once and start again with the new versions.
+        [ -z "${BUILD_GUEST_UPDATED:-}" ] || die "apt-get download $p failed"
+        echo "build-guest: apt-get update (no $p on the mirror at the listed version?)"
+        apt-get update -qq || die "apt-get update failed"
+        BUILD_GUEST_UPDATED=1 exec "$0" "$OUT"
+    done
+fi
 
 STAGE=$OUT/stage
 ROOT=$OUT/root
 rm -rf "$STAGE" "$ROOT"
 mkdir -p "$STAGE" "$ROOT"
-for p in "${PKGS[@]}"; do
-    v=$(echo "$VERSIONS" | awk -v p="$p:" '$1==p{print $2}')
-    dpkg-deb -x "$(ls "$OUT/debs/${p}_${v//:/%3a}_"*.deb | head -1)" "$STAGE"
-done
+for p in "${PKGS[@]}"; do dpkg-deb -x "$(deb_of "$p")" "$STAGE"; done
 KVER=${KPKG#linux-image-}
 cp "$STAGE/boot/vmlinuz-$KVER" "$OUT/vmlinuz.new"
 
-# Userspace: the binaries (iproute2's ip: busybox's cannot add a neighbour), then every library they need, resolved inside the stage
-# (usr-merged: /lib -> usr/lib in the image).
+# Userspace: the binaries (iproute2's ip: busybox's cannot add a neighbour), then every
+# library they need, resolved inside the stage (usr-merged: /lib -> usr/lib in the image).
 mkdir -p "$ROOT"/{bin,sbin,usr/bin,usr/lib/x86_64-linux-gnu/libibverbs,etc/libibverbs.d,proc,sys,dev,tmp,run,mnt}
 ln -s usr/lib "$ROOT/lib"
 ln -s usr/lib "$ROOT/lib64"

@@ -103,7 +103,7 @@ run_phase() {
             -append "console=ttyS0 quiet ipv6.disable=1 panic=-1 rocesw_role=${ROLE[$i]} rocesw_ip=${IP[$i]} rocesw_peer=${IP[$peer]} rocesw_peer_mac=${MAC[$peer]} rocesw_iters=${VM_ITERS:-500} rocesw_sizes=\"${VM_SIZES:-64 1024 4096 65536}\"" \
             -chardev socket,id=c0,path="$dir/vm$i.sock" \
             -netdev vhost-user,id=n0,chardev=c0 \
-            -device virtio-net-pci,netdev=n0,mac=${MAC[$i]},vectors=0 \
+            -device virtio-net-pci,netdev=n0,mac=${MAC[$i]},vectors=0,romfile= \
             -display none -monitor none -serial file:"$dir/console-vm$i.log" -no-reboot \
             > "$dir/qemu-vm$i.log" 2>&1 &
         PIDS+=($!)
