@@ -38,7 +38,7 @@ ROCESW=${ROCESW:-$REPO/target/release/rocesw}
 ROCECTL=${ROCECTL:-$REPO/target/release/rocectl}
 if [ ! -x "$ROCESW" ] || [ ! -x "$ROCECTL" ]; then
     echo "run.sh: building rocesw and rocectl (--features dpdk)"
-    (cd "$REPO" && cargo build --release -p rocesw-dataplane -p rocesw-controlplane --features dpdk)
+    (cd "$REPO" && cargo build --release -p rocesw-dataplane -p rocesw-controlplane --features rocesw-dataplane/dpdk)
 fi
 GUEST=${VM_GUEST_DIR:-$REPO/target/vm-guest}
 "$REPO/vm/build-guest.sh" "$GUEST"
