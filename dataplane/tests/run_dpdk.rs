@@ -153,8 +153,9 @@ fn incast_through_net_pcap(extra: &str, edits: &[(&str, &str)]) -> (Value, u64) 
     assert_eq!(r.code, Some(0), "rocesw run failed:\n{}", r.stderr);
     for id in 0..4 {
         assert!(
-            r.stderr
-                .contains(&format!("port {id}: DPDK net_pcap{id} (driver net_pcap), link up")),
+            r.stderr.contains(&format!(
+                "port {id}: DPDK net_pcap{id} (driver net_pcap), speed 25G as configured; the driver reports link up"
+            )),
             "start-up report:\n{}",
             r.stderr
         );
@@ -369,8 +370,9 @@ fn a_stale_vhost_socket_is_replaced() {
     assert_eq!(r.code, Some(0), "{}", r.stderr);
     assert!(r.stderr.contains("removed a stale vhost-user socket"), "{}", r.stderr);
     assert!(
-        r.stderr
-            .contains("port 1: DPDK net_vhost1 (driver net_vhost), link down"),
+        r.stderr.contains(
+            "port 1: DPDK net_vhost1 (driver net_vhost), speed 25G as configured; the driver reports link down"
+        ),
         "no VM attached: {}",
         r.stderr
     );

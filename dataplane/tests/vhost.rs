@@ -458,8 +458,16 @@ mod with_dpdk {
         let code = sw.stop();
         let err = sw.stderr();
         assert_eq!(code, Some(0), "rocesw run failed:\n{err}");
+        // The start-up report gives each port's configured speed (what the switch sends at),
+        // not only the driver's nominal one (10 Gb/s for every net_vhost port).
         assert!(
-            err.contains("port 0: DPDK net_vhost0 (driver net_vhost)"),
+            err.contains("port 0: DPDK net_vhost0 (driver net_vhost), speed 1G as configured; the driver reports link"),
+            "start-up report:\n{err}"
+        );
+        assert!(
+            err.contains(
+                "port 1: DPDK net_vhost1 (driver net_vhost), speed 200M as configured; the driver reports link"
+            ),
             "start-up report:\n{err}"
         );
         assert!(link.up, "VM 0's link was up");

@@ -327,11 +327,14 @@ fn open_dpdk_ports(cfg: &controlplane::Config) -> Result<DpdkPorts> {
             let port = rt
                 .open(p)
                 .map_err(|e| anyhow::anyhow!("port {} (dpdk = {device:?}): {e}", p.id))?;
+            // The configured speed is the one the switch sends at (and times PFC with); a
+            // virtual device's driver reports a nominal one (net_vhost: 10 Gb/s), said second.
             eprintln!(
-                "rocesw: port {}: DPDK {} (driver {}), {}",
+                "rocesw: port {}: DPDK {} (driver {}), speed {} as configured; the driver reports {}",
                 p.id,
                 crate::io::PortBackend::name(&port),
                 port.driver(),
+                controlplane::units::format_rate(p.speed_bps),
                 port.link_text()
             );
             ports.borrow_mut().insert(p.id, Box::new(port));

@@ -1,0 +1,111 @@
+#!/bin/sh
+# /init of the VM test guest (vm/build-guest.sh puts it in the initramfs): brings up
+# virtio-net and Soft-RoCE (rdma_rxe), runs its half of the traffic against the other guest
+# and reports on the serial console, between markers the host's vm/run.sh parses:
+#   @@ROCESW step NAME rc N       a step's exit status (client: the test's; server: its half)
+#   @@ROCESW out NAME <line>      a step's output
+#   @@ROCESW counter KEY VALUE    the guest's own counters after the traffic
+#   @@ROCESW done                 the guest finished (it then powers off)
+# Its settings come from the kernel command line (unknown name=value parameters reach init
+# as environment variables):
+#   rocesw_role=server|client  rocesw_ip=A.B.C.D  rocesw_peer=A.B.C.D  rocesw_peer_mac=MAC
+#   rocesw_tclass=N (the GRH traffic class / IP TOS of the RDMA traffic; 106 = DSCP 26, ECT(0))
+#   rocesw_iters=N (perftest's -n; default 500)  rocesw_sizes="64 1024 4096 65536" (the bandwidth tests')
+export PATH=/usr/bin:/usr/sbin:/bin:/sbin
+mount -t proc proc /proc
+mount -t sysfs sys /sys
+mount -t devtmpfs dev /dev 2>/dev/null
+mount -t configfs configfs /sys/kernel/config 2>/dev/null
+exec </dev/console >/dev/console 2>&1
+
+say() { echo "@@ROCESW $*"; }
+fail() { say "fatal $*"; say done; sync; poweroff -f; }
+
+role=${rocesw_role:?}; ip=${rocesw_ip:?}; peer=${rocesw_peer:?}; peer_mac=${rocesw_peer_mac:?}
+tclass=${rocesw_tclass:-106}; iters=${rocesw_iters:-500}; sizes=${rocesw_sizes:-64 1024 4096 65536}
+server_ip=$ip; [ "$role" = client ] && server_ip=$peer
+
+for m in $(cat /modules/order); do
+    insmod /modules/$m.ko || fail "insmod $m"
+done
+ip link set lo up
+ip link set eth0 up || fail "no eth0"
+ip addr add "$ip/24" dev eth0
+# A static neighbour: no ARP on the wire, so the interface counters are the test's traffic.
+ip neigh replace "$peer" lladdr "$peer_mac" dev eth0 nud permanent
+rdma link add rxe0 type rxe netdev eth0 || fail "rdma link add rxe0"
+# rdma_cm connections (rping, perftest -R without -T) take this ToS.
+mkdir -p /sys/kernel/config/rdma_cm/rxe0 2>/dev/null &&
+    echo "$tclass" > /sys/kernel/config/rdma_cm/rxe0/ports/1/default_roce_tos
+say "up role $role ip $ip kernel $(uname -r)"
+ibv_devinfo -d rxe0 | grep -E 'state|active_mtu' | sed 's/^/@@ROCESW info /'
+rdma link show | sed 's/^/@@ROCESW info /'
+
+# One step: the server runs its half once (bounded); the client retries while the server is
+# not listening yet (the two guests boot at different speeds), then reports.
+step() {
+    name=$1; shift
+    if [ "$role" = server ]; then
+        out=$(timeout 300 "$@" 2>&1); rc=$?
+    else
+        tries=0
+        while :; do
+            if [ -n "$no_addr" ]; then out=$(timeout 300 "$@" 2>&1); else out=$(timeout 300 "$@" -- "$server_ip" 2>&1); fi
+            rc=$?
+            [ $rc -eq 0 ] && break
+            case "$out" in
+            *"Couldn't connect"*|*"Unable to perform rdma_client"*|*"Connection refused"*|\
+            *"rdma_connect"*|*"Couldn't get"*|*"connect error"*|*"REJECTED"*)
+                tries=$((tries + 1))
+                [ $tries -lt 90 ] && { sleep 1; continue; } ;;
+            esac
+            break
+        done
+    fi
+    echo "$out" | sed "s/^/@@ROCESW out $name /"
+    say "step $name rc $rc"
+}
+
+# The client waits for the server's guest: ping until it answers, then the counted ping.
+if [ "$role" = client ]; then
+    n=0
+    until ping -c 1 -W 1 "$peer" >/dev/null 2>&1; do
+        n=$((n + 1)); [ $n -gt 300 ] && break
+    done
+    out=$(ping -c 5 -i 0.2 -W 2 "$peer" 2>&1); rc=$?
+    echo "$out" | sed 's/^/@@ROCESW out ping /'
+    say "step ping rc $rc"
+fi
+
+# The client's command line is the server's plus "-- SERVER_IP" (perftest and
+# ibv_rc_pingpong take the server's address last), unless no_addr is set (rping: -a).
+PT="-d rxe0 -i 1 -x 1 -F -n $iters"
+
+step rc_pingpong ibv_rc_pingpong -d rxe0 -g 1 -c -s 4096 -n 100
+no_addr=1
+step rping rping -$([ "$role" = server ] && echo s || echo c) -a "$server_ip" -C 100 -S 64 -V -v
+no_addr=
+for s in $sizes; do
+    step "send_bw_$s" ib_send_bw $PT --tclass=$tclass -s "$s"
+    step "write_bw_$s" ib_write_bw $PT --tclass=$tclass -s "$s"
+    step "read_bw_rdma_cm_$s" ib_read_bw $PT -R -T "$tclass" -s "$s"
+done
+for s in 64 1024 4096; do
+    step "send_lat_$s" ib_send_lat -d rxe0 -i 1 -x 1 -F -n "$iters" --tclass=$tclass -s "$s"
+done
+
+# Both guests end here; wait for the last frames (TCP closes) before reading counters.
+sleep 3
+for c in rx_packets tx_packets rx_bytes tx_bytes rx_errors rx_dropped tx_dropped; do
+    say "counter eth0.$c $(cat /sys/class/net/eth0/statistics/$c)"
+done
+# IpExt's ECN counters (InNoECTPkts InECT1Pkts InECT0Pkts InCEPkts) and checksum errors.
+awk '/^IpExt:/ { if (!h) { for (i = 2; i <= NF; i++) k[i] = $i; h = 1 } else for (i = 2; i <= NF; i++) print "@@ROCESW counter IpExt." k[i], $i }' /proc/net/netstat
+awk '/^(Ip|Udp|Tcp|Icmp):/ { t = $1; sub(":", "", t); if (!(t in h)) { for (i = 2; i <= NF; i++) k[t, i] = $i; h[t] = 1 } else for (i = 2; i <= NF; i++) if (k[t, i] ~ /Csum|Errors|Discards/) print "@@ROCESW counter " t "." k[t, i], $i }' /proc/net/snmp
+for f in /sys/class/infiniband/rxe0/ports/1/hw_counters/*; do
+    [ -f "$f" ] && say "counter rxe.$(basename "$f") $(cat "$f")"
+done
+dmesg | grep -iE 'rxe|icrc|csum|checksum' | sed 's/^/@@ROCESW dmesg /'
+say done
+sync
+poweroff -f
