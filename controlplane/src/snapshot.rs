@@ -199,6 +199,144 @@ pub struct PgReport {
     pub peak_headroom_cells: u32,
 }
 
+// ---------------------------------------------------------------------------------------------
+// Counters since a baseline: what `rocectl clear counters` shows (SONiC's `sonic-clear`), while
+// the switch's own totals, its summary and its metrics stay monotonic.
+
+fn sub_arr(a: &mut [u64; NUM_TC], b: &[u64; NUM_TC]) {
+    for (x, y) in a.iter_mut().zip(b) {
+        *x -= y;
+    }
+}
+
+/// Whether every counter of `a` is at least its counterpart in `b` (a baseline taken earlier of
+/// the same switch run).
+fn ge_arr(a: &[u64; NUM_TC], b: &[u64; NUM_TC]) -> bool {
+    a.iter().zip(b).all(|(x, y)| x >= y)
+}
+
+impl Drops {
+    /// These drops less `base`'s, or `None` if a reason went backwards.
+    fn since(&self, base: &Drops) -> Option<Drops> {
+        let mut out = Drops::default();
+        for (k, v) in self.iter() {
+            out.add(k, v.checked_sub(base.get(k))?);
+        }
+        // A reason in the baseline that is gone now went backwards too.
+        base.iter().all(|(k, v)| v == 0 || self.get(k) >= v).then_some(out)
+    }
+}
+
+impl Snapshot {
+    /// The counters since `base` (levels and peaks as they are now), or `None` when `base` is
+    /// not an earlier snapshot of this switch run: other ports, or a counter that went
+    /// backwards (the switch restarted since).
+    pub fn since(&self, base: &Snapshot) -> Option<Snapshot> {
+        if self.ports.len() != base.ports.len() {
+            return None;
+        }
+        let mut out = self.clone();
+        let t = &mut out.totals;
+        let bt = &base.totals;
+        let scalars = [
+            (&mut t.rx_packets, bt.rx_packets),
+            (&mut t.rx_bytes, bt.rx_bytes),
+            (&mut t.tx_packets, bt.tx_packets),
+            (&mut t.tx_bytes, bt.tx_bytes),
+            (&mut t.ecn_marked, bt.ecn_marked),
+        ];
+        for (x, y) in scalars {
+            *x = x.checked_sub(y)?;
+        }
+        t.drops = t.drops.since(&bt.drops)?;
+        if !ge_arr(&t.pfc_tx, &bt.pfc_tx) || !ge_arr(&t.pfc_rx, &bt.pfc_rx) {
+            return None;
+        }
+        sub_arr(&mut t.pfc_tx, &bt.pfc_tx);
+        sub_arr(&mut t.pfc_rx, &bt.pfc_rx);
+        for (p, b) in out.ports.iter_mut().zip(&base.ports) {
+            p.since(b)?;
+        }
+        Some(out)
+    }
+}
+
+impl PortReport {
+    fn since(&mut self, b: &PortReport) -> Option<()> {
+        if self.id != b.id || self.queues.len() != b.queues.len() || self.pgs.len() != b.pgs.len() {
+            return None;
+        }
+        let scalars = [
+            (&mut self.rx_packets, b.rx_packets),
+            (&mut self.rx_bytes, b.rx_bytes),
+            (&mut self.tx_packets, b.tx_packets),
+            (&mut self.tx_bytes, b.tx_bytes),
+            (&mut self.ecn_marked, b.ecn_marked),
+            (&mut self.pause_rx, b.pause_rx),
+            (&mut self.pfc_tx_skipped, b.pfc_tx_skipped),
+            (&mut self.unknown_ethertype, b.unknown_ethertype),
+            (&mut self.learn_refused, b.learn_refused),
+        ];
+        for (x, y) in scalars {
+            *x = x.checked_sub(y)?;
+        }
+        self.drops = self.drops.since(&b.drops)?;
+        let arrays = [
+            (&mut self.pfc_tx, &b.pfc_tx),
+            (&mut self.pfc_rx, &b.pfc_rx),
+            (&mut self.paused_ns, &b.paused_ns),
+            (&mut self.watchdog_storms, &b.watchdog_storms),
+            (&mut self.watchdog_restores, &b.watchdog_restores),
+        ];
+        for (x, y) in arrays {
+            if !ge_arr(x, y) {
+                return None;
+            }
+            sub_arr(x, y);
+        }
+        for (q, bq) in self.queues.iter_mut().zip(&b.queues) {
+            let scalars = [
+                (&mut q.tx_packets, bq.tx_packets),
+                (&mut q.tx_bytes, bq.tx_bytes),
+                (&mut q.dropped_packets, bq.dropped_packets),
+                (&mut q.dropped_bytes, bq.dropped_bytes),
+                (&mut q.ecn_marked, bq.ecn_marked),
+                (&mut q.edf_order_errors, bq.edf_order_errors),
+                (&mut q.edf_deadline_misses, bq.edf_deadline_misses),
+            ];
+            for (x, y) in scalars {
+                *x = x.checked_sub(y)?;
+            }
+        }
+        for (g, bg) in self.pgs.iter_mut().zip(&b.pgs) {
+            let scalars = [
+                (&mut g.rx_packets, bg.rx_packets),
+                (&mut g.rx_bytes, bg.rx_bytes),
+                (&mut g.dropped_packets, bg.dropped_packets),
+                (&mut g.xoff_sent, bg.xoff_sent),
+                (&mut g.xon_sent, bg.xon_sent),
+            ];
+            for (x, y) in scalars {
+                *x = x.checked_sub(y)?;
+            }
+        }
+        if let (Some(be), Some(bb)) = (self.backend.as_mut(), b.backend.as_ref()) {
+            let scalars = [
+                (&mut be.rx_kernel_drops, bb.rx_kernel_drops),
+                (&mut be.imissed, bb.imissed),
+                (&mut be.ierrors, bb.ierrors),
+                (&mut be.oerrors, bb.oerrors),
+                (&mut be.rx_nombuf, bb.rx_nombuf),
+                (&mut be.tx_nombuf, bb.tx_nombuf),
+            ];
+            for (x, y) in scalars {
+                *x = x.checked_sub(y)?;
+            }
+        }
+        Some(())
+    }
+}
+
 /// Frames dropped, by reason name, zeros left out. Keyed by name rather than by an enum
 /// because the reasons come from two owners (the dataplane's drop reasons and its parser's
 /// malformed reasons) and a client must read reasons newer than itself.
@@ -354,6 +492,55 @@ impl Peaks {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Counters since a baseline are the differences; levels and peaks are today's; a baseline
+    /// of another run (a counter went backwards, other ports) is refused.
+    #[test]
+    fn counters_since_a_baseline_subtract_and_levels_stay() {
+        let mut base = Snapshot {
+            ports: vec![port(1, 5)],
+            ..Default::default()
+        };
+        base.ports[0].rx_packets = 100;
+        base.ports[0].pfc_tx[3] = 7;
+        base.ports[0].drops.add("wred", 4);
+        base.ports[0].queues[0].tx_packets = 90;
+        base.totals.rx_packets = 100;
+        base.totals.drops.add("wred", 4);
+        let mut now = base.clone();
+        now.ports[0].rx_packets = 150;
+        now.ports[0].pfc_tx[3] = 9;
+        now.ports[0].drops.add("wred", 1);
+        now.ports[0].drops.add("rx_ring", 3);
+        now.ports[0].queues[0].tx_packets = 130;
+        now.ports[0].queues[0].depth_cells = 42;
+        now.ports[0].queues[0].peak_cells = 60;
+        now.totals.rx_packets = 150;
+        now.totals.drops.add("wred", 1);
+        let d = now.since(&base).unwrap();
+        let p = &d.ports[0];
+        assert_eq!((p.rx_packets, p.pfc_tx[3], p.queues[0].tx_packets), (50, 2, 40));
+        assert_eq!((p.drops.get("wred"), p.drops.get("rx_ring")), (1, 3));
+        assert_eq!((p.queues[0].depth_cells, p.queues[0].peak_cells), (42, 60));
+        assert_eq!((d.totals.rx_packets, d.totals.drops.get("wred")), (50, 1));
+        // Since itself: every counter 0, no drop reason left.
+        let zero = now.since(&now).unwrap();
+        assert_eq!((zero.ports[0].rx_packets, zero.totals.drops.total()), (0, 0));
+        assert!(zero.ports[0].drops.is_empty());
+        // The switch restarted: its counters are below the baseline's.
+        assert!(base.since(&now).is_none());
+        // Another switch: other ports.
+        let other = Snapshot {
+            ports: vec![port(2, 5)],
+            ..Default::default()
+        };
+        assert!(other
+            .since(&Snapshot {
+                ports: vec![port(1, 5)],
+                ..Default::default()
+            })
+            .is_none());
+    }
 
     fn port(id: u16, peak: u32) -> PortReport {
         PortReport {

@@ -1181,3 +1181,72 @@ fn weak_control_tokens_are_refused() {
         assert!(!ok && err.contains("too weak"), "{weak}: {err}");
     }
 }
+
+/// `rocectl clear counters`, as SONiC's `sonic-clear counters`: `show` then counts from the
+/// clear, for the user who cleared (a baseline in their state directory), while the switch's
+/// own totals stay monotonic (what the summary and the metrics' `rate()` need) and another
+/// user still sees the totals.
+#[test]
+fn counters_clear_as_a_baseline_of_the_user_who_cleared() {
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("sw.sock");
+    let cfg = dir.path().join("switch.toml");
+    std::fs::write(&cfg, config_text(dir.path(), |t| t)).unwrap();
+    let _sw = start_switch(&cfg, &socket);
+    let mut c = Client::connect(&socket).unwrap();
+    wait_for("the incast to be switched", Duration::from_secs(20), || {
+        let s = c.call(Op::Counters).unwrap();
+        s["totals"]["rx_packets"] == 6000 && s["buffer"]["used_cells"] == 0
+    });
+    let bin = rocectl();
+    let (alice, bob) = (dir.path().join("alice"), dir.path().join("bob"));
+    let run = |state: &Path, args: &[&str]| {
+        let out = Command::new(&bin)
+            .arg("--socket")
+            .arg(&socket)
+            .args(args)
+            .env_remove("ROCECTL_SWITCH")
+            .env("ROCECTL_STATE_DIR", state)
+            .output()
+            .unwrap();
+        let (o, e) = (
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr),
+        );
+        (out.status.success(), o.into_owned(), e.into_owned())
+    };
+    // Port 3's frames sent (the incast's receiver), from the table's row for port 3.
+    let port3_tx = |out: &str| -> u64 {
+        let row = out
+            .lines()
+            .find(|l| l.split_whitespace().next() == Some("3"))
+            .unwrap_or("");
+        row.split_whitespace()
+            .nth(3)
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(u64::MAX)
+    };
+    let (ok, before, err) = run(&alice, &["show", "counters"]);
+    assert!(ok, "{err}");
+    assert_eq!(port3_tx(&before), 6000, "{before}");
+
+    let (ok, out, err) = run(&alice, &["clear", "counters"]);
+    assert!(ok && out.contains("cleared the counters"), "{out}{err}");
+    let (ok, after, _) = run(&alice, &["show", "counters"]);
+    assert!(ok);
+    assert!(after.contains("counters since `rocectl clear counters`"), "{after}");
+    assert_eq!(port3_tx(&after), 0, "alice counts from the clear:\n{after}");
+    let (ok, pfc, _) = run(&alice, &["show", "pfc"]);
+    assert!(ok && pfc.contains("counters since"), "{pfc}");
+    // Bob never cleared: totals. The switch never reset anything.
+    let (_, bobs, _) = run(&bob, &["show", "counters"]);
+    assert!(port3_tx(&bobs) == 6000 && !bobs.contains("counters since"), "{bobs}");
+    assert_eq!(c.call(Op::Counters).unwrap()["totals"]["rx_packets"], 6000);
+    // --json is the switch's own totals.
+    let (_, json, _) = run(&alice, &["show", "counters", "--json"]);
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(v["totals"]["rx_packets"], 6000);
+    // Counters have no persistent kind.
+    let (ok, _, err) = run(&alice, &["clear", "counters", "--persistent"]);
+    assert!(!ok && err.contains("--persistent is for watermarks"), "{err}");
+}

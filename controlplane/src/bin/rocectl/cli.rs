@@ -169,8 +169,9 @@ pub enum Command {
         #[command(flatten)]
         connection: ConnectionArgs,
     },
-    /// Clear watermarks: the user ones (what `show watermarks` shows), or with `--persistent`
-    /// the persistent ones; the other kind is untouched. Peaks restart from the current use.
+    /// Clear watermarks (the user ones, or with `--persistent` the persistent ones; peaks restart
+    /// from the current use), or counters (a baseline `show` subtracts, kept per user and
+    /// switch; the switch's totals and metrics stay monotonic, as SONiC's `sonic-clear`).
     Clear {
         /// What to clear.
         what: ClearWhat,
@@ -431,6 +432,9 @@ pub enum Show {
 pub enum ClearWhat {
     /// Buffer watermarks (peaks) of every PG, queue, port and the pool.
     Watermarks,
+    /// What `show counters|queues|pgs|pfc` print, for you: they then count from now. The
+    /// switch's own totals, its summary and its metrics never reset.
+    Counters,
 }
 
 fn rate(s: &str) -> Result<u64, String> {

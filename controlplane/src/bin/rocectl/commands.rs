@@ -162,6 +162,17 @@ pub fn show(socket: &Endpoint, what: Show, json: bool, kind: protocol::Watermark
         println!("{}", serde_json::to_string_pretty(&data).map_err(|e| e.to_string())?);
         return Ok(());
     }
+    if matches!(what, Show::Counters | Show::Queues | Show::Pgs | Show::Pfc) {
+        let now: Snapshot =
+            serde_json::from_value(data).map_err(|e| format!("unexpected answer from the switch: {e}"))?;
+        let (shown, note) = crate::baseline::apply(socket, now);
+        if let Some(note) = note {
+            println!("({note})");
+        }
+        let data = serde_json::to_value(&shown).map_err(|e| e.to_string())?;
+        print!("{}", render(what, &data)?);
+        return Ok(());
+    }
     print!("{}", render(what, &data)?);
     Ok(())
 }

@@ -10,6 +10,7 @@
 //! see them: the library is what the dataplane and the daemon build on, and a table layout or
 //! a flag is not an interface they should depend on.
 
+mod baseline;
 mod capture;
 mod cli;
 mod commands;
@@ -57,6 +58,26 @@ fn main() -> ExitCode {
         Command::Show {
             what, json, persistent, ..
         } => each(&targets, |s| show(s, what, json, kind(persistent))),
+        Command::Clear {
+            what: ClearWhat::Counters,
+            persistent,
+            ..
+        } => {
+            if persistent {
+                eprintln!("rocectl: --persistent is for watermarks; counters have one baseline per user");
+                return ExitCode::from(2);
+            }
+            each(&targets, |s| {
+                let mut c = connect(s)?;
+                let snap = c.call_as(Op::Counters).map_err(err)?;
+                let path = baseline::save(s, snap)?;
+                println!(
+                    "cleared the counters `rocectl show` prints (baseline {}; the switch's totals, summary and metrics are unchanged)",
+                    path.display()
+                );
+                Ok(())
+            })
+        }
         Command::Clear {
             what: ClearWhat::Watermarks,
             persistent,
