@@ -239,44 +239,47 @@ fn render_pgs(s: &Snapshot) -> String {
     o
 }
 
+/// As SONiC's `show pfc counters`: a port × PFC0-7 grid of frames received, one of frames
+/// sent, every port and priority, zeros too (an idle switch shows its shape); then the time
+/// each priority of a port's egress was paused and the watchdog's storms, where there were any.
 fn render_pfc(s: &Snapshot) -> String {
     let mut o = String::new();
-    let _ = writeln!(
-        o,
-        "{:>4} {:>4} {:>10} {:>10} {:>12} {:>8}",
-        "port", "prio", "pfc_tx", "pfc_rx", "paused_ms", "storms"
-    );
     let at = |v: &[u64], i: usize| v.get(i).copied().unwrap_or(0);
-    let mut pauses = Vec::new();
-    for p in &s.ports {
-        let n = p.pfc_tx.len().max(p.pfc_rx.len()).max(p.paused_ns.len());
-        for prio in 0..n {
-            let (tx, rx, paused, storms) = (
-                at(&p.pfc_tx, prio),
-                at(&p.pfc_rx, prio),
-                at(&p.paused_ns, prio),
-                at(&p.watchdog_storms, prio),
-            );
-            if tx + rx + paused + storms == 0 {
-                continue;
+    let grid = |o: &mut String, title: &str, cell: &dyn Fn(&PortReport, usize) -> String| {
+        let _ = write!(o, "{title:>9}");
+        for prio in 0..8 {
+            let _ = write!(o, " {:>10}", format!("PFC{prio}"));
+        }
+        o.push('\n');
+        for p in &s.ports {
+            let _ = write!(o, "{:>9}", p.id);
+            for prio in 0..8 {
+                let _ = write!(o, " {:>10}", cell(p, prio));
             }
-            let _ = writeln!(
-                o,
-                "{:>4} {:>4} {:>10} {:>10} {:>12.3} {:>8}",
-                p.id,
-                prio,
-                tx,
-                rx,
-                paused as f64 / 1e6,
-                storms
-            );
+            o.push('\n');
         }
-        if p.pause_rx > 0 {
-            pauses.push(format!("port {}: {}", p.id, p.pause_rx));
-        }
+    };
+    grid(&mut o, "port rx", &|p, i| at(&p.pfc_rx, i).to_string());
+    o.push('\n');
+    grid(&mut o, "port tx", &|p, i| at(&p.pfc_tx, i).to_string());
+    if s.ports.iter().any(|p| p.paused_ns.iter().any(|&n| n > 0)) {
+        o.push('\n');
+        grid(&mut o, "paused ms", &|p, i| {
+            format!("{:.3}", at(&p.paused_ns, i) as f64 / 1e6)
+        });
     }
+    if s.ports.iter().any(|p| p.watchdog_storms.iter().any(|&n| n > 0)) {
+        o.push('\n');
+        grid(&mut o, "storms", &|p, i| at(&p.watchdog_storms, i).to_string());
+    }
+    let pauses: Vec<String> = s
+        .ports
+        .iter()
+        .filter(|p| p.pause_rx > 0)
+        .map(|p| format!("port {}: {}", p.id, p.pause_rx))
+        .collect();
     if !pauses.is_empty() {
-        let _ = writeln!(o, "802.3x PAUSE received: {}", pauses.join(", "));
+        let _ = writeln!(o, "\n802.3x PAUSE received (not obeyed): {}", pauses.join(", "));
     }
     o
 }
@@ -676,14 +679,20 @@ mod tests {
             "{g}"
         );
         let p = render(Show::Pfc, &data).unwrap();
-        assert!(
-            p.lines()
-                .nth(1)
-                .unwrap()
-                .split_whitespace()
-                .eq(["0", "3", "3", "0", "2.500", "0"]),
-            "{p}"
-        );
+        let rows: Vec<Vec<&str>> = p.lines().map(|l| l.split_whitespace().collect()).collect();
+        assert_eq!(rows[0][..3], ["port", "rx", "PFC0"], "{p}");
+        assert_eq!(rows[0].len(), 10, "port, rx and every priority: {p}");
+        // Port 0 received none, sent 3 on priority 3, was paused 2.5 ms on it; every priority
+        // has a column, zeros included.
+        assert_eq!(rows[1], ["0", "0", "0", "0", "0", "0", "0", "0", "0"], "{p}");
+        let tx = rows
+            .iter()
+            .position(|r| r.first() == Some(&"port") && r.get(1) == Some(&"tx"))
+            .unwrap();
+        assert_eq!(rows[tx + 1], ["0", "0", "0", "0", "3", "0", "0", "0", "0"], "{p}");
+        let paused = rows.iter().position(|r| r.first() == Some(&"paused")).unwrap();
+        assert_eq!(rows[paused + 1][4], "2.500", "{p}");
+        assert!(!p.contains("storms"), "no storms, no storm grid: {p}");
         let b = render(Show::Buffer, &data).unwrap();
         assert!(
             b.starts_with("pool: 16384 cells, 15000 shared; used 44 (peak 500)"),
