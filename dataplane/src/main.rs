@@ -99,9 +99,10 @@ enum Command {
         /// '-', e.g. h7-leaf1:3 or leaf0:4-spine0:0. May be repeated.
         #[arg(long = "pcap", value_name = "LINK=FILE", value_parser = parse_pcap)]
         pcaps: Vec<(String, PathBuf)>,
-        /// Switch config for [[switch]] entries without `config`.
-        #[arg(long, value_name = "FILE", default_value = "configs/default.toml")]
-        default_config: PathBuf,
+        /// Switch config for [[switch]] entries without `config`. Default: the built-in
+        /// profile (configs/default.toml as shipped), so fabric runs from any directory.
+        #[arg(long, value_name = "FILE")]
+        default_config: Option<PathBuf>,
         /// No progress bar and no report on stdout (summary.json is still written).
         #[arg(long, short)]
         quiet: bool,
@@ -370,7 +371,7 @@ fn run(cmd: Command) -> Result<()> {
             default_config,
             quiet,
         } => {
-            let topo = dataplane::fabric::topology::load(&topology, &default_config, seed)?;
+            let topo = dataplane::fabric::topology::load(&topology, default_config.as_deref(), seed)?;
             let summary = output_dir.join("summary.json");
             dataplane::fabric::refuse_aliased_outputs(&topology, &topo, Some(&summary), &pcaps)?;
             let opts = dataplane::fabric::FabricOptions {

@@ -495,7 +495,9 @@ pub fn refuse_aliased_outputs(
     pcap_links(topo, pcaps)?;
     let mut inputs: Vec<(String, &Path)> = vec![("topology".to_string(), topology)];
     for s in &topo.switches {
-        inputs.push((format!("config of switch {:?}", s.name), s.config_path.as_path()));
+        if let Some(p) = &s.config_path {
+            inputs.push((format!("config of switch {:?}", s.name), p.as_path()));
+        }
     }
     let mut outputs: Vec<(String, &Path)> = Vec::new();
     if let Some(p) = summary {
@@ -519,7 +521,7 @@ pub fn run(topo: &Topology, opts: &FabricOptions) -> Result<FabricOutcome> {
     let configs: Vec<(String, &Path)> = topo
         .switches
         .iter()
-        .map(|s| (format!("config of switch {:?}", s.name), s.config_path.as_path()))
+        .filter_map(|s| Some((format!("config of switch {:?}", s.name), s.config_path.as_deref()?)))
         .collect();
     let outputs: Vec<(String, &Path)> = opts
         .pcaps

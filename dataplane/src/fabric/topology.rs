@@ -167,8 +167,9 @@ pub struct SwitchSpec {
     pub config: Config,
     /// The config file's text: what a patch (`rocectl patch`, `rocesw tune`) is merged into.
     pub config_text: String,
-    /// Where it was read from.
-    pub config_path: PathBuf,
+    /// Where it was read from; `None` for the built-in default profile
+    /// ([`controlplane::DEFAULT_PROFILE`]).
+    pub config_path: Option<PathBuf>,
     /// Per port index: the link on it, if any.
     pub links: Vec<Option<usize>>,
     /// Per destination host: the port indices a frame for it may leave by (ECMP group).
@@ -261,8 +262,9 @@ fn dur(s: &str, what: &str) -> Result<u64> {
 }
 
 /// Reads and checks a topology file. Switch configs are read relative to the file's folder;
-/// a switch without `config` gets `default_config`.
-pub fn load(path: &Path, default_config: &Path, seed: u64) -> Result<Topology> {
+/// a switch without `config` gets `default_config`, or the built-in default profile
+/// ([`controlplane::DEFAULT_PROFILE`]) when that is `None`.
+pub fn load(path: &Path, default_config: Option<&Path>, seed: u64) -> Result<Topology> {
     let text = controlplane::files::read_text(path).map_err(|e| anyhow!("topology {e}"))?;
     let file: File = toml::from_str(&text).map_err(|e| anyhow!("{}: {e}", path.display()))?;
     let dir = path.parent().unwrap_or(Path::new("."));
@@ -270,12 +272,12 @@ pub fn load(path: &Path, default_config: &Path, seed: u64) -> Result<Topology> {
 }
 
 /// As [`load`], from text (tests).
-pub fn from_str(text: &str, dir: &Path, default_config: &Path, seed: u64) -> Result<Topology> {
+pub fn from_str(text: &str, dir: &Path, default_config: Option<&Path>, seed: u64) -> Result<Topology> {
     let file: File = toml::from_str(text)?;
     build(file, dir, default_config, seed)
 }
 
-fn build(file: File, dir: &Path, default_config: &Path, seed: u64) -> Result<Topology> {
+fn build(file: File, dir: &Path, default_config: Option<&Path>, seed: u64) -> Result<Topology> {
     let duration_ns = dur(file.duration.as_deref().unwrap_or("1ms"), "duration")?;
     if duration_ns == 0 {
         bail!("duration must be positive");
@@ -324,14 +326,22 @@ fn build(file: File, dir: &Path, default_config: &Path, seed: u64) -> Result<Top
         if names.insert(&s.name, End::Switch(i, 0)).is_some() {
             bail!("switch {:?}: the name is used twice", s.name);
         }
-        let cfg_path = s
-            .config
-            .as_ref()
-            .map_or_else(|| default_config.to_path_buf(), |p| dir.join(p));
-        let config_text =
-            controlplane::files::read_text(&cfg_path).map_err(|e| anyhow!("switch {:?}: config {e}", s.name))?;
-        let loaded = controlplane::load_str(&config_text)
-            .map_err(|e| anyhow!("switch {:?}: config {}: {e}", s.name, cfg_path.display()))?;
+        let cfg_path = match &s.config {
+            Some(p) => Some(dir.join(p)),
+            None => default_config.map(Path::to_path_buf),
+        };
+        let (config_text, cfg_name) = match &cfg_path {
+            Some(p) => (
+                controlplane::files::read_text(p).map_err(|e| anyhow!("switch {:?}: config {e}", s.name))?,
+                p.display().to_string(),
+            ),
+            None => (
+                controlplane::DEFAULT_PROFILE.to_string(),
+                controlplane::DEFAULT_PROFILE_NAME.to_string(),
+            ),
+        };
+        let loaded =
+            controlplane::load_str(&config_text).map_err(|e| anyhow!("switch {:?}: config {cfg_name}: {e}", s.name))?;
         let nports = loaded.config.ports.len();
         switches.push(SwitchSpec {
             name: s.name.clone(),
