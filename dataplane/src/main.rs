@@ -228,8 +228,9 @@ enum GenCommand {
         /// Frames per sender.
         #[arg(long, default_value_t = 2000)]
         frames: u64,
-        /// L2 frame length in bytes, without FCS (at least 78 for IPv4 RoCEv2 with a BTH).
-        #[arg(long, default_value_t = 1024)]
+        /// L2 frame length, without FCS: bytes or a size such as 4KiB (60 ..= 9234; a port
+        /// takes frames up to its mtu + 18, 1518 in the default profile: see --config).
+        #[arg(long, default_value = "1024", value_parser = dataplane::tools::gen::parse_frame_len)]
         size: usize,
         /// Senders' line rate (e.g. 25G, 100G).
         #[arg(long, default_value = "25G", value_parser = parse_rate)]
@@ -240,6 +241,11 @@ enum GenCommand {
         /// Directory for port<N>.pcap (created if missing).
         #[arg(long, value_name = "DIR")]
         output_dir: PathBuf,
+        /// The switch config the captures are for: a warning if it lacks one of the ports or
+        /// would drop the frames as oversize. Default: the built-in profile
+        /// (configs/default.toml as shipped).
+        #[arg(long, value_name = "FILE")]
+        config: Option<PathBuf>,
     },
 }
 
@@ -439,6 +445,7 @@ fn run(cmd: Command) -> Result<()> {
             speed,
             dscp,
             output_dir,
+            config,
         }) => {
             let incast = dataplane::tools::gen::Incast {
                 senders,
@@ -447,6 +454,18 @@ fn run(cmd: Command) -> Result<()> {
                 speed_bps: speed,
                 dscp,
             };
+            let (cfg, name) = match &config {
+                Some(path) => (load_config(path)?, path.display().to_string()),
+                None => (
+                    controlplane::load_str(controlplane::DEFAULT_PROFILE)
+                        .map_err(|e| anyhow::anyhow!("{}: {e}", controlplane::DEFAULT_PROFILE_NAME))?
+                        .config,
+                    controlplane::DEFAULT_PROFILE_NAME.to_string(),
+                ),
+            };
+            for w in incast.warnings(&cfg, &name) {
+                eprintln!("rocesw: warning: {w}");
+            }
             let wrote: String = incast
                 .write(&output_dir)?
                 .iter()
