@@ -288,6 +288,8 @@ fn main() -> ExitCode {
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        // Colour codes only for a terminal: a log file or a pipe gets plain text.
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
     match run(cli.command) {
         Ok(()) => ExitCode::SUCCESS,
@@ -357,8 +359,24 @@ fn run(cmd: Command) -> Result<()> {
             let json = serde_json::to_string_pretty(&outcome)?;
             std::fs::write(&summary, json + "\n").with_context(|| format!("cannot write {}", summary.display()))?;
             if !quiet {
+                let changes: String = outcome
+                    .schedule
+                    .iter()
+                    .map(|c| {
+                        format!(
+                            "schedule: at {} {}: {}\n",
+                            controlplane::units::format_duration(c.at_ns),
+                            if c.applied {
+                                "applied"
+                            } else {
+                                "NOT applied (after the end)"
+                            },
+                            c.keys.join(", ")
+                        )
+                    })
+                    .collect();
                 out(&format!(
-                    "{}wrote {} and {} port captures\n",
+                    "{changes}{}wrote {} and {} port captures\n",
                     dataplane::report::human_summary(&outcome.snapshot, "virtual time", outcome.duration_ns),
                     summary.display(),
                     outcome.outputs.len()
