@@ -95,8 +95,8 @@ enum Command {
         #[arg(long)]
         no_watchdog: bool,
         /// Capture a link into a pcap (both directions, stamped when each frame starts on the
-        /// wire). LINK is the link's name: its two ends as the topology writes them joined by
-        /// '-', e.g. h7-leaf1:3 or leaf0:4-spine0:0. May be repeated.
+        /// wire). LINK is the link's name: its two ends joined by '-', in either order, e.g.
+        /// h7-leaf1:3 (or leaf1:3-h7) or leaf0:4-spine0:0. May be repeated.
         #[arg(long = "pcap", value_name = "LINK=FILE", value_parser = parse_pcap)]
         pcaps: Vec<(String, PathBuf)>,
         /// Switch config for [[switch]] entries without `config`. Default: the built-in

@@ -764,6 +764,17 @@ fn the_command_refuses_to_write_over_its_inputs() {
     let (code, err) = rocesw_fabric(&["--topology", t, "--output-dir", o, "--pcap", &ax, "-q"]);
     assert_eq!(code, Some(0), "{err}");
     assert!(out.join("summary.json").exists() && out.join("x.pcap").exists());
+    // Issue 23 item 12: a link's ends in the other order name the same link.
+    let xa = format!("s:0-a={}/y.pcap", o);
+    let (code, err) = rocesw_fabric(&["--topology", t, "--output-dir", o, "--pcap", &xa, "-q"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(
+        std::fs::read(out.join("x.pcap")).unwrap(),
+        std::fs::read(out.join("y.pcap")).unwrap()
+    );
+    let (code, err) = rocesw_fabric(&["--topology", t, "--output-dir", o, "--pcap", &ax, "--pcap", &xa, "-q"]);
+    assert_eq!(code, Some(2));
+    assert!(err.contains("given twice"), "{err}");
 }
 
 /// Issue 21 item 17: `rocesw fabric … | true` (a reader that closes early) ends the report
@@ -911,4 +922,49 @@ fn a_switch_without_config_gets_the_built_in_profile_from_any_directory() {
     assert_eq!(o.status.code(), Some(2));
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("missing.toml: cannot read"), "{err}");
+}
+
+/// Issue 23 item 12: a switch config given as the topology (they sit side by side in
+/// examples/fabric/) is named for what it is, instead of the toml crate's "unknown field".
+#[test]
+fn a_switch_config_given_as_the_topology_is_named_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let leaf = examples().join("leaf.toml");
+    let (code, err) = rocesw_fabric(&[
+        "--topology",
+        leaf.to_str().unwrap(),
+        "--output-dir",
+        dir.path().to_str().unwrap(),
+        "-q",
+    ]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("this is a switch config, not a topology") && err.contains("[[switch]]'s `config`"),
+        "{err}"
+    );
+    assert!(!err.contains("unknown field"), "{err}");
+}
+
+/// Issue 23 item 12: a run whose stderr is not a terminal (a log, CI) prints a plain progress
+/// line at every tenth of its virtual time instead of staying silent, without colour codes.
+#[test]
+fn a_run_logged_to_a_file_says_how_far_it_got() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let topo = small_topology_file(d, "topology.toml");
+    // A long flow: the run lasts its whole 100 µs.
+    let text = std::fs::read_to_string(&topo)
+        .unwrap()
+        .replace("size = \"4KiB\"", "size = \"long\"");
+    std::fs::write(&topo, text).unwrap();
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_rocesw"))
+        .args(["fabric", "--topology", topo.to_str().unwrap(), "--output-dir"])
+        .arg(d.join("out"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(err.contains("fabric: 50% of 100us virtual time run ("), "{err}");
+    assert!(err.contains("fabric: 100% of 100us"), "{err}");
+    assert!(!err.contains('\u{1b}'), "{err:?}");
 }

@@ -395,20 +395,47 @@ fn the_smallest_budget_runs_one_setting_on_every_pattern() {
     let topo = shipped_topology();
     let set = small_set(&topo);
     let n = set.patterns.len();
+    static PLANNED: std::sync::Mutex<Vec<(usize, usize)>> = std::sync::Mutex::new(Vec::new());
+    fn record(done: usize, planned: usize) {
+        PLANNED.lock().unwrap().push((done, planned));
+    }
     let o = tune::run(
         &topo,
         &set,
         &TuneOptions {
             budget: 2 * n,
+            progress: Some(record),
             ..small_opts(2)
         },
     )
     .unwrap();
     assert_eq!(o.simulations, 2 * n);
+    // Issue 23 item 11: the progress total is the whole run's from the first simulation on
+    // (it was the stage's: n during the baseline, then 2n).
+    let calls = PLANNED.lock().unwrap().clone();
+    assert_eq!(calls.len(), 2 * n);
+    assert!(calls.iter().all(|&(_, planned)| planned == 2 * n), "{calls:?}");
     assert_eq!(o.finalists.len(), 1);
     // configs/default.toml's 100KB / 400KB / 0.2 / 1/8, on the ladders.
     assert_eq!(o.best.label, "Kmin 128KiB Kmax 512KiB Pmax 0.2 alpha 1/8");
     assert!(o.screened.is_empty());
+    // Issue 23 item 11: alone, the best has no tie; with another setting meeting exactly as
+    // many patterns and targets that differs only in alpha, the report says alpha made no
+    // difference.
+    let mut o = o;
+    assert_eq!(tune::report::ties(&o), None);
+    let mut twin = o.best.clone();
+    twin.label = "Kmin 128KiB Kmax 512KiB Pmax 0.2 alpha 4".into();
+    twin.setting.as_mut().unwrap().alpha = "4".into();
+    twin.shortfall += 1.0;
+    o.finalists.push(twin);
+    let line = tune::report::ties(&o).unwrap();
+    assert!(
+        line.starts_with("tie: 2 settings meet the targets on as many patterns")
+            && line.contains("they differ in alpha (1/8, 4): that knob made no difference"),
+        "{line}"
+    );
+    assert!(tune::report::table(&o).contains(&line));
 }
 
 /// Issue 21 item 9: DIR/tuned.toml hard-linked to the switch's config is that config (same

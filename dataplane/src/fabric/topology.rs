@@ -148,7 +148,10 @@ pub enum End {
 
 #[derive(Debug, Clone)]
 pub struct Link {
+    /// Its two ends as the topology writes them, joined by '-' (`h7-leaf1:3`).
     pub name: String,
+    /// The same ends the other way round (`leaf1:3-h7`): `--pcap` takes either.
+    pub reverse_name: String,
     pub a: End,
     pub b: End,
     pub speed_bps: u64,
@@ -266,9 +269,24 @@ fn dur(s: &str, what: &str) -> Result<u64> {
 /// ([`controlplane::DEFAULT_PROFILE`]) when that is `None`.
 pub fn load(path: &Path, default_config: Option<&Path>, seed: u64) -> Result<Topology> {
     let text = controlplane::files::read_text(path).map_err(|e| anyhow!("topology {e}"))?;
-    let file: File = toml::from_str(&text).map_err(|e| anyhow!("{}: {e}", path.display()))?;
+    let file: File = toml::from_str(&text).map_err(|e| match switch_config_not_topology(&text) {
+        true => anyhow!(
+            "{}: this is a switch config, not a topology (it has [[port]]s and no [[switch]]): \
+             give it as a [[switch]]'s `config` in a topology file (such as examples/fabric/leaf-spine.toml), \
+             or to `rocesw replay` / `rocesw run` with --config",
+            path.display()
+        ),
+        false => anyhow!("{}: {e}", path.display()),
+    })?;
     let dir = path.parent().unwrap_or(Path::new("."));
     build(file, dir, default_config, seed).map_err(|e| anyhow!("{}: {e:#}", path.display()))
+}
+
+/// A file that loads as a switch config and has no `[[switch]]`: the config of one of the
+/// switches, given where a topology goes (they sit side by side in examples/fabric/).
+fn switch_config_not_topology(text: &str) -> bool {
+    let has_switch = text.parse::<toml::Table>().is_ok_and(|t| t.contains_key("switch"));
+    !has_switch && controlplane::load_str(text).is_ok_and(|l| !l.config.ports.is_empty())
 }
 
 /// As [`load`], from text (tests).
@@ -475,6 +493,7 @@ fn build(file: File, dir: &Path, default_config: Option<&Path>, seed: u64) -> Re
         }
         links.push(Link {
             name: format!("{}-{}", l.a, l.b),
+            reverse_name: format!("{}-{}", l.b, l.a),
             a,
             b,
             speed_bps: speed.expect("a link has a switch end"),

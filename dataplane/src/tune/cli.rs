@@ -88,8 +88,10 @@ fn progress(done: usize, planned: usize) {
     let bar = BAR.get_or_init(|| {
         let b = ProgressBar::new(planned as u64);
         b.set_style(
-            ProgressStyle::with_template("tune {bar:40} {pos}/{len} simulations ({elapsed}, eta {eta})")
-                .expect("static template"),
+            ProgressStyle::with_template(
+                "tune {bar:40} {pos} of at most {len} simulations ({elapsed}; the search may end sooner)",
+            )
+            .expect("static template"),
         );
         b
     });
