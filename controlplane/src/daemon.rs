@@ -65,6 +65,9 @@ pub struct DaemonState {
     pub config_missing: AtomicU64,
     /// Whether the config file is there now (false from the second failed read on).
     pub config_present: AtomicBool,
+    /// The buffer cell of the config last applied (0 before the first): the metrics give
+    /// levels in bytes with it.
+    pub cell_bytes: AtomicU64,
 }
 
 /// Runs until `stop` is set. Fails only on a bad start (unreadable or invalid file, metrics
@@ -210,6 +213,11 @@ pub fn run(opts: DaemonOptions, stop: Arc<AtomicBool>) -> Result<(), String> {
                 Ok(d) => {
                     need_apply = false;
                     state.applies_ok.fetch_add(1, Ordering::Relaxed);
+                    if let Ok(l) = crate::load_str(&desired) {
+                        state
+                            .cell_bytes
+                            .store(l.config.buffer.cell_bytes.into(), Ordering::Relaxed);
+                    }
                     let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
                     state.last_apply_ms.store(now.as_millis() as u64, Ordering::Relaxed);
                     let changed = if d.changed.is_empty() {
@@ -417,6 +425,7 @@ async fn respond(
 /// The switch's counters (fresh, over a connection of its own) and the daemon's state.
 pub fn render_metrics(socket: &Endpoint, name: &str, state: &DaemonState) -> String {
     let mut m = Metrics::default();
+    m.cell_bytes = Some(state.cell_bytes.load(Ordering::Relaxed)).filter(|&c| c > 0);
     let snapshot = Client::connect_to(socket).and_then(|mut c| {
         c.set_timeout(Some(Duration::from_secs(5)))?;
         c.call_as::<Snapshot>(Op::Counters)

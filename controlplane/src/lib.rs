@@ -102,7 +102,62 @@ pub fn load_file(path: &Path) -> Result<Loaded, ConfigError> {
 
 /// Parses and validates a configuration held in memory.
 pub fn load_str(text: &str) -> Result<Loaded, ConfigError> {
-    let file: schema::ConfigFile = toml::from_str(text)
-        .map_err(|e| ConfigError::new(ConfigErrorKind::Syntax, vec![e.to_string().trim_end().to_string()]))?;
+    let file: schema::ConfigFile =
+        toml::from_str(text).map_err(|e| ConfigError::new(ConfigErrorKind::Syntax, vec![syntax_message(&e)]))?;
     validate::resolve(&file)
+}
+
+/// The toml crate's message (line, column, the line itself), with a hint when the unknown key
+/// is a SONiC name ([`sonic_hint`]).
+pub fn syntax_message(e: &toml::de::Error) -> String {
+    let mut msg = e.to_string().trim_end().to_string();
+    if let Some(hint) = unknown_key(&msg).and_then(sonic_hint) {
+        msg.push_str(&format!("\nhint: {hint}"));
+    }
+    msg
+}
+
+/// The key of the toml crate's "unknown field `KEY`, expected ..." message.
+fn unknown_key(msg: &str) -> Option<&str> {
+    let rest = &msg[msg.find("unknown field `")? + "unknown field `".len()..];
+    Some(&rest[..rest.find('`')?])
+}
+
+/// Where a SONiC config's name (CONFIG_DB tables and buffer/WRED/PFC-watchdog fields) lives
+/// in a rocesw config, for someone who writes the names they know.
+pub fn sonic_hint(key: &str) -> Option<&'static str> {
+    Some(match key.to_ascii_lowercase().as_str() {
+        "wred_profile" => "SONiC's WRED_PROFILE is rocesw's [ecn.NAME] (kmin, kmax, pmax), named by a queue's `ecn`",
+        "green_min_threshold" | "min_threshold" => "SONiC's green_min_threshold is rocesw's `kmin` in [ecn.NAME]",
+        "green_max_threshold" | "max_threshold" => "SONiC's green_max_threshold is rocesw's `kmax` in [ecn.NAME]",
+        "green_drop_probability" | "drop_probability" => {
+            "SONiC's green_drop_probability is rocesw's `pmax` in [ecn.NAME], a fraction (0.1), not a percentage"
+        }
+        "buffer_pool" => "SONiC's BUFFER_POOL is rocesw's [buffer] (size, cell): one shared pool",
+        "buffer_profile" => {
+            "SONiC's BUFFER_PROFILE is rocesw's [pg.N] and [queue.N] (min, alpha or static, headroom, xon_offset), \
+             globally or in a [[port]]"
+        }
+        "buffer_pg" => "SONiC's BUFFER_PG is rocesw's [pg.N] (globally, or a [[port]]'s own pg.N)",
+        "buffer_queue" => "SONiC's BUFFER_QUEUE is rocesw's [queue.N] (globally, or a [[port]]'s own queue.N)",
+        "xoff" => "SONiC's `xoff` is rocesw's `headroom` in [pg.N] (\"auto\" or a size)",
+        "xon" => "SONiC's `xon` is rocesw's `xon_offset` in [pg.N] (how far below the XOFF point XON is sent)",
+        "size" => "SONiC's profile `size` is rocesw's `min` (the guaranteed reservation); a fixed limit is `static`",
+        "static_th" => "SONiC's `static_th` is rocesw's `static` (a fixed shared limit)",
+        "pool" => "rocesw has one shared pool, [buffer]: leave `pool` out",
+        "pfc_wd" => "SONiC's PFC_WD is rocesw's [pfc.watchdog] (enabled, detection, restoration, action)",
+        "detection_time" => "SONiC's detection_time is rocesw's `detection` in [pfc.watchdog], a duration (\"200ms\")",
+        "restoration_time" => {
+            "SONiC's restoration_time is rocesw's `restoration` in [pfc.watchdog], a duration (\"200ms\")"
+        }
+        "pfc_enable" => "SONiC's pfc_enable is rocesw's [pfc] priorities = [3, 4]",
+        "port_qos_map" => "SONiC's PORT_QOS_MAP is rocesw's [pfc] priorities and the [classify] maps",
+        "dscp_to_tc_map" => "SONiC's DSCP_TO_TC_MAP is rocesw's [classify.dscp_to_tc]",
+        "dot1p_to_tc_map" => "SONiC's DOT1P_TO_TC_MAP is rocesw's [classify.pcp_to_tc]",
+        "tc_to_queue_map" => "SONiC's TC_TO_QUEUE_MAP is rocesw's [classify.tc_to_queue]",
+        "tc_to_priority_group_map" => "SONiC's TC_TO_PRIORITY_GROUP_MAP is rocesw's [classify.tc_to_pg]",
+        "scheduler" => "SONiC's SCHEDULER is rocesw's `sched` and `weight` in [queue.N]",
+        "cable_length" => "SONiC's CABLE_LENGTH is rocesw's `cable` in a [[port]] or [port_defaults] (\"15m\")",
+        _ => return None,
+    })
 }

@@ -17,7 +17,13 @@
 //!   itself (`rocesw run` only: DPDK's `imissed`, `ierrors`, `oerrors`, `rx_nombuf`, AF_PACKET's
 //!   kernel drops), its two strings as labels;
 //! * what is a level rather than a running total (cells in use, depths, peaks/watermarks) is a
-//!   gauge; everything else is a counter.
+//!   gauge; everything else is a counter; with the cell size known ([`Metrics::cell_bytes`]),
+//!   each level in cells is also exported in bytes (`rocesw_pg_shared_cells` and
+//!   `rocesw_pg_shared_bytes`);
+//! * `rocesw_port_drops_total{reason}` has every reason of
+//!   [`crate::snapshot::DROP_REASONS`] from the start, at 0 until it happens;
+//! * every family has a HELP line of its own, and the series come in the snapshot's order
+//!   (ports, then priorities, queues, PGs) at every scrape.
 //!
 //! `totals` is left out: it is the sum over ports, which Prometheus computes itself.
 //!
@@ -27,25 +33,68 @@
 
 use crate::snapshot::{
     BackendReport, CaptureReport, Drops, PeerReport, PgReport, PoolBuffer, PortBuffer, PortReport, QueueReport,
-    Snapshot,
+    Snapshot, DROP_REASONS,
 };
 use crate::NUM_TC;
 use prometheus_client::encoding::text::encode;
-use prometheus_client::metrics::counter::Counter;
-use prometheus_client::metrics::family::Family;
-use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::encoding::{EncodeMetric, MetricEncoder, NoLabelSet};
+use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::Registry;
-use std::collections::BTreeMap;
-use std::sync::atomic::AtomicU64;
+use std::collections::{BTreeMap, HashMap};
 
 type Labels = Vec<(String, String)>;
+
+/// One metric family: its series in the order they were first added (ports as the snapshot
+/// lists them, priorities 0-7...), so every scrape lists them in the same order.
+/// prometheus-client's `Family` keeps them in a `HashMap`, whose order changes between scrapes.
+#[derive(Debug, Default)]
+struct Series {
+    gauge: bool,
+    rows: Vec<(Labels, f64)>,
+    index: HashMap<Labels, usize>,
+}
+
+impl Series {
+    fn row(&mut self, labels: Labels) -> &mut f64 {
+        let i = *self.index.entry(labels.clone()).or_insert_with(|| {
+            self.rows.push((labels, 0.0));
+            self.rows.len() - 1
+        });
+        &mut self.rows[i].1
+    }
+}
+
+impl EncodeMetric for Series {
+    fn encode(&self, mut encoder: MetricEncoder) -> Result<(), std::fmt::Error> {
+        for (labels, v) in &self.rows {
+            let mut e = encoder.encode_family(labels)?;
+            if self.gauge {
+                e.encode_gauge(v)?;
+            } else {
+                e.encode_counter::<NoLabelSet, _, f64>(v, None)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn metric_type(&self) -> MetricType {
+        if self.gauge {
+            MetricType::Gauge
+        } else {
+            MetricType::Counter
+        }
+    }
+}
 
 /// Metrics being assembled: one family per name, gauges and counters apart.
 #[derive(Default)]
 pub struct Metrics {
-    counters: BTreeMap<String, Family<Labels, Counter<f64, AtomicU64>>>,
-    gauges: BTreeMap<String, Family<Labels, Gauge<f64, AtomicU64>>>,
+    counters: BTreeMap<String, Series>,
+    gauges: BTreeMap<String, Series>,
     help: BTreeMap<String, String>,
+    /// The switch's buffer cell, when known: each level in cells (a PG's, a port's, the pool's)
+    /// is then also exported in bytes, `..._cells` as `..._bytes` (queues have theirs already).
+    pub cell_bytes: Option<u64>,
 }
 
 /// A level, not a running total: the buffer in use now, queue depths, and peaks (watermarks).
@@ -53,31 +102,99 @@ fn is_level(field: &str) -> bool {
     field.contains("cells") || field.starts_with("depth") || field.starts_with("peak") || field.contains("watermark")
 }
 
+/// What a number of the snapshot is, for the metric's HELP line (`prefix` as in its name:
+/// `port`, `port_peer`, `queue`...; `field` as in the snapshot, `_ns` included).
+fn describe(prefix: &str, field: &str) -> Option<&'static str> {
+    Some(match (prefix, field) {
+        ("port" | "pg", "rx_packets") => "frames received",
+        ("port" | "pg", "rx_bytes") => "bytes received (L2, without FCS)",
+        ("port" | "queue", "tx_packets") => "frames transmitted",
+        ("port" | "queue", "tx_bytes") => "bytes transmitted (L2, without FCS)",
+        ("port", "ecn_marked") => "frames marked CE by WRED-ECN on leaving this port",
+        ("port", "pfc_tx") => "PFC frames sent by the switch, per priority",
+        ("port", "pfc_rx") => "PFC frames received, per priority",
+        ("port", "pause_rx") => "802.3x PAUSE frames received",
+        ("port", "pfc_tx_skipped") => {
+            "PFC requests merged into a waiting one or refused with the PFC backlog full (internal, not drops)"
+        }
+        ("port", "paused_ns") => "time the port's egress was paused by received PFC, per priority",
+        ("port", "unknown_ethertype") => "frames of an EtherType the switch does not parse (forwarded at L2)",
+        ("port", "learn_refused") => "source addresses the FDB refused to learn (the frames were forwarded)",
+        ("port", "watchdog_storms") => "PFC storms the watchdog detected, per priority",
+        ("port", "watchdog_restores") => "queues the PFC watchdog restored after a storm, per priority",
+        ("port_peer", "held_frames") => "frames that waited at the emulated peer while PFC paused them, per priority",
+        ("port_peer", "held_ns") => "time frames waited at the emulated peer while paused, per priority",
+        ("port_peer", "stalled_reads") => "polls that did not read the port because the emulated peer was full",
+        ("port_peer", "depth_frames") => "frames waiting at the emulated peer now",
+        ("port_peer", "depth_bytes") => "bytes waiting at the emulated peer now",
+        ("port_peer", "backpressure_xoff") => {
+            "XOFF frames the emulated NIC sent its host because the peer was full, per priority"
+        }
+        ("port_capture", "frames") => "frames live captures of the port copied",
+        ("port_capture", "dropped") => "frames live captures of the port had no room for (the reader fell behind)",
+        ("port_buffer", "ingress_cells") => "buffer cells held by frames that entered through this port",
+        ("port_buffer", "peak_ingress_cells") => "peak of the cells held by frames that entered through this port",
+        ("port_buffer", "egress_cells") => "buffer cells held by frames waiting to leave through this port",
+        ("port_buffer", "peak_egress_cells") => "peak of the cells held by frames waiting to leave through this port",
+        ("port_backend", "rx_kernel_drops") => "AF_PACKET: frames the kernel dropped with the receive ring full",
+        ("port_backend", "imissed") => "DPDK imissed: frames the NIC dropped with its receive ring full",
+        ("port_backend", "ierrors") => "DPDK ierrors: erroneous frames received",
+        ("port_backend", "oerrors") => "DPDK oerrors: failed transmissions",
+        ("port_backend", "rx_nombuf") => "DPDK rx_nombuf: receive mbuf allocation failures",
+        ("port_backend", "tx_nombuf") => "DPDK: frames not sent because the mbuf pool was empty",
+        ("queue", "dropped_packets") => "frames dropped at this egress queue",
+        ("queue", "dropped_bytes") => "bytes dropped at this egress queue",
+        ("queue", "ecn_marked") => "frames marked CE by this queue's WRED-ECN",
+        ("queue", "edf_order_errors") => "EDF: frames queued behind a frame of later deadline",
+        ("queue", "edf_deadline_misses") => "EDF: frames that left after their deadline",
+        ("queue", "depth_packets") => "frames in the egress queue now",
+        ("queue", "depth_cells") => "buffer cells the egress queue holds now",
+        ("queue", "depth_bytes") => "bytes in the egress queue now",
+        ("queue", "peak_cells") => "peak of the cells the egress queue held (its watermark)",
+        ("queue", "peak_bytes") => "peak of the bytes in the egress queue (its watermark)",
+        ("pg", "dropped_packets") => "frames dropped at this ingress priority group",
+        ("pg", "xoff_sent") => "PFC XOFF the priority group asked for",
+        ("pg", "xon_sent") => "PFC XON the priority group asked for",
+        ("pg", "min_cells") => "cells of the priority group's guaranteed minimum in use now",
+        ("pg", "shared_cells") => "cells of the shared pool the priority group uses now",
+        ("pg", "headroom_cells") => "cells of the priority group's headroom in use now",
+        ("pg", "peak_cells") => "peak of the cells the priority group held (its watermark)",
+        ("pg", "peak_headroom_cells") => "peak of the headroom cells the priority group used",
+        ("pool", "total_cells") => "cells in the switch's buffer",
+        ("pool", "shared_cells") => "cells of the shared pool (the buffer less reservations and headroom)",
+        ("pool", "used_cells") => "cells in use now",
+        ("pool", "peak_used_cells") => "peak of the cells in use",
+        ("pool", "ingress_shared_cells") => "shared cells in use, as the ingress side counts them",
+        ("pool", "peak_ingress_shared_cells") => "peak of the shared cells in use, ingress side",
+        ("pool", "egress_shared_cells") => "shared cells in use, as the egress side counts them",
+        ("pool", "peak_egress_shared_cells") => "peak of the shared cells in use, egress side",
+        _ => return None,
+    })
+}
+
 impl Metrics {
     pub fn counter(&mut self, name: &str, help: &str, labels: Labels, v: f64) {
         self.help.entry(name.to_string()).or_insert_with(|| help.to_string());
-        self.counters
-            .entry(name.to_string())
-            .or_default()
-            .get_or_create(&labels)
-            .inc_by(v);
+        *self.counters.entry(name.to_string()).or_default().row(labels) += v;
     }
 
     pub fn gauge(&mut self, name: &str, help: &str, labels: Labels, v: f64) {
         self.help.entry(name.to_string()).or_insert_with(|| help.to_string());
-        self.gauges
-            .entry(name.to_string())
-            .or_default()
-            .get_or_create(&labels)
-            .set(v);
+        let series = self.gauges.entry(name.to_string()).or_default();
+        series.gauge = true;
+        *series.row(labels) = v;
     }
 
     /// A number of the snapshot, as a counter or a gauge by its name.
     fn number(&mut self, prefix: &str, field: &str, labels: &Labels, v: f64) {
-        let help = format!("rocesw {prefix} {field} (see controlplane/PROTOCOL.md, counters)");
+        let what = describe(prefix, field).map_or_else(
+            || format!("{prefix} {field} (controlplane/PROTOCOL.md, counters)"),
+            str::to_string,
+        );
+        let help = format!("rocesw: {what}");
         if let Some(base) = field.strip_suffix("_ns") {
             let name = format!("rocesw_{prefix}_{base}_seconds");
-            let help = format!("rocesw {prefix} {base} time in seconds");
+            let help = format!("{help}, in seconds");
             if is_level(field) {
                 self.gauge(&name, &help, labels.clone(), v / 1e9);
             } else {
@@ -85,6 +202,15 @@ impl Metrics {
             }
         } else if is_level(field) {
             self.gauge(&format!("rocesw_{prefix}_{field}"), &help, labels.clone(), v);
+            if let (Some(cell), Some(base), false) = (self.cell_bytes, field.strip_suffix("cells"), prefix == "queue") {
+                let help = format!("{help}, in bytes (cells × the {cell}-byte cell)");
+                self.gauge(
+                    &format!("rocesw_{prefix}_{base}bytes"),
+                    &help,
+                    labels.clone(),
+                    v * cell as f64,
+                );
+            }
         } else {
             self.counter(&format!("rocesw_{prefix}_{field}"), &help, labels.clone(), v);
         }
@@ -104,13 +230,17 @@ impl Metrics {
         }
     }
 
+    /// Every reason this build knows ([`DROP_REASONS`]), at 0 until its first drop, then any
+    /// other the switch reported (a newer switch's).
     fn drops(&mut self, prefix: &str, labels: &Labels, drops: &Drops) {
-        for (reason, n) in drops.iter() {
+        let known = DROP_REASONS.iter().map(|&r| (r, drops.get(r)));
+        let others = drops.iter().filter(|(r, _)| !DROP_REASONS.contains(r));
+        for (reason, n) in known.chain(others) {
             let mut l = labels.clone();
             l.push(("reason".into(), reason.to_string()));
             self.counter(
                 &format!("rocesw_{prefix}_drops"),
-                "rocesw frames dropped, by reason",
+                "rocesw: frames the switch dropped, by reason (every reason from the start, 0 until it happens)",
                 l,
                 n as f64,
             );
@@ -499,7 +629,10 @@ mod tests {
                     out.extend(expected(&format!("{prefix}_{k}"), m, &l, &["driver", "device"]))
                 }
                 Value::Object(m) if k == "drops" => out.extend(
-                    m.keys()
+                    DROP_REASONS
+                        .iter()
+                        .map(|r| r.to_string())
+                        .chain(m.keys().filter(|r| !DROP_REASONS.contains(&r.as_str())).cloned())
                         .map(|r| (format!("rocesw_{prefix}_drops"), format!("{labels},reason=\"{r}\""))),
                 ),
                 Value::Object(m) => out.extend(expected(&format!("{prefix}_{k}"), m, labels, &[])),
@@ -544,5 +677,111 @@ mod tests {
             assert!(found, "no {name}{{{labels}}} in:\n{text}");
         }
         assert_eq!(samples.len(), want.len(), "exported beyond the snapshot:\n{text}");
+    }
+
+    /// The value of `series` (name and labels exactly) in an exposition.
+    fn value(text: &str, series: &str) -> Option<f64> {
+        text.lines()
+            .find_map(|l| l.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
+    }
+
+    /// Issue 23 item 8: a switch that has dropped nothing yet exports every drop reason at 0
+    /// on every port (before, `rocesw_port_drops_total` had no series until the first drop, so
+    /// `rate()` and alerts on it had nothing to read); every family's HELP says what it is;
+    /// the series come in the same order at every scrape (prometheus-client's `Family` lists
+    /// them in `HashMap` order, which changed from one scrape to the next).
+    #[test]
+    fn a_fresh_switch_exports_every_reason_at_zero_in_a_stable_order() {
+        let fresh = Snapshot {
+            ports: (0..4)
+                .map(|id| PortReport {
+                    id,
+                    queues: (0..NUM_TC as u8)
+                        .map(|queue| QueueReport {
+                            queue,
+                            ..Default::default()
+                        })
+                        .collect(),
+                    pgs: (0..NUM_TC as u8)
+                        .map(|pg| PgReport {
+                            pg,
+                            ..Default::default()
+                        })
+                        .collect(),
+                    ..Default::default()
+                })
+                .collect(),
+            ..Default::default()
+        };
+        let scrape = || {
+            let mut m = Metrics::default();
+            m.add_snapshot("s1", &fresh);
+            m.encode()
+        };
+        let text = scrape();
+        for port in 0..4 {
+            for reason in DROP_REASONS {
+                let series = format!("rocesw_port_drops_total{{switch=\"s1\",port=\"{port}\",reason=\"{reason}\"}}");
+                assert_eq!(value(&text, &series), Some(0.0), "{series} in:\n{text}");
+            }
+        }
+        // Ports in the snapshot's order, reasons in the list's, priorities 0-7.
+        let drops: Vec<&str> = text
+            .lines()
+            .filter(|l| l.starts_with("rocesw_port_drops_total"))
+            .collect();
+        assert_eq!(drops.len(), 4 * DROP_REASONS.len());
+        assert!(drops[0].contains("port=\"0\",reason=\"egress_limit\""), "{}", drops[0]);
+        assert!(drops[drops.len() - 1].contains("port=\"3\",reason=\"bad_pause\""));
+        for _ in 0..20 {
+            assert_eq!(
+                scrape(),
+                text,
+                "the same snapshot scraped again lists the same lines in the same order"
+            );
+        }
+        for help in text.lines().filter(|l| l.starts_with("# HELP rocesw_")) {
+            assert!(!help.contains("PROTOCOL.md"), "a HELP without a description: {help}");
+        }
+    }
+
+    /// Every field the snapshot has gets a description of its own in HELP.
+    #[test]
+    fn every_family_of_a_full_snapshot_says_what_it_is() {
+        let mut m = Metrics::default();
+        m.add_snapshot("s1", &snapshot());
+        let mut snap = snapshot();
+        snap.ports[0].queues[0].edf_deadline_misses = 1;
+        m.add_snapshot("s2", &snap);
+        let text = m.encode();
+        let helps: Vec<&str> = text.lines().filter(|l| l.starts_with("# HELP rocesw_")).collect();
+        assert!(helps.len() > 50, "{text}");
+        for help in helps {
+            assert!(!help.contains("PROTOCOL.md"), "a HELP without a description: {help}");
+        }
+    }
+
+    /// Issue 23 item 8: with the cell size known (the daemon knows its config's), every level
+    /// in cells is also a level in bytes, as SONiC shows buffer use.
+    #[test]
+    fn levels_in_cells_are_also_exported_in_bytes() {
+        let mut m = Metrics {
+            cell_bytes: Some(256),
+            ..Default::default()
+        };
+        m.add_snapshot("s1", &snapshot());
+        let text = m.encode();
+        for (series, want) in [
+            (r#"rocesw_port_buffer_ingress_bytes{switch="s1",port="2"}"#, 1024.0),
+            (r#"rocesw_port_buffer_peak_egress_bytes{switch="s1",port="2"}"#, 2304.0),
+            (r#"rocesw_pool_used_bytes{switch="s1"}"#, 2816.0),
+            (r#"rocesw_pool_total_bytes{switch="s1"}"#, 4194304.0),
+            (r#"rocesw_pg_shared_bytes{switch="s1",port="2",pg="3"}"#, 0.0),
+        ] {
+            assert_eq!(value(&text, series), Some(want), "{series} in:\n{text}");
+        }
+        assert!(text.contains("# TYPE rocesw_pool_used_bytes gauge"), "{text}");
+        // A queue's own byte figures stay the only ones.
+        assert_eq!(text.matches("# TYPE rocesw_queue_depth_bytes gauge").count(), 1);
     }
 }

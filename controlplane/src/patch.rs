@@ -2,7 +2,87 @@
 //! (`rocectl set`, `rocesw replay --schedule`). Tables merge key by key, recursively; any other
 //! value (arrays included) replaces what was there. The result is validated as a whole.
 
+use serde::Deserialize;
 use toml::{Table, Value};
+
+/// Checks a patch fragment (`rocectl patch`, `[patch]` over the control protocol) for keys
+/// the config's schema does not have, so that a typo is reported at the fragment's own line:
+/// merged into the running config first, the same typo was reported at a line of the merged
+/// text (line 99 of a 3-line file). The fragment is read one table at a time, since a
+/// fragment may leave a table's required keys to the config it is merged into (serde stops
+/// at the first "missing field"); what this check cannot see (a wrong type, a missing key) is
+/// left to the validation of the merged config.
+pub fn check_fragment(text: &str) -> Result<(), String> {
+    for doc in pieces(text, None) {
+        unknown_keys(toml::from_str::<crate::schema::ConfigFile>(&doc).map(drop))?;
+    }
+    Ok(())
+}
+
+/// As [`check_fragment`], for a `rocesw replay --schedule` file (`[[change]]` entries, each an
+/// `at` and a `[change.patch]` fragment): a typo in a fragment is reported at its line of the
+/// schedule file.
+pub fn check_schedule(text: &str) -> Result<(), String> {
+    // Only deserialized: reading it is the check.
+    #[derive(Deserialize)]
+    #[allow(dead_code)]
+    struct Schedule {
+        #[serde(default)]
+        change: Vec<Change>,
+    }
+    #[derive(Deserialize)]
+    #[allow(dead_code)]
+    struct Change {
+        #[serde(default)]
+        patch: Option<crate::schema::ConfigFile>,
+    }
+    for doc in pieces(text, Some("[[change]]")) {
+        unknown_keys(toml::from_str::<Schedule>(&doc).map(drop))?;
+    }
+    Ok(())
+}
+
+/// `text` cut before each table header (`[x]`, `[[x]]` at the start of a line), each piece
+/// preceded by blank lines so that its line numbers are `text`'s; a piece that is not the first
+/// gets `header` (if any) on its first line, so it reads as part of the array it belongs to.
+fn pieces(text: &str, header: Option<&str>) -> Vec<String> {
+    let lines: Vec<&str> = text.lines().collect();
+    let is_header = |l: &str| {
+        let t = l.trim_start().trim_start_matches('[');
+        l.trim_start().starts_with('[') && t.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_' || c == '"')
+    };
+    let mut starts: Vec<usize> = (0..lines.len()).filter(|&i| is_header(lines[i])).collect();
+    if starts.first() != Some(&0) {
+        starts.insert(0, 0);
+    }
+    starts
+        .iter()
+        .enumerate()
+        .map(|(k, &from)| {
+            let to = starts.get(k + 1).copied().unwrap_or(lines.len());
+            let mut doc = String::new();
+            for i in 0..from {
+                if i == 0 {
+                    doc.push_str(header.unwrap_or(""));
+                }
+                doc.push('\n');
+            }
+            for l in &lines[from..to] {
+                doc.push_str(l);
+                doc.push('\n');
+            }
+            doc
+        })
+        .collect()
+}
+
+/// Only an unknown key is this check's to report (with a SONiC hint when it is one).
+fn unknown_keys(r: Result<(), toml::de::Error>) -> Result<(), String> {
+    match r {
+        Err(e) if e.message().starts_with("unknown field") => Err(crate::syntax_message(&e)),
+        _ => Ok(()),
+    }
+}
 
 /// Merges `patch` into `base`.
 pub fn merge(base: &mut Table, patch: Table) {
@@ -72,5 +152,32 @@ mod tests {
         let new = t("a = 1\n[b]\nc = 5\ne = 6\n");
         assert_eq!(changed_keys(&old, &new), vec!["b.c", "b.d", "b.e"]);
         assert!(changed_keys(&old, &old).is_empty());
+    }
+
+    /// Issue 23 item 9: a typo in a 4-line fragment is reported at line 4 of the fragment
+    /// (merged first, it was reported at a line of the merged config); a SONiC name gets its
+    /// hint; a key the fragment leaves to the config (the policer's burst) is no error.
+    #[test]
+    fn a_fragments_mistake_is_reported_at_its_own_line() {
+        let e = check_fragment("# tighter\n\n[ecn.roce]\nkmn = \"10KB\"\n").unwrap_err();
+        assert!(e.contains("line 4") && e.contains("unknown field `kmn`"), "{e}");
+        let e = check_fragment("[pg.3]\nxoff = \"40KiB\"\n").unwrap_err();
+        assert!(
+            e.contains("line 2") && e.contains("hint: SONiC's `xoff` is rocesw's `headroom`"),
+            "{e}"
+        );
+        // A table that leaves its required keys to the config does not hide a typo after it.
+        let e = check_fragment("[ecn.roce]\nkmax = \"200KB\"\n[pfc.watchdog]\ndetection_tme = \"1s\"\n").unwrap_err();
+        assert!(
+            e.contains("line 4") && e.contains("unknown field `detection_tme`"),
+            "{e}"
+        );
+        check_fragment("[cnp.policer]\nrate = \"3G\"\n").unwrap();
+        check_fragment("[ecn.roce]\nkmax = \"200KB\"\n").unwrap();
+        let sched = "[[change]]\nat = \"1ms\"\n[change.patch.ecn.roce]\nkmin = \"10KB\"\n\
+                     [[change]]\nat = \"2ms\"\n[change.patch.ecn.roce]\nkmn = \"10KB\"\n";
+        let e = check_schedule(sched).unwrap_err();
+        assert!(e.contains("line 8") && e.contains("unknown field `kmn`"), "{e}");
+        check_schedule("[[change]]\nat = \"1ms\"\n[change.patch.cnp.policer]\nrate = \"3G\"\n").unwrap();
     }
 }

@@ -34,10 +34,12 @@ pub enum Set {
         /// Only on this port (its id), with --queue.
         #[arg(long, requires = "queue")]
         port: Option<u16>,
-        /// Queue length where marking starts, e.g. 100KB.
+        /// Queue length where marking starts: bytes, or 100KB (100 000), 100KiB or 100k
+        /// (102 400).
         #[arg(long)]
         kmin: Option<String>,
-        /// Queue length where the probability reaches pmax (every packet above), e.g. 400KB.
+        /// Queue length where the probability reaches pmax (every packet above), e.g. 400KB,
+        /// 400k (KiB) or bytes.
         #[arg(long)]
         kmax: Option<String>,
         /// Marking probability at kmax, 0 to 1.
@@ -681,6 +683,29 @@ pmax = 0.2
         assert!(after(ecn(None, Some(0), None, "1KB"))
             .unwrap_err()
             .contains("no ECN profile"));
+    }
+
+    /// Issue 23 item 7: `rocectl set ecn --kmin 50k` (refused before: `"50k" is not a size`)
+    /// means what the config's parser says, 50 KiB; a bare number is bytes; both through the
+    /// one parser config files use.
+    #[test]
+    fn sizes_take_the_suffixes_users_type() {
+        let kmin_of = |kmin: &str| -> Result<u64, String> {
+            let mut t: Table = crate::DEFAULT_PROFILE.parse().unwrap();
+            let mut set = ecn(Some("roce"), None, None, "1MiB");
+            if let Set::Ecn { kmin: k, .. } = &mut set {
+                *k = Some(kmin.into());
+            }
+            edit(&mut t, &set)?;
+            let loaded = crate::load_str(&toml::to_string(&t).unwrap()).map_err(|e| e.to_string())?;
+            Ok(loaded.config.queues[3].ecn.as_ref().unwrap().kmin_bytes)
+        };
+        assert_eq!(kmin_of("50k"), Ok(51_200));
+        assert_eq!(kmin_of("50KB"), Ok(50_000));
+        assert_eq!(kmin_of("50KiB"), Ok(51_200));
+        assert_eq!(kmin_of("5000"), Ok(5000));
+        let e = kmin_of("50kbit").unwrap_err();
+        assert!(e.contains("not bits"), "{e}");
     }
 
     #[test]

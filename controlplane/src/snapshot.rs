@@ -337,6 +337,43 @@ impl PortReport {
     }
 }
 
+/// Every drop reason a switch of this build counts, in the dataplane's order: its own reasons
+/// (`DropReason`), then its parser's malformed reasons (`Malformed`; its `oversize` is the
+/// switch's, one key in `drops`). The metrics export each
+/// at 0 before the first drop, so `rate()` and alerts have a series to read; a reason a newer
+/// switch sends is exported too. A dataplane test checks the list against its enums.
+pub const DROP_REASONS: [&str; 29] = [
+    "egress_limit",
+    "ingress_limit",
+    "headroom_overflow",
+    "wred",
+    "policer",
+    "no_route",
+    "link_local",
+    "oversize",
+    "pfc_watchdog",
+    "no_buffer",
+    "pause_ignored",
+    "rx_ring",
+    "runt",
+    "truncated_vlan",
+    "truncated_ipv4",
+    "bad_ip_version",
+    "bad_ipv4_ihl",
+    "bad_ipv4_length",
+    "truncated_ipv6",
+    "bad_ipv6_length",
+    "truncated_ip_ext",
+    "bad_ip_ext",
+    "truncated_udp",
+    "bad_udp_length",
+    "truncated_bth",
+    "truncated_mac_control",
+    "not_mac_control",
+    "bad_pfc",
+    "bad_pause",
+];
+
 /// Frames dropped, by reason name, zeros left out. Keyed by name rather than by an enum
 /// because the reasons come from two owners (the dataplane's drop reasons and its parser's
 /// malformed reasons) and a client must read reasons newer than itself.

@@ -7,8 +7,12 @@
 //! 1500 bytes and no result depends on float rounding.
 //!
 //! Grammar (ASCII case is ignored in units; a space may separate number and unit):
-//! - size: `256`, `256B`, `100KB`, `100KiB`, `4MB`, `4MiB`, `1GB`, `1GiB`, `1TB`, `1TiB`
-//! - rate (bits/s, SI): `25G`, `25Gbps`, `400M`, `400Mbps`, `1.5G`, `10K`, `1T`, `100bps`
+//! - size: `256`, `256B`, `100KB`, `100KiB`, `4MB`, `4MiB`, `1GB`, `1GiB`, `1TB`, `1TiB`, and a
+//!   prefix alone as tc and GNU tools write it, a power of 1024: `50k` (51 200), `4M`, `1G`, `1T`
+//!   (also `Ki`, `Mi`...). One parser for config files and every command line (`rocectl set`,
+//!   `rocesw gen`, `rocegen`).
+//! - rate (bits/s, SI): `25G`, `25Gbps`, `400M`, `400Mbps`, `1.5G`, `10K`, `1T`, `100bps`, and
+//!   tc's `kbit`, `mbit`, `gbit`, `tbit`, `bit`
 //! - length: `15m`, `0.5m`, `2km`, `50cm` (a bare number is metres)
 //! - duration: `500ns`, `10us` (or `µs`), `200ms`, `1.5s`, `2min` (a unit is required)
 //! - alpha: `0.125` or a fraction `1/8`
@@ -104,20 +108,26 @@ fn exact(dec: Decimal, mult: u128) -> Option<u64> {
     u64::try_from(product / pow).ok()
 }
 
-/// A size in bytes. `K`/`M`/`G`/`T` are powers of 1000, `Ki`/`Mi`/`Gi`/`Ti` powers of 1024.
+/// A size in bytes. `KB`/`MB`/`GB`/`TB` are powers of 1000; `KiB`/`MiB`/`GiB`/`TiB` powers of
+/// 1024, and so is a prefix alone (`K`, `Ki`, `M`...), as tc and GNU tools read `50k`. A bare
+/// number is bytes.
 pub fn parse_size(text: &str) -> Result<u64, UnitError> {
     let err = |hint: &str| unit_error(text, "a size", hint);
     let (dec, _, unit) = split_number(text).ok_or_else(|| err(SIZE_HINT))?;
-    let mult: u128 = match unit.to_ascii_lowercase().as_str() {
+    let unit = unit.to_ascii_lowercase();
+    let mult: u128 = match unit.as_str() {
         "" | "b" => 1,
         "kb" => 1_000,
-        "kib" => 1 << 10,
+        "k" | "ki" | "kib" => 1 << 10,
         "mb" => 1_000_000,
-        "mib" => 1 << 20,
+        "m" | "mi" | "mib" => 1 << 20,
         "gb" => 1_000_000_000,
-        "gib" => 1 << 30,
+        "g" | "gi" | "gib" => 1 << 30,
         "tb" => 1_000_000_000_000,
-        "tib" => 1 << 40,
+        "t" | "ti" | "tib" => 1 << 40,
+        u if u.ends_with("bit") || u.ends_with("bps") => {
+            return Err(err("a size is in bytes, not bits: try 50k, 50KB or 50KiB"))
+        }
         _ => return Err(err(SIZE_HINT)),
     };
     exact(dec, mult).ok_or_else(|| err("sizes are whole bytes below 2^64"))
@@ -128,11 +138,11 @@ pub fn parse_rate(text: &str) -> Result<u64, UnitError> {
     let err = |hint: &str| unit_error(text, "a rate", hint);
     let (dec, _, unit) = split_number(text).ok_or_else(|| err(RATE_HINT))?;
     let mult: u128 = match unit.to_ascii_lowercase().as_str() {
-        "" | "bps" => 1,
-        "k" | "kbps" => 1_000,
-        "m" | "mbps" => 1_000_000,
-        "g" | "gbps" => 1_000_000_000,
-        "t" | "tbps" => 1_000_000_000_000,
+        "" | "bps" | "bit" => 1,
+        "k" | "kbps" | "kbit" => 1_000,
+        "m" | "mbps" | "mbit" => 1_000_000,
+        "g" | "gbps" | "gbit" => 1_000_000_000,
+        "t" | "tbps" | "tbit" => 1_000_000_000_000,
         _ => return Err(err(RATE_HINT)),
     };
     exact(dec, mult).ok_or_else(|| err("rates are whole bits per second"))
@@ -278,6 +288,26 @@ mod tests {
         assert_eq!(parse_size("0.5KiB"), Ok(512));
         assert!(parse_size("0.5B").is_err());
         assert_eq!(parse_rate("1.5G"), Ok(1_500_000_000));
+    }
+
+    /// Issue 23 item 7: the suffixes users type on a command line (`50k`, as tc and GNU tools
+    /// read it, a power of 1024) are sizes, in config files and on every command line alike;
+    /// bits are not bytes.
+    #[test]
+    fn a_prefix_alone_is_a_binary_multiple() {
+        assert_eq!(parse_size("50k"), Ok(50 << 10));
+        assert_eq!(parse_size("50K"), Ok(50 << 10));
+        assert_eq!(parse_size("50Ki"), Ok(50 << 10));
+        assert_eq!(parse_size("1.5m"), Ok(3 << 19));
+        assert_eq!(parse_size("2G"), Ok(2 << 30));
+        assert_eq!(parse_size("1T"), Ok(1 << 40));
+        assert_eq!(parse_size("50KB"), Ok(50_000), "KB stays SI");
+        assert_eq!(parse_size("5000"), Ok(5000), "a bare number is bytes");
+        let e = parse_size("50kbit").unwrap_err().to_string();
+        assert!(e.contains("not bits"), "{e}");
+        assert_eq!(parse_rate("100mbit"), Ok(100_000_000));
+        assert_eq!(parse_rate("25gbit"), Ok(25_000_000_000));
+        assert_eq!(parse_rate("800kbit"), Ok(800_000));
     }
 
     #[test]

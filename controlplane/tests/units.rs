@@ -23,6 +23,14 @@ fn sizes() {
         ("0.5MiB", 512 << 10),
         ("0B", 0),
         ("2TiB", 2 << 40),
+        // A prefix alone, as tc and GNU tools read it: a power of 1024 (issue 23 item 7).
+        ("4M", 4 << 20),
+        ("4 M", 4 << 20),
+        ("50k", 50 << 10),
+        ("50Ki", 50 << 10),
+        ("1.5m", 3 << 19),
+        ("1G", 1 << 30),
+        ("1t", 1 << 40),
     ];
     for (text, want) in cases {
         assert_eq!(parse_size(text), Ok(*want), "{text}");
@@ -31,8 +39,9 @@ fn sizes() {
         "",
         "B",
         "4XB",
-        "4 M",
-        "4M",
+        "4X",
+        "4Mbit",
+        "4kbps",
         "-1B",
         "1e3B",
         "1.5B",
@@ -64,6 +73,11 @@ fn rates() {
         ("9600", 9600),
         ("9600bps", 9600),
         ("100 G", 100_000_000_000),
+        // tc's spellings.
+        ("100mbit", 100_000_000),
+        ("25Gbit", 25_000_000_000),
+        ("800kbit", 800_000),
+        ("9600bit", 9600),
     ];
     for (text, want) in cases {
         assert_eq!(parse_rate(text), Ok(*want), "{text}");

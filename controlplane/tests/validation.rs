@@ -1138,3 +1138,38 @@ fn dpdk_duplicates_are_found_by_driver_and_by_what_they_use() {
         "dpdk = \"net_af_packet1,iface=veth1\"",
     ));
 }
+
+/// Issue 23 item 9: a SONiC name where rocesw has its own (an unknown key to the schema) gets
+/// a hint naming rocesw's key, after the toml crate's message; other unknown keys get none.
+#[test]
+fn sonic_names_get_a_hint_to_rocesws_key() {
+    for (text, want) in [
+        (
+            "[pg.3]\nxoff = \"40KiB\"\n",
+            "hint: SONiC's `xoff` is rocesw's `headroom` in [pg.N]",
+        ),
+        ("[pg.3]\nxon = \"4KiB\"\n", "rocesw's `xon_offset`"),
+        (
+            "[WRED_PROFILE.roce]\nkmin = 1\n",
+            "hint: SONiC's WRED_PROFILE is rocesw's [ecn.NAME]",
+        ),
+        (
+            "[BUFFER_PROFILE.lossless]\nsize = 0\n",
+            "SONiC's BUFFER_PROFILE is rocesw's [pg.N] and [queue.N]",
+        ),
+        ("[ecn.other]\ngreen_min_threshold = 1\n", "rocesw's `kmin`"),
+        ("[pfc.watchdog]\ndetection_time = \"200ms\"\n", "rocesw's `detection`"),
+    ] {
+        let e = load_str(&format!("{BASE}\n{text}")).unwrap_err();
+        assert_eq!(e.kind(), ConfigErrorKind::Syntax, "{e}");
+        let msg = e.to_string();
+        assert!(
+            msg.contains("unknown field") && msg.contains(want),
+            "{text}: wanted {want:?}, got:\n{msg}"
+        );
+    }
+    let e = load_str(&format!("{BASE}\n[pg.3]\nbogus = 1\n"))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("unknown field `bogus`") && !e.contains("hint"), "{e}");
+}

@@ -95,13 +95,14 @@ enum Command {
         #[arg(long)]
         no_watchdog: bool,
         /// Capture a link into a pcap (both directions, stamped when each frame starts on the
-        /// wire). LINK is the link's name: its two ends as the topology writes them joined by
-        /// '-', e.g. h7-leaf1:3 or leaf0:4-spine0:0. May be repeated.
+        /// wire). LINK is the link's name: its two ends joined by '-', in either order, e.g.
+        /// h7-leaf1:3 (or leaf1:3-h7) or leaf0:4-spine0:0. May be repeated.
         #[arg(long = "pcap", value_name = "LINK=FILE", value_parser = parse_pcap)]
         pcaps: Vec<(String, PathBuf)>,
-        /// Switch config for [[switch]] entries without `config`.
-        #[arg(long, value_name = "FILE", default_value = "configs/default.toml")]
-        default_config: PathBuf,
+        /// Switch config for [[switch]] entries without `config`. Default: the built-in
+        /// profile (configs/default.toml as shipped), so fabric runs from any directory.
+        #[arg(long, value_name = "FILE")]
+        default_config: Option<PathBuf>,
         /// No progress bar and no report on stdout (summary.json is still written).
         #[arg(long, short)]
         quiet: bool,
@@ -227,8 +228,9 @@ enum GenCommand {
         /// Frames per sender.
         #[arg(long, default_value_t = 2000)]
         frames: u64,
-        /// L2 frame length in bytes, without FCS (at least 78 for IPv4 RoCEv2 with a BTH).
-        #[arg(long, default_value_t = 1024)]
+        /// L2 frame length, without FCS: bytes or a size such as 4KiB (60 ..= 9234; a port
+        /// takes frames up to its mtu + 18, 1518 in the default profile: see --config).
+        #[arg(long, default_value = "1024", value_parser = dataplane::tools::gen::parse_frame_len)]
         size: usize,
         /// Senders' line rate (e.g. 25G, 100G).
         #[arg(long, default_value = "25G", value_parser = parse_rate)]
@@ -239,6 +241,11 @@ enum GenCommand {
         /// Directory for port<N>.pcap (created if missing).
         #[arg(long, value_name = "DIR")]
         output_dir: PathBuf,
+        /// The switch config the captures are for: a warning if it lacks one of the ports or
+        /// would drop the frames as oversize. Default: the built-in profile
+        /// (configs/default.toml as shipped).
+        #[arg(long, value_name = "FILE")]
+        config: Option<PathBuf>,
     },
 }
 
@@ -281,6 +288,8 @@ fn main() -> ExitCode {
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        // Colour codes only for a terminal: a log file or a pipe gets plain text.
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
     match run(cli.command) {
         Ok(()) => ExitCode::SUCCESS,
@@ -350,8 +359,24 @@ fn run(cmd: Command) -> Result<()> {
             let json = serde_json::to_string_pretty(&outcome)?;
             std::fs::write(&summary, json + "\n").with_context(|| format!("cannot write {}", summary.display()))?;
             if !quiet {
+                let changes: String = outcome
+                    .schedule
+                    .iter()
+                    .map(|c| {
+                        format!(
+                            "schedule: at {} {}: {}\n",
+                            controlplane::units::format_duration(c.at_ns),
+                            if c.applied {
+                                "applied"
+                            } else {
+                                "NOT applied (after the end)"
+                            },
+                            c.keys.join(", ")
+                        )
+                    })
+                    .collect();
                 out(&format!(
-                    "{}wrote {} and {} port captures\n",
+                    "{changes}{}wrote {} and {} port captures\n",
                     dataplane::report::human_summary(&outcome.snapshot, "virtual time", outcome.duration_ns),
                     summary.display(),
                     outcome.outputs.len()
@@ -370,7 +395,7 @@ fn run(cmd: Command) -> Result<()> {
             default_config,
             quiet,
         } => {
-            let topo = dataplane::fabric::topology::load(&topology, &default_config, seed)?;
+            let topo = dataplane::fabric::topology::load(&topology, default_config.as_deref(), seed)?;
             let summary = output_dir.join("summary.json");
             dataplane::fabric::refuse_aliased_outputs(&topology, &topo, Some(&summary), &pcaps)?;
             let opts = dataplane::fabric::FabricOptions {
@@ -438,6 +463,7 @@ fn run(cmd: Command) -> Result<()> {
             speed,
             dscp,
             output_dir,
+            config,
         }) => {
             let incast = dataplane::tools::gen::Incast {
                 senders,
@@ -446,6 +472,18 @@ fn run(cmd: Command) -> Result<()> {
                 speed_bps: speed,
                 dscp,
             };
+            let (cfg, name) = match &config {
+                Some(path) => (load_config(path)?, path.display().to_string()),
+                None => (
+                    controlplane::load_str(controlplane::DEFAULT_PROFILE)
+                        .map_err(|e| anyhow::anyhow!("{}: {e}", controlplane::DEFAULT_PROFILE_NAME))?
+                        .config,
+                    controlplane::DEFAULT_PROFILE_NAME.to_string(),
+                ),
+            };
+            for w in incast.warnings(&cfg, &name) {
+                eprintln!("rocesw: warning: {w}");
+            }
             let wrote: String = incast
                 .write(&output_dir)?
                 .iter()

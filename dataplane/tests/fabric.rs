@@ -18,7 +18,7 @@ fn leaf_spine(traffic: &str) -> topology::Topology {
     let text = std::fs::read_to_string(examples().join("leaf-spine.toml")).unwrap();
     let cut = text.find("[[traffic]]").unwrap();
     let text = format!("{}{traffic}", &text[..cut]);
-    topology::from_str(&text, &examples(), &default_config(), 1).unwrap()
+    topology::from_str(&text, &examples(), Some(&default_config()), 1).unwrap()
 }
 
 fn run(topo: &topology::Topology, opts: &FabricOptions) -> FabricOutcome {
@@ -41,7 +41,7 @@ fn two_leaves(names: (&str, &str), hosts: &[(&str, &str)], traffic: &str) -> top
     }
     text += &format!("[[link]]\na = \"{}:4\"\nb = \"{}:4\"\n", names.0, names.1);
     text += &format!("[[traffic]]\n{traffic}\n");
-    topology::from_str(&text, &examples(), &default_config(), 1).unwrap_or_else(|e| panic!("{e:#}\n{text}"))
+    topology::from_str(&text, &examples(), Some(&default_config()), 1).unwrap_or_else(|e| panic!("{e:#}\n{text}"))
 }
 
 const INCAST_1M: &str = r#"
@@ -56,7 +56,7 @@ size = "1MiB"
 #[test]
 fn same_topology_and_seed_give_the_same_bytes() {
     let dir = tempfile::tempdir().unwrap();
-    let topo = topology::load(&examples().join("leaf-spine.toml"), &default_config(), 1).unwrap();
+    let topo = topology::load(&examples().join("leaf-spine.toml"), Some(&default_config()), 1).unwrap();
     let mut outs = Vec::new();
     for k in 0..2 {
         let pcap = dir.path().join(format!("uplink{k}.pcap"));
@@ -72,7 +72,7 @@ fn same_topology_and_seed_give_the_same_bytes() {
     assert_eq!(outs[0].1, outs[1].1, "pcap differs between two runs");
     assert!(outs[0].1.len() > 100_000, "the uplink carried traffic");
     let other = run(
-        &topology::load(&examples().join("leaf-spine.toml"), &default_config(), 2).unwrap(),
+        &topology::load(&examples().join("leaf-spine.toml"), Some(&default_config()), 2).unwrap(),
         &FabricOptions {
             seed: 2,
             ..Default::default()
@@ -293,7 +293,7 @@ fn bad_topologies_get_useful_errors() {
         ),
     ];
     for (text, want) in cases {
-        let r = topology::from_str(&text, &examples(), &default_config(), 1);
+        let r = topology::from_str(&text, &examples(), Some(&default_config()), 1);
         match (want, r) {
             (None, Ok(_)) => {}
             (None, Err(e)) => panic!("refused a good topology: {e:#}"),
@@ -411,7 +411,7 @@ fn pfc_released_senders_fill_the_congested_link() {
 /// and together they fill the receiver's link.
 #[test]
 fn the_parking_lot_is_two_to_one_unfair_with_pfc_alone() {
-    let topo = topology::load(&examples().join("parking-lot.toml"), &default_config(), 1).unwrap();
+    let topo = topology::load(&examples().join("parking-lot.toml"), Some(&default_config()), 1).unwrap();
     let o = run(
         &topo,
         &FabricOptions {
@@ -433,7 +433,7 @@ fn the_parking_lot_is_two_to_one_unfair_with_pfc_alone() {
 }
 
 fn deadlock_topology() -> topology::Topology {
-    topology::load(&examples().join("deadlock.toml"), &default_config(), 1).unwrap()
+    topology::load(&examples().join("deadlock.toml"), Some(&default_config()), 1).unwrap()
 }
 
 /// Per switch of the ring: (storms detected, restored) summed over its ports.
@@ -547,7 +547,7 @@ fn a_cyclic_buffer_dependency_deadlocks_and_the_watchdog_breaks_it() {
 /// gets 71.9 Gb/s (71.7–72.1 over seeds 1–6). Figures: bench/README.md, "Victim flow".
 #[test]
 fn pfc_spreading_slows_a_victim_flow_and_dcqcn_with_early_ecn_spares_it() {
-    let topo = topology::load(&examples().join("victim.toml"), &default_config(), 1).unwrap();
+    let topo = topology::load(&examples().join("victim.toml"), Some(&default_config()), 1).unwrap();
     let link = |o: &FabricOutcome, name: &str| o.links.iter().find(|l| l.name == name).unwrap().clone();
     let pfc_frames = |o: &FabricOutcome| -> u64 {
         o.links
@@ -607,7 +607,7 @@ fn pfc_spreading_slows_a_victim_flow_and_dcqcn_with_early_ecn_spares_it() {
 /// climb back after the first cuts (79 % of r's link used over 10 ms, 85 % over 20 ms).
 #[test]
 fn the_parking_lot_is_fair_with_dcqcn() {
-    let topo = topology::load(&examples().join("parking-lot.toml"), &default_config(), 1).unwrap();
+    let topo = topology::load(&examples().join("parking-lot.toml"), Some(&default_config()), 1).unwrap();
     let o = run(
         &topo,
         &FabricOptions {
@@ -650,7 +650,7 @@ fn incast_with(dir: &Path, alpha: &str, headroom: &str) -> FabricOutcome {
         .replace("headroom = \"auto\"", &format!("headroom = \"{headroom}\""));
     std::fs::write(dir.join("leaf.toml"), text).unwrap();
     std::fs::copy(examples().join("incast.toml"), dir.join("incast.toml")).unwrap();
-    let topo = topology::load(&dir.join("incast.toml"), &default_config(), 1).unwrap();
+    let topo = topology::load(&dir.join("incast.toml"), Some(&default_config()), 1).unwrap();
     run(
         &topo,
         &FabricOptions {
@@ -764,6 +764,17 @@ fn the_command_refuses_to_write_over_its_inputs() {
     let (code, err) = rocesw_fabric(&["--topology", t, "--output-dir", o, "--pcap", &ax, "-q"]);
     assert_eq!(code, Some(0), "{err}");
     assert!(out.join("summary.json").exists() && out.join("x.pcap").exists());
+    // Issue 23 item 12: a link's ends in the other order name the same link.
+    let xa = format!("s:0-a={}/y.pcap", o);
+    let (code, err) = rocesw_fabric(&["--topology", t, "--output-dir", o, "--pcap", &xa, "-q"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(
+        std::fs::read(out.join("x.pcap")).unwrap(),
+        std::fs::read(out.join("y.pcap")).unwrap()
+    );
+    let (code, err) = rocesw_fabric(&["--topology", t, "--output-dir", o, "--pcap", &ax, "--pcap", &xa, "-q"]);
+    assert_eq!(code, Some(2));
+    assert!(err.contains("given twice"), "{err}");
 }
 
 /// Issue 21 item 17: `rocesw fabric … | true` (a reader that closes early) ends the report
@@ -805,7 +816,7 @@ fn the_switches_together_may_not_need_more_memory_than_one_switch_may() {
              [[link]]\na = \"b\"\nb = \"s0:1\"\n[[traffic]]\npattern = \"incast\"\nto = [\"b\"]\nsize = \"4KiB\"\n";
     let e = format!(
         "{:#}",
-        topology::from_str(&text, &examples(), &default_config(), 1).unwrap_err()
+        topology::from_str(&text, &examples(), Some(&default_config()), 1).unwrap_err()
     );
     assert!(
         e.contains("the 80 switches need") && e.contains("MiB at start-up together"),
@@ -849,14 +860,14 @@ fn reachability_does_not_enumerate_ecmp_paths() {
     }
     text += "[[traffic]]\npattern = \"all-to-all\"\nsize = \"4KiB\"\n";
     let started = std::time::Instant::now();
-    let topo = topology::from_str(&text, dir.path(), &default_config(), 1).unwrap_or_else(|e| panic!("{e:#}"));
+    let topo = topology::from_str(&text, dir.path(), Some(&default_config()), 1).unwrap_or_else(|e| panic!("{e:#}"));
     assert_eq!(topo.flows.len(), 2);
     assert!(started.elapsed().as_secs() < 5, "took {:?}", started.elapsed());
     // A route that loops is still found: s1_0 sends b's traffic back down.
     let looped = format!("{text}[[route]]\nswitch = \"s1_0\"\nto = \"b\"\nports = [0]\n");
     let e = format!(
         "{:#}",
-        topology::from_str(&looped, dir.path(), &default_config(), 1).unwrap_err()
+        topology::from_str(&looped, dir.path(), Some(&default_config()), 1).unwrap_err()
     );
     assert!(e.contains("no route from \"a\" to \"b\": the routes loop"), "{e}");
 }
@@ -874,10 +885,86 @@ fn a_flow_after_213_days_of_virtual_time_is_delivered() {
         .unwrap()
         .replace("duration = \"100us\"", "duration = \"307447min\"")
         + "start = \"307446min\"\n";
-    let topo = topology::from_str(&text, d, &default_config(), 1).unwrap_or_else(|e| panic!("{e:#}"));
+    let topo = topology::from_str(&text, d, Some(&default_config()), 1).unwrap_or_else(|e| panic!("{e:#}"));
     assert!(u128::from(topo.flows[0].start_ns) * 1000 > u128::from(u64::MAX));
     let o = run(&topo, &FabricOptions::default());
     let f = &o.flows[0];
     assert_eq!((f.lost, f.delivered_bytes), (0, 4096), "{f:?}");
     assert!(f.fct_ns.is_some_and(|t| t < 100_000), "{f:?}");
+}
+
+/// Issue 23 item 2: a switch without `config` gets the default profile built into the binary
+/// when `--default-config` is absent, so `rocesw fabric` runs from any directory (it failed
+/// with "configs/default.toml: cannot read" outside the repository); a `--default-config`
+/// given is still read.
+#[test]
+fn a_switch_without_config_gets_the_built_in_profile_from_any_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let text = "duration = \"100us\"\n[[switch]]\nname = \"s\"\n\
+                [[host]]\nname = \"a\"\n[[host]]\nname = \"b\"\n\
+                [[link]]\na = \"a\"\nb = \"s:0\"\n[[link]]\na = \"b\"\nb = \"s:1\"\n\
+                [[traffic]]\npattern = \"incast\"\nto = [\"b\"]\nsize = \"4KiB\"\n";
+    std::fs::write(d.join("topology.toml"), text).unwrap();
+    let run = |extra: &[&str]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_rocesw"))
+            .args(["fabric", "--topology", "topology.toml", "--output-dir", "out", "-q"])
+            .args(extra)
+            .current_dir(d)
+            .output()
+            .unwrap()
+    };
+    let o = run(&[]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let summary = std::fs::read_to_string(d.join("out/summary.json")).unwrap();
+    assert!(summary.contains("\"s\""), "{summary}");
+    let o = run(&["--default-config", "missing.toml"]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("missing.toml: cannot read"), "{err}");
+}
+
+/// Issue 23 item 12: a switch config given as the topology (they sit side by side in
+/// examples/fabric/) is named for what it is, instead of the toml crate's "unknown field".
+#[test]
+fn a_switch_config_given_as_the_topology_is_named_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let leaf = examples().join("leaf.toml");
+    let (code, err) = rocesw_fabric(&[
+        "--topology",
+        leaf.to_str().unwrap(),
+        "--output-dir",
+        dir.path().to_str().unwrap(),
+        "-q",
+    ]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("this is a switch config, not a topology") && err.contains("[[switch]]'s `config`"),
+        "{err}"
+    );
+    assert!(!err.contains("unknown field"), "{err}");
+}
+
+/// Issue 23 item 12: a run whose stderr is not a terminal (a log, CI) prints a plain progress
+/// line at every tenth of its virtual time instead of staying silent, without colour codes.
+#[test]
+fn a_run_logged_to_a_file_says_how_far_it_got() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let topo = small_topology_file(d, "topology.toml");
+    // A long flow: the run lasts its whole 100 µs.
+    let text = std::fs::read_to_string(&topo)
+        .unwrap()
+        .replace("size = \"4KiB\"", "size = \"long\"");
+    std::fs::write(&topo, text).unwrap();
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_rocesw"))
+        .args(["fabric", "--topology", topo.to_str().unwrap(), "--output-dir"])
+        .arg(d.join("out"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(err.contains("fabric: 50% of 100us virtual time run ("), "{err}");
+    assert!(err.contains("fabric: 100% of 100us"), "{err}");
+    assert!(!err.contains('\u{1b}'), "{err:?}");
 }

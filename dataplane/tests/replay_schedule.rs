@@ -2,7 +2,7 @@
 
 mod common;
 use common::*;
-use dataplane::replay::{self, ReplayOptions};
+use dataplane::replay::{self, AppliedChange, ReplayOptions, ScheduledChange};
 use dataplane::tools::gen::Incast;
 
 fn incast(dir: &std::path::Path) -> Vec<(u16, std::path::PathBuf)> {
@@ -65,13 +65,33 @@ fn a_scheduled_kmax_change_applies_at_its_time_and_replays_identically() {
             seed: 3,
             peer_ignores_pfc: false,
             progress: None,
-            schedule: vec![(0, wide.clone()), (split, tight.clone())],
+            schedule: vec![
+                ScheduledChange {
+                    at_ns: 0,
+                    config: wide.clone(),
+                    keys: vec!["ecn.roce.kmax".into()],
+                },
+                ScheduledChange {
+                    at_ns: split,
+                    config: tight.clone(),
+                    keys: vec!["ecn.roce.kmin".into()],
+                },
+            ],
         };
         replay::run(&base, &opts).unwrap()
     };
     let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     let oa = run(a.path());
     let ob = run(b.path());
+    let applied = |at_ns, key: &str| AppliedChange {
+        at_ns,
+        applied: true,
+        keys: vec![key.into()],
+    };
+    assert_eq!(
+        oa.schedule,
+        [applied(0, "ecn.roce.kmax"), applied(split, "ecn.roce.kmin")]
+    );
     for port in 0..4 {
         assert!(
             std::fs::read(out_pcap(a.path(), port)).unwrap() == std::fs::read(out_pcap(b.path(), port)).unwrap(),
@@ -139,10 +159,84 @@ fn the_cli_validates_every_step_before_running() {
     let summary: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(d.join("out/summary.json")).unwrap()).unwrap();
     assert!(summary["totals"]["ecn_marked"].as_u64().unwrap() > 0);
+    // Issue 23 item 10: the summary records each change, when and what it set.
+    assert_eq!(
+        summary["schedule"],
+        serde_json::json!([{"at_ns": 600_000, "applied": true, "keys": ["ecn.roce.kmax", "ecn.roce.kmin"]}]),
+        "{summary}"
+    );
+    assert!(!err.contains("not applied"), "{err}");
+    // A change after the last frame left: never applied, said so, and recorded as such.
+    let late = d.join("late.toml");
+    std::fs::write(
+        &late,
+        "[[change]]\nat = \"600us\"\n[change.patch.ecn.roce]\nkmin = \"10KB\"\nkmax = \"20KB\"\n\
+         [[change]]\nat = \"5s\"\n[change.patch.pg.3]\nalpha = \"1/16\"\n",
+    )
+    .unwrap();
+    let l = with(&late);
+    let (ok, err) = rocesw(&l.iter().map(String::as_str).collect::<Vec<_>>());
+    assert!(ok, "{err}");
+    assert!(
+        err.contains("the change at 5s (pg.3.alpha) was not applied: the replay ended at"),
+        "{err}"
+    );
+    assert!(
+        !err.contains('\u{1b}'),
+        "no colour codes when stderr is not a terminal: {err:?}"
+    );
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(d.join("out/summary.json")).unwrap()).unwrap();
+    assert_eq!(summary["schedule"][1]["applied"], false, "{summary}");
+    assert_eq!(summary["schedule"][1]["at_ns"], 5_000_000_000u64, "{summary}");
+    // Without a schedule, no `schedule` key: summaries of plain replays are unchanged.
+    let (ok, err) = rocesw(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    assert!(ok, "{err}");
+    let plain = std::fs::read_to_string(d.join("out/summary.json")).unwrap();
+    assert!(!plain.contains("\"schedule\""), "{plain}");
     let b = with(&bad);
     let (ok, err) = rocesw(&b.iter().map(String::as_str).collect::<Vec<_>>());
     assert!(
         !ok && err.contains("ecn.roce.kmin") && err.contains("change 0"),
+        "{err}"
+    );
+}
+
+/// Issue 23 item 9: a typo in a schedule's patch is reported at its line of the schedule file
+/// (line 4 of this 4-line file), not at a line of the config it is merged into; a SONiC name
+/// gets a hint naming rocesw's key.
+#[test]
+fn a_typo_in_a_schedule_is_reported_at_the_schedules_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let inputs = incast(d);
+    let cfg = repo_root().join("configs/default.toml");
+    let run = |schedule: &str| {
+        let f = d.join("schedule.toml");
+        std::fs::write(&f, schedule).unwrap();
+        let mut a: Vec<String> = vec![
+            "replay".into(),
+            "--quiet".into(),
+            "--config".into(),
+            cfg.display().to_string(),
+        ];
+        for (p, path) in &inputs {
+            a.push("--input".into());
+            a.push(format!("{p}={}", path.display()));
+        }
+        a.extend(["--output-dir".into(), d.join("out").display().to_string()]);
+        a.extend(["--schedule".into(), f.display().to_string()]);
+        rocesw(&a.iter().map(String::as_str).collect::<Vec<_>>())
+    };
+    let (ok, err) = run("[[change]]\nat = \"1ms\"\n[change.patch.ecn.roce]\nkmn = \"10KB\"\n");
+    assert!(!ok, "{err}");
+    assert!(
+        err.contains("schedule.toml") && err.contains("line 4") && err.contains("unknown field `kmn`"),
+        "{err}"
+    );
+    let (ok, err) = run("[[change]]\nat = \"1ms\"\n[change.patch.pg.3]\nxoff = \"40KiB\"\n");
+    assert!(
+        !ok && err.contains("line 4") && err.contains("rocesw's `headroom`"),
         "{err}"
     );
 }

@@ -19,7 +19,7 @@ fn topo(traffic: &str, seed: u64) -> anyhow::Result<Topology> {
     let cut = text.rfind("[[traffic]]").unwrap();
     let cut = text[..cut].rfind("\n#").unwrap_or(cut);
     let text = format!("{}\n{traffic}", &text[..cut]);
-    topology::from_str(&text, &examples(), &default_config(), seed)
+    topology::from_str(&text, &examples(), Some(&default_config()), seed)
 }
 
 #[test]

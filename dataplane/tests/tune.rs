@@ -18,7 +18,7 @@ fn default_config() -> PathBuf {
 }
 
 fn shipped_topology() -> Topology {
-    topology::load(&examples().join("topology.toml"), &default_config(), 1).unwrap()
+    topology::load(&examples().join("topology.toml"), Some(&default_config()), 1).unwrap()
 }
 
 /// Four patterns, 300 µs each: an incast of long flows, a one-shot incast, messages over a
@@ -150,7 +150,7 @@ fn the_tuner_beats_a_bad_starting_config() {
     assert_ne!(bad, tor);
     std::fs::write(dir.path().join("tor.toml"), bad).unwrap();
     std::fs::copy(examples().join("topology.toml"), dir.path().join("topology.toml")).unwrap();
-    let topo = topology::load(&dir.path().join("topology.toml"), &default_config(), 1).unwrap();
+    let topo = topology::load(&dir.path().join("topology.toml"), Some(&default_config()), 1).unwrap();
     let set = small_set(&topo);
     let o = tune::run(&topo, &set, &small_opts(2)).unwrap();
     assert!(
@@ -395,20 +395,47 @@ fn the_smallest_budget_runs_one_setting_on_every_pattern() {
     let topo = shipped_topology();
     let set = small_set(&topo);
     let n = set.patterns.len();
+    static PLANNED: std::sync::Mutex<Vec<(usize, usize)>> = std::sync::Mutex::new(Vec::new());
+    fn record(done: usize, planned: usize) {
+        PLANNED.lock().unwrap().push((done, planned));
+    }
     let o = tune::run(
         &topo,
         &set,
         &TuneOptions {
             budget: 2 * n,
+            progress: Some(record),
             ..small_opts(2)
         },
     )
     .unwrap();
     assert_eq!(o.simulations, 2 * n);
+    // Issue 23 item 11: the progress total is the whole run's from the first simulation on
+    // (it was the stage's: n during the baseline, then 2n).
+    let calls = PLANNED.lock().unwrap().clone();
+    assert_eq!(calls.len(), 2 * n);
+    assert!(calls.iter().all(|&(_, planned)| planned == 2 * n), "{calls:?}");
     assert_eq!(o.finalists.len(), 1);
     // configs/default.toml's 100KB / 400KB / 0.2 / 1/8, on the ladders.
     assert_eq!(o.best.label, "Kmin 128KiB Kmax 512KiB Pmax 0.2 alpha 1/8");
     assert!(o.screened.is_empty());
+    // Issue 23 item 11: alone, the best has no tie; with another setting meeting exactly as
+    // many patterns and targets that differs only in alpha, the report says alpha made no
+    // difference.
+    let mut o = o;
+    assert_eq!(tune::report::ties(&o), None);
+    let mut twin = o.best.clone();
+    twin.label = "Kmin 128KiB Kmax 512KiB Pmax 0.2 alpha 4".into();
+    twin.setting.as_mut().unwrap().alpha = "4".into();
+    twin.shortfall += 1.0;
+    o.finalists.push(twin);
+    let line = tune::report::ties(&o).unwrap();
+    assert!(
+        line.starts_with("tie: 2 settings meet the targets on as many patterns")
+            && line.contains("they differ in alpha (1/8, 4): that knob made no difference"),
+        "{line}"
+    );
+    assert!(tune::report::table(&o).contains(&line));
 }
 
 /// Issue 21 item 9: DIR/tuned.toml hard-linked to the switch's config is that config (same
@@ -487,4 +514,36 @@ fn threads_are_clamped_to_the_cores() {
         err.contains(&format!("--threads 100000: using {cores}, the machine's cores")),
         "{err}"
     );
+}
+
+/// Issue 23 item 2: `rocesw tune` run from a directory without configs/ loads a topology whose
+/// switch has no `config` from the built-in default profile (it failed with
+/// "configs/default.toml: cannot read"): it gets as far as checking the budget.
+#[test]
+fn a_switch_without_config_gets_the_built_in_profile_from_any_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let text = std::fs::read_to_string(examples().join("topology.toml")).unwrap();
+    let text = text.replace("config = \"tor.toml\"\n", "");
+    assert!(!text.contains("config ="));
+    // The built-in profile has four ports: four hosts on them, and an incast among them.
+    let cut = text.find("[[host]]").unwrap();
+    let mut text = text[..cut].to_string();
+    for h in 0..4 {
+        text += &format!("[[host]]\nname = \"h{h}\"\n[[link]]\na = \"h{h}\"\nb = \"tor:{h}\"\n");
+    }
+    text += "[[traffic]]\npattern = \"incast\"\nto = [\"h3\"]\nsize = \"4KiB\"\n";
+    std::fs::write(d.join("topology.toml"), text).unwrap();
+    let patterns = "duration = \"300us\"\n[[family]]\nname = \"incast\"\npattern = \"incast\"\n\
+                    degree = [3]\nsize = [\"long\"]\n";
+    std::fs::write(d.join("patterns.toml"), patterns).unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_rocesw"))
+        .args(["tune", "--topology", "topology.toml", "--patterns", "patterns.toml"])
+        .args(["--output-dir", "out", "-q", "--budget", "1"])
+        .current_dir(d)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("--budget 1: too small"), "{err}");
 }

@@ -52,21 +52,11 @@ pub fn parse_rate(s: &str) -> Result<u64> {
     Ok((v * mult).round() as u64)
 }
 
-/// `"65536"`, `"64K"`, `"1M"` (binary multiples) → bytes.
+/// `"65536"`, `"64K"`, `"1M"` (binary multiples), `"64KiB"`, `"64KB"` (SI) → bytes: the
+/// config's parser ([`controlplane::units::parse_size`]), so a size means the same here as in
+/// a switch config and `rocectl`.
 pub fn parse_size(s: &str) -> Result<u64> {
-    let t = s.trim().to_ascii_lowercase();
-    let t = t.trim_end_matches("ib").trim_end_matches('b');
-    let (num, mult) = match t.chars().last() {
-        Some('k') => (&t[..t.len() - 1], 1u64 << 10),
-        Some('m') => (&t[..t.len() - 1], 1 << 20),
-        Some('g') => (&t[..t.len() - 1], 1 << 30),
-        _ => (t, 1),
-    };
-    let v: u64 = num
-        .trim()
-        .parse()
-        .map_err(|_| anyhow!("bad size {s:?} (e.g. 4096, 64K, 1M)"))?;
-    Ok(v * mult)
+    controlplane::units::parse_size(s).map_err(|e| anyhow!("{e}"))
 }
 
 /// `"02:00:00:00:00:01"` → bytes.

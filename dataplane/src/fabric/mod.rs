@@ -471,7 +471,11 @@ fn pcap_links(topo: &Topology, pcaps: &[(String, PathBuf)]) -> Result<Vec<usize>
     pcaps
         .iter()
         .map(|(name, _)| {
-            let Some(i) = topo.links.iter().position(|l| &l.name == name) else {
+            let Some(i) = topo
+                .links
+                .iter()
+                .position(|l| &l.name == name || &l.reverse_name == name)
+            else {
                 let names: Vec<&str> = topo.links.iter().map(|l| l.name.as_str()).collect();
                 anyhow::bail!("--pcap {name}: no such link (links: {})", names.join(", "));
             };
@@ -495,7 +499,9 @@ pub fn refuse_aliased_outputs(
     pcap_links(topo, pcaps)?;
     let mut inputs: Vec<(String, &Path)> = vec![("topology".to_string(), topology)];
     for s in &topo.switches {
-        inputs.push((format!("config of switch {:?}", s.name), s.config_path.as_path()));
+        if let Some(p) = &s.config_path {
+            inputs.push((format!("config of switch {:?}", s.name), p.as_path()));
+        }
     }
     let mut outputs: Vec<(String, &Path)> = Vec::new();
     if let Some(p) = summary {
@@ -519,7 +525,7 @@ pub fn run(topo: &Topology, opts: &FabricOptions) -> Result<FabricOutcome> {
     let configs: Vec<(String, &Path)> = topo
         .switches
         .iter()
-        .map(|s| (format!("config of switch {:?}", s.name), s.config_path.as_path()))
+        .filter_map(|s| Some((format!("config of switch {:?}", s.name), s.config_path.as_deref()?)))
         .collect();
     let outputs: Vec<(String, &Path)> = opts
         .pcaps
@@ -816,6 +822,27 @@ fn fmt_mac(m: [u8; 6]) -> String {
 }
 
 /// The short report for stdout.
+/// `1 frame`, `2 frames`.
+fn count(n: u64, what: &str) -> String {
+    format!("{n} {what}{}", if n == 1 { "" } else { "s" })
+}
+
+/// A name's sort key with its runs of digits compared as numbers: `leaf2` before `leaf10`.
+fn natural_key(name: &str) -> Vec<(String, usize, String)> {
+    let mut key = Vec::new();
+    let mut rest = name;
+    while !rest.is_empty() {
+        let text_len = rest.find(|c: char| c.is_ascii_digit()).unwrap_or(rest.len());
+        let (text, after) = rest.split_at(text_len);
+        let digits_len = after.find(|c: char| !c.is_ascii_digit()).unwrap_or(after.len());
+        let (digits, after) = after.split_at(digits_len);
+        let digits = digits.trim_start_matches('0');
+        key.push((text.to_string(), digits.len(), digits.to_string()));
+        rest = after;
+    }
+    key
+}
+
 pub fn human_report(o: &FabricOutcome) -> String {
     use std::fmt::Write;
     let mut out = String::new();
@@ -842,15 +869,22 @@ pub fn human_report(o: &FabricOutcome) -> String {
         );
     }
     let _ = writeln!(out, ")");
+    // Columns as wide as their longest entry (`permutation`, long host names).
+    let width = |head: &str, of: &dyn Fn(&FlowReport) -> usize| o.flows.iter().map(of).fold(head.len(), usize::max);
+    let (wp, ws, wd) = (
+        width("pattern", &|f| f.pattern.chars().count()),
+        width("src", &|f| f.src.chars().count()),
+        width("dst", &|f| f.dst.chars().count()),
+    );
     let _ = writeln!(
         out,
-        "  {:>4} {:<10} {:<8} {:<8} {:>10} {:>10} {:>10} {:>9} {:>9} {:>7} {:>6} {:>5}",
+        "  {:>4} {:<wp$} {:<ws$} {:<wd$} {:>10} {:>10} {:>10} {:>9} {:>9} {:>7} {:>6} {:>5}",
         "flow", "pattern", "src", "dst", "goodput", "last rx", "FCT", "p50 lat", "p99 lat", "CE", "CNPs", "lost"
     );
     for f in &o.flows {
         let _ = writeln!(
             out,
-            "  {:>4} {:<10} {:<8} {:<8} {:>8.2}G {:>8.1}µs {:>10} {:>7.1}µs {:>7.1}µs {:>7} {:>6} {:>5}",
+            "  {:>4} {:<wp$} {:<ws$} {:<wd$} {:>8.2}G {:>8.1}µs {:>10} {:>7.1}µs {:>7.1}µs {:>7} {:>6} {:>5}",
             f.id,
             f.pattern,
             f.src,
@@ -876,9 +910,9 @@ pub fn human_report(o: &FabricOutcome) -> String {
                 let paused: u64 = other.paused_ns.iter().sum();
                 let _ = writeln!(
                     out,
-                    "  {:<24} {dir} {} PFC frames (the other end paused {:.1} µs)",
+                    "  {:<24} {dir} {} (the other end paused {:.1} µs)",
                     l.name,
-                    d.pfc_frames,
+                    count(d.pfc_frames, "PFC frame"),
                     paused as f64 / 1e3
                 );
             }
@@ -888,11 +922,36 @@ pub fn human_report(o: &FabricOutcome) -> String {
         let _ = writeln!(out, "  none");
     }
     if o.watchdog {
+        // Switches whose watchdog acted, leaf2 before leaf10; a line for all the others.
+        let mut acted: Vec<(&String, u64, u64)> = o
+            .switches
+            .iter()
+            .map(|(name, snap)| {
+                let storms: u64 = snap.ports.iter().flat_map(|p| p.watchdog_storms).sum();
+                let restores: u64 = snap.ports.iter().flat_map(|p| p.watchdog_restores).sum();
+                (name, storms, restores)
+            })
+            .filter(|&(_, s, r)| s + r > 0)
+            .collect();
+        acted.sort_by_cached_key(|(name, _, _)| natural_key(name));
         let _ = writeln!(out, "PFC watchdog (storms detected / restored):");
-        for (name, snap) in &o.switches {
-            let storms: u64 = snap.ports.iter().flat_map(|p| p.watchdog_storms).sum();
-            let restores: u64 = snap.ports.iter().flat_map(|p| p.watchdog_restores).sum();
-            let _ = writeln!(out, "  {name:<10} {storms} / {restores}");
+        let w = acted.iter().map(|(n, _, _)| n.chars().count()).fold(10, usize::max);
+        for (name, storms, restores) in &acted {
+            let _ = writeln!(out, "  {name:<w$} {storms} / {restores}");
+        }
+        match (acted.len(), o.switches.len()) {
+            (0, _) => {
+                let _ = writeln!(out, "  none (no storm on any switch)");
+            }
+            (a, n) if a < n => {
+                let _ = writeln!(
+                    out,
+                    "  none on the {} other switch{}",
+                    n - a,
+                    if n - a == 1 { "" } else { "es" }
+                );
+            }
+            _ => {}
         }
     }
     // Frames still queued when the run ended: in a deadlock, what the cycle holds.
@@ -904,7 +963,7 @@ pub fn human_report(o: &FabricOutcome) -> String {
                 p.queues
                     .iter()
                     .filter(|q| q.depth_packets > 0)
-                    .map(move |q| format!("{name}:{} q{} {} frames", p.id, q.queue, q.depth_packets))
+                    .map(move |q| format!("{name}:{} q{} {}", p.id, q.queue, count(q.depth_packets, "frame")))
             })
         })
         .collect();
@@ -913,4 +972,20 @@ pub fn human_report(o: &FabricOutcome) -> String {
     }
     let _ = writeln!(out, "switch drops: {}", o.drops);
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 23 item 12: the report lists leaf2 before leaf10, and counts in the singular.
+    #[test]
+    fn names_sort_by_their_numbers_and_counts_agree() {
+        let mut names = vec!["leaf10", "spine0", "leaf1", "leaf2", "leaf02x", "leaf"];
+        names.sort_by_cached_key(|n| natural_key(n));
+        assert_eq!(names, ["leaf", "leaf1", "leaf2", "leaf02x", "leaf10", "spine0"]);
+        assert_eq!(count(1, "frame"), "1 frame");
+        assert_eq!(count(0, "frame"), "0 frames");
+        assert_eq!(count(3, "PFC frame"), "3 PFC frames");
+    }
 }

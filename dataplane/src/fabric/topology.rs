@@ -148,7 +148,10 @@ pub enum End {
 
 #[derive(Debug, Clone)]
 pub struct Link {
+    /// Its two ends as the topology writes them, joined by '-' (`h7-leaf1:3`).
     pub name: String,
+    /// The same ends the other way round (`leaf1:3-h7`): `--pcap` takes either.
+    pub reverse_name: String,
     pub a: End,
     pub b: End,
     pub speed_bps: u64,
@@ -167,8 +170,9 @@ pub struct SwitchSpec {
     pub config: Config,
     /// The config file's text: what a patch (`rocectl patch`, `rocesw tune`) is merged into.
     pub config_text: String,
-    /// Where it was read from.
-    pub config_path: PathBuf,
+    /// Where it was read from; `None` for the built-in default profile
+    /// ([`controlplane::DEFAULT_PROFILE`]).
+    pub config_path: Option<PathBuf>,
     /// Per port index: the link on it, if any.
     pub links: Vec<Option<usize>>,
     /// Per destination host: the port indices a frame for it may leave by (ECMP group).
@@ -261,21 +265,37 @@ fn dur(s: &str, what: &str) -> Result<u64> {
 }
 
 /// Reads and checks a topology file. Switch configs are read relative to the file's folder;
-/// a switch without `config` gets `default_config`.
-pub fn load(path: &Path, default_config: &Path, seed: u64) -> Result<Topology> {
+/// a switch without `config` gets `default_config`, or the built-in default profile
+/// ([`controlplane::DEFAULT_PROFILE`]) when that is `None`.
+pub fn load(path: &Path, default_config: Option<&Path>, seed: u64) -> Result<Topology> {
     let text = controlplane::files::read_text(path).map_err(|e| anyhow!("topology {e}"))?;
-    let file: File = toml::from_str(&text).map_err(|e| anyhow!("{}: {e}", path.display()))?;
+    let file: File = toml::from_str(&text).map_err(|e| match switch_config_not_topology(&text) {
+        true => anyhow!(
+            "{}: this is a switch config, not a topology (it has [[port]]s and no [[switch]]): \
+             give it as a [[switch]]'s `config` in a topology file (such as examples/fabric/leaf-spine.toml), \
+             or to `rocesw replay` / `rocesw run` with --config",
+            path.display()
+        ),
+        false => anyhow!("{}: {e}", path.display()),
+    })?;
     let dir = path.parent().unwrap_or(Path::new("."));
     build(file, dir, default_config, seed).map_err(|e| anyhow!("{}: {e:#}", path.display()))
 }
 
+/// A file that loads as a switch config and has no `[[switch]]`: the config of one of the
+/// switches, given where a topology goes (they sit side by side in examples/fabric/).
+fn switch_config_not_topology(text: &str) -> bool {
+    let has_switch = text.parse::<toml::Table>().is_ok_and(|t| t.contains_key("switch"));
+    !has_switch && controlplane::load_str(text).is_ok_and(|l| !l.config.ports.is_empty())
+}
+
 /// As [`load`], from text (tests).
-pub fn from_str(text: &str, dir: &Path, default_config: &Path, seed: u64) -> Result<Topology> {
+pub fn from_str(text: &str, dir: &Path, default_config: Option<&Path>, seed: u64) -> Result<Topology> {
     let file: File = toml::from_str(text)?;
     build(file, dir, default_config, seed)
 }
 
-fn build(file: File, dir: &Path, default_config: &Path, seed: u64) -> Result<Topology> {
+fn build(file: File, dir: &Path, default_config: Option<&Path>, seed: u64) -> Result<Topology> {
     let duration_ns = dur(file.duration.as_deref().unwrap_or("1ms"), "duration")?;
     if duration_ns == 0 {
         bail!("duration must be positive");
@@ -324,14 +344,22 @@ fn build(file: File, dir: &Path, default_config: &Path, seed: u64) -> Result<Top
         if names.insert(&s.name, End::Switch(i, 0)).is_some() {
             bail!("switch {:?}: the name is used twice", s.name);
         }
-        let cfg_path = s
-            .config
-            .as_ref()
-            .map_or_else(|| default_config.to_path_buf(), |p| dir.join(p));
-        let config_text =
-            controlplane::files::read_text(&cfg_path).map_err(|e| anyhow!("switch {:?}: config {e}", s.name))?;
-        let loaded = controlplane::load_str(&config_text)
-            .map_err(|e| anyhow!("switch {:?}: config {}: {e}", s.name, cfg_path.display()))?;
+        let cfg_path = match &s.config {
+            Some(p) => Some(dir.join(p)),
+            None => default_config.map(Path::to_path_buf),
+        };
+        let (config_text, cfg_name) = match &cfg_path {
+            Some(p) => (
+                controlplane::files::read_text(p).map_err(|e| anyhow!("switch {:?}: config {e}", s.name))?,
+                p.display().to_string(),
+            ),
+            None => (
+                controlplane::DEFAULT_PROFILE.to_string(),
+                controlplane::DEFAULT_PROFILE_NAME.to_string(),
+            ),
+        };
+        let loaded =
+            controlplane::load_str(&config_text).map_err(|e| anyhow!("switch {:?}: config {cfg_name}: {e}", s.name))?;
         let nports = loaded.config.ports.len();
         switches.push(SwitchSpec {
             name: s.name.clone(),
@@ -465,6 +493,7 @@ fn build(file: File, dir: &Path, default_config: &Path, seed: u64) -> Result<Top
         }
         links.push(Link {
             name: format!("{}-{}", l.a, l.b),
+            reverse_name: format!("{}-{}", l.b, l.a),
             a,
             b,
             speed_bps: speed.expect("a link has a switch end"),

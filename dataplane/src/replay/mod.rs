@@ -32,7 +32,28 @@ pub struct ReplayOptions {
     pub progress: Option<fn(u64, u64)>,
     /// Config changes at virtual times (ns from the replay's start), in time order: the
     /// reproducible form of live tuning (`rocesw replay --schedule`).
-    pub schedule: Vec<(u64, Config)>,
+    pub schedule: Vec<ScheduledChange>,
+}
+
+/// One change of a schedule: the whole config from `at_ns` on, and the keys that made it
+/// differ from the one before (for the summary).
+#[derive(Debug, Clone)]
+pub struct ScheduledChange {
+    pub at_ns: u64,
+    pub config: Config,
+    /// Dotted config paths the change set (`ecn.roce.kmin`), as `rocectl patch` reports them.
+    pub keys: Vec<String>,
+}
+
+/// A change of the schedule as the replay applied it (or could not: its time came after the
+/// last frame left).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct AppliedChange {
+    /// When it was due and applied, in virtual ns from the replay's start.
+    pub at_ns: u64,
+    /// False when the replay ended before `at_ns`: the change never took effect.
+    pub applied: bool,
+    pub keys: Vec<String>,
 }
 
 /// What a replay produced.
@@ -46,6 +67,9 @@ pub struct ReplayOutcome {
     pub input_frames_skipped_snaplen: u64,
     /// The port captures written, relative to the output folder.
     pub outputs: Vec<PathBuf>,
+    /// Each change of `--schedule`, in time order (absent without one).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub schedule: Vec<AppliedChange>,
     #[serde(flatten)]
     pub snapshot: Snapshot,
 }
@@ -169,12 +193,12 @@ pub fn run(cfg: &Config, opts: &ReplayOptions) -> Result<ReplayOutcome> {
         let mut progressed = false;
         // Changes due now apply before anything else at this instant: a frame arriving at the
         // same nanosecond is handled under the new config.
-        while let Some((at, cfg)) = opts.schedule.get(next_change) {
-            if *at > now {
+        while let Some(c) = opts.schedule.get(next_change) {
+            if c.at_ns > now {
                 break;
             }
-            sw.reconfigure(cfg)
-                .map_err(|e| anyhow::anyhow!("schedule change at {at} ns: {e}"))?;
+            sw.reconfigure(&c.config)
+                .map_err(|e| anyhow::anyhow!("schedule change at {} ns: {e}", c.at_ns))?;
             next_change += 1;
             progressed = true;
         }
@@ -210,7 +234,7 @@ pub fn run(cfg: &Config, opts: &ReplayOptions) -> Result<ReplayOutcome> {
             .iter()
             .filter_map(|p| p.as_ref().and_then(|p| p.next_event(now)))
             .chain(sw.next_event(now))
-            .chain(opts.schedule.get(next_change).map(|(at, _)| *at))
+            .chain(opts.schedule.get(next_change).map(|c| c.at_ns))
             .min();
         match next {
             Some(t) if t > now => now = t,
@@ -246,12 +270,33 @@ pub fn run(cfg: &Config, opts: &ReplayOptions) -> Result<ReplayOutcome> {
     for f in out.files {
         f.finish()?;
     }
+    for c in &opts.schedule[next_change..] {
+        // Loud: the experiment the schedule describes did not happen.
+        tracing::warn!(
+            "schedule: the change at {} ({}) was not applied: the replay ended at {}, when the \
+             last frame left",
+            controlplane::units::format_duration(c.at_ns),
+            c.keys.join(", "),
+            controlplane::units::format_duration(last_ns.max(now))
+        );
+    }
+    let schedule = opts
+        .schedule
+        .iter()
+        .enumerate()
+        .map(|(i, c)| AppliedChange {
+            at_ns: c.at_ns,
+            applied: i < next_change,
+            keys: c.keys.clone(),
+        })
+        .collect();
     Ok(ReplayOutcome {
         seed: opts.seed,
         duration_ns: last_ns,
         input_frames,
         input_frames_skipped_snaplen: skipped,
         outputs: names,
+        schedule,
         snapshot: sw.snapshot(last_ns.max(now)),
     })
 }

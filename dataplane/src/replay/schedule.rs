@@ -7,13 +7,16 @@
 use anyhow::{anyhow, bail, Context, Result};
 use std::path::Path;
 
-pub fn load(config: &Path, path: &Path) -> Result<Vec<(u64, controlplane::Config)>> {
+pub fn load(config: &Path, path: &Path) -> Result<Vec<super::ScheduledChange>> {
     let base_text = controlplane::files::read_text(config).map_err(anyhow::Error::msg)?;
     let mut running: toml::Table = base_text
         .parse()
         .with_context(|| format!("{}: not TOML", config.display()))?;
     let text = controlplane::files::read_text(path).map_err(anyhow::Error::msg)?;
     let file: toml::Table = text.parse().with_context(|| format!("{}: not TOML", path.display()))?;
+    // A patch's unknown key, at its line of this file (merged into the config below, it would
+    // be reported at a line of the merged text).
+    controlplane::patch::check_schedule(&text).map_err(|e| anyhow!("{}: {e}", path.display()))?;
     let Some(changes) = file.get("change").and_then(toml::Value::as_array) else {
         bail!("{}: no [[change]] entries", path.display());
     };
@@ -47,7 +50,9 @@ pub fn load(config: &Path, path: &Path) -> Result<Vec<(u64, controlplane::Config
     let slot_bytes = max_frame_bytes(&start);
     let mut out = Vec::with_capacity(steps.len());
     for (i, (at, patch)) in steps.into_iter().enumerate() {
+        let before = running.clone();
         controlplane::patch::merge(&mut running, patch);
+        let keys = controlplane::patch::changed_keys(&before, &running);
         let text = toml::to_string(&running)?;
         let loaded = controlplane::load_str(&text).map_err(|e| {
             anyhow!(
@@ -73,7 +78,11 @@ pub fn load(config: &Path, path: &Path) -> Result<Vec<(u64, controlplane::Config
                 path.display()
             );
         }
-        out.push((at, loaded.config));
+        out.push(super::ScheduledChange {
+            at_ns: at,
+            config: loaded.config,
+            keys,
+        });
     }
     Ok(out)
 }

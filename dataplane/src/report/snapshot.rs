@@ -257,3 +257,21 @@ pub fn merge_shards(mut parts: Vec<Snapshot>, owners: &[u8]) -> Snapshot {
     }
     Snapshot { ports, totals, buffer }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The control plane's list of drop reasons (what the metrics export at 0 before the first
+    /// drop) is every reason this switch counts, in its order, each once.
+    #[test]
+    fn the_control_planes_reason_list_is_the_dataplanes() {
+        let mut ours: Vec<&str> = DropReason::ALL.iter().map(|r| r.name()).collect();
+        for m in Malformed::ALL {
+            if !ours.contains(&m.name()) {
+                ours.push(m.name());
+            }
+        }
+        assert_eq!(ours, controlplane::snapshot::DROP_REASONS);
+    }
+}

@@ -1336,6 +1336,8 @@ impl Server {
     }
 
     fn patch(&mut self, fragment: &str) -> Result<Value, String> {
+        // A mistake in the fragment's keys or types, at the fragment's own line.
+        patch::check_fragment(fragment).map_err(|e| format!("invalid patch: {e}"))?;
         let fragment: toml::Table = fragment
             .parse()
             .map_err(|e: toml::de::Error| format!("invalid patch: {}", e.to_string().trim_end()))?;

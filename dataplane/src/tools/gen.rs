@@ -94,10 +94,65 @@ pub struct Incast {
     pub dscp: u8,
 }
 
+/// The shortest frame `rocesw gen` writes: the Ethernet minimum without FCS (an IPv4 RoCEv2
+/// SEND's headers and ICRC take 58 bytes; the rest is payload or padding).
+pub const MIN_FRAME_LEN: usize = 60;
+/// The longest: the largest frame any port may take (mtu 9216, plus an Ethernet header, an
+/// 802.1Q tag... as `controlplane` counts it).
+pub const MAX_FRAME_LEN: usize =
+    controlplane::validate::MAX_MTU as usize + controlplane::headroom::L2_OVERHEAD_BYTES as usize;
+
+/// `--size` of `rocesw gen`: a size as configs write it (`1024`, `1KiB`, `4k`), within
+/// [`MIN_FRAME_LEN`] ..= [`MAX_FRAME_LEN`].
+pub fn parse_frame_len(text: &str) -> Result<usize, String> {
+    let n = controlplane::units::parse_size(text).map_err(|e| e.to_string())?;
+    if n < MIN_FRAME_LEN as u64 {
+        return Err(format!(
+            "{n} bytes is below the Ethernet minimum of {MIN_FRAME_LEN} (without FCS; an IPv4 RoCEv2 \
+             frame's headers and ICRC alone take 58)"
+        ));
+    }
+    if n > MAX_FRAME_LEN as u64 {
+        return Err(format!(
+            "{n} bytes is above the largest frame a port can take, {MAX_FRAME_LEN} (mtu {} plus {} bytes of \
+             Ethernet header and tag)",
+            controlplane::validate::MAX_MTU,
+            controlplane::headroom::L2_OVERHEAD_BYTES
+        ));
+    }
+    Ok(n as usize)
+}
+
 /// Capture timestamps start here (2026-01-01T00:00:00Z), so outputs have plausible dates.
 pub const BASE_NS: u64 = 1_767_225_600_000_000_000;
 
 impl Incast {
+    /// What is wrong with this incast for the switch config `cfg` (called `name` in messages),
+    /// which is not an error of the captures themselves: a sending port the config lacks, or
+    /// frames longer than a sending port takes (the switch would drop every one as `oversize`).
+    pub fn warnings(&self, cfg: &controlplane::Config, name: &str) -> Vec<String> {
+        let mut out = Vec::new();
+        for id in 0..=self.senders {
+            match cfg.ports.iter().find(|p| p.id == id) {
+                None => out.push(format!(
+                    "{name} has no port {id}: the incast writes port{id}.pcap for it"
+                )),
+                Some(p) if id < self.senders && self.frame_len > p.max_frame_bytes as usize => out.push(format!(
+                    "--size {} is above the largest frame port {id} of {name} takes ({} bytes: mtu {} + {}): \
+                     the switch drops every one of its frames as oversize; use --size {} or less, or a \
+                     config with a larger mtu",
+                    self.frame_len,
+                    p.max_frame_bytes,
+                    p.max_frame_bytes - controlplane::headroom::L2_OVERHEAD_BYTES,
+                    controlplane::headroom::L2_OVERHEAD_BYTES,
+                    p.max_frame_bytes
+                )),
+                Some(_) => {}
+            }
+        }
+        out
+    }
+
     pub fn write(&self, dir: &Path) -> Result<Vec<PathBuf>> {
         if self.senders == 0 {
             bail!("an incast needs at least one sender");

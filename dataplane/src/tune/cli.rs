@@ -65,9 +65,10 @@ pub struct TuneArgs {
     /// Virtual time per pattern, instead of the patterns file's `duration`.
     #[arg(long, value_name = "TIME", value_parser = parse_duration)]
     pub duration: Option<u64>,
-    /// Switch config for [[switch]] entries without `config`.
-    #[arg(long, value_name = "FILE", default_value = "configs/default.toml")]
-    pub default_config: PathBuf,
+    /// Switch config for [[switch]] entries without `config`. Default: the built-in profile
+    /// (configs/default.toml as shipped), so tune runs from any directory.
+    #[arg(long, value_name = "FILE")]
+    pub default_config: Option<PathBuf>,
     /// No progress bar and no table on stdout (the files are still written).
     #[arg(long, short)]
     pub quiet: bool,
@@ -87,8 +88,10 @@ fn progress(done: usize, planned: usize) {
     let bar = BAR.get_or_init(|| {
         let b = ProgressBar::new(planned as u64);
         b.set_style(
-            ProgressStyle::with_template("tune {bar:40} {pos}/{len} simulations ({elapsed}, eta {eta})")
-                .expect("static template"),
+            ProgressStyle::with_template(
+                "tune {bar:40} {pos} of at most {len} simulations ({elapsed}; the search may end sooner)",
+            )
+            .expect("static template"),
         );
         b
     });
@@ -141,7 +144,7 @@ pub fn options(args: &TuneArgs) -> Result<TuneOptions> {
 
 pub fn run(args: TuneArgs) -> Result<()> {
     let mut opts = options(&args)?;
-    let topo = crate::fabric::topology::load(&args.topology, &args.default_config, args.seed)?;
+    let topo = crate::fabric::topology::load(&args.topology, args.default_config.as_deref(), args.seed)?;
     // Each thread holds a whole fabric: together they stay within what one switch may take.
     let per_sim = topo.memory_bytes();
     let fit = usize::try_from(controlplane::memory::MAX_ALLOC_BYTES / per_sim.max(1)).unwrap_or(usize::MAX);
@@ -168,7 +171,9 @@ pub fn run(args: TuneArgs) -> Result<()> {
         inputs.push(("patterns file".to_string(), p.clone()));
     }
     for sw in &topo.switches {
-        inputs.push((format!("config of switch {:?}", sw.name), sw.config_path.clone()));
+        if let Some(p) = &sw.config_path {
+            inputs.push((format!("config of switch {:?}", sw.name), p.clone()));
+        }
     }
     output::check(&args.output_dir, &outputs, &inputs)?;
     if opts.budget < set.patterns.len() * 2 {

@@ -50,7 +50,8 @@ pub struct TuneOptions {
     pub grid: Grid,
     /// Also search the hosts' DCQCN (additive increase and byte counter).
     pub dcqcn: bool,
-    /// Called after each simulation with (done, planned so far).
+    /// Called after each simulation with (done, the most the whole search may run: the
+    /// budget), so a progress bar's total does not grow stage by stage.
     pub progress: Option<fn(usize, usize)>,
 }
 
@@ -231,7 +232,8 @@ impl Engine<'_> {
         let slots: Mutex<Vec<Option<Result<Measured>>>> = Mutex::new((0..jobs.len()).map(|_| None).collect());
         let done = AtomicUsize::new(0);
         let start_done = self.sims;
-        let planned = self.sims + jobs.len();
+        // The whole run's bound: the budget (the search may stop before it).
+        let planned = self.opts.budget.max(self.sims + jobs.len());
         let (topos, set, opts) = (&self.topos, self.set, self.opts);
         let configs = &configs;
         std::thread::scope(|scope| {

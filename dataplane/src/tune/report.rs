@@ -30,12 +30,68 @@ fn counts(e: &Evaluated, n: usize) -> String {
     )
 }
 
+/// The settings run on every pattern that meet exactly as many patterns and targets as the
+/// best one, and which knobs they differ in: a knob that varies across a tie made no difference
+/// to the targets (the best is picked among them by how far the misses are). `None` without a
+/// tie.
+pub fn ties(o: &TuneOutcome) -> Option<String> {
+    let a = &o.best;
+    let tied: Vec<&super::Evaluated> = o
+        .finalists
+        .iter()
+        .filter(|f| f.label != a.label && f.all_met == a.all_met && f.met == a.met)
+        .collect();
+    if tied.is_empty() {
+        return None;
+    }
+    let views: Vec<&super::space::SettingView> = std::iter::once(a)
+        .chain(tied.iter().copied())
+        .filter_map(|e| e.setting.as_ref())
+        .collect();
+    let mut varied = Vec::new();
+    for (knob, value) in [
+        (
+            "Kmin",
+            (|v: &super::space::SettingView| v.kmin.clone()) as fn(&super::space::SettingView) -> String,
+        ),
+        ("Kmax", |v| v.kmax.clone()),
+        ("Pmax", |v| v.pmax.to_string()),
+        ("alpha", |v| v.alpha.clone()),
+    ] {
+        let mut seen: Vec<String> = Vec::new();
+        for v in &views {
+            let x = value(v);
+            if !seen.contains(&x) {
+                seen.push(x);
+            }
+        }
+        if seen.len() > 1 {
+            varied.push(format!("{knob} ({})", seen.join(", ")));
+        }
+    }
+    let n = tied.len() + 1;
+    Some(format!(
+        "tie: {n} settings meet the targets on as many patterns ({} all three); they differ in {}: \
+         {} made no difference to the targets here, and the best is the one whose misses are smallest",
+        a.all_met,
+        if varied.is_empty() {
+            "nothing the search varies".to_string()
+        } else {
+            varied.join(" and ")
+        },
+        if varied.len() == 1 { "that knob" } else { "those knobs" }
+    ))
+}
+
 /// The report on stdout.
 pub fn table(o: &TuneOutcome) -> String {
     let mut out = String::new();
     let n = o.patterns.len();
     let (b, a) = (&o.baseline, &o.best);
     let _ = writeln!(out, "best setting: {} (found by: {})", a.label, a.stage);
+    if let Some(line) = ties(o) {
+        let _ = writeln!(out, "{line}");
+    }
     let _ = writeln!(out, "before (the configs as given): {}", counts(b, n));
     let _ = writeln!(out, "after  (the best setting):     {}", counts(a, n));
     let _ = writeln!(

@@ -107,6 +107,13 @@ fn main() -> ExitCode {
             } else {
                 controlplane::files::read_text(&file)
             };
+            // A mistake in the fragment's keys or types, at its own line, before any switch
+            // is asked.
+            let text = text.and_then(|t| {
+                controlplane::patch::check_fragment(&t)
+                    .map(|()| t)
+                    .map_err(|e| format!("{}: {e}", file.display()))
+            });
             match text {
                 Ok(text) => each(&targets, |s| {
                     change(
