@@ -13,7 +13,7 @@
 set -euo pipefail
 
 REPO=$(cd "$(dirname "$0")/.." && pwd)
-TAG=${ROCESW_IMAGE:-rocesw:test}
+TAG=${ROCESW_IMAGE:-rocesw:local}
 export ROCESW=${ROCESW:-$REPO/target/release/rocesw}
 export ROCECTL=${ROCECTL:-$REPO/target/release/rocectl}
 export ROCEGEN=${ROCEGEN:-$REPO/target/release/rocegen}
