@@ -5,7 +5,7 @@
 # Deploys docker/rocesw.clab.yml with docker/clab.py (the rocesw container switching three host
 # containers over veth pairs, as containerlab wires kind: linux nodes; the image rocesw:local
 # must exist: docker/build-image.sh), checks that the hosts' addresses are what
-# docker/clab/incast.lab.json says, runs a 2->1 RoCEv2 incast at line rate (h1, h2 -> h0, 1G
+# docker/clab/incast.lab.json says, runs a 2->1 RoCEv2 incast at line rate (h1, h2 -> h0, 500M
 # ports) with $ROCEGEN from the hosts' network namespaces, stops the switch (docker stop:
 # SIGTERM, it drains and writes its summary), and checks: nothing lost end to end, no ICRC or
 # order error, CE marks and CNPs at the hosts, PFC sent by the switch and received by the
@@ -53,7 +53,7 @@ if live != file:
 PY
 step "the hosts' interfaces match docker/clab/incast.lab.json"
 
-"$ROCEGEN" coordinate --pattern incast --lab "$LABJSON" --rate 1G --link-speed 1G \
+"$ROCEGEN" coordinate --pattern incast --lab "$LABJSON" --rate 500M --link-speed 500M \
     --duration 1.5 --burst-us 50 --json >"$WORK/rocegen.json"
 docker stop -t 30 "$SW" >/dev/null
 docker cp "$SW:/data/summary.json" "$WORK/switch.json"
@@ -84,7 +84,7 @@ if ports[0]["ecn_marked"] == 0:
     problems.append("no CE mark on port 0")
 if problems:
     sys.exit("fabric test: FAILED: " + "; ".join(problems))
-print(f"fabric test: incast 2->1 at 1G: h0 received {g['rx_packets']} frames, lost 0, "
+print(f"fabric test: incast 2->1 at 500M: h0 received {g['rx_packets']} frames, lost 0, "
       f"{g['ce']} CE, {g['cnps_received']} CNPs; the switch sent {pfc_tx} PFC frames "
       f"(senders got {g['pfc_frames']}), marked {ports[0]['ecn_marked']}, dropped nothing")
 PY

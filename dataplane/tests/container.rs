@@ -1,6 +1,7 @@
-//! rocesw's container image without a registry (issue 22, item 3). This test runs
-//! `docker/with-dockerd.sh docker/test-image.sh` on this build's `rocesw` (with DPDK) and the
-//! workspace's `rocectl` and `rocegen`:
+//! rocesw's container image without a registry and a containerlab fabric of containers (issue
+//! 22, items 3 and 4). This test runs `docker/with-dockerd.sh` with `docker/test-image.sh` and
+//! then `docker/test-fabric.sh` on this build's `rocesw` (with DPDK) and the workspace's
+//! `rocectl` and `rocegen`:
 //!
 //! - `with-dockerd.sh` starts a private dockerd (its own data root, exec root, pidfile and
 //!   socket under /tmp, `--iptables=false --bridge=none --ip-forward=false`), runs the test
@@ -12,11 +13,17 @@
 //!   builds the image (`docker/build-image.sh`, `docker/Dockerfile.local`), and runs its default
 //!   command, the replay of the bundled 3→1 incast as the unprivileged user, without a network:
 //!   its output must equal, byte for byte, what the same binary writes on the host, and be
-//!   lossless (no drop, every frame delivered, PFC and CE marks).
+//!   lossless (no drop, every frame delivered, PFC and CE marks);
+//! - `test-fabric.sh` deploys `docker/rocesw.clab.yml` with `docker/clab.py` (what containerlab
+//!   does for `kind: linux` nodes: one container per node, veth pairs for the links, the nodes'
+//!   `exec` commands): the rocesw container switching three host containers on 500M ports. The
+//!   hosts' addresses must be those of `docker/clab/incast.lab.json`; a 2→1 RoCEv2 incast at
+//!   line rate from h1 and h2 to h0 (`rocegen coordinate` in the hosts' network namespaces) must
+//!   lose nothing, with CE marks, CNPs and PFC, and the switch must drop nothing.
 //!
 //! Needs root, Debian's `docker.io` and `debootstrap` (.ci/install-deps installs them). Without
 //! them the test says it is skipped, except under CI (`CI` set), where it fails. Here: the first
-//! run (debootstrap) about 3 minutes, later runs (the cached base) about 20 s.
+//! run (debootstrap) about 4 minutes, later runs (the cached base) about 35 s.
 //! `cargo test -p rocesw-dataplane --features dpdk --test container -- --nocapture` shows the
 //! steps.
 
@@ -65,7 +72,7 @@ fn missing() -> Option<&'static str> {
 
 #[cfg(feature = "dpdk")]
 #[test]
-fn the_image_replays_the_bundled_incast() {
+fn the_image_replays_the_bundled_incast_and_a_clab_fabric_runs_a_lossless_incast() {
     use std::process::Command;
 
     if let Some(why) = missing() {
@@ -77,7 +84,9 @@ fn the_image_replays_the_bundled_incast() {
     let (rocectl, rocegen) = tools();
     let t0 = std::time::Instant::now();
     let out = Command::new(repo.join("docker/with-dockerd.sh"))
+        .args(["sh", "-c", "\"$0\" && \"$1\""])
         .arg(repo.join("docker/test-image.sh"))
+        .arg(repo.join("docker/test-fabric.sh"))
         .env("ROCESW", env!("CARGO_BIN_EXE_rocesw"))
         .env("ROCECTL", &rocectl)
         .env("ROCEGEN", &rocegen)
@@ -86,8 +95,9 @@ fn the_image_replays_the_bundled_incast() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     eprintln!("{stdout}{stderr}the image test took {:?}", t0.elapsed());
-    assert!(out.status.success(), "docker/test-image.sh failed ({})", out.status);
+    assert!(out.status.success(), "the docker tests failed ({})", out.status);
     assert!(stdout.contains("image test: passed"), "the image test did not report passing");
+    assert!(stdout.contains("fabric test: passed"), "the fabric test did not report passing");
     assert!(stderr.contains("rocesw with DPDK: yes"), "the image's rocesw has DPDK");
     assert!(
         stderr.contains("iptables, ip6tables, ip_forward and docker0 as before"),
