@@ -20,6 +20,14 @@ SW=clab-incast-rocesw
 step() { printf 'fabric test: %s\n' "$*"; }
 die() { printf 'fabric test: FAILED: %s\n' "$*" >&2; exit 1; }
 
+# clab.py needs PyYAML: the python3 on PATH if it has it, else Debian's (python3-yaml).
+PY=
+for p in python3 /usr/bin/python3; do
+    if "$p" -c 'import yaml' 2>/dev/null; then PY=$p; break; fi
+done
+[[ -n $PY ]] || die "no python3 with PyYAML (apt-get install python3-yaml)"
+clab() { "$PY" clab "$@"; }
+
 WORK=$(mktemp -d /tmp/rocesw-fabric-test.XXXXXX)
 cleanup() {
     local rc=$?
@@ -27,15 +35,15 @@ cleanup() {
         echo "--- switch log:" >&2
         docker logs "$SW" 2>&1 | tail -30 >&2 || true
     fi
-    "$REPO/docker/clab.py" destroy -t "$TOPO" >/dev/null || true
+    clab destroy -t "$TOPO" >/dev/null || true
     rm -rf "$WORK"
     exit "$rc"
 }
 trap cleanup EXIT
-"$REPO/docker/clab.py" destroy -t "$TOPO" >/dev/null # leftovers of an interrupted run
+clab destroy -t "$TOPO" >/dev/null # leftovers of an interrupted run
 
 t0=$SECONDS
-"$REPO/docker/clab.py" deploy -t "$TOPO"
+clab deploy -t "$TOPO"
 for _ in $(seq 300); do
     docker exec "$SW" rocectl show counters >/dev/null 2>&1 && break
     [[ $(docker inspect -f '{{.State.Running}}' "$SW") == true ]] || die "the switch exited"
@@ -44,7 +52,7 @@ done
 docker exec "$SW" rocectl show counters >/dev/null || die "the switch's control socket did not answer in 30 s"
 step "deployed, the switch answers rocectl ($((SECONDS - t0)) s)"
 
-"$REPO/docker/clab.py" labjson -t "$TOPO" >"$WORK/lab.json"
+clab labjson -t "$TOPO" >"$WORK/lab.json"
 python3 - "$WORK/lab.json" "$LABJSON" <<'PY' || die "the deployed hosts differ from docker/clab/incast.lab.json"
 import json, sys
 live, file = (json.load(open(p)) for p in sys.argv[1:])
