@@ -26,7 +26,7 @@ for p in python3 /usr/bin/python3; do
     if "$p" -c 'import yaml' 2>/dev/null; then PY=$p; break; fi
 done
 [[ -n $PY ]] || die "no python3 with PyYAML (apt-get install python3-yaml)"
-clab() { "$PY" clab "$@"; }
+clab() { "$PY" "$REPO/docker/clab.py" "$@"; }
 
 WORK=$(mktemp -d /tmp/rocesw-fabric-test.XXXXXX)
 cleanup() {
