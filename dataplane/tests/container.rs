@@ -76,7 +76,10 @@ fn the_image_replays_the_bundled_incast_and_a_clab_fabric_runs_a_lossless_incast
     use std::process::Command;
 
     if let Some(why) = missing() {
-        assert!(std::env::var_os("CI").is_none(), "CI must run the container test, but: {why}");
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI must run the container test, but: {why}"
+        );
         eprintln!("skipped: {why}");
         return;
     }
@@ -96,8 +99,14 @@ fn the_image_replays_the_bundled_incast_and_a_clab_fabric_runs_a_lossless_incast
     let stderr = String::from_utf8_lossy(&out.stderr);
     eprintln!("{stdout}{stderr}the image test took {:?}", t0.elapsed());
     assert!(out.status.success(), "the docker tests failed ({})", out.status);
-    assert!(stdout.contains("image test: passed"), "the image test did not report passing");
-    assert!(stdout.contains("fabric test: passed"), "the fabric test did not report passing");
+    assert!(
+        stdout.contains("image test: passed"),
+        "the image test did not report passing"
+    );
+    assert!(
+        stdout.contains("fabric test: passed"),
+        "the fabric test did not report passing"
+    );
     assert!(stderr.contains("rocesw with DPDK: yes"), "the image's rocesw has DPDK");
     assert!(
         stderr.contains("iptables, ip6tables, ip_forward and docker0 as before"),
