@@ -50,13 +50,21 @@ rm_root() {
 log() { printf 'make-base: %s\n' "$*" >&2; }
 die() { log "error: $*"; exit 1; }
 
+[[ $FROM == @(auto|pull|debootstrap) ]] ||
+    die "ROCESW_BASE_FROM must be auto, pull or debootstrap, not '$FROM'"
 command -v docker >/dev/null || die "no docker client (apt-get install docker.io)"
 docker version --format '{{.Server.Version}}' >/dev/null 2>&1 ||
     die "docker cannot reach a daemon (DOCKER_HOST=${DOCKER_HOST:-unset})"
 
-if docker image inspect "$IMAGE" >/dev/null 2>&1; then
-    log "$IMAGE exists"
-    exit 0
+# The package list's digest: in the cached tarball's name and in the image's label
+# org.rocesw.base, so a changed list makes a new base.
+SUM=$(printf '%s\n' "$SUITE" "${PACKAGES[@]}" | sha256sum | cut -c1-12)
+if have=$(docker image inspect -f '{{index .Config.Labels "org.rocesw.base"}}' "$IMAGE" 2>/dev/null); then
+    if [[ $have == "$SUM" ]]; then
+        log "$IMAGE exists"
+        exit 0
+    fi
+    log "$IMAGE exists with another package list (${have:-no label}): making it again"
 fi
 
 from_registry() {
@@ -66,6 +74,7 @@ from_registry() {
     # --network host: the apt-get needs the mirror even when the daemon runs with --bridge=none.
     docker build --network host -t "$IMAGE" - <<EOF
 FROM debian:$SUITE-slim
+LABEL org.rocesw.base=$SUM
 RUN apt-get update -qq \\
  && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends ${PACKAGES[*]} \\
  && rm -rf /var/lib/apt/lists/*
@@ -74,9 +83,8 @@ EOF
 }
 
 from_debootstrap() {
-    local sum tarball root
-    sum=$(printf '%s\n' "$SUITE" "${PACKAGES[@]}" | sha256sum | cut -c1-12)
-    tarball=$CACHE/$SUITE-minbase-$sum.tar
+    local tarball root
+    tarball=$CACHE/$SUITE-minbase-$SUM.tar
     if [[ ! -s $tarball ]]; then
         [[ $(id -u) == 0 ]] || die "debootstrap needs root"
         command -v debootstrap >/dev/null || die "no debootstrap (apt-get install debootstrap)"
@@ -106,7 +114,7 @@ from_debootstrap() {
     else
         log "using cached $tarball"
     fi
-    docker import -c 'CMD ["/bin/bash"]' \
+    docker import -c 'CMD ["/bin/bash"]' -c "LABEL org.rocesw.base=$SUM" \
         -c 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
         -m "debootstrap --variant=minbase $SUITE + rocesw's runtime packages" \
         "$tarball" "$IMAGE" >/dev/null
