@@ -4,9 +4,9 @@
 #
 #   docker/with-dockerd.sh COMMAND [ARG...]
 #
-# The daemon has its own data root, exec root, pidfile and socket under a temporary directory
-# (or $ROCESW_DOCKERD_DIR; its data root persists there between runs if the directory is
-# given), so it cannot clash with a dockerd already running; COMMAND sees DOCKER_HOST pointing
+# The daemon has its own data root, exec root, pidfile, socket and containerd under a temporary
+# directory (or $ROCESW_DOCKERD_DIR; its data root persists there between runs if the directory
+# is given), so it cannot clash with a dockerd or containerd already running; COMMAND sees DOCKER_HOST pointing
 # at it. It runs with --iptables=false --ip6tables=false --bridge=none --ip-forward=false: no
 # firewall chains, no FORWARD policy change, no docker0 and no change to net.ipv4.ip_forward
 # (containers get --network none or a network namespace the caller wires itself). Even so, the
@@ -25,19 +25,6 @@ die() { log "error: $*"; exit 1; }
 for b in dockerd containerd runc docker iptables-save ip6tables-save; do
     command -v "$b" >/dev/null || die "no $b (apt-get install docker.io iptables)"
 done
-
-if [[ -n ${ROCESW_DOCKERD_DIR:-} ]]; then
-    DIR=$ROCESW_DOCKERD_DIR
-    KEEP_DIR=1
-    mkdir -p "$DIR"
-else
-    DIR=$(mktemp -d /tmp/rocesw-dockerd.XXXXXX)
-    KEEP_DIR=0
-fi
-# The exec root holds the daemon's socket and containerd's: a short path (sun_path is 108 bytes).
-EXEC=$(mktemp -d /tmp/rdx.XXXXXX)
-SOCK=$EXEC/docker.sock
-PIDFILE=$EXEC/dockerd.pid
 
 # What the host looks like before: compared (and restored) after.
 ipt_norm() { "$1" | { grep -v -E '^#' || true; } | sed -E 's/\[[0-9]+:[0-9]+\]/[0:0]/'; }
@@ -63,7 +50,21 @@ FWD_BEFORE=$(cat /proc/sys/net/ipv4/ip_forward)
 DOCKER0_BEFORE=0
 ip link show docker0 >/dev/null 2>&1 && DOCKER0_BEFORE=1
 
+if [[ -n ${ROCESW_DOCKERD_DIR:-} ]]; then
+    DIR=$ROCESW_DOCKERD_DIR
+    KEEP_DIR=1
+    mkdir -p "$DIR"
+else
+    DIR=$(mktemp -d /tmp/rocesw-dockerd.XXXXXX)
+    KEEP_DIR=0
+fi
+# The exec root holds the daemon's socket and containerd's: a short path (sun_path is 108 bytes).
+EXEC=$(mktemp -d /tmp/rdx.XXXXXX)
+SOCK=$EXEC/docker.sock
+PIDFILE=$EXEC/dockerd.pid
+
 DPID=
+CPID=
 host_changed=0
 cleanup() {
     local rc=$?
@@ -78,7 +79,13 @@ cleanup() {
         fi
         wait "$DPID" 2>/dev/null
     fi
-    # dockerd's own containerd (under the exec root) and its shims, if any survived it.
+    if [[ -n $CPID ]] && kill -0 "$CPID" 2>/dev/null; then
+        kill -TERM "$CPID"
+        for _ in $(seq 100); do kill -0 "$CPID" 2>/dev/null || break; sleep 0.1; done
+        kill -0 "$CPID" 2>/dev/null && kill -KILL "$CPID"
+        wait "$CPID" 2>/dev/null
+    fi
+    # Container shims (their command lines name our containerd's socket), if any survived.
     for p in $(pgrep -f -- "$EXEC/" 2>/dev/null); do
         log "stopping leftover process $p ($(tr '\0' ' ' </proc/"$p"/cmdline 2>/dev/null | cut -c1-80))"
         kill -KILL "$p" 2>/dev/null
@@ -121,8 +128,21 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
+# A containerd of its own too: left to itself, dockerd would use the system's containerd when
+# /run/containerd/containerd.sock exists, and share its state with whatever else uses it.
+printf 'version = 2\n' >"$EXEC/containerd.toml"
+containerd --config "$EXEC/containerd.toml" --root "$DIR/containerd" --state "$EXEC/containerd" \
+    --address "$EXEC/containerd.sock" --log-level warn >"$DIR/containerd.log" 2>&1 &
+CPID=$!
+for _ in $(seq 300); do
+    [[ -S $EXEC/containerd.sock ]] && break
+    kill -0 "$CPID" 2>/dev/null || { tail -20 "$DIR/containerd.log" >&2; die "containerd exited"; }
+    sleep 0.1
+done
+[[ -S $EXEC/containerd.sock ]] || die "containerd did not make its socket in 30 s"
 dockerd --data-root "$DIR/data" --exec-root "$EXEC" --pidfile "$PIDFILE" \
-    -H "unix://$SOCK" --iptables=false --ip6tables=false --ip-forward=false \
+    -H "unix://$SOCK" --containerd "$EXEC/containerd.sock" \
+    --iptables=false --ip6tables=false --ip-forward=false \
     --bridge=none --storage-driver=overlay2 --log-level=warn \
     >"$DIR/dockerd.log" 2>&1 &
 DPID=$!
