@@ -27,9 +27,12 @@ docker image inspect "$BASE" >/dev/null 2>&1 || die "no base image $BASE: run do
 CTX=$(mktemp -d /tmp/rocesw-image.XXXXXX)
 trap 'rm -rf "$CTX"' EXIT
 mkdir -p "$CTX/bin" "$CTX/examples"
-install -m 0755 "$ROCESW" "$CTX/bin/rocesw"
-install -m 0755 "$ROCECTL" "$CTX/bin/rocectl"
-install -m 0755 "$ROCEGEN" "$CTX/bin/rocegen"
+# Without debug info (a debug build's binaries are about 100 MB each) when strip is there.
+strip=()
+command -v strip >/dev/null && strip=(-s)
+install "${strip[@]}" -m 0755 "$ROCESW" "$CTX/bin/rocesw"
+install "${strip[@]}" -m 0755 "$ROCECTL" "$CTX/bin/rocectl"
+install "${strip[@]}" -m 0755 "$ROCEGEN" "$CTX/bin/rocegen"
 cp -r "$REPO/configs" "$CTX/configs"
 cp -r "$REPO/examples/incast" "$CTX/examples/incast"
 dpdk=no
