@@ -43,7 +43,7 @@ PACKAGES=(
 rm_root() {
     local r=$1
     [[ -d $r ]] || return 0
-    grep -o -E " $r/[^ ]*" /proc/self/mounts | sort -r | while read -r m; do umount -l "$m"; done
+    { grep -o -E " $r/[^ ]*" /proc/self/mounts || true; } | sort -r | while read -r m; do umount -l "$m"; done
     rm -rf --one-file-system "$r"
 }
 
