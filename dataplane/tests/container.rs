@@ -23,7 +23,7 @@
 //!
 //! Needs root, Debian's `docker.io` and `debootstrap` (.ci/install-deps installs them). Without
 //! them the test says it is skipped, except under CI (`CI` set), where it fails. Here: the first
-//! run (debootstrap) about 4 minutes, later runs (the cached base) about 35 s.
+//! run (debootstrap) about 3 minutes, later runs (the cached base) about 31 s.
 //! `cargo test -p rocesw-dataplane --features dpdk --test container -- --nocapture` shows the
 //! steps.
 
