@@ -43,7 +43,10 @@ fn the_contents_list_is_the_readmes_sections() {
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md");
     let readme = std::fs::read_to_string(path).unwrap();
     let want = contents(&readme);
-    let start = readme.find("## Contents\n").expect("README.md has a '## Contents' section") + "## Contents\n".len();
+    let start = readme
+        .find("## Contents\n")
+        .expect("README.md has a '## Contents' section")
+        + "## Contents\n".len();
     let listed: Vec<String> = readme[start..]
         .lines()
         .skip_while(|l| l.is_empty())
@@ -60,6 +63,12 @@ fn the_contents_list_is_the_readmes_sections() {
 #[test]
 fn anchors_are_githubs() {
     assert_eq!(anchor("`rocesw replay`"), "rocesw-replay");
-    assert_eq!(anchor("A fabric in virtual time: `rocesw fabric`"), "a-fabric-in-virtual-time-rocesw-fabric");
-    assert_eq!(anchor("Attaching a QEMU VM (vhost-user)"), "attaching-a-qemu-vm-vhost-user");
+    assert_eq!(
+        anchor("A fabric in virtual time: `rocesw fabric`"),
+        "a-fabric-in-virtual-time-rocesw-fabric"
+    );
+    assert_eq!(
+        anchor("Attaching a QEMU VM (vhost-user)"),
+        "attaching-a-qemu-vm-vhost-user"
+    );
 }
