@@ -968,3 +968,32 @@ fn a_run_logged_to_a_file_says_how_far_it_got() {
     assert!(err.contains("fabric: 100% of 100us"), "{err}");
     assert!(!err.contains('\u{1b}'), "{err:?}");
 }
+
+/// Several switches share one process and one log: what a switch's PFC watchdog logs names
+/// the switch (the deadlock ring's three storms, one per switch), and a log that is not a
+/// terminal carries no colour codes.
+#[test]
+fn log_lines_name_the_switch_they_are_about() {
+    let out = tempfile::tempdir().unwrap();
+    let run = std::process::Command::new(env!("CARGO_BIN_EXE_rocesw"))
+        .arg("fabric")
+        .arg("--topology")
+        .arg(examples().join("deadlock.toml"))
+        .arg("--output-dir")
+        .arg(out.path())
+        .output()
+        .unwrap();
+    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+    let log = String::from_utf8_lossy(&run.stderr);
+    let storms: Vec<&str> = log.lines().filter(|l| l.contains("PFC storm detected")).collect();
+    let mut named: Vec<&str> = storms
+        .iter()
+        .filter_map(|l| l.split("switch{name=").nth(1)?.split('}').next())
+        .collect();
+    named.sort_unstable();
+    assert_eq!(named, ["s0", "s1", "s2"], "every storm names its switch:\n{log}");
+    assert!(
+        !log.contains('\u{1b}'),
+        "colour codes in a log that is not a terminal:\n{log}"
+    );
+}

@@ -187,6 +187,9 @@ struct Host {
 struct Fabric<'t> {
     topo: &'t Topology,
     switches: Vec<Switch>,
+    /// Per switch: the span its timers run in, so what its watchdog logs names the switch
+    /// (several switches share one process and one log).
+    spans: Vec<tracing::Span>,
     hosts: Vec<Host>,
     heap: BinaryHeap<Reverse<(u64, u64, Event)>>,
     seq: u64,
@@ -391,6 +394,7 @@ impl Fabric<'_> {
         let mut switches = std::mem::take(&mut self.switches);
         let sw = &mut switches[s];
         if timers {
+            let _named = self.spans[s].enter();
             sw.poll(now);
         }
         let mut sent = 0;
@@ -603,6 +607,11 @@ pub fn run(topo: &Topology, opts: &FabricOptions) -> Result<FabricOutcome> {
     let mut fab = Fabric {
         topo,
         switches,
+        spans: topo
+            .switches
+            .iter()
+            .map(|sw| tracing::error_span!("switch", name = %sw.name))
+            .collect(),
         hosts,
         heap: BinaryHeap::new(),
         seq: 0,
