@@ -428,20 +428,27 @@ fn one_rocectl_manages_several_named_switches() {
     }
 }
 
-/// SONiC-style watermarks on a switch that has absorbed an incast: user and persistent ones,
-/// cleared independently, through `rocectl`; and `show config`.
-#[test]
-fn watermarks_clear_by_kind() {
-    let dir = tempfile::tempdir().unwrap();
-    let socket = dir.path().join("sw.sock");
-    let cfg = dir.path().join("switch.toml");
-    std::fs::write(&cfg, config_text(dir.path(), |t| t)).unwrap();
-    let _sw = start_switch(&cfg, &socket);
+/// A switch (the default profile, capture-file ports, a control socket in `dir`) that has
+/// switched the bundled 3→1 incast and drained: its socket and a client on it.
+fn switch_after_incast(dir: &Path) -> (Proc, std::path::PathBuf, Client) {
+    let socket = dir.join("sw.sock");
+    let cfg = dir.join("switch.toml");
+    std::fs::write(&cfg, config_text(dir, |t| t)).unwrap();
+    let sw = start_switch(&cfg, &socket);
     let mut c = Client::connect(&socket).unwrap();
     wait_for("the incast to be switched", Duration::from_secs(20), || {
         let s = c.call(Op::Counters).unwrap();
         s["totals"]["rx_packets"] == 6000 && s["buffer"]["used_cells"] == 0
     });
+    (sw, socket, c)
+}
+
+/// SONiC-style watermarks on a switch that has absorbed an incast: user and persistent ones,
+/// cleared independently, through `rocectl`; and `show config`.
+#[test]
+fn watermarks_clear_by_kind() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_sw, socket, mut c) = switch_after_incast(dir.path());
     let peak = c.call(Op::Counters).unwrap()["ports"][3]["queues"][3]["peak_cells"]
         .as_u64()
         .unwrap();
@@ -1189,15 +1196,7 @@ fn weak_control_tokens_are_refused() {
 #[test]
 fn counters_clear_as_a_baseline_of_the_user_who_cleared() {
     let dir = tempfile::tempdir().unwrap();
-    let socket = dir.path().join("sw.sock");
-    let cfg = dir.path().join("switch.toml");
-    std::fs::write(&cfg, config_text(dir.path(), |t| t)).unwrap();
-    let _sw = start_switch(&cfg, &socket);
-    let mut c = Client::connect(&socket).unwrap();
-    wait_for("the incast to be switched", Duration::from_secs(20), || {
-        let s = c.call(Op::Counters).unwrap();
-        s["totals"]["rx_packets"] == 6000 && s["buffer"]["used_cells"] == 0
-    });
+    let (_sw, socket, mut c) = switch_after_incast(dir.path());
     let bin = rocectl();
     let (alice, bob) = (dir.path().join("alice"), dir.path().join("bob"));
     let run = |state: &Path, args: &[&str]| {
