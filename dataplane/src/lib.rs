@@ -4,8 +4,8 @@
 //! classify, admit) → [`mmu`] (the shared buffer, in cells) → [`egress`] (queues, WRED,
 //! schedulers) → out through a port of [`io`]; [`pfc`] holds the flow-control machines both
 //! sides use, [`switch`] ties one switch together. Around it: [`runtime`] (real-time workers
-//! and the control server), [`replay`] (virtual time over captures), [`stats`] (counters and
-//! reports) and [`tools`] (lab, traffic generator). ARCHITECTURE.md at the repository root is
+//! and the control server), [`replay`] (virtual time over captures), [`counters`] and [`report`]
+//! (counters and the reports built from them) and [`tools`] (lab, traffic generator). ARCHITECTURE.md at the repository root is
 //! the map.
 
 pub mod buffers;

@@ -528,7 +528,7 @@ impl Egress {
             // sees no queue eligible, as the full path below would have it (DRR forgets the
             // deficits of queues that emptied), without the pause and shaper look-ups.
             p.backlogged = false;
-            let _ = p.sched.select(0, now, |_| sched::Head::default());
+            let _ = p.sched.select(0, |_| sched::Head::default());
             return 0;
         }
         let budget = TX_BURST.min(sink.room(port));
@@ -574,7 +574,7 @@ impl Egress {
             let eligible = self.eligible(port, t_ns, paused);
             let (p, descs) = (&mut self.ports[port], &self.descs);
             let (queues, edf) = (&p.queues, &p.edf);
-            let Some(q) = p.sched.select(eligible, t_ns, |q| {
+            let Some(q) = p.sched.select(eligible, |q| {
                 port::front_of(queues, edf, descs, q).map_or(sched::Head::default(), |d| sched::Head {
                     len: d.len as u32,
                     deadline: d.deadline,
@@ -605,7 +605,7 @@ impl Egress {
                     len: head.len as u32,
                     deadline: head.deadline,
                 };
-                if !p.sched.select_again(q, head, t_ns) {
+                if !p.sched.select_again(q, head) {
                     break;
                 }
             }

@@ -149,14 +149,6 @@ impl Switch {
     pub fn snapshot(&self, now: u64) -> Snapshot {
         <Snapshot as Build>::build(self, now)
     }
-
-    /// A snapshot whose peaks then start afresh from the current use (see
-    /// `Switch::restart_peaks`): how watermarks are read and cleared without losing a peak.
-    pub fn snapshot_and_restart_peaks(&mut self, now: u64) -> Snapshot {
-        let s = self.snapshot(now);
-        self.restart_peaks();
-        s
-    }
 }
 
 fn list(v: &[u64; NUM_TC]) -> String {

@@ -2,7 +2,8 @@
 //!
 //! The switch keeps one peak per figure (PG, queue, port, pool), as an ASIC keeps one hardware
 //! watermark. Clearing either kind reads every peak and restarts them from the current use in
-//! one step on each worker (`Switch::snapshot_and_restart_peaks`); the peaks read are
+//! one step on each worker (the `SnapshotAndRestartPeaks` control request: a snapshot, then
+//! `Switch::restart_peaks`); the peaks read are
 //! folded into both accumulators first, then the cleared kind's accumulator is emptied. A
 //! kind's watermark is then `max(its accumulator, the peak now)`: exact, and the packet path
 //! does one max per figure, as before. (SONiC's flex counters do the same with the hardware's

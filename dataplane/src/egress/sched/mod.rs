@@ -89,7 +89,7 @@ impl Scheduler {
     /// eligible. Every kind is work-conserving: Some whenever `eligible` is not 0. The queue
     /// returned is charged for its head, which the caller then sends.
     #[inline]
-    pub fn select(&mut self, eligible: u8, _now: u64, head: impl Fn(usize) -> Head) -> Option<usize> {
+    pub fn select(&mut self, eligible: u8, head: impl Fn(usize) -> Head) -> Option<usize> {
         match self {
             Scheduler::SpWdrr(s) => s.select(eligible, |q| head(q).len),
             Scheduler::VlArb(s) => s.select(eligible, |q| head(q).len),
@@ -102,7 +102,7 @@ impl Scheduler {
     /// when so, and changes nothing when not. A shortcut that lets a port send a run of frames
     /// from one queue with one full selection; a kind may always answer false.
     #[inline]
-    pub fn select_again(&mut self, q: usize, head: Head, _now: u64) -> bool {
+    pub fn select_again(&mut self, q: usize, head: Head) -> bool {
         match self {
             Scheduler::SpWdrr(s) => s.select_again(q, head.len),
             Scheduler::VlArb(s) => s.select_again(q, head.len),

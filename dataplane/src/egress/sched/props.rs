@@ -104,10 +104,8 @@ proptest! {
 
     #[test]
     fn picks_only_eligible_queues_and_is_work_conserving(mut s in any_scheduler(), steps in steps()) {
-        let mut now = 0;
         for (eligible, heads, _) in steps {
-            now += 1000;
-            let picked = s.select(eligible, now, |q| heads[q]);
+            let picked = s.select(eligible, |q| heads[q]);
             match picked {
                 Some(q) => prop_assert!(q < NUM_TC && eligible & (1 << q) != 0, "{} picked ineligible queue {q} of {eligible:#010b}", s.kind()),
                 None => prop_assert_eq!(eligible, 0, "{} idle with queues eligible", s.kind()),
@@ -117,15 +115,13 @@ proptest! {
 
     #[test]
     fn select_again_agrees_with_select(mut s in any_scheduler(), steps in steps()) {
-        let mut now = 0;
         for (eligible, heads, again) in steps {
-            now += 1000;
-            let Some(q) = s.select(eligible, now, |q| heads[q]) else { continue };
+            let Some(q) = s.select(eligible, |q| heads[q]) else { continue };
             for _ in 0..again {
                 let before = s.clone();
                 let mut reference = s.clone();
-                if s.select_again(q, heads[q], now) {
-                    prop_assert_eq!(reference.select(eligible, now, |q| heads[q]), Some(q));
+                if s.select_again(q, heads[q]) {
+                    prop_assert_eq!(reference.select(eligible, |q| heads[q]), Some(q));
                     prop_assert_eq!(&s, &reference);
                 } else {
                     prop_assert_eq!(&s, &before);
