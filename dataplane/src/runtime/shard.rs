@@ -164,7 +164,7 @@ impl ShardWorker<'_> {
                 for io in self.ports.iter_mut().flatten() {
                     io.check_link();
                 }
-                self.count_ring_drops();
+                count_ring_drops(&mut self.sw, &mut self.ports);
                 self.publish_figures(me, now, stats.as_mut());
             }
             if let Some(deadline) = drain_deadline {
@@ -308,12 +308,6 @@ impl ShardWorker<'_> {
         moved
     }
 
-    /// What the ports' receive rings lost since the last look, counted as the switch's own
-    /// drops (`rx_ring`): about once a second, at every snapshot and at the end.
-    pub(crate) fn count_ring_drops(&mut self) {
-        count_ring_drops(&mut self.sw, &mut self.ports);
-    }
-
     /// Whether this shard may leave the drain: it and every other shard have stopped taking
     /// frames (so no frame will cross here any more), and nothing waits here to be sent.
     fn drained(&mut self, me: usize) -> bool {
@@ -384,7 +378,7 @@ impl ShardWorker<'_> {
                     let _ = reply.try_send(r);
                 }
                 ControlRequest::Snapshot { reply } => {
-                    self.count_ring_drops();
+                    count_ring_drops(&mut self.sw, &mut self.ports);
                     let mut s = snapshot(&self.sw, &self.emu, now);
                     fill_backends(&mut s, &mut self.ports);
                     let _ = reply.try_send(s);
@@ -426,7 +420,7 @@ impl ShardWorker<'_> {
 }
 
 /// Counts what each of `ports`' receive rings lost since the last look as `rx_ring` drops of
-/// `sw` (the shard owning them).
+/// `sw` (the shard owning them): about once a second, at every snapshot and at the end.
 pub fn count_ring_drops(sw: &mut Switch, ports: &mut [Option<PortIo>]) {
     for io in ports.iter_mut().flatten() {
         let lost = io.take_ring_drops();
