@@ -27,6 +27,7 @@ use crate::buffers::foreign::ForeignFrame;
 use crate::ingress::classify::Class;
 use crate::wire::FrameInfo;
 use crossbeam_queue::ArrayQueue;
+use std::collections::VecDeque;
 use std::ptr::NonNull;
 
 pub use pool::PoolShare;
@@ -173,9 +174,7 @@ impl Default for Link {
 
 /// What one shard has to send to one other, waiting for a free batch.
 pub struct Outbox {
-    /// In order; a `Vec`, not a ring: a flush moves its front into a batch as one copy (a
-    /// `VecDeque`'s drain went element by element).
-    frames: Vec<Crossing>,
+    frames: VecDeque<Crossing>,
     releases: Vec<Release>,
     learns: Vec<Learnt>,
     /// Frames one receive burst can send this way at most: a burst to every port of the
@@ -193,7 +192,7 @@ impl Outbox {
         Outbox {
             // Room for an emulated link's catch-up too, which plays several steps of its wire
             // in one round (`runtime::emulated::play_through`).
-            frames: Vec::with_capacity((2 * burst_need).max(if releases == 0 { 0 } else { OUTBOX_FRAMES })),
+            frames: VecDeque::with_capacity((2 * burst_need).max(if releases == 0 { 0 } else { OUTBOX_FRAMES })),
             releases: Vec::with_capacity(if releases == 0 {
                 0
             } else {
@@ -217,7 +216,7 @@ impl Outbox {
             self.frames.len() < self.frames.capacity(),
             "receive checked the room first"
         );
-        self.frames.push(c);
+        self.frames.push_back(c);
     }
 
     /// A release never waits for room: it is what returns a PG's cells. The outbox holds one
@@ -263,7 +262,9 @@ impl Outbox {
             if let Err(b) = link.full.push(b) {
                 // Unreachable: as many places as batches. Put the messages back.
                 let mut b = b;
-                self.frames.splice(0..0, b.frames.drain(..));
+                for c in b.frames.drain(..).rev() {
+                    self.frames.push_front(c);
+                }
                 self.releases.append(&mut b.releases);
                 self.learns.append(&mut b.learns);
                 let _ = link.free.push(b);
