@@ -3,6 +3,7 @@
 # virtio-net and Soft-RoCE (rdma_rxe), runs its half of the traffic against the other guest
 # and reports on the serial console, between markers the host's vm/run.sh parses:
 #   @@ROCESW step NAME rc N       a step's exit status (client: the test's; server: its half)
+#   @@ROCESW attempt NAME K rc N peer M  one attempt of a step, with the other guest's status
 #   @@ROCESW out NAME <line>      a step's output
 #   @@ROCESW counter KEY VALUE    the guest's own counters after the traffic
 #   @@ROCESW done                 the guest finished (it then powers off)
@@ -41,28 +42,79 @@ say "up role $role ip $ip kernel $(uname -r)"
 ibv_devinfo -d rxe0 | grep -E 'state|active_mtu' | sed 's/^/@@ROCESW info /'
 rdma link show | sed 's/^/@@ROCESW info /'
 
-# One step: the server runs its half once (bounded); the client retries while the server is
-# not listening yet (the two guests boot at different speeds), then reports.
-step() {
-    name=$1; shift
+# One step. Each attempt listens (server) or connects (client) on its own port; the client
+# retries connecting while the server is not listening yet (the two guests boot at different
+# speeds). After an attempt the guests tell each other how it ended over a TCP side channel
+# ("RC KIND"), so both take the same decision. KIND: ok; crash (rc >= 128: the process died of
+# a signal, or the timeout killed a hang); cqe (a work completion with an error status: rxe's
+# transport retries ran out, which a starved emulated vCPU causes); fail (anything else, such
+# as a data check). An attempt is retried (up to 3 in all) only after a crash or cqe on either
+# side, never after a fail. The switch itself is judged by vm/check.py on what it counted (no
+# drop, guests' counters equal to the switch's, no checksum or ICRC error), which a retry
+# cannot hide; check.py lists every retry.
+# The listening side reads the line in a child of nc (-e): nc -l with nothing to send on its
+# stdin sometimes exits before it prints what it received (busybox 1.35, 3 times in 20 here).
+receive_rc() {
+    mkdir -p /tmp; rm -f "/tmp/peer-rc-$role"
+    timeout 900 nc -l -p "$1" -e sh -c 'read x; echo "$x" > "/tmp/peer-rc-$0"' "$role" </dev/null
+    cat "/tmp/peer-rc-$role" 2>/dev/null
+}
+sync_port=${rocesw_sync_port:-9001}
+exchange_rc() {
+    # Prints the peer's status for this attempt ("?" when the peer never answered).
     if [ "$role" = server ]; then
-        out=$(timeout 300 "$@" 2>&1); rc=$?
+        n=0
+        until echo "$1" | nc "$peer" "$sync_port" 2>/dev/null; do
+            n=$((n + 1)); [ $n -gt 600 ] && { echo "?"; return; }; sleep 1
+        done
+        r=$(receive_rc $((sync_port + 1)))
     else
-        tries=0
-        while :; do
-            if [ -n "$no_addr" ]; then out=$(timeout 300 "$@" 2>&1); else out=$(timeout 300 "$@" -- "$server_ip" 2>&1); fi
-            rc=$?
-            [ $rc -eq 0 ] && break
-            case "$out" in
-            *"Couldn't connect"*|*"Unable to perform rdma_client"*|*"Connection refused"*|\
-            *"rdma_connect"*|*"Couldn't get"*|*"connect error"*|*"REJECTED"*)
-                tries=$((tries + 1))
-                [ $tries -lt 90 ] && { sleep 1; continue; } ;;
-            esac
-            break
+        r=$(receive_rc "$sync_port")
+        n=0
+        until echo "$1" | nc "$server_ip" $((sync_port + 1)) 2>/dev/null; do
+            n=$((n + 1)); [ $n -gt 600 ] && break; sleep 1
         done
     fi
-    echo "$out" | sed "s/^/@@ROCESW out $name /"
+    case "$r" in [0-9]*" "[a-z]*) echo "$r" ;; *) echo "? none" ;; esac
+}
+# How an attempt ended (see above): kind RC OUTPUT.
+kind() {
+    if [ "$1" -eq 0 ]; then echo ok
+    elif [ "$1" -ge 128 ]; then echo crash
+    else case "$2" in *"Completion with error"*|*"Failed status"*) echo cqe ;; *) echo fail ;; esac
+    fi
+}
+step() {
+    name=$1; shift
+    attempt=0
+    while :; do
+        port=$((20000 + attempt))
+        if [ "$role" = server ]; then
+            out=$(timeout 300 "$@" -p "$port" 2>&1); rc=$?
+        else
+            tries=0
+            while :; do
+                if [ -n "$no_addr" ]; then out=$(timeout 300 "$@" -p "$port" 2>&1); else out=$(timeout 300 "$@" -p "$port" -- "$server_ip" 2>&1); fi
+                rc=$?
+                [ $rc -eq 0 ] && break
+                case "$out" in
+                *"Couldn't connect"*|*"Unable to perform rdma_client"*|*"Connection refused"*|\
+                *"rdma_connect"*|*"Couldn't get"*|*"connect error"*|*"REJECTED"*)
+                    tries=$((tries + 1))
+                    [ $tries -lt 90 ] && { sleep 1; continue; } ;;
+                esac
+                break
+            done
+        fi
+        echo "$out" | sed "s/^/@@ROCESW out $name /"
+        k=$(kind "$rc" "$out")
+        reply=$(exchange_rc "$rc $k"); peer_rc=${reply%% *}; peer_kind=${reply#* }
+        say "attempt $name $attempt rc $rc kind $k peer $peer_rc $peer_kind"
+        [ "$k" = ok ] && [ "$peer_kind" = ok ] && break
+        case "$k $peer_kind" in *crash*|*cqe*) retry=1 ;; *) retry= ;; esac
+        [ -n "$retry" ] && [ $attempt -lt 2 ] || break
+        attempt=$((attempt + 1))
+    done
     say "step $name rc $rc"
 }
 

@@ -42,6 +42,8 @@ if [ ! -x "$ROCESW" ] || [ ! -x "$ROCECTL" ]; then
 fi
 GUEST=${VM_GUEST_DIR:-$REPO/target/vm-guest}
 "$REPO/vm/build-guest.sh" "$GUEST"
+# The guests' retry logic, on the host in seconds, before minutes of emulation depend on it.
+"$REPO/vm/selftest-steps.sh" "$GUEST/root/usr/bin/busybox"
 
 ACCEL=${VM_ACCEL:-auto}
 if [ "$ACCEL" = auto ]; then

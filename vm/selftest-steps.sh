@@ -1,0 +1,72 @@
+#!/bin/bash
+# Checks, on the host and in seconds, the guests' step logic of vm/guest-init.sh (the two
+# guests agree over a side channel whether to retry an attempt; they retry only after a process
+# died of a signal, never after a failed check). It runs the same shell functions with the
+# guest's own busybox (nc, timeout), a server and a client on loopback, and a fake test command
+# that crashes or fails on cue. vm/run.sh runs it before booting the guests.
+#   vm/selftest-steps.sh [BUSYBOX]   (default: target/vm-guest/root/usr/bin/busybox)
+set -euo pipefail
+REPO=$(cd "$(dirname "$0")/.." && pwd)
+BB=${1:-$REPO/target/vm-guest/root/usr/bin/busybox}
+[ -x "$BB" ] || { echo "selftest-steps: no busybox at $BB (run vm/build-guest.sh)" >&2; exit 2; }
+T=$(mktemp -d /tmp/rocesw-steps.XXXXXX)
+trap 'rm -rf "$T"' EXIT
+mkdir "$T/bin"
+for a in nc timeout; do ln -s "$BB" "$T/bin/$a"; done
+# The functions under test, cut from the guest's /init.
+{ sed -n '/^say()/p' "$REPO/vm/guest-init.sh"
+  sed -n '/^# The listening side/,/^# The client waits/p' "$REPO/vm/guest-init.sh"; } > "$T/fns.sh"
+grep -q '^step()' "$T/fns.sh" || { echo "selftest-steps: step() not found in guest-init.sh" >&2; exit 2; }
+# The fake test: CRASH=role dies of SIGSEGV on its first run (CRASH_ALWAYS on every run),
+# CQE=role reports a completion error (as perftest does) and exits 17 on its first run,
+# FAIL=role exits 1 (a failed check).
+cat > "$T/fake.sh" <<'EOF'
+#!/bin/sh
+if [ "$ROLE" = "$CRASH_ALWAYS" ] || { [ "$ROLE" = "$CRASH" ] && [ ! -e "$DIR/ran-$ROLE" ]; }; then
+    touch "$DIR/ran-$ROLE"; kill -SEGV $$
+fi
+if [ "$ROLE" = "$CQE" ] && [ ! -e "$DIR/ran-$ROLE" ]; then
+    touch "$DIR/ran-$ROLE"; echo " Completion with error at client"; echo " Failed status 12: wr_id 0"; exit 17
+fi
+[ "$ROLE" = "$FAIL" ] && exit 1
+echo "fake ok $*"
+EOF
+chmod +x "$T/fake.sh"
+port=$((30000 + $$ % 20000))
+failed=0
+
+# scenario SETTINGS EXPECTED: EXPECTED is "server-rc client-rc attempts".
+scenario() {
+    local settings=$1 want=$2 r
+    rm -f "$T"/ran-* "$T"/out-*
+    port=$((port + 2))
+    for r in server client; do
+        # The guest's shell (busybox ash), as in the guest.
+        env PATH="$T/bin:$PATH" ROLE=$r DIR="$T" CRASH= CRASH_ALWAYS= CQE= FAIL= $settings \
+            role=$r peer=127.0.0.1 server_ip=127.0.0.1 rocesw_sync_port=$port FNS="$T/fns.sh" FAKE="$T/fake.sh" \
+            timeout 120 "$BB" sh -c '. "$FNS"; step s "$FAKE"' \
+            </dev/null >"$T/out-$r" 2>&1 &
+    done
+    wait
+    local s c n
+    s=$(sed -n 's/^@@ROCESW step s rc //p' "$T/out-server")
+    c=$(sed -n 's/^@@ROCESW step s rc //p' "$T/out-client")
+    n=$(grep -c '^@@ROCESW attempt s ' "$T/out-client" || true)
+    if [ "$s $c $n" = "$want" ]; then
+        echo "selftest-steps: ${settings:-no fault}: $n attempt(s), then server rc $s, client rc $c: ok"
+    else
+        echo "selftest-steps: ${settings:-no fault}: got '$s $c $n', want '$want'" >&2
+        sed 's/^/    /' "$T/out-server" "$T/out-client" >&2
+        failed=1
+    fi
+}
+
+scenario "" "0 0 1"
+scenario "CRASH=server" "0 0 2"
+scenario "CRASH=client" "0 0 2"
+scenario "CQE=client" "0 0 2"
+scenario "CQE=server" "0 0 2"
+scenario "FAIL=client" "0 1 1"
+scenario "FAIL=server" "1 0 1"
+scenario "CRASH_ALWAYS=client" "0 139 3"
+exit $failed
