@@ -29,6 +29,7 @@
 
 use crate::ingress::classify::Classifier;
 use crate::pfc::{EmulatedLink, PfcGenerator};
+use crate::runtime::shard_port::PeerSlot;
 use crate::switch::{BurstRx, Switch};
 use crate::wire::pfc as wire_pfc;
 use controlplane::snapshot::PeerReport;
@@ -227,16 +228,16 @@ impl EmulatedPort {
 /// the switch (`Switch::next_event`: its PFC refreshes, pacing, timers), jumps to the next such
 /// event. Time never goes back: every step is after `from`. The last step, at `now`, only
 /// delivers: the caller polls and transmits at `now` itself. Returns the frames moved.
-pub fn play_through(
+pub fn play_through<P: PeerSlot>(
     sw: &mut Switch,
-    emu: &mut [Option<EmulatedPort>],
+    ports: &mut [P],
     from: u64,
     now: u64,
     step_ns: u64,
-    mut transmit: impl FnMut(&mut Switch, &mut [Option<EmulatedPort>], u64) -> usize,
+    mut transmit: impl FnMut(&mut Switch, &mut [P], u64) -> usize,
 ) -> usize {
     let mut moved = 0;
-    if emu.iter().flatten().all(EmulatedPort::is_empty) {
+    if ports.iter().filter_map(P::peer).all(EmulatedPort::is_empty) {
         return 0;
     }
     let mut t = from;
@@ -244,15 +245,15 @@ pub fn play_through(
         // The next thing due on a wire or in the switch itself: a jump must not pass the
         // switch's own timers (a PFC refresh), or a peer whose pause runs out during the gap
         // resumes before the refresh that would have kept it paused reaches it.
-        let next_due = emu
+        let next_due = ports
             .iter()
-            .flatten()
+            .filter_map(P::peer)
             .filter_map(|em| em.link.next_event(t))
             .chain(sw.next_event(t))
             .min();
         t = next_due.unwrap_or(now).max(t.saturating_add(step_ns)).min(now);
-        for (i, em) in emu.iter_mut().enumerate() {
-            if let Some(em) = em.as_mut().filter(|em| !em.is_empty()) {
+        for (i, em) in ports.iter_mut().enumerate() {
+            if let Some(em) = em.peer_mut().filter(|em| !em.is_empty()) {
                 let mut rx = sw.burst_rx(i, t);
                 moved += em.deliver(t, step_ns, &mut rx);
             }
@@ -261,7 +262,7 @@ pub fn play_through(
             return moved;
         }
         sw.poll(t);
-        moved += transmit(sw, emu, t);
+        moved += transmit(sw, ports, t);
     }
 }
 

@@ -10,5 +10,6 @@ pub mod emulated;
 pub mod port_io;
 pub mod run;
 pub mod shard;
+pub mod shard_port;
 pub mod sink;
 pub mod worker;

@@ -17,6 +17,7 @@ use crate::report::Snapshot;
 use crate::runtime::capture::Dir;
 use crate::runtime::emulated::EmulatedPort;
 use crate::runtime::port_io::PortIo;
+use crate::runtime::shard_port::{PeerSlot, ShardPort};
 use crate::runtime::sink::PortSink;
 use crate::runtime::worker::{snapshot, Clock, ControlQueue, ControlRequest, Polling, StatsHook, BURST};
 use crate::shard::{Link, PoolShare, MAX_BATCHES_IN_FLIGHT};
@@ -64,11 +65,9 @@ impl Shared {
 /// One shard's worker: its switch, its ports, and where its control requests come from.
 pub struct ShardWorker<'a> {
     pub sw: Switch,
-    /// Per port index: the backend if this shard owns the port.
-    pub ports: Vec<Option<PortIo>>,
-    /// Per port index: the emulated link in front of a port of this shard whose far end is
-    /// software.
-    pub emu: Vec<Option<EmulatedPort>>,
+    /// Per port index: whether this shard owns it, its backend, and the emulated link in
+    /// front of it when its far end is software.
+    pub ports: Vec<ShardPort>,
     pub clock: Clock,
     pub polling: Polling,
     pub control: Option<&'a ControlQueue>,
@@ -78,8 +77,7 @@ pub struct ShardWorker<'a> {
 /// What a shard ends with.
 pub struct ShardEnd {
     pub sw: Switch,
-    pub ports: Vec<Option<PortIo>>,
-    pub emu: Vec<Option<EmulatedPort>>,
+    pub ports: Vec<ShardPort>,
     pub uptime_ns: u64,
     /// Frames its emulated peers still held when it left.
     pub undrained_peer_frames: usize,
@@ -102,11 +100,11 @@ impl ShardWorker<'_> {
         let me = self.sw.shard_index();
         let shards = self.shared.shards();
         let n = self.sw.num_ports();
-        let mine: Vec<usize> = (0..n).filter(|&p| self.ports[p].is_some()).collect();
+        let mine: Vec<usize> = (0..n).filter(|&p| self.ports[p].is_mine()).collect();
         let step_ns = self
-            .emu
+            .ports
             .iter()
-            .flatten()
+            .filter_map(ShardPort::peer)
             .map(EmulatedPort::step_ns)
             .min()
             .unwrap_or(u64::MAX);
@@ -161,7 +159,7 @@ impl ShardWorker<'_> {
             // 8. housekeeping
             if now >= next_check {
                 next_check = now + 1_000_000_000;
-                for io in self.ports.iter_mut().flatten() {
+                for io in self.ports.iter_mut().filter_map(ShardPort::io_mut) {
                     io.check_link();
                 }
                 count_ring_drops(&mut self.sw, &mut self.ports);
@@ -169,11 +167,15 @@ impl ShardWorker<'_> {
             }
             if let Some(deadline) = drain_deadline {
                 if self.drained(me) || now >= deadline {
-                    let undrained_peer_frames = self.emu.iter().flatten().map(|em| em.link.held_frames()).sum();
+                    let undrained_peer_frames = self
+                        .ports
+                        .iter()
+                        .filter_map(ShardPort::peer)
+                        .map(|em| em.link.held_frames())
+                        .sum();
                     return ShardEnd {
                         sw: self.sw,
                         ports: self.ports,
-                        emu: self.emu,
                         uptime_ns: now,
                         undrained_peer_frames,
                     };
@@ -201,8 +203,13 @@ impl ShardWorker<'_> {
             return 0;
         }
         let mut moved = 0;
-        let Self { sw, ports, emu, .. } = self;
-        for io in ports.iter_mut().flatten() {
+        let Self { sw, ports, .. } = self;
+        for port in ports.iter_mut() {
+            let (io, peer) = match port {
+                ShardPort::Elsewhere => continue,
+                ShardPort::Direct(io) => (io, None),
+                ShardPort::Emulated(io, em) => (io, Some(em)),
+            };
             if io.gone {
                 continue;
             }
@@ -212,7 +219,7 @@ impl ShardWorker<'_> {
             if !sw.can_receive() {
                 break;
             }
-            let res = match emu[io.index].as_mut() {
+            let res = match peer {
                 // Read into the emulated peer; the frames enter the switch as they cross its
                 // wire (phase 2).
                 Some(em) => read_into_peer(io, em, sw.classifier(), now),
@@ -242,9 +249,9 @@ impl ShardWorker<'_> {
         if step_ns == u64::MAX || !self.sw.can_receive() {
             return 0;
         }
-        let Self { sw, ports, emu, .. } = self;
-        crate::runtime::emulated::play_through(sw, emu, from, now, step_ns, |sw, emu, t| {
-            let mut sink = PortSink { ports, emu };
+        let Self { sw, ports, .. } = self;
+        crate::runtime::emulated::play_through(sw, ports, from, now, step_ns, |sw, ports, t| {
+            let mut sink = PortSink { ports };
             mine.iter().map(|&port| sink.transmit_port(sw, port, t)).sum()
         })
     }
@@ -273,10 +280,7 @@ impl ShardWorker<'_> {
     /// Phase 6: every port of this shard sends what it may.
     fn transmit(&mut self, now: u64, mine: &[usize]) -> usize {
         let mut moved = 0;
-        let mut sink = PortSink {
-            ports: &mut self.ports,
-            emu: &mut self.emu,
-        };
+        let mut sink = PortSink { ports: &mut self.ports };
         for &port in mine {
             // With other shards, a port may owe more than it received this round (what crossed
             // in): up to TX_ROUNDS bursts, each flushed, while bursts go out full.
@@ -286,7 +290,7 @@ impl ShardWorker<'_> {
                 if n < crate::egress::TX_BURST {
                     break;
                 }
-                if let Some(io) = sink.ports[port].as_mut().filter(|io| !io.gone) {
+                if let Some(io) = sink.ports[port].io_mut().filter(|io| !io.gone) {
                     if let Err(e) = io.backend.flush() {
                         io.fail(e);
                     }
@@ -294,11 +298,11 @@ impl ShardWorker<'_> {
             }
         }
         for &port in mine {
-            if let Some((frame, len)) = sink.emu[port].as_mut().and_then(|em| em.backpressure(now)) {
+            if let Some((frame, len)) = sink.ports[port].peer_mut().and_then(|em| em.backpressure(now)) {
                 sink.send_to_host(port, &frame[..len], now);
             }
         }
-        for io in self.ports.iter_mut().flatten() {
+        for io in self.ports.iter_mut().filter_map(ShardPort::io_mut) {
             if !io.gone {
                 if let Err(e) = io.backend.flush() {
                     io.fail(e);
@@ -311,7 +315,11 @@ impl ShardWorker<'_> {
     /// Whether this shard may leave the drain: it and every other shard have stopped taking
     /// frames (so no frame will cross here any more), and nothing waits here to be sent.
     fn drained(&mut self, me: usize) -> bool {
-        let peers_empty = self.emu.iter().flatten().all(EmulatedPort::is_empty);
+        let peers_empty = self
+            .ports
+            .iter()
+            .filter_map(ShardPort::peer)
+            .all(EmulatedPort::is_empty);
         if peers_empty && !self.sw.frames_waiting() {
             self.shared.rx_done[me].store(true, Ordering::Release);
         }
@@ -326,14 +334,14 @@ impl ShardWorker<'_> {
         let shards = self.shared.shards();
         if shards == 1 {
             if let Some(hook) = stats {
-                hook(&snapshot(&self.sw, &self.emu, now), now);
+                hook(&snapshot(&self.sw, &self.ports, now), now);
             }
             return;
         }
         if !self.shared.stats_wanted {
             return;
         }
-        let s = snapshot(&self.sw, &self.emu, now);
+        let s = snapshot(&self.sw, &self.ports, now);
         *self.shared.figures[me].lock().unwrap_or_else(|e| e.into_inner()) = Some(s);
         if let Some(hook) = stats {
             let parts: Vec<Snapshot> = self
@@ -379,12 +387,12 @@ impl ShardWorker<'_> {
                 }
                 ControlRequest::Snapshot { reply } => {
                     count_ring_drops(&mut self.sw, &mut self.ports);
-                    let mut s = snapshot(&self.sw, &self.emu, now);
+                    let mut s = snapshot(&self.sw, &self.ports, now);
                     fill_backends(&mut s, &mut self.ports);
                     let _ = reply.try_send(s);
                 }
                 ControlRequest::SnapshotAndRestartPeaks { reply } => {
-                    let s = snapshot(&self.sw, &self.emu, now);
+                    let s = snapshot(&self.sw, &self.ports, now);
                     self.sw.restart_peaks();
                     let _ = reply.try_send(s);
                 }
@@ -392,7 +400,7 @@ impl ShardWorker<'_> {
                     let _ = reply.try_send(self.sw.fdb().rows(now));
                 }
                 ControlRequest::Capture { port, rx, tx, reply } => {
-                    let r = match self.ports.get_mut(port).and_then(Option::as_mut) {
+                    let r = match self.ports.get_mut(port).and_then(ShardPort::io_mut) {
                         Some(io) => {
                             io.rx_tap = rx;
                             io.tx_tap = tx;
@@ -421,8 +429,8 @@ impl ShardWorker<'_> {
 
 /// Counts what each of `ports`' receive rings lost since the last look as `rx_ring` drops of
 /// `sw` (the shard owning them): about once a second, at every snapshot and at the end.
-pub fn count_ring_drops(sw: &mut Switch, ports: &mut [Option<PortIo>]) {
-    for io in ports.iter_mut().flatten() {
+pub fn count_ring_drops(sw: &mut Switch, ports: &mut [ShardPort]) {
+    for io in ports.iter_mut().filter_map(ShardPort::io_mut) {
         let lost = io.take_ring_drops();
         if lost > 0 {
             sw.count_rx_ring_drops(io.index, lost);
@@ -431,9 +439,9 @@ pub fn count_ring_drops(sw: &mut Switch, ports: &mut [Option<PortIo>]) {
 }
 
 /// Puts each of this shard's ports' backend counters in `snap`.
-pub fn fill_backends(snap: &mut Snapshot, ports: &mut [Option<PortIo>]) {
+pub fn fill_backends(snap: &mut Snapshot, ports: &mut [ShardPort]) {
     for (i, p) in snap.ports.iter_mut().enumerate() {
-        if let Some(io) = ports.get_mut(i).and_then(Option::as_mut) {
+        if let Some(io) = ports.get_mut(i).and_then(ShardPort::io_mut) {
             p.backend = Some(io.report());
         }
     }

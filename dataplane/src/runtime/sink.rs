@@ -3,21 +3,20 @@
 
 use crate::io::ForeignFrame;
 use crate::runtime::capture::{CaptureRing, Dir};
-use crate::runtime::emulated::{EmulatedPort, ToHost};
-use crate::runtime::port_io::PortIo;
+use crate::runtime::emulated::ToHost;
+use crate::runtime::shard_port::ShardPort;
 use crate::switch::{Switch, TxSink};
 
 /// Sends what the switch releases into the shard's own ports' backends, and shows the PFC
 /// frames among them to the port's emulated peer, if it has one. A shard transmits only on
 /// ports it owns: another shard's ports never hold a queued frame here.
 pub struct PortSink<'a> {
-    pub ports: &'a mut [Option<PortIo>],
-    pub emu: &'a mut [Option<EmulatedPort>],
+    pub ports: &'a mut [ShardPort],
 }
 
 impl TxSink for PortSink<'_> {
     fn room(&mut self, port: usize) -> usize {
-        match self.ports[port].as_mut() {
+        match self.ports[port].io_mut() {
             // A vanished interface takes (and loses) everything: nothing will ever drain it.
             Some(io) if io.gone => usize::MAX,
             Some(io) => io.backend.tx_room(),
@@ -40,7 +39,7 @@ impl PortSink<'_> {
     /// Inlined into both sinks, so the plain one (`tap` = `None`) has no capture check.
     #[inline(always)]
     fn transmit_frame(&mut self, port: usize, frame: &[u8], at_ns: u64, tap: Option<&CaptureRing>) {
-        if let Some(em) = self.emu[port].as_mut() {
+        if let ShardPort::Emulated(_, em) = &mut self.ports[port] {
             // The frame still goes out on the port (a rocegen host honours PFC itself); the
             // emulated peer is what keeps a late host from costing the switch lossless frames.
             match em.from_switch(frame, at_ns) {
@@ -69,7 +68,7 @@ impl PortSink<'_> {
     /// which an emulated peer passes on as they are.
     #[inline]
     fn send_owned(&mut self, port: usize, frame: ForeignFrame, _at_ns: u64) -> bool {
-        let Some(io) = self.ports[port].as_mut() else {
+        let Some(io) = self.ports[port].io_mut() else {
             return false;
         };
         if io.gone {
@@ -83,7 +82,7 @@ impl PortSink<'_> {
     /// Hands `frame` to the port's backend, and nothing else: what the emulated NIC sends its
     /// host goes here directly. True if the backend took it.
     fn send(&mut self, port: usize, frame: &[u8]) -> bool {
-        let Some(io) = self.ports[port].as_mut() else {
+        let Some(io) = self.ports[port].io_mut() else {
             return false;
         };
         if io.gone {
@@ -99,7 +98,7 @@ impl PortSink<'_> {
     /// `PortSink`, with one a [`Tapped`] wrapper that also copies what the port took.
     #[inline]
     pub fn transmit_port(&mut self, sw: &mut Switch, port: usize, now: u64) -> usize {
-        match self.ports[port].as_ref().and_then(|io| io.tx_tap.clone()) {
+        match self.ports[port].io().and_then(|io| io.tx_tap.clone()) {
             None => sw.transmit(port, now, self),
             Some(tap) => sw.transmit(port, now, &mut Tapped { sink: self, tap: &tap }),
         }
@@ -109,7 +108,7 @@ impl PortSink<'_> {
     /// the port sends.
     pub fn send_to_host(&mut self, port: usize, frame: &[u8], now: u64) {
         if self.send(port, frame) {
-            if let Some(tap) = self.ports[port].as_ref().and_then(|io| io.tx_tap.as_deref()) {
+            if let Some(tap) = self.ports[port].io().and_then(|io| io.tx_tap.as_deref()) {
                 tap.record(Dir::Tx, now, frame);
             }
         }

@@ -14,6 +14,7 @@ use crate::runtime::capture::CaptureRing;
 use crate::runtime::coordinator::Coordinator;
 use crate::runtime::emulated::EmulatedPort;
 use crate::runtime::shard::{count_ring_drops, fill_backends, ShardEnd, ShardWorker, Shared};
+use crate::runtime::shard_port::{PeerSlot, ShardPort};
 use crate::switch::Switch;
 use crossbeam_queue::ArrayQueue;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -137,11 +138,11 @@ pub enum ControlRequest {
 pub type ControlQueue = ArrayQueue<ControlRequest>;
 
 /// The switch's counters with, on each port that has one, what its emulated peer held.
-pub fn snapshot(sw: &Switch, emu: &[Option<EmulatedPort>], now: u64) -> Snapshot {
+pub fn snapshot(sw: &Switch, ports: &[ShardPort], now: u64) -> Snapshot {
     let mut s = sw.snapshot(now);
-    for (report, em) in s.ports.iter_mut().zip(emu) {
-        if em.is_some() {
-            report.peer = em.as_ref().map(EmulatedPort::report);
+    for (report, port) in s.ports.iter_mut().zip(ports) {
+        if let Some(em) = port.peer() {
+            report.peer = Some(em.report());
         }
     }
     s
@@ -199,7 +200,9 @@ pub fn run(
         .iter()
         .map(|w| used.iter().position(|u| u == w).unwrap_or(0) as u8)
         .collect();
-    let mut ports: Vec<Vec<Option<PortIo>>> = (0..shards).map(|_| (0..n).map(|_| None).collect()).collect();
+    let mut ports: Vec<Vec<ShardPort>> = (0..shards)
+        .map(|_| (0..n).map(|_| ShardPort::Elsewhere).collect())
+        .collect();
     for (i, p) in cfg.ports.iter().enumerate() {
         let backend = (opts.open)(p).map_err(|e| {
             anyhow::anyhow!(
@@ -212,7 +215,14 @@ pub fn run(
                 })
             )
         })?;
-        ports[owners[i] as usize][i] = Some(PortIo::new(i, backend));
+        let io = PortIo::new(i, backend);
+        // Ports whose far end is software get an emulated link in front of the switch.
+        ports[owners[i] as usize][i] = match p.peer {
+            controlplane::model::PeerKind::Emulated => {
+                ShardPort::Emulated(io, Box::new(EmulatedPort::new(p, &cfg.pfc)))
+            }
+            _ => ShardPort::Direct(io),
+        };
     }
     let polling = Polling {
         idle_sleep: cfg.run.idle_sleep_ns.map(Duration::from_nanos),
@@ -231,16 +241,6 @@ pub fn run(
         } else {
             Switch::shard(cfg, opts.seed, s as u8, shards as u8, &owners)
         };
-        // Ports whose far end is software get an emulated link in front of the switch.
-        let emu = cfg
-            .ports
-            .iter()
-            .enumerate()
-            .map(|(i, p)| {
-                (owners[i] as usize == s && p.peer == controlplane::model::PeerKind::Emulated)
-                    .then(|| EmulatedPort::new(p, &cfg.pfc))
-            })
-            .collect();
         let control = if shards == 1 {
             opts.control.as_deref()
         } else {
@@ -249,7 +249,6 @@ pub fn run(
         workers_of_shards.push(ShardWorker {
             sw,
             ports,
-            emu,
             clock,
             polling,
             control,
@@ -334,7 +333,7 @@ fn finish(mut ends: Vec<ShardEnd>, shared: &Shared) -> RunOutcome {
     let mut backends = Vec::new();
     for e in ends.iter_mut() {
         count_ring_drops(&mut e.sw, &mut e.ports);
-        let mut s = snapshot(&e.sw, &e.emu, uptime_ns);
+        let mut s = snapshot(&e.sw, &e.ports, uptime_ns);
         fill_backends(&mut s, &mut e.ports);
         undrained += s
             .ports
@@ -343,8 +342,18 @@ fn finish(mut ends: Vec<ShardEnd>, shared: &Shared) -> RunOutcome {
             .map(|q| q.depth_packets as usize)
             .sum::<usize>()
             + e.undrained_peer_frames;
-        tx_dropped += e.ports.iter().flatten().map(|io| io.tx_dropped).sum::<u64>();
-        backends.extend(e.ports.iter_mut().flatten().map(|io| (io.index, io.backend.stats())));
+        tx_dropped += e
+            .ports
+            .iter()
+            .filter_map(ShardPort::io)
+            .map(|io| io.tx_dropped)
+            .sum::<u64>();
+        backends.extend(
+            e.ports
+                .iter_mut()
+                .filter_map(ShardPort::io_mut)
+                .map(|io| (io.index, io.backend.stats())),
+        );
         parts.push(s);
     }
     backends.sort_by_key(|(i, _)| *i);
