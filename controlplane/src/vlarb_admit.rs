@@ -100,12 +100,10 @@ pub const LIMIT_UNIT_BYTES: u64 = 4096;
 /// The `LimitOfHighPriority` that never lets a low-priority frame in while high waits.
 pub const UNBOUNDED_LIMIT: u8 = 255;
 /// Preamble and start delimiter (8), FCS (4) and inter-frame gap (12): the dataplane's link
-/// charges each frame this on top of its stored length (`egress/link.rs`).
-pub const WIRE_OVERHEAD_BYTES: u64 = 24;
+/// charges each frame this on top of its stored length (`crate::wire_timing`).
+pub use crate::wire_timing::{L2_OVERHEAD_BYTES, WIRE_OVERHEAD_BYTES};
 /// The smallest frame as stored (a 64-byte Ethernet frame without its FCS).
-pub const MIN_FRAME_BYTES: u32 = 60;
-/// Ethernet header and an 802.1Q tag: frame = IP MTU + this (as `[[port]] mtu`).
-pub const L2_OVERHEAD_BYTES: u32 = 18;
+pub const MIN_FRAME_BYTES: u32 = crate::wire_timing::MIN_STORED_FRAME_BYTES as u32;
 /// The largest frame an entry of weight 255 covers in one visit.
 pub const MAX_FRAME_BYTES: u32 = MAX_WEIGHT * CREDIT_BYTES as u32;
 /// Queues a port has, which play the VLs.
