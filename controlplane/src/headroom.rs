@@ -40,12 +40,11 @@
 
 use std::fmt;
 
-/// Preamble, start-of-frame delimiter and inter-frame gap: line time that occupies no buffer.
-pub const WIRE_OVERHEAD_BYTES: u64 = 20;
-/// A minimum Ethernet frame, which is also the size of a PFC frame.
-pub const MIN_FRAME_BYTES: u64 = 64;
-/// Ethernet header (14) + 802.1Q tag (4); the frame check sequence is not stored.
-pub const L2_OVERHEAD_BYTES: u32 = 18;
+// Line time beyond a frame's bytes comes from `wire_timing`, with every other line-time figure
+// of the project: `pfc_frame` is a minimum frame with its FCS plus `PREAMBLE_SFD_IFG_BYTES`;
+// `local_frame` adds the same to the largest frame as stored (MTU + 18, no FCS), 4 B short of
+// `WIRE_OVERHEAD_BYTES`, as the headroom figures have always been computed.
+pub use crate::wire_timing::{L2_OVERHEAD_BYTES, MIN_FRAME_BYTES, PREAMBLE_SFD_IFG_BYTES};
 /// Bits in one PFC pause quantum.
 pub const BITS_PER_QUANTUM: u64 = 512;
 
@@ -190,8 +189,8 @@ pub fn headroom_with(
     let cable_m = if cable_m.is_finite() { cable_m.max(0.0) } else { 0.0 };
     let terms = HeadroomTerms {
         xoff_frame: frame,
-        local_frame: frame + WIRE_OVERHEAD_BYTES as f64,
-        pfc_frame: (MIN_FRAME_BYTES + WIRE_OVERHEAD_BYTES) as f64,
+        local_frame: frame + PREAMBLE_SFD_IFG_BYTES as f64,
+        pfc_frame: (MIN_FRAME_BYTES + PREAMBLE_SFD_IFG_BYTES) as f64,
         mac_phy: params.mac_phy_delay_bytes,
         cable: 2.0 * cable_m / params.signal_speed_mps * rate_bytes_per_s,
         peer_response: (quanta * BITS_PER_QUANTUM / 8) as f64,

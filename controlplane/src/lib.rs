@@ -24,6 +24,7 @@ pub mod snapshot;
 pub mod units;
 pub mod validate;
 pub mod vlarb_admit;
+pub mod wire_timing;
 
 pub use live::live_change_refusal;
 pub use model::*;

@@ -304,7 +304,7 @@ pub struct WatchdogSection {
     pub action: Option<String>,
 }
 
-/// Shared-pool limit keys common to PGs and queues; at most one may be given.
+/// `[pg.N]`: its limits ([`PgSection::limits`]), headroom and XON offset.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PgSection {
@@ -319,6 +319,7 @@ pub struct PgSection {
     pub xon_offset: Option<Scalar>,
 }
 
+/// `[queue.N]`: its limits ([`QueueSection::limits`]), scheduling, shaper and ECN profile.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct QueueSection {
@@ -367,65 +368,166 @@ pub struct StaticMacSection {
     pub port: i64,
 }
 
-impl PgSection {
-    /// `self` with every field `over` sets replacing it. The shared-limit keys are one choice:
-    /// an override giving any of them replaces all of them.
-    pub fn overlaid(&self, over: &PgSection) -> PgSection {
-        let limit = over.alpha.is_some()
-            || over.static_limit.is_some()
-            || over.dynamic_th.is_some()
-            || over.unlimited.is_some();
-        let base = if limit {
-            PgSection {
-                alpha: None,
-                static_limit: None,
-                dynamic_th: None,
-                unlimited: None,
-                ..self.clone()
+/// What `[pg.N]` and `[queue.N]` have in common: `min`, and the shared-pool limit, given by at
+/// most one of `alpha`, `static`, `dynamic_th` and `unlimited`. The two tables keep these keys
+/// flat (serde cannot deny unknown keys through a flattened part); this is their one view, laid
+/// over (`overlaid`) and resolved (`validate::profiles`) once for both.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct LimitSection {
+    pub min: Option<Scalar>,
+    pub alpha: Option<Scalar>,
+    pub static_limit: Option<Scalar>,
+    pub dynamic_th: Option<i64>,
+    pub unlimited: Option<bool>,
+}
+
+impl LimitSection {
+    /// Whether any of the shared-limit keys is given.
+    pub fn gives_limit(&self) -> bool {
+        self.alpha.is_some() || self.static_limit.is_some() || self.dynamic_th.is_some() || self.unlimited.is_some()
+    }
+
+    /// `self` with every key `over` sets replacing it. The shared-limit keys are one choice: an
+    /// override giving any of them replaces all of them.
+    pub fn overlaid(&self, over: &LimitSection) -> LimitSection {
+        let base = if over.gives_limit() {
+            LimitSection {
+                min: self.min.clone(),
+                ..LimitSection::default()
             }
         } else {
             self.clone()
         };
-        PgSection {
+        LimitSection {
             min: over.min.clone().or(base.min),
             alpha: over.alpha.clone().or(base.alpha),
             static_limit: over.static_limit.clone().or(base.static_limit),
             dynamic_th: over.dynamic_th.or(base.dynamic_th),
             unlimited: over.unlimited.or(base.unlimited),
-            headroom: over.headroom.clone().or(base.headroom),
-            xon_offset: over.xon_offset.clone().or(base.xon_offset),
+        }
+    }
+}
+
+impl PgSection {
+    /// Its `min` and shared-limit keys.
+    pub fn limits(&self) -> LimitSection {
+        LimitSection {
+            min: self.min.clone(),
+            alpha: self.alpha.clone(),
+            static_limit: self.static_limit.clone(),
+            dynamic_th: self.dynamic_th,
+            unlimited: self.unlimited,
+        }
+    }
+
+    /// `self` with every field `over` sets replacing it, the limits as
+    /// [`LimitSection::overlaid`].
+    pub fn overlaid(&self, over: &PgSection) -> PgSection {
+        let l = self.limits().overlaid(&over.limits());
+        PgSection {
+            min: l.min,
+            alpha: l.alpha,
+            static_limit: l.static_limit,
+            dynamic_th: l.dynamic_th,
+            unlimited: l.unlimited,
+            headroom: over.headroom.clone().or_else(|| self.headroom.clone()),
+            xon_offset: over.xon_offset.clone().or_else(|| self.xon_offset.clone()),
         }
     }
 }
 
 impl QueueSection {
+    /// Its `min` and shared-limit keys.
+    pub fn limits(&self) -> LimitSection {
+        LimitSection {
+            min: self.min.clone(),
+            alpha: self.alpha.clone(),
+            static_limit: self.static_limit.clone(),
+            dynamic_th: self.dynamic_th,
+            unlimited: self.unlimited,
+        }
+    }
+
     /// As [`PgSection::overlaid`].
     pub fn overlaid(&self, over: &QueueSection) -> QueueSection {
-        let limit = over.alpha.is_some()
-            || over.static_limit.is_some()
-            || over.dynamic_th.is_some()
-            || over.unlimited.is_some();
-        let base = if limit {
-            QueueSection {
-                alpha: None,
-                static_limit: None,
-                dynamic_th: None,
-                unlimited: None,
-                ..self.clone()
-            }
-        } else {
-            self.clone()
-        };
+        let l = self.limits().overlaid(&over.limits());
         QueueSection {
-            min: over.min.clone().or(base.min),
-            alpha: over.alpha.clone().or(base.alpha),
-            static_limit: over.static_limit.clone().or(base.static_limit),
-            dynamic_th: over.dynamic_th.or(base.dynamic_th),
-            unlimited: over.unlimited.or(base.unlimited),
-            sched: over.sched.clone().or(base.sched),
-            weight: over.weight.or(base.weight),
-            shaper: over.shaper.clone().or(base.shaper),
-            ecn: over.ecn.clone().or(base.ecn),
+            min: l.min,
+            alpha: l.alpha,
+            static_limit: l.static_limit,
+            dynamic_th: l.dynamic_th,
+            unlimited: l.unlimited,
+            sched: over.sched.clone().or_else(|| self.sched.clone()),
+            weight: over.weight.or(self.weight),
+            shaper: over.shaper.clone().or_else(|| self.shaper.clone()),
+            ecn: over.ecn.clone().or_else(|| self.ecn.clone()),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn size(s: &str) -> Option<Scalar> {
+        Some(Scalar::Str(s.into()))
+    }
+
+    /// PG and queue overrides lay their limits over the global table the same way: `min` key by
+    /// key, the shared limit as one choice.
+    #[test]
+    fn limits_are_laid_over_alike_for_pgs_and_queues() {
+        let global = LimitSection {
+            min: size("1KiB"),
+            alpha: size("1/8"),
+            ..LimitSection::default()
+        };
+        let over = LimitSection {
+            static_limit: size("64KiB"),
+            ..LimitSection::default()
+        };
+        let laid = global.overlaid(&over);
+        assert_eq!(
+            laid,
+            LimitSection {
+                min: size("1KiB"),
+                static_limit: size("64KiB"),
+                ..LimitSection::default()
+            }
+        );
+        let min_only = LimitSection {
+            min: size("2KiB"),
+            ..LimitSection::default()
+        };
+        assert_eq!(
+            global.overlaid(&min_only),
+            LimitSection {
+                min: size("2KiB"),
+                ..global.clone()
+            }
+        );
+        let pg = PgSection {
+            min: global.min.clone(),
+            alpha: global.alpha.clone(),
+            headroom: size("auto"),
+            ..PgSection::default()
+        };
+        let pg_over = PgSection {
+            static_limit: over.static_limit.clone(),
+            ..PgSection::default()
+        };
+        let q = QueueSection {
+            min: global.min.clone(),
+            alpha: global.alpha.clone(),
+            weight: Some(4),
+            ..QueueSection::default()
+        };
+        let q_over = QueueSection {
+            static_limit: over.static_limit.clone(),
+            ..QueueSection::default()
+        };
+        let (pg, q) = (pg.overlaid(&pg_over), q.overlaid(&q_over));
+        assert_eq!((pg.limits(), q.limits()), (laid.clone(), laid));
+        assert_eq!((pg.headroom, q.weight), (size("auto"), Some(4)));
     }
 }

@@ -9,9 +9,8 @@
 mod common;
 use common::*;
 use controlplane::protocol::DEFAULT_SOCKET;
-use dataplane::io::PortBackend;
 use dataplane::runtime::control_server::{ControlServer, MAX_PENDING_OUTPUT};
-use dataplane::runtime::worker::{self, ControlQueue, RunOptions, RunOutcome};
+use dataplane::runtime::worker::ControlQueue;
 use dataplane::tools::gen::{announce, host_ip, host_mac, Flow, BASE_NS};
 use dataplane::wire::{build_cnp, Ecn, IpPair};
 use serde_json::{json, Value};
@@ -20,7 +19,7 @@ use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// Seconds of capture time before the senders start: the switch runs, the captures start,
@@ -374,14 +373,6 @@ fn rocectl_captures_a_live_incast_with_pfc_ce_marks_and_cnps() {
 
 // ---- The protocol on in-memory ports (`worker::run` and the control server in this process).
 
-struct Running {
-    wires: Vec<Arc<Mutex<Wire>>>,
-    stop: Arc<AtomicBool>,
-    handle: std::thread::JoinHandle<RunOutcome>,
-    server: ControlServer,
-    _dir: tempfile::TempDir,
-}
-
 /// Two workers: ports 0 and 2 on the pipeline worker, 1 and 3 on the I/O worker.
 fn start() -> Running {
     let text = std::fs::read_to_string(repo_root().join("configs/default.toml")).unwrap()
@@ -390,134 +381,7 @@ fn start() -> Running {
     for (i, p) in cfg.ports.iter_mut().enumerate() {
         p.worker = i % 2;
     }
-    let wires: Vec<Arc<Mutex<Wire>>> = cfg.ports.iter().map(|_| Arc::default()).collect();
-    let stop = Arc::new(AtomicBool::new(false));
-    let queue: Arc<ControlQueue> = Arc::new(crossbeam_queue::ArrayQueue::new(16));
-    let dir = tempfile::tempdir().unwrap();
-    let server = ControlServer::spawn(&dir.path().join("rocesw.sock"), text, queue.clone()).unwrap();
-    let (w2, s2) = (wires.clone(), stop.clone());
-    let handle = std::thread::spawn(move || {
-        let opts = RunOptions {
-            seed: 1,
-            control: Some(queue),
-            open: Box::new(move |p| {
-                let idx = p.id as usize;
-                Ok(Box::new(TestPort {
-                    name: format!("t{idx}"),
-                    wire: w2[idx].clone(),
-                }) as Box<dyn PortBackend + Send>)
-            }),
-        };
-        worker::run(&cfg, opts, s2, None).expect("run")
-    });
-    Running {
-        wires,
-        stop,
-        handle,
-        server,
-        _dir: dir,
-    }
-}
-
-impl Running {
-    fn finish(self) {
-        self.server.shutdown();
-        self.stop.store(true, Ordering::Relaxed);
-        self.handle.join().unwrap();
-    }
-
-    fn feed(&self, port: usize, frames: &[Vec<u8>]) {
-        self.wires[port]
-            .lock()
-            .unwrap()
-            .to_switch
-            .extend(frames.iter().cloned());
-    }
-
-    fn sent(&self, port: usize) -> Vec<Vec<u8>> {
-        self.wires[port].lock().unwrap().from_switch.clone()
-    }
-
-    fn wait_for(&self, what: &str, mut cond: impl FnMut(&Running) -> bool) {
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while !cond(self) {
-            assert!(Instant::now() < deadline, "timed out waiting for {what}");
-            std::thread::sleep(Duration::from_millis(5));
-        }
-    }
-}
-
-struct Conn {
-    reader: BufReader<UnixStream>,
-    writer: UnixStream,
-}
-
-impl Conn {
-    fn open(r: &Running) -> Conn {
-        let s = UnixStream::connect(r.server.path()).unwrap();
-        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-        Conn {
-            writer: s.try_clone().unwrap(),
-            reader: BufReader::new(s),
-        }
-    }
-
-    fn send(&mut self, req: Value) {
-        let mut line = req.to_string();
-        line.push('\n');
-        self.writer.write_all(line.as_bytes()).unwrap();
-    }
-
-    fn read(&mut self) -> Value {
-        let mut line = String::new();
-        assert!(
-            self.reader.read_line(&mut line).unwrap() > 0,
-            "the server closed the connection"
-        );
-        serde_json::from_str(&line).unwrap()
-    }
-
-    fn call(&mut self, req: Value) -> Value {
-        self.send(req.clone());
-        let r = self.read();
-        assert_eq!(r["id"], req["id"], "{r}");
-        r
-    }
-
-    fn ok(&mut self, req: Value) -> Value {
-        let r = self.call(req);
-        assert_eq!(r["ok"], true, "{r}");
-        r["data"].clone()
-    }
-
-    fn refused(&mut self, req: Value) -> String {
-        let r = self.call(req);
-        assert_eq!(r["ok"], false, "{r}");
-        r["error"].as_str().unwrap().to_string()
-    }
-
-    /// Pushes of capture `id` until its last one: (direction, bytes, ns) of every frame, the
-    /// last push's data. Other responses are left out.
-    fn collect(&mut self, id: u64) -> (Vec<(String, Vec<u8>, u64)>, Value) {
-        let mut frames = Vec::new();
-        loop {
-            let r = self.read();
-            if r["id"] != id {
-                continue;
-            }
-            assert_eq!(r["ok"], true, "{r}");
-            let d = r["data"].clone();
-            let data: controlplane::protocol::CaptureData = serde_json::from_value(d.clone()).unwrap();
-            for f in &data.frames {
-                let b = f.bytes().unwrap();
-                assert!(b.len() <= f.len as usize);
-                frames.push((format!("{:?}", f.dir).to_lowercase(), b, f.ns));
-            }
-            if data.end.is_some() {
-                return (frames, d);
-            }
-        }
-    }
+    Running::start(cfg, Some((text, "rocesw.sock")))
 }
 
 fn flow(src: u16, dst: u16, count: u64) -> Vec<Vec<u8>> {
@@ -557,11 +421,11 @@ fn captures_hold_what_the_ports_moved_on_either_worker() {
             .as_nanos() as u64
     };
     let before = wall();
-    let mut a = Conn::open(&sw);
+    let mut a = sw.connect();
     let started = a.ok(json!({"v":1,"id":1,"op":"capture","port":3}));
     assert_eq!(started["direction"], "both");
     assert_eq!(started["snaplen"], 1518, "the port's largest frame");
-    let mut b = Conn::open(&sw);
+    let mut b = sw.connect();
     b.ok(json!({"v":1,"id":7,"op":"capture","port":0,"direction":"rx"}));
     let hello = announce(3, 0).unwrap();
     sw.feed(3, std::slice::from_ref(&hello));
@@ -569,7 +433,7 @@ fn captures_hold_what_the_ports_moved_on_either_worker() {
     let frames = flow(0, 3, 300);
     sw.feed(0, &frames);
     sw.wait_for("the frames at port 3", |s| s.sent(3).len() == 300);
-    a.send(json!({"v":1,"id":2,"op":"capture_stop"}));
+    a.send(&json!({"v":1,"id":2,"op":"capture_stop"}));
     let (got_a, last_a) = a.collect(1);
     assert_eq!(a.read(), json!({"v":1,"id":2,"ok":true,"data":{"stopped":true}}));
     assert_eq!(last_a["end"], "stopped");
@@ -577,7 +441,7 @@ fn captures_hold_what_the_ports_moved_on_either_worker() {
         (last_a["captured"].as_u64(), last_a["dropped"].as_u64()),
         (Some(301), Some(0))
     );
-    b.send(json!({"v":1,"id":8,"op":"capture_stop"}));
+    b.send(&json!({"v":1,"id":8,"op":"capture_stop"}));
     let (got_b, _) = b.collect(7);
     assert_eq!(b.read()["id"], 8, "capture_stop answered after the last push");
     let after = wall();
@@ -605,13 +469,13 @@ fn captures_hold_what_the_ports_moved_on_either_worker() {
     }
     // Once stopped, the port may be captured again, and the counters keep what was taken.
     a.ok(json!({"v":1,"id":3,"op":"capture","port":3,"direction":"tx","count":1}));
-    a.send(json!({"v":1,"id":4,"op":"capture_stop"}));
+    a.send(&json!({"v":1,"id":4,"op":"capture_stop"}));
     let _ = a.collect(3);
     assert_eq!(capture_report(&mut b, 3), json!({"frames": 301, "dropped": 0}));
     assert_eq!(capture_report(&mut b, 0), json!({"frames": 300, "dropped": 0}));
     assert!(capture_report(&mut b, 1).is_null(), "never captured");
-    sw.wait_for("the rings to be freed", |s| s.server.figures().captures == 0);
-    assert_eq!(sw.server.figures().capture_bytes, 0);
+    sw.wait_for("the rings to be freed", |s| s.server().figures().captures == 0);
+    assert_eq!(sw.server().figures().capture_bytes, 0);
     drop((a, b));
     sw.finish();
 }
@@ -620,8 +484,8 @@ fn captures_hold_what_the_ports_moved_on_either_worker() {
 #[test]
 fn capture_requests_that_cannot_be_served_say_why() {
     let sw = start();
-    let mut a = Conn::open(&sw);
-    let mut b = Conn::open(&sw);
+    let mut a = sw.connect();
+    let mut b = sw.connect();
     let e = a.refused(json!({"v":1,"id":1,"op":"capture","port":9}));
     assert!(e.contains("no port 9") && e.contains("0, 1, 2, 3"), "{e}");
     let e = a.refused(json!({"v":1,"id":1,"op":"capture_stop"}));
@@ -648,7 +512,7 @@ fn capture_requests_that_cannot_be_served_say_why() {
     let e = a.refused(json!({"v":1,"id":4,"op":"capture","port":2}));
     assert!(e.contains("one per connection"), "{e}");
     b.ok(json!({"v":1,"id":5,"op":"capture","port":2,"direction":"tx","snaplen":64,"ring":16}));
-    sw.wait_for("two captures", |s| s.server.figures().captures == 2);
+    sw.wait_for("two captures", |s| s.server().figures().captures == 2);
     drop((a, b));
     sw.finish();
 }
@@ -657,7 +521,7 @@ fn capture_requests_that_cannot_be_served_say_why() {
 #[test]
 fn counted_and_timed_captures_end_by_themselves() {
     let sw = start();
-    let mut c = Conn::open(&sw);
+    let mut c = sw.connect();
     c.ok(json!({"v":1,"id":1,"op":"capture","port":0,"direction":"rx","count":25,"snaplen":100}));
     let frames = flow(0, 3, 100);
     sw.feed(0, &frames);
@@ -687,12 +551,12 @@ fn counted_and_timed_captures_end_by_themselves() {
 #[test]
 fn a_capture_client_that_never_reads_or_leaves_costs_bounded_memory() {
     let sw = start();
-    let mut lazy = Conn::open(&sw);
+    let mut lazy = sw.connect();
     lazy.ok(json!({"v":1,"id":1,"op":"capture","port":3,"direction":"tx","ring":64}));
-    sw.wait_for("the capture", |s| s.server.figures().captures == 1);
-    let ring_bytes = sw.server.figures().capture_bytes;
+    sw.wait_for("the capture", |s| s.server().figures().captures == 1);
+    let ring_bytes = sw.server().figures().capture_bytes;
     assert!(ring_bytes > 64 * 1518 && ring_bytes < 64 * 1518 * 2, "{ring_bytes}");
-    let mut c = Conn::open(&sw);
+    let mut c = sw.connect();
     sw.feed(3, &[announce(3, 0).unwrap()]);
     sw.wait_for("the announcement", |s| s.sent(0).len() == 1);
     let total = 20_000;
@@ -710,7 +574,7 @@ fn a_capture_client_that_never_reads_or_leaves_costs_bounded_memory() {
                 t.elapsed()
             );
         }
-        peak = peak.max(sw.server.figures().buffered_bytes);
+        peak = peak.max(sw.server().figures().buffered_bytes);
     }
     let report = capture_report(&mut c, 3);
     let (frames, dropped) = (report["frames"].as_u64().unwrap(), report["dropped"].as_u64().unwrap());
@@ -720,14 +584,14 @@ fn a_capture_client_that_never_reads_or_leaves_costs_bounded_memory() {
         "every frame port 3 sent was captured or counted"
     );
     assert!(dropped > 0, "a reader that never reads loses frames: {report}");
-    peak = peak.max(sw.server.figures().buffered_bytes);
+    peak = peak.max(sw.server().figures().buffered_bytes);
     assert!(
         peak < MAX_PENDING_OUTPUT + (1 << 20),
         "the server held {peak} bytes for it"
     );
     drop(lazy);
-    sw.wait_for("the ring to be freed", |s| s.server.figures().capture_bytes == 0);
-    assert_eq!(sw.server.figures().captures, 0);
+    sw.wait_for("the ring to be freed", |s| s.server().figures().capture_bytes == 0);
+    assert_eq!(sw.server().figures().captures, 0);
     c.ok(json!({"v":1,"id":3,"op":"capture","port":3}));
     let after = capture_report(&mut c, 3);
     assert_eq!(after, report, "the counters keep what the ended capture did");

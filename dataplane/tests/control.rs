@@ -4,9 +4,8 @@
 
 mod common;
 use common::*;
-use dataplane::io::PortBackend;
 use dataplane::runtime::control_server::ControlServer;
-use dataplane::runtime::worker::{self, ControlQueue, RunOptions, RunOutcome};
+use dataplane::runtime::worker::ControlQueue;
 use dataplane::tools::gen::announce;
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Write};
@@ -14,16 +13,8 @@ use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::UnixStream;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
-
-struct Running {
-    wires: Vec<Arc<Mutex<Wire>>>,
-    stop: Arc<AtomicBool>,
-    handle: std::thread::JoinHandle<RunOutcome>,
-    server: ControlServer,
-    _dir: tempfile::TempDir,
-}
 
 /// The default profile with the `[run]` the test switch runs (one worker, an idle sleep):
 /// what the control server holds must be what the switch runs, since `[run]` cannot change live.
@@ -44,94 +35,7 @@ fn start() -> Running {
 fn start_on(workers: usize) -> Running {
     let text = config_text_for(workers);
     let cfg = controlplane::load_str(&text).unwrap().config;
-    let wires: Vec<Arc<Mutex<Wire>>> = cfg.ports.iter().map(|_| Arc::default()).collect();
-    let stop = Arc::new(AtomicBool::new(false));
-    let queue: Arc<ControlQueue> = Arc::new(crossbeam_queue::ArrayQueue::new(16));
-    let dir = tempfile::tempdir().unwrap();
-    let server = ControlServer::spawn(&dir.path().join("run/rocesw.sock"), text, queue.clone()).unwrap();
-    let (w2, s2) = (wires.clone(), stop.clone());
-    let handle = std::thread::spawn(move || {
-        let opts = RunOptions {
-            seed: 1,
-            control: Some(queue),
-            open: Box::new(move |p| {
-                let idx = p.id as usize;
-                Ok(Box::new(TestPort {
-                    name: format!("t{idx}"),
-                    wire: w2[idx].clone(),
-                }) as Box<dyn PortBackend + Send>)
-            }),
-        };
-        worker::run(&cfg, opts, s2, None).expect("run")
-    });
-    Running {
-        wires,
-        stop,
-        handle,
-        server,
-        _dir: dir,
-    }
-}
-
-impl Running {
-    /// Stops the control server (which removes its socket), then the switch.
-    fn finish(self) {
-        self.server.shutdown();
-        self.stop.store(true, Ordering::Relaxed);
-        self.handle.join().unwrap();
-    }
-}
-
-struct Conn {
-    reader: BufReader<UnixStream>,
-    writer: UnixStream,
-}
-
-impl Conn {
-    fn open(path: &Path) -> Conn {
-        let s = UnixStream::connect(path).unwrap();
-        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-        Conn {
-            writer: s.try_clone().unwrap(),
-            reader: BufReader::new(s),
-        }
-    }
-
-    fn send_raw(&mut self, bytes: &[u8]) {
-        self.writer.write_all(bytes).unwrap();
-    }
-
-    fn read(&mut self) -> Value {
-        let mut line = String::new();
-        assert!(
-            self.reader.read_line(&mut line).unwrap() > 0,
-            "server closed the connection"
-        );
-        serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line}"))
-    }
-
-    fn call(&mut self, req: Value) -> Value {
-        let mut line = req.to_string();
-        line.push('\n');
-        self.send_raw(line.as_bytes());
-        let r = self.read();
-        assert_eq!(r["v"], 1, "{r}");
-        assert_eq!(r["id"], req["id"], "{r}");
-        r
-    }
-
-    fn ok(&mut self, req: Value) -> Value {
-        let r = self.call(req);
-        assert_eq!(r["ok"], true, "{r}");
-        r["data"].clone()
-    }
-
-    fn refused(&mut self, req: Value) -> String {
-        let r = self.call(req);
-        assert_eq!(r["ok"], false, "{r}");
-        assert!(r.get("data").is_none(), "{r}");
-        r["error"].as_str().unwrap().to_string()
-    }
+    Running::start(cfg, Some((text, "run/rocesw.sock")))
 }
 
 fn running_kmax(c: &mut Conn) -> String {
@@ -146,7 +50,7 @@ fn running_kmax(c: &mut Conn) -> String {
 #[test]
 fn control_socket_serves_a_running_switch() {
     let sw = start();
-    let path = sw.server.path().to_path_buf();
+    let path = sw.server().path().to_path_buf();
     let mode = std::fs::metadata(&path).unwrap().permissions().mode();
     assert_eq!(mode & 0o777, 0o600, "socket mode {mode:o}");
 
@@ -266,7 +170,7 @@ fn control_socket_serves_a_running_switch() {
 #[test]
 fn changes_can_be_conditional_on_the_version_read() {
     let sw = start();
-    let path = sw.server.path().to_path_buf();
+    let path = sw.server().path().to_path_buf();
     let mut c = Conn::open(&path);
     let read = c.ok(json!({"v":1,"id":1,"op":"get_config"}));
     assert_eq!(read["version"], 1, "{read}");
@@ -356,7 +260,7 @@ fn a_change_answered_late_settles_in_order() {
 #[test]
 fn concurrent_rocectl_sets_all_take_effect() {
     let sw = start();
-    let path = sw.server.path().to_path_buf();
+    let path = sw.server().path().to_path_buf();
     let bin = rocectl();
     let sets: Vec<Vec<String>> = [
         "alpha --port 0 --pg 3 1/4",
@@ -617,7 +521,7 @@ fn hostile_line() -> impl proptest::strategy::Strategy<Value = Vec<u8>> {
 fn hostile_lines_are_refused_and_change_nothing() {
     use proptest::test_runner::{Config, TestCaseError, TestRunner};
     let sw = start();
-    let path = sw.server.path().to_path_buf();
+    let path = sw.server().path().to_path_buf();
     let c = std::cell::RefCell::new(Conn::open(&path));
     let before = c.borrow_mut().ok(json!({"v":1,"id":1,"op":"get_config"}))["toml"].clone();
     let mut runner = TestRunner::new(Config {
@@ -667,7 +571,7 @@ fn hostile_lines_are_refused_and_change_nothing() {
 #[test]
 fn a_client_that_never_reads_is_bounded_and_others_are_served() {
     let sw = start();
-    let path = sw.server.path().to_path_buf();
+    let path = sw.server().path().to_path_buf();
     let flooder = UnixStream::connect(&path).unwrap();
     flooder.set_write_timeout(Some(Duration::from_millis(50))).unwrap();
     let flooding = Arc::new(AtomicBool::new(true));
@@ -694,14 +598,14 @@ fn a_client_that_never_reads_is_bounded_and_others_are_served() {
         let t = std::time::Instant::now();
         c.ok(json!({"v":1,"id":id,"op":"counters"}));
         worst = worst.max(t.elapsed());
-        peak = peak.max(sw.server.figures().buffered_bytes);
+        peak = peak.max(sw.server().figures().buffered_bytes);
         id += 1;
         std::thread::sleep(Duration::from_millis(50));
     }
     flooding.store(false, Ordering::Relaxed);
     let flooder = flood.join().unwrap();
     std::thread::sleep(Duration::from_millis(300));
-    peak = peak.max(sw.server.figures().buffered_bytes);
+    peak = peak.max(sw.server().figures().buffered_bytes);
     assert!(worst < Duration::from_millis(500), "another client waited {worst:?}");
     assert!(
         peak < 4 << 20,
@@ -712,7 +616,7 @@ fn a_client_that_never_reads_is_bounded_and_others_are_served() {
     drop(lazy);
     std::thread::sleep(Duration::from_millis(300));
     c.ok(json!({"v":1,"id":1,"op":"hello"}));
-    let left = sw.server.figures().buffered_bytes;
+    let left = sw.server().figures().buffered_bytes;
     assert_eq!(left, 0, "{left} bytes still held after the clients closed");
     drop(c);
     sw.finish();
@@ -725,7 +629,7 @@ fn a_client_that_never_reads_is_bounded_and_others_are_served() {
 #[test]
 fn framing_violations_close_the_connection() {
     let sw = start();
-    let path = sw.server.path().to_path_buf();
+    let path = sw.server().path().to_path_buf();
     for bad in [
         b"\xff\xfe\n".to_vec(),
         [vec![b'x'; 70 * 1024], b"\n".to_vec()].concat(),
@@ -755,7 +659,7 @@ fn framing_violations_close_the_connection() {
 #[test]
 fn a_patch_that_changes_nothing_keeps_the_version() {
     let sw = start();
-    let path = sw.server.path().to_path_buf();
+    let path = sw.server().path().to_path_buf();
     let mut c = Conn::open(&path);
     for (id, frag) in [(1, ""), (2, "\n# nothing\n"), (3, "[ecn.roce]\nkmax = \"400KB\"\n")] {
         let d = c.ok(json!({"v":1,"id":id,"op":"patch","toml":frag}));
@@ -803,7 +707,7 @@ fn roce(src: u16, dst: u16, count: u64) -> Vec<Vec<u8>> {
 #[test]
 fn a_live_change_reaches_every_worker() {
     let sw = start_on(2);
-    let path = sw.server.path().to_path_buf();
+    let path = sw.server().path().to_path_buf();
     for (i, w) in sw.wires.iter().enumerate().take(2) {
         w.lock()
             .unwrap()

@@ -5,19 +5,11 @@
 mod common;
 use common::*;
 use controlplane::Config;
-use dataplane::io::PortBackend;
-use dataplane::runtime::worker::{self, RunOptions, RunOutcome};
 use dataplane::tools::gen::{announce, Flow};
 use dataplane::wire::Ecn;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-
-struct Running {
-    wires: Vec<Arc<Mutex<Wire>>>,
-    stop: Arc<AtomicBool>,
-    handle: std::thread::JoinHandle<RunOutcome>,
-}
 
 fn start(mut cfg: Config, workers: usize) -> Running {
     cfg.run.workers = workers;
@@ -25,24 +17,7 @@ fn start(mut cfg: Config, workers: usize) -> Running {
     for (i, p) in cfg.ports.iter_mut().enumerate() {
         p.worker = i % workers;
     }
-    let wires: Vec<Arc<Mutex<Wire>>> = cfg.ports.iter().map(|_| Arc::default()).collect();
-    let stop = Arc::new(AtomicBool::new(false));
-    let (w2, s2) = (wires.clone(), stop.clone());
-    let handle = std::thread::spawn(move || {
-        let opts = RunOptions {
-            seed: 1,
-            control: None,
-            open: Box::new(move |p| {
-                let idx = p.id as usize;
-                Ok(Box::new(TestPort {
-                    name: format!("t{idx}"),
-                    wire: w2[idx].clone(),
-                }) as Box<dyn PortBackend + Send>)
-            }),
-        };
-        worker::run(&cfg, opts, s2, None).expect("run")
-    });
-    Running { wires, stop, handle }
+    Running::start(cfg, None)
 }
 
 fn frames(src: u16, dst: u16, count: u64) -> Vec<Vec<u8>> {

@@ -180,9 +180,10 @@ fn line_ns(bytes: u64, speed_bps: u64) -> u64 {
 /// crosses the cable, and the peer takes its 802.3 response time to stop. If the pause the
 /// previous XOFF asked for runs out sooner, the peer resumes while the PG is still congested.
 fn hold_ns(p: &PortConfig) -> (u64, String) {
-    use crate::headroom::{response_quanta, BITS_PER_QUANTUM, MIN_FRAME_BYTES, WIRE_OVERHEAD_BYTES};
-    let frame = line_ns(u64::from(p.max_frame_bytes) + 4 + WIRE_OVERHEAD_BYTES, p.speed_bps);
-    let pfc = line_ns(MIN_FRAME_BYTES + WIRE_OVERHEAD_BYTES, p.speed_bps);
+    use crate::headroom::{response_quanta, BITS_PER_QUANTUM};
+    use crate::wire_timing::{MIN_FRAME_BYTES, PREAMBLE_SFD_IFG_BYTES, WIRE_OVERHEAD_BYTES};
+    let frame = line_ns(u64::from(p.max_frame_bytes) + WIRE_OVERHEAD_BYTES, p.speed_bps);
+    let pfc = line_ns(MIN_FRAME_BYTES + PREAMBLE_SFD_IFG_BYTES, p.speed_bps);
     let rq = response_quanta(p.speed_bps);
     let response = line_ns(rq * BITS_PER_QUANTUM / 8, p.speed_bps);
     // 2e8 m/s in copper and fibre: 5 ns per metre.
@@ -236,9 +237,9 @@ pub(super) fn check_pause_time(cx: &mut Ctx, c: &Config) {
         // Every lossless PG in XOFF sends one PFC frame per refresh interval, and each may wait
         // behind a max frame: the link must carry that with room to spare, or the refreshes
         // queue up behind each other and crowd out the data they protect.
-        use crate::headroom::{MIN_FRAME_BYTES, WIRE_OVERHEAD_BYTES};
-        let pfc_ns = line_ns(MIN_FRAME_BYTES + WIRE_OVERHEAD_BYTES, p.speed_bps);
-        let frame_ns = line_ns(u64::from(p.max_frame_bytes) + 4 + WIRE_OVERHEAD_BYTES, p.speed_bps);
+        use crate::wire_timing::{MIN_FRAME_BYTES, PREAMBLE_SFD_IFG_BYTES, WIRE_OVERHEAD_BYTES};
+        let pfc_ns = line_ns(MIN_FRAME_BYTES + PREAMBLE_SFD_IFG_BYTES, p.speed_bps);
+        let frame_ns = line_ns(u64::from(p.max_frame_bytes) + WIRE_OVERHEAD_BYTES, p.speed_bps);
         let need = lossless_pgs * pfc_ns + frame_ns;
         if refresh_ns < need {
             busy.entry(format!(

@@ -10,16 +10,18 @@ use crate::schema::*;
 use crate::units::{self, format_rate, format_size};
 use std::collections::{BTreeMap, BTreeSet};
 
-/// The shared-pool limit keys of a `[pg.N]` or `[queue.N]` table.
-struct LimitKeys<'a> {
-    alpha: &'a Option<Scalar>,
-    static_limit: &'a Option<Scalar>,
-    dynamic_th: Option<i64>,
-    unlimited: Option<bool>,
+/// The `min` (bytes, 0 if not given) and the shared-pool threshold of a `[pg.N]` or
+/// `[queue.N]` table: the latter given by at most one of the keys, `None` if none was given.
+fn resolve_limits(cx: &mut Ctx, path: &str, k: &LimitSection) -> (u64, Option<Threshold>) {
+    let min_bytes = k
+        .min
+        .as_ref()
+        .and_then(|v| cx.size(&format!("{path}.min"), v))
+        .unwrap_or(0);
+    (min_bytes, resolve_limit(cx, path, k))
 }
 
-/// The threshold given by at most one of the keys, `None` if none was given.
-fn resolve_limit(cx: &mut Ctx, path: &str, k: LimitKeys<'_>) -> Option<Threshold> {
+fn resolve_limit(cx: &mut Ctx, path: &str, k: &LimitSection) -> Option<Threshold> {
     let given: Vec<&str> = [
         ("alpha", k.alpha.is_some()),
         ("static", k.static_limit.is_some()),
@@ -43,12 +45,12 @@ fn resolve_limit(cx: &mut Ctx, path: &str, k: LimitKeys<'_>) -> Option<Threshold
         ));
         return None;
     }
-    if let Some(v) = k.alpha {
+    if let Some(v) = &k.alpha {
         return cx
             .real(&format!("{path}.alpha"), v)
             .map(|alpha| Threshold::Dynamic { alpha });
     }
-    if let Some(v) = k.static_limit {
+    if let Some(v) = &k.static_limit {
         return cx
             .size(&format!("{path}.static"), v)
             .map(|bytes| Threshold::Static { bytes });
@@ -106,21 +108,7 @@ pub(super) fn resolve_pgs(
         let s = sections[g].unwrap_or(&default);
         let path = format!("{section}.{g}");
         let lossless = loss.pg[g];
-        let min_bytes = s
-            .min
-            .as_ref()
-            .and_then(|v| cx.size(&format!("{path}.min"), v))
-            .unwrap_or(0);
-        let limit = resolve_limit(
-            cx,
-            &path,
-            LimitKeys {
-                alpha: &s.alpha,
-                static_limit: &s.static_limit,
-                dynamic_th: s.dynamic_th,
-                unlimited: s.unlimited,
-            },
-        );
+        let (min_bytes, limit) = resolve_limits(cx, &path, &s.limits());
         let shared = match (limit, lossless) {
             (Some(t), _) => t,
             (None, true) => Threshold::Dynamic {
@@ -237,21 +225,7 @@ pub(super) fn resolve_queues<'e>(
         let s = sections[q].unwrap_or(&default);
         let path = format!("{section}.{q}");
         let lossless = loss.queue[q];
-        let min_bytes = s
-            .min
-            .as_ref()
-            .and_then(|v| cx.size(&format!("{path}.min"), v))
-            .unwrap_or(0);
-        let limit = resolve_limit(
-            cx,
-            &path,
-            LimitKeys {
-                alpha: &s.alpha,
-                static_limit: &s.static_limit,
-                dynamic_th: s.dynamic_th,
-                unlimited: s.unlimited,
-            },
-        );
+        let (min_bytes, limit) = resolve_limits(cx, &path, &s.limits());
         let shared = match (limit, lossless) {
             (Some(t), _) => t,
             (None, true) => Threshold::Unlimited,

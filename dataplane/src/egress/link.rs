@@ -3,7 +3,7 @@
 
 /// Ethernet preamble + start delimiter (8), FCS (4) and minimum inter-frame gap (12): what a
 /// frame costs on the wire beyond the bytes a pcap holds.
-pub const WIRE_OVERHEAD_BYTES: u64 = 24;
+pub use controlplane::wire_timing::WIRE_OVERHEAD_BYTES;
 
 /// A port's line rate as picoseconds per byte in 16.16 fixed point: serialisation time is then
 /// a multiply and a shift on the packet path instead of a 128-bit division.

@@ -6,6 +6,8 @@
 //!   per-QP frame templates patched in place (PSN, payload header, ICRC), paced by a token
 //!   bucket on wire bytes, honouring received PFC/PAUSE, with a DCQCN reaction point per QP.
 //! * [`pause`]: received PFC/PAUSE state (which priority is paused until when, time paused).
+//! * [`peer`]: the far end of a link whose peer is software, as a NIC's transmit side that
+//!   obeys the switch's PFC (replay's peers, `rocesw run`'s emulated links).
 //! * [`receiver`]: ICRC, PSN order, CE marks, one-way latency and throughput per flow, and the
 //!   DCQCN notification point (CNPs, at most one per QP per interval).
 //! * [`dcqcn`]: the DCQCN rate state machine and the CNP pacer as pure functions of time.
@@ -19,13 +21,14 @@
 pub mod dcqcn;
 pub mod histogram;
 pub mod pause;
+pub mod peer;
 pub mod receiver;
 pub mod sender;
 
 use anyhow::{anyhow, bail, Result};
 
 /// Wire overhead per frame not seen by the socket: preamble + SFD 8, FCS 4, inter-frame gap 12.
-pub const WIRE_OVERHEAD_BYTES: u64 = crate::switch::WIRE_OVERHEAD_BYTES;
+pub use controlplane::wire_timing::WIRE_OVERHEAD_BYTES;
 
 /// The 16-byte header at the start of every data packet's payload.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

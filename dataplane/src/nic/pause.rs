@@ -2,14 +2,15 @@
 //! long in total. Time is the caller's (`now`), so the same state serves rocegen's real-time
 //! hosts and the fabric's virtual-time ones.
 
+use crate::pfc::PauseState;
 use crate::wire::pfc::quanta_to_ns;
 use crate::wire::MacControl;
 
-/// Received PFC/PAUSE: which priorities are paused until when, and for how long in total.
+/// Received PFC/PAUSE: which priorities are paused until when (the switch's own timers,
+/// [`PauseState`]), and for how long in total.
 #[derive(Debug, Clone, Default)]
 pub struct PauseRx {
-    until: [u64; 8],
-    since: [Option<u64>; 8],
+    timers: PauseState,
     /// Time paused per priority (closed intervals, plus the open one at `finish`).
     pub paused_ns: [u64; 8],
     pub pfc_frames: u64,
@@ -48,50 +49,62 @@ impl PauseRx {
     }
 
     fn set(&mut self, p: usize, quanta: u16, now: u64, link_bps: u64) {
-        self.settle(p, now);
-        if quanta == 0 {
-            if let Some(s) = self.since[p].take() {
-                self.paused_ns[p] += now.saturating_sub(s);
-            }
-            self.until[p] = 0;
-        } else {
-            if self.since[p].is_none() {
-                self.since[p] = Some(now);
-            }
-            self.until[p] = now + quanta_to_ns(quanta, link_bps);
-        }
-    }
-
-    /// Closes an expired pause.
-    fn settle(&mut self, p: usize, now: u64) {
-        if let Some(s) = self.since[p] {
-            if now >= self.until[p] {
-                self.paused_ns[p] += self.until[p].saturating_sub(s);
-                self.since[p] = None;
-            }
-        }
+        self.timers
+            .apply(p, now, quanta_to_ns(quanta, link_bps), &mut self.paused_ns);
     }
 
     /// Whether priority `p` is paused at `now`.
     #[inline]
-    pub fn is_paused(&mut self, p: u8, now: u64) -> bool {
-        let p = usize::from(p & 7);
-        self.settle(p, now);
-        self.since[p].is_some()
+    pub fn is_paused(&self, p: u8, now: u64) -> bool {
+        self.timers.is_paused(usize::from(p & 7), now)
     }
 
-    /// When priority `p`'s pause expires (0 if not paused).
+    /// When priority `p`'s pause expires (at or before now if it is not paused).
     pub fn until(&self, p: u8) -> u64 {
-        self.until[usize::from(p & 7)]
+        self.timers.until(usize::from(p & 7))
     }
 
-    /// Closes every pause still open at `now` (end of run).
+    /// Adds the pauses still open at `now` to `paused_ns` (end of run).
     pub fn finish(&mut self, now: u64) {
-        for p in 0..8 {
-            self.settle(p, now);
-            if let Some(s) = self.since[p].take() {
-                self.paused_ns[p] += now.saturating_sub(s);
-            }
+        self.timers.close(now, &mut self.paused_ns);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pfc(prio: usize, quanta: u16) -> MacControl {
+        let mut times = [0u16; 8];
+        times[prio] = quanta;
+        MacControl::Pfc {
+            enable: 1 << prio,
+            times,
         }
+    }
+
+    /// At 1 Gb/s a quantum is 512 ns. The figures pin the accounting across a refresh, an
+    /// XON, a pause that expires on its own, an 802.3x PAUSE and one still open at the end.
+    #[test]
+    fn paused_time_over_refresh_xon_expiry_and_finish() {
+        const G: u64 = 1_000_000_000;
+        let mut rx = PauseRx::default();
+        rx.on_mac_control(pfc(3, 10), 1_000, G); // until 6_120
+        assert!(rx.is_paused(3, 6_119) && !rx.is_paused(2, 2_000));
+        rx.on_mac_control(pfc(3, 10), 4_000, G); // refresh: until 9_120
+        assert_eq!(rx.until(3), 9_120);
+        rx.on_mac_control(pfc(3, 0), 7_000, G); // XON: 6_000 paused
+        assert!(!rx.is_paused(3, 7_000));
+        rx.on_mac_control(pfc(3, 1), 10_000, G); // expires at 10_512: 512 more
+        assert!(!rx.is_paused(3, 10_512));
+        rx.on_mac_control(MacControl::Pause { time: 2 }, 20_000, G); // all, until 21_024
+        rx.on_mac_control(pfc(5, 100), 30_000, G); // open at the end
+        rx.finish(40_000);
+        rx.finish(40_000);
+        assert_eq!(rx.paused_ns[3], 6_000 + 512 + 1_024);
+        assert_eq!(rx.paused_ns[0], 1_024);
+        assert_eq!(rx.paused_ns[5], 1_024 + 10_000);
+        assert_eq!((rx.pfc_frames, rx.pause_frames), (5, 1));
+        assert_eq!((rx.xoff[3], rx.xon[3], rx.xoff[5]), (3, 1, 1));
     }
 }

@@ -1,9 +1,13 @@
-//! Pause timers of one egress port from received PFC/PAUSE frames, and how long each priority
-//! was held. Owned by the egress side.
+//! Pause timers per priority from received PFC/PAUSE frames, and how long each priority was
+//! held: the one timer type of the project. The switch's egress ports obey them
+//! (`egress::port`), the NIC model's hosts do (`nic::pause::PauseRx`), and so does the emulated
+//! peer of a software link (`nic::peer`).
 
 use controlplane::NUM_TC;
 
-/// Pause timers of one egress port, per priority, from received PFC/PAUSE frames.
+/// Pause timers, per priority, from received PFC/PAUSE frames. A priority is paused while its
+/// timer is ahead of `now`; the time paused is added, interval by interval, to a caller's
+/// `[u64; NUM_TC]` (for the switch, its port counters).
 #[derive(Debug, Clone, Default)]
 pub struct PauseState {
     until: [u64; NUM_TC],
@@ -17,12 +21,44 @@ impl PauseState {
         let active = self.until[prio] > now;
         if active {
             // Close the interval at `now`; a new one starts below if this is another XOFF.
-            paused_ns[prio] += now - self.since[prio];
+            paused_ns[prio] += now.saturating_sub(self.since[prio]);
         } else if self.until[prio] > self.since[prio] {
             paused_ns[prio] += self.until[prio] - self.since[prio];
         }
+        self.set(prio, now, dur_ns);
+    }
+
+    /// Pauses `prio` for `dur_ns` from `now` (0 = XON) without counting the time paused: for a
+    /// user that only needs the timer.
+    #[inline]
+    pub fn set(&mut self, prio: usize, now: u64, dur_ns: u64) {
         self.since[prio] = now;
-        self.until[prio] = now + dur_ns;
+        self.until[prio] = now.saturating_add(dur_ns);
+    }
+
+    /// When `prio`'s pause runs out (at or before `now` if it is not paused).
+    #[inline]
+    pub fn until(&self, prio: usize) -> u64 {
+        self.until[prio]
+    }
+
+    /// Whether `prio` is paused at `now`.
+    #[inline]
+    pub fn is_paused(&self, prio: usize, now: u64) -> bool {
+        self.until[prio] > now
+    }
+
+    /// Adds the time paused up to `now` to `paused_ns` (the end of a run); a pause still
+    /// running goes on, and is counted from `now` on by the next call. Calling it twice at the
+    /// same `now` adds nothing the second time.
+    pub fn close(&mut self, now: u64, paused_ns: &mut [u64; NUM_TC]) {
+        for ((until, since), paused) in self.until.iter().zip(&mut self.since).zip(paused_ns) {
+            let end = (*until).min(now);
+            if end > *since {
+                *paused += end - *since;
+                *since = end;
+            }
+        }
     }
 
     /// Priorities paused at `now`, and the time until which that answer holds (the earliest
@@ -87,5 +123,13 @@ mod tests {
         s.apply(3, 1_000, 50, &mut closed);
         assert_eq!(s.total_paused(10_000, &closed)[3], 350);
         assert_eq!(s.resume_time(1 << 3, 1_010), 1_050);
+        // One still running is counted up to `close`, once, and goes on.
+        s.apply(3, 2_000, 1_000, &mut closed);
+        s.close(2_400, &mut closed);
+        s.close(2_400, &mut closed);
+        assert_eq!(closed[3], 350 + 400);
+        assert!(s.is_paused(3, 2_999) && !s.is_paused(3, 3_000));
+        assert_eq!(s.until(3), 3_000);
+        assert_eq!(s.total_paused(10_000, &closed)[3], 350 + 1_000);
     }
 }

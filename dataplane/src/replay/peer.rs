@@ -2,12 +2,12 @@
 //! frames at their timestamps, never faster than the link, and honours the PFC the switch sends
 //! it (like a RoCE NIC): a paused priority's frames wait, in order, and none is dropped.
 //!
-//! The link and the NIC's PFC behaviour are `pfc::peer::EmulatedLink`, the same model
+//! The link and the NIC's PFC behaviour are `nic::peer::EmulatedLink`, the same model
 //! `rocesw run` puts in front of software ports; this adds only the capture it reads.
 
 use super::pcapio::{InputFrame, PcapInput};
 use crate::ingress::classify::Classifier;
-use crate::pfc::EmulatedLink;
+use crate::nic::peer::EmulatedLink;
 
 /// How much a peer holds back before it stops reading its capture (then all its priorities
 /// wait, like a host whose send buffers are full). Bounds replay memory per port.

@@ -130,6 +130,9 @@ fn port_buffer(u: &PortUse) -> PortBuffer {
     }
 }
 
+/// `mmu::PoolUse` has exactly `PoolBuffer`'s fields (and serialises the same): once `mmu/`
+/// says `pub use controlplane::snapshot::PoolBuffer as PoolUse;` in place of its own struct,
+/// they are one type and this copy is `sw.pool_use()` itself.
 fn pool_buffer(p: &PoolUse) -> PoolBuffer {
     PoolBuffer {
         total_cells: p.total_cells,

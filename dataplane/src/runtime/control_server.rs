@@ -749,10 +749,10 @@ impl Server {
             }
             // The owner's socket first, so it is served even while TCP peers crowd in.
             if accept_unix {
-                self.accept();
+                self.accept(false);
             }
             if accept_tcp {
-                self.accept_tcp();
+                self.accept(true);
             }
             self.expire_unauthenticated();
             for (ip, n) in self.auth_guard.due_reports(Instant::now()) {
@@ -820,21 +820,42 @@ impl Server {
         }
     }
 
-    fn accept(&mut self) {
-        self.accept_retry = None;
+    /// Takes every connection waiting on the owner's Unix socket (`tcp` false) or on the TCP
+    /// listener. A Unix connection beyond [`MAX_UNIX_CONNECTIONS`] is turned away; a TCP one
+    /// makes room among those waiting to authenticate and has its first request read at once.
+    /// Out of descriptors, the Unix socket closes a TCP connection to let the owner in (or
+    /// retries shortly with none to close); the TCP listener only retries shortly.
+    fn accept(&mut self, tcp: bool) {
+        if !tcp {
+            self.accept_retry = None;
+        }
         loop {
-            match self.listener.accept() {
-                Ok((stream, _)) => {
+            let accepted = if tcp {
+                let Some((l, _)) = self.tcp.as_ref() else { return };
+                l.accept().map(|(s, addr)| (CtlStream::Tcp(s), Some(addr.ip())))
+            } else {
+                self.listener.accept().map(|(s, _)| (CtlStream::Unix(s), None))
+            };
+            match accepted {
+                Ok((stream, None)) => {
                     if self.count(false) >= MAX_UNIX_CONNECTIONS {
                         drop(stream);
                         self.refuse("too many connections on the Unix socket");
                         continue;
                     }
-                    self.add(CtlStream::Unix(stream), None);
+                    self.add(stream, None);
+                }
+                Ok((stream, peer)) => {
+                    self.make_room_to_authenticate();
+                    // Its first request (the token, from a client that sent it with the
+                    // connection) is read now, before a later connection could displace it.
+                    if let Some(token) = self.add(stream, peer) {
+                        self.serve_up_to(token, 1);
+                    }
                 }
                 Err(e) if e.kind() == ErrorKind::WouldBlock => return,
                 Err(e) if e.kind() == ErrorKind::Interrupted => {}
-                Err(e) if out_of_descriptors(&e) => {
+                Err(e) if !tcp && out_of_descriptors(&e) => {
                     // The owner must get in: make room by closing a TCP connection, the
                     // unauthenticated ones first; with none to close, try again shortly.
                     if !self.evict_tcp() {
@@ -844,32 +865,14 @@ impl Server {
                     }
                 }
                 Err(e) => {
-                    tracing::warn!("control socket: accept failed: {e}");
-                    return;
-                }
-            }
-        }
-    }
-
-    fn accept_tcp(&mut self) {
-        loop {
-            let Some((l, _)) = self.tcp.as_ref() else { return };
-            match l.accept() {
-                Ok((stream, addr)) => {
-                    self.make_room_to_authenticate();
-                    // Its first request (the token, from a client that sent it with the
-                    // connection) is read now, before a later connection could displace it.
-                    if let Some(token) = self.add(CtlStream::Tcp(stream), Some(addr.ip())) {
-                        self.serve_up_to(token, 1);
+                    if tcp {
+                        if out_of_descriptors(&e) {
+                            self.accept_retry = Some(Instant::now() + Duration::from_millis(100));
+                        }
+                        tracing::warn!("control over TCP: accept failed: {e}");
+                    } else {
+                        tracing::warn!("control socket: accept failed: {e}");
                     }
-                }
-                Err(e) if e.kind() == ErrorKind::WouldBlock => return,
-                Err(e) if e.kind() == ErrorKind::Interrupted => {}
-                Err(e) => {
-                    if out_of_descriptors(&e) {
-                        self.accept_retry = Some(Instant::now() + Duration::from_millis(100));
-                    }
-                    tracing::warn!("control over TCP: accept failed: {e}");
                     return;
                 }
             }

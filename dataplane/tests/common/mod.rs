@@ -5,9 +5,16 @@
 use controlplane::Config;
 use dataplane::io::{PortBackend, PortError, PortStats};
 use dataplane::replay::{self, ReplayOptions, ReplayOutcome};
+use dataplane::runtime::control_server::ControlServer;
+use dataplane::runtime::worker::{self, ControlQueue, RunOptions, RunOutcome};
+use serde_json::Value;
 use std::collections::VecDeque;
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 pub fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
@@ -206,6 +213,183 @@ impl PortBackend for TestPort {
         PortStats {
             rx_kernel_drops: self.wire.lock().unwrap().ring_drops,
             ..PortStats::default()
+        }
+    }
+}
+
+/// A switch (`worker::run` on a thread of this process) on in-memory ports whose wires the test
+/// holds, one per port, and, if asked, a control server in front of it.
+pub struct Running {
+    pub wires: Vec<Arc<Mutex<Wire>>>,
+    pub stop: Arc<AtomicBool>,
+    pub handle: std::thread::JoinHandle<RunOutcome>,
+    pub server: Option<ControlServer>,
+    _dir: tempfile::TempDir,
+}
+
+impl Running {
+    /// Runs `cfg`. With `control` = (the config's text, a socket path relative to a temporary
+    /// directory), a control server holding that text serves it; what the server holds must be
+    /// what the switch runs (`[run]` cannot change live).
+    pub fn start(cfg: Config, control: Option<(String, &str)>) -> Running {
+        let wires: Vec<Arc<Mutex<Wire>>> = cfg.ports.iter().map(|_| Arc::default()).collect();
+        let stop = Arc::new(AtomicBool::new(false));
+        let dir = tempfile::tempdir().unwrap();
+        let (queue, server) = match control {
+            Some((text, socket)) => {
+                let queue: Arc<ControlQueue> = Arc::new(crossbeam_queue::ArrayQueue::new(16));
+                let server = ControlServer::spawn(&dir.path().join(socket), text, queue.clone()).unwrap();
+                (Some(queue), Some(server))
+            }
+            None => (None, None),
+        };
+        let (w2, s2) = (wires.clone(), stop.clone());
+        let handle = std::thread::spawn(move || {
+            let opts = RunOptions {
+                seed: 1,
+                control: queue,
+                open: Box::new(move |p| {
+                    let idx = p.id as usize;
+                    Ok(Box::new(TestPort {
+                        name: format!("t{idx}"),
+                        wire: w2[idx].clone(),
+                    }) as Box<dyn PortBackend + Send>)
+                }),
+            };
+            worker::run(&cfg, opts, s2, None).expect("run")
+        });
+        Running {
+            wires,
+            stop,
+            handle,
+            server,
+            _dir: dir,
+        }
+    }
+
+    /// The control server (the switch must have been started with one).
+    pub fn server(&self) -> &ControlServer {
+        self.server.as_ref().expect("started with a control server")
+    }
+
+    /// A connection to the control server.
+    pub fn connect(&self) -> Conn {
+        Conn::open(self.server().path())
+    }
+
+    /// Stops the control server (which removes its socket), then the switch.
+    pub fn finish(self) -> RunOutcome {
+        if let Some(s) = self.server {
+            s.shutdown();
+        }
+        self.stop.store(true, Ordering::Relaxed);
+        self.handle.join().unwrap()
+    }
+
+    /// Frames the switch will receive on `port`.
+    pub fn feed(&self, port: usize, frames: &[Vec<u8>]) {
+        self.wires[port]
+            .lock()
+            .unwrap()
+            .to_switch
+            .extend(frames.iter().cloned());
+    }
+
+    /// What the switch has sent on `port` so far.
+    pub fn sent(&self, port: usize) -> Vec<Vec<u8>> {
+        self.wires[port].lock().unwrap().from_switch.clone()
+    }
+
+    /// Waits up to 20 s for `cond`.
+    pub fn wait_for(&self, what: &str, mut cond: impl FnMut(&Running) -> bool) {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while !cond(self) {
+            assert!(Instant::now() < deadline, "timed out waiting for {what}");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+}
+
+/// A connection to a control socket, speaking the protocol's JSON lines.
+pub struct Conn {
+    pub reader: BufReader<UnixStream>,
+    pub writer: UnixStream,
+}
+
+impl Conn {
+    pub fn open(path: &Path) -> Conn {
+        let s = UnixStream::connect(path).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        Conn {
+            writer: s.try_clone().unwrap(),
+            reader: BufReader::new(s),
+        }
+    }
+
+    pub fn send_raw(&mut self, bytes: &[u8]) {
+        self.writer.write_all(bytes).unwrap();
+    }
+
+    pub fn send(&mut self, req: &Value) {
+        let mut line = req.to_string();
+        line.push('\n');
+        self.send_raw(line.as_bytes());
+    }
+
+    /// The next line from the server.
+    pub fn read(&mut self) -> Value {
+        let mut line = String::new();
+        assert!(
+            self.reader.read_line(&mut line).unwrap() > 0,
+            "the server closed the connection"
+        );
+        serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line}"))
+    }
+
+    /// Sends `req` and reads its response (the next line, which must answer it).
+    pub fn call(&mut self, req: Value) -> Value {
+        self.send(&req);
+        let r = self.read();
+        assert_eq!(r["v"], 1, "{r}");
+        assert_eq!(r["id"], req["id"], "{r}");
+        r
+    }
+
+    /// [`Self::call`] that must succeed: its data.
+    pub fn ok(&mut self, req: Value) -> Value {
+        let r = self.call(req);
+        assert_eq!(r["ok"], true, "{r}");
+        r["data"].clone()
+    }
+
+    /// [`Self::call`] that must be refused: its error.
+    pub fn refused(&mut self, req: Value) -> String {
+        let r = self.call(req);
+        assert_eq!(r["ok"], false, "{r}");
+        assert!(r.get("data").is_none(), "{r}");
+        r["error"].as_str().unwrap().to_string()
+    }
+
+    /// Pushes of capture `id` until its last one: (direction, bytes, ns) of every frame, the
+    /// last push's data. Other responses are left out.
+    pub fn collect(&mut self, id: u64) -> (Vec<(String, Vec<u8>, u64)>, Value) {
+        let mut frames = Vec::new();
+        loop {
+            let r = self.read();
+            if r["id"] != id {
+                continue;
+            }
+            assert_eq!(r["ok"], true, "{r}");
+            let d = r["data"].clone();
+            let data: controlplane::protocol::CaptureData = serde_json::from_value(d.clone()).unwrap();
+            for f in &data.frames {
+                let b = f.bytes().unwrap();
+                assert!(b.len() <= f.len as usize);
+                frames.push((format!("{:?}", f.dir).to_lowercase(), b, f.ns));
+            }
+            if data.end.is_some() {
+                return (frames, d);
+            }
         }
     }
 }

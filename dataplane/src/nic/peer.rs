@@ -16,6 +16,7 @@
 //! The model holds frames of any representation `F` (replay: owned bytes; real time: an index
 //! into a buffer allocated at start-up, so the packet path does not allocate) plus their length.
 
+use crate::pfc::PauseState;
 use crate::wire::{self, pfc as wire_pfc};
 use std::collections::VecDeque;
 
@@ -61,7 +62,8 @@ pub struct EmulatedLink<F> {
     reaction_ns: u64,
     /// Pause changes on their way: (takes effect at, class-enable vector, pause times).
     pending: VecDeque<(u64, u8, [u16; 8])>,
-    paused_until: [u64; 8],
+    /// The pauses in effect, as the switch's own egress keeps them.
+    pause: PauseState,
     pub frames_sent: u64,
     pub counters: PeerCounters,
 }
@@ -82,7 +84,7 @@ impl<F> EmulatedLink<F> {
             honours_pfc,
             reaction_ns: propagation_ns + wire_pfc::quanta_to_ns(response_quanta, speed_bps),
             pending: VecDeque::with_capacity(if capacity > 0 { 64 } else { 0 }),
-            paused_until: [0; 8],
+            pause: PauseState::default(),
             frames_sent: 0,
             counters: PeerCounters::default(),
         }
@@ -105,7 +107,7 @@ impl<F> EmulatedLink<F> {
     /// Whether the switch's PFC holds priority `prio` at `now` (as far as its frames have
     /// taken effect by the last [`Self::pop`]).
     pub fn is_paused(&self, prio: usize, now: u64) -> bool {
-        self.paused_until[prio & 7] > now
+        self.pause.is_paused(prio & 7, now)
     }
 
     /// Frames waiting to cross the link.
@@ -164,7 +166,7 @@ impl<F> EmulatedLink<F> {
             self.pending.pop_front();
             for (prio, &quanta) in times.iter().enumerate() {
                 if enable & (1 << prio) != 0 {
-                    self.paused_until[prio] = at + wire_pfc::quanta_to_ns(quanta, self.speed_bps);
+                    self.pause.set(prio, at, wire_pfc::quanta_to_ns(quanta, self.speed_bps));
                 }
             }
         }
@@ -178,8 +180,8 @@ impl<F> EmulatedLink<F> {
     fn ready_time(&self, class: usize) -> Option<u64> {
         let head = self.held[class].front()?;
         let mut t = head.ts.max(self.link_free_ns());
-        if class < 8 && self.paused_until[class] > t {
-            t = self.paused_until[class];
+        if class < 8 && self.pause.until(class) > t {
+            t = self.pause.until(class);
         }
         Some(t)
     }
@@ -215,7 +217,7 @@ impl<F> EmulatedLink<F> {
         }
         let (departure, _, class) = best?;
         let f = self.held[class].pop_front().expect("ready implies non-empty");
-        if class < 8 && self.paused_until[class] > f.ts {
+        if class < 8 && self.pause.until(class) > f.ts {
             // It was waiting when its priority's pause ended: held, for its time here.
             self.counters.held_frames[class] += 1;
             self.counters.held_ns[class] += departure - f.ts;
