@@ -11,9 +11,5 @@ mod watchdog;
 
 pub use generator::PfcGenerator;
 pub use pause::PauseState;
-// The one import from above, kept only for runtime/emulated.rs (on the packet path's rework,
-// not edited here), which still names `pfc::EmulatedLink`: once it imports
-// `crate::nic::peer::EmulatedLink` this line goes and `pfc` depends on `wire` alone.
-pub use crate::nic::peer::EmulatedLink;
 pub use request::PfcRequest;
 pub use watchdog::{Watchdog, WatchdogEvent};

@@ -6,7 +6,7 @@
 //! piled up in the receive ring while the switch (or the host) was not scheduled would land in
 //! the MMU at once, far faster than the link, and overflow any headroom. So the receive ring is
 //! treated as the peer NIC's transmit queue: frames read from it wait here, in per-priority
-//! queues, and enter the switch only as they would have crossed the wire (`pfc::peer`, the
+//! queues, and enter the switch only as they would have crossed the wire (`nic::peer`, the
 //! model replay's peers use), paused priorities held back by the PFC the switch sends on this
 //! port. What waits here is counted apart from the switch's buffer (`PortReport::peer`).
 //!
@@ -28,7 +28,8 @@
 //! writes).
 
 use crate::ingress::classify::Classifier;
-use crate::pfc::{EmulatedLink, PfcGenerator};
+use crate::nic::peer::EmulatedLink;
+use crate::pfc::PfcGenerator;
 use crate::runtime::shard_port::PeerSlot;
 use crate::switch::{BurstRx, Switch};
 use crate::wire::pfc as wire_pfc;
