@@ -278,9 +278,40 @@ pub fn format_length(metres: f64) -> String {
     format!("{metres}m")
 }
 
+/// A buffer level or watermark for people: bytes below 1 KiB, else KiB, MiB or GiB with one
+/// decimal (`512B`, `12.5KiB`, `3.0MiB`), no space, so a table cell stays one word. The one
+/// byte format of `rocectl show`, `rocectl watch` and `rocesw --stats` (README: "Units").
+pub fn human_bytes(bytes: u64) -> String {
+    const UNITS: [(u64, &str); 3] = [(1 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB")];
+    for (mult, unit) in UNITS {
+        if bytes >= mult {
+            return format!("{:.1}{unit}", bytes as f64 / mult as f64);
+        }
+    }
+    format!("{bytes}B")
+}
+
+/// The time of day of `t` in UTC, `HH:MM:SS UTC`: the header of `rocectl show` and `watch`.
+pub fn utc_clock(t: std::time::SystemTime) -> String {
+    let s = t.duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs()) % 86_400;
+    format!("{:02}:{:02}:{:02} UTC", s / 3600, s / 60 % 60, s % 60)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn levels_and_clock_read_as_people_write_them() {
+        assert_eq!(human_bytes(0), "0B");
+        assert_eq!(human_bytes(1023), "1023B");
+        assert_eq!(human_bytes(1024), "1.0KiB");
+        assert_eq!(human_bytes(90 * 256), "22.5KiB");
+        assert_eq!(human_bytes(3 << 20), "3.0MiB");
+        assert_eq!(human_bytes(5 << 30), "5.0GiB");
+        let t = std::time::UNIX_EPOCH + std::time::Duration::from_secs(20_000 * 86_400 + 7 * 3600 + 31 * 60 + 2);
+        assert_eq!(utc_clock(t), "07:31:02 UTC");
+    }
 
     #[test]
     fn decimal_is_exact() {

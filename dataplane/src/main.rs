@@ -125,7 +125,10 @@ enum Command {
     /// best 4 on every pattern, then hill climbing one ladder step at a time (Kmin, Kmax 4 KiB
     /// … 2 MiB by doubling; Pmax 0.01 … 1; alpha 1/64 … 4) on every pattern, up to --budget
     /// simulations. Settings are ranked by patterns meeting all three targets, then targets
-    /// met, then how far the misses are. The fragment sets the ECN profile of every lossless
+    /// met; of settings equal on both (a tie, which the report names with the knobs that made
+    /// no difference), the least aggressive wins: the lowest Pmax, then the largest Kmin and
+    /// Kmax, then the smallest alpha (the fewest marks and rate cuts, the least buffer per PG).
+    /// The fragment sets the ECN profile of every lossless
     /// queue and the alpha of every lossless PG, the same on every switch, and is checked to
     /// apply as `rocectl patch` applies it (merged, validated, taken live).
     #[command(

@@ -356,8 +356,12 @@ fn rocectl_against(socket: &Path) {
     };
     let (ok, out, err) = run(&["show", "counters"]);
     assert!(ok, "{err}");
-    // The switch's counters, then what each port's backend counted itself.
-    assert_eq!(out.lines().count(), 5 + 2 + 4, "{out}");
+    // A header (issue 23 item 6: when, and since when), the switch's counters, then what each
+    // port's backend counted itself.
+    assert_eq!(out.lines().count(), 1 + 5 + 2 + 4, "{out}");
+    let head = out.lines().next().unwrap();
+    assert!(head.starts_with("at ") && head.contains(" UTC, since start "), "{out}");
+    assert!(!head.contains("levels"), "counters have no levels: {out}");
     for i in 0..4 {
         let row = format!("{i} memory t{i} 0 0 0 0 0 0");
         assert!(
@@ -406,7 +410,7 @@ fn rocectl_against(socket: &Path) {
     };
     let (ok, out, err) = after(&["show", "counters"]);
     assert!(ok, "{err}");
-    assert_eq!(out.lines().count(), 5 + 2 + 4, "{out}");
+    assert_eq!(out.lines().count(), 1 + 5 + 2 + 4, "{out}");
     let (ok, out, err) = after(&["set", "ecn", "--profile", "roce", "--kmax", "260KB"]);
     assert!(ok, "{err}");
     assert!(out.contains("changed: ecn.roce.kmax"), "{out}");
@@ -425,15 +429,26 @@ fn rocectl_against(socket: &Path) {
     let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
     let mut headers = 0;
     let mut rows = 0;
-    while headers < 2 {
+    let mut times = Vec::new();
+    // Two updates, each a time line, then the port table (and maybe a queue table).
+    while times.len() < 2 || headers < 2 {
         let line = lines.next().expect("watch output").unwrap();
         if line.trim_start().starts_with("port") {
             headers += 1;
+        } else if line.starts_with("at ") {
+            times.push(line);
         } else {
             rows += 1;
         }
     }
     assert!(rows >= 4, "{rows} port rows");
+    // Each update says when and over what interval (issue 23 item 6), levels in bytes.
+    assert_eq!(times.len(), 2, "{times:?}");
+    assert!(times[0].contains(" UTC, first update"), "{times:?}");
+    assert!(
+        times[1].contains(" UTC, interval 0.1 s; levels in bytes (cells of "),
+        "{times:?}"
+    );
     // A reader that goes away (`rocectl watch | head`) ends the watch with success, not a
     // panic on the broken pipe.
     drop(lines);

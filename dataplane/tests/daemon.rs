@@ -482,10 +482,47 @@ fn watermarks_clear_by_kind() {
         q["peak_cells"].as_u64().unwrap()
     };
     assert_eq!((q3(false), q3(true)), (peak, peak));
+    // Issue 23 item 6: in bytes (cells × the cell size) by default, in cells with --cells,
+    // under a header that says when and in which unit.
+    let cell = u64::from(
+        controlplane::load_str(&running_config(&socket))
+            .unwrap()
+            .config
+            .buffer
+            .cell_bytes,
+    );
+    let q3_row = |table: &str| -> Vec<String> {
+        let rows: Vec<&str> = table.lines().skip_while(|l| !l.starts_with("Egress queues")).collect();
+        let row = rows.iter().find(|l| l.split_whitespace().next() == Some("3")).unwrap();
+        row.split_whitespace().map(str::to_string).collect()
+    };
     let table = run(&["show", "watermarks"]);
+    let head = table.lines().next().unwrap();
     assert!(
-        table.contains("user watermarks") && table.contains(&peak.to_string()),
+        head.starts_with("at ")
+            && head.contains(" UTC, since start ")
+            && head.ends_with(&format!("; levels in bytes (cells of {cell} B; --cells for cells)")),
         "{table}"
+    );
+    assert!(table.contains("user watermarks, in bytes"), "{table}");
+    assert_eq!(
+        q3_row(&table)[4],
+        controlplane::units::human_bytes(peak * cell),
+        "{table}"
+    );
+    let table = run(&["show", "watermarks", "--cells"]);
+    assert!(table.lines().next().unwrap().ends_with("; levels in cells"), "{table}");
+    assert!(table.contains("user watermarks, in cells"), "{table}");
+    assert_eq!(q3_row(&table)[4], peak.to_string(), "{table}");
+    let queues = run(&["show", "queues"]);
+    let row = queues
+        .lines()
+        .find(|l| l.split_whitespace().take(2).eq(["3", "3"]))
+        .unwrap_or_else(|| panic!("no row for port 3 queue 3: {queues}"));
+    assert_eq!(
+        row.split_whitespace().last().unwrap(),
+        controlplane::units::human_bytes(peak * cell),
+        "{queues}"
     );
 
     assert!(run(&["clear", "watermarks"]).contains("cleared the user watermarks"));

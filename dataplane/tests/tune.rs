@@ -317,6 +317,7 @@ fn the_help_explains_the_targets_and_options() {
         "5 pause frames per second",
         "90% under 40 µs",
         "rocectl patch",
+        "the least aggressive wins",
     ] {
         assert!(help.contains(want), "{want} missing from:\n{help}");
     }
@@ -421,21 +422,140 @@ fn the_smallest_budget_runs_one_setting_on_every_pattern() {
     assert!(o.screened.is_empty());
     // Issue 23 item 11: alone, the best has no tie; with another setting meeting exactly as
     // many patterns and targets that differs only in alpha, the report says alpha made no
-    // difference.
+    // difference, and the less aggressive of the two wins though the other misses by less.
     let mut o = o;
     assert_eq!(tune::report::ties(&o), None);
     let mut twin = o.best.clone();
-    twin.label = "Kmin 128KiB Kmax 512KiB Pmax 0.2 alpha 4".into();
+    let here = o.best.knobs.expect("the best is a setting");
+    twin.knobs = Some(tune::space::Setting { alpha: 8, ..here });
+    twin.label = twin.knobs.unwrap().label();
+    assert_eq!(twin.label, "Kmin 128KiB Kmax 512KiB Pmax 0.2 alpha 4");
     twin.setting.as_mut().unwrap().alpha = "4".into();
-    twin.shortfall += 1.0;
+    twin.shortfall = (o.best.shortfall - 1.0).max(0.0);
+    o.best.shortfall = twin.shortfall + 1.0;
+    assert!(o.best.ties_with(&twin));
+    assert!(
+        o.best.better_than(&twin) && !twin.better_than(&o.best),
+        "alpha 1/8 is less aggressive than alpha 4, whatever the shortfall"
+    );
     o.finalists.push(twin);
     let line = tune::report::ties(&o).unwrap();
     assert!(
-        line.starts_with("tie: 2 settings meet the targets on as many patterns")
-            && line.contains("they differ in alpha (1/8, 4): that knob made no difference"),
+        line.starts_with("2 settings tie (")
+            && line.contains("they differ in alpha (1/8, 4): alpha made no difference in this range")
+            && line.contains("chosen: the least aggressive"),
         "{line}"
     );
     assert!(tune::report::table(&o).contains(&line));
+    // The trade-off panel draws the two as one point labelled ×2, on axes with ticks.
+    let svg = tune::report::svg(&o);
+    assert_eq!(svg.matches(">×2</text>").count(), 1, "{svg}");
+    assert!(
+        svg.matches(r#"class="tick""#).count() >= 2 * (n + 1),
+        "a tick per pattern count on each axis: {svg}"
+    );
+    assert!(svg.contains(&format!(r#"font-size="9">{n}</text>"#)), "{svg}");
+}
+
+/// Issue 23 item 11: of settings that meet the targets on as many patterns, target by target,
+/// the least aggressive wins (the lowest Pmax, then the largest Kmin and Kmax, then the
+/// smallest alpha), however close to the targets the others' misses are.
+#[test]
+fn a_tie_goes_to_the_least_aggressive_setting() {
+    use tune::space::Setting;
+    let s = |kmin, kmax, pmax, alpha| Setting {
+        kmin,
+        kmax,
+        pmax,
+        alpha,
+        dcqcn: None,
+    };
+    let base = s(3, 5, 4, 4);
+    let gentler = [
+        ("lower Pmax", s(1, 1, 3, 8)),
+        ("larger Kmin", s(4, 5, 4, 8)),
+        ("larger Kmax", s(3, 6, 4, 8)),
+        ("smaller alpha", s(3, 5, 4, 3)),
+    ];
+    for (why, g) in gentler {
+        assert!(g.aggressiveness() < base.aggressiveness(), "{why}");
+    }
+    // Twenty-five settings, alpha 1/4 ... 4 on five Kmins, all meeting the same counts (the
+    // issue's tie): the search's order picks alpha 1/4 at the largest Kmin.
+    let topo = shipped_topology();
+    let set = small_set(&topo);
+    let o = tune::run(
+        &topo,
+        &set,
+        &TuneOptions {
+            budget: 2 * set.patterns.len(),
+            ..small_opts(1)
+        },
+    )
+    .unwrap();
+    let template = o.best.clone();
+    let mut tied: Vec<tune::Evaluated> = Vec::new();
+    for (k, kmin) in (1..6).enumerate() {
+        for (j, alpha) in (4..9).enumerate() {
+            let mut e = template.clone();
+            e.knobs = Some(s(kmin, 7, 4, alpha));
+            e.label = e.knobs.unwrap().label();
+            // The misses shrink as alpha grows: the old tie-break (the smallest shortfall)
+            // took alpha 4.
+            e.shortfall = 100.0 - (5 * k + j) as f64;
+            tied.push(e);
+        }
+    }
+    let best = tied
+        .iter()
+        .fold(None::<&tune::Evaluated>, |b, e| match b {
+            Some(b) if !e.better_than(b) => Some(b),
+            _ => Some(e),
+        })
+        .unwrap();
+    assert_eq!(best.label, "Kmin 128KiB Kmax 512KiB Pmax 0.2 alpha 1/4");
+    // Against the configs as given, the shortfall still decides a tie.
+    let mut baseline = o.baseline.clone();
+    baseline.all_met = best.all_met;
+    baseline.met = best.met;
+    baseline.shortfall = best.shortfall + 1.0;
+    assert!(best.better_than(&baseline) && !baseline.better_than(best));
+}
+
+/// A real search: the setting it returns is the best of every setting it ran on every pattern
+/// by the same order (so of a tie, the least aggressive), and the report says so when it tied.
+#[test]
+fn the_search_returns_the_least_aggressive_of_a_tie() {
+    let topo = shipped_topology();
+    let o = tune::run(&topo, &small_set(&topo), &small_opts(2)).unwrap();
+    for f in &o.finalists {
+        assert!(!f.better_than(&o.best), "{} beats the chosen {}", f.label, o.best.label);
+    }
+    let tied: Vec<&tune::Evaluated> = o
+        .finalists
+        .iter()
+        .filter(|f| f.label != o.best.label && f.ties_with(&o.best))
+        .collect();
+    // Pinned: this search ties eleven settings at 2 of 4 patterns (goodput 2, PFC 4, latency
+    // 4); the least aggressive is Pmax 0.05, where the climb went down the Pmax ladder (before
+    // the fix the smallest shortfall chose Kmin 8KiB Kmax 32KiB Pmax 0.1 alpha 1/8).
+    assert_eq!(o.best.label, "Kmin 8KiB Kmax 32KiB Pmax 0.05 alpha 1/8");
+    assert_eq!((o.best.all_met, o.best.met), (2, [2, 4, 4]));
+    assert_eq!(
+        tied.len(),
+        10,
+        "{:?}",
+        tied.iter().map(|f| &f.label).collect::<Vec<_>>()
+    );
+    for f in &tied {
+        assert!(o.best.knobs.unwrap().aggressiveness() < f.knobs.unwrap().aggressiveness());
+    }
+    let line = tune::report::ties(&o).unwrap();
+    assert!(
+        line.starts_with("11 settings tie (2 of 4 patterns meet all three targets; goodput 2, PFC 4, latency 4)"),
+        "{line}"
+    );
+    eprintln!("{line}");
 }
 
 /// Issue 21 item 9: DIR/tuned.toml hard-linked to the switch's config is that config (same

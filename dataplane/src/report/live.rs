@@ -2,12 +2,16 @@
 //!
 //! Every count on a line is what happened in the last interval (marked `+`), rates are over
 //! that interval, and queue depths are as of now; a legend says so once, so nobody reads a
-//! cumulative PFC count next to per-interval marks.
+//! cumulative PFC count next to per-interval marks. Each line starts with the time since the
+//! start and the interval it covers. Units as `rocectl show` and `watch` (README, "Units"):
+//! frames as counts, bits in Gb/s, buffer levels in bytes (cells × the cell size) with
+//! B/KiB/MiB suffixes, times in ms.
 
 use crate::report::Snapshot;
 
 /// The legend printed before the first line.
-pub const LEGEND: &str = "per port, over the last interval: rx/tx Gb/s | queue depths now | +ce frames CE-marked \
+pub const LEGEND: &str = "each line: since start, interval; per port, over the interval: rx/tx in Gb/s | queue depths \
+                          now, in bytes | +ce frames CE-marked \
                           | +cnp CNPs sent | +pfc_tx PFC frames sent | +pfc_rx PFC frames received | paused: ms \
                           this port's egress was held by received PFC | +drop frames lost, any reason (rx_ring: \
                           lost in the port's receive ring before the switch read them)";
@@ -28,6 +32,7 @@ struct PortTotals {
 
 pub struct Printer {
     cnp_queue: usize,
+    cell_bytes: u64,
     last: Option<(u64, Vec<PortTotals>)>,
 }
 
@@ -35,6 +40,7 @@ impl Printer {
     pub fn new(cfg: &controlplane::Config) -> Self {
         Printer {
             cnp_queue: cfg.cnp.queue as usize & 7,
+            cell_bytes: u64::from(cfg.buffer.cell_bytes),
             last: None,
         }
     }
@@ -61,16 +67,19 @@ impl Printer {
         let cur = self.totals(s);
         let out = self.last.as_ref().map(|(t0, prev)| {
             let dt = (now.saturating_sub(*t0)).max(1) as f64 / 1e9;
-            let mut line = format!("{:>7.1}s", now as f64 / 1e9);
+            let mut line = format!("since start {:.1} s, interval {dt:.1} s", now as f64 / 1e9);
             for (p, (c, o)) in s.ports.iter().zip(cur.iter().zip(prev)) {
                 let queues: Vec<String> = p
                     .queues
                     .iter()
-                    .filter(|q| q.depth_bytes > 0)
-                    .map(|q| format!("q{}:{}KB", q.queue, q.depth_bytes / 1000))
+                    .filter(|q| q.depth_cells > 0)
+                    .map(|q| {
+                        let bytes = u64::from(q.depth_cells) * self.cell_bytes;
+                        format!("q{}:{}", q.queue, controlplane::units::human_bytes(bytes))
+                    })
                     .collect();
                 line += &format!(
-                    " | p{} rx {:.2}G tx {:.2}G {} +ce {} +cnp {} +pfc_tx {} +pfc_rx {} paused {:.1}ms",
+                    " | p{} rx {:.3}Gb/s tx {:.3}Gb/s {} +ce {} +cnp {} +pfc_tx {} +pfc_rx {} paused {:.1}ms",
                     p.id,
                     c.rx_bytes.saturating_sub(o.rx_bytes) as f64 * 8.0 / dt / 1e9,
                     c.tx_bytes.saturating_sub(o.tx_bytes) as f64 * 8.0 / dt / 1e9,
@@ -135,12 +144,27 @@ mod tests {
             "{line}"
         );
         assert!(line.contains("+drop 0") && !line.contains("rx_ring"), "{line}");
+        // The header and the units (issue 23 item 6): since start and the interval, rates in
+        // Gb/s, queue depths in bytes at the config's cell size.
+        assert!(
+            line.starts_with("since start 1.0 s, interval 1.0 s | p0 rx 0.000Gb/s tx 0.000Gb/s q - "),
+            "{line}"
+        );
         let again = printer.line(&s, 2_000_000_000).unwrap();
         assert!(again.contains("+pfc_tx 0 ") && again.contains("+ce 0 "), "{again}");
         // Frames the receive ring lost are drops like the switch's own, and say where.
         s.ports[1].drops.add("rx_ring", 40);
         s.ports[1].drops.add("wred", 2);
-        let lossy = printer.line(&s, 3_000_000_000).unwrap();
+        s.ports[2].queues[3].depth_cells = 90;
+        s.ports[2].queues[3].depth_bytes = 20_000;
+        let lossy = printer.line(&s, 3_500_000_000).unwrap();
+        let cell = u64::from(cfg.buffer.cell_bytes);
+        let depth = format!(" q3:{} ", controlplane::units::human_bytes(90 * cell));
+        assert!(lossy.starts_with("since start 3.5 s, interval 1.5 s |"), "{lossy}");
+        assert!(
+            lossy.split("| p2 ").nth(1).unwrap().contains(&depth),
+            "{depth}: {lossy}"
+        );
         assert!(lossy.contains("+drop 42 (rx_ring 40)"), "{lossy}");
         assert!(
             lossy.contains("| p0 ") && lossy.split("| p1 ").next().unwrap().contains("+drop 0"),

@@ -218,85 +218,14 @@ pub fn run(args: RunArgs) -> Result<()> {
     let mut printer = crate::report::live::Printer::new(&cfg);
     let mut hook = |s: &crate::report::Snapshot, now: u64| printer.print(s, now);
     let outcome = crate::runtime::worker::run(&cfg, opts, stop, if stats { Some(&mut hook) } else { None })?;
-    print!(
-        "{}",
-        crate::report::human_summary(&outcome.snapshot, "uptime", outcome.uptime_ns)
-    );
-    if outcome.undrained > 0 {
-        println!("drain timed out: {} frames were still queued", outcome.undrained);
-    }
-    if outcome.tx_dropped > 0 {
-        println!(
-            "{} frames could not be handed to the interfaces (TX ring full or link down)",
-            outcome.tx_dropped
-        );
-    }
-    for p in &outcome.snapshot.ports {
-        let Some(peer) = p.peer else { continue };
-        let held: u64 = peer.held_frames.iter().sum();
-        if held > 0 || peer.stalled_reads > 0 {
-            // Outside the switch's buffer: the emulated NIC at the far end obeyed PFC.
-            let by_prio: Vec<String> = (0..8)
-                .filter(|&q| peer.held_frames[q] > 0)
-                .map(|q| {
-                    format!(
-                        "p{q}: {} frames, {:.1} µs mean",
-                        peer.held_frames[q],
-                        peer.held_ns[q] as f64 / peer.held_frames[q] as f64 / 1e3
-                    )
-                })
-                .collect();
-            println!(
-                "port {}: emulated peer held {held} frames while paused ({}); {} stalled reads",
-                p.id,
-                by_prio.join(", "),
-                peer.stalled_reads
-            );
-        }
-        let backpressure: u64 = peer.backpressure_xoff.iter().sum();
-        if backpressure > 0 {
-            println!(
-                "port {}: the emulated NIC paused its host {backpressure} times (XOFF sent to the host: it wrote faster than the port's line rate)",
-                p.id
-            );
-        }
-    }
-    for (i, st) in &outcome.backends {
-        if st.rx_kernel_drops > 0 || st.tx_ring_full > 0 || st.rx_oversize > 0 {
-            println!(
-                "port {}: kernel dropped {} received frames (receive ring full: the switch polled too slowly), \
-                 {} sends found the TX ring full, {} oversize frames skipped",
-                cfg.ports[*i].id, st.rx_kernel_drops, st.tx_ring_full, st.rx_oversize
-            );
-        }
-    }
-    for (i, st) in &outcome.backends {
-        let p = &cfg.ports[*i];
-        if let Some(d) = &p.dpdk {
-            println!(
-                "port {} ({}): driver counters: imissed {}, ierrors {}, oerrors {}, rx_nombuf {}; \
-                 {} sends found no free mbuf",
-                p.id,
-                d.split(',').next().unwrap_or(d),
-                st.imissed,
-                st.ierrors,
-                st.oerrors,
-                st.rx_nombuf,
-                st.tx_nombuf
-            );
-        }
-    }
+    // A reader gone away (`rocesw run … | head`) must not keep the summary from being written.
+    let printed = crate::report::print_stdout(&crate::report::run_end::text(&outcome, &cfg));
     if let Some(path) = summary {
-        let ports: Vec<serde_json::Value> = outcome
-            .backends
-            .iter()
-            .map(|(i, st)| serde_json::json!({"id": cfg.ports[*i].id, "backend": st}))
-            .collect();
-        let json = serde_json::json!({"switch": outcome.snapshot, "interfaces": ports, "uptime_ns": outcome.uptime_ns, "undrained": outcome.undrained});
+        let json = crate::report::run_end::summary_json(&outcome, &cfg);
         std::fs::write(&path, serde_json::to_string_pretty(&json)? + "\n")
             .with_context(|| format!("cannot write {}", path.display()))?;
     }
-    Ok(())
+    printed
 }
 
 /// The backends of a config's DPDK ports, by port id, opened before anything else starts.

@@ -9,8 +9,12 @@
 //!   decision is taken after a batch, over results in job order: so neither the thread count
 //!   nor the scheduling can change anything.
 //! * **The ranking** of a setting: patterns meeting all three targets, then targets met
-//!   summed over patterns, then the summed shortfall (how far from the targets the misses
-//!   are), then the ladder order, so there are no ties.
+//!   summed over patterns; settings equal on both tie, and of a tie the least aggressive wins
+//!   ([`space::Setting::aggressiveness`]: the lowest Pmax, then the largest Kmin and Kmax,
+//!   then the smallest alpha), so there are no ties left and a knob that made no difference
+//!   is left at its gentlest. The report says when the best had such a tie. (The configs as
+//!   given, not a setting, are compared by the summed shortfall: how far from the targets the
+//!   misses are.) Screening orders the grid by the counts, then by the shortfall.
 //! * **Bounded.** `budget` caps the simulations; each stage takes what remains, in its fixed
 //!   order, so a smaller budget gives a prefix of the same search.
 
@@ -156,6 +160,9 @@ pub struct Evaluated {
     pub results: Vec<Measured>,
     /// How it was reached: "baseline", "grid", "climb round N".
     pub stage: String,
+    /// The setting on the ladders (`None` for the configs as given): what ties are broken by.
+    #[serde(skip)]
+    pub knobs: Option<Setting>,
 }
 
 impl Evaluated {
@@ -163,10 +170,23 @@ impl Evaluated {
         (self.all_met, self.met.iter().sum(), -self.shortfall)
     }
 
-    /// Strictly better than `o` (by all met, targets met, then shortfall).
+    /// Meets the targets on exactly as many patterns as `o`, target by target: a tie.
+    pub fn ties_with(&self, o: &Evaluated) -> bool {
+        self.all_met == o.all_met && self.met == o.met
+    }
+
+    /// Strictly better than `o`: more patterns meeting all three targets, then more targets
+    /// met; equal on both, the less aggressive setting ([`space::Setting::aggressiveness`]),
+    /// or between a setting and the configs as given, the smaller shortfall.
     pub fn better_than(&self, o: &Evaluated) -> bool {
         let (a, b) = (self.key(), o.key());
-        (a.0, a.1) > (b.0, b.1) || ((a.0, a.1) == (b.0, b.1) && a.2 > b.2 + 1e-12)
+        if (a.0, a.1) != (b.0, b.1) {
+            return (a.0, a.1) > (b.0, b.1);
+        }
+        match (self.knobs, o.knobs) {
+            (Some(x), Some(y)) if x != y => x.aggressiveness() < y.aggressiveness(),
+            _ => a.2 > b.2 + 1e-12,
+        }
     }
 }
 
@@ -281,6 +301,10 @@ impl Engine<'_> {
             all_met += u32::from(m.met.all());
             shortfall += m.shortfall(t);
         }
+        let knobs = match c {
+            Candidate::Baseline => None,
+            Candidate::Setting(s) => Some(s),
+        };
         let (label, setting, fragment) = match c {
             Candidate::Baseline => ("the configs as given".to_string(), None, None),
             Candidate::Setting(s) => {
@@ -297,6 +321,7 @@ impl Engine<'_> {
             shortfall,
             results,
             stage: stage.to_string(),
+            knobs,
         }
     }
 }

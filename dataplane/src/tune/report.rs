@@ -31,15 +31,15 @@ fn counts(e: &Evaluated, n: usize) -> String {
 }
 
 /// The settings run on every pattern that meet exactly as many patterns and targets as the
-/// best one, and which knobs they differ in: a knob that varies across a tie made no difference
-/// to the targets (the best is picked among them by how far the misses are). `None` without a
-/// tie.
+/// best one (a tie), and which knobs they differ in: a knob that varies across a tie made no
+/// difference to the targets in the range tried, and the search took the least aggressive of
+/// the tied settings ([`super::space::Setting::aggressiveness`]). `None` without a tie.
 pub fn ties(o: &TuneOutcome) -> Option<String> {
     let a = &o.best;
     let tied: Vec<&super::Evaluated> = o
         .finalists
         .iter()
-        .filter(|f| f.label != a.label && f.all_met == a.all_met && f.met == a.met)
+        .filter(|f| f.label != a.label && f.ties_with(a))
         .collect();
     if tied.is_empty() {
         return None;
@@ -49,6 +49,7 @@ pub fn ties(o: &TuneOutcome) -> Option<String> {
         .filter_map(|e| e.setting.as_ref())
         .collect();
     let mut varied = Vec::new();
+    let mut names = Vec::new();
     for (knob, value) in [
         (
             "Kmin",
@@ -67,20 +68,44 @@ pub fn ties(o: &TuneOutcome) -> Option<String> {
         }
         if seen.len() > 1 {
             varied.push(format!("{knob} ({})", seen.join(", ")));
+            names.push(knob);
         }
     }
     let n = tied.len() + 1;
+    let differ = match names.as_slice() {
+        [] => "they differ in nothing the search varies".to_string(),
+        [one] => format!(
+            "they differ in {}: {one} made no difference in this range",
+            varied.join("")
+        ),
+        many => format!(
+            "they differ in {}: {} made no difference in these ranges",
+            and_list(&varied),
+            and_list(many)
+        ),
+    };
     Some(format!(
-        "tie: {n} settings meet the targets on as many patterns ({} all three); they differ in {}: \
-         {} made no difference to the targets here, and the best is the one whose misses are smallest",
+        "{n} settings tie ({} of {} patterns meet all three targets; goodput {}, PFC {}, latency {}); \
+         {differ}; chosen: the least aggressive of them (lowest Pmax, then largest Kmin, largest Kmax, \
+         smallest alpha)",
         a.all_met,
-        if varied.is_empty() {
-            "nothing the search varies".to_string()
-        } else {
-            varied.join(" and ")
-        },
-        if varied.len() == 1 { "that knob" } else { "those knobs" }
+        o.patterns.len(),
+        a.met[0],
+        a.met[1],
+        a.met[2],
     ))
+}
+
+/// "a, b and c".
+fn and_list<S: AsRef<str>>(items: &[S]) -> String {
+    match items {
+        [] => String::new(),
+        [one] => one.as_ref().to_string(),
+        [init @ .., last] => {
+            let init: Vec<&str> = init.iter().map(AsRef::as_ref).collect();
+            format!("{} and {}", init.join(", "), last.as_ref())
+        }
+    }
 }
 
 /// The report on stdout.
@@ -203,6 +228,23 @@ pub fn tradeoff(o: &TuneOutcome) -> String {
     out
 }
 
+/// The step between axis ticks for counts 0 ..= n: 1 up to 10, then 2, 5, 10, 20, 50 …, so
+/// there are at most about ten ticks.
+fn tick_step(n: u32) -> u32 {
+    let mut m: u64 = 1;
+    loop {
+        for k in [1, 2, 5] {
+            if u64::from(n) <= 10 * k * m {
+                return u32::try_from(k * m).unwrap_or(u32::MAX);
+            }
+        }
+        m *= 10;
+    }
+}
+
+/// The trade-off panel's side, px.
+const PANEL: i64 = 240;
+
 fn esc(s: &str) -> String {
     s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;")
 }
@@ -217,7 +259,8 @@ pub fn svg(o: &TuneOutcome) -> String {
     let panel_x = left + 6 * i64::from(cell) + i64::from(gap) + 40;
     // Wide enough for the trade-off panel's title (50 characters of 11 px monospace).
     let width = panel_x + 380;
-    let height = top + row * o.patterns.len() as i64 + 60;
+    // Tall enough for the patterns' rows and for the trade-off panel with its legend.
+    let height = (top + row * o.patterns.len() as i64 + 60).max(top + PANEL + 110);
     let mut s = String::new();
     let _ = writeln!(
         s,
@@ -313,7 +356,7 @@ pub fn svg(o: &TuneOutcome) -> String {
 /// Pareto front and the chosen setting marked.
 fn tradeoff_panel(o: &TuneOutcome, x0: i64, y0: i64) -> String {
     let mut s = String::new();
-    let size = 240i64;
+    let size = PANEL;
     let n = o.patterns.len().max(1) as i64;
     let px = |v: u32| x0 + i64::from(v) * size / n;
     let py = |v: u32| y0 + size - i64::from(v) * size / n;
@@ -330,30 +373,72 @@ fn tradeoff_panel(o: &TuneOutcome, x0: i64, y0: i64) -> String {
         s,
         r#"<text x="{}" y="{}" text-anchor="middle">patterns meeting latency (0 … {n})</text>"#,
         x0 + size / 2,
-        y0 + size + 16
+        y0 + size + 28
     );
     let _ = writeln!(
         s,
         r#"<text x="{}" y="{}" text-anchor="middle" transform="rotate(-90 {} {})">patterns meeting goodput (0 … {n})</text>"#,
-        x0 - 8,
+        x0 - 26,
         y0 + size / 2,
-        x0 - 8,
+        x0 - 26,
         y0 + size / 2
     );
-    for f in &o.finalists {
-        let fill = if o.pareto.contains(&f.label) {
-            "#1e88e5"
-        } else {
-            "#9e9e9e"
-        };
+    // Ticks on both axes: every pattern count up to 10 patterns, else a round step.
+    let step = tick_step(n as u32);
+    let mut v = 0u32;
+    while i64::from(v) <= n {
         let _ = writeln!(
             s,
-            r#"<circle cx="{}" cy="{}" r="3" fill="{fill}" fill-opacity="0.7"><title>{}: {} all three</title></circle>"#,
-            px(f.met[2]),
-            py(f.met[0]),
-            esc(&f.label),
-            f.all_met
+            r##"<line class="tick" x1="{x}" y1="{y}" x2="{x}" y2="{}" stroke="#888"/><text class="tick-label" x="{x}" y="{}" text-anchor="middle" font-size="9">{v}</text>"##,
+            y0 + size + 4,
+            y0 + size + 13,
+            x = px(v),
+            y = y0 + size,
         );
+        let y = py(v);
+        let _ = writeln!(
+            s,
+            r##"<line class="tick" x1="{}" y1="{y}" x2="{x0}" y2="{y}" stroke="#888"/><text class="tick-label" x="{}" y="{}" text-anchor="end" font-size="9">{v}</text>"##,
+            x0 - 4,
+            x0 - 6,
+            y + 3,
+        );
+        v += step;
+    }
+    // Settings that land on one spot (they meet as many patterns on both targets) are one
+    // point, its size and a "×N" label saying how many; blue if any of them is on the front.
+    let mut spots: Vec<((u32, u32), Vec<&Evaluated>)> = Vec::new();
+    for f in &o.finalists {
+        let at = (f.met[2], f.met[0]);
+        match spots.iter_mut().find(|(p, _)| *p == at) {
+            Some((_, fs)) => fs.push(f),
+            None => spots.push((at, vec![f])),
+        }
+    }
+    for ((lat, good), fs) in &spots {
+        let front = fs.iter().any(|f| o.pareto.contains(&f.label));
+        let fill = if front { "#1e88e5" } else { "#9e9e9e" };
+        let count = fs.len();
+        let r = 3.0 + (count as f64).sqrt().min(4.0);
+        let title: Vec<String> = fs
+            .iter()
+            .map(|f| format!("{}: {} all three", esc(&f.label), f.all_met))
+            .collect();
+        let _ = writeln!(
+            s,
+            r#"<circle cx="{}" cy="{}" r="{r:.1}" fill="{fill}" fill-opacity="0.7"><title>{}</title></circle>"#,
+            px(*lat),
+            py(*good),
+            title.join("\n")
+        );
+        if count > 1 {
+            let _ = writeln!(
+                s,
+                r#"<text class="count" x="{}" y="{}" font-size="9">×{count}</text>"#,
+                px(*lat) + r.ceil() as i64 + 2,
+                py(*good) - 2
+            );
+        }
     }
     let b = &o.baseline;
     let _ = writeln!(
@@ -371,7 +456,7 @@ fn tradeoff_panel(o: &TuneOutcome, x0: i64, y0: i64) -> String {
         py(a.met[0]),
         esc(&a.label)
     );
-    let ly = y0 + size + 36;
+    let ly = y0 + size + 48;
     let items = [
         ("#e53935", "configs as given"),
         ("#1e88e5", "Pareto front"),

@@ -106,6 +106,28 @@ impl Setting {
         l
     }
 
+    /// How aggressive a setting is, as a key that sorts the least aggressive first: the
+    /// tuner's choice among settings that meet the targets on as many patterns (a tie).
+    ///
+    /// Least aggressive means the one that intervenes least in the traffic, so a tie never
+    /// buys a harsher setting than the targets need: the lowest marking probability (Pmax:
+    /// fewest CE marks, so DCQCN cuts rates least), then marking that starts latest and ramps
+    /// slowest (the largest Kmin, then the largest Kmax), then the smallest alpha (each PG
+    /// may take the least of the shared buffer, leaving the most to the others: the
+    /// conservative buffer setting); with the hosts' DCQCN searched, the gentlest NIC last
+    /// (the smallest additive increase, the largest byte counter, the longest CNP interval:
+    /// the fewest rate changes). A total order: two different settings never compare equal.
+    pub fn aggressiveness(self) -> impl Ord {
+        use std::cmp::Reverse;
+        (
+            self.pmax,
+            Reverse(self.kmin),
+            Reverse(self.kmax),
+            self.alpha,
+            self.dcqcn.map(|(r, b, c)| (r, Reverse(b), Reverse(c))),
+        )
+    }
+
     /// Every setting one step away on one ladder, in a fixed order.
     pub fn neighbours(self) -> Vec<Setting> {
         let mut out = Vec::new();

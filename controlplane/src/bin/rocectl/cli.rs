@@ -166,6 +166,9 @@ pub enum Command {
         /// With `watermarks`: the persistent watermarks instead of the user ones.
         #[arg(long)]
         persistent: bool,
+        /// Buffer levels and watermarks in cells (default: bytes, cells × the cell size).
+        #[arg(long)]
+        cells: bool,
         #[command(flatten)]
         connection: ConnectionArgs,
     },
@@ -286,6 +289,9 @@ pub enum Command {
         /// How often the view refreshes, in milliseconds.
         #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(100..))]
         interval_ms: u64,
+        /// Buffer levels in cells (default: bytes, cells × the cell size).
+        #[arg(long)]
+        cells: bool,
         #[command(flatten)]
         connection: ConnectionArgs,
     },

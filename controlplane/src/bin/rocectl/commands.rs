@@ -2,7 +2,7 @@
 //! (`render`).
 
 use crate::cli::Show;
-use crate::render::{render, render_rates};
+use crate::render::{has_levels, header, render, render_rates, Levels};
 use crate::target::{connect, err};
 use controlplane::protocol::{self, ApplyData, Endpoint, Op};
 use controlplane::snapshot::Snapshot;
@@ -149,7 +149,42 @@ pub fn kind(persistent: bool) -> protocol::WatermarkKind {
     }
 }
 
-pub fn show(socket: &Endpoint, what: Show, json: bool, kind: protocol::WatermarkKind) -> Result<(), String> {
+/// The unit of buffer levels: cells with `--cells`, else bytes at the running config's cell
+/// size (asked of the switch; cells, said on stderr, if its config does not load here).
+fn levels(c: &mut protocol::Client, cells: bool) -> Result<Levels, String> {
+    if cells {
+        return Ok(Levels::Cells);
+    }
+    let running: protocol::ConfigData = c.call_as(Op::GetConfig).map_err(err)?;
+    match controlplane::load_str(&running.toml) {
+        Ok(l) => Ok(Levels::Bytes {
+            cell: u64::from(l.config.buffer.cell_bytes),
+        }),
+        Err(e) => {
+            eprintln!(
+                "rocectl: levels in cells: the running config does not load here, so its cell size is unknown: {e}"
+            );
+            Ok(Levels::Cells)
+        }
+    }
+}
+
+/// "since start 12.3 s": the switch's uptime, as its `hello` says.
+fn since_start(c: &mut protocol::Client) -> Result<String, String> {
+    let hello: protocol::HelloData = c.call_as(Op::Hello).map_err(err)?;
+    Ok(match hello.uptime_ms {
+        Some(ms) => format!("since start {:.1} s", ms as f64 / 1e3),
+        None => "since start".to_string(),
+    })
+}
+
+pub fn show(
+    socket: &Endpoint,
+    what: Show,
+    json: bool,
+    kind: protocol::WatermarkKind,
+    cells: bool,
+) -> Result<(), String> {
     let mut c = connect(socket)?;
     let op = match what {
         Show::Fdb => Op::Fdb,
@@ -158,10 +193,21 @@ pub fn show(socket: &Endpoint, what: Show, json: bool, kind: protocol::Watermark
         _ => Op::Counters,
     };
     let data = c.call(op).map_err(err)?;
+    let at = std::time::SystemTime::now();
     if json {
         println!("{}", serde_json::to_string_pretty(&data).map_err(|e| e.to_string())?);
         return Ok(());
     }
+    if matches!(what, Show::Config | Show::Fdb) {
+        // The config is the TOML as it runs (to save and apply again); the MAC table has ages.
+        print!("{}", render(what, &data, Levels::Cells)?);
+        return Ok(());
+    }
+    let levels = levels(&mut c, cells)?;
+    println!(
+        "{}",
+        header(at, &since_start(&mut c)?, has_levels(what).then_some(levels))
+    );
     if matches!(what, Show::Counters | Show::Queues | Show::Pgs | Show::Pfc) {
         let now: Snapshot =
             serde_json::from_value(data).map_err(|e| format!("unexpected answer from the switch: {e}"))?;
@@ -170,10 +216,10 @@ pub fn show(socket: &Endpoint, what: Show, json: bool, kind: protocol::Watermark
             println!("({note})");
         }
         let data = serde_json::to_value(&shown).map_err(|e| e.to_string())?;
-        print!("{}", render(what, &data)?);
+        print!("{}", render(what, &data, levels)?);
         return Ok(());
     }
-    print!("{}", render(what, &data)?);
+    print!("{}", render(what, &data, levels)?);
     Ok(())
 }
 
@@ -234,9 +280,10 @@ pub fn set_knob(socket: &Endpoint, set: &controlplane::set::Set) -> Result<(), S
     ))
 }
 
-pub fn watch(socket: &Endpoint, interval_ms: u64) -> Result<(), String> {
+pub fn watch(socket: &Endpoint, interval_ms: u64, cells: bool) -> Result<(), String> {
     use std::io::{IsTerminal, Write};
     let mut c = connect(socket)?;
+    let levels = levels(&mut c, cells)?;
     c.set_timeout(Some(Duration::from_millis(interval_ms) + Duration::from_secs(10)))
         .map_err(err)?;
     c.call(Op::Subscribe { interval_ms }).map_err(err)?;
@@ -247,12 +294,18 @@ pub fn watch(socket: &Endpoint, interval_ms: u64) -> Result<(), String> {
         let s: Snapshot = serde_json::from_value(data).map_err(|e| format!("unexpected answer: {e}"))?;
         let now = Instant::now();
         let secs = prev.as_ref().map_or(0.0, |(t, _)| now.duration_since(*t).as_secs_f64());
-        let table = render_rates(prev.as_ref().map(|(_, p)| p), &s, secs);
+        let table = render_rates(prev.as_ref().map(|(_, p)| p), &s, secs, levels);
+        let span = if prev.is_some() {
+            format!("interval {secs:.1} s")
+        } else {
+            "first update: rates from the next".to_string()
+        };
+        let head = header(std::time::SystemTime::now(), &span, Some(levels));
         let clear = if tty { "\x1b[H\x1b[2J" } else { "" };
         // A reader that went away (`rocectl watch | head`) ends the watch, quietly, as for any
         // Unix tool; `print!` would panic on the broken pipe.
         let mut out = std::io::stdout().lock();
-        match write!(out, "{clear}{table}").and_then(|()| out.flush()) {
+        match write!(out, "{clear}{head}\n{table}").and_then(|()| out.flush()) {
             Ok(()) => {}
             Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => return Ok(()),
             Err(e) => return Err(format!("writing to standard output: {e}")),

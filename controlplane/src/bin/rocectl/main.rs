@@ -56,8 +56,12 @@ fn main() -> ExitCode {
             ExitCode::SUCCESS
         }
         Command::Show {
-            what, json, persistent, ..
-        } => each(&targets, |s| show(s, what, json, kind(persistent))),
+            what,
+            json,
+            persistent,
+            cells,
+            ..
+        } => each(&targets, |s| show(s, what, json, kind(persistent), cells)),
         Command::Clear {
             what: ClearWhat::Counters,
             persistent,
@@ -127,7 +131,7 @@ fn main() -> ExitCode {
                 Err(e) => live(|| Err(e.clone())),
             }
         }
-        Command::Watch { interval_ms, .. } => live(|| watch(single("watch")?, interval_ms)),
+        Command::Watch { interval_ms, cells, .. } => live(|| watch(single("watch")?, interval_ms, cells)),
         Command::Capture {
             port,
             rx,

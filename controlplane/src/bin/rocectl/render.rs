@@ -6,7 +6,49 @@ use controlplane::snapshot::{Drops, PortPeaks, PortReport, Snapshot};
 use controlplane::{units, vlarb_admit};
 use std::fmt::Write as _;
 
-pub fn render(what: Show, data: &serde_json::Value) -> Result<String, String> {
+/// How buffer levels and watermarks are shown: in bytes by default (cells × the cell size,
+/// as SONiC's `show ... watermark` and `show buffer` give them), with B/KiB/MiB suffixes; in
+/// cells with `--cells`. Frames are counts and rates are per second whatever this is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Levels {
+    Bytes { cell: u64 },
+    Cells,
+}
+
+impl Levels {
+    /// A level of `cells` cells.
+    pub fn of(self, cells: u32) -> String {
+        match self {
+            Levels::Bytes { cell } => units::human_bytes(u64::from(cells) * cell),
+            Levels::Cells => cells.to_string(),
+        }
+    }
+
+    /// What the figures are in, for a header.
+    pub fn unit(self) -> String {
+        match self {
+            Levels::Bytes { cell } => format!("bytes (cells of {cell} B; --cells for cells)"),
+            Levels::Cells => "cells".to_string(),
+        }
+    }
+}
+
+/// The line above every `show` table and `watch` update: when (UTC, this machine's clock) and
+/// over what time, and the unit of levels where the table has any.
+pub fn header(at: std::time::SystemTime, span: &str, levels: Option<Levels>) -> String {
+    let mut h = format!("at {}, {span}", units::utc_clock(at));
+    if let Some(l) = levels {
+        let _ = write!(h, "; levels in {}", l.unit());
+    }
+    h
+}
+
+/// Whether a table of `what` shows buffer levels (and so says their unit in its header).
+pub fn has_levels(what: Show) -> bool {
+    matches!(what, Show::Queues | Show::Pgs | Show::Buffer | Show::Watermarks)
+}
+
+pub fn render(what: Show, data: &serde_json::Value, levels: Levels) -> Result<String, String> {
     let bad = |e: serde_json::Error| format!("unexpected answer from the switch: {e}");
     match what {
         Show::Fdb => {
@@ -16,30 +58,34 @@ pub fn render(what: Show, data: &serde_json::Value) -> Result<String, String> {
         Show::Config => return Ok(data["toml"].as_str().unwrap_or_default().to_string()),
         Show::Watermarks => {
             let w: WatermarksData = serde_json::from_value(data.clone()).map_err(bad)?;
-            return Ok(render_watermarks(&w));
+            return Ok(render_watermarks(&w, levels));
         }
         _ => {}
     }
     let s: Snapshot = serde_json::from_value(data.clone()).map_err(bad)?;
     Ok(match what {
         Show::Counters => render_counters(&s),
-        Show::Queues => render_queues(&s),
-        Show::Pgs => render_pgs(&s),
+        Show::Queues => render_queues(&s, levels),
+        Show::Pgs => render_pgs(&s, levels),
         Show::Pfc => render_pfc(&s),
-        Show::Buffer => render_buffer(&s),
+        Show::Buffer => render_buffer(&s, levels),
         Show::Fdb | Show::Config | Show::Watermarks => unreachable!(),
     })
 }
 
 /// Like SONiC's `show priority-group watermark` and `show queue watermark`: one row per port,
-/// one column per PG or queue, in cells.
-fn render_watermarks(w: &WatermarksData) -> String {
+/// one column per PG or queue, in bytes (or cells).
+fn render_watermarks(w: &WatermarksData, l: Levels) -> String {
     let (ports, pool) = (&w.ports, &w.buffer);
     let mut o = String::new();
     let _ = writeln!(
         o,
-        "{} watermarks, in cells, since {:.1} s ago (rocectl clear watermarks{})",
+        "{} watermarks, in {}, since {:.1} s ago (rocectl clear watermarks{})",
         w.kind,
+        match l {
+            Levels::Bytes { .. } => "bytes",
+            Levels::Cells => "cells",
+        },
         w.since_ms as f64 / 1e3,
         if w.kind == protocol::WatermarkKind::Persistent {
             " --persistent"
@@ -63,18 +109,18 @@ fn render_watermarks(w: &WatermarksData) -> String {
             }
             let _ = write!(o, "{:>4}", p.id);
             for c in cells {
-                let _ = write!(o, " {:>8}", c.map_or("-".into(), |v| v.to_string()));
+                let _ = write!(o, " {:>8}", c.map_or("-".into(), |v| l.of(v)));
             }
             let _ = writeln!(o);
         }
     };
-    grid(&mut o, "Ingress PG shared+min (peak cells):", "PG", &|p| {
+    grid(&mut o, "Ingress PG shared+min (peak):", "PG", &|p| {
         p.pgs.iter().map(|g| (g.pg, g.peak_cells)).collect()
     });
-    grid(&mut o, "Ingress PG headroom (peak cells):", "PG", &|p| {
+    grid(&mut o, "Ingress PG headroom (peak):", "PG", &|p| {
         p.pgs.iter().map(|g| (g.pg, g.peak_headroom_cells)).collect()
     });
-    grid(&mut o, "Egress queues (peak cells):", "Q", &|p| {
+    grid(&mut o, "Egress queues (peak):", "Q", &|p| {
         p.queues.iter().map(|q| (q.queue, q.peak_cells)).collect()
     });
     let _ = writeln!(o, "\n{:>4} {:>14} {:>14}", "port", "ingress peak", "egress peak");
@@ -82,13 +128,17 @@ fn render_watermarks(w: &WatermarksData) -> String {
         let _ = writeln!(
             o,
             "{:>4} {:>14} {:>14}",
-            p.id, p.buffer.peak_ingress_cells, p.buffer.peak_egress_cells
+            p.id,
+            l.of(p.buffer.peak_ingress_cells),
+            l.of(p.buffer.peak_egress_cells)
         );
     }
     let _ = writeln!(
         o,
-        "\npool: used {} cells, ingress shared {}, egress shared {} (peaks)",
-        pool.peak_used_cells, pool.peak_ingress_shared_cells, pool.peak_egress_shared_cells
+        "\npool: used {}, ingress shared {}, egress shared {} (peaks)",
+        l.of(pool.peak_used_cells),
+        l.of(pool.peak_ingress_shared_cells),
+        l.of(pool.peak_egress_shared_cells)
     );
     o
 }
@@ -140,12 +190,12 @@ fn render_counters(s: &Snapshot) -> String {
     o
 }
 
-fn render_queues(s: &Snapshot) -> String {
+fn render_queues(s: &Snapshot, l: Levels) -> String {
     let mut o = String::new();
     let _ = writeln!(
         o,
-        "{:>4} {:>5} {:>12} {:>14} {:>10} {:>10} {:>8} {:>8} {:>8}",
-        "port", "queue", "tx_pkts", "tx_bytes", "dropped", "ecn_ce", "depth", "cells", "peak"
+        "{:>4} {:>5} {:>12} {:>14} {:>10} {:>10} {:>9} {:>9} {:>9}",
+        "port", "queue", "tx_pkts", "tx_bytes", "dropped", "ecn_ce", "depth_pkt", "depth", "peak"
     );
     let mut idle = 0;
     for p in &s.ports {
@@ -156,7 +206,7 @@ fn render_queues(s: &Snapshot) -> String {
             }
             let _ = writeln!(
                 o,
-                "{:>4} {:>5} {:>12} {:>14} {:>10} {:>10} {:>8} {:>8} {:>8}",
+                "{:>4} {:>5} {:>12} {:>14} {:>10} {:>10} {:>9} {:>9} {:>9}",
                 p.id,
                 q.queue,
                 q.tx_packets,
@@ -164,15 +214,16 @@ fn render_queues(s: &Snapshot) -> String {
                 q.dropped_packets,
                 q.ecn_marked,
                 q.depth_packets,
-                q.depth_cells,
-                q.peak_cells
+                l.of(q.depth_cells),
+                l.of(q.peak_cells)
             );
         }
     }
     if idle > 0 {
         let _ = writeln!(
             o,
-            "({idle} queues that never held a packet not shown; depth in packets, cells of the buffer)"
+            "({idle} queues that never held a packet not shown; depth_pkt in packets, depth and peak in {})",
+            l.unit()
         );
     }
     // EDF ports only: what their regulated queues did with deadlines (issue 11).
@@ -199,11 +250,11 @@ fn render_queues(s: &Snapshot) -> String {
     o
 }
 
-fn render_pgs(s: &Snapshot) -> String {
+fn render_pgs(s: &Snapshot, l: Levels) -> String {
     let mut o = String::new();
     let _ = writeln!(
         o,
-        "{:>4} {:>3} {:>12} {:>10} {:>8} {:>8} {:>6} {:>7} {:>9} {:>6} {:>8}",
+        "{:>4} {:>3} {:>12} {:>10} {:>8} {:>8} {:>8} {:>8} {:>9} {:>8} {:>8}",
         "port", "pg", "rx_pkts", "dropped", "xoff", "xon", "min", "shared", "headroom", "peak", "peak_hr"
     );
     let mut idle = 0;
@@ -215,25 +266,26 @@ fn render_pgs(s: &Snapshot) -> String {
             }
             let _ = writeln!(
                 o,
-                "{:>4} {:>3} {:>12} {:>10} {:>8} {:>8} {:>6} {:>7} {:>9} {:>6} {:>8}",
+                "{:>4} {:>3} {:>12} {:>10} {:>8} {:>8} {:>8} {:>8} {:>9} {:>8} {:>8}",
                 p.id,
                 g.pg,
                 g.rx_packets,
                 g.dropped_packets,
                 g.xoff_sent,
                 g.xon_sent,
-                g.min_cells,
-                g.shared_cells,
-                g.headroom_cells,
-                g.peak_cells,
-                g.peak_headroom_cells
+                l.of(g.min_cells),
+                l.of(g.shared_cells),
+                l.of(g.headroom_cells),
+                l.of(g.peak_cells),
+                l.of(g.peak_headroom_cells)
             );
         }
     }
     if idle > 0 {
         let _ = writeln!(
             o,
-            "({idle} PGs that never received a packet not shown; min/shared/headroom in cells)"
+            "({idle} PGs that never received a packet not shown; min/shared/headroom/peaks in {})",
+            l.unit()
         );
     }
     o
@@ -284,20 +336,20 @@ fn render_pfc(s: &Snapshot) -> String {
     o
 }
 
-fn render_buffer(s: &Snapshot) -> String {
+fn render_buffer(s: &Snapshot, l: Levels) -> String {
     let b = &s.buffer;
     let mut o = String::new();
     let _ = writeln!(
         o,
-        "pool: {} cells, {} shared; used {} (peak {}); ingress shared {} (peak {}); egress shared {} (peak {})",
-        b.total_cells,
-        b.shared_cells,
-        b.used_cells,
-        b.peak_used_cells,
-        b.ingress_shared_cells,
-        b.peak_ingress_shared_cells,
-        b.egress_shared_cells,
-        b.peak_egress_shared_cells
+        "pool: {}, {} shared; used {} (peak {}); ingress shared {} (peak {}); egress shared {} (peak {})",
+        l.of(b.total_cells),
+        l.of(b.shared_cells),
+        l.of(b.used_cells),
+        l.of(b.peak_used_cells),
+        l.of(b.ingress_shared_cells),
+        l.of(b.peak_ingress_shared_cells),
+        l.of(b.egress_shared_cells),
+        l.of(b.peak_egress_shared_cells)
     );
     let _ = writeln!(
         o,
@@ -309,7 +361,11 @@ fn render_buffer(s: &Snapshot) -> String {
         let _ = writeln!(
             o,
             "{:>4} {:>12} {:>12} {:>12} {:>12}",
-            p.id, u.ingress_cells, u.peak_ingress_cells, u.egress_cells, u.peak_egress_cells
+            p.id,
+            l.of(u.ingress_cells),
+            l.of(u.peak_ingress_cells),
+            l.of(u.egress_cells),
+            l.of(u.peak_egress_cells)
         );
     }
     o
@@ -332,8 +388,10 @@ fn render_fdb(rows: &[FdbRow]) -> String {
     o
 }
 
-/// `watch`'s table: per-port rates since the previous update (totals on the first).
-pub fn render_rates(prev: Option<&Snapshot>, s: &Snapshot, secs: f64) -> String {
+/// `watch`'s table: per-port rates since the previous update (0 on the first, which has no
+/// interval yet): frames in Mpps, bits in Gb/s, events per second, buffer levels now in
+/// `levels`' unit.
+pub fn render_rates(prev: Option<&Snapshot>, s: &Snapshot, secs: f64, levels: Levels) -> String {
     let mut o = String::new();
     let rate = |now: u64, then: Option<u64>| match then {
         Some(t) if secs > 0.0 => now.saturating_sub(t) as f64 / secs,
@@ -341,8 +399,19 @@ pub fn render_rates(prev: Option<&Snapshot>, s: &Snapshot, secs: f64) -> String 
     };
     let _ = writeln!(
         o,
-        "{:>4} {:>10} {:>10} {:>10} {:>10} {:>8} {:>8} {:>8} {:>8} {:>7}  cells in/out",
-        "port", "rx_pps", "rx_Mbps", "tx_pps", "tx_Mbps", "ecn/s", "pfc_tx/s", "pfc_rx/s", "drops/s", "paused"
+        "{:>4} {:>9} {:>9} {:>9} {:>9} {:>8} {:>8} {:>8} {:>8} {:>7} {:>9} {:>9}",
+        "port",
+        "rx_Mpps",
+        "rx_Gbps",
+        "tx_Mpps",
+        "tx_Gbps",
+        "ecn/s",
+        "pfc_tx/s",
+        "pfc_rx/s",
+        "drops/s",
+        "paused",
+        "buf_in",
+        "buf_out"
     );
     for p in &s.ports {
         let before = prev.and_then(|q| q.ports.iter().find(|x| x.id == p.id));
@@ -357,19 +426,19 @@ pub fn render_rates(prev: Option<&Snapshot>, s: &Snapshot, secs: f64) -> String 
             .fold(0.0, f64::max);
         let _ = writeln!(
             o,
-            "{:>4} {:>10.0} {:>10.1} {:>10.0} {:>10.1} {:>8.0} {:>8.0} {:>8.0} {:>8.0} {:>6.0}%  {}/{}",
+            "{:>4} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {:>8.0} {:>8.0} {:>8.0} {:>8.0} {:>6.0}% {:>9} {:>9}",
             p.id,
-            rate(p.rx_packets, before.map(|b| b.rx_packets)),
-            rate(p.rx_bytes, before.map(|b| b.rx_bytes)) * 8.0 / 1e6,
-            rate(p.tx_packets, before.map(|b| b.tx_packets)),
-            rate(p.tx_bytes, before.map(|b| b.tx_bytes)) * 8.0 / 1e6,
+            rate(p.rx_packets, before.map(|b| b.rx_packets)) / 1e6,
+            rate(p.rx_bytes, before.map(|b| b.rx_bytes)) * 8.0 / 1e9,
+            rate(p.tx_packets, before.map(|b| b.tx_packets)) / 1e6,
+            rate(p.tx_bytes, before.map(|b| b.tx_bytes)) * 8.0 / 1e9,
             rate(p.ecn_marked, before.map(|b| b.ecn_marked)),
             rate(pfc_tx(p), before.map(pfc_tx)),
             rate(pfc_rx(p), before.map(pfc_rx)),
             rate(drops_now, before.map(|b| b.drops.total())),
             paused_frac.min(1.0) * 100.0,
-            p.buffer.ingress_cells,
-            p.buffer.egress_cells
+            levels.of(p.buffer.ingress_cells),
+            levels.of(p.buffer.egress_cells)
         );
     }
     // Queues that hold frames or moved any in the interval: where congestion is, and what ECN
@@ -386,24 +455,24 @@ pub fn render_rates(prev: Option<&Snapshot>, s: &Snapshot, secs: f64) -> String 
             }
             let _ = writeln!(
                 rows,
-                "{:>4} {:>5} {:>10.0} {:>10.1} {:>8.0} {:>8.0} {:>9} {:>8} {:>8}",
+                "{:>4} {:>5} {:>9.3} {:>9.3} {:>8.0} {:>8.0} {:>9} {:>9} {:>9}",
                 p.id,
                 q.queue,
-                tx,
-                rate(q.tx_bytes, b.map(|b| b.tx_bytes)) * 8.0 / 1e6,
+                tx / 1e6,
+                rate(q.tx_bytes, b.map(|b| b.tx_bytes)) * 8.0 / 1e9,
                 rate(q.ecn_marked, b.map(|b| b.ecn_marked)),
                 drops,
                 q.depth_packets,
-                q.depth_cells,
-                q.peak_cells
+                levels.of(q.depth_cells),
+                levels.of(q.peak_cells)
             );
         }
     }
     if !rows.is_empty() {
         let _ = writeln!(
             o,
-            "\n{:>4} {:>5} {:>10} {:>10} {:>8} {:>8} {:>9} {:>8} {:>8}",
-            "port", "queue", "tx_pps", "tx_Mbps", "ecn/s", "drops/s", "depth_pkt", "cells", "peak"
+            "\n{:>4} {:>5} {:>9} {:>9} {:>8} {:>8} {:>9} {:>9} {:>9}",
+            "port", "queue", "tx_Mpps", "tx_Gbps", "ecn/s", "drops/s", "depth_pkt", "depth", "peak"
         );
         o.push_str(&rows);
     }
@@ -631,7 +700,7 @@ mod tests {
     #[test]
     fn tables_render_the_switch_answer() {
         let data = canned();
-        let c = render(Show::Counters, &data).unwrap();
+        let c = render(Show::Counters, &data, Levels::Cells).unwrap();
         assert!(c.lines().next().unwrap().contains("rx_bytes"), "{c}");
         assert!(c.contains("egress_limit=4 no_route=1"), "{c}");
         assert_eq!(c.lines().count(), 3, "{c}");
@@ -643,7 +712,12 @@ mod tests {
             oerrors: 2,
             ..Default::default()
         });
-        let c = render(Show::Counters, &serde_json::to_value(with_backend).unwrap()).unwrap();
+        let c = render(
+            Show::Counters,
+            &serde_json::to_value(with_backend).unwrap(),
+            Levels::Cells,
+        )
+        .unwrap();
         assert_eq!(c.lines().count(), 6, "a blank line, a header, one row per backend: {c}");
         assert!(
             c.lines().last().unwrap().split_whitespace().eq([
@@ -659,7 +733,7 @@ mod tests {
             ]),
             "{c}"
         );
-        let q = render(Show::Queues, &data).unwrap();
+        let q = render(Show::Queues, &data, Levels::Cells).unwrap();
         assert!(
             q.lines()
                 .nth(1)
@@ -669,7 +743,7 @@ mod tests {
             "{q}"
         );
         assert!(q.contains("2 queues that never held a packet"), "{q}");
-        let g = render(Show::Pgs, &data).unwrap();
+        let g = render(Show::Pgs, &data, Levels::Cells).unwrap();
         assert!(
             g.lines()
                 .nth(1)
@@ -678,7 +752,7 @@ mod tests {
                 .eq(["0", "3", "100", "0", "3", "3", "0", "12", "7", "90", "20"]),
             "{g}"
         );
-        let p = render(Show::Pfc, &data).unwrap();
+        let p = render(Show::Pfc, &data, Levels::Cells).unwrap();
         let rows: Vec<Vec<&str>> = p.lines().map(|l| l.split_whitespace().collect()).collect();
         assert_eq!(rows[0][..3], ["port", "rx", "PFC0"], "{p}");
         assert_eq!(rows[0].len(), 10, "port, rx and every priority: {p}");
@@ -693,11 +767,8 @@ mod tests {
         let paused = rows.iter().position(|r| r.first() == Some(&"paused")).unwrap();
         assert_eq!(rows[paused + 1][4], "2.500", "{p}");
         assert!(!p.contains("storms"), "no storms, no storm grid: {p}");
-        let b = render(Show::Buffer, &data).unwrap();
-        assert!(
-            b.starts_with("pool: 16384 cells, 15000 shared; used 44 (peak 500)"),
-            "{b}"
-        );
+        let b = render(Show::Buffer, &data, Levels::Cells).unwrap();
+        assert!(b.starts_with("pool: 16384, 15000 shared; used 44 (peak 500)"), "{b}");
         assert!(
             b.lines()
                 .nth(2)
@@ -709,6 +780,7 @@ mod tests {
         let f = render(
             Show::Fdb,
             &serde_json::json!([{"mac": "02:00:00:00:00:01", "port": 1, "is_static": false, "age_ns": 1500000000u64}]),
+            Levels::Cells,
         )
         .unwrap();
         assert!(f.contains("02:00:00:00:00:01    1  learnt       1.5"), "{f}");
@@ -719,7 +791,7 @@ mod tests {
             ports: peaks.ports,
             buffer: peaks.buffer,
         };
-        let w = render(Show::Watermarks, &serde_json::to_value(w).unwrap()).unwrap();
+        let w = render(Show::Watermarks, &serde_json::to_value(w).unwrap(), Levels::Cells).unwrap();
         assert!(w.starts_with("persistent watermarks, in cells, since 1.5 s ago"), "{w}");
         let pg_row = w
             .lines()
@@ -732,11 +804,8 @@ mod tests {
                 .eq(["0", "-", "-", "-", "90", "-", "-", "-", "-"]),
             "{w}"
         );
-        assert!(
-            w.contains("pool: used 500 cells, ingress shared 90, egress shared 0"),
-            "{w}"
-        );
-        assert!(render(Show::Counters, &serde_json::json!([1]))
+        assert!(w.contains("pool: used 500, ingress shared 90, egress shared 0"), "{w}");
+        assert!(render(Show::Counters, &serde_json::json!([1]), Levels::Cells)
             .unwrap_err()
             .contains("unexpected"));
     }
@@ -745,22 +814,28 @@ mod tests {
     fn watch_shows_rates_between_updates() {
         let a: Snapshot = serde_json::from_value(canned()).unwrap();
         let mut later = canned();
-        later["ports"][0]["rx_packets"] = 300.into();
-        later["ports"][0]["rx_bytes"] = (123456 + 250_000).into();
+        later["ports"][0]["rx_packets"] = (100 + 2_000_000).into();
+        later["ports"][0]["rx_bytes"] = (123456 + 250_000_000).into();
         let b: Snapshot = serde_json::from_value(later).unwrap();
-        let t = render_rates(Some(&a), &b, 2.0);
+        let bytes = Levels::Bytes { cell: 256 };
+        let t = render_rates(Some(&a), &b, 2.0, bytes);
         let row: Vec<&str> = t.lines().nth(1).unwrap().split_whitespace().collect();
-        assert_eq!(&row[..3], ["0", "100", "1.0"], "{t}");
-        assert!(render_rates(None, &b, 0.0).lines().nth(1).unwrap().contains(" 0 "));
+        // One convention: frames in Mpps, bits in Gb/s, levels in bytes (11 and 33 cells).
+        assert_eq!(&row[..3], ["0", "1.000", "1.000"], "{t}");
+        assert_eq!(&row[row.len() - 2..], ["2.8KiB", "8.2KiB"], "{t}");
+        let first = render_rates(None, &b, 0.0, Levels::Cells);
+        let row: Vec<&str> = first.lines().nth(1).unwrap().split_whitespace().collect();
+        assert_eq!(&row[1..5], ["0.000"; 4], "no rates before an interval: {first}");
+        assert_eq!(&row[row.len() - 2..], ["11", "33"], "{first}");
 
         // Paused half the interval on priority 3, PFC received, a queue draining with marks.
         let mut later = canned();
         later["ports"][0]["paused_ns"] = serde_json::json!([0, 0, 0, 1_000_000_000u64, 0, 0, 0, 0]);
         later["ports"][0]["pfc_rx"] = serde_json::json!([0, 0, 0, 10, 0, 0, 0, 0]);
-        later["ports"][0]["queues"][0]["tx_packets"] = 390.into();
+        later["ports"][0]["queues"][0]["tx_packets"] = (90 + 3_000_000).into();
         later["ports"][0]["queues"][0]["ecn_marked"] = 205.into();
         let c: Snapshot = serde_json::from_value(later).unwrap();
-        let t = render_rates(Some(&a), &c, 2.0);
+        let t = render_rates(Some(&a), &c, 2.0, bytes);
         let row: Vec<&str> = t.lines().nth(1).unwrap().split_whitespace().collect();
         assert_eq!(row[0], "0", "{t}");
         assert!(row.contains(&"50%"), "{t}");
@@ -770,7 +845,56 @@ mod tests {
             .find(|l| l.split_whitespace().take(2).eq(["0", "3"]))
             .unwrap_or_else(|| panic!("no row for port 0 queue 3: {t}"));
         let q3: Vec<&str> = q3.split_whitespace().collect();
-        assert_eq!(q3[2], "150", "tx pps of queue 3: {t}");
+        assert_eq!(q3[2], "1.500", "tx Mpps of queue 3: {t}");
         assert_eq!(q3[4], "100", "marks per second of queue 3: {t}");
+        assert_eq!(&q3[7..], ["1.0KiB", "10.0KiB"], "depth and peak of 4 and 40 cells: {t}");
+    }
+
+    /// Issue 23 item 6: levels and watermarks in bytes by default (cells × the cell size), in
+    /// cells on request; the header says when, over what, and in which unit.
+    #[test]
+    fn levels_are_bytes_unless_cells_are_asked_for() {
+        let data = canned();
+        let bytes = Levels::Bytes { cell: 256 };
+        let q = render(Show::Queues, &data, bytes).unwrap();
+        let row: Vec<&str> = q.lines().nth(1).unwrap().split_whitespace().collect();
+        assert_eq!(&row[6..], ["1", "1.0KiB", "10.0KiB"], "{q}");
+        assert!(q.contains("depth and peak in bytes"), "{q}");
+        let g = render(Show::Pgs, &data, bytes).unwrap();
+        let row: Vec<&str> = g.lines().nth(1).unwrap().split_whitespace().collect();
+        assert_eq!(&row[6..], ["0B", "3.0KiB", "1.8KiB", "22.5KiB", "5.0KiB"], "{g}");
+        let b = render(Show::Buffer, &data, bytes).unwrap();
+        assert!(
+            b.starts_with("pool: 4.0MiB, 3.7MiB shared; used 11.0KiB (peak 125.0KiB)"),
+            "{b}"
+        );
+        let peaks = snapshot().peaks();
+        let w = WatermarksData {
+            kind: protocol::WatermarkKind::User,
+            since_ms: 1500,
+            ports: peaks.ports,
+            buffer: peaks.buffer,
+        };
+        let w = serde_json::to_value(w).unwrap();
+        let wb = render(Show::Watermarks, &w, bytes).unwrap();
+        assert!(wb.starts_with("user watermarks, in bytes, since 1.5 s ago"), "{wb}");
+        assert!(wb.contains("pool: used 125.0KiB, ingress shared 22.5KiB"), "{wb}");
+        let wc = render(Show::Watermarks, &w, Levels::Cells).unwrap();
+        assert!(wc.starts_with("user watermarks, in cells, since 1.5 s ago"), "{wc}");
+        assert!(wc.contains("pool: used 500, ingress shared 90"), "{wc}");
+
+        let at = std::time::UNIX_EPOCH + std::time::Duration::from_secs(7 * 3600 + 31 * 60 + 2);
+        assert_eq!(
+            header(at, "interval 1.0 s", Some(bytes)),
+            "at 07:31:02 UTC, interval 1.0 s; levels in bytes (cells of 256 B; --cells for cells)"
+        );
+        assert_eq!(
+            header(at, "since start 12.3 s", Some(Levels::Cells)),
+            "at 07:31:02 UTC, since start 12.3 s; levels in cells"
+        );
+        assert_eq!(
+            header(at, "since start 12.3 s", None),
+            "at 07:31:02 UTC, since start 12.3 s"
+        );
     }
 }

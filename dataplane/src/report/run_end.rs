@@ -1,0 +1,147 @@
+//! What `rocesw run` prints when it stops, and the summary file it writes: the switch's
+//! counters (as replay's summary), then whatever was lost or held outside the switch's
+//! pipeline (an undrained queue, frames the interfaces refused, an emulated peer that waited,
+//! receive rings that overflowed, DPDK drivers' own counters).
+
+use crate::runtime::worker::RunOutcome;
+use std::fmt::Write as _;
+
+/// The text printed on standard output at the end of a run.
+pub fn text(outcome: &RunOutcome, cfg: &controlplane::Config) -> String {
+    let mut o = crate::report::human_summary(&outcome.snapshot, "uptime", outcome.uptime_ns);
+    if outcome.undrained > 0 {
+        let _ = writeln!(o, "drain timed out: {} frames were still queued", outcome.undrained);
+    }
+    if outcome.tx_dropped > 0 {
+        let _ = writeln!(
+            o,
+            "{} frames could not be handed to the interfaces (TX ring full or link down)",
+            outcome.tx_dropped
+        );
+    }
+    for p in &outcome.snapshot.ports {
+        let Some(peer) = p.peer else { continue };
+        let held: u64 = peer.held_frames.iter().sum();
+        if held > 0 || peer.stalled_reads > 0 {
+            // Outside the switch's buffer: the emulated NIC at the far end obeyed PFC.
+            let by_prio: Vec<String> = (0..8)
+                .filter(|&q| peer.held_frames[q] > 0)
+                .map(|q| {
+                    format!(
+                        "p{q}: {} frames, {:.1} µs mean",
+                        peer.held_frames[q],
+                        peer.held_ns[q] as f64 / peer.held_frames[q] as f64 / 1e3
+                    )
+                })
+                .collect();
+            let _ = writeln!(
+                o,
+                "port {}: emulated peer held {held} frames while paused ({}); {} stalled reads",
+                p.id,
+                by_prio.join(", "),
+                peer.stalled_reads
+            );
+        }
+        let backpressure: u64 = peer.backpressure_xoff.iter().sum();
+        if backpressure > 0 {
+            let _ = writeln!(
+                o,
+                "port {}: the emulated NIC paused its host {backpressure} times (XOFF sent to the host: it wrote faster than the port's line rate)",
+                p.id
+            );
+        }
+    }
+    for (i, st) in &outcome.backends {
+        if st.rx_kernel_drops > 0 || st.tx_ring_full > 0 || st.rx_oversize > 0 {
+            let _ = writeln!(
+                o,
+                "port {}: kernel dropped {} received frames (receive ring full: the switch polled too slowly), \
+                 {} sends found the TX ring full, {} oversize frames skipped",
+                cfg.ports[*i].id, st.rx_kernel_drops, st.tx_ring_full, st.rx_oversize
+            );
+        }
+    }
+    for (i, st) in &outcome.backends {
+        let p = &cfg.ports[*i];
+        if let Some(d) = &p.dpdk {
+            let _ = writeln!(
+                o,
+                "port {} ({}): driver counters: imissed {}, ierrors {}, oerrors {}, rx_nombuf {}; \
+                 {} sends found no free mbuf",
+                p.id,
+                d.split(',').next().unwrap_or(d),
+                st.imissed,
+                st.ierrors,
+                st.oerrors,
+                st.rx_nombuf,
+                st.tx_nombuf
+            );
+        }
+    }
+    o
+}
+
+/// `--summary`'s JSON: the switch's snapshot, each port's backend counters, the uptime and
+/// what the drain left.
+pub fn summary_json(outcome: &RunOutcome, cfg: &controlplane::Config) -> serde_json::Value {
+    let ports: Vec<serde_json::Value> = outcome
+        .backends
+        .iter()
+        .map(|(i, st)| serde_json::json!({"id": cfg.ports[*i].id, "backend": st}))
+        .collect();
+    serde_json::json!({"switch": outcome.snapshot, "interfaces": ports, "uptime_ns": outcome.uptime_ns, "undrained": outcome.undrained})
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The end of a run says what was lost outside the pipeline, port by port, after the
+    /// counters; a clean run prints the counters alone.
+    #[test]
+    fn the_end_of_a_run_says_what_was_lost_outside_the_switch() {
+        let cfg = crate::test_config();
+        let sw = crate::Switch::new(&cfg, 1);
+        let clean = RunOutcome {
+            snapshot: sw.snapshot(0),
+            uptime_ns: 2_000_000,
+            undrained: 0,
+            tx_dropped: 0,
+            backends: vec![(0, crate::io::PortStats::default())],
+        };
+        let t = text(&clean, &cfg);
+        assert_eq!(t, crate::report::human_summary(&clean.snapshot, "uptime", 2_000_000));
+        assert!(t.starts_with("uptime 2.000 ms\n"), "{t}");
+        let lossy = RunOutcome {
+            undrained: 3,
+            tx_dropped: 5,
+            backends: vec![(
+                1,
+                crate::io::PortStats {
+                    rx_kernel_drops: 40,
+                    ..Default::default()
+                },
+            )],
+            ..clean
+        };
+        let t = text(&lossy, &cfg);
+        let tail: Vec<&str> = t.lines().rev().take(3).collect();
+        assert_eq!(
+            tail,
+            [
+                format!(
+                    "port {}: kernel dropped 40 received frames (receive ring full: the switch polled too slowly), \
+                     0 sends found the TX ring full, 0 oversize frames skipped",
+                    cfg.ports[1].id
+                )
+                .as_str(),
+                "5 frames could not be handed to the interfaces (TX ring full or link down)",
+                "drain timed out: 3 frames were still queued",
+            ],
+            "{t}"
+        );
+        let j = summary_json(&lossy, &cfg);
+        assert_eq!(j["interfaces"][0]["backend"]["rx_kernel_drops"], 40);
+        assert_eq!(j["undrained"], 3);
+    }
+}
