@@ -5,8 +5,11 @@
 //! listener and its non-blocking connections. What needs the switch — counters, the FDB, a
 //! config change — goes to the workers as a [`ControlRequest`] on the lock-free
 //! [`ControlQueue`], and this thread waits for the reply (at most [`REPLY_TIMEOUT`]); requests
-//! are therefore served one at a time. The thread keeps the running config's TOML text:
-//! `get_config` answers it, `patch` merges into it, a successful change replaces it.
+//! are therefore served one at a time. The thread keeps the running config
+//! (`controlplane::change::Running`: its text, the config it resolves to, its version):
+//! `get_config` answers it, `apply` and `patch` are prepared against it (merged, validated and
+//! checked to be a change the switch can take live, or refused before they reach the
+//! workers), and a change the switch took replaces it.
 //!
 //! No client can take the thread or the process's memory from the others (PROTOCOL.md,
 //! "Limits"): each round of the loop serves every connection at most [`REQUESTS_PER_ROUND`]
@@ -26,7 +29,7 @@
 use crate::runtime::capture::{CaptureRing, Dir};
 use crate::runtime::worker::{ControlQueue, ControlRequest};
 use anyhow::{bail, Context};
-use controlplane::patch;
+use controlplane::change::{Edit, Prepared, Running};
 use controlplane::protocol::{
     self, ApplyData, CaptureData, CaptureDirection, CaptureEnd, CaptureStarted, CapturedFrame, ConfigData, FrameDir,
     HelloData, Op, Request, Response, SubscribeData,
@@ -386,6 +389,8 @@ impl ControlServer {
             }
             std::fs::remove_file(path).with_context(|| format!("cannot remove stale socket {}", path.display()))?;
         }
+        let running =
+            Running::load(config_text).map_err(|e| anyhow::anyhow!("the running config does not load: {e}"))?;
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
         }
@@ -429,8 +434,7 @@ impl ControlServer {
             tcp,
             conns: HashMap::new(),
             next_token: 3,
-            config_text,
-            config_version: 1,
+            running,
             queue,
             late: Vec::new(),
             name,
@@ -680,13 +684,12 @@ struct Server {
     tcp: Option<(TcpListener, String)>,
     conns: HashMap<Token, Conn>,
     next_token: usize,
-    config_text: String,
-    /// 1 at start, one more for every change that took effect: what `if_version` compares.
-    config_version: u64,
+    /// What the switch runs; its version is what `if_version` compares.
+    running: Running,
     queue: Arc<ControlQueue>,
-    /// Config changes the switch answered too late: applied if it eventually says yes, so the
-    /// config text stays what the switch runs.
-    late: Vec<(Receiver<Result<(), String>>, String)>,
+    /// Config changes the switch answered too late: committed if it eventually says yes, so
+    /// the running config stays what the switch runs.
+    late: Vec<(Receiver<Result<(), String>>, Prepared)>,
     name: Option<String>,
     started: std::time::Instant,
     watermarks: crate::report::watermarks::Watermarks,
@@ -1149,11 +1152,15 @@ impl Server {
                 uptime_ms: Some(self.started.elapsed().as_millis() as u64),
             })),
             Op::GetConfig => Ok(json(&ConfigData {
-                toml: self.config_text.clone(),
-                version: self.config_version,
+                toml: self.running.text.clone(),
+                version: self.running.version,
             })),
-            Op::Apply { toml, if_version } => self.check_version(if_version).and_then(|()| self.change(toml)),
-            Op::Patch { toml, if_version } => self.check_version(if_version).and_then(|()| self.patch(&toml)),
+            Op::Apply { toml, if_version } => self
+                .check_version(if_version)
+                .and_then(|()| self.change(Edit::Whole(&toml))),
+            Op::Patch { toml, if_version } => self
+                .check_version(if_version)
+                .and_then(|()| self.change(Edit::Fragment(&toml))),
             Op::Counters => self.snapshot().map(|mut s| {
                 self.annotate(&mut s);
                 json(&s)
@@ -1325,54 +1332,34 @@ impl Server {
                 protocol::VERSION_CHANGED
             ));
         }
-        if wanted != self.config_version {
+        if wanted != self.running.version {
             return Err(format!(
                 "{} (version {wanted} was read, the running config is version {}); read it again",
                 protocol::VERSION_CHANGED,
-                self.config_version
+                self.running.version
             ));
         }
         Ok(())
     }
 
-    fn patch(&mut self, fragment: &str) -> Result<Value, String> {
-        // A mistake in the fragment's keys or types, at the fragment's own line.
-        patch::check_fragment(fragment).map_err(|e| format!("invalid patch: {e}"))?;
-        let fragment: toml::Table = fragment
-            .parse()
-            .map_err(|e: toml::de::Error| format!("invalid patch: {}", e.to_string().trim_end()))?;
-        let mut merged: toml::Table = self
-            .config_text
-            .parse()
-            .map_err(|e| format!("the running config no longer parses: {e}"))?;
-        let before = merged.clone();
-        patch::merge(&mut merged, fragment);
-        if patch::changed_keys(&before, &merged).is_empty() {
-            // Nothing to do: not a change, so no new version. Still validated, so a patch
-            // never answers better than the config it would leave.
-            let loaded = controlplane::load_str(&self.config_text).map_err(|e| format!("invalid config: {e}"))?;
+    /// Prepares a change against the running config (refused here, before it reaches the
+    /// workers, if it is not valid or not a change the switch can take live), has the switch
+    /// apply it, and on success makes it the running config. A `patch` that changes nothing is
+    /// not sent: it is answered `unchanged`, with the running config's warnings.
+    fn change(&mut self, edit: Edit<'_>) -> Result<Value, String> {
+        let is_patch = matches!(edit, Edit::Fragment(_));
+        let mut change = self.running.prepare(edit).map_err(|e| e.to_string())?;
+        if is_patch && change.changed.is_empty() {
             return Ok(json(&ApplyData {
                 changed: Vec::new(),
-                warnings: loaded.warnings,
-                version: self.config_version,
+                warnings: change.warnings,
+                version: self.running.version,
                 unchanged: true,
             }));
         }
-        // Written over the running text, so its comments and layout stay where nothing changed.
-        let text = controlplane::retext::rewrite(&self.config_text, &merged)?;
-        self.change(text)
-    }
-
-    /// Validates `text` as a whole config, has the switch apply it, and on success makes it
-    /// the running config text.
-    fn change(&mut self, text: String) -> Result<Value, String> {
-        let loaded = controlplane::load_str(&text).map_err(|e| format!("invalid config: {e}"))?;
-        let old: toml::Table = self.config_text.parse().unwrap_or_default();
-        let new: toml::Table = text.parse().map_err(|e| format!("invalid config: {e}"))?;
-        let changed = patch::changed_keys(&old, &new);
         let (tx, rx) = sync_channel(1);
         let req = ControlRequest::Apply {
-            config: Box::new(loaded.config),
+            config: Box::new(change.config.clone()),
             reply: tx,
         };
         if self.queue.push(req).is_err() {
@@ -1381,20 +1368,21 @@ impl Server {
         match rx.recv_timeout(REPLY_TIMEOUT) {
             Ok(Ok(())) => {
                 // Changes answered late were queued before this one, so the switch has settled
-                // them by now: take them first, or one would later overwrite this text.
+                // them by now: take them first, or one would later overwrite this one.
                 self.collect_late();
-                self.config_text = text;
-                self.config_version += 1;
+                let changed = std::mem::take(&mut change.changed);
+                let warnings = std::mem::take(&mut change.warnings);
+                self.running.commit(change);
                 Ok(json(&ApplyData {
                     changed,
-                    warnings: loaded.warnings,
-                    version: self.config_version,
+                    warnings,
+                    version: self.running.version,
                     unchanged: false,
                 }))
             }
             Ok(Err(reason)) => Err(format!("the switch refused the change: {reason}")),
             Err(RecvTimeoutError::Timeout) => {
-                self.late.push((rx, text));
+                self.late.push((rx, change));
                 Err(format!(
                     "the switch did not answer within {} s (the change may still apply; check get_config)",
                     REPLY_TIMEOUT.as_secs()
@@ -1411,11 +1399,10 @@ impl Server {
         while i < self.late.len() {
             match self.late[i].0.try_recv() {
                 Ok(r) => {
-                    let (_, text) = self.late.remove(i);
+                    let (_, change) = self.late.remove(i);
                     if r.is_ok() {
                         tracing::info!("a late config change was applied");
-                        self.config_text = text;
-                        self.config_version += 1;
+                        self.running.commit(change);
                     }
                 }
                 Err(std::sync::mpsc::TryRecvError::Empty) => i += 1,
@@ -1470,9 +1457,7 @@ impl Server {
         if self.conns.get(&token).is_some_and(|c| c.capture.is_some()) {
             return Err("this connection already runs a capture (one per connection: open another)".into());
         }
-        let cfg = controlplane::load_str(&self.config_text)
-            .map_err(|e| format!("the running config no longer loads: {e}"))?
-            .config;
+        let cfg = &self.running.config;
         let Some((index, port)) = cfg.ports.iter().enumerate().find(|(_, p)| p.id == a.port) else {
             let ids: Vec<String> = cfg.ports.iter().map(|p| p.id.to_string()).collect();
             return Err(format!(
