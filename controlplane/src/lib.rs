@@ -7,6 +7,7 @@
 //! (units converted, defaults filled, every cross-field rule checked, *all* problems collected)
 //! → [`model::Config`] plus warnings. `configs/README.md` documents the schema.
 
+pub mod change;
 pub mod daemon;
 pub mod files;
 pub mod headroom;
@@ -26,7 +27,7 @@ pub mod validate;
 pub mod vlarb_admit;
 pub mod wire_timing;
 
-pub use live::live_change_refusal;
+pub use live::{frame_refusal, live_change_refusal};
 pub use model::*;
 
 use std::fmt;

@@ -1,6 +1,8 @@
 //! What a running switch cannot take from a new config: the one rule every path that changes a
 //! running config shares (the control socket's apply, patch and set, `rocesw replay
-//! --schedule`), so each refuses the same change with the same words.
+//! --schedule`, `rocesw tune`'s candidates, all through `change::Running::prepare`), so each
+//! refuses the same change with the same words. The switch checks it again itself
+//! (`Switch::reconfigure`).
 //!
 //! These are the things the switch was *built* from rather than the knobs it reads as it runs:
 //! the buffer carved into packet slots and rings, the ports opened as sockets, files or DPDK
@@ -15,9 +17,8 @@ use crate::model::Config;
 /// Why `new` cannot replace `old` on a running switch (naming the first field that differs and
 /// cannot change live), or None when every difference can be applied between two bursts.
 ///
-/// The largest frame a port accepts is checked by the switch itself, against the packet slots
-/// it allocated (`Switch::reconfigure`), and by the schedule loader against the config the
-/// replay starts with: it may move freely below that size.
+/// The largest frame a port accepts is not one of them: it may move freely up to the packet
+/// slots the switch allocated at start ([`frame_refusal`]).
 pub fn live_change_refusal(old: &Config, new: &Config) -> Option<String> {
     let restart = "cannot change while the switch runs (restart it)";
     if old.buffer.total_bytes != new.buffer.total_bytes {
@@ -67,6 +68,21 @@ pub fn live_change_refusal(old: &Config, new: &Config) -> Option<String> {
         return None;
     };
     Some(format!("{field} {restart}"))
+}
+
+/// Why a port of `new` would take frames larger than the packet slots of `slot_bytes` a switch
+/// allocated when it started (`memory::footprint(..).slot_bytes`: its largest frame then,
+/// rounded up to a cache line), naming the first such port; None when every frame fits.
+pub fn frame_refusal(slot_bytes: u64, new: &Config) -> Option<String> {
+    let (i, p) = new
+        .ports
+        .iter()
+        .enumerate()
+        .find(|(_, p)| u64::from(p.max_frame_bytes) > slot_bytes)?;
+    Some(format!(
+        "port[{i}].mtu (port {}): frames up to {} B exceed the {slot_bytes} B packet slots the switch was started with (restart it)",
+        p.id, p.max_frame_bytes
+    ))
 }
 
 #[cfg(test)]

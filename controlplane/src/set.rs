@@ -13,7 +13,7 @@
 //! (configs/README.md); an ECN change for one port's queue gives that queue its own profile,
 //! `port<P>-queue<Q>`, copied from the one in force, so no other port changes.
 
-use clap::Subcommand;
+use clap::{Args, Subcommand};
 use toml::{Table, Value};
 
 #[derive(Subcommand, Debug, Clone)]
@@ -24,229 +24,269 @@ pub enum Set {
         after_help = "Examples:\n  rocectl set ecn --profile roce --kmax 200KB\n  rocectl set ecn --port 3 --queue 3 --kmin 50KB --kmax 200KB --pmax 0.1"
     )]
     #[command(group(clap::ArgGroup::new("which").required(true).args(["profile", "queue"])))]
-    Ecn {
-        /// The profile's name ([ecn.NAME] in the config); or name the queue with --queue.
-        #[arg(long, conflicts_with_all = ["queue", "port"])]
-        profile: Option<String>,
-        /// The egress queue whose profile to change (0-7).
-        #[arg(long, value_parser = clap::value_parser!(u8).range(0..8))]
-        queue: Option<u8>,
-        /// Only on this port (its id), with --queue.
-        #[arg(long, requires = "queue")]
-        port: Option<u16>,
-        /// Queue length where marking starts: bytes, or 100KB (100 000), 100KiB or 100k
-        /// (102 400).
-        #[arg(long)]
-        kmin: Option<String>,
-        /// Queue length where the probability reaches pmax (every packet above), e.g. 400KB,
-        /// 400k (KiB) or bytes.
-        #[arg(long)]
-        kmax: Option<String>,
-        /// Marking probability at kmax, 0 to 1.
-        #[arg(long)]
-        pmax: Option<String>,
-        /// Queue length the curve reads: `instant` or `ewma`.
-        #[arg(long)]
-        average: Option<String>,
-        /// EWMA weight as a shift (weight = 2^-N), with --average ewma.
-        #[arg(long)]
-        ewma_shift: Option<i64>,
-        /// Where to mark: `enqueue` or `dequeue`.
-        #[arg(long)]
-        mark_at: Option<String>,
-        /// Non-ECN-capable packets above the curve: `pass` or `drop`.
-        #[arg(long)]
-        non_ect: Option<String>,
-    },
+    Ecn(Ecn),
     /// The dynamic threshold (alpha) of an ingress PG or an egress queue; replaces a static
     /// limit if one was set.
     #[command(after_help = "Examples:\n  rocectl set alpha --pg 3 1/16\n  rocectl set alpha --port 0 --pg 3 1/4")]
-    Alpha {
-        /// Only on this port (its id).
-        #[arg(long)]
-        port: Option<u16>,
-        /// The ingress PG whose shared limit to change (0-7); or --queue.
-        #[arg(long, value_parser = clap::value_parser!(u8).range(0..8), required_unless_present = "queue", conflicts_with = "queue")]
-        pg: Option<u8>,
-        /// The egress queue whose shared limit to change (0-7); or --pg.
-        #[arg(long, value_parser = clap::value_parser!(u8).range(0..8))]
-        queue: Option<u8>,
-        /// A number or a fraction such as 1/8.
-        value: String,
-    },
+    Alpha(Alpha),
     /// An ingress PG's reservation, static limit, headroom and XON offset.
     #[command(after_help = "Example:\n  rocectl set pg --pg 3 --headroom 40KiB --xon-offset 4KiB")]
-    Pg {
-        /// Only on this port (its id).
-        #[arg(long)]
-        port: Option<u16>,
-        /// The ingress PG (0-7).
-        #[arg(long, value_parser = clap::value_parser!(u8).range(0..8))]
-        pg: u8,
-        /// Guaranteed minimum, e.g. 4KiB.
-        #[arg(long)]
-        min: Option<String>,
-        /// A static shared limit instead of alpha, e.g. 200KB.
-        #[arg(long = "static")]
-        static_limit: Option<String>,
-        /// `auto` or a size.
-        #[arg(long)]
-        headroom: Option<String>,
-        /// How far below its limit the PG must fall before XON, e.g. 4KiB.
-        #[arg(long)]
-        xon_offset: Option<String>,
-    },
+    Pg(Pg),
     /// An egress queue's reservation, limit, scheduling and shaper.
     #[command(
         after_help = "Examples:\n  rocectl set queue --queue 0 --weight 3\n  rocectl set queue --port 2 --queue 1 --shaper-rate 5G --shaper-burst 64KiB"
     )]
-    Queue {
-        /// Only on this port (its id).
-        #[arg(long)]
-        port: Option<u16>,
-        /// The egress queue (0-7).
-        #[arg(long, value_parser = clap::value_parser!(u8).range(0..8))]
-        queue: u8,
-        /// Guaranteed minimum, e.g. 4KiB.
-        #[arg(long)]
-        min: Option<String>,
-        /// A static shared limit instead of alpha, e.g. 1MB.
-        #[arg(long = "static", conflicts_with = "unlimited")]
-        static_limit: Option<String>,
-        /// No shared limit (lossless queues).
-        #[arg(long)]
-        unlimited: bool,
-        /// `strict` or `wdrr`.
-        #[arg(long)]
-        sched: Option<String>,
-        /// WDRR weight.
-        #[arg(long)]
-        weight: Option<i64>,
-        /// Shape the queue to this rate, e.g. 5G (with --shaper-burst).
-        #[arg(long, requires = "shaper_burst")]
-        shaper_rate: Option<String>,
-        /// The shaper's bucket, e.g. 64KiB (with --shaper-rate).
-        #[arg(long, requires = "shaper_rate")]
-        shaper_burst: Option<String>,
-        /// Remove the queue's shaper.
-        #[arg(long, conflicts_with = "shaper_rate")]
-        no_shaper: bool,
-    },
+    Queue(Queue),
     /// The EDF scheduler's settings ([port_defaults.edf], or one port's own): its mode, the
     /// regulated queues' and DSCPs' delay budgets, the flow-label tag.
     #[command(
         after_help = "Examples:\n  rocectl set edf --enable --mode take-over --budget 3=50us\n  rocectl set edf --port 2 --dscp-budget 24=20us --dscp-budget 30=2ms\n  rocectl set edf --mode fifo2 --no-budget 5"
     )]
-    Edf {
-        /// Only on this port (its id): its own `edf` table, over the defaults.
-        #[arg(long)]
-        port: Option<u16>,
-        /// Also make EDF the scheduler (`scheduler = "edf"`) of every port (or of --port).
-        #[arg(long)]
-        enable: bool,
-        /// `ideal`, `fifo2` or `take-over`.
-        #[arg(long)]
-        mode: Option<String>,
-        /// A regulated queue and its delay budget, QUEUE=DURATION (e.g. 3=50us); repeatable.
-        #[arg(long, value_name = "QUEUE=DURATION")]
-        budget: Vec<String>,
-        /// Stop regulating this queue (remove its budget); repeatable.
-        #[arg(long, value_name = "QUEUE")]
-        no_budget: Vec<u8>,
-        /// A DSCP's delay budget, DSCP=DURATION (e.g. 24=20us); repeatable.
-        #[arg(long, value_name = "DSCP=DURATION")]
-        dscp_budget: Vec<String>,
-        /// Remove a DSCP's budget; repeatable.
-        #[arg(long, value_name = "DSCP")]
-        no_dscp_budget: Vec<u8>,
-        /// `off` or `flow_label`.
-        #[arg(long)]
-        tag: Option<String>,
-        /// The tag's unit, e.g. 16ns.
-        #[arg(long)]
-        tag_unit: Option<String>,
-    },
+    Edf(Edf),
     /// The CNP fast lane's policer.
     #[command(after_help = "Example:\n  rocectl set policer --rate 2.5G --burst 32KiB")]
-    Policer {
-        /// CNPs per port at most this rate, e.g. 2.5G (with --burst).
-        #[arg(long, requires = "burst", required_unless_present = "off")]
-        rate: Option<String>,
-        /// The policer's bucket, e.g. 32KiB (with --rate).
-        #[arg(long, requires = "rate")]
-        burst: Option<String>,
-        /// No policer on CNPs.
-        #[arg(long, conflicts_with = "rate")]
-        off: bool,
-    },
+    Policer(Policer),
     /// PFC: the lossless priorities, pause time and refresh.
     #[command(after_help = "Example:\n  rocectl set pfc --priorities 3,4 --pause-quanta 32768")]
-    Pfc {
-        /// Lossless priorities, e.g. 3 or 3,4 (empty for none: --priorities '').
-        #[arg(long, value_delimiter = ',')]
-        priorities: Option<Vec<String>>,
-        /// Pause time an XOFF asks for, in quanta of 512 bit times (1-65535).
-        #[arg(long)]
-        pause_quanta: Option<i64>,
-        /// Resend XOFF after this fraction of the pause time.
-        #[arg(long)]
-        refresh: Option<f64>,
-    },
+    Pfc(Pfc),
     /// The PFC watchdog.
     #[command(after_help = "Example:\n  rocectl set watchdog --detection 100ms --restoration 200ms --action forward")]
-    Watchdog {
-        /// Turn the watchdog on or off (true/false).
-        #[arg(long)]
-        enabled: Option<bool>,
-        /// How long a queue must stay paused while holding frames to be a storm, e.g. 100ms.
-        #[arg(long)]
-        detection: Option<String>,
-        /// How long without PFC before a stormed queue is restored, e.g. 200ms.
-        #[arg(long)]
-        restoration: Option<String>,
-        /// `drop`, `forward` or `alert`.
-        #[arg(long)]
-        action: Option<String>,
-    },
+    Watchdog(Watchdog),
     /// The port scheduler: its kind, and the VL arbitration tables and limit of `vlarb`
     /// ports (OpenSM's `qos_vlarb_high`, `qos_vlarb_low`, `qos_high_limit`), for every port
     /// (`[port_defaults]`) or one.
     #[command(
         after_help = "Examples:\n  rocectl set scheduler --kind vlarb --high 6:255,3:16 --low 0:64,1:128 --high-limit 6\n  rocectl set scheduler --port 2 --low 0:32,1:192\n  rocectl set scheduler --port 2 --kind sp_wdrr\n\nA live change of the tables keeps each table's place (the current entry goes on if it still\nnames the same VL); a change of kind starts the new scheduler fresh."
     )]
-    Scheduler {
-        /// Only on this port (its id); otherwise [port_defaults].
-        #[arg(long)]
-        port: Option<u16>,
-        /// `sp_wdrr` (strict priority + WDRR by the queues' sched and weight), `vlarb`, or
-        /// `edf` (its budgets: `rocectl set edf`).
-        #[arg(long)]
-        kind: Option<String>,
-        /// The vlarb high-priority table as VL:WEIGHT pairs in order, e.g. 6:255,3:16 (VL 0-7 is
-        /// queue 0-7; weight 0-255 in 64-byte units, 0 skips the entry); '' for none.
-        #[arg(long, value_name = "VL:WEIGHT,...")]
-        high: Option<String>,
-        /// The vlarb low-priority table, likewise, e.g. 0:64,1:128.
-        #[arg(long, value_name = "VL:WEIGHT,...")]
-        low: Option<String>,
-        /// LimitOfHighPriority: high-priority bytes (units of 4 KiB) sent while a low-priority
-        /// packet waits; 0 = one packet at a time, 255 = unbounded.
-        #[arg(long)]
-        high_limit: Option<i64>,
-    },
+    Scheduler(Scheduler),
     /// Classification: what to trust, DSCP → traffic class entries, the default class.
     #[command(after_help = "Example:\n  rocectl set dscp --map 26=3 --map 46=5 --default-tc 0")]
-    Dscp {
-        /// `dscp`, `pcp` or `none`.
-        #[arg(long)]
-        trust: Option<String>,
-        /// DSCP=TC, repeatable.
-        #[arg(long, value_name = "DSCP=TC")]
-        map: Vec<String>,
-        /// Traffic class for frames the trusted field does not map (0-7).
-        #[arg(long)]
-        default_tc: Option<i64>,
-    },
+    Dscp(Dscp),
+}
+
+/// `rocectl set ecn` (the subcommand's help is on [`Set::Ecn`]).
+#[derive(Args, Debug, Clone)]
+pub struct Ecn {
+    /// The profile's name ([ecn.NAME] in the config); or name the queue with --queue.
+    #[arg(long, conflicts_with_all = ["queue", "port"])]
+    pub profile: Option<String>,
+    /// The egress queue whose profile to change (0-7).
+    #[arg(long, value_parser = clap::value_parser!(u8).range(0..8))]
+    pub queue: Option<u8>,
+    /// Only on this port (its id), with --queue.
+    #[arg(long, requires = "queue")]
+    pub port: Option<u16>,
+    /// Queue length where marking starts: bytes, or 100KB (100 000), 100KiB or 100k
+    /// (102 400).
+    #[arg(long)]
+    pub kmin: Option<String>,
+    /// Queue length where the probability reaches pmax (every packet above), e.g. 400KB,
+    /// 400k (KiB) or bytes.
+    #[arg(long)]
+    pub kmax: Option<String>,
+    /// Marking probability at kmax, 0 to 1.
+    #[arg(long)]
+    pub pmax: Option<String>,
+    /// Queue length the curve reads: `instant` or `ewma`.
+    #[arg(long)]
+    pub average: Option<String>,
+    /// EWMA weight as a shift (weight = 2^-N), with --average ewma.
+    #[arg(long)]
+    pub ewma_shift: Option<i64>,
+    /// Where to mark: `enqueue` or `dequeue`.
+    #[arg(long)]
+    pub mark_at: Option<String>,
+    /// Non-ECN-capable packets above the curve: `pass` or `drop`.
+    #[arg(long)]
+    pub non_ect: Option<String>,
+}
+
+/// `rocectl set alpha` (the subcommand's help is on [`Set::Alpha`]).
+#[derive(Args, Debug, Clone)]
+pub struct Alpha {
+    /// Only on this port (its id).
+    #[arg(long)]
+    pub port: Option<u16>,
+    /// The ingress PG whose shared limit to change (0-7); or --queue.
+    #[arg(long, value_parser = clap::value_parser!(u8).range(0..8), required_unless_present = "queue", conflicts_with = "queue")]
+    pub pg: Option<u8>,
+    /// The egress queue whose shared limit to change (0-7); or --pg.
+    #[arg(long, value_parser = clap::value_parser!(u8).range(0..8))]
+    pub queue: Option<u8>,
+    /// A number or a fraction such as 1/8.
+    pub value: String,
+}
+
+/// `rocectl set pg` (the subcommand's help is on [`Set::Pg`]).
+#[derive(Args, Debug, Clone)]
+pub struct Pg {
+    /// Only on this port (its id).
+    #[arg(long)]
+    pub port: Option<u16>,
+    /// The ingress PG (0-7).
+    #[arg(long, value_parser = clap::value_parser!(u8).range(0..8))]
+    pub pg: u8,
+    /// Guaranteed minimum, e.g. 4KiB.
+    #[arg(long)]
+    pub min: Option<String>,
+    /// A static shared limit instead of alpha, e.g. 200KB.
+    #[arg(long = "static")]
+    pub static_limit: Option<String>,
+    /// `auto` or a size.
+    #[arg(long)]
+    pub headroom: Option<String>,
+    /// How far below its limit the PG must fall before XON, e.g. 4KiB.
+    #[arg(long)]
+    pub xon_offset: Option<String>,
+}
+
+/// `rocectl set queue` (the subcommand's help is on [`Set::Queue`]).
+#[derive(Args, Debug, Clone)]
+pub struct Queue {
+    /// Only on this port (its id).
+    #[arg(long)]
+    pub port: Option<u16>,
+    /// The egress queue (0-7).
+    #[arg(long, value_parser = clap::value_parser!(u8).range(0..8))]
+    pub queue: u8,
+    /// Guaranteed minimum, e.g. 4KiB.
+    #[arg(long)]
+    pub min: Option<String>,
+    /// A static shared limit instead of alpha, e.g. 1MB.
+    #[arg(long = "static", conflicts_with = "unlimited")]
+    pub static_limit: Option<String>,
+    /// No shared limit (lossless queues).
+    #[arg(long)]
+    pub unlimited: bool,
+    /// `strict` or `wdrr`.
+    #[arg(long)]
+    pub sched: Option<String>,
+    /// WDRR weight.
+    #[arg(long)]
+    pub weight: Option<i64>,
+    /// Shape the queue to this rate, e.g. 5G (with --shaper-burst).
+    #[arg(long, requires = "shaper_burst")]
+    pub shaper_rate: Option<String>,
+    /// The shaper's bucket, e.g. 64KiB (with --shaper-rate).
+    #[arg(long, requires = "shaper_rate")]
+    pub shaper_burst: Option<String>,
+    /// Remove the queue's shaper.
+    #[arg(long, conflicts_with = "shaper_rate")]
+    pub no_shaper: bool,
+}
+
+/// `rocectl set edf` (the subcommand's help is on [`Set::Edf`]).
+#[derive(Args, Debug, Clone)]
+pub struct Edf {
+    /// Only on this port (its id): its own `edf` table, over the defaults.
+    #[arg(long)]
+    pub port: Option<u16>,
+    /// Also make EDF the scheduler (`scheduler = "edf"`) of every port (or of --port).
+    #[arg(long)]
+    pub enable: bool,
+    /// `ideal`, `fifo2` or `take-over`.
+    #[arg(long)]
+    pub mode: Option<String>,
+    /// A regulated queue and its delay budget, QUEUE=DURATION (e.g. 3=50us); repeatable.
+    #[arg(long, value_name = "QUEUE=DURATION")]
+    pub budget: Vec<String>,
+    /// Stop regulating this queue (remove its budget); repeatable.
+    #[arg(long, value_name = "QUEUE")]
+    pub no_budget: Vec<u8>,
+    /// A DSCP's delay budget, DSCP=DURATION (e.g. 24=20us); repeatable.
+    #[arg(long, value_name = "DSCP=DURATION")]
+    pub dscp_budget: Vec<String>,
+    /// Remove a DSCP's budget; repeatable.
+    #[arg(long, value_name = "DSCP")]
+    pub no_dscp_budget: Vec<u8>,
+    /// `off` or `flow_label`.
+    #[arg(long)]
+    pub tag: Option<String>,
+    /// The tag's unit, e.g. 16ns.
+    #[arg(long)]
+    pub tag_unit: Option<String>,
+}
+
+/// `rocectl set policer` (the subcommand's help is on [`Set::Policer`]).
+#[derive(Args, Debug, Clone)]
+pub struct Policer {
+    /// CNPs per port at most this rate, e.g. 2.5G (with --burst).
+    #[arg(long, requires = "burst", required_unless_present = "off")]
+    pub rate: Option<String>,
+    /// The policer's bucket, e.g. 32KiB (with --rate).
+    #[arg(long, requires = "rate")]
+    pub burst: Option<String>,
+    /// No policer on CNPs.
+    #[arg(long, conflicts_with = "rate")]
+    pub off: bool,
+}
+
+/// `rocectl set pfc` (the subcommand's help is on [`Set::Pfc`]).
+#[derive(Args, Debug, Clone)]
+pub struct Pfc {
+    /// Lossless priorities, e.g. 3 or 3,4 (empty for none: --priorities '').
+    #[arg(long, value_delimiter = ',')]
+    pub priorities: Option<Vec<String>>,
+    /// Pause time an XOFF asks for, in quanta of 512 bit times (1-65535).
+    #[arg(long)]
+    pub pause_quanta: Option<i64>,
+    /// Resend XOFF after this fraction of the pause time.
+    #[arg(long)]
+    pub refresh: Option<f64>,
+}
+
+/// `rocectl set watchdog` (the subcommand's help is on [`Set::Watchdog`]).
+#[derive(Args, Debug, Clone)]
+pub struct Watchdog {
+    /// Turn the watchdog on or off (true/false).
+    #[arg(long)]
+    pub enabled: Option<bool>,
+    /// How long a queue must stay paused while holding frames to be a storm, e.g. 100ms.
+    #[arg(long)]
+    pub detection: Option<String>,
+    /// How long without PFC before a stormed queue is restored, e.g. 200ms.
+    #[arg(long)]
+    pub restoration: Option<String>,
+    /// `drop`, `forward` or `alert`.
+    #[arg(long)]
+    pub action: Option<String>,
+}
+
+/// `rocectl set scheduler` (the subcommand's help is on [`Set::Scheduler`]).
+#[derive(Args, Debug, Clone)]
+pub struct Scheduler {
+    /// Only on this port (its id); otherwise [port_defaults].
+    #[arg(long)]
+    pub port: Option<u16>,
+    /// `sp_wdrr` (strict priority + WDRR by the queues' sched and weight), `vlarb`, or
+    /// `edf` (its budgets: `rocectl set edf`).
+    #[arg(long)]
+    pub kind: Option<String>,
+    /// The vlarb high-priority table as VL:WEIGHT pairs in order, e.g. 6:255,3:16 (VL 0-7 is
+    /// queue 0-7; weight 0-255 in 64-byte units, 0 skips the entry); '' for none.
+    #[arg(long, value_name = "VL:WEIGHT,...")]
+    pub high: Option<String>,
+    /// The vlarb low-priority table, likewise, e.g. 0:64,1:128.
+    #[arg(long, value_name = "VL:WEIGHT,...")]
+    pub low: Option<String>,
+    /// LimitOfHighPriority: high-priority bytes (units of 4 KiB) sent while a low-priority
+    /// packet waits; 0 = one packet at a time, 255 = unbounded.
+    #[arg(long)]
+    pub high_limit: Option<i64>,
+}
+
+/// `rocectl set dscp` (the subcommand's help is on [`Set::Dscp`]).
+#[derive(Args, Debug, Clone)]
+pub struct Dscp {
+    /// `dscp`, `pcp` or `none`.
+    #[arg(long)]
+    pub trust: Option<String>,
+    /// DSCP=TC, repeatable.
+    #[arg(long, value_name = "DSCP=TC")]
+    pub map: Vec<String>,
+    /// Traffic class for frames the trusted field does not map (0-7).
+    #[arg(long)]
+    pub default_tc: Option<i64>,
 }
 
 /// A command-line value as the config would hold it: an integer, a float, or a string with a
@@ -324,9 +364,28 @@ fn vlarb_table(flag: &str, text: &str) -> Result<Value, String> {
 /// Applies `set` to the running config's table. Refuses (before anything is sent) a command
 /// that changes nothing or names what the config does not have.
 pub fn edit(root: &mut Table, set: &Set) -> Result<(), String> {
-    let none = |what: &str| Err(format!("set {what}: give at least one setting to change (see --help)"));
     match set {
-        Set::Ecn {
+        Set::Ecn(knob) => knob.edit(root),
+        Set::Alpha(knob) => knob.edit(root),
+        Set::Pg(knob) => knob.edit(root),
+        Set::Queue(knob) => knob.edit(root),
+        Set::Edf(knob) => knob.edit(root),
+        Set::Policer(knob) => knob.edit(root),
+        Set::Pfc(knob) => knob.edit(root),
+        Set::Watchdog(knob) => knob.edit(root),
+        Set::Scheduler(knob) => knob.edit(root),
+        Set::Dscp(knob) => knob.edit(root),
+    }
+}
+
+/// A `set` that names no setting to change.
+fn none(what: &str) -> Result<(), String> {
+    Err(format!("set {what}: give at least one setting to change (see --help)"))
+}
+
+impl Ecn {
+    fn edit(&self, root: &mut Table) -> Result<(), String> {
+        let Ecn {
             profile,
             queue,
             port: on_port,
@@ -337,141 +396,110 @@ pub fn edit(root: &mut Table, set: &Set) -> Result<(), String> {
             ewma_shift,
             mark_at,
             non_ect,
-        } => {
-            let mut fields = Table::new();
-            for (k, v) in [
-                ("kmin", kmin),
-                ("kmax", kmax),
-                ("pmax", pmax),
-                ("average", average),
-                ("mark_at", mark_at),
-                ("non_ect", non_ect),
-            ] {
-                put(&mut fields, k, v);
-            }
-            if let Some(s) = ewma_shift {
-                fields.insert("ewma_shift".into(), Value::Integer(*s));
-            }
-            if fields.is_empty() {
-                return none("ecn");
-            }
-            let name = match (profile, queue) {
-                (Some(p), _) => p.clone(),
-                (None, Some(q)) => {
-                    let global = root
-                        .get("queue")
-                        .and_then(|t| t.get(q.to_string()))
-                        .and_then(|t| t.get("ecn"))
-                        .and_then(Value::as_str)
-                        .map(str::to_string);
-                    match on_port {
-                        None => global.ok_or_else(|| format!("queue {q} has no ECN profile (set [queue.{q}] ecn)"))?,
-                        Some(p) => {
-                            let own = numbered(root, Some(*p), "queue", *q)?;
-                            let current = own.get("ecn").and_then(Value::as_str).map(str::to_string).or(global);
-                            let name = format!("port{p}-queue{q}");
-                            let source =
-                                current.ok_or_else(|| format!("queue {q} has no ECN profile to start from"))?;
-                            own.insert("ecn".into(), Value::String(name.clone()));
-                            if source != name {
-                                let copy = root
-                                    .get("ecn")
-                                    .and_then(|t| t.get(&source))
-                                    .cloned()
-                                    .ok_or_else(|| format!("no [ecn.{source}] in the running config"))?;
-                                table(root, "ecn")?.insert(name.clone(), copy);
-                            }
-                            name
+        } = self;
+        let mut fields = Table::new();
+        for (k, v) in [
+            ("kmin", kmin),
+            ("kmax", kmax),
+            ("pmax", pmax),
+            ("average", average),
+            ("mark_at", mark_at),
+            ("non_ect", non_ect),
+        ] {
+            put(&mut fields, k, v);
+        }
+        if let Some(s) = ewma_shift {
+            fields.insert("ewma_shift".into(), Value::Integer(*s));
+        }
+        if fields.is_empty() {
+            return none("ecn");
+        }
+        let name = match (profile, queue) {
+            (Some(p), _) => p.clone(),
+            (None, Some(q)) => {
+                let global = root
+                    .get("queue")
+                    .and_then(|t| t.get(q.to_string()))
+                    .and_then(|t| t.get("ecn"))
+                    .and_then(Value::as_str)
+                    .map(str::to_string);
+                match on_port {
+                    None => global.ok_or_else(|| format!("queue {q} has no ECN profile (set [queue.{q}] ecn)"))?,
+                    Some(p) => {
+                        let own = numbered(root, Some(*p), "queue", *q)?;
+                        let current = own.get("ecn").and_then(Value::as_str).map(str::to_string).or(global);
+                        let name = format!("port{p}-queue{q}");
+                        let source = current.ok_or_else(|| format!("queue {q} has no ECN profile to start from"))?;
+                        own.insert("ecn".into(), Value::String(name.clone()));
+                        if source != name {
+                            let copy = root
+                                .get("ecn")
+                                .and_then(|t| t.get(&source))
+                                .cloned()
+                                .ok_or_else(|| format!("no [ecn.{source}] in the running config"))?;
+                            table(root, "ecn")?.insert(name.clone(), copy);
                         }
+                        name
                     }
                 }
-                (None, None) => return Err("set ecn: give --profile NAME or --queue N".into()),
-            };
-            let ecn = table(root, "ecn")?;
-            if !ecn.contains_key(&name) {
-                return Err(format!("there is no ECN profile {name:?} ([ecn.{name}])"));
             }
-            let prof = table(ecn, &name)?;
-            prof.extend(fields);
+            (None, None) => return Err("set ecn: give --profile NAME or --queue N".into()),
+        };
+        let ecn = table(root, "ecn")?;
+        if !ecn.contains_key(&name) {
+            return Err(format!("there is no ECN profile {name:?} ([ecn.{name}])"));
         }
-        Set::Alpha {
+        let prof = table(ecn, &name)?;
+        prof.extend(fields);
+        Ok(())
+    }
+}
+
+impl Alpha {
+    fn edit(&self, root: &mut Table) -> Result<(), String> {
+        let Alpha {
             port: on_port,
             pg,
             queue,
             value,
-        } => {
-            let (section, n) = match (pg, queue) {
-                (Some(g), _) => ("pg", *g),
-                (None, Some(q)) => ("queue", *q),
-                (None, None) => return Err("set alpha: give --pg N or --queue N".into()),
-            };
-            set_limit(numbered(root, *on_port, section, n)?, "alpha", scalar(value));
-        }
-        Set::Pg {
+        } = self;
+        let (section, n) = match (pg, queue) {
+            (Some(g), _) => ("pg", *g),
+            (None, Some(q)) => ("queue", *q),
+            (None, None) => return Err("set alpha: give --pg N or --queue N".into()),
+        };
+        set_limit(numbered(root, *on_port, section, n)?, "alpha", scalar(value));
+        Ok(())
+    }
+}
+
+impl Pg {
+    fn edit(&self, root: &mut Table) -> Result<(), String> {
+        let Pg {
             port: on_port,
             pg,
             min,
             static_limit,
             headroom,
             xon_offset,
-        } => {
-            if min.is_none() && static_limit.is_none() && headroom.is_none() && xon_offset.is_none() {
-                return none("pg");
-            }
-            let t = numbered(root, *on_port, "pg", *pg)?;
-            put(t, "min", min);
-            put(t, "headroom", headroom);
-            put(t, "xon_offset", xon_offset);
-            if let Some(s) = static_limit {
-                set_limit(t, "static", scalar(s));
-            }
+        } = self;
+        if min.is_none() && static_limit.is_none() && headroom.is_none() && xon_offset.is_none() {
+            return none("pg");
         }
-        Set::Edf {
-            port: on_port,
-            enable,
-            mode,
-            budget,
-            no_budget,
-            dscp_budget,
-            no_dscp_budget,
-            tag,
-            tag_unit,
-        } => {
-            let parent = match on_port {
-                Some(p) => port(root, *p)?,
-                None => table(root, "port_defaults")?,
-            };
-            let before = parent.clone();
-            if *enable {
-                parent.insert("scheduler".into(), Value::String("edf".into()));
-            }
-            let t = table(parent, "edf")?;
-            put(t, "mode", mode);
-            put(t, "tag", tag);
-            put(t, "tag_unit", tag_unit);
-            for (key, adds, removes) in [
-                ("budget", budget, no_budget),
-                ("dscp_budget", dscp_budget, no_dscp_budget),
-            ] {
-                if adds.is_empty() && removes.is_empty() {
-                    continue;
-                }
-                let m = table(t, key)?;
-                for a in adds {
-                    let (k, v) = a
-                        .split_once('=')
-                        .ok_or_else(|| format!("set edf --{}: {a:?} is not N=DURATION", key.replace('_', "-")))?;
-                    m.insert(k.trim().to_string(), Value::String(v.trim().to_string()));
-                }
-                for r in removes {
-                    m.remove(&r.to_string());
-                }
-            }
-            if *parent == before {
-                return none("edf");
-            }
+        let t = numbered(root, *on_port, "pg", *pg)?;
+        put(t, "min", min);
+        put(t, "headroom", headroom);
+        put(t, "xon_offset", xon_offset);
+        if let Some(s) = static_limit {
+            set_limit(t, "static", scalar(s));
         }
-        Set::Queue {
+        Ok(())
+    }
+}
+
+impl Queue {
+    fn edit(&self, root: &mut Table) -> Result<(), String> {
+        let Queue {
             port: on_port,
             queue,
             min,
@@ -482,141 +510,215 @@ pub fn edit(root: &mut Table, set: &Set) -> Result<(), String> {
             shaper_rate,
             shaper_burst,
             no_shaper,
-        } => {
-            let t = numbered(root, *on_port, "queue", *queue)?;
-            let before = t.clone();
-            put(t, "min", min);
-            put(t, "sched", sched);
-            if let Some(w) = weight {
-                t.insert("weight".into(), Value::Integer(*w));
+        } = self;
+        let t = numbered(root, *on_port, "queue", *queue)?;
+        let before = t.clone();
+        put(t, "min", min);
+        put(t, "sched", sched);
+        if let Some(w) = weight {
+            t.insert("weight".into(), Value::Integer(*w));
+        }
+        if let Some(s) = static_limit {
+            set_limit(t, "static", scalar(s));
+        }
+        if *unlimited {
+            set_limit(t, "unlimited", Value::Boolean(true));
+        }
+        if let (Some(r), Some(b)) = (shaper_rate, shaper_burst) {
+            let mut sh = Table::new();
+            sh.insert("rate".into(), scalar(r));
+            sh.insert("burst".into(), scalar(b));
+            t.insert("shaper".into(), Value::Table(sh));
+        }
+        if *no_shaper {
+            t.remove("shaper");
+        }
+        if *t == before && !*no_shaper {
+            return none("queue");
+        }
+        Ok(())
+    }
+}
+
+impl Edf {
+    fn edit(&self, root: &mut Table) -> Result<(), String> {
+        let Edf {
+            port: on_port,
+            enable,
+            mode,
+            budget,
+            no_budget,
+            dscp_budget,
+            no_dscp_budget,
+            tag,
+            tag_unit,
+        } = self;
+        let parent = match on_port {
+            Some(p) => port(root, *p)?,
+            None => table(root, "port_defaults")?,
+        };
+        let before = parent.clone();
+        if *enable {
+            parent.insert("scheduler".into(), Value::String("edf".into()));
+        }
+        let t = table(parent, "edf")?;
+        put(t, "mode", mode);
+        put(t, "tag", tag);
+        put(t, "tag_unit", tag_unit);
+        for (key, adds, removes) in [
+            ("budget", budget, no_budget),
+            ("dscp_budget", dscp_budget, no_dscp_budget),
+        ] {
+            if adds.is_empty() && removes.is_empty() {
+                continue;
             }
-            if let Some(s) = static_limit {
-                set_limit(t, "static", scalar(s));
+            let m = table(t, key)?;
+            for a in adds {
+                let (k, v) = a
+                    .split_once('=')
+                    .ok_or_else(|| format!("set edf --{}: {a:?} is not N=DURATION", key.replace('_', "-")))?;
+                m.insert(k.trim().to_string(), Value::String(v.trim().to_string()));
             }
-            if *unlimited {
-                set_limit(t, "unlimited", Value::Boolean(true));
-            }
-            if let (Some(r), Some(b)) = (shaper_rate, shaper_burst) {
-                let mut sh = Table::new();
-                sh.insert("rate".into(), scalar(r));
-                sh.insert("burst".into(), scalar(b));
-                t.insert("shaper".into(), Value::Table(sh));
-            }
-            if *no_shaper {
-                t.remove("shaper");
-            }
-            if *t == before && !*no_shaper {
-                return none("queue");
+            for r in removes {
+                m.remove(&r.to_string());
             }
         }
-        Set::Policer { rate, burst, off } => {
-            let cnp = table(root, "cnp")?;
-            if *off {
-                cnp.remove("policer");
-            } else if let (Some(r), Some(b)) = (rate, burst) {
-                let mut p = Table::new();
-                p.insert("rate".into(), scalar(r));
-                p.insert("burst".into(), scalar(b));
-                cnp.insert("policer".into(), Value::Table(p));
-            }
+        if *parent == before {
+            return none("edf");
         }
-        Set::Pfc {
+        Ok(())
+    }
+}
+
+impl Policer {
+    fn edit(&self, root: &mut Table) -> Result<(), String> {
+        let Policer { rate, burst, off } = self;
+        let cnp = table(root, "cnp")?;
+        if *off {
+            cnp.remove("policer");
+        } else if let (Some(r), Some(b)) = (rate, burst) {
+            let mut p = Table::new();
+            p.insert("rate".into(), scalar(r));
+            p.insert("burst".into(), scalar(b));
+            cnp.insert("policer".into(), Value::Table(p));
+        }
+        Ok(())
+    }
+}
+
+impl Pfc {
+    fn edit(&self, root: &mut Table) -> Result<(), String> {
+        let Pfc {
             priorities,
             pause_quanta,
             refresh,
-        } => {
-            if priorities.is_none() && pause_quanta.is_none() && refresh.is_none() {
-                return none("pfc");
-            }
-            let pfc = table(root, "pfc")?;
-            if let Some(ps) = priorities {
-                let list: Result<Vec<Value>, String> = ps
-                    .iter()
-                    .filter(|p| !p.trim().is_empty())
-                    .map(|p| {
-                        p.trim()
-                            .parse::<i64>()
-                            .map(Value::Integer)
-                            .map_err(|_| format!("--priorities: {p:?} is not a priority number"))
-                    })
-                    .collect();
-                pfc.insert("priorities".into(), Value::Array(list?));
-            }
-            if let Some(q) = pause_quanta {
-                pfc.insert("pause_quanta".into(), Value::Integer(*q));
-            }
-            if let Some(r) = refresh {
-                pfc.insert("refresh".into(), Value::Float(*r));
-            }
+        } = self;
+        if priorities.is_none() && pause_quanta.is_none() && refresh.is_none() {
+            return none("pfc");
         }
-        Set::Watchdog {
+        let pfc = table(root, "pfc")?;
+        if let Some(ps) = priorities {
+            let list: Result<Vec<Value>, String> = ps
+                .iter()
+                .filter(|p| !p.trim().is_empty())
+                .map(|p| {
+                    p.trim()
+                        .parse::<i64>()
+                        .map(Value::Integer)
+                        .map_err(|_| format!("--priorities: {p:?} is not a priority number"))
+                })
+                .collect();
+            pfc.insert("priorities".into(), Value::Array(list?));
+        }
+        if let Some(q) = pause_quanta {
+            pfc.insert("pause_quanta".into(), Value::Integer(*q));
+        }
+        if let Some(r) = refresh {
+            pfc.insert("refresh".into(), Value::Float(*r));
+        }
+        Ok(())
+    }
+}
+
+impl Watchdog {
+    fn edit(&self, root: &mut Table) -> Result<(), String> {
+        let Watchdog {
             enabled,
             detection,
             restoration,
             action,
-        } => {
-            if enabled.is_none() && detection.is_none() && restoration.is_none() && action.is_none() {
-                return none("watchdog");
-            }
-            let w = table(table(root, "pfc")?, "watchdog")?;
-            if let Some(e) = enabled {
-                w.insert("enabled".into(), Value::Boolean(*e));
-            }
-            put(w, "detection", detection);
-            put(w, "restoration", restoration);
-            put(w, "action", action);
+        } = self;
+        if enabled.is_none() && detection.is_none() && restoration.is_none() && action.is_none() {
+            return none("watchdog");
         }
-        Set::Scheduler {
+        let w = table(table(root, "pfc")?, "watchdog")?;
+        if let Some(e) = enabled {
+            w.insert("enabled".into(), Value::Boolean(*e));
+        }
+        put(w, "detection", detection);
+        put(w, "restoration", restoration);
+        put(w, "action", action);
+        Ok(())
+    }
+}
+
+impl Scheduler {
+    fn edit(&self, root: &mut Table) -> Result<(), String> {
+        let Scheduler {
             port: on_port,
             kind,
             high,
             low,
             high_limit,
-        } => {
-            if kind.is_none() && high.is_none() && low.is_none() && high_limit.is_none() {
-                return none("scheduler");
-            }
-            let high = high.as_deref().map(|t| vlarb_table("--high", t)).transpose()?;
-            let low = low.as_deref().map(|t| vlarb_table("--low", t)).transpose()?;
-            let t = match on_port {
-                Some(p) => port(root, *p)?,
-                None => table(root, "port_defaults")?,
-            };
-            if let Some(k) = kind {
-                t.insert("scheduler".into(), Value::String(k.clone()));
-            }
-            if high.is_some() || low.is_some() || high_limit.is_some() {
-                let v = table(t, "vlarb")?;
-                for (k, val) in [
-                    ("high", high),
-                    ("low", low),
-                    ("high_limit", high_limit.map(Value::Integer)),
-                ] {
-                    if let Some(val) = val {
-                        v.insert(k.into(), val);
-                    }
+        } = self;
+        if kind.is_none() && high.is_none() && low.is_none() && high_limit.is_none() {
+            return none("scheduler");
+        }
+        let high = high.as_deref().map(|t| vlarb_table("--high", t)).transpose()?;
+        let low = low.as_deref().map(|t| vlarb_table("--low", t)).transpose()?;
+        let t = match on_port {
+            Some(p) => port(root, *p)?,
+            None => table(root, "port_defaults")?,
+        };
+        if let Some(k) = kind {
+            t.insert("scheduler".into(), Value::String(k.clone()));
+        }
+        if high.is_some() || low.is_some() || high_limit.is_some() {
+            let v = table(t, "vlarb")?;
+            for (k, val) in [
+                ("high", high),
+                ("low", low),
+                ("high_limit", high_limit.map(Value::Integer)),
+            ] {
+                if let Some(val) = val {
+                    v.insert(k.into(), val);
                 }
             }
         }
-        Set::Dscp { trust, map, default_tc } => {
-            if trust.is_none() && map.is_empty() && default_tc.is_none() {
-                return none("dscp");
-            }
-            let c = table(root, "classify")?;
-            put(c, "trust", trust);
-            if let Some(d) = default_tc {
-                c.insert("default_tc".into(), Value::Integer(*d));
-            }
-            for m in map {
-                let (d, tc) = m
-                    .split_once('=')
-                    .and_then(|(d, t)| Some((d.trim().parse::<u8>().ok()?, t.trim().parse::<i64>().ok()?)))
-                    .ok_or_else(|| format!("--map {m:?}: expected DSCP=TC, e.g. 26=3"))?;
-                table(c, "dscp_to_tc")?.insert(d.to_string(), Value::Integer(tc));
-            }
-        }
+        Ok(())
     }
-    Ok(())
+}
+
+impl Dscp {
+    fn edit(&self, root: &mut Table) -> Result<(), String> {
+        let Dscp { trust, map, default_tc } = self;
+        if trust.is_none() && map.is_empty() && default_tc.is_none() {
+            return none("dscp");
+        }
+        let c = table(root, "classify")?;
+        put(c, "trust", trust);
+        if let Some(d) = default_tc {
+            c.insert("default_tc".into(), Value::Integer(*d));
+        }
+        for m in map {
+            let (d, tc) = m
+                .split_once('=')
+                .and_then(|(d, t)| Some((d.trim().parse::<u8>().ok()?, t.trim().parse::<i64>().ok()?)))
+                .ok_or_else(|| format!("--map {m:?}: expected DSCP=TC, e.g. 26=3"))?;
+            table(c, "dscp_to_tc")?.insert(d.to_string(), Value::Integer(tc));
+        }
+        Ok(())
+    }
 }
 
 #[cfg(test)]
@@ -644,7 +746,7 @@ pmax = 0.2
     }
 
     fn ecn(profile: Option<&str>, queue: Option<u8>, port: Option<u16>, kmax: &str) -> Set {
-        Set::Ecn {
+        Set::Ecn(Ecn {
             profile: profile.map(Into::into),
             queue,
             port,
@@ -655,7 +757,7 @@ pmax = 0.2
             ewma_shift: None,
             mark_at: None,
             non_ect: None,
-        }
+        })
     }
 
     #[test]
@@ -693,7 +795,7 @@ pmax = 0.2
         let kmin_of = |kmin: &str| -> Result<u64, String> {
             let mut t: Table = crate::DEFAULT_PROFILE.parse().unwrap();
             let mut set = ecn(Some("roce"), None, None, "1MiB");
-            if let Set::Ecn { kmin: k, .. } = &mut set {
+            if let Set::Ecn(Ecn { kmin: k, .. }) = &mut set {
                 *k = Some(kmin.into());
             }
             edit(&mut t, &set)?;
@@ -710,21 +812,21 @@ pmax = 0.2
 
     #[test]
     fn limits_are_one_kind() {
-        let t = after(Set::Alpha {
+        let t = after(Set::Alpha(Alpha {
             port: None,
             pg: Some(3),
             queue: None,
             value: "1/4".into(),
-        })
+        }))
         .unwrap();
         assert_eq!(t["pg"]["3"]["alpha"].as_str(), Some("1/4"));
         assert!(t["pg"]["3"].get("static").is_none(), "alpha replaced the static limit");
-        let t = after(Set::Alpha {
+        let t = after(Set::Alpha(Alpha {
             port: Some(0),
             pg: Some(3),
             queue: None,
             value: "1".into(),
-        })
+        }))
         .unwrap();
         assert_eq!(t["port"][0]["pg"]["3"]["alpha"].as_integer(), Some(1));
         assert_eq!(t["pg"]["3"]["static"].as_str(), Some("100KB"), "global untouched");
@@ -733,13 +835,13 @@ pmax = 0.2
     #[test]
     fn scheduler_kind_and_vlarb_tables() {
         let set = |port: Option<u16>, kind: Option<&str>, high: Option<&str>, low: Option<&str>, limit: Option<i64>| {
-            Set::Scheduler {
+            Set::Scheduler(Scheduler {
                 port,
                 kind: kind.map(Into::into),
                 high: high.map(Into::into),
                 low: low.map(Into::into),
                 high_limit: limit,
-            }
+            })
         };
         let t = after(set(
             None,
@@ -772,7 +874,7 @@ pmax = 0.2
 
     #[test]
     fn edf_settings_globally_and_per_port() {
-        let t = after(Set::Edf {
+        let t = after(Set::Edf(Edf {
             port: None,
             enable: true,
             mode: Some("fifo2".into()),
@@ -782,7 +884,7 @@ pmax = 0.2
             no_dscp_budget: vec![],
             tag: None,
             tag_unit: None,
-        })
+        }))
         .unwrap();
         let d = &t["port_defaults"];
         assert_eq!(d["scheduler"].as_str(), Some("edf"));
@@ -790,16 +892,18 @@ pmax = 0.2
         assert_eq!(d["edf"]["budget"]["3"].as_str(), Some("50us"));
         assert_eq!(d["edf"]["budget"]["5"].as_str(), Some("1ms"));
         assert_eq!(d["edf"]["dscp_budget"]["24"].as_str(), Some("20us"));
-        let edf = |port, no_budget: Vec<u8>, budget: Vec<String>| Set::Edf {
-            port,
-            enable: false,
-            mode: None,
-            budget,
-            no_budget,
-            dscp_budget: vec![],
-            no_dscp_budget: vec![],
-            tag: Some("flow_label".into()),
-            tag_unit: None,
+        let edf = |port, no_budget: Vec<u8>, budget: Vec<String>| {
+            Set::Edf(Edf {
+                port,
+                enable: false,
+                mode: None,
+                budget,
+                no_budget,
+                dscp_budget: vec![],
+                no_dscp_budget: vec![],
+                tag: Some("flow_label".into()),
+                tag_unit: None,
+            })
         };
         let t = after(edf(Some(3), vec![], vec!["2=10us".into()])).unwrap();
         let p3 = t["port"]
@@ -819,28 +923,28 @@ pmax = 0.2
 
     #[test]
     fn other_knobs() {
-        let t = after(Set::Pfc {
+        let t = after(Set::Pfc(Pfc {
             priorities: Some(vec!["3".into(), "4".into()]),
             pause_quanta: None,
             refresh: Some(0.25),
-        })
+        }))
         .unwrap();
         assert_eq!(t["pfc"]["priorities"].as_array().unwrap().len(), 2);
-        let t = after(Set::Dscp {
+        let t = after(Set::Dscp(Dscp {
             trust: None,
             map: vec!["46=5".into()],
             default_tc: None,
-        })
+        }))
         .unwrap();
         assert_eq!(t["classify"]["dscp_to_tc"]["46"].as_integer(), Some(5));
-        assert!(after(Set::Dscp {
+        assert!(after(Set::Dscp(Dscp {
             trust: None,
             map: vec!["x".into()],
             default_tc: None
-        })
+        }))
         .unwrap_err()
         .contains("DSCP=TC"));
-        let t = after(Set::Queue {
+        let t = after(Set::Queue(Queue {
             port: Some(3),
             queue: 1,
             min: None,
@@ -851,15 +955,15 @@ pmax = 0.2
             shaper_rate: Some("5G".into()),
             shaper_burst: Some("64KiB".into()),
             no_shaper: false,
-        })
+        }))
         .unwrap();
         assert_eq!(t["port"][1]["queue"]["1"]["shaper"]["rate"].as_str(), Some("5G"));
-        assert!(after(Set::Watchdog {
+        assert!(after(Set::Watchdog(Watchdog {
             enabled: None,
             detection: None,
             restoration: None,
             action: None
-        })
+        }))
         .unwrap_err()
         .contains("at least one"));
     }

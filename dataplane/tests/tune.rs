@@ -111,7 +111,7 @@ fn the_fragment_is_valid_for_rocectl_patch() {
     output::write(dir.path(), &outs, &o, "apply with rocectl patch").unwrap();
     let fragment = std::fs::read_to_string(&outs.fragment).unwrap();
     let running = std::fs::read_to_string(examples().join("tor.toml")).unwrap();
-    // The control server's steps (runtime/control_server.rs, `patch`).
+    // The control server's steps for a `patch` (controlplane::change, spelt out).
     let patch: toml::Table = fragment.parse().expect("the fragment is TOML");
     let mut merged: toml::Table = running.parse().unwrap();
     let before = merged.clone();

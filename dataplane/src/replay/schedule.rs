@@ -1,17 +1,19 @@
-//! `rocesw replay --schedule`: timed config patches, each validated (cumulatively, in time
+//! `rocesw replay --schedule`: timed config patches, each prepared (cumulatively, in time
 //! order) before the replay starts, so a bad step fails the run up front, before any output
-//! is written: as a valid config, and as a change the switch can take live (the same rule
-//! `Switch::reconfigure` applies, `controlplane::live_change_refusal`, against the config the
-//! replay starts with, plus the largest frame its packet buffers were sized for).
+//! is written: as a valid config, and as a change the switch can take live. Each step is
+//! prepared as the control socket prepares a `patch` (`controlplane::change`: merged, written
+//! over the config before it, validated, checked against what a running switch cannot change
+//! and the packet slots it was started with), so both refuse the same change in the same
+//! words.
 
 use anyhow::{anyhow, bail, Context, Result};
+use controlplane::change::{ChangeError, Edit};
 use std::path::Path;
 
 pub fn load(config: &Path, path: &Path) -> Result<Vec<super::ScheduledChange>> {
     let base_text = controlplane::files::read_text(config).map_err(anyhow::Error::msg)?;
-    let mut running: toml::Table = base_text
-        .parse()
-        .with_context(|| format!("{}: not TOML", config.display()))?;
+    let mut running = controlplane::change::Running::load(base_text)
+        .map_err(|e| anyhow!("{}: invalid config:\n{e}", config.display()))?;
     let text = controlplane::files::read_text(path).map_err(anyhow::Error::msg)?;
     let file: toml::Table = text.parse().with_context(|| format!("{}: not TOML", path.display()))?;
     // A patch's unknown key, at its line of this file (merged into the config below, it would
@@ -44,50 +46,25 @@ pub fn load(config: &Path, path: &Path) -> Result<Vec<super::ScheduledChange>> {
         steps.push((at, patch.clone()));
     }
     steps.sort_by_key(|(at, _)| *at);
-    let start = controlplane::load_str(&base_text)
-        .map_err(|e| anyhow!("{}: invalid config:\n{e}", config.display()))?
-        .config;
-    let slot_bytes = max_frame_bytes(&start);
     let mut out = Vec::with_capacity(steps.len());
     for (i, (at, patch)) in steps.into_iter().enumerate() {
-        let before = running.clone();
-        controlplane::patch::merge(&mut running, patch);
-        let keys = controlplane::patch::changed_keys(&before, &running);
-        let text = toml::to_string(&running)?;
-        let loaded = controlplane::load_str(&text).map_err(|e| {
-            anyhow!(
-                "{}: the config after change {i} (at {at} ns) is invalid:\n{e}",
-                path.display()
-            )
-        })?;
-        let refusal = controlplane::live_change_refusal(&start, &loaded.config).or_else(|| {
-            let (i, p) = loaded
-                .config
-                .ports
-                .iter()
-                .enumerate()
-                .find(|(_, p)| p.max_frame_bytes > slot_bytes)?;
-            Some(format!(
-                "port[{i}].mtu (port {}): frames up to {} B exceed the {slot_bytes} B the switch was started with (restart it)",
-                p.id, p.max_frame_bytes
-            ))
-        });
-        if let Some(why) = refusal {
-            bail!(
+        let change = running.prepare(Edit::Table(patch)).map_err(|e| match e {
+            ChangeError::Refused(why) => anyhow!(
                 "{}: change {i} (at {at} ns) cannot apply to a running switch: {why}",
                 path.display()
-            );
-        }
+            ),
+            e => anyhow!(
+                "{}: the config after change {i} (at {at} ns) is invalid:\n{}",
+                path.display(),
+                e.reason()
+            ),
+        })?;
         out.push(super::ScheduledChange {
             at_ns: at,
-            config: loaded.config,
-            keys,
+            config: change.config.clone(),
+            keys: change.changed.clone(),
         });
+        running.commit(change);
     }
     Ok(out)
-}
-
-/// The largest frame any port of `cfg` accepts: what the switch sizes its packet buffers for.
-fn max_frame_bytes(cfg: &controlplane::Config) -> u32 {
-    cfg.ports.iter().map(|p| p.max_frame_bytes).max().unwrap_or(1518)
 }

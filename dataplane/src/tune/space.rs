@@ -5,7 +5,8 @@
 //! to be a change a running switch takes.
 
 use crate::fabric::topology::Topology;
-use anyhow::{anyhow, bail, Result};
+use anyhow::{bail, Result};
+use controlplane::change::{ChangeError, Edit, Running};
 use controlplane::Config;
 use serde::Serialize;
 use std::collections::BTreeSet;
@@ -297,23 +298,20 @@ impl Knobs {
     }
 }
 
-/// Applies `fragment` to switch `i`'s config as `rocectl patch` does: merged into its text,
-/// written over it, validated whole, and refused if a running switch could not take it.
+/// Applies `fragment` to switch `i`'s config as `rocectl patch` does (the control socket's
+/// own preparation, `controlplane::change`): merged into its text, written over it, validated
+/// whole, and refused if a running switch could not take it.
 pub fn patch_config(topo: &Topology, i: usize, fragment: &str) -> Result<Config> {
     let sw = &topo.switches[i];
     let what = format!("switch {:?}", sw.name);
-    let frag: toml::Table = fragment.parse().map_err(|e| anyhow!("the fragment is not TOML: {e}"))?;
-    let mut merged: toml::Table = sw
-        .config_text
-        .parse()
-        .map_err(|e| anyhow!("{what}: its config is not TOML: {e}"))?;
-    controlplane::patch::merge(&mut merged, frag);
-    let text = controlplane::retext::rewrite(&sw.config_text, &merged).map_err(|e| anyhow!("{what}: {e}"))?;
-    let loaded = controlplane::load_str(&text).map_err(|e| anyhow!("{what}: the patched config is invalid: {e}"))?;
-    if let Some(why) = controlplane::live_change_refusal(&sw.config, &loaded.config) {
-        bail!("{what}: a running switch would refuse the patch: {why}");
+    let running = Running::started(sw.config_text.clone(), sw.config.clone());
+    match running.prepare(Edit::Fragment(fragment)) {
+        Ok(change) => Ok(change.config),
+        Err(ChangeError::Fragment(e)) => bail!("the fragment is not a config patch: {e}"),
+        Err(ChangeError::Invalid(e)) => bail!("{what}: the patched config is invalid: {e}"),
+        Err(ChangeError::Refused(why)) => bail!("{what}: a running switch would refuse the patch: {why}"),
+        Err(ChangeError::Write(e)) => bail!("{what}: {e}"),
     }
-    Ok(loaded.config)
 }
 
 /// Every switch's config with `fragment` applied.

@@ -1,0 +1,327 @@
+//! TCP authentication: the token compared in constant time, and [`AuthGuard`], which slows a
+//! peer's guesses (back-off per address) and throttles the log lines its failures cause.
+
+use super::{
+    Server, AUTH_BACKOFF_FIRST, AUTH_BACKOFF_MAX, AUTH_FORGET, AUTH_LOG_INTERVAL, AUTH_MAX_PEERS, MAX_TCP_CONNECTIONS,
+};
+use controlplane::protocol::{Op, Response};
+use mio::Token;
+use std::collections::HashMap;
+use std::net::{IpAddr, Ipv4Addr};
+use std::time::{Duration, Instant};
+
+/// Compares in time independent of where the inputs differ, so response timing does not
+/// reveal how much of a guessed token was right.
+pub(super) fn same_token(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    let mut diff = (a.len() ^ b.len()) as u8 | u8::from(a.len() != b.len());
+    for i in 0..a.len().max(b.len()) {
+        diff |= a.get(i).copied().unwrap_or(0) ^ b.get(i).copied().unwrap_or(0);
+    }
+    diff == 0
+}
+
+/// Failed TCP authentications, per peer address: how long the peer must wait before its next
+/// token is compared (back-off), and when its failures were last logged.
+///
+/// Every peer of the loopback listener is a local process, and any local process may pick its
+/// source address among all of 127.0.0.0/8: those count as one peer (127.0.0.1), or a guesser
+/// would get a fresh back-off per address. So an active guesser also delays a legitimate TCP
+/// client on the same host by at most [`AUTH_BACKOFF_MAX`] at a time; the owner's Unix socket
+/// is never affected.
+#[derive(Default)]
+pub(super) struct AuthGuard {
+    pub(super) peers: HashMap<IpAddr, PeerFailures>,
+}
+
+pub(super) struct PeerFailures {
+    /// Wrong tokens in a row (forgotten after [`AUTH_FORGET`] without one).
+    pub(super) wrong: u32,
+    /// No token from this peer is compared before then.
+    pub(super) blocked_until: Instant,
+    /// The last failure of any kind.
+    pub(super) last: Instant,
+    /// When a failure was last logged, and how many since were not.
+    pub(super) logged: Option<Instant>,
+    pub(super) unlogged: u64,
+}
+
+/// What a failure leads to: log it (with the count of those not logged before it) or not.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) enum LogFailure {
+    Now { unlogged: u64 },
+    Suppressed,
+}
+
+pub(super) fn peer_key(ip: IpAddr) -> IpAddr {
+    match ip {
+        IpAddr::V4(v4) if v4.is_loopback() => IpAddr::V4(Ipv4Addr::LOCALHOST),
+        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+            Some(v4) => peer_key(IpAddr::V4(v4)),
+            None => ip,
+        },
+        _ => ip,
+    }
+}
+
+/// The wait after the `wrong`-th wrong token in a row.
+pub(super) fn backoff(wrong: u32) -> Duration {
+    let doublings = wrong.saturating_sub(1).min(16);
+    AUTH_BACKOFF_FIRST.saturating_mul(1 << doublings).min(AUTH_BACKOFF_MAX)
+}
+
+impl AuthGuard {
+    /// How long `ip` must still wait before a token from it is compared; `None`: compare now.
+    pub(super) fn blocked(&self, ip: IpAddr, now: Instant) -> Option<Duration> {
+        let p = self.peers.get(&peer_key(ip))?;
+        (p.blocked_until > now).then(|| p.blocked_until - now)
+    }
+
+    /// Records a failed authentication of `ip`: a wrong token (`wrong`: it was compared, so
+    /// the back-off grows) or an attempt refused without comparing (while blocked, or not
+    /// `auth`). Says whether to log it.
+    pub(super) fn failed(&mut self, ip: IpAddr, wrong: bool, now: Instant) -> LogFailure {
+        let key = peer_key(ip);
+        if !self.peers.contains_key(&key) && self.peers.len() >= AUTH_MAX_PEERS {
+            self.peers.retain(|_, p| now.duration_since(p.last) < AUTH_FORGET);
+            if self.peers.len() >= AUTH_MAX_PEERS {
+                if let Some(quiet) = self.peers.iter().min_by_key(|(_, p)| p.last).map(|(k, _)| *k) {
+                    self.peers.remove(&quiet);
+                }
+            }
+        }
+        let p = self.peers.entry(key).or_insert(PeerFailures {
+            wrong: 0,
+            blocked_until: now,
+            last: now,
+            logged: None,
+            unlogged: 0,
+        });
+        if now.duration_since(p.last) >= AUTH_FORGET {
+            p.wrong = 0;
+        }
+        p.last = now;
+        if wrong {
+            p.wrong = p.wrong.saturating_add(1);
+            p.blocked_until = now + backoff(p.wrong);
+        }
+        if p.logged.is_some_and(|t| now.duration_since(t) < AUTH_LOG_INTERVAL) {
+            p.unlogged += 1;
+            return LogFailure::Suppressed;
+        }
+        p.logged = Some(now);
+        LogFailure::Now {
+            unlogged: std::mem::take(&mut p.unlogged),
+        }
+    }
+
+    /// Failures not logged yet whose peer's interval is over, as (peer, how many): logged by
+    /// the caller, so a burst that stopped is still reported.
+    pub(super) fn due_reports(&mut self, now: Instant) -> Vec<(IpAddr, u64)> {
+        let mut due = Vec::new();
+        for (ip, p) in &mut self.peers {
+            if p.unlogged > 0 && p.logged.is_some_and(|t| now.duration_since(t) >= AUTH_LOG_INTERVAL) {
+                p.logged = Some(now);
+                due.push((*ip, std::mem::take(&mut p.unlogged)));
+            }
+        }
+        due
+    }
+
+    /// When [`AuthGuard::due_reports`] next has something.
+    pub(super) fn next_report(&self) -> Option<Instant> {
+        let pending = self.peers.values().filter(|p| p.unlogged > 0);
+        pending.filter_map(|p| p.logged).map(|t| t + AUTH_LOG_INTERVAL).min()
+    }
+
+    /// The right token from `ip`: its failures are forgotten.
+    pub(super) fn succeeded(&mut self, ip: IpAddr) {
+        self.peers.remove(&peer_key(ip));
+    }
+}
+
+impl Server {
+    /// The first request of a TCP connection: the right token authenticates it; anything
+    /// else is answered once and the connection closed. A token from a peer that must still
+    /// wait after a wrong one ([`AuthGuard`]) is refused without being compared.
+    pub(super) fn authenticate(&mut self, token: Token, id: u64, op: &Op) -> Response {
+        let now = Instant::now();
+        let peer = self.conns.get(&token).and_then(|c| c.peer);
+        let expected = self.tcp.as_ref().map(|(_, t)| t.as_str()).unwrap_or("");
+        let wait = peer.and_then(|ip| self.auth_guard.blocked(ip, now));
+        // (the answer, whether it authenticated, whether it is a failed authentication and
+        // whether a token was compared and found wrong)
+        let (reply, ok, failed, wrong) = match (op, wait) {
+            (Op::Auth { .. }, Some(wait)) => (
+                Response::err(
+                    Some(id),
+                    format!(
+                        "authentication refused: too many wrong tokens from this address; retry in {} ms",
+                        wait.as_millis().max(1)
+                    ),
+                ),
+                false,
+                true,
+                false,
+            ),
+            (Op::Auth { token: t }, None) if !expected.is_empty() && same_token(t.trim(), expected) => {
+                if let Some(ip) = peer {
+                    self.auth_guard.succeeded(ip);
+                }
+                let authenticated = self.conns.values().filter(|c| c.tcp && c.authed && !c.closed).count();
+                if authenticated >= MAX_TCP_CONNECTIONS {
+                    self.refuse("too many authenticated TCP connections");
+                    let e = format!(
+                        "the switch serves at most {MAX_TCP_CONNECTIONS} authenticated TCP connections at once; \
+                         close one, or retry later"
+                    );
+                    (Response::err(Some(id), e), false, false, false)
+                } else {
+                    let r = Response::ok(id, serde_json::json!({ "authenticated": true }));
+                    (r, true, false, false)
+                }
+            }
+            (Op::Auth { .. }, None) => (
+                Response::err(Some(id), "authentication failed: wrong token; connection closed"),
+                false,
+                true,
+                true,
+            ),
+            _ => (
+                Response::err(
+                    Some(id),
+                    "authentication required: the first request on a TCP connection must be `auth` with the right token",
+                ),
+                false,
+                true,
+                false,
+            ),
+        };
+        if let Some(c) = self.conns.get_mut(&token) {
+            c.authed = ok;
+            c.close_when_flushed = !ok;
+        }
+        if let (true, Some(ip)) = (failed, peer) {
+            if let LogFailure::Now { unlogged } = self.auth_guard.failed(ip, wrong, now) {
+                let more = if unlogged > 0 {
+                    format!(" ({unlogged} more since the last such line)")
+                } else {
+                    String::new()
+                };
+                tracing::warn!(
+                    "control over TCP: failed authentication from {ip}: {}{more}",
+                    reply.error.as_deref().unwrap_or("refused")
+                );
+            }
+        }
+        reply
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ip(s: &str) -> IpAddr {
+        s.parse().unwrap()
+    }
+
+    #[test]
+    fn the_back_off_doubles_to_its_cap() {
+        let ms: Vec<u128> = (1..=8).map(|n| backoff(n).as_millis()).collect();
+        assert_eq!(ms, [100, 200, 400, 800, 1600, 2000, 2000, 2000]);
+        assert_eq!(backoff(u32::MAX), AUTH_BACKOFF_MAX);
+    }
+
+    #[test]
+    fn a_wrong_token_blocks_its_peer_until_the_back_off_ends() {
+        let mut g = AuthGuard::default();
+        let t0 = Instant::now();
+        let a = ip("10.0.0.1");
+        assert_eq!(g.blocked(a, t0), None);
+        g.failed(a, true, t0);
+        assert_eq!(g.blocked(a, t0), Some(AUTH_BACKOFF_FIRST));
+        assert_eq!(g.blocked(ip("10.0.0.2"), t0), None, "another peer is not blocked");
+        // Attempts refused without comparing do not lengthen it.
+        g.failed(a, false, t0 + Duration::from_millis(50));
+        assert_eq!(
+            g.blocked(a, t0 + Duration::from_millis(50)),
+            Some(Duration::from_millis(50))
+        );
+        assert_eq!(g.blocked(a, t0 + AUTH_BACKOFF_FIRST), None);
+        // The next wrong token doubles it; the right one clears it.
+        let t1 = t0 + AUTH_BACKOFF_FIRST;
+        g.failed(a, true, t1);
+        assert_eq!(g.blocked(a, t1), Some(2 * AUTH_BACKOFF_FIRST));
+        g.succeeded(a);
+        assert_eq!(g.blocked(a, t1), None);
+        g.failed(a, true, t1);
+        assert_eq!(
+            g.blocked(a, t1),
+            Some(AUTH_BACKOFF_FIRST),
+            "starts over after a success"
+        );
+        // Forgotten after a quiet spell.
+        for k in 0..10 {
+            g.failed(a, true, t1 + Duration::from_secs(k * 3));
+        }
+        let later = t1 + Duration::from_secs(27) + AUTH_FORGET;
+        g.failed(a, true, later);
+        assert_eq!(g.blocked(a, later), Some(AUTH_BACKOFF_FIRST));
+    }
+
+    #[test]
+    fn every_loopback_address_is_one_peer() {
+        let mut g = AuthGuard::default();
+        let t0 = Instant::now();
+        g.failed(ip("127.0.0.1"), true, t0);
+        for other in ["127.0.0.2", "127.255.3.4", "::ffff:127.0.0.9"] {
+            assert!(g.blocked(ip(other), t0).is_some(), "{other}");
+        }
+        assert!(g.blocked(ip("::1"), t0).is_none());
+    }
+
+    #[test]
+    fn failures_are_logged_once_per_interval_with_a_count() {
+        let mut g = AuthGuard::default();
+        let t0 = Instant::now();
+        let a = ip("127.0.0.1");
+        let mut logged = Vec::new();
+        // 5000 failures a second for 25 s.
+        for k in 0..125_000u64 {
+            let now = t0 + Duration::from_micros(200 * k);
+            if let LogFailure::Now { unlogged } = g.failed(a, k % 7 == 0, now) {
+                logged.push((now.duration_since(t0).as_secs(), unlogged));
+            }
+        }
+        assert_eq!(logged.len(), 3, "{logged:?}");
+        assert_eq!(logged[0], (0, 0));
+        assert_eq!(logged[1].0, 10);
+        assert_eq!(logged[1].1, 50_000 - 1);
+        // What was not logged when the burst stopped is reported once the interval is over.
+        let end = t0 + Duration::from_secs(25);
+        assert_eq!(g.due_reports(end), []);
+        let due_at = g.next_report().unwrap();
+        assert_eq!(due_at, t0 + Duration::from_secs(30));
+        assert_eq!(g.due_reports(due_at), [(a, 25_000 - 1)]);
+        assert_eq!(g.next_report(), None);
+    }
+
+    #[test]
+    fn the_peers_remembered_are_bounded() {
+        let mut g = AuthGuard::default();
+        let t0 = Instant::now();
+        for k in 0..5000u32 {
+            let a = IpAddr::V4(Ipv4Addr::from(0x0a00_0000 + k));
+            g.failed(a, true, t0 + Duration::from_millis(u64::from(k)));
+            assert!(g.peers.len() <= AUTH_MAX_PEERS);
+        }
+        // The most recent ones are kept.
+        assert!(g
+            .blocked(
+                IpAddr::V4(Ipv4Addr::from(0x0a00_0000 + 4999)),
+                t0 + Duration::from_secs(5)
+            )
+            .is_some());
+    }
+}
