@@ -573,6 +573,8 @@ fn frames_cross_the_switch_intact_for_an_independent_decoder() {
     let sent = json_of(s.wait_with_output().unwrap());
     std::thread::sleep(Duration::from_millis(300));
     // SIGINT: tshark flushes the capture and exits.
+    // SAFETY: kill(2) with a pid and a signal number touches no memory of this process; `cap`
+    // is our child, not yet waited for, so its pid cannot have been reused.
     unsafe { libc::kill(cap.id() as i32, libc::SIGINT) };
     let _ = cap.wait();
     let _ = sw.stop();

@@ -38,6 +38,7 @@ mod common;
 fn soft_roce_vms_through_the_switch() {
     use std::process::Command;
 
+    // SAFETY: geteuid(2) takes no arguments, touches no memory and cannot fail.
     let missing = if unsafe { libc::geteuid() } != 0 {
         Some("not root (DPDK's vhost ports)")
     } else if Command::new("qemu-system-x86_64").arg("--version").output().is_err() {

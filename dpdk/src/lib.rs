@@ -10,8 +10,6 @@
 //! in an mbuf of its port's pool; [`Mbuf`] owns one; a transmit offers a burst and learns
 //! how many frames the driver took, the rest staying with the caller.
 
-#![deny(unsafe_op_in_unsafe_fn, clippy::undocumented_unsafe_blocks)]
-
 mod args;
 mod device;
 mod error;

@@ -56,23 +56,28 @@ pub static ALLOCS: AtomicU64 = AtomicU64::new(0);
 /// subtracted).
 pub static BYTES: AtomicU64 = AtomicU64::new(0);
 
+// SAFETY: every call is passed on unchanged to the system allocator, which upholds
+// GlobalAlloc's contract; counting touches only atomics and thread-locals (no allocation).
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         if counted() {
             ALLOCS.fetch_add(1, Ordering::Relaxed);
             BYTES.fetch_add(layout.size() as u64, Ordering::Relaxed);
         }
-        System.alloc(layout)
+        // SAFETY: the caller's `layout` contract is the system allocator's.
+        unsafe { System.alloc(layout) }
     }
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        System.dealloc(ptr, layout)
+        // SAFETY: `ptr` came from this allocator, that is from `System`, with `layout`.
+        unsafe { System.dealloc(ptr, layout) }
     }
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
         if counted() {
             ALLOCS.fetch_add(1, Ordering::Relaxed);
             BYTES.fetch_add(new_size as u64, Ordering::Relaxed);
         }
-        System.realloc(ptr, layout, new_size)
+        // SAFETY: `ptr` came from `System` with `layout`; the caller vouches for `new_size`.
+        unsafe { System.realloc(ptr, layout, new_size) }
     }
 }
 
