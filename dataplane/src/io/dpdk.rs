@@ -10,7 +10,7 @@
 //! only where a copy is the point or the other side is not DPDK: a flood's extra copies (each
 //! needs its own buffer, ECN marking rewrites in place), PFC frames, and frames from or to
 //! AF_PACKET and capture-file ports (which keep the packet pool). Frames crossing to another
-//! worker stay in their mbufs (`runtime::worker::Xfer`). `send` copies a frame into a fresh
+//! worker stay in their mbufs (`shard::Crossing`). `send` copies a frame into a fresh
 //! mbuf for the others.
 //!
 //! The switch holds at most [`held_limit`] mbufs (the pool less every port's rings and the
