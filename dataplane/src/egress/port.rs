@@ -63,8 +63,9 @@ impl Desc {
 const _: () = assert!(std::mem::size_of::<Desc>() as u64 <= controlplane::memory::DESC_BYTES);
 
 /// [`EgressPort::front`] from the port's fields, for a caller that holds its scheduler
-/// mutably meanwhile.
-#[inline]
+/// mutably meanwhile. Inlined always: the transmit loop asks for a queue's head after every
+/// frame, and the call out of line cost more than the look-up.
+#[inline(always)]
 pub(crate) fn front_of<'a>(
     queues: &[DescQueue; NUM_TC],
     edf: &Option<EdfQueues>,
