@@ -590,8 +590,11 @@ impl Egress {
             // arrives meanwhile), so `q` keeps sending while the scheduler would pick it again
             // (`sched::Scheduler::select_again`) without a full selection per frame.
             let may_stay = p.shaped & p.nonempty == 0;
+            // `t_ns` is the link's time now (`base_ns + t_ps / PS_PER_NS`), kept current below
+            // rather than computed again for every frame.
+            let mut t_ns = t_ns;
             loop {
-                if let Some(ser_ps) = self.send_head(peers, port, q, base_ns + t_ps / PS_PER_NS, sink) {
+                if let Some(ser_ps) = self.send_head(peers, port, q, t_ns, sink) {
                     t_ps += ser_ps;
                     sent += 1;
                 }
@@ -599,7 +602,7 @@ impl Egress {
                 if !may_stay || sent >= budget || t_ps > now_ps || !p.pfc_out.is_empty() {
                     break;
                 }
-                let t_ns = base_ns + t_ps / PS_PER_NS;
+                t_ns = base_ns + t_ps / PS_PER_NS;
                 if t_ns >= paused_valid_until {
                     break;
                 }
