@@ -88,18 +88,9 @@ pub struct PortUse {
     pub peak_egress_cells: u32,
 }
 
-/// Buffer pool figures for reports.
-#[derive(Debug, Clone, Copy, serde::Serialize)]
-pub struct PoolUse {
-    pub total_cells: u32,
-    pub shared_cells: u32,
-    pub used_cells: u32,
-    pub peak_used_cells: u32,
-    pub ingress_shared_cells: u32,
-    pub peak_ingress_shared_cells: u32,
-    pub egress_shared_cells: u32,
-    pub peak_egress_shared_cells: u32,
-}
+/// Buffer pool figures for reports: the snapshot's own type, so the MMU's figures reach
+/// `rocectl show buffer` and the metrics without a field-by-field copy.
+pub use controlplane::snapshot::PoolBuffer as PoolUse;
 
 /// The accounting of a whole switch built from a config: the pool, and one account per port
 /// for each side, for the owners to take.

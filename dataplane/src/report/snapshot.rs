@@ -5,7 +5,7 @@
 //! each figure lives.
 
 use crate::counters::{DropReason, MALFORMED_SLOTS};
-use crate::mmu::{PoolUse, PortUse};
+use crate::mmu::PortUse;
 use crate::switch::Switch;
 use crate::wire::Malformed;
 use controlplane::NUM_TC;
@@ -116,7 +116,7 @@ impl Build for Snapshot {
         Snapshot {
             ports,
             totals,
-            buffer: pool_buffer(&sw.pool_use()),
+            buffer: sw.pool_use(),
         }
     }
 }
@@ -127,22 +127,6 @@ fn port_buffer(u: &PortUse) -> PortBuffer {
         peak_ingress_cells: u.peak_ingress_cells,
         egress_cells: u.egress_cells,
         peak_egress_cells: u.peak_egress_cells,
-    }
-}
-
-/// `mmu::PoolUse` has exactly `PoolBuffer`'s fields (and serialises the same): once `mmu/`
-/// says `pub use controlplane::snapshot::PoolBuffer as PoolUse;` in place of its own struct,
-/// they are one type and this copy is `sw.pool_use()` itself.
-fn pool_buffer(p: &PoolUse) -> PoolBuffer {
-    PoolBuffer {
-        total_cells: p.total_cells,
-        shared_cells: p.shared_cells,
-        used_cells: p.used_cells,
-        peak_used_cells: p.peak_used_cells,
-        ingress_shared_cells: p.ingress_shared_cells,
-        peak_ingress_shared_cells: p.peak_ingress_shared_cells,
-        egress_shared_cells: p.egress_shared_cells,
-        peak_egress_shared_cells: p.peak_egress_shared_cells,
     }
 }
 
