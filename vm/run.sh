@@ -17,7 +17,7 @@
 # the guests must then see CE on every ECT frame and the RDMA tests still pass.
 #
 # Environment: ROCESW, ROCECTL (the binaries; default target/release/, built with
-# `cargo build --release -p rocesw-dataplane -p rocesw-controlplane --features dpdk` when
+# `cargo build --release -p rocesw-dataplane -p rocesw-ctl --features dpdk` when
 # missing), VM_ACCEL=auto|kvm|tcg (auto: KVM when /dev/kvm opens and the CPU has vmx/svm, else
 # TCG), VM_GUEST_DIR (guest image cache, default target/vm-guest), VM_TIMEOUT (seconds per
 # phase, default 1500), VM_ITERS (perftest iterations, default 500), VM_SIZES (default
@@ -38,7 +38,7 @@ ROCESW=${ROCESW:-$REPO/target/release/rocesw}
 ROCECTL=${ROCECTL:-$REPO/target/release/rocectl}
 if [ ! -x "$ROCESW" ] || [ ! -x "$ROCECTL" ]; then
     echo "run.sh: building rocesw and rocectl (--features dpdk)"
-    (cd "$REPO" && cargo build --release -p rocesw-dataplane -p rocesw-controlplane --features rocesw-dataplane/dpdk)
+    (cd "$REPO" && cargo build --release -p rocesw-dataplane -p rocesw-ctl --features rocesw-dataplane/dpdk)
 fi
 GUEST=${VM_GUEST_DIR:-$REPO/target/vm-guest}
 "$REPO/vm/build-guest.sh" "$GUEST"

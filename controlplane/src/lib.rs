@@ -1,26 +1,23 @@
 //! rocesw's configuration: the TOML schema people write, its validation, and the resolved model
-//! the dataplane runs on, and the control plane around it: the protocol and its client, the
-//! counters snapshot both sides share, `rocectl set` edits, the daemon and its metrics (the
-//! `rocectl` binary is `src/bin/rocectl`).
+//! the dataplane runs on, and what the switch and its tools share: the protocol and its client,
+//! the counters snapshot, the preparation of a config change. The tools themselves (`rocectl`,
+//! its `set` edits, the daemon and its metrics) are the `ctl` crate (`ctl/`), above this one:
+//! this crate carries no async runtime, HTTP, Prometheus or command-line parser.
 //!
 //! Flow: text → [`schema::ConfigFile`] (serde, unknown keys rejected) → [`validate::resolve`]
 //! (units converted, defaults filled, every cross-field rule checked, *all* problems collected)
 //! → [`model::Config`] plus warnings. `configs/README.md` documents the schema.
 
 pub mod change;
-pub mod daemon;
 pub mod files;
 pub mod headroom;
-pub mod help;
 pub mod live;
 pub mod memory;
-pub mod metrics;
 pub mod model;
 pub mod patch;
 pub mod protocol;
 pub mod retext;
 pub mod schema;
-pub mod set;
 pub mod snapshot;
 pub mod units;
 pub mod validate;

@@ -506,7 +506,7 @@ mod tests {
     /// never shows a bare flag.
     #[test]
     fn every_option_has_help() {
-        let missing = controlplane::help::undocumented_args(&Cli::command());
+        let missing = ctl::help::undocumented_args(&Cli::command());
         assert!(missing.is_empty(), "options without help: {missing:?}");
     }
 

@@ -44,7 +44,7 @@ mod common;
 fn tools() -> (std::path::PathBuf, std::path::PathBuf) {
     let repo = common::repo_root();
     let status = std::process::Command::new(env!("CARGO"))
-        .args(["build", "-q", "-p", "rocesw-controlplane", "--bin", "rocectl"])
+        .args(["build", "-q", "-p", "rocesw-ctl", "--bin", "rocectl"])
         .args(["-p", "rocesw-bench", "--bin", "rocegen"])
         .current_dir(&repo)
         .status()

@@ -875,7 +875,7 @@ fn the_daemon_applies_only_complete_files_and_says_when_its_file_goes() {
     );
     std::thread::sleep(Duration::from_millis(300).saturating_sub(written.elapsed()));
     let (kmax, fdb) = (running_kmax(&socket), has_fdb(&socket));
-    if written.elapsed() < controlplane::daemon::SETTLE {
+    if written.elapsed() < ctl::daemon::SETTLE {
         assert_eq!(kmax, "250KB", "a half-written file was applied before it settled");
         assert!(fdb);
     } else {
@@ -914,7 +914,7 @@ fn the_daemon_applies_only_complete_files_and_says_when_its_file_goes() {
     });
     std::thread::sleep(Duration::from_millis(800).saturating_sub(written.elapsed()));
     let kmax = running_kmax(&socket);
-    if written.elapsed() < controlplane::daemon::SETTLE {
+    if written.elapsed() < ctl::daemon::SETTLE {
         assert_eq!(kmax, "300KB", "applied before it settled");
     }
     wait_for("the settled removal", Duration::from_secs(5), || {

@@ -413,7 +413,7 @@ mod with_dpdk {
                 .any(|l| l.split_whitespace().take(3).eq(["0", "net_vhost", "net_vhost0"])),
             "{table}"
         );
-        let mut m = controlplane::metrics::Metrics::default();
+        let mut m = ctl::metrics::Metrics::default();
         m.add_snapshot("vhost", &counters);
         let text = m.encode();
         for (i, p) in counters.ports.iter().enumerate() {

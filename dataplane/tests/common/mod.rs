@@ -398,7 +398,7 @@ impl Conn {
 /// these tests its path).
 pub fn rocectl() -> PathBuf {
     let status = std::process::Command::new(env!("CARGO"))
-        .args(["build", "-q", "-p", "rocesw-controlplane", "--bin", "rocectl"])
+        .args(["build", "-q", "-p", "rocesw-ctl", "--bin", "rocectl"])
         .current_dir(repo_root())
         .status()
         .unwrap();

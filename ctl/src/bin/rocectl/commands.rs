@@ -129,8 +129,8 @@ pub fn daemon(
             .map_or_else(|| "rocesw".into(), |s| s.to_string_lossy().into_owned()),
         Endpoint::Tcp { addr, .. } => addr.clone(),
     });
-    controlplane::daemon::run(
-        controlplane::daemon::DaemonOptions {
+    ctl::daemon::run(
+        ctl::daemon::DaemonOptions {
             config,
             socket: socket.clone(),
             name,
@@ -246,7 +246,7 @@ fn report_change(answer: &ApplyData) {
 /// `rocectl set`: reads the running config, edits it and applies the whole result, but only if
 /// nobody changed the config in between (`if_version`); if somebody did, reads it again and
 /// redoes the edit on top of their change, so concurrent `set`s all take effect.
-pub fn set_knob(socket: &Endpoint, set: &controlplane::set::Set) -> Result<(), String> {
+pub fn set_knob(socket: &Endpoint, set: &ctl::set::Set) -> Result<(), String> {
     const ATTEMPTS: u32 = 20;
     let mut c = connect(socket)?;
     for attempt in 1..=ATTEMPTS {
@@ -255,7 +255,7 @@ pub fn set_knob(socket: &Endpoint, set: &controlplane::set::Set) -> Result<(), S
             .toml
             .parse()
             .map_err(|e| format!("the switch's running config does not parse: {e}"))?;
-        controlplane::set::edit(&mut table, set)?;
+        ctl::set::edit(&mut table, set)?;
         let toml = controlplane::retext::rewrite(&running.toml, &table)?;
         let op = Op::Apply {
             toml,

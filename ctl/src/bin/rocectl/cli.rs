@@ -86,7 +86,7 @@ impl ConnectionArgs {
 /// does not know about.
 #[derive(Clone, Debug)]
 pub struct SetCommand {
-    pub knob: controlplane::set::Set,
+    pub knob: ctl::set::Set,
     pub connection: ConnectionArgs,
 }
 
@@ -100,7 +100,7 @@ impl FromArgMatches for SetCommand {
             Some((_, knob)) => ConnectionArgs::from_arg_matches(knob)?,
             None => ConnectionArgs::default(),
         };
-        let knob = controlplane::set::Set::from_arg_matches_mut(m)?;
+        let knob = ctl::set::Set::from_arg_matches_mut(m)?;
         Ok(Self { knob, connection })
     }
 
@@ -112,15 +112,15 @@ impl FromArgMatches for SetCommand {
 
 impl Subcommand for SetCommand {
     fn augment_subcommands(cmd: clap::Command) -> clap::Command {
-        controlplane::set::Set::augment_subcommands(cmd).mut_subcommands(ConnectionArgs::augment_args)
+        ctl::set::Set::augment_subcommands(cmd).mut_subcommands(ConnectionArgs::augment_args)
     }
 
     fn augment_subcommands_for_update(cmd: clap::Command) -> clap::Command {
-        controlplane::set::Set::augment_subcommands_for_update(cmd).mut_subcommands(ConnectionArgs::augment_args)
+        ctl::set::Set::augment_subcommands_for_update(cmd).mut_subcommands(ConnectionArgs::augment_args)
     }
 
     fn has_subcommand(name: &str) -> bool {
-        controlplane::set::Set::has_subcommand(name)
+        ctl::set::Set::has_subcommand(name)
     }
 }
 
@@ -471,7 +471,7 @@ mod tests {
     /// Every option and argument of every subcommand says what it is for.
     #[test]
     fn every_option_has_help() {
-        let missing = controlplane::help::undocumented_args(&Cli::command());
+        let missing = ctl::help::undocumented_args(&Cli::command());
         assert!(missing.is_empty(), "options without help: {missing:?}");
     }
 

@@ -2,7 +2,7 @@
 //! PFC headroom calculator (`headroom`) and VL arbitration admission control (`vlarb admit`).
 //! Against a running switch, over its control socket (`controlplane/PROTOCOL.md`): `show`,
 //! `apply`, `set`, `watch`, `capture` (a port's frames live into a pcap), and `daemon`, which keeps a
-//! switch on a config file and serves Prometheus metrics (`controlplane/src/daemon.rs`).
+//! switch on a config file and serves Prometheus metrics (`ctl/src/daemon.rs`).
 //!
 //! The binary is a folder of modules, one job each: `cli` (what it accepts), `target` (which
 //! switches, and running a command on each), `commands` (what each command does), `capture`

@@ -21,7 +21,7 @@
 //!   each level in cells is also exported in bytes (`rocesw_pg_shared_cells` and
 //!   `rocesw_pg_shared_bytes`);
 //! * `rocesw_port_drops_total{reason}` has every reason of
-//!   [`crate::snapshot::DROP_REASONS`] from the start, at 0 until it happens;
+//!   [`controlplane::snapshot::DROP_REASONS`] from the start, at 0 until it happens;
 //! * every family has a HELP line of its own, and the series come in the snapshot's order
 //!   (ports, then priorities, queues, PGs) at every scrape.
 //!
@@ -31,11 +31,11 @@
 //! added to `controlplane::snapshot` does not compile here until it is exported, and the test
 //! below checks each number of a serialized snapshot against the metric its name implies.
 
-use crate::snapshot::{
+use controlplane::snapshot::{
     BackendReport, CaptureReport, Drops, PeerReport, PgReport, PoolBuffer, PortBuffer, PortReport, QueueReport,
     Snapshot, DROP_REASONS,
 };
-use crate::NUM_TC;
+use controlplane::NUM_TC;
 use prometheus_client::encoding::text::encode;
 use prometheus_client::encoding::{EncodeMetric, MetricEncoder, NoLabelSet};
 use prometheus_client::metrics::MetricType;
@@ -506,7 +506,7 @@ impl Metrics {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::snapshot::Totals;
+    use controlplane::snapshot::Totals;
     use serde_json::Value;
 
     fn snapshot() -> Snapshot {
@@ -542,7 +542,7 @@ mod tests {
                     xoff_sent: 1,
                     ..Default::default()
                 }],
-                peer: Some(crate::snapshot::PeerReport {
+                peer: Some(controlplane::snapshot::PeerReport {
                     stalled_reads: 2,
                     depth_frames: 5,
                     ..Default::default()
@@ -554,7 +554,7 @@ mod tests {
                     oerrors: 4,
                     ..Default::default()
                 }),
-                capture: Some(crate::snapshot::CaptureReport { frames: 9, dropped: 1 }),
+                capture: Some(controlplane::snapshot::CaptureReport { frames: 9, dropped: 1 }),
                 ..Default::default()
             }],
             totals: Totals {

@@ -31,8 +31,8 @@
 //! the file is applied again when it is back.
 
 use crate::metrics::Metrics;
-use crate::protocol::{ApplyData, Client, ClientError, Endpoint, Op};
-use crate::snapshot::Snapshot;
+use controlplane::protocol::{ApplyData, Client, ClientError, Endpoint, Op};
+use controlplane::snapshot::Snapshot;
 use std::net::{SocketAddr, TcpListener};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -73,8 +73,8 @@ pub struct DaemonState {
 /// Runs until `stop` is set. Fails only on a bad start (unreadable or invalid file, metrics
 /// address unusable); everything later is logged and retried.
 pub fn run(opts: DaemonOptions, stop: Arc<AtomicBool>) -> Result<(), String> {
-    let mut desired = crate::files::read_text(&opts.config)?;
-    if let Err(e) = crate::load_str(&desired) {
+    let mut desired = controlplane::files::read_text(&opts.config)?;
+    if let Err(e) = controlplane::load_str(&desired) {
         return Err(format!(
             "{}: invalid, not starting:\n  {}",
             opts.config.display(),
@@ -111,7 +111,7 @@ pub fn run(opts: DaemonOptions, stop: Arc<AtomicBool>) -> Result<(), String> {
     while !stop.load(Ordering::Relaxed) {
         // 1. The file: a new valid content becomes desired once complete and settled; a bad
         //    one is refused once.
-        match crate::files::read_text(&opts.config) {
+        match controlplane::files::read_text(&opts.config) {
             Ok(text) => {
                 if missing_polls >= 2 {
                     eprintln!("rocectl daemon: {} is back", opts.config.display());
@@ -147,7 +147,7 @@ pub fn run(opts: DaemonOptions, stop: Arc<AtomicBool>) -> Result<(), String> {
                                 );
                             }
                             seen = text.clone();
-                            match crate::load_str(&text) {
+                            match controlplane::load_str(&text) {
                                 Ok(_) => {
                                     desired = text;
                                     need_apply = true;
@@ -213,7 +213,7 @@ pub fn run(opts: DaemonOptions, stop: Arc<AtomicBool>) -> Result<(), String> {
                 Ok(d) => {
                     need_apply = false;
                     state.applies_ok.fetch_add(1, Ordering::Relaxed);
-                    if let Ok(l) = crate::load_str(&desired) {
+                    if let Ok(l) = controlplane::load_str(&desired) {
                         state
                             .cell_bytes
                             .store(l.config.buffer.cell_bytes.into(), Ordering::Relaxed);

@@ -793,13 +793,13 @@ pmax = 0.2
     #[test]
     fn sizes_take_the_suffixes_users_type() {
         let kmin_of = |kmin: &str| -> Result<u64, String> {
-            let mut t: Table = crate::DEFAULT_PROFILE.parse().unwrap();
+            let mut t: Table = controlplane::DEFAULT_PROFILE.parse().unwrap();
             let mut set = ecn(Some("roce"), None, None, "1MiB");
             if let Set::Ecn(Ecn { kmin: k, .. }) = &mut set {
                 *k = Some(kmin.into());
             }
             edit(&mut t, &set)?;
-            let loaded = crate::load_str(&toml::to_string(&t).unwrap()).map_err(|e| e.to_string())?;
+            let loaded = controlplane::load_str(&toml::to_string(&t).unwrap()).map_err(|e| e.to_string())?;
             Ok(loaded.config.queues[3].ecn.as_ref().unwrap().kmin_bytes)
         };
         assert_eq!(kmin_of("50k"), Ok(51_200));
