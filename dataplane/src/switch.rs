@@ -68,6 +68,14 @@ impl BurstRx<'_> {
         self.sw
             .receive_one(self.port, bytes, Some(frame), self.now, &mut self.info);
     }
+
+    /// [`BurstRx::receive_frame`] for each frame of a burst a backend handed over at once.
+    #[inline]
+    pub fn receive_frames(&mut self, frames: &mut [RxFrame<'_>]) {
+        for frame in frames {
+            self.receive_frame(frame);
+        }
+    }
 }
 
 /// Stores a frame the switch queues: in its backend's buffer when `held` gives one (zero

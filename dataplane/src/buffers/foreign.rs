@@ -156,6 +156,16 @@ pub(crate) unsafe fn release(buf: Foreign) {
     unsafe { (buf.release)(buf.token) }
 }
 
+/// Frames a port sends in one go: [`OWNED_BURST`] at most.
+pub const OWNED_BURST: usize = 32;
+
+/// Frames leaving one port in their backends' buffers, each with its departure time (ns): what
+/// one `transmit` call of the switch sends without a copy, handed to the port together
+/// ([`crate::egress::TxSink::transmit_owned_burst`], [`crate::io::PortBackend::send_owned_burst`])
+/// so a backend that queues its own buffers (DPDK) does it once a burst, not through a call
+/// per frame. A fixed array: no allocation on the packet path.
+pub type OwnedBurst = arrayvec::ArrayVec<(ForeignFrame, u64), OWNED_BURST>;
+
 /// A received frame as a backend hands it to the switch: its bytes, or the buffer itself when
 /// the backend can give it away. The switch takes the buffer when it keeps the frame (zero
 /// copy), and otherwise copies the bytes or drops the frame; after the call the backend gets

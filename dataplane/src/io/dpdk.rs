@@ -23,7 +23,7 @@
 //! burst's free space, so when the driver's ring is full the burst stays full, `tx_room` is 0,
 //! and the frames wait in the switch's queues (MMU, PFC) instead of being dropped.
 
-use super::{ForeignFrame, PortBackend, PortError, PortStats, RxFrame};
+use super::{ForeignFrame, OwnedBurst, PortBackend, PortError, PortStats, RxFrame};
 use controlplane::model::{Config, DpdkRunConfig, PortConfig};
 use dpdk::{AllocError, DeviceSpec, Eal, EalArgs, EthPort, Mbuf, MbufBurst, Mempool};
 use std::ffi::c_void;
@@ -305,6 +305,37 @@ impl DpdkPort {
     }
 }
 
+/// A receive burst is at most one [`OwnedBurst`] of frames, so `recv_frames` hands every frame
+/// it received to the switch.
+const _: () = assert!(MbufBurst::DEFAULT_CAPACITY <= crate::buffers::foreign::OWNED_BURST);
+
+impl DpdkPort {
+    /// The received burst (in `self.rx`) as borrowed frames the switch copies, one call of
+    /// `f`: when the lent mbufs reached [`held_limit`], so the pool keeps mbufs to receive into.
+    fn deliver_borrowed(&mut self, f: &mut dyn FnMut(&mut [RxFrame<'_>])) -> Result<usize, PortError> {
+        let mut frames = arrayvec::ArrayVec::<RxFrame<'_>, { crate::buffers::foreign::OWNED_BURST }>::new();
+        let mut oversize = 0u64;
+        for m in self.rx.as_slice() {
+            let d = m.data();
+            if d.len() < 14 {
+                oversize += 1;
+            } else {
+                frames.push(RxFrame::Borrowed(d));
+            }
+        }
+        let delivered = frames.len();
+        if delivered > 0 {
+            f(&mut frames);
+        }
+        drop(frames);
+        self.stats.rx_oversize += oversize;
+        // Back to the pool in one call.
+        self.rx.clear();
+        self.stats.rx_frames += delivered as u64;
+        Ok(delivered)
+    }
+}
+
 impl PortBackend for DpdkPort {
     /// Delivers one receive burst (at most 32 frames, DPDK's burst; the workers ask for
     /// exactly that).
@@ -332,8 +363,9 @@ impl PortBackend for DpdkPort {
     }
 
     /// Delivers one receive burst, lending each mbuf to the switch (zero copy) while it
-    /// holds fewer than [`held_limit`]; the mbufs it did not keep are freed in one call.
-    fn recv_frames(&mut self, max: usize, f: &mut dyn FnMut(&mut RxFrame<'_>)) -> Result<usize, PortError> {
+    /// holds fewer than [`held_limit`], the whole burst in one call of `f`; the mbufs it did
+    /// not keep are freed in one call.
+    fn recv_frames(&mut self, max: usize, f: &mut dyn FnMut(&mut [RxFrame<'_>])) -> Result<usize, PortError> {
         self.ensure_lcore();
         debug_assert!(max >= self.rx.capacity(), "a DPDK port delivers whole bursts");
         let n = self.port.rx_burst(&mut self.rx);
@@ -344,42 +376,49 @@ impl PortBackend for DpdkPort {
         // pool (I/O workers too), so a check and a later count could let them all pass the
         // limit at once. What is not lent in the end is given back below.
         let prev = HELD.fetch_add(n as isize, Ordering::Relaxed);
-        let lend = prev + n as isize <= HELD_LIMIT.load(Ordering::Relaxed);
-        let (mut delivered, mut lent) = (0usize, 0isize);
+        if prev + n as isize > HELD_LIMIT.load(Ordering::Relaxed) {
+            HELD.fetch_sub(n as isize, Ordering::Relaxed);
+            return self.deliver_borrowed(f);
+        }
+        let mut frames = arrayvec::ArrayVec::<RxFrame<'_>, { crate::buffers::foreign::OWNED_BURST }>::new();
         for mut m in self.rx.drain() {
             let len = m.len();
             if len < 14 {
                 self.stats.rx_oversize += 1;
-            } else if lend {
-                delivered += 1;
-                let data = NonNull::from(m.data_mut()).cast::<u8>();
-                // SAFETY: into_raw gives up the handle's ownership to the ForeignFrame, whose
-                // release (release_mbuf) frees the mbuf once; data..data+len is the frame,
-                // touched by nobody else while lent; mbufs may be freed from any thread.
-                let mut frame = RxFrame::Owned(unsafe {
-                    ForeignFrame::new(
-                        data,
-                        len as u32,
-                        NonNull::new_unchecked(m.into_raw().cast()),
-                        release_mbuf,
-                        MBUF_OWNER,
-                    )
-                });
-                f(&mut frame);
-                match frame.give_back() {
-                    // SAFETY: our own mbuf, handed back unreleased.
-                    Some(back) => m = unsafe { Mbuf::from_raw(back.into_token().as_ptr().cast()) },
-                    None => {
-                        lent += 1;
-                        continue;
-                    }
-                }
-            } else {
-                delivered += 1;
-                f(&mut RxFrame::Borrowed(m.data()));
+                // Freed below with the rest (a push past capacity, impossible here, frees it).
+                let _ = self.rx_back.push(m);
+                continue;
             }
-            // Freed below with the rest (a push past capacity, impossible here, frees it).
-            let _ = self.rx_back.push(m);
+            let data = NonNull::from(m.data_mut()).cast::<u8>();
+            // SAFETY: into_raw gives up the handle's ownership to the ForeignFrame, whose
+            // release (release_mbuf) frees the mbuf once; data..data+len is the frame, touched
+            // by nobody else while lent; mbufs may be freed from any thread.
+            // A receive burst fits (the assertion before `impl DpdkPort`): this push never fails.
+            frames.push(RxFrame::Owned(unsafe {
+                ForeignFrame::new(
+                    data,
+                    len as u32,
+                    NonNull::new_unchecked(m.into_raw().cast()),
+                    release_mbuf,
+                    MBUF_OWNER,
+                )
+            }));
+        }
+        let delivered = frames.len();
+        if delivered > 0 {
+            f(&mut frames);
+        }
+        let mut lent = 0isize;
+        for frame in &mut frames {
+            match frame.give_back() {
+                // SAFETY: our own mbuf, handed back unreleased.
+                Some(back) => {
+                    let _ = self
+                        .rx_back
+                        .push(unsafe { Mbuf::from_raw(back.into_token().as_ptr().cast()) });
+                }
+                None => lent += 1,
+            }
         }
         if lent != n as isize {
             HELD.fetch_sub(n as isize - lent, Ordering::Relaxed);
@@ -413,6 +452,43 @@ impl PortBackend for DpdkPort {
         self.stats.tx_frames += 1;
         self.stats.tx_zero_copy += 1;
         Ok(true)
+    }
+
+    /// The burst onto the transmit array in one pass: lent mbufs as they are, other buffers
+    /// copied (`send`); the counters once. Each frame meets the same checks as in `send_owned`.
+    fn send_owned_burst(&mut self, frames: &mut OwnedBurst) -> (u64, Option<PortError>) {
+        let (mut refused, mut zero_copy, mut returned) = (0u64, 0u64, 0isize);
+        for (frame, _) in frames.drain(..) {
+            if frame.owner() != MBUF_OWNER {
+                // `send` never fails with an error: only Ok(true) or Ok(false).
+                match self.send(frame.bytes()) {
+                    Ok(true) => {}
+                    _ => refused += 1,
+                }
+                continue;
+            }
+            if self.tx.spare() == 0 {
+                // Dropping `frame` frees the mbuf.
+                self.stats.tx_ring_full += 1;
+                refused += 1;
+                continue;
+            }
+            // SAFETY: an mbuf of this runtime's pool (MBUF_OWNER), lent by recv_frames and
+            // handed back unreleased: owned here now.
+            let m = unsafe { Mbuf::from_raw(frame.into_token().as_ptr().cast()) };
+            returned += 1;
+            if self.tx.push(m).is_err() {
+                // Unreachable: room was checked above. The mbuf went back to the pool.
+                self.stats.tx_ring_full += 1;
+                refused += 1;
+                continue;
+            }
+            zero_copy += 1;
+        }
+        self.returned += returned;
+        self.stats.tx_frames += zero_copy;
+        self.stats.tx_zero_copy += zero_copy;
+        (refused, None)
     }
 
     fn send(&mut self, frame: &[u8]) -> Result<bool, PortError> {

@@ -23,7 +23,7 @@ pub mod pcap;
 pub use afpacket::{AfPacket, AfPacketOptions};
 pub use pcap::{InputsLeft, PcapClock, PcapPort};
 
-pub use crate::buffers::foreign::{ForeignFrame, RxFrame};
+pub use crate::buffers::foreign::{ForeignFrame, OwnedBurst, RxFrame};
 use std::collections::VecDeque;
 
 /// Why a port cannot be used any more.
@@ -126,11 +126,12 @@ pub trait PortBackend {
     /// call; returns how many. Never blocks.
     fn recv_burst(&mut self, max: usize, f: &mut dyn FnMut(&[u8])) -> Result<usize, PortError>;
     /// As [`PortBackend::recv_burst`], but a backend that can give its receive buffers away
-    /// (DPDK) hands each frame as an [`RxFrame::Owned`] buffer the switch may keep (zero copy);
-    /// whatever the switch did not take is still in the `RxFrame` after `f` returns, for the
-    /// backend to take back. By default, the frames of `recv_burst`, borrowed.
-    fn recv_frames(&mut self, max: usize, f: &mut dyn FnMut(&mut RxFrame<'_>)) -> Result<usize, PortError> {
-        self.recv_burst(max, &mut |b| f(&mut RxFrame::Borrowed(b)))
+    /// (DPDK) hands each frame as an [`RxFrame::Owned`] buffer the switch may keep (zero copy),
+    /// and hands a whole burst in one call to `f` (one indirect call a burst, not a frame);
+    /// whatever the switch did not take is still in its `RxFrame` after `f` returns, for the
+    /// backend to take back. By default, the frames of `recv_burst`, borrowed, one a call.
+    fn recv_frames(&mut self, max: usize, f: &mut dyn FnMut(&mut [RxFrame<'_>])) -> Result<usize, PortError> {
+        self.recv_burst(max, &mut |b| f(&mut [RxFrame::Borrowed(b)]))
     }
     /// As [`PortBackend::send`], for a frame in a buffer a backend owns (received without a
     /// copy): a backend that can send that kind of buffer takes it as it is; the others (the
@@ -138,6 +139,28 @@ pub trait PortBackend {
     /// answer, if it was not taken.
     fn send_owned(&mut self, frame: ForeignFrame) -> Result<bool, PortError> {
         self.send(frame.bytes())
+    }
+    /// [`PortBackend::send_owned`] for every frame of `frames` in order, leaving it empty (the
+    /// times are the switch's departure times, for captures; a backend sends at once): what one
+    /// transmit call of the switch sends without a copy. A backend that queues its own buffers
+    /// overrides it to do so once a burst. Returns how many frames it did not take (each
+    /// counted as `send_owned`'s `Ok(false)` would be: ring full, size) and the error that
+    /// stopped the port, if one did: the frame that met the error is not in the count, the
+    /// frames after it are (released unsent, as a stopped port's are).
+    fn send_owned_burst(&mut self, frames: &mut OwnedBurst) -> (u64, Option<PortError>) {
+        let (mut refused, mut error) = (0, None);
+        for (frame, _) in frames.drain(..) {
+            if error.is_some() {
+                refused += 1;
+                continue;
+            }
+            match self.send_owned(frame) {
+                Ok(true) => {}
+                Ok(false) => refused += 1,
+                Err(e) => error = Some(e),
+            }
+        }
+        (refused, error)
     }
     /// Queues one frame for transmission; `Ok(false)` if it could not be queued (ring full, or
     /// larger than the port can send; both counted in [`PortStats`]), and the caller counts a

@@ -228,10 +228,12 @@ impl ShardWorker<'_> {
                     // One capture check per burst; a captured frame is copied as the backend
                     // handed it over, before the switch parses it.
                     match io.rx_tap.as_deref() {
-                        None => io.backend.recv_frames(BURST, &mut |frame| rx.receive_frame(frame)),
-                        Some(tap) => io.backend.recv_frames(BURST, &mut |frame| {
-                            tap.record(Dir::Rx, now, frame.bytes());
-                            rx.receive_frame(frame)
+                        None => io.backend.recv_frames(BURST, &mut |frames| rx.receive_frames(frames)),
+                        Some(tap) => io.backend.recv_frames(BURST, &mut |frames| {
+                            for frame in frames {
+                                tap.record(Dir::Rx, now, frame.bytes());
+                                rx.receive_frame(frame)
+                            }
                         }),
                     }
                 }

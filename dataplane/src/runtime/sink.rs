@@ -1,7 +1,7 @@
 //! Where a shard's switch transmits: its ports' backends, with the emulated peer shown every
 //! frame first and, while a capture runs, a copy of what each port took.
 
-use crate::io::ForeignFrame;
+use crate::io::{ForeignFrame, OwnedBurst};
 use crate::runtime::capture::{CaptureRing, Dir};
 use crate::runtime::emulated::ToHost;
 use crate::runtime::shard_port::ShardPort;
@@ -26,6 +26,24 @@ impl TxSink for PortSink<'_> {
 
     fn transmit_owned(&mut self, port: usize, frame: ForeignFrame, at_ns: u64) {
         self.send_owned(port, frame, at_ns);
+    }
+
+    /// The burst in one call to the backend: one look-up of the port, one `gone` check.
+    fn transmit_owned_burst(&mut self, port: usize, frames: &mut OwnedBurst) {
+        let Some(io) = self.ports[port].io_mut() else {
+            frames.clear();
+            return;
+        };
+        if io.gone {
+            io.tx_dropped += frames.len() as u64;
+            frames.clear();
+            return;
+        }
+        let (refused, error) = io.backend.send_owned_burst(frames);
+        io.tx_dropped += refused;
+        if let Some(e) = error {
+            io.fail(e);
+        }
     }
 
     fn transmit(&mut self, port: usize, frame: &[u8], at_ns: u64) {
