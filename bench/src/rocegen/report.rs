@@ -173,7 +173,7 @@ pub struct HostReport {
     pub rx_roce: u64,
     /// Frames received that were neither RoCE nor MAC control (ARP, IPv6 ND, ...).
     pub rx_other: u64,
-    /// Frames that did not parse.
+    /// Frames that did not parse, MAC control that did not decode included.
     pub rx_malformed: u64,
     /// Frames this host's kernel dropped because the host did not read in time (lost at the
     /// host, not in the network; also counted in the flows' `lost`).
