@@ -49,7 +49,7 @@ pub mod opcode {
     pub const RC_ACK: u8 = 0x11;
     /// UD SEND Only (DETH after the BTH).
     pub const UD_SEND_ONLY: u8 = 0x64;
-    /// Congestion notification packet ([`OPCODE_CNP`]).
+    /// Congestion notification packet (RoCEv2 Annex A17): [`super::OPCODE_CNP`].
     pub const CNP: u8 = super::OPCODE_CNP;
 }
 
