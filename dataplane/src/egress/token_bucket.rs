@@ -5,7 +5,8 @@ use controlplane::RateLimit;
 
 const PS_PER_S: u128 = 1_000_000_000_000;
 
-/// A token bucket in bytes at a rate in bits per second, refilled from the time it is given.
+/// A token bucket: rate in bits per second, depth in bytes, refilled up to the `now` (ns) each
+/// call passes.
 #[derive(Debug, Clone)]
 pub struct TokenBucket {
     rate_bps: u64,
