@@ -91,7 +91,7 @@ impl QueueAccount {
         pool.used = pool.used.saturating_sub(cells);
     }
 
-    /// Queue `q`'s use (0..8).
+    /// What queue `q` (0..8) holds, with its peaks.
     pub fn queue(&self, q: usize) -> &QueueUse {
         &self.queues[q]
     }

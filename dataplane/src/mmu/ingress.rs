@@ -157,7 +157,7 @@ impl PgAccount {
         p.headroom == 0 && (p.shared == 0 || p.shared + pl.xon_offset < pl.shared.resolve(pool.ingress_free()))
     }
 
-    /// PG `pg`'s use (0..8).
+    /// What PG `pg` (0..8) holds, with its peaks.
     pub fn pg(&self, pg: usize) -> &PgUse {
         &self.pgs[pg]
     }
