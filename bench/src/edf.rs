@@ -27,7 +27,9 @@ use std::collections::HashMap;
 
 /// The port everything goes to, and the hosts that send.
 pub const OUT: usize = 4;
+/// Sending hosts, on ports 0..HOSTS.
 pub const HOSTS: usize = 4;
+/// Line rate of every port, bits per second.
 pub const SPEED_BPS: u64 = 10_000_000_000;
 /// The latency-bound classes' budgets by default (ns), most demanding first; class k is on
 /// DSCP 24 + 2k.
@@ -36,7 +38,9 @@ pub const BUDGETS_NS: [u64; 4] = [20_000, 100_000, 500_000, 2_000_000];
 pub fn class_dscp(k: usize) -> u8 {
     24 + 2 * k as u8
 }
+/// DSCP of the control traffic (queue 6, strict priority).
 pub const CONTROL_DSCP: u8 = 48;
+/// DSCP of the best-effort traffic (queue 0, WDRR).
 pub const BEST_EFFORT_DSCP: u8 = 0;
 
 /// What a run is made of.
@@ -49,7 +53,9 @@ pub struct Params {
     pub regulated_load: f64,
     /// Frames per latency-bound burst.
     pub burst: u64,
+    /// Length of every frame, bytes without FCS.
     pub frame_len: usize,
+    /// Seeds the burst times: the same seed gives every mode the same input.
     pub seed: u64,
     /// The latency-bound classes' delay budgets (ns), most demanding first: 1 to 8 classes.
     pub budgets_ns: Vec<u64>,
@@ -87,8 +93,11 @@ impl Rng {
 
 /// One frame of the input: when, from which host, which flow and class.
 pub struct Arrival {
+    /// Arrival time at the switch, virtual ns.
     pub at: u64,
+    /// Sending host, which is also its ingress port.
     pub host: usize,
+    /// The frame's bytes.
     pub frame: Vec<u8>,
 }
 
@@ -210,9 +219,11 @@ pub fn config(mode: &str, budgets_ns: &[u64]) -> Result<controlplane::Config> {
 /// What one mode did.
 #[derive(Debug, Clone, Default)]
 pub struct Outcome {
+    /// The EDF mode (`ideal`, `fifo2` or `take-over`).
     pub mode: String,
     /// The switch's counters for the regulated queue (3) of the output port.
     pub order_errors: u64,
+    /// Frames of queue 3 that left after their deadline, as the switch counts them.
     pub deadline_misses: u64,
     /// Order errors by the full definition, from arrival and departure times: frames that, while
     /// they waited, saw a frame of their queue with a later deadline leave.
@@ -221,19 +232,30 @@ pub struct Outcome {
     pub classes: Vec<ClassOutcome>,
     /// Frames of one flow that left out of their arrival order (must be 0).
     pub reordered: u64,
+    /// Worst control frame latency, arrival to departure, ns.
     pub control_max_ns: u64,
+    /// Best-effort frames that left the output port.
     pub best_effort_sent: u64,
+    /// The switch's counters at the end of the run.
     pub snapshot: Option<Snapshot>,
 }
 
+/// One latency-bound class's latency (arrival at the switch to departure) and its misses.
 #[derive(Debug, Clone, Default)]
 pub struct ClassOutcome {
+    /// The class's DSCP ([`class_dscp`]).
     pub dscp: u8,
+    /// Its delay budget, ns.
     pub budget_ns: u64,
+    /// Its frames that left the output port.
     pub frames: u64,
+    /// Mean latency, ns.
     pub mean_ns: u64,
+    /// 99th percentile latency, ns.
     pub p99_ns: u64,
+    /// Worst latency, ns.
     pub max_ns: u64,
+    /// Frames whose latency exceeded the budget.
     pub misses: u64,
 }
 

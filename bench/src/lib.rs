@@ -10,6 +10,8 @@ use dataplane::tools::gen::{announce, Flow};
 use dataplane::wire::Ecn;
 use dataplane::Switch;
 
+/// The repository's configs/default.toml, parsed and validated; panics if it does not load (a
+/// broken checkout).
 pub fn default_config() -> Config {
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../configs/default.toml");
     controlplane::load_file(std::path::Path::new(path))

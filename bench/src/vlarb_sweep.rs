@@ -26,12 +26,19 @@ const SPEED_BPS: u64 = 100_000_000_000;
 /// One grid point's measurement.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Point {
+    /// LimitOfHighPriority Q of the point.
     pub q: u8,
+    /// Weight H of the high-priority table's VL.
     pub h: u8,
+    /// Weight L of the low-priority table's VL.
     pub l: u8,
+    /// High-priority packets sent in the measured window.
     pub high_packets: u64,
+    /// Low-priority packets sent in the measured window.
     pub low_packets: u64,
+    /// High-priority bytes sent in the measured window.
     pub high_bytes: u64,
+    /// Low-priority bytes sent in the measured window.
     pub low_bytes: u64,
 }
 

@@ -14,6 +14,7 @@ macro_rules! drop_reasons {
         }
 
         impl DropReason {
+            /// Number of reasons: the length of [`PortCounters::drops`].
             pub const COUNT: usize = [$(DropReason::$variant),+].len();
             /// Every reason in declaration order, so `ALL[r as usize] == r`.
             pub const ALL: [DropReason; Self::COUNT] = [$(DropReason::$variant),+];
@@ -71,22 +72,34 @@ drop_reasons! {
 /// Room for the parser's malformed reasons, indexed by `Malformed as usize`.
 pub const MALFORMED_SLOTS: usize = 32;
 
+/// One port's counters; its ingress and egress sides each keep one and reports add them
+/// ([`Self::merged`]).
 #[derive(Debug, Clone, Default)]
 pub struct PortCounters {
+    /// Frames received, all of them (malformed, oversize and MAC control included).
     pub rx_packets: u64,
+    /// Bytes of those frames, FCS not included.
     pub rx_bytes: u64,
+    /// Frames sent, the switch's own PFC frames included.
     pub tx_packets: u64,
+    /// Bytes of those frames, FCS not included.
     pub tx_bytes: u64,
+    /// Frames dropped, per [`DropReason`] (indexed by `reason as usize`).
     pub drops: [u64; DropReason::COUNT],
+    /// Frames the parser refused, per `Malformed` reason (indexed by `reason as usize`).
     pub malformed: [u64; MALFORMED_SLOTS],
     /// Frames whose EtherType the switch does not look into; forwarded at L2 in the default class.
     pub unknown_ethertype: u64,
     /// Source addresses the FDB did not learn: the table full, the port at its limit or its
     /// learning rate (`[fdb]`). Not drops: the frame was forwarded.
     pub learn_refused: u64,
+    /// Frames CE-marked on leaving this port.
     pub ecn_marked: u64,
+    /// PFC frames sent, per priority they name (one frame may count under several).
     pub pfc_tx: [u64; NUM_TC],
+    /// PFC frames received, per priority they name.
     pub pfc_rx: [u64; NUM_TC],
+    /// 802.3x PAUSE frames received (ignored, see [`DropReason::PauseIgnored`]).
     pub pause_rx: u64,
     /// PFC requests that did not become a frame of their own: merged into a waiting request for
     /// the same priorities (the newest times win) or refused with the backlog full. Not drops:
@@ -94,7 +107,9 @@ pub struct PortCounters {
     pub pfc_tx_skipped: u64,
     /// Nanoseconds each priority of this port's egress was paused by received PFC.
     pub paused_ns: [u64; NUM_TC],
+    /// PFC watchdog storms detected, per priority of the stormed queue.
     pub watchdog_storms: [u64; NUM_TC],
+    /// PFC watchdog restorations, per priority of the restored queue.
     pub watchdog_restores: [u64; NUM_TC],
 }
 
@@ -126,12 +141,18 @@ impl PortCounters {
     }
 }
 
+/// One egress queue's counters.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct QueueCounters {
+    /// Data frames sent from this queue.
     pub tx_packets: u64,
+    /// Bytes of those frames, FCS not included.
     pub tx_bytes: u64,
+    /// Frames dropped after admission to this queue (limits, WRED, watchdog, ...).
     pub dropped_packets: u64,
+    /// Bytes of those frames.
     pub dropped_bytes: u64,
+    /// Frames CE-marked on leaving this queue.
     pub ecn_marked: u64,
     /// EDF ports, regulated queues: frames queued behind a frame of later deadline in the same
     /// FIFO list (`egress::sched::edf`).
@@ -140,12 +161,18 @@ pub struct QueueCounters {
     pub edf_deadline_misses: u64,
 }
 
+/// One ingress PG's counters.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct PgCounters {
+    /// Frames classified into this PG (MAC control and refused frames not included).
     pub rx_packets: u64,
+    /// Bytes of those frames, FCS not included.
     pub rx_bytes: u64,
+    /// Frames from this PG that were dropped, before queueing or after admission.
     pub dropped_packets: u64,
+    /// XOFF requests this PG made, refreshes included.
     pub xoff_sent: u64,
+    /// XON requests this PG made.
     pub xon_sent: u64,
 }
 

@@ -26,6 +26,8 @@ pub use crate::egress::link::{ser_ps, LinkRate, WIRE_OVERHEAD_BYTES};
 pub use crate::egress::port::port_mac;
 pub use crate::egress::TxSink;
 
+/// One switch (or one shard of one): the pipeline from a received frame to a transmitted one,
+/// driven by the caller's `now`.
 pub struct Switch {
     pub(crate) cfg: Config,
     pub(crate) ingress: Ingress,
@@ -167,23 +169,29 @@ impl Switch {
         Ok(())
     }
 
+    /// The config it runs now (the last one [`Self::reconfigure`] took).
     pub fn config(&self) -> &Config {
         &self.cfg
     }
 
+    /// The classifier of the running config (replay's peers use it to tell which priority a PFC
+    /// pause holds).
     pub fn classifier(&self) -> &Classifier {
         &self.ingress.classifier
     }
 
+    /// Ports in the config; port indices are 0..this.
     pub fn num_ports(&self) -> usize {
         self.ingress.ports.len()
     }
 
+    /// The index of the port with config id `id`; `None` if the config has no such port.
     #[inline]
     pub fn port_index(&self, id: u16) -> Option<usize> {
         self.ingress.port_index(id)
     }
 
+    /// The forwarding table, for reports (the control socket's FDB dump) and tests.
     pub fn fdb(&self) -> &Fdb {
         &self.ingress.fdb
     }
@@ -414,41 +422,50 @@ impl Switch {
 
     // Read access for reports, watermarks and tests: each figure from its owner.
 
-    /// A port's counters: what its ingress side and its egress side counted, summed (each
-    /// field has one writer, so the sum is that writer's count).
     /// Frames port index `port`'s receive ring lost before the switch read them (its backend
     /// counted them): a drop like any other, on the port (`DropReason::RxRing`).
     pub fn count_rx_ring_drops(&mut self, port: usize, frames: u64) {
         self.ingress.ports[port].counters.drops[crate::counters::DropReason::RxRing as usize] += frames;
     }
 
+    /// A port's counters: what its ingress side and its egress side counted, summed (each
+    /// field has one writer, so the sum is that writer's count).
     pub fn port_counters(&self, port: usize) -> PortCounters {
         self.ingress.ports[port]
             .counters
             .merged(&self.egress.ports[port].counters)
     }
+    /// Time each priority of port index `port`'s egress was paused by received PFC, ns, the pause
+    /// still running at `now` included.
     pub fn port_paused_ns(&self, port: usize, now: u64) -> [u64; NUM_TC] {
         let p = &self.egress.ports[port];
         p.pause.total_paused(now, &p.counters.paused_ns)
     }
+    /// Port index `port`'s egress queue counters.
     pub fn queue_counters(&self, port: usize) -> &[QueueCounters; NUM_TC] {
         &self.egress.ports[port].queue_counters
     }
+    /// Port index `port`'s ingress PG counters.
     pub fn pg_counters(&self, port: usize) -> &[PgCounters; NUM_TC] {
         &self.ingress.ports[port].pg_counters
     }
+    /// The config id of port index `port`.
     pub fn port_id(&self, port: usize) -> u16 {
         self.ingress.ports[port].id
     }
+    /// Frames egress queue `q` of port index `port` holds.
     pub fn queue_len(&self, port: usize, q: usize) -> usize {
         self.egress.ports[port].len(q)
     }
+    /// Cells PG `pg` of port index `port` holds, by region, with peaks.
     pub fn pg_use(&self, port: usize, pg: usize) -> &PgUse {
         self.ingress.ports[port].buffers.pg(pg)
     }
+    /// Cells and bytes egress queue `q` of port index `port` holds, with peaks.
     pub fn queue_use(&self, port: usize, q: usize) -> &QueueUse {
         self.egress.ports[port].buffers.queue(q)
     }
+    /// Cells port index `port` holds on each side, with peaks.
     pub fn port_use(&self, port: usize) -> PortUse {
         let (ingress_cells, peak_ingress_cells) = self.ingress.ports[port].buffers.cells();
         let (egress_cells, peak_egress_cells) = self.egress.ports[port].buffers.cells();
@@ -459,9 +476,11 @@ impl Switch {
             peak_egress_cells,
         }
     }
+    /// The shared pool's figures, in cells.
     pub fn pool_use(&self) -> PoolUse {
         self.pool.usage()
     }
+    /// Bytes per buffer cell, a power of two.
     pub fn cell_bytes(&self) -> u32 {
         self.pool.cell_bytes()
     }
@@ -493,9 +512,11 @@ impl Switch {
             p.buffers.restart_peaks();
         }
     }
+    /// Packet slots free.
     pub fn free_buffers(&self) -> usize {
         self.packets.available()
     }
+    /// Packet slots in all: the most frames the switch can hold at once.
     pub fn buffer_capacity(&self) -> usize {
         self.packets.capacity()
     }

@@ -24,6 +24,7 @@ pub enum Pattern {
 }
 
 impl Pattern {
+    /// The pattern as the command line and reports spell it.
     pub fn name(self) -> &'static str {
         match self {
             Pattern::Incast => "incast",

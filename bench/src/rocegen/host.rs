@@ -16,9 +16,11 @@ pub struct HostSpec {
     pub name: String,
     /// Network namespace (`/var/run/netns/<netns>`) to enter; `None`: the current one.
     pub netns: Option<String>,
+    /// Interface to send and receive on (an AF_PACKET socket bound to it).
     pub iface: String,
     /// `None`: read from the interface.
     pub mac: Option<[u8; 6]>,
+    /// The host's IPv4 address: source of its frames, and what CNPs come back to.
     pub ip: [u8; 4],
 }
 
@@ -34,10 +36,15 @@ pub struct HostRole {
 /// Frames the host loop saw, by kind.
 #[derive(Debug, Clone, Default)]
 pub struct RxCounters {
+    /// Frames received, all kinds.
     pub frames: u64,
+    /// RoCEv2 data frames (CNPs not included).
     pub roce_data: u64,
+    /// CNPs received (handed to the sender's DCQCN).
     pub cnps_received: u64,
+    /// MAC control frames received (PFC, PAUSE).
     pub mac_control: u64,
+    /// Frames that did not parse, or MAC control frames that did not decode.
     pub malformed: u64,
     /// Anything else (ARP, IPv6 neighbour discovery, ...).
     pub other: u64,
@@ -50,24 +57,38 @@ pub struct RxCounters {
 
 /// Everything a host measured.
 pub struct HostResult {
+    /// The host it ran as.
     pub spec: HostSpec,
+    /// Its MAC as used (given, or read from the interface).
     pub mac: [u8; 6],
+    /// The sender's QPs and counters, if it sent.
     pub sender: Option<Sender>,
+    /// The receiver's flows, if it received.
     pub receiver: Option<Receiver>,
+    /// The PFC it received and the time it spent paused.
     pub pause: PauseRx,
+    /// Frames received, by kind.
     pub rx: RxCounters,
+    /// When sending started, CLOCK_MONOTONIC ns.
     pub start_ns: u64,
+    /// When sending stopped (start plus the duration), CLOCK_MONOTONIC ns.
     pub tx_stop_ns: u64,
+    /// When the host loop ended, after the drain, CLOCK_MONOTONIC ns.
     pub end_ns: u64,
 }
 
 /// How a host thread learns its start time.
 pub enum Start {
     /// Start now; senders stop after the configured duration, the loop `drain_ns` later.
-    Now { drain_ns: u64 },
+    Now {
+        /// How long the loop keeps receiving after the senders stop, ns.
+        drain_ns: u64,
+    },
     /// Report readiness on `ready`, then wait for (start, stop) on `go`.
     Sync {
+        /// Where to report that setup succeeded (or why it failed).
         ready: mpsc::Sender<std::result::Result<(), String>>,
+        /// Where the start and stop times (CLOCK_MONOTONIC ns) come from.
         go: mpsc::Receiver<(u64, u64)>,
     },
 }

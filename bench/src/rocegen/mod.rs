@@ -72,6 +72,7 @@ pub fn parse_mac(s: &str) -> Result<[u8; 6]> {
     Ok(m)
 }
 
+/// `"10.0.0.1"` or `"10.0.0.1/24"` (the prefix is ignored) → bytes.
 pub fn parse_ipv4(s: &str) -> Result<[u8; 4]> {
     let s = s.trim();
     let s = s.split_once('/').map_or(s, |(a, _)| a);
@@ -79,6 +80,7 @@ pub fn parse_ipv4(s: &str) -> Result<[u8; 4]> {
     Ok(a.octets())
 }
 
+/// Bytes → `"02:00:00:00:00:01"`.
 pub fn fmt_mac(m: [u8; 6]) -> String {
     format!(
         "{:02x}:{:02x}:{:02x}:{:02x}:{:02x}:{:02x}",
@@ -86,6 +88,7 @@ pub fn fmt_mac(m: [u8; 6]) -> String {
     )
 }
 
+/// Bytes → dotted `"10.0.0.1"`.
 pub fn fmt_ip(ip: [u8; 4]) -> String {
     Ipv4Addr::from(ip).to_string()
 }

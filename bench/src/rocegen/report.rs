@@ -9,73 +9,113 @@ use super::{fmt_ip, fmt_mac, Op};
 use serde::Serialize;
 use std::fmt::Write as _;
 
+/// The traffic settings the run used, echoed so a report stands on its own.
 #[derive(Debug, Clone, Serialize)]
 pub struct ConfigReport {
+    /// SEND or RDMA WRITE.
     pub op: Op,
+    /// Message size, bytes.
     pub msg_size: u64,
+    /// Path MTU, payload bytes per packet.
     pub mtu: usize,
+    /// DSCP of the data frames.
     pub dscp: u8,
+    /// The priority that DSCP maps to: the one whose PFC pauses the senders.
     pub priority: u8,
+    /// VLAN id the frames were tagged with, if any.
     pub vlan: Option<u16>,
     /// Per sender → destination connection.
     pub rate_bps: u64,
+    /// Line rate of the hosts' links, bits per second.
     pub link_bps: u64,
+    /// QPs per connection.
     pub qps: u32,
+    /// How long the senders sent, seconds.
     pub duration_s: f64,
+    /// Whether hosts honoured received PFC/PAUSE.
     pub pfc: bool,
+    /// Whether DCQCN ran (reaction and notification points).
     pub dcqcn: bool,
     /// Per QP (rates are per QP).
     pub dcqcn_params: Option<DcqcnParams>,
+    /// The notification point's least time between two CNPs per QP, ns.
     pub cnp_interval_ns: u64,
 }
 
 /// The sender's side of a flow.
 #[derive(Debug, Clone, Serialize)]
 pub struct FlowTx {
+    /// Data packets sent.
     pub packets: u64,
+    /// Frame bytes sent (no preamble, gap or FCS).
     pub bytes: u64,
+    /// Whole messages sent.
     pub messages: u64,
     /// Wire bits over the sending period.
     pub rate_bps: f64,
+    /// CNPs that arrived for this QP.
     pub cnps_received: u64,
     /// Sending time lost to the sender running late beyond the token bucket depth.
     pub late_ns: u64,
+    /// Rate cuts: CNPs the DCQCN reaction point acted on.
     pub rate_cuts: u64,
+    /// DCQCN rate at the end, bits/s (`None` without DCQCN).
     pub final_rate_bps: Option<f64>,
+    /// Lowest DCQCN rate reached, bits/s.
     pub min_rate_bps: Option<f64>,
+    /// DCQCN's α at the end.
     pub alpha: Option<f64>,
 }
 
 /// The receiver's side of a flow.
 #[derive(Debug, Clone, Serialize)]
 pub struct FlowRxReport {
+    /// Data packets that passed the ICRC check.
     pub packets: u64,
+    /// Frame bytes of those packets (no preamble, gap or FCS).
     pub bytes: u64,
     /// Wire bits (frame + 24 B) between the first and the last arrival.
     pub throughput_bps: f64,
+    /// PSNs skipped and never seen.
     pub lost: u64,
+    /// Packets whose PSN had already arrived.
     pub duplicates: u64,
+    /// Packets that arrived after a later PSN.
     pub out_of_order: u64,
+    /// Packets dropped for a wrong ICRC.
     pub bad_icrc: u64,
+    /// Packets that arrived CE-marked.
     pub ce: u64,
+    /// `ce` over `packets` (0 when none arrived).
     pub ce_fraction: f64,
+    /// CNPs the receiver's notification point sent for this flow.
     pub cnps_sent: u64,
     /// Longest time between two consecutive arrivals, and when it ended (ns after start).
     pub max_gap_ns: u64,
+    /// When that longest gap ended, ns after the run's start.
     pub max_gap_end_ns: u64,
+    /// One-way latency over the flow's packets.
     pub latency: Latency,
 }
 
+/// One flow, a (source IP, destination IP, QP), from both ends when this run had both.
 #[derive(Debug, Clone, Serialize)]
 pub struct FlowReport {
+    /// Source IPv4 address, dotted.
     pub src: String,
+    /// Destination IPv4 address, dotted.
     pub dst: String,
+    /// The sending host's name, if it was one of this run's hosts.
     pub src_host: Option<String>,
+    /// The receiving host's name, if it was one of this run's hosts.
     pub dst_host: Option<String>,
+    /// Destination QP number.
     pub qp: u32,
     /// The receiver's throughput if it was measured, else the sender's rate.
     pub throughput_bps: f64,
+    /// The sender's side, if this run sent the flow.
     pub tx: Option<FlowTx>,
+    /// The receiver's side, if this run received it.
     pub rx: Option<FlowRxReport>,
     /// Sent and neither received nor seen missing (no later frame of the flow arrived to show
     /// the gap): still queued or paused somewhere when the receiver stopped, or lost at the
@@ -89,40 +129,66 @@ fn in_flight_at_end(tx: &FlowTx, rx: &FlowRxReport) -> u64 {
     tx.packets.saturating_sub(accounted)
 }
 
+/// How evenly the flows shared the network, over their throughputs.
 #[derive(Debug, Clone, Serialize)]
 pub struct Fairness {
     /// Jain's index (Σx)² / (n·Σx²) over the flows' throughput: 1 = equal shares.
     pub jain: f64,
+    /// Flows counted.
     pub flows: usize,
+    /// Lowest flow throughput, bits/s.
     pub min_bps: f64,
+    /// Highest flow throughput, bits/s.
     pub max_bps: f64,
+    /// Mean flow throughput, bits/s.
     pub mean_bps: f64,
 }
 
+/// One host of the run: who it is and what crossed its port.
 #[derive(Debug, Clone, Serialize)]
 pub struct HostReport {
+    /// Its label (the namespace, or the interface).
     pub name: String,
+    /// Its network namespace, if it ran in one.
     pub netns: Option<String>,
+    /// Its interface.
     pub iface: String,
+    /// Its MAC, colon-separated hex.
     pub mac: String,
+    /// Its IPv4 address, dotted.
     pub ip: String,
+    /// Whether it ran a sender.
     pub sends: bool,
+    /// Whether it ran a receiver.
     pub receives: bool,
+    /// Data packets its sender sent.
     pub tx_packets: u64,
+    /// Frame bytes its sender sent.
     pub tx_bytes: u64,
+    /// Sends that failed with an error.
     pub tx_errors: u64,
+    /// Frames received, all kinds.
     pub rx_frames: u64,
+    /// RoCEv2 data frames received.
     pub rx_roce: u64,
+    /// Frames received that were neither RoCE nor MAC control (ARP, IPv6 ND, ...).
     pub rx_other: u64,
+    /// Frames that did not parse, MAC control that did not decode included.
     pub rx_malformed: u64,
     /// Frames this host's kernel dropped because the host did not read in time (lost at the
     /// host, not in the network; also counted in the flows' `lost`).
     pub rx_socket_drops: u64,
+    /// CNPs its receiver sent.
     pub cnps_sent: u64,
+    /// CNPs it received.
     pub cnps_received: u64,
+    /// PFC frames received.
     pub pfc_frames: u64,
+    /// 802.3x PAUSE frames received.
     pub pause_frames: u64,
+    /// PFC XOFFs (non-zero pause time) received, per priority.
     pub pfc_xoff: [u64; 8],
+    /// PFC XONs (zero pause time) received, per priority.
     pub pfc_xon: [u64; 8],
     /// Time each priority was paused by received PFC/PAUSE (0 unless PFC is honoured).
     pub paused_ns: [u64; 8],
@@ -130,40 +196,64 @@ pub struct HostReport {
     pub data_paused_ns: u64,
 }
 
+/// The run summed over flows and hosts.
 #[derive(Debug, Clone, Serialize)]
 pub struct Totals {
+    /// Data packets sent by all hosts.
     pub tx_packets: u64,
+    /// Data packets received by all hosts.
     pub rx_packets: u64,
+    /// Sum of the flows' throughputs, bits/s.
     pub throughput_bps: f64,
+    /// PSNs lost, over all flows.
     pub lost: u64,
     /// Sent and neither received nor seen missing when the run ended ([`FlowReport`]).
     pub in_flight_at_end: u64,
+    /// Duplicate packets, over all flows.
     pub duplicates: u64,
+    /// Late (reordered) packets, over all flows.
     pub out_of_order: u64,
+    /// Packets with a wrong ICRC, over all flows.
     pub bad_icrc: u64,
+    /// CE-marked packets, over all flows.
     pub ce: u64,
+    /// `ce` over `rx_packets`.
     pub ce_fraction: f64,
+    /// CNPs sent by all receivers.
     pub cnps_sent: u64,
+    /// CNPs received by all hosts.
     pub cnps_received: u64,
+    /// PFC frames received by all hosts.
     pub pfc_frames: u64,
+    /// PAUSE frames received by all hosts.
     pub pause_frames: u64,
+    /// The longest any host's data priority was paused, ns.
     pub max_data_paused_ns: u64,
     /// Frames the hosts' kernels dropped because a host did not read in time: of `lost`, the
     /// part lost at the receiving host rather than in the network.
     pub rx_socket_drops: u64,
+    /// One-way latency over every flow's packets.
     pub latency: Latency,
 }
 
+/// Everything one rocegen run measured; printed as a table ([`Self::to_table`]) or JSON.
 #[derive(Debug, Clone, Serialize)]
 pub struct Report {
     /// `send`, `recv` or `coordinate`.
     pub mode: String,
+    /// The traffic pattern, in `coordinate` mode.
     pub pattern: Option<String>,
+    /// The traffic settings.
     pub config: ConfigReport,
+    /// Wall time from the first host's start to the last host's end, seconds.
     pub elapsed_s: f64,
+    /// Every flow seen, sent by this run or only received.
     pub flows: Vec<FlowReport>,
+    /// Fairness over the flows' throughputs; `None` without flows.
     pub fairness: Option<Fairness>,
+    /// The run summed.
     pub totals: Totals,
+    /// Per host, in the order given.
     pub hosts: Vec<HostReport>,
 }
 
@@ -350,6 +440,7 @@ impl Report {
         }
     }
 
+    /// The report as pretty-printed JSON.
     pub fn to_json(&self) -> String {
         serde_json::to_string_pretty(self).expect("the report serialises")
     }

@@ -169,10 +169,12 @@ impl RawSocket {
         }
     }
 
+    /// The interface the socket is bound to.
     pub fn iface(&self) -> &str {
         &self.iface
     }
 
+    /// Its kernel interface index.
     pub fn ifindex(&self) -> i32 {
         self.ifindex
     }

@@ -26,6 +26,8 @@ const _: () = assert!(
         <= controlplane::memory::SLOT_BOOKKEEPING_BYTES
 );
 
+/// The packet slots of one switch (or shard): fixed-size, allocated and faulted in at start-up,
+/// handed out by index.
 #[derive(Debug)]
 pub struct PacketPool {
     arena: Box<[u8]>,
@@ -38,6 +40,7 @@ pub struct PacketPool {
 }
 
 impl PacketPool {
+    /// `slots` slots of at least `slot_size` bytes (rounded up to 64, a cache line), all free.
     pub fn new(slots: usize, slot_size: usize) -> Self {
         let slot_size = slot_size.next_multiple_of(64);
         let mut arena = vec![0u8; slots * slot_size];
@@ -57,14 +60,17 @@ impl PacketPool {
         }
     }
 
+    /// Bytes per slot: the longest frame a slot takes (a multiple of 64).
     pub fn slot_size(&self) -> usize {
         self.slot_size
     }
 
+    /// Free slots.
     pub fn available(&self) -> usize {
         self.free.len()
     }
 
+    /// Slots in all.
     pub fn capacity(&self) -> usize {
         self.arena.len() / self.slot_size
     }
@@ -131,6 +137,8 @@ impl PacketPool {
         self.foreign[slot as usize]
     }
 
+    /// The first `len` bytes of the frame in `slot`, wherever it is kept; `len` must be the length
+    /// it was queued with.
     #[inline]
     pub fn get(&self, slot: u32, len: usize) -> &[u8] {
         if let Some(f) = self.foreign_of(slot) {
@@ -141,6 +149,7 @@ impl PacketPool {
         &self.arena[start..start + len]
     }
 
+    /// As [`Self::get`], writable: ECN marks, DSCP and tag rewrites happen in place.
     #[inline]
     pub fn get_mut(&mut self, slot: u32, len: usize) -> &mut [u8] {
         if let Some(f) = self.foreign_of(slot) {

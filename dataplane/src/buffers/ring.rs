@@ -3,6 +3,8 @@
 //! grow instead of refusing. (Data frames queue in `egress::queues`, lists through the packet
 //! slots: a ring per queue would have to be as long as the whole buffer.)
 
+/// A FIFO of `Copy` items whose capacity is fixed at creation: a push to a full ring fails rather
+/// than allocate.
 #[derive(Debug)]
 pub struct Ring<T: Copy + Default> {
     slots: Box<[T]>,
@@ -11,6 +13,8 @@ pub struct Ring<T: Copy + Default> {
 }
 
 impl<T: Copy + Default> Ring<T> {
+    /// A ring of `capacity` items (at least one), its memory touched now rather than on the packet
+    /// path.
     pub fn with_capacity(capacity: usize) -> Self {
         let mut slots = vec![T::default(); capacity.max(1)];
         // Touch every page now (the allocator hands out lazily mapped zero pages): a page fault
@@ -24,16 +28,19 @@ impl<T: Copy + Default> Ring<T> {
         }
     }
 
+    /// Items queued.
     #[inline]
     pub fn len(&self) -> usize {
         self.len
     }
 
+    /// Whether nothing is queued.
     #[inline]
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }
 
+    /// Whether a push would fail.
     #[inline]
     pub fn is_full(&self) -> bool {
         self.len == self.slots.len()
@@ -54,6 +61,7 @@ impl<T: Copy + Default> Ring<T> {
         Ok(())
     }
 
+    /// The oldest item, left in place.
     #[inline]
     pub fn front(&self) -> Option<&T> {
         (self.len > 0).then(|| &self.slots[self.head])
@@ -68,6 +76,7 @@ impl<T: Copy + Default> Ring<T> {
         back[..first].iter_mut().chain(front[..wrapped].iter_mut())
     }
 
+    /// Takes the oldest item.
     #[inline]
     pub fn pop(&mut self) -> Option<T> {
         if self.len == 0 {

@@ -13,6 +13,7 @@ pub struct LinkRate {
 }
 
 impl LinkRate {
+    /// The rate of a port of `speed_bps` bits per second (0 is taken as 1).
     pub fn new(speed_bps: u64) -> Self {
         let q = ((8u128 * 1_000_000_000_000) << 16) / speed_bps.max(1) as u128;
         LinkRate {

@@ -110,6 +110,8 @@ fn send_release(peers: &mut Peers<'_>, in_port: usize, pg: usize, cells: u32, dr
     });
 }
 
+/// The egress side of every port: queue admission, WRED, pause reception, scheduling and
+/// transmission.
 pub struct Egress {
     pub(crate) ports: Vec<EgressPort>,
     /// The descriptors of every port's queues, one entry per packet slot.

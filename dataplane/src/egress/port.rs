@@ -87,6 +87,7 @@ pub fn port_mac(id: u16) -> [u8; 6] {
 /// PFC frames a port may hold waiting to be sent; more means the link is stalled.
 const PFC_BACKLOG: usize = 64;
 
+/// One port's egress state: its queues, scheduler, pause timers, watchdog, shapers and counters.
 pub struct EgressPort {
     pub(crate) id: u16,
     pub(crate) mac: [u8; 6],

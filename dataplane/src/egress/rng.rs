@@ -2,12 +2,14 @@
 //! gives the same marks. SplitMix64: tiny, fast, statistically fine for marking decisions, and
 //! its whole state is one u64 that a test can reason about.
 
+/// A seeded SplitMix64 generator: one per egress port, for WRED's draws.
 #[derive(Debug, Clone)]
 pub struct Rng {
     state: u64,
 }
 
 impl Rng {
+    /// A stream that starts from `seed` as it is (per-port streams come from [`Rng::for_port`]).
     pub fn new(seed: u64) -> Self {
         Rng { state: seed }
     }
@@ -19,6 +21,7 @@ impl Rng {
         Rng::new(mix.next_u64())
     }
 
+    /// The next 64 random bits.
     #[inline]
     pub fn next_u64(&mut self) -> u64 {
         self.state = self.state.wrapping_add(0x9e37_79b9_7f4a_7c15);
@@ -28,6 +31,7 @@ impl Rng {
         z ^ (z >> 31)
     }
 
+    /// The high 32 bits of the next draw, for comparing with a Q32 probability.
     #[inline]
     pub fn next_u32(&mut self) -> u32 {
         (self.next_u64() >> 32) as u32

@@ -5,6 +5,8 @@ use controlplane::RateLimit;
 
 const PS_PER_S: u128 = 1_000_000_000_000;
 
+/// A token bucket: rate in bits per second, depth in bytes, refilled up to the `now` (ns) each
+/// call passes.
 #[derive(Debug, Clone)]
 pub struct TokenBucket {
     rate_bps: u64,
@@ -15,6 +17,7 @@ pub struct TokenBucket {
 }
 
 impl TokenBucket {
+    /// A full bucket (rate and burst of at least 1).
     pub fn new(limit: RateLimit) -> Self {
         let burst = limit.burst_bytes.max(1);
         TokenBucket {

@@ -6,8 +6,10 @@
 use crate::egress::rng::Rng;
 use controlplane::{EcnProfile, MarkPoint, NonEct};
 
+/// What WRED decided for one frame.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Verdict {
+    /// Leave the frame as it is.
     Pass,
     /// ECN-capable: set CE.
     Mark,
@@ -15,6 +17,7 @@ pub enum Verdict {
     Drop,
 }
 
+/// One queue's WRED-ECN state, from its ECN profile.
 #[derive(Debug, Clone)]
 pub struct Wred {
     kmin: u64,
@@ -22,6 +25,7 @@ pub struct Wred {
     /// Pmax × 2^32.
     pmax_q32: u64,
     ewma_shift: Option<u8>,
+    /// Whether frames are judged as they enter the queue or as they leave it.
     pub mark_at: MarkPoint,
     non_ect: NonEct,
     /// Average queue length in bytes × 2^16 (EWMA mode only).
@@ -29,6 +33,7 @@ pub struct Wred {
 }
 
 impl Wred {
+    /// The state for `p`, with an empty average.
     pub fn new(p: &EcnProfile) -> Self {
         Wred {
             kmin: p.kmin_bytes,

@@ -9,10 +9,15 @@ use serde::Serialize;
 pub struct SizeFct {
     /// The bucket's upper bound: the size rounded up to a power of two.
     pub up_to_bytes: u64,
+    /// Finite flows in this bucket.
     pub messages: u64,
+    /// Of those, the ones whose every packet arrived (their FCTs make the percentiles).
     pub completed: u64,
+    /// Median completion time, ns (nearest rank); `None` if none completed.
     pub fct_p50_ns: Option<u64>,
+    /// 99th percentile completion time, ns; `None` if none completed.
     pub fct_p99_ns: Option<u64>,
+    /// Slowest completion, ns; `None` if none completed.
     pub fct_max_ns: Option<u64>,
 }
 

@@ -47,6 +47,7 @@ use topology::{End, FlowSize, Topology};
 /// What to run, beyond the topology.
 #[derive(Debug, Clone, Default)]
 pub struct FabricOptions {
+    /// Seeds the ECMP hashes and each switch's random draws (WRED): same seed, same bytes out.
     pub seed: u64,
     /// Overrides the topology's duration.
     pub duration_ns: Option<u64>,
@@ -78,7 +79,9 @@ enum Event {
 /// Per link direction (a → b is 0, b → a is 1).
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct LinkDir {
+    /// Frames sent this way, PFC included.
     pub frames: u64,
+    /// Bytes of those frames, FCS, preamble and gap not counted.
     pub bytes: u64,
     /// PFC (and 802.3x PAUSE) frames sent this way.
     pub pfc_frames: u64,
@@ -91,10 +94,14 @@ pub struct LinkDir {
     pub pfc_at_ns: Vec<u64>,
 }
 
+/// One link of the topology and what crossed it each way (summary.json's `links`).
 #[derive(Debug, Clone, Serialize)]
 pub struct LinkReport {
+    /// `a-b`, the ends as the topology names them (the name `--pcap` takes).
     pub name: String,
+    /// Line rate in bits per second.
     pub speed_bps: u64,
+    /// Cable length in metres (5 ns/m of propagation delay).
     pub cable_m: f64,
     /// a → b.
     pub forward: LinkDir,
@@ -102,16 +109,24 @@ pub struct LinkReport {
     pub reverse: LinkDir,
 }
 
+/// One flow's outcome as its sender and receiver saw it (summary.json's `flows`).
 #[derive(Debug, Clone, Serialize)]
 pub struct FlowReport {
+    /// Index in the topology's flow list.
     pub id: usize,
+    /// The `[[traffic]]` pattern this flow came from.
     pub pattern: String,
+    /// Sending host's name.
     pub src: String,
+    /// Receiving host's name.
     pub dst: String,
     /// Bytes of the one message; `None`: a long flow (sends until the end).
     pub size: Option<u64>,
+    /// Virtual time the first packet may leave, in ns.
     pub start_ns: u64,
+    /// RoCE data packets the sender put on its port.
     pub packets_sent: u64,
+    /// Data packets that reached the receiver.
     pub packets_received: u64,
     /// PSNs that never arrived (0 on a lossless path).
     pub lost: u64,
@@ -124,12 +139,19 @@ pub struct FlowReport {
     /// When the last packet arrived (0: none did). Goodput is measured up to here, so a flow
     /// that stopped (a deadlock) shows it here, well before the end of the run.
     pub last_arrival_ns: u64,
+    /// One-way latency median (NIC to NIC, ns); the other percentiles likewise.
     pub latency_p50_ns: u64,
+    /// One-way latency, 90th percentile, ns.
     pub latency_p90_ns: u64,
+    /// One-way latency, 99th percentile, ns.
     pub latency_p99_ns: u64,
+    /// Worst one-way latency, ns.
     pub latency_max_ns: u64,
+    /// Packets that arrived with ECN CE set.
     pub ce_marked: u64,
+    /// CNPs the receiver (notification point) sent back for those marks.
     pub cnps_sent: u64,
+    /// CNPs the sender's DCQCN reaction point received.
     pub cnps_received: u64,
     /// The DCQCN rate at the end (bits per second), if on.
     pub final_rate_bps: Option<f64>,
@@ -139,28 +161,42 @@ pub struct FlowReport {
     pub latency: Histogram,
 }
 
+/// One host's NIC as seen from its port (summary.json's `hosts`).
 #[derive(Debug, Clone, Serialize)]
 pub struct HostReport {
+    /// The host's name in the topology.
     pub name: String,
+    /// Its MAC, colon-separated hex.
     pub mac: String,
+    /// Its IPv4 address, dotted text.
     pub ip: String,
+    /// PFC and PAUSE frames that reached this host (honoured only when the NIC's PFC is on).
     pub pfc_frames_received: u64,
+    /// Time the host's port was paused, per priority, ns.
     pub paused_ns: [u64; 8],
 }
 
+/// Everything one `rocesw fabric` run measured: the body of summary.json and of [`human_report`].
 #[derive(Debug, Clone, Serialize)]
 pub struct FabricOutcome {
+    /// The seed the run used (with the topology and configs, it reproduces the run).
     pub seed: u64,
     /// Virtual time run (the topology's duration, or less if everything finished first).
     pub duration_ns: u64,
+    /// Events taken off the event queue (deliveries and wake-ups): the simulation's work.
     pub events: u64,
+    /// Whether the NICs ran DCQCN (the topology's `nic.dcqcn`, or its override).
     pub dcqcn: bool,
+    /// Whether the NICs honoured PFC (the topology's `nic.pfc`).
     pub pfc: bool,
     /// Whether any switch ran a PFC watchdog (its storms and restorations are counted per
     /// port in `switches`).
     pub watchdog: bool,
+    /// Per flow, in topology order.
     pub flows: Vec<FlowReport>,
+    /// Per link, in topology order.
     pub links: Vec<LinkReport>,
+    /// Per host, in topology order.
     pub hosts: Vec<HostReport>,
     /// Per switch, by name: the snapshot `rocesw replay` writes.
     pub switches: BTreeMap<String, Snapshot>,
@@ -852,6 +888,7 @@ fn natural_key(name: &str) -> Vec<(String, usize, String)> {
     key
 }
 
+/// The text `rocesw fabric` prints to stdout: totals, then flows, links and the switches' drops.
 pub fn human_report(o: &FabricOutcome) -> String {
     use std::fmt::Write;
     let mut out = String::new();

@@ -38,6 +38,7 @@ pub fn report(done: u64, total: u64) {
     bar.set_position((done / 1000).min(total / 1000));
 }
 
+/// Clears the progress bar when the run ends (nothing if it never showed).
 pub fn finish() {
     if let Some(b) = BAR.get() {
         b.finish_and_clear();

@@ -83,13 +83,17 @@ struct RouteFile {
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TrafficSpec {
+    /// `incast`, `all-to-all`, `permutation` or `flows`: who sends to whom.
     pub pattern: String,
+    /// Sending hosts by name; empty means the pattern's default (usually every host).
     #[serde(default)]
     pub from: Vec<String>,
+    /// Receiving hosts by name (an incast takes exactly one); empty means the pattern's default.
     #[serde(default)]
     pub to: Vec<String>,
     /// One message of this size per pair, or `"long"`.
     pub size: Option<String>,
+    /// When the flows start, a duration such as `"10us"` (default 0).
     pub start: Option<String>,
     /// Message sizes as an empirical distribution, `[[bytes, weight], ...]`: each source then
     /// sends a Poisson stream of messages (needs `load`) instead of one flow per pair.
@@ -104,7 +108,9 @@ pub struct TrafficSpec {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(untagged)]
 pub enum SizeValue {
+    /// A plain number of bytes.
     Bytes(u64),
+    /// A size with a unit, parsed by `units::parse_size`.
     Text(String),
 }
 
@@ -121,7 +127,9 @@ impl SizeValue {
 #[derive(Debug, Clone, Copy, Deserialize)]
 #[serde(untagged)]
 pub enum Number {
+    /// An integer weight.
     Int(i64),
+    /// A fractional weight.
     Float(f64),
 }
 
@@ -141,32 +149,42 @@ pub const MAX_MESSAGES: usize = 200_000;
 /// One end of a link.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum End {
+    /// Index into [`Topology::hosts`].
     Host(usize),
     /// (switch index, port index in its config).
     Switch(usize, usize),
 }
 
+/// A full-duplex link between two ends; each direction serialises its own frames.
 #[derive(Debug, Clone)]
 pub struct Link {
     /// Its two ends as the topology writes them, joined by '-' (`h7-leaf1:3`).
     pub name: String,
     /// The same ends the other way round (`leaf1:3-h7`): `--pcap` takes either.
     pub reverse_name: String,
+    /// The first end as written; frames from it travel in the link's forward direction.
     pub a: End,
+    /// The second end as written.
     pub b: End,
+    /// Line rate in bits per second, both ways.
     pub speed_bps: u64,
+    /// Cable length in metres.
     pub cable_m: f64,
 }
 
 impl Link {
+    /// Propagation delay of the cable in ns (5 ns/m), added after serialisation.
     pub fn delay_ns(&self) -> u64 {
         (self.cable_m * NS_PER_M).round() as u64
     }
 }
 
+/// One switch of the topology: its config and how its ports connect and route.
 #[derive(Debug, Clone)]
 pub struct SwitchSpec {
+    /// The switch's name in the topology (the `switch` of an end such as `leaf1:3`).
     pub name: String,
+    /// The parsed and validated config it runs with.
     pub config: Config,
     /// The config file's text: what a patch (`rocectl patch`, `rocesw tune`) is merged into.
     pub config_text: String,
@@ -179,50 +197,76 @@ pub struct SwitchSpec {
     pub routes: Vec<Vec<usize>>,
 }
 
+/// One host: a NIC model on one link.
 #[derive(Debug, Clone)]
 pub struct HostSpec {
+    /// The host's name in the topology.
     pub name: String,
+    /// Its MAC, the source address of its frames.
     pub mac: [u8; 6],
+    /// Its IPv4 address (flows are told apart and routed by it).
     pub ip: [u8; 4],
+    /// Index into [`Topology::links`] of its one link.
     pub link: usize,
 }
 
 /// What a flow sends: a number of bytes (one message), or for as long as the run lasts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FlowSize {
+    /// One message of this many bytes.
     Bytes(u64),
+    /// Messages of `nic.message` bytes one after another until the run ends.
     Long,
 }
 
+/// One flow after the traffic patterns are expanded: a sender, a receiver and what it sends.
 #[derive(Debug, Clone)]
 pub struct FlowSpec {
+    /// The `[[traffic]]` pattern it came from (reports group by it).
     pub pattern: String,
+    /// Sending host, index into [`Topology::hosts`].
     pub src: usize,
+    /// Receiving host, index into [`Topology::hosts`].
     pub dst: usize,
+    /// How much it sends.
     pub size: FlowSize,
+    /// Virtual time it starts, ns.
     pub start_ns: u64,
 }
 
 /// The NIC model's settings, the same for every host.
 #[derive(Debug, Clone)]
 pub struct NicSpec {
+    /// RoCE path MTU in bytes (256, 512, 1024, 2048 or 4096; default 1024).
     pub mtu: usize,
+    /// DSCP of the data packets (0..=63; default 26), which the switch maps to a priority.
     pub dscp: u8,
+    /// Whether NICs obey PFC frames (default on).
     pub pfc: bool,
+    /// Whether senders run DCQCN rate control (default on).
     pub dcqcn: bool,
+    /// Least time between two CNPs per flow at the receiver, ns (default 50 µs).
     pub cnp_interval_ns: u64,
     /// Message size of long flows (they send one message after another).
     pub long_message: u64,
+    /// DCQCN parameters the topology sets instead of the model's defaults.
     pub dcqcn_overrides: DcqcnOverrides,
 }
 
+/// A whole fabric as `rocesw fabric` and `rocesw tune` run it, parsed and checked by [`load`].
 #[derive(Debug, Clone)]
 pub struct Topology {
+    /// Virtual time to run, ns (default 1 ms).
     pub duration_ns: u64,
+    /// NIC settings every host shares.
     pub nic: NicSpec,
+    /// The switches, in file order.
     pub switches: Vec<SwitchSpec>,
+    /// The hosts, in file order.
     pub hosts: Vec<HostSpec>,
+    /// The links, in file order.
     pub links: Vec<Link>,
+    /// The flows the traffic patterns expand to.
     pub flows: Vec<FlowSpec>,
     /// Per host: the mean rate (bits per second) the `sizes`/`load` traffic offers it, each
     /// source's load spread evenly over its destinations. What the arrivals realise varies

@@ -16,9 +16,13 @@ use controlplane::{ClassifyConfig, CnpConfig, Rule, Trust, NUM_TC};
 /// store-forwarding stall per frame.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Class {
+    /// Traffic class, which is also the PFC priority.
     pub tc: u8,
+    /// Egress queue (0..8).
     pub queue: u8,
+    /// Ingress PG (0..8) whose account admits it.
     pub pg: u8,
+    /// Whether it took the CNP fast lane (a CNP-sized frame with opcode 0x81).
     pub cnp: bool,
     /// DSCP to write into the frame ([`Class::set_dscp`]), [`Class::KEEP_DSCP`] for none.
     pub rewrite_dscp: u8,
@@ -44,6 +48,7 @@ impl Class {
     }
 }
 
+/// The config's classification, kept as tables for one lookup per frame.
 #[derive(Debug, Clone)]
 pub struct Classifier {
     trust: Trust,
@@ -57,6 +62,7 @@ pub struct Classifier {
 }
 
 impl Classifier {
+    /// Tables from the config's `[classify]` and the CNP queue of `[cnp]`.
     pub fn new(cfg: &ClassifyConfig, cnp: &CnpConfig) -> Self {
         Classifier {
             trust: cfg.trust,

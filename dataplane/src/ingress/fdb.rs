@@ -54,10 +54,14 @@ struct PortLearning {
     tat: u64,
 }
 
+/// What [`Fdb::learn`] did with a source address.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Learn {
+    /// Not known before: written.
     New,
+    /// Known on this port: its age starts again.
     Refreshed,
+    /// Known on another port: it now points here.
     Moved,
     /// A static entry names another port for this MAC; learning does not override it.
     StaticConflict,
@@ -67,6 +71,7 @@ pub enum Learn {
     PortLimit,
     /// The port learnt `learn_rate` new addresses in the last second.
     RateLimited,
+    /// Learning is off (`[fdb] learning = false`): nothing changes.
     Disabled,
 }
 
@@ -78,6 +83,8 @@ impl Learn {
     }
 }
 
+/// The forwarding table of one switch (or one shard's replica): MAC → port id, with aging and
+/// learning limits.
 #[derive(Debug)]
 pub struct Fdb {
     slots: Box<[Entry]>,
@@ -120,6 +127,7 @@ const ANNOUNCE_BACKLOG: usize = 4096;
 /// disagree on it.
 pub use controlplane::protocol::FdbRow;
 
+/// A MAC as the table keys it: the 48 bits in the low end of a `u64`.
 #[inline]
 pub fn mac_key(mac: &[u8; 6]) -> u64 {
     let mut b = [0u8; 8];
@@ -200,6 +208,7 @@ impl Fdb {
         self.entries
     }
 
+    /// Whether no entry is counted.
     pub fn is_empty(&self) -> bool {
         self.entries == 0
     }

@@ -30,11 +30,16 @@ struct Group {
 /// What a group that ended gives back to its PG.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct GroupEnd {
+    /// Port index the flooded frame came in on.
     pub in_port: usize,
+    /// The PG it was charged to.
     pub pg: usize,
+    /// Cells the PG gets back.
     pub cells: u32,
 }
 
+/// The flood groups of one switch: a record per packet slot, allocated once, handed out from a free
+/// list.
 #[derive(Debug)]
 pub struct FloodGroups {
     groups: Box<[Group]>,
@@ -42,6 +47,7 @@ pub struct FloodGroups {
 }
 
 impl FloodGroups {
+    /// Room for `capacity` groups (the packet slots), all free.
     pub fn new(capacity: usize) -> Self {
         let capacity = capacity.min(NO_GROUP as usize);
         FloodGroups {

@@ -34,6 +34,7 @@ pub enum Arrival {
     Flood,
 }
 
+/// The ingress side of every port: parse, FDB, classification and PG admission with XOFF.
 pub struct Ingress {
     pub(crate) ports: Vec<IngressPort>,
     pub(crate) fdb: Fdb,
@@ -91,6 +92,7 @@ impl Ingress {
         self.pg_prios = pg_priorities(cfg);
     }
 
+    /// The index of the port with config id `id`; `None` if the config has no such port.
     #[inline]
     pub fn port_index(&self, id: u16) -> Option<usize> {
         match self.index_of_id.get(id as usize) {

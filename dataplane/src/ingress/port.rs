@@ -8,6 +8,7 @@ use crate::mmu::{PgAccount, SharedPool};
 use crate::pfc::{PfcGenerator, PfcRequest};
 use controlplane::{PfcConfig, PortConfig, NUM_TC};
 
+/// One port's ingress state: its PGs' buffer account, XOFF generation and receive counters.
 pub struct IngressPort {
     pub(crate) id: u16,
     pub(crate) max_frame: usize,

@@ -33,15 +33,20 @@ pub enum PortError {
     /// rest of the switch running: log once, count, stop polling this port.
     #[error("interface {iface} vanished: {source}")]
     Vanished {
+        /// The interface's name.
         iface: String,
+        /// The error the system call that noticed it returned.
         #[source]
         source: std::io::Error,
     },
     /// Any other failure of a system call, with what we were doing.
     #[error("interface {iface}: {context}: {source}")]
     Io {
+        /// The interface's name.
         iface: String,
+        /// What was being done (`"sendto (TX ring flush)"`...).
         context: &'static str,
+        /// The system call's error.
         #[source]
         source: std::io::Error,
     },

@@ -70,15 +70,19 @@ impl PcapClock {
 pub struct InputsLeft(Arc<AtomicUsize>);
 
 impl InputsLeft {
+    /// A count starting at `inputs`, the ports with an input capture.
     pub fn new(inputs: usize) -> InputsLeft {
         InputsLeft(Arc::new(AtomicUsize::new(inputs)))
     }
 
+    /// Inputs not yet read to their end; 0 means every capture is done.
     pub fn get(&self) -> usize {
         self.0.load(Ordering::Acquire)
     }
 }
 
+/// A port whose received frames come from a capture file and whose sent frames go to one, in
+/// wall-clock time.
 pub struct PcapPort {
     name: String,
     input: Option<Input>,

@@ -91,6 +91,7 @@ impl QueueAccount {
         pool.used = pool.used.saturating_sub(cells);
     }
 
+    /// What queue `q` (0..8) holds, with its peaks.
     pub fn queue(&self, q: usize) -> &QueueUse {
         &self.queues[q]
     }
@@ -100,6 +101,7 @@ impl QueueAccount {
         (self.cells, self.peak_cells)
     }
 
+    /// Starts every peak again from the current use (a watermark clear).
     pub fn restart_peaks(&mut self) {
         for q in &mut self.queues {
             q.peak = q.total();
@@ -108,6 +110,7 @@ impl QueueAccount {
         self.peak_cells = self.cells;
     }
 
+    /// Whether nothing is charged to this port (`Switch::buffers_empty` asks every account).
     pub fn is_empty(&self) -> bool {
         self.cells == 0 && self.queues.iter().all(|q| q.total() == 0 && q.bytes == 0)
     }

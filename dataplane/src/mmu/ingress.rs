@@ -57,6 +57,8 @@ impl PgAccount {
         self.limits = fresh.limits;
     }
 
+    /// Whether `pg` is lossless: past its shared limit it takes headroom and asks for XOFF rather
+    /// than drop.
     #[inline]
     pub fn is_lossless(&self, pg: usize) -> bool {
         self.limits[pg & 7].lossless
@@ -155,6 +157,7 @@ impl PgAccount {
         p.headroom == 0 && (p.shared == 0 || p.shared + pl.xon_offset < pl.shared.resolve(pool.ingress_free()))
     }
 
+    /// What PG `pg` (0..8) holds, with its peaks.
     pub fn pg(&self, pg: usize) -> &PgUse {
         &self.pgs[pg]
     }
@@ -169,6 +172,7 @@ impl PgAccount {
         (self.cells, self.peak_cells)
     }
 
+    /// Starts every peak again from the current use (a watermark clear).
     pub fn restart_peaks(&mut self) {
         for p in &mut self.pgs {
             p.peak = p.total();
@@ -177,6 +181,7 @@ impl PgAccount {
         self.peak_cells = self.cells;
     }
 
+    /// Whether nothing is charged to this port (`Switch::buffers_empty` asks every account).
     pub fn is_empty(&self) -> bool {
         self.cells == 0 && self.pgs.iter().all(|p| p.total() == 0)
     }

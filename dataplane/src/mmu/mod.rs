@@ -34,14 +34,18 @@ use controlplane::Config;
 /// Where an admitted frame sits on the ingress side, which decides PFC.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum IngressRegion {
+    /// In the PG's reserved cells, which no other PG can take.
     Min,
+    /// In the shared pool, within the PG's limit.
     Shared,
+    /// Past the shared limit of a lossless PG: the cells in flight while XOFF reaches the peer.
     Headroom,
 }
 
 /// What an admission did, for the caller to act on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Admitted {
+    /// Where the frame's cells were charged on the ingress side.
     pub region: IngressRegion,
     /// The PG is lossless and at (or past) its shared limit: XOFF should be on.
     pub wants_xoff: bool,
@@ -50,14 +54,20 @@ pub struct Admitted {
 /// Per (port, PG) ingress accounting, in cells.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct PgUse {
+    /// Cells held in the PG's reserved minimum.
     pub min: u32,
+    /// Cells held in the shared pool.
     pub shared: u32,
+    /// Cells held in headroom (lossless PGs only).
     pub headroom: u32,
+    /// Highest total since the peaks were last restarted.
     pub peak: u32,
+    /// Highest headroom use since the peaks were last restarted.
     pub peak_headroom: u32,
 }
 
 impl PgUse {
+    /// Cells held, all regions.
     pub fn total(&self) -> u32 {
         self.min + self.shared + self.headroom
     }
@@ -66,14 +76,20 @@ impl PgUse {
 /// Per (port, queue) egress accounting, in cells and bytes.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct QueueUse {
+    /// Cells held in the queue's reserved minimum.
     pub min: u32,
+    /// Cells held in the shared pool.
     pub shared: u32,
+    /// Frame bytes queued (the depth reports show).
     pub bytes: u64,
+    /// Highest total cells since the peaks were last restarted.
     pub peak: u32,
+    /// Highest byte depth since the peaks were last restarted.
     pub peak_bytes: u64,
 }
 
 impl QueueUse {
+    /// Cells held, reserved and shared.
     pub fn total(&self) -> u32 {
         self.min + self.shared
     }
@@ -82,9 +98,13 @@ impl QueueUse {
 /// Per-port buffer use in cells, both views, with peaks (for reports: each side keeps its half).
 #[derive(Debug, Clone, Copy, Default, serde::Serialize)]
 pub struct PortUse {
+    /// Cells held by frames that entered through the port.
     pub ingress_cells: u32,
+    /// Highest of those since the peaks were last restarted.
     pub peak_ingress_cells: u32,
+    /// Cells held by frames queued to leave through the port.
     pub egress_cells: u32,
+    /// Highest of those since the peaks were last restarted.
     pub peak_egress_cells: u32,
 }
 
@@ -103,8 +123,6 @@ pub fn build(cfg: &Config) -> (SharedPool, Vec<PgAccount>, Vec<QueueAccount>) {
     (SharedPool::new(cfg.buffer.total_bytes, cell, reserved), ingress, egress)
 }
 
-/// The cell size of a config: validation guarantees a power of two; hand-built configs are
-/// rounded up to one.
 /// Every way the counts disagree with one another: each port's total against its PGs or
 /// queues, the pool's figures against the ports'. Empty while accounting is exact.
 ///
@@ -146,6 +164,8 @@ pub fn audit<'a>(
     errors
 }
 
+/// The cell size of a config: validation guarantees a power of two; hand-built configs are
+/// rounded up to one.
 pub fn cell_size(cfg: &Config) -> u32 {
     cfg.buffer.cell_bytes.max(1).next_power_of_two()
 }

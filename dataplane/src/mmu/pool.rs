@@ -6,6 +6,7 @@
 pub struct PoolSide {
     /// Sum of this side's shared use over all ports.
     pub shared: u32,
+    /// Highest `shared` since the peaks were last restarted.
     pub peak_shared: u32,
 }
 
@@ -76,11 +77,13 @@ impl SharedPool {
         self.set_others(self.others_ingress, self.others_egress);
     }
 
+    /// Cells a frame of `len` bytes takes (rounded up).
     #[inline]
     pub fn cells_for(&self, len: usize) -> u32 {
         (len as u32 + self.cell_bytes - 1) >> self.cell_shift
     }
 
+    /// Bytes per cell, a power of two.
     pub fn cell_bytes(&self) -> u32 {
         self.cell_bytes
     }
@@ -102,12 +105,14 @@ impl SharedPool {
         self.egress_avail.saturating_sub(self.egress.shared)
     }
 
+    /// Starts every peak again from the current use (a watermark clear).
     pub fn restart_peaks(&mut self) {
         self.peak_used = self.used;
         self.ingress.peak_shared = self.ingress.shared;
         self.egress.peak_shared = self.egress.shared;
     }
 
+    /// The pool's figures for reports, in cells.
     pub fn usage(&self) -> super::PoolUse {
         super::PoolUse {
             total_cells: self.total_cells,
@@ -121,6 +126,7 @@ impl SharedPool {
         }
     }
 
+    /// Whether no cell is in use on either side.
     pub fn is_empty(&self) -> bool {
         self.used == 0 && self.ingress.shared == 0 && self.egress.shared == 0
     }

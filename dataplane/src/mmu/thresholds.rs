@@ -17,11 +17,14 @@ pub struct Limit {
 }
 
 impl Limit {
+    /// No limit: the shared pool is the only bound.
     pub const UNLIMITED: Limit = Limit {
         alpha_q16: 0,
         fixed: u32::MAX,
     };
 
+    /// A config threshold in cells: a static byte limit rounded up to cells, a dynamic alpha in
+    /// fixed point.
     pub fn from_threshold(t: Threshold, cell_bytes: u32) -> Self {
         match t {
             Threshold::Static { bytes } => Limit {

@@ -72,8 +72,11 @@ impl DcqcnParams {
 /// Which increase a rate increase event applied.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Increase {
+    /// Both stage counts below F: Rc moves halfway back to Rt, which stays.
     FastRecovery,
+    /// A stage count has reached F: Rt grows by R_AI and Rc moves halfway to it.
     Additive,
+    /// Both stage counts past F: Rt grows by R_HAI per stage beyond F.
     Hyper,
 }
 
@@ -100,7 +103,9 @@ pub struct Dcqcn {
     pub cnps: u64,
     /// Increase events by kind.
     pub fast_recoveries: u64,
+    /// Additive increase events.
     pub additive_increases: u64,
+    /// Hyper increase events.
     pub hyper_increases: u64,
     /// Lowest Rc reached.
     pub min_rc: f64,
@@ -127,6 +132,7 @@ impl Dcqcn {
         }
     }
 
+    /// The parameters this reaction point runs with (a restart keeps them).
     pub fn params(&self) -> &DcqcnParams {
         &self.p
     }
@@ -138,6 +144,7 @@ impl Dcqcn {
     pub fn target(&self) -> f64 {
         self.rt
     }
+    /// The congestion estimate α (0..=1): the next CNP cuts Rc by α/2.
     pub fn alpha(&self) -> f64 {
         self.alpha
     }
@@ -253,6 +260,7 @@ impl Dcqcn {
 /// The notification point's CNP spacing for one QP: at most one CNP per `interval_ns`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CnpPacer {
+    /// Least time between two CNPs, ns.
     pub interval_ns: u64,
     last: Option<u64>,
 }
@@ -261,6 +269,7 @@ impl CnpPacer {
     /// The DCQCN default interval: 50 µs.
     pub const DEFAULT_INTERVAL_NS: u64 = 50_000;
 
+    /// A pacer that lets the first CE mark through at once.
     pub fn new(interval_ns: u64) -> CnpPacer {
         CnpPacer {
             interval_ns,

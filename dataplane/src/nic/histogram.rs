@@ -26,6 +26,7 @@ impl Default for Histogram {
 }
 
 impl Histogram {
+    /// An empty histogram; its buckets (58 KiB) are allocated here, once.
     pub fn new() -> Histogram {
         Histogram {
             counts: vec![0; BUCKETS].into_boxed_slice(),
@@ -57,6 +58,7 @@ impl Histogram {
         ((SUB + m) << shift) + ((1u64 << shift) >> 1)
     }
 
+    /// Adds one value, in ns.
     #[inline]
     pub fn record(&mut self, v: u64) {
         self.counts[Self::index(v)] += 1;
@@ -66,6 +68,7 @@ impl Histogram {
         self.max = self.max.max(v);
     }
 
+    /// Adds every sample of `o`, as if recorded here (per flow into per pattern).
     pub fn merge(&mut self, o: &Histogram) {
         for (a, b) in self.counts.iter_mut().zip(o.counts.iter()) {
             *a += b;
@@ -76,10 +79,12 @@ impl Histogram {
         self.max = self.max.max(o.max);
     }
 
+    /// Samples recorded.
     pub fn count(&self) -> u64 {
         self.n
     }
 
+    /// The largest value recorded, exact (0 if none).
     pub fn max(&self) -> u64 {
         self.max
     }
@@ -100,6 +105,7 @@ impl Histogram {
         self.max
     }
 
+    /// The percentiles, extremes and mean reports print; all 0 if nothing was recorded.
     pub fn summary(&self) -> Latency {
         Latency {
             samples: self.n,
@@ -119,11 +125,17 @@ impl Histogram {
 /// One-way latency (send timestamp in the payload → arrival at the receiver's socket).
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
 pub struct Latency {
+    /// Packets measured.
     pub samples: u64,
+    /// Median, ns (within the bucket error).
     pub p50_ns: u64,
+    /// 99th percentile, ns (within the bucket error).
     pub p99_ns: u64,
+    /// Largest, ns, exact.
     pub max_ns: u64,
+    /// Smallest, ns, exact.
     pub min_ns: u64,
+    /// Mean, ns, exact (rounded down).
     pub mean_ns: u64,
 }
 

@@ -42,6 +42,7 @@ pub struct PayloadHeader {
 impl PayloadHeader {
     /// "RCGN".
     pub const MAGIC: u32 = 0x5243_474e;
+    /// Bytes the header takes at the start of the payload: magic, timestamp and sequence number.
     pub const LEN: usize = 16;
 
     /// Writes the header (truncated if `buf` is shorter than 16 bytes).
@@ -84,6 +85,7 @@ impl Default for PrioMap {
 }
 
 impl PrioMap {
+    /// The priority a frame with this DSCP travels in (only the low six bits of `dscp` count).
     pub fn get(&self, dscp: u8) -> u8 {
         self.0[usize::from(dscp & 63)]
     }

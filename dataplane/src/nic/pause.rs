@@ -13,7 +13,9 @@ pub struct PauseRx {
     timers: PauseState,
     /// Time paused per priority (closed intervals, plus the open one at `finish`).
     pub paused_ns: [u64; 8],
+    /// PFC frames received (802.1Qbb, per-priority).
     pub pfc_frames: u64,
+    /// 802.3x PAUSE frames received (every priority).
     pub pause_frames: u64,
     /// PFC XOFF (non-zero time) per priority.
     pub xoff: [u64; 8],

@@ -64,7 +64,9 @@ pub struct EmulatedLink<F> {
     pending: VecDeque<(u64, u8, [u16; 8])>,
     /// The pauses in effect, as the switch's own egress keeps them.
     pause: PauseState,
+    /// Frames that have left for the switch.
     pub frames_sent: u64,
+    /// What the switch's PFC held back here.
     pub counters: PeerCounters,
 }
 
@@ -90,6 +92,7 @@ impl<F> EmulatedLink<F> {
         }
     }
 
+    /// Line rate of the link, bits per second.
     pub fn speed_bps(&self) -> u64 {
         self.speed_bps
     }
@@ -115,6 +118,7 @@ impl<F> EmulatedLink<F> {
         self.held.iter().map(VecDeque::len).sum()
     }
 
+    /// Whether no frame waits to cross the link.
     pub fn is_empty(&self) -> bool {
         self.held.iter().all(VecDeque::is_empty)
     }

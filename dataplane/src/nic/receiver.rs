@@ -21,9 +21,11 @@ pub struct PsnTracker {
     seen: [u64; (WINDOW / 64) as usize],
     /// PSNs skipped and not (yet) seen.
     pub lost: u64,
+    /// PSNs that arrived again (already seen within the window).
     pub duplicates: u64,
     /// Arrived after a later PSN (each also un-counts one loss).
     pub out_of_order: u64,
+    /// Arrived as the PSN expected next.
     pub in_order: u64,
 }
 
@@ -99,23 +101,36 @@ impl PsnTracker {
 /// What one flow delivered.
 #[derive(Debug, Clone)]
 pub struct FlowRx {
+    /// The sender's IPv4 address.
     pub src_ip: [u8; 4],
+    /// This host's IPv4 address the flow was sent to.
     pub dst_ip: [u8; 4],
+    /// Destination QP of the BTH.
     pub qpn: u32,
+    /// Data packets that passed the ICRC check.
     pub packets: u64,
+    /// Frame bytes of those packets (no preamble, gap or FCS).
     pub bytes: u64,
+    /// Those bytes plus each frame's preamble, gap and FCS: what the link carried.
     pub wire_bytes: u64,
+    /// Packets dropped for a wrong ICRC (their PSNs count as lost).
     pub bad_icrc: u64,
+    /// Packets that arrived with ECN CE.
     pub ce: u64,
+    /// CNPs the notification point asked to send for them.
     pub cnps_sent: u64,
+    /// Loss, duplicates and reordering of the flow's PSNs.
     pub psn: PsnTracker,
+    /// Arrival of the flow's first packet, ns (the caller's clock).
     pub first_ns: u64,
+    /// Arrival of its latest packet, ns.
     pub last_ns: u64,
     first_wire_bytes: u64,
     /// Longest time between two consecutive arrivals.
     pub max_gap_ns: u64,
     /// Arrival time of the packet after that longest gap.
     pub max_gap_end_ns: u64,
+    /// One-way latency of every packet that carried a payload header.
     pub latency: Histogram,
     pacer: CnpPacer,
     cnp: Option<Vec<u8>>,
@@ -143,9 +158,12 @@ pub struct RxOther {
 pub struct Receiver {
     /// `None`: the notification point is off (no CNPs).
     cnp_interval_ns: Option<u64>,
+    /// One per (source IP, destination IP, QP), in order of first arrival.
     pub flows: Vec<FlowRx>,
     index: HashMap<([u8; 4], [u8; 4], u32), usize>,
+    /// What was not data of a flow.
     pub other: RxOther,
+    /// CNPs [`Receiver::on_roce`] returned that the caller could not send (rocegen counts them).
     pub cnp_send_failures: u64,
 }
 

@@ -17,17 +17,26 @@ use anyhow::{bail, Context, Result};
 /// DCQCN parameter overrides (`None`: the default of [`DcqcnParams::for_max_rate`]).
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct DcqcnOverrides {
+    /// α gain g.
     pub g: Option<f64>,
+    /// α update period K, ns.
     pub alpha_timer_ns: Option<u64>,
+    /// Rate increase timer T, ns.
     pub rate_timer_ns: Option<u64>,
+    /// Byte counter B, bytes.
     pub byte_counter: Option<u64>,
+    /// Fast recovery stages F.
     pub fast_recovery_stages: Option<u32>,
+    /// Additive increase step R_AI, bits/s (R_HAI follows at 10 × unless set).
     pub rai_bps: Option<f64>,
+    /// Hyper increase step R_HAI, bits/s.
     pub rhai_bps: Option<f64>,
+    /// Rate floor, bits/s (capped at the QP's maximum).
     pub min_rate_bps: Option<f64>,
 }
 
 impl DcqcnOverrides {
+    /// The defaults for a QP of `max_rate_bps` with these overrides applied.
     pub fn params(&self, max_rate_bps: f64) -> DcqcnParams {
         let mut p = DcqcnParams::for_max_rate(max_rate_bps);
         if let Some(v) = self.g {
@@ -64,11 +73,13 @@ impl DcqcnOverrides {
 /// What every sender of a run sends.
 #[derive(Debug, Clone)]
 pub struct TrafficConfig {
+    /// SEND or RDMA WRITE messages.
     pub op: Op,
     /// Message size in bytes.
     pub msg_size: u64,
     /// Path MTU: payload bytes per packet (256, 512, 1024, 2048 or 4096).
     pub mtu: usize,
+    /// DSCP of the data frames; the priority they travel in is `prio_map`'s for it.
     pub dscp: u8,
     /// Tag frames with this VLAN id, PCP = the DSCP's priority.
     pub vlan: Option<u16>,
@@ -82,9 +93,11 @@ pub struct TrafficConfig {
     pub duration_ns: u64,
     /// Honour received PFC/PAUSE.
     pub pfc: bool,
+    /// DSCP → priority, to know which PFC pauses stop this sender.
     pub prio_map: PrioMap,
     /// DCQCN reaction point (senders) and notification point (receivers).
     pub dcqcn: bool,
+    /// DCQCN parameters set instead of the defaults.
     pub dcqcn_overrides: DcqcnOverrides,
     /// Notification point: at most one CNP per QP per this interval.
     pub cnp_interval_ns: u64,
@@ -115,6 +128,8 @@ impl Default for TrafficConfig {
 }
 
 impl TrafficConfig {
+    /// Refuses settings the sender cannot build frames for (MTU, message size, QPs, DSCP, zero
+    /// rates).
     pub fn validate(&self) -> Result<()> {
         if ![256, 512, 1024, 2048, 4096].contains(&self.mtu) {
             bail!("path MTU must be 256, 512, 1024, 2048 or 4096 (got {})", self.mtu);
@@ -148,7 +163,9 @@ impl TrafficConfig {
 /// One destination of a sender.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Dest {
+    /// Its MAC, the data frames' destination.
     pub mac: [u8; 6],
+    /// Its IPv4 address (also what its CNPs come from).
     pub ip: [u8; 4],
 }
 
@@ -165,12 +182,19 @@ struct Template {
 /// What one QP sent.
 #[derive(Debug, Clone, Default)]
 pub struct QpTxStats {
+    /// Data packets sent.
     pub packets: u64,
+    /// Frame bytes sent (no preamble, gap or FCS).
     pub bytes: u64,
+    /// Bytes sent plus each frame's preamble, gap and FCS: what pacing counts.
     pub wire_bytes: u64,
+    /// Whole messages sent.
     pub messages: u64,
+    /// CNPs that arrived for this QP.
     pub cnps_received: u64,
+    /// When the first packet left, ns (the caller's clock).
     pub first_tx_ns: u64,
+    /// When the latest packet left, ns.
     pub last_tx_ns: u64,
     /// Sending time the token bucket forfeited because this thread ran later than the bucket
     /// depth allows (descheduled, or the CPU too slow): the rate falls short by this much.
@@ -179,8 +203,11 @@ pub struct QpTxStats {
 
 /// One QP's transmit state.
 pub struct QpTx {
+    /// Index of the destination in the sender's list.
     pub dest: usize,
+    /// The destination's IPv4 address (a CNP is matched to the QP by it and the QPN).
     pub dst_ip: [u8; 4],
+    /// This QP's number (see [`qpn_base`]).
     pub qpn: u32,
     templates: Vec<Template>,
     /// Packets per message.
@@ -192,7 +219,9 @@ pub struct QpTx {
     /// Earliest departure of the next packet (token bucket), ns.
     next_ns: f64,
     max_rate: f64,
+    /// The reaction point, when DCQCN is on.
     pub dcqcn: Option<Dcqcn>,
+    /// What this QP sent.
     pub stats: QpTxStats,
     /// Messages to send in all (`None`: no end).
     limit: Option<u64>,
@@ -214,11 +243,15 @@ impl QpTx {
 
 /// A sender: its QPs (destinations × QPs per connection) and their pacing.
 pub struct Sender {
+    /// What it sends and how; fixed for the run.
     pub cfg: TrafficConfig,
+    /// Destinations × QPs per connection, served round robin.
     pub qps: Vec<QpTx>,
     prio: u8,
     rr: usize,
+    /// Sends that failed (the error is also returned by [`Sender::poll`]).
     pub tx_errors: u64,
+    /// CNPs that matched none of this sender's QPs (ignored).
     pub cnps_unknown_qp: u64,
 }
 

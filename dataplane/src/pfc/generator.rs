@@ -16,6 +16,8 @@ pub struct PfcGenerator {
 }
 
 impl PfcGenerator {
+    /// A generator with no PG in XOFF; the refresh comes at `refresh_fraction` of the pause time at
+    /// `speed_bps`.
     pub fn new(cfg: &PfcConfig, speed_bps: u64) -> Self {
         let pause_ns = quanta_to_ns(cfg.pause_quanta, speed_bps);
         let refresh_ns = ((pause_ns as f64 * cfg.refresh_fraction) as u64).max(1);
@@ -34,6 +36,7 @@ impl PfcGenerator {
         self.refresh_ns = fresh.refresh_ns;
     }
 
+    /// Pause time each XOFF carries, in 512-bit-time quanta.
     pub fn pause_quanta(&self) -> u16 {
         self.pause_quanta
     }
@@ -43,6 +46,7 @@ impl PfcGenerator {
         self.xoff != 0
     }
 
+    /// Whether PG `pg` (0..8) is in XOFF.
     pub fn is_xoff(&self, pg: usize) -> bool {
         self.xoff & (1 << pg) != 0
     }
@@ -57,18 +61,23 @@ impl PfcGenerator {
         true
     }
 
+    /// Leaves XOFF (the caller sends the XON); its refresh is dropped.
     pub fn stop_xoff(&mut self, pg: usize) {
         self.xoff &= !(1 << pg);
     }
 
+    /// Whether PG `pg` is in XOFF and its refresh is due at `now` (ns).
     pub fn refresh_due(&self, pg: usize, now: u64) -> bool {
         self.is_xoff(pg) && now >= self.next_refresh[pg]
     }
 
+    /// A refresh XOFF for `pg` was sent at `now`: the next is due one refresh interval later.
     pub fn refreshed(&mut self, pg: usize, now: u64) {
         self.next_refresh[pg] = now + self.refresh_ns;
     }
 
+    /// The earliest refresh due over the PGs in XOFF (ns), for the caller's timer; `None` when none
+    /// is.
     pub fn next_refresh(&self) -> Option<u64> {
         (0..NUM_TC)
             .filter(|&pg| self.is_xoff(pg))

@@ -76,6 +76,7 @@ impl PauseState {
         (mask, valid_until)
     }
 
+    /// Whether any priority in the mask `prios` is paused at `now` (ns).
     #[inline]
     pub fn any_paused(&self, prios: u8, now: u64) -> bool {
         prios != 0 && (0..NUM_TC).any(|p| prios & (1 << p) != 0 && self.until[p] > now)

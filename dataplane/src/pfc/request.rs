@@ -6,7 +6,9 @@ use controlplane::NUM_TC;
 /// Priorities (class-enable vector) and their pause times; all-zero times is an XON.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct PfcRequest {
+    /// Class-enable vector: bit p set for each priority p the frame speaks for.
     pub prios: u8,
+    /// Pause time per priority, in quanta (0 for XON or priorities not enabled).
     pub times: [u16; NUM_TC],
 }
 
@@ -19,6 +21,7 @@ impl PfcRequest {
         }
     }
 
+    /// XON for `prios`: their pauses end now.
     pub fn xon(prios: u8) -> Self {
         PfcRequest {
             prios,

@@ -3,9 +3,12 @@
 
 use controlplane::{WatchdogAction, WatchdogConfig, NUM_TC};
 
+/// What [`Watchdog::poll`] reports for a queue, for the counters and the log.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum WatchdogEvent {
+    /// Paused while holding frames for the detection time: the action now applies.
     Storm,
+    /// No PFC for its priorities for the restoration time: normal again.
     Restored,
 }
 
@@ -21,6 +24,7 @@ pub struct Watchdog {
 }
 
 impl Watchdog {
+    /// A watchdog with no storm; `watched` is the mask of queues that carry PFC priorities.
     pub fn new(cfg: WatchdogConfig, watched: u8) -> Self {
         Watchdog {
             cfg,
@@ -69,6 +73,8 @@ impl Watchdog {
         self.in_storm(q) && self.cfg.action != WatchdogAction::Alert
     }
 
+    /// Notes a PFC frame for priority `prio` at `now`: a storm is restored only after none for the
+    /// restoration time.
     pub fn pfc_received(&mut self, prio: usize, now: u64) {
         self.last_pfc[prio] = now;
     }

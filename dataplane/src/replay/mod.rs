@@ -24,7 +24,9 @@ use std::path::{Path, PathBuf};
 pub struct ReplayOptions {
     /// (port id, capture) pairs; a port may appear once.
     pub inputs: Vec<(u16, PathBuf)>,
+    /// Where the port captures go (`port<ID>.pcap`), created if missing.
     pub output_dir: PathBuf,
+    /// Seeds the switch's random draws (WRED): same inputs and seed, same bytes out.
     pub seed: u64,
     /// Model peers that ignore PFC (to show what happens without flow control).
     pub peer_ignores_pfc: bool,
@@ -39,7 +41,9 @@ pub struct ReplayOptions {
 /// differ from the one before (for the summary).
 #[derive(Debug, Clone)]
 pub struct ScheduledChange {
+    /// When the config takes effect, virtual ns from the replay's start.
     pub at_ns: u64,
+    /// The whole config from then on, already validated as a live change.
     pub config: Config,
     /// Dotted config paths the change set (`ecn.roce.kmin`), as `rocectl patch` reports them.
     pub keys: Vec<String>,
@@ -53,15 +57,18 @@ pub struct AppliedChange {
     pub at_ns: u64,
     /// False when the replay ended before `at_ns`: the change never took effect.
     pub applied: bool,
+    /// Dotted config paths the change set.
     pub keys: Vec<String>,
 }
 
 /// What a replay produced.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct ReplayOutcome {
+    /// The seed the replay ran with.
     pub seed: u64,
     /// Virtual time from the first input frame to the last transmitted frame.
     pub duration_ns: u64,
+    /// Frames read from the inputs and offered to the switch.
     pub input_frames: u64,
     /// Frames the inputs hold only in part (captured with a snap length): not replayed.
     pub input_frames_skipped_snaplen: u64,
@@ -70,6 +77,7 @@ pub struct ReplayOutcome {
     /// Each change of `--schedule`, in time order (absent without one).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub schedule: Vec<AppliedChange>,
+    /// The switch's counters at the end, flattened into the summary beside these fields.
     #[serde(flatten)]
     pub snapshot: Snapshot,
 }
@@ -98,6 +106,8 @@ impl TxSink for Outputs<'_> {
     }
 }
 
+/// Replays the inputs through a switch running `cfg` and writes one capture per port; errors if an
+/// input names no port of `cfg`, cannot be read, or an output aliases an input.
 pub fn run(cfg: &Config, opts: &ReplayOptions) -> Result<ReplayOutcome> {
     let mut sw = Switch::new(cfg, opts.seed);
     let n = sw.num_ports();

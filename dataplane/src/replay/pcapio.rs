@@ -51,6 +51,7 @@ pub(crate) fn decode_record(raw: RawPcapPacket<'_>, res: TsResolution) -> Result
     })
 }
 
+/// One input capture (classic pcap, Ethernet, µs or ns timestamps), read a frame at a time.
 pub struct PcapInput {
     path: PathBuf,
     reader: PcapReader<BufReader<File>>,
@@ -59,10 +60,12 @@ pub struct PcapInput {
     frames_read: u64,
     /// Frames shorter on file than on the wire (snap length): not replayable, skipped.
     pub skipped_snapped: u64,
+    /// A damaged record ended the input early (a warning was logged; what came before is replayed).
     pub truncated_tail: bool,
 }
 
 impl PcapInput {
+    /// Opens a capture; an error if it is not classic pcap or not Ethernet.
     pub fn open(path: &Path) -> Result<Self> {
         let file = File::open(path).with_context(|| format!("cannot open input pcap {}", path.display()))?;
         let reader = PcapReader::new(BufReader::with_capacity(1 << 16, file)).map_err(|e| {
@@ -135,6 +138,7 @@ impl PcapInput {
         }
     }
 
+    /// The file it reads, for messages.
     pub fn path(&self) -> &Path {
         &self.path
     }
@@ -147,6 +151,7 @@ pub struct PcapOutput {
 }
 
 impl PcapOutput {
+    /// Creates (or truncates) `path` and writes the pcap header.
     pub fn create(path: &Path) -> Result<Self> {
         let file = File::create(path).with_context(|| format!("cannot create {}", path.display()))?;
         let header = PcapHeader {
@@ -164,6 +169,8 @@ impl PcapOutput {
         })
     }
 
+    /// Appends one frame stamped `ts_ns` (absolute ns); buffered, so an I/O error may only show at
+    /// [`Self::finish`].
     pub fn write(&mut self, ts_ns: u64, frame: &[u8]) -> Result<()> {
         let ts = std::time::Duration::from_nanos(ts_ns);
         self.writer
@@ -174,6 +181,7 @@ impl PcapOutput {
         Ok(())
     }
 
+    /// Flushes the buffer: call it, or a full disk's last error goes unseen.
     pub fn finish(self) -> Result<()> {
         use std::io::Write;
         let path = self.path;
@@ -184,6 +192,7 @@ impl PcapOutput {
         Ok(())
     }
 
+    /// The file it writes, for messages.
     pub fn path(&self) -> &Path {
         &self.path
     }

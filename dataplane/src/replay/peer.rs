@@ -13,6 +13,8 @@ use crate::nic::peer::EmulatedLink;
 /// wait, like a host whose send buffers are full). Bounds replay memory per port.
 pub const PEER_HOLD_LIMIT_BYTES: u64 = 64 << 20;
 
+/// The sender on one input port: the capture's frames, in time order, through an emulated link that
+/// honours the switch's PFC.
 pub struct Peer {
     input: Option<PcapInput>,
     /// The next capture frame: (time it may leave, relative to the replay start; bytes).
@@ -25,6 +27,9 @@ pub struct Peer {
 }
 
 impl Peer {
+    /// A peer sending `input` over a link of `speed_bps` and `cable_m` metres; `base_ns` is the
+    /// capture time that is the replay's zero, and it answers PFC `response_quanta` later if
+    /// `honours_pfc`.
     pub fn new(
         input: PcapInput,
         base_ns: u64,
@@ -59,6 +64,7 @@ impl Peer {
         }
     }
 
+    /// The capture still being read; `None` once it is exhausted.
     pub fn input(&self) -> Option<&PcapInput> {
         self.input.as_ref()
     }

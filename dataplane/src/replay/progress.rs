@@ -5,6 +5,7 @@ use std::sync::OnceLock;
 
 static BAR: OnceLock<ProgressBar> = OnceLock::new();
 
+/// Shows `done` of `total` input bytes consumed.
 pub fn report(done: u64, total: u64) {
     let bar = BAR.get_or_init(|| {
         let b = ProgressBar::new(total);
@@ -17,6 +18,7 @@ pub fn report(done: u64, total: u64) {
     bar.set_position(done.min(total));
 }
 
+/// Clears the progress bar when the replay ends (nothing if it never showed).
 pub fn finish() {
     if let Some(b) = BAR.get() {
         b.finish_and_clear();

@@ -10,6 +10,8 @@ use anyhow::{anyhow, bail, Context, Result};
 use controlplane::change::{ChangeError, Edit};
 use std::path::Path;
 
+/// Reads a `--schedule` file (`[[change]]` entries of `at` and `patch`) and prepares each change
+/// over `config` in time order; the first bad step is an error naming it, before anything runs.
 pub fn load(config: &Path, path: &Path) -> Result<Vec<super::ScheduledChange>> {
     let base_text = controlplane::files::read_text(config).map_err(anyhow::Error::msg)?;
     let mut running = controlplane::change::Running::load(base_text)

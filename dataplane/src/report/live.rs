@@ -30,6 +30,8 @@ struct PortTotals {
     ring_drops: u64,
 }
 
+/// Turns successive snapshots into the once-a-second `--stats` lines; it keeps the last totals to
+/// subtract.
 pub struct Printer {
     cnp_queue: usize,
     cell_bytes: u64,
@@ -37,6 +39,7 @@ pub struct Printer {
 }
 
 impl Printer {
+    /// A printer for a switch running `cfg` (its CNP queue and cell size).
     pub fn new(cfg: &controlplane::Config) -> Self {
         Printer {
             cnp_queue: cfg.cnp.queue as usize & 7,

@@ -27,6 +27,7 @@ impl Acc {
     }
 }
 
+/// The user and the persistent watermark accumulators, each since its own last clear.
 pub struct Watermarks {
     user: Acc,
     persistent: Acc,

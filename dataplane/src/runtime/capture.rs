@@ -38,9 +38,13 @@ pub enum Dir {
 pub struct Slot {
     /// The capturing worker's clock (`worker::Clock` nanoseconds since the switch started).
     pub at_ns: u64,
+    /// The frame's full length, bytes.
     pub orig_len: u32,
+    /// Bytes kept in `data` (at most the snap length).
     pub len: u32,
+    /// Received or transmitted.
     pub dir: Dir,
+    /// The slot's buffer, snap length long; only the first `len` bytes are this frame's.
     pub data: Box<[u8]>,
 }
 
@@ -104,10 +108,12 @@ impl CaptureRing {
             .saturating_mul(snaplen.max(1) + std::mem::size_of::<Slot>())
     }
 
+    /// The most bytes a frame keeps.
     pub fn snaplen(&self) -> usize {
         self.snaplen
     }
 
+    /// Slots in the ring: frames it holds before the worker starts counting drops.
     pub fn capacity(&self) -> usize {
         self.free.capacity()
     }

@@ -23,8 +23,11 @@ use std::time::Duration;
 /// its core is taken from it.
 const SHARD_REPLY_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// Serves the control plane for a switch of several shards, one request at a time.
 pub struct Coordinator<'a> {
+    /// The queue the control server feeds.
     pub public: &'a ControlQueue,
+    /// Each shard's own queue, by shard index.
     pub shards: Vec<&'a ControlQueue>,
     /// Per port index: the shard that owns it.
     pub owners: Vec<u8>,

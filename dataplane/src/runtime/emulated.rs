@@ -56,7 +56,10 @@ pub enum ToHost {
     Rewritten([u8; 64], usize),
 }
 
+/// The emulated peer of one port: the far end's NIC and wire, between the backend and the switch.
 pub struct EmulatedPort {
+    /// The wire and the NIC's queues and pause state (`nic::peer`); frames are slot indices into
+    /// this port's store.
     pub link: EmulatedLink<u32>,
     /// Bytes per slot: the port's largest frame plus one, so a longer frame is kept cut at one
     /// byte over the limit and the switch still counts it as `oversize`.
@@ -73,6 +76,8 @@ pub struct EmulatedPort {
 }
 
 impl EmulatedPort {
+    /// The peer of port `p`: its speed, cable and the store, allocated now; host back-pressure only
+    /// for a port with a live host (not a capture file).
     pub fn new(p: &PortConfig, pfc: &PfcConfig) -> Self {
         let slot_bytes = p.max_frame_bytes as usize + 1;
         let slots = (EMULATED_PEER_STORE_BYTES / slot_bytes).max(crate::runtime::worker::BURST);
@@ -206,6 +211,7 @@ impl EmulatedPort {
         self.link.is_empty()
     }
 
+    /// What the peer held, for the port's `peer` figures in reports.
     pub fn report(&self) -> PeerReport {
         let c = &self.link.counters;
         PeerReport {

@@ -8,14 +8,18 @@ use std::sync::Arc;
 
 /// Per-port state a shard keeps about its backend.
 pub struct PortIo {
+    /// The port's index in the config.
     pub index: usize,
+    /// Where its frames come from and go.
     pub backend: Box<dyn PortBackend + Send>,
     /// Set once the interface has gone away: logged once, then skipped.
     pub gone: bool,
+    /// The link state as last read (assumed up until read).
     pub link_up: bool,
     /// Whether the link state has been seen once (the first "down" of a port whose peer has
     /// not started yet, a VM's vhost-user port, is not a warning).
     link_seen: bool,
+    /// Frames the backend refused (too long for it) or that found it gone.
     pub tx_dropped: u64,
     /// The backend's receive-ring losses already counted as `rx_ring` drops.
     ring_drops_counted: u64,
@@ -29,6 +33,7 @@ pub struct PortIo {
 }
 
 impl PortIo {
+    /// State for port index `index` on `backend`: up, no capture running.
     pub fn new(index: usize, backend: Box<dyn PortBackend + Send>) -> Self {
         PortIo {
             index,
@@ -60,6 +65,7 @@ impl PortIo {
         }
     }
 
+    /// Stops using the port after error `e` (logged the first time only).
     pub fn fail(&mut self, e: PortError) {
         if !self.gone {
             tracing::error!(port = self.index, interface = self.backend.name(), "port stopped: {e}");

@@ -84,6 +84,8 @@ fn control_socket_error(path: &Path, e: anyhow::Error) -> anyhow::Error {
     )
 }
 
+/// `rocesw run`: loads the config, opens the ports and the control socket, switches until SIGINT,
+/// SIGTERM or `--duration`, then reports.
 pub fn run(args: RunArgs) -> Result<()> {
     let RunArgs {
         config,

@@ -29,6 +29,7 @@ use std::sync::{Arc, Mutex};
 pub struct Shared {
     /// `links[from][to]`: the ring of batches from shard `from` to shard `to`.
     pub links: Vec<Vec<Arc<Link>>>,
+    /// Every shard's published shared-pool use, for the dynamic thresholds.
     pub pool: PoolShare,
     /// Per shard: it has stopped receiving for good and every frame it took has crossed (set
     /// while draining). A shard may leave once all are set and its own work is done.
@@ -44,6 +45,7 @@ pub struct Shared {
 }
 
 impl Shared {
+    /// The links between every pair of `shards`, with `owners` giving each port index's shard.
     pub fn new(shards: usize, owners: Vec<u8>) -> Self {
         Shared {
             links: (0..shards)
@@ -57,6 +59,7 @@ impl Shared {
         }
     }
 
+    /// Shards in the run.
     pub fn shards(&self) -> usize {
         self.links.len()
     }
@@ -64,20 +67,29 @@ impl Shared {
 
 /// One shard's worker: its switch, its ports, and where its control requests come from.
 pub struct ShardWorker<'a> {
+    /// The shard's switch, owning the ports [`Shared::owners`] gives it.
     pub sw: Switch,
     /// Per port index: whether this shard owns it, its backend, and the emulated link in
     /// front of it when its far end is software.
     pub ports: Vec<ShardPort>,
+    /// The run's clock, shared by every shard.
     pub clock: Clock,
+    /// How the worker waits when idle and how long it drains.
     pub polling: Polling,
+    /// Where this shard's control requests arrive (the coordinator's, or the control server's with
+    /// one shard).
     pub control: Option<&'a ControlQueue>,
+    /// What every shard of the run shares.
     pub shared: &'a Shared,
 }
 
 /// What a shard ends with.
 pub struct ShardEnd {
+    /// The shard's switch, with its final counts.
     pub sw: Switch,
+    /// Its ports, backends still open.
     pub ports: Vec<ShardPort>,
+    /// How long the shard ran, ns.
     pub uptime_ns: u64,
     /// Frames its emulated peers still held when it left.
     pub undrained_peer_frames: usize,

@@ -26,6 +26,7 @@ impl ShardPort {
         }
     }
 
+    /// The backend, writable, if this shard owns the port.
     pub fn io_mut(&mut self) -> Option<&mut PortIo> {
         match self {
             ShardPort::Elsewhere => None,
@@ -33,6 +34,7 @@ impl ShardPort {
         }
     }
 
+    /// Whether this shard owns the port.
     pub fn is_mine(&self) -> bool {
         !matches!(self, ShardPort::Elsewhere)
     }
@@ -42,7 +44,9 @@ impl ShardPort {
 /// of each index, if it has one. A shard plays its [`ShardPort`]s; tests of the emulated wire
 /// alone play bare peers (`Option<EmulatedPort>`) without any backend.
 pub trait PeerSlot {
+    /// The emulated peer at this index, if any.
     fn peer(&self) -> Option<&EmulatedPort>;
+    /// The emulated peer at this index, writable, if any.
     fn peer_mut(&mut self) -> Option<&mut EmulatedPort>;
 }
 

@@ -11,6 +11,7 @@ use crate::switch::{Switch, TxSink};
 /// frames among them to the port's emulated peer, if it has one. A shard transmits only on
 /// ports it owns: another shard's ports never hold a queued frame here.
 pub struct PortSink<'a> {
+    /// The shard's ports, by port index.
     pub ports: &'a mut [ShardPort],
 }
 

@@ -36,6 +36,7 @@ pub struct Clock {
 }
 
 impl Clock {
+    /// A clock reading 0 now.
     pub fn start() -> Self {
         let wall = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -46,6 +47,7 @@ impl Clock {
         }
     }
 
+    /// Nanoseconds since [`Self::start`], monotonic.
     #[inline]
     pub fn now_ns(&self) -> u64 {
         self.start.elapsed().as_nanos() as u64
@@ -60,7 +62,10 @@ impl Clock {
 /// How workers wait when a round moved nothing.
 #[derive(Clone, Copy)]
 pub struct Polling {
+    /// How long an idle round sleeps (`[run] idle`); `None` busy-polls.
     pub idle_sleep: Option<Duration>,
+    /// How long the workers keep sending after the stop before they give up on what is queued
+    /// (`[run] drain_timeout`).
     pub drain_timeout: Duration,
 }
 
@@ -80,7 +85,9 @@ impl Polling {
 
 /// What a run ends with.
 pub struct RunOutcome {
+    /// The switch's counters at the end.
     pub snapshot: Snapshot,
+    /// How long the switch ran, ns.
     pub uptime_ns: u64,
     /// Frames still queued when the drain timed out (0 if everything admitted was sent).
     pub undrained: usize,
@@ -98,19 +105,24 @@ pub struct RunOutcome {
 pub enum ControlRequest {
     /// Switch to this (validated) config; answered with the reason if it cannot change live.
     Apply {
+        /// The config to take.
         config: Box<controlplane::Config>,
+        /// Where the answer goes.
         reply: std::sync::mpsc::SyncSender<Result<(), String>>,
     },
     /// Counters and buffer state now.
     Snapshot {
+        /// Where the answer goes.
         reply: std::sync::mpsc::SyncSender<Snapshot>,
     },
     /// Counters now, then every peak restarts from the current use (watermark clearing).
     SnapshotAndRestartPeaks {
+        /// Where the answer goes.
         reply: std::sync::mpsc::SyncSender<Snapshot>,
     },
     /// The MAC table now.
     Fdb {
+        /// Where the answer goes.
         reply: std::sync::mpsc::SyncSender<Vec<crate::ingress::fdb::FdbRow>>,
     },
     /// Start (`Some` ring) or stop (`None`) capturing a port's received and/or transmitted
@@ -118,18 +130,24 @@ pub enum ControlRequest {
     /// timestamps are relative to), or why not. The worker that owns the port keeps the ring
     /// until told to stop; the control thread keeps its own reference and frees it after.
     Capture {
+        /// The port's index.
         port: usize,
+        /// The ring for received frames, or `None` to stop capturing them.
         rx: Option<Arc<CaptureRing>>,
+        /// The ring for transmitted frames, or `None` to stop capturing them.
         tx: Option<Arc<CaptureRing>>,
+        /// Where the answer goes.
         reply: std::sync::mpsc::SyncSender<Result<u64, String>>,
     },
     /// Between the coordinator and the shards of a switch of several (`runtime::coordinator`):
     /// stop taking frames and send across what was taken; answered once it has crossed.
     Quiesce {
+        /// Where the answer goes.
         reply: std::sync::mpsc::SyncSender<Result<(), String>>,
     },
     /// Between the coordinator and the shards: take frames again.
     Resume {
+        /// Where the answer goes.
         reply: std::sync::mpsc::SyncSender<Result<(), String>>,
     },
 }
@@ -172,7 +190,9 @@ pub const TX_ROUNDS: usize = 4;
 
 /// Options of `rocesw run` beyond the config.
 pub struct RunOptions {
+    /// Seeds the switch's random draws (WRED).
     pub seed: u64,
+    /// Opens each port's backend.
     pub open: OpenPort,
     /// Requests from the control plane (`rocectl`), served between bursts.
     pub control: Option<Arc<ControlQueue>>,

@@ -56,7 +56,12 @@ pub enum CrossFrame {
     Owned(ForeignFrame),
     /// A copy in the ingress shard's packet slot `home`, at `ptr`: the egress shard reads and
     /// marks it there, and the slot goes back to its shard with the frame's release.
-    Borrowed { ptr: NonNull<u8>, home: u32 },
+    Borrowed {
+        /// The frame's first byte in that slot.
+        ptr: NonNull<u8>,
+        /// The slot's index in the ingress shard's pool.
+        home: u32,
+    },
 }
 
 // SAFETY: a borrowed slot is touched only by the shard the frame is queued on until its release
@@ -66,11 +71,17 @@ unsafe impl Send for CrossFrame {}
 
 /// A frame crossing to the shard that owns its egress port, its ingress side done.
 pub struct Crossing {
+    /// The frame's bytes, handed over or lent.
     pub frame: CrossFrame,
+    /// Frame length, bytes.
     pub len: u16,
+    /// Ingress port index (its shard gets the release).
     pub in_port: u8,
+    /// Egress port index, owned by the receiving shard.
     pub out: u8,
+    /// Priority, PG and queue as the ingress shard classified it.
     pub class: Class,
+    /// The parse result, so the egress shard does not parse again.
     pub info: FrameInfo,
     /// A flooded copy's group at the ingress shard (`ingress::flood::NO_GROUP` otherwise):
     /// its PG was charged once for every copy.
@@ -83,30 +94,43 @@ pub struct Crossing {
 /// [`Release::NO_HOME`]) is the slot of the ingress shard that held its bytes.
 #[derive(Clone, Copy, Debug)]
 pub struct Release {
+    /// Ingress port index of the frame.
     pub in_port: u8,
+    /// The PG that was charged for it.
     pub pg: u8,
+    /// Whether it was dropped rather than sent (the PG counts the drop).
     pub dropped: bool,
+    /// Cells the PG gets back.
     pub cells: u16,
+    /// The ingress shard's slot that held its bytes, or [`Self::NO_HOME`].
     pub home: u32,
+    /// A flooded copy's group at the ingress shard (`ingress::flood::NO_GROUP` otherwise).
     pub group: u32,
 }
 
 impl Release {
+    /// No slot to free: the frame crossed in a buffer of its own.
     pub const NO_HOME: u32 = u32::MAX;
 }
 
 /// A MAC address learnt (or learnt again) on a port of the sending shard.
 #[derive(Clone, Copy, Debug)]
 pub struct Learnt {
+    /// The MAC as the FDB keys it (48 bits in a `u64`).
     pub mac: u64,
+    /// Id of the port it was learnt on.
     pub port_id: u16,
+    /// When it was learnt, ns: the entry's age starts there.
     pub now: u64,
 }
 
 /// What one ring transfer carries.
 pub struct Batch {
+    /// Frames crossing, in the order they were received.
     pub frames: Vec<Crossing>,
+    /// Releases of frames that crossed the other way.
     pub releases: Vec<Release>,
+    /// MAC addresses learnt.
     pub learns: Vec<Learnt>,
 }
 
@@ -131,6 +155,7 @@ pub struct Link {
 }
 
 impl Link {
+    /// A link with all its batches free.
     pub fn new() -> Self {
         let (full, free) = (ArrayQueue::new(LINK_BATCHES), ArrayQueue::new(LINK_BATCHES));
         for _ in 0..LINK_BATCHES {
@@ -210,6 +235,7 @@ impl Outbox {
         self.frames.len() + self.burst_need <= self.frames.capacity()
     }
 
+    /// Queues a crossing frame; [`Self::has_room`] must have said yes for the burst.
     #[inline]
     pub fn push_frame(&mut self, c: Crossing) {
         debug_assert!(
@@ -226,6 +252,7 @@ impl Outbox {
         self.releases.push(r);
     }
 
+    /// Queues a learn; when full, the learn is dropped and counted in `learns_dropped`.
     #[inline]
     pub fn push_learn(&mut self, l: Learnt) {
         if self.learns.len() < self.learns.capacity() {
@@ -235,10 +262,12 @@ impl Outbox {
         }
     }
 
+    /// Whether nothing waits to be sent.
     pub fn is_empty(&self) -> bool {
         self.frames.is_empty() && self.releases.is_empty() && self.learns.is_empty()
     }
 
+    /// Whether frames wait to be sent.
     pub fn has_frames(&self) -> bool {
         !self.frames.is_empty()
     }
@@ -283,10 +312,12 @@ impl Outbox {
 /// Which shard owns each port, seen from one shard, and its outboxes. Replay and single-worker
 /// runs have one shard and no outboxes.
 pub struct ShardLink {
+    /// This shard's index.
     pub me: u8,
     /// Per port index: the shard that owns it (ports beyond 256 cannot be named by a
     /// descriptor and are refused by validation).
     pub owner: [u8; 256],
+    /// Number of shards.
     pub shards: u8,
     /// Per destination shard (`me`'s own entry unused).
     pub outboxes: Vec<Outbox>,

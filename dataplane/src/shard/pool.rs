@@ -25,6 +25,7 @@ pub struct PoolShare {
 }
 
 impl PoolShare {
+    /// Room for `shards` shards' figures, all zero.
     pub fn new(shards: usize) -> Self {
         PoolShare {
             shards: (0..shards).map(|_| Published::default()).collect(),

@@ -18,6 +18,7 @@ pub fn host_mac(i: u16) -> [u8; 6] {
     [0x02, 0x00, 0x5e, 0x10, b[0], b[1]]
 }
 
+/// Test host `i`'s IPv4 address, 198.18.x.y from i + 1.
 pub fn host_ip(i: u16) -> [u8; 4] {
     let b = (i + 1).to_be_bytes();
     [198, 18, b[0], b[1]]
@@ -27,14 +28,23 @@ pub fn host_ip(i: u16) -> [u8; 4] {
 /// `dst`, starting at `start_ns`, paced at `rate_bps` (on-wire, preamble and gap included).
 #[derive(Debug, Clone)]
 pub struct Flow {
+    /// Sending host (and the port its capture is for).
     pub src: u16,
+    /// Receiving host.
     pub dst: u16,
+    /// DSCP of every frame (0..=63), which the switch maps to a priority.
     pub dscp: u8,
+    /// ECN codepoint every frame carries.
     pub ecn: Ecn,
+    /// Destination QP of the BTH (also picks the UDP source port).
     pub qp: u32,
+    /// Frame length in bytes, FCS not included.
     pub frame_len: usize,
+    /// Frames to send.
     pub count: u64,
+    /// Timestamp of the first frame, ns from the capture start.
     pub start_ns: u64,
+    /// Pacing rate, wire bits per second.
     pub rate_bps: u64,
 }
 
@@ -87,10 +97,15 @@ pub fn write_pcap(path: &Path, base_ns: u64, mut frames: Vec<(u64, Vec<u8>)>) ->
 /// `senders` (which announces itself first). Returns the pcap paths, one per port 0..=senders.
 #[derive(Debug, Clone)]
 pub struct Incast {
+    /// Sending hosts (ports 0..senders); the receiver is port `senders`.
     pub senders: u16,
+    /// Frames per sender.
     pub frames: u64,
+    /// Frame length in bytes, FCS not included.
     pub frame_len: usize,
+    /// Each sender's rate: its port's line rate, bits per second.
     pub speed_bps: u64,
+    /// DSCP of the senders' frames.
     pub dscp: u8,
 }
 
@@ -153,6 +168,8 @@ impl Incast {
         out
     }
 
+    /// Writes `port<i>.pcap` for every port into `dir` (created if missing) and returns their
+    /// paths; an error if there are no senders.
     pub fn write(&self, dir: &Path) -> Result<Vec<PathBuf>> {
         if self.senders == 0 {
             bail!("an incast needs at least one sender");

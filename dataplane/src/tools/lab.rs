@@ -62,7 +62,9 @@ pub struct LabSpec {
 /// A lab that is up.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Lab {
+    /// The lab's name, the prefix of its namespaces and interfaces.
     pub name: String,
+    /// Its hosts, host `i` on switch port `i`.
     pub hosts: Vec<LabHost>,
     /// The switch config for the lab: port i is `hosts[i].switch_if`.
     pub config_path: PathBuf,
@@ -100,6 +102,7 @@ impl fmt::Display for Lab {
 /// One test host.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LabHost {
+    /// Its position: the switch port it is cabled to.
     pub index: usize,
     /// Its network namespace, `NAME-h<i>`.
     pub netns: String,
@@ -126,12 +129,15 @@ impl LabHost {
 /// What `down` did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct DownReport {
+    /// The lab asked about.
     pub name: String,
     /// A state file existed. If not, nothing was touched (the lab was already down, or never up).
     pub found: bool,
     /// Root-namespace veth ends deleted (each takes its peer in the namespace with it).
     pub interfaces_removed: Vec<String>,
+    /// Host namespaces deleted.
     pub namespaces_removed: Vec<String>,
+    /// The lab's files deleted (state file, config).
     pub files_removed: Vec<PathBuf>,
     /// Interfaces and namespaces in the state file that no longer existed.
     pub already_gone: Vec<String>,

@@ -12,6 +12,7 @@ use std::sync::OnceLock;
 /// The shipped patterns, compiled in so that `rocesw tune` finds them from any directory.
 pub const SHIPPED_PATTERNS: &str = include_str!("../../../examples/tune/patterns.toml");
 
+/// `rocesw tune`'s options, as clap parses them.
 #[derive(Debug, Args)]
 pub struct TuneArgs {
     /// The fabric to tune (a `rocesw fabric` topology file; its [[traffic]] is ignored).
@@ -142,6 +143,8 @@ pub fn options(args: &TuneArgs) -> Result<TuneOptions> {
     Ok(o)
 }
 
+/// Runs `rocesw tune`: loads the topology and patterns, searches, writes tune.json, tune.svg and
+/// the fragment, and prints the summary.
 pub fn run(args: TuneArgs) -> Result<()> {
     let mut opts = options(&args)?;
     let topo = crate::fabric::topology::load(&args.topology, args.default_config.as_deref(), args.seed)?;

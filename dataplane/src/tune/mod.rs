@@ -36,9 +36,12 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 use targets::{Measured, Targets};
 
+/// How [`run`] searches; [`Default`] is the CLI's defaults.
 #[derive(Debug, Clone)]
 pub struct TuneOptions {
+    /// Seed of every simulation (the traffic's expansion and the fabric's draws).
     pub seed: u64,
+    /// What a pattern's run must meet.
     pub targets: Targets,
     /// Worker threads (simulations at once).
     pub threads: usize,
@@ -62,10 +65,13 @@ pub struct TuneOptions {
 /// The coarse grid, as ladder indices (see [`space`]).
 #[derive(Debug, Clone)]
 pub struct Grid {
+    /// Kmin ladder indices ([`space::K_KIB`]).
     pub kmin: Vec<usize>,
     /// Kmax as Kmin's index plus these steps (each step doubles).
     pub kmax_steps: Vec<usize>,
+    /// Pmax ladder indices ([`space::PMAX`]).
     pub pmax: Vec<usize>,
+    /// alpha ladder indices ([`space::ALPHA`]).
     pub alpha: Vec<usize>,
 }
 
@@ -142,21 +148,28 @@ impl Default for TuneOptions {
 /// A candidate: the configs as given (`None`) or a setting.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Candidate {
+    /// The topology's configs unchanged.
     Baseline,
+    /// The configs with this setting's fragment merged in.
     Setting(Setting),
 }
 
 /// A candidate's results on every pattern, and its rank.
 #[derive(Debug, Clone, Serialize)]
 pub struct Evaluated {
+    /// The setting as one line (`Kmin 8KiB Kmax 64KiB ...`), or "the configs as given".
     pub label: String,
+    /// The setting's values as people read them; `None` for the baseline.
     pub setting: Option<space::SettingView>,
+    /// The config fragment (TOML) that applies the setting; `None` for the baseline.
     pub fragment: Option<String>,
     /// Patterns meeting all three targets.
     pub all_met: u32,
     /// Per target, patterns meeting it: (goodput, pfc, latency).
     pub met: [u32; 3],
+    /// Summed [`Measured::shortfall`] over the patterns: how far the misses are.
     pub shortfall: f64,
+    /// One per pattern, in the pattern set's order.
     pub results: Vec<Measured>,
     /// How it was reached: "baseline", "grid", "climb round N".
     pub stage: String,
@@ -190,15 +203,24 @@ impl Evaluated {
     }
 }
 
+/// A whole search's result: what tune.json holds and the report prints.
 #[derive(Debug, Serialize)]
 pub struct TuneOutcome {
+    /// The seed the simulations ran with.
     pub seed: u64,
+    /// The targets measured against.
     pub targets: Targets,
+    /// Virtual time each pattern ran, ns.
     pub duration_ns: u64,
+    /// Pattern names, in order.
     pub patterns: Vec<String>,
+    /// ECN profiles the fragment sets (those of the lossless queues).
     pub knobs_profiles: Vec<String>,
+    /// PGs whose alpha the fragment sets (the lossless ones).
     pub knobs_pgs: Vec<u8>,
+    /// The configs as given.
     pub baseline: Evaluated,
+    /// The winner (the baseline if no setting beat it).
     pub best: Evaluated,
     /// Every setting run on every pattern, in the order run.
     pub finalists: Vec<Evaluated>,
@@ -207,15 +229,22 @@ pub struct TuneOutcome {
     /// Of the finalists, those no other beats on every target count (goodput, PFC,
     /// latency): the trade-offs on offer.
     pub pareto: Vec<String>,
+    /// Fabric simulations run, the baseline's included (at most the budget).
     pub simulations: usize,
+    /// The patterns the coarse grid was screened on (every `screen_every`-th).
     pub screening_patterns: Vec<String>,
 }
 
+/// One grid setting's screening result, on the screening patterns only.
 #[derive(Debug, Clone, Serialize)]
 pub struct Screened {
+    /// The setting as one line.
     pub label: String,
+    /// Screening patterns meeting all three targets.
     pub all_met: u32,
+    /// Targets met, summed over the screening patterns.
     pub targets_met: u32,
+    /// Summed shortfall over the screening patterns.
     pub shortfall: f64,
 }
 

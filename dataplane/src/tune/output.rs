@@ -8,8 +8,11 @@ use std::path::{Path, PathBuf};
 /// The files a run writes.
 #[derive(Debug, Clone)]
 pub struct Outputs {
+    /// Every result: the [`TuneOutcome`] as JSON.
     pub json: PathBuf,
+    /// Targets met per pattern, before and after, as a chart.
     pub svg: PathBuf,
+    /// The winning setting's config fragment (TOML), for `rocectl patch`.
     pub fragment: PathBuf,
 }
 

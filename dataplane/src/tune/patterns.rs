@@ -68,21 +68,29 @@ impl FamilyFile {
 /// One traffic pattern: a name and the `[[traffic]]` it puts on the topology.
 #[derive(Debug, Clone)]
 pub struct Pattern {
+    /// The family's name plus the values that vary (`incast-d4`...).
     pub name: String,
+    /// The traffic it puts on the topology in place of the topology's own.
     pub traffic: Vec<TrafficSpec>,
 }
 
+/// Every pattern a patterns file expands to, and how long each runs.
 #[derive(Debug, Clone)]
 pub struct PatternSet {
+    /// Virtual time each pattern runs, ns (default 500 µs).
     pub duration_ns: u64,
+    /// The patterns, in file order (each family's cross product in turn).
     pub patterns: Vec<Pattern>,
 }
 
+/// Reads and expands a patterns file; errors name the file.
 pub fn load(path: &Path, topo: &Topology) -> Result<PatternSet> {
     let text = controlplane::files::read_text(path).map_err(|e| anyhow::anyhow!("patterns {e}"))?;
     from_str(&text, topo).map_err(|e| anyhow!("{}: {e:#}", path.display()))
 }
 
+/// Expands a patterns file's text for `topo`'s hosts; refuses an empty set, unknown keys or more
+/// than [`MAX_PATTERNS`].
 pub fn from_str(text: &str, topo: &Topology) -> Result<PatternSet> {
     let file: File = toml::from_str(text).map_err(|e| anyhow!("{e}"))?;
     let duration_ns =

@@ -13,6 +13,7 @@ use std::collections::BTreeSet;
 
 /// Kmin and Kmax, KiB: powers of two from 4 KiB to 2 MiB.
 pub const K_KIB: [u64; 10] = [4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048];
+/// Pmax, the marking probability at Kmax: from 1% to always.
 pub const PMAX: [f64; 7] = [0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0];
 /// alpha as (numerator, denominator): 2^−6 … 2^2.
 pub const ALPHA: [(u32, u32); 9] = [
@@ -42,35 +43,50 @@ pub const DCQCN_DEFAULT: (usize, usize, usize) = (2, 2, 3);
 /// interval) only when the hosts' DCQCN is searched too.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Setting {
+    /// Index into [`K_KIB`].
     pub kmin: usize,
+    /// Index into [`K_KIB`], at least `kmin`.
     pub kmax: usize,
+    /// Index into [`PMAX`].
     pub pmax: usize,
+    /// Index into [`ALPHA`].
     pub alpha: usize,
+    /// Indices into [`RAI_FACTOR`], [`BYTE_COUNTER`] and [`CNP_INTERVAL_US`].
     pub dcqcn: Option<(usize, usize, usize)>,
 }
 
 /// A setting as people read it.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct SettingView {
+    /// Kmin with its unit (`8KiB`).
     pub kmin: String,
+    /// Kmax with its unit.
     pub kmax: String,
+    /// Pmax, a probability.
     pub pmax: f64,
+    /// alpha as a fraction (`1/16`).
     pub alpha: String,
     /// The hosts' DCQCN, as the topology's `[nic]` keys, when searched.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub nic: Option<NicView>,
 }
 
+/// The hosts' DCQCN part of a setting, as the topology's `[nic]` keys spell it.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct NicView {
     /// Multiple of the model's default additive increase (0.5% of line rate).
     pub rai_factor: f64,
+    /// Additive increase as a rate (`125Mbps`); empty until [`Setting::view_at`] knows the line
+    /// rate.
     pub dcqcn_rai: String,
+    /// Byte counter with its unit (`150000B`).
     pub dcqcn_byte_counter: String,
+    /// CNP interval with its unit (`50us`).
     pub cnp_interval: String,
 }
 
 impl Setting {
+    /// The values behind the indices; the RAI as a rate needs [`Setting::view_at`].
     pub fn view(self) -> SettingView {
         SettingView {
             kmin: format!("{}KiB", K_KIB[self.kmin]),
@@ -95,6 +111,7 @@ impl Setting {
         v
     }
 
+    /// The setting as one line, as reports and `Evaluated::label` show it.
     pub fn label(self) -> String {
         let v = self.view();
         let mut l = format!("Kmin {} Kmax {} Pmax {} alpha {}", v.kmin, v.kmax, v.pmax, v.alpha);
@@ -221,11 +238,15 @@ fn nearest(values: impl Iterator<Item = f64>, x: f64) -> usize {
 /// queue and every lossless PG, over all switches.
 #[derive(Debug, Clone)]
 pub struct Knobs {
+    /// Names of the ECN profiles to set.
     pub profiles: BTreeSet<String>,
+    /// Numbers of the PGs whose alpha to set.
     pub pgs: BTreeSet<u8>,
 }
 
 impl Knobs {
+    /// Finds the knobs over every switch; an error if a lossless queue has no ECN profile or no
+    /// priority is lossless.
     pub fn of(topo: &Topology) -> Result<Knobs> {
         let mut profiles = BTreeSet::new();
         let mut pgs = BTreeSet::new();

@@ -34,6 +34,7 @@ const WIRE_OVERHEAD: u64 = crate::switch::WIRE_OVERHEAD_BYTES;
 /// first frame's path delay alone is about a microsecond.
 const MIN_BUSY_NS: u64 = 100_000;
 
+/// What a pattern must meet (the module's three targets); [`Default`] is the published ones.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct Targets {
     /// Fraction of line rate a bottleneck link must carry.
@@ -44,7 +45,9 @@ pub struct Targets {
     pub pfc_time: f64,
     /// How many windows a run is cut into.
     pub windows: u32,
+    /// Bound on the 90th percentile one-way latency, ns (default 40 µs).
     pub latency_p90_ns: u64,
+    /// Bound on the 99th percentile one-way latency, ns (default 80 µs).
     pub latency_p99_ns: u64,
 }
 
@@ -165,7 +168,9 @@ pub struct Measured {
     pub pfc_ok_windows: f64,
     /// PFC frames the switches sent.
     pub pfc_frames: u64,
+    /// 90th percentile one-way latency over the pattern's packets, ns.
     pub latency_p90_ns: u64,
+    /// 99th percentile one-way latency, ns.
     pub latency_p99_ns: u64,
     /// Packets whose latency was measured.
     pub packets: u64,
@@ -173,24 +178,32 @@ pub struct Measured {
     pub drops: u64,
     /// Finite messages that completed, of those sent.
     pub completed: u64,
+    /// Finite messages sent.
     pub messages: u64,
     /// Completion times per size bucket (the fabric's own figures).
     pub fct_by_size: Vec<crate::fabric::fct::SizeFct>,
+    /// Which targets the run met.
     pub met: Met,
 }
 
+/// Which of the three targets a run met.
 #[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq, Default)]
 pub struct Met {
+    /// Every bottleneck at the goodput fraction (true when there is none).
     pub goodput: bool,
+    /// Enough windows within the PFC rate.
     pub pfc: bool,
+    /// Both latency percentiles within their bounds.
     pub latency: bool,
 }
 
 impl Met {
+    /// Whether all three were met.
     pub fn all(self) -> bool {
         self.goodput && self.pfc && self.latency
     }
 
+    /// How many of the three were met.
     pub fn count(self) -> u32 {
         u32::from(self.goodput) + u32::from(self.pfc) + u32::from(self.latency)
     }
@@ -209,6 +222,8 @@ impl Measured {
     }
 }
 
+/// Measures one fabric run of a pattern against the targets; `duration_ns` is the pattern's run
+/// time (what PFC windows divide).
 pub fn measure(topo: &Topology, o: &FabricOutcome, duration_ns: u64, t: &Targets) -> Measured {
     let goodput = goodput(topo, o, duration_ns);
     // PFC frames per window, from every switch.

@@ -20,19 +20,46 @@ use etherparse::{
 /// Source and destination addresses, one IP version for both.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum IpPair {
-    V4 { src: [u8; 4], dst: [u8; 4] },
-    V6 { src: [u8; 16], dst: [u8; 16] },
+    /// IPv4 addresses: the frame gets an IPv4 header (checksummed) and a zero UDP checksum.
+    V4 {
+        /// Source address.
+        src: [u8; 4],
+        /// Destination address.
+        dst: [u8; 4],
+    },
+    /// IPv6 addresses: the frame gets an IPv6 header and a computed UDP checksum.
+    V6 {
+        /// Source address.
+        src: [u8; 16],
+        /// Destination address.
+        dst: [u8; 16],
+    },
 }
 
 /// Why a frame could not be built.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum BuildError {
+    /// The frame length asked for (`build_sized`) cannot hold the headers, ICRC and extension
+    /// headers.
     #[error("requested frame length {requested} is below the {min} bytes the headers need")]
-    TooShort { requested: usize, min: usize },
+    TooShort {
+        /// The length asked for, bytes without FCS.
+        requested: usize,
+        /// The least these headers need, bytes.
+        min: usize,
+    },
+    /// The IP packet would be longer than its 16-bit length field allows.
     #[error("IP packet of {len} bytes does not fit the 16-bit length field")]
-    TooLong { len: usize },
+    TooLong {
+        /// The IP packet's length, bytes.
+        len: usize,
+    },
+    /// IPv4 options that are not a multiple of 4 bytes or longer than 40.
     #[error("IPv4 options must be a multiple of 4 bytes, at most 40 (got {len})")]
-    BadIpv4Options { len: usize },
+    BadIpv4Options {
+        /// Bytes of options given.
+        len: usize,
+    },
 }
 
 /// Everything about one RoCEv2 frame. Fields are public; the chained setters are shorthand.
@@ -41,13 +68,17 @@ pub enum BuildError {
 /// header checksum, the IPv6 UDP checksum and the ICRC.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RoceFrameBuilder {
+    /// Source MAC.
     pub src_mac: [u8; 6],
+    /// Destination MAC (the FDB looks it up).
     pub dst_mac: [u8; 6],
     /// An 802.1Q tag (PCP, DEI, VID; values are masked to their field widths).
     pub vlan: Option<VlanTag>,
+    /// Source and destination addresses; their version picks the IP header.
     pub ip: IpPair,
     /// DSCP (masked to 6 bits).
     pub dscp: u8,
+    /// ECN codepoint of the IP header.
     pub ecn: Ecn,
     /// IPv4 TTL / IPv6 hop limit.
     pub ttl: u8,
@@ -55,11 +86,13 @@ pub struct RoceFrameBuilder {
     pub flow_label: u32,
     /// IPv4 options (a multiple of 4 bytes, at most 40); ignored for IPv6.
     pub ipv4_options: Vec<u8>,
+    /// UDP source port; the destination is always 4791.
     pub udp_sport: u16,
     /// The BTH; its pad count is overwritten by `build` unless `pad_count` is set.
     pub bth: Bth,
     /// Extended transport headers after the BTH (RETH, AETH, ImmDt, DETH...).
     pub ext: Vec<u8>,
+    /// Payload bytes after the BTH and extension headers, before the pad and ICRC.
     pub payload: Vec<u8>,
     /// BTH pad count and number of zero pad bytes before the ICRC; `None` pads the payload
     /// to a multiple of 4 as IBA requires.
@@ -116,55 +149,68 @@ impl RoceFrameBuilder {
         }
     }
 
+    /// Source and destination MAC.
     pub fn macs(mut self, src: [u8; 6], dst: [u8; 6]) -> Self {
         self.src_mac = src;
         self.dst_mac = dst;
         self
     }
+    /// An 802.1Q tag with this PCP and VLAN id (DEI clear).
     pub fn vlan(mut self, pcp: u8, vid: u16) -> Self {
         self.vlan = Some(VlanTag { pcp, dei: false, vid });
         self
     }
+    /// IPv4 source and destination.
     pub fn ipv4(mut self, src: [u8; 4], dst: [u8; 4]) -> Self {
         self.ip = IpPair::V4 { src, dst };
         self
     }
+    /// IPv6 source and destination.
     pub fn ipv6(mut self, src: [u8; 16], dst: [u8; 16]) -> Self {
         self.ip = IpPair::V6 { src, dst };
         self
     }
+    /// DSCP of the IP header (masked to 6 bits when built).
     pub fn dscp(mut self, dscp: u8) -> Self {
         self.dscp = dscp;
         self
     }
+    /// ECN codepoint of the IP header.
     pub fn ecn(mut self, ecn: Ecn) -> Self {
         self.ecn = ecn;
         self
     }
+    /// UDP source port.
     pub fn udp_sport(mut self, port: u16) -> Self {
         self.udp_sport = port;
         self
     }
+    /// Replaces the whole BTH.
     pub fn bth(mut self, bth: Bth) -> Self {
         self.bth = bth;
         self
     }
+    /// BTH opcode ([`opcode`] has the ones the switch knows).
     pub fn opcode(mut self, opcode: u8) -> Self {
         self.bth.set_opcode(opcode);
         self
     }
+    /// Destination QP of the BTH (24 bits).
     pub fn dest_qp(mut self, qp: u32) -> Self {
         self.bth.set_dest_qp(qp);
         self
     }
+    /// PSN of the BTH (24 bits).
     pub fn psn(mut self, psn: u32) -> Self {
         self.bth.set_psn(psn);
         self
     }
+    /// Extension headers after the BTH, as raw bytes ([`reth`], [`aeth`]...).
     pub fn ext(mut self, bytes: &[u8]) -> Self {
         self.ext = bytes.to_vec();
         self
     }
+    /// The payload, copied.
     pub fn payload(mut self, bytes: &[u8]) -> Self {
         self.payload = bytes.to_vec();
         self

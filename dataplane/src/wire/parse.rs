@@ -185,8 +185,11 @@ impl std::error::Error for Malformed {}
 pub enum L3Kind {
     /// 802.3 length field instead of an EtherType (LLC/SNAP frames such as STP): no L3.
     None,
+    /// EtherType 0x0800; the header and its lengths are checked.
     Ipv4,
+    /// EtherType 0x86DD; the header and its lengths are checked.
     Ipv6,
+    /// EtherType 0x0806: forwarded at L2, not looked into.
     Arp,
     /// 0x8808: 802.3x PAUSE or 802.1Qbb PFC; decode with [`super::pfc::decode_mac_control`].
     MacControl,
@@ -209,9 +212,13 @@ pub struct VlanTag {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[repr(u8)]
 pub enum Ecn {
+    /// Not ECN-capable: WRED drops it where it would mark an ECT frame.
     NotEct = 0,
+    /// ECN-capable, ECT(1).
     Ect1 = 1,
+    /// ECN-capable, ECT(0): what RoCE NICs send.
     Ect0 = 2,
+    /// Congestion experienced: marked by a switch on the way.
     Ce = 3,
 }
 
@@ -237,7 +244,9 @@ impl Ecn {
 /// The UDP header fields the switch uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct UdpPorts {
+    /// UDP source port.
     pub src_port: u16,
+    /// UDP destination port (4791 makes the frame RoCEv2).
     pub dst_port: u16,
     /// The UDP length field (header + payload), validated to be 8..=IP payload.
     pub length: u16,

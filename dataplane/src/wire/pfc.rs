@@ -33,11 +33,22 @@ pub const BITS_PER_QUANTUM: u64 = 512;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum MacControl {
     /// Priority flow control: bit `i` of `enable` says `times[i]` applies to priority `i`.
-    Pfc { enable: u8, times: [u16; 8] },
+    Pfc {
+        /// Class-enable vector: bit `i` set when `times[i]` applies.
+        enable: u8,
+        /// Pause time per priority, in quanta (0: XON).
+        times: [u16; 8],
+    },
     /// 802.3x PAUSE: the whole link.
-    Pause { time: u16 },
+    Pause {
+        /// Pause time, in quanta (0: resume).
+        time: u16,
+    },
     /// Another MAC control opcode (e.g. 802.3 EPON GATE/REPORT): not acted on.
-    Other { opcode: u16 },
+    Other {
+        /// The MAC control opcode.
+        opcode: u16,
+    },
 }
 
 fn encode_header(buf: &mut [u8], src_mac: [u8; 6], opcode: u16) {

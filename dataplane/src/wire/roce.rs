@@ -23,19 +23,33 @@ pub const CNP_UDP_LEN: usize = 8 + 12 + 16 + ICRC_LEN;
 
 /// Some RC opcodes, for tests and the builder (IBA table 38).
 pub mod opcode {
+    /// First packet of a SEND longer than one MTU.
     pub const RC_SEND_FIRST: u8 = 0x00;
+    /// A packet between the first and the last of a SEND.
     pub const RC_SEND_MIDDLE: u8 = 0x01;
+    /// Last packet of a multi-packet SEND.
     pub const RC_SEND_LAST: u8 = 0x02;
+    /// Last packet of a SEND, with immediate data (ImmDt after the BTH).
     pub const RC_SEND_LAST_IMM: u8 = 0x03;
+    /// A SEND that fits one packet.
     pub const RC_SEND_ONLY: u8 = 0x04;
+    /// A one-packet SEND with immediate data.
     pub const RC_SEND_ONLY_IMM: u8 = 0x05;
+    /// First packet of an RDMA WRITE (RETH after the BTH).
     pub const RC_RDMA_WRITE_FIRST: u8 = 0x06;
+    /// A packet between the first and the last of an RDMA WRITE.
     pub const RC_RDMA_WRITE_MIDDLE: u8 = 0x07;
+    /// Last packet of a multi-packet RDMA WRITE.
     pub const RC_RDMA_WRITE_LAST: u8 = 0x08;
+    /// An RDMA WRITE that fits one packet (RETH after the BTH).
     pub const RC_RDMA_WRITE_ONLY: u8 = 0x0a;
+    /// RDMA READ request (RETH after the BTH).
     pub const RC_RDMA_READ_REQUEST: u8 = 0x0c;
+    /// Acknowledge (AETH after the BTH).
     pub const RC_ACK: u8 = 0x11;
+    /// UD SEND Only (DETH after the BTH).
     pub const UD_SEND_ONLY: u8 = 0x64;
+    /// Congestion notification packet (RoCEv2 Annex A17): [`super::OPCODE_CNP`].
     pub const CNP: u8 = super::OPCODE_CNP;
 }
 
@@ -71,16 +85,19 @@ impl Bth {
         b
     }
 
+    /// The BTH as its 12 wire bytes, unchecked.
     #[inline]
     pub fn from_bytes(bytes: [u8; 12]) -> Bth {
         Bth { bytes }
     }
 
+    /// The 12 wire bytes.
     #[inline]
     pub fn to_bytes(self) -> [u8; 12] {
         self.bytes
     }
 
+    /// Operation code: transport service and operation (see [`opcode`]).
     #[inline]
     pub fn opcode(&self) -> u8 {
         self.bytes[0]
@@ -105,6 +122,7 @@ impl Bth {
     pub fn tver(&self) -> u8 {
         self.bytes[1] & 0x0f
     }
+    /// Partition key (0xFFFF: the default partition).
     #[inline]
     pub fn pkey(&self) -> u16 {
         u16::from_be_bytes([self.bytes[2], self.bytes[3]])
@@ -140,12 +158,15 @@ impl Bth {
         self.opcode() == OPCODE_CNP
     }
 
+    /// Operation code (see [`opcode`]).
     pub fn set_opcode(&mut self, v: u8) {
         self.bytes[0] = v;
     }
+    /// Solicited event bit.
     pub fn set_solicited(&mut self, v: bool) {
         set_bit(&mut self.bytes[1], 0x80, v);
     }
+    /// Migration request bit.
     pub fn set_migreq(&mut self, v: bool) {
         set_bit(&mut self.bytes[1], 0x40, v);
     }
@@ -157,12 +178,15 @@ impl Bth {
     pub fn set_tver(&mut self, v: u8) {
         self.bytes[1] = (self.bytes[1] & 0xf0) | (v & 0x0f);
     }
+    /// Partition key.
     pub fn set_pkey(&mut self, v: u16) {
         self.bytes[2..4].copy_from_slice(&v.to_be_bytes());
     }
+    /// Forward explicit congestion notification bit.
     pub fn set_fecn(&mut self, v: bool) {
         set_bit(&mut self.bytes[4], 0x80, v);
     }
+    /// Backward explicit congestion notification bit (CNPs set it).
     pub fn set_becn(&mut self, v: bool) {
         set_bit(&mut self.bytes[4], 0x40, v);
     }
@@ -170,6 +194,7 @@ impl Bth {
     pub fn set_dest_qp(&mut self, v: u32) {
         self.bytes[5..8].copy_from_slice(&v.to_be_bytes()[1..]);
     }
+    /// Acknowledge request bit.
     pub fn set_ack_req(&mut self, v: bool) {
         set_bit(&mut self.bytes[8], 0x80, v);
     }

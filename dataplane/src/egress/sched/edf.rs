@@ -88,6 +88,8 @@ enum Band {
 }
 
 impl Edf {
+    /// A scheduler regulating the queues in the mask `regulated`; the others run as `SpWdrr` with
+    /// `modes` and `base_quantum`.
     pub fn new(modes: &[SchedMode; NUM_TC], base_quantum: u32, regulated: u8) -> Self {
         Edf {
             regulated,
@@ -107,6 +109,8 @@ impl Edf {
         self.regulated
     }
 
+    /// The queue to send from among `eligible` (a bit mask): control first, then the regulated head
+    /// with the earliest deadline, then WDRR; `None` if nothing is eligible.
     #[inline]
     pub fn select(&mut self, eligible: u8, head: impl Fn(usize) -> super::Head) -> Option<usize> {
         let control = eligible & !self.regulated & self.rest.strict_mask();

@@ -50,8 +50,11 @@ pub struct Head {
 #[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Scheduler {
+    /// Strict priority, then WDRR by byte weights.
     SpWdrr(SpWdrr),
+    /// InfiniBand VL arbitration: high and low weighted tables under a high-priority limit.
     VlArb(VlArb),
+    /// Earliest deadline first for the regulated queues, between strict and WDRR bands.
     Edf(Edf),
 }
 

@@ -7,6 +7,7 @@
 
 use controlplane::{SchedMode, NUM_TC};
 
+/// Strict priority over the strict queues (the highest index first), then WDRR over the rest.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SpWdrr {
     strict: u8,

@@ -190,6 +190,7 @@ pub struct VlArb {
 }
 
 impl VlArb {
+    /// A fresh arbiter over the port's `vlarb` high and low tables, nothing sent yet.
     pub fn new(c: &VlArbConfig) -> Self {
         VlArb {
             high: Table::new(&c.high),

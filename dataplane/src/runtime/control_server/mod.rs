@@ -90,6 +90,7 @@ pub const MAX_TCP_UNAUTHENTICATED: usize = 8;
 /// again (its attempts meanwhile are refused without looking at the token); each further
 /// wrong token doubles the wait, up to [`AUTH_BACKOFF_MAX`]; the right token clears it.
 pub const AUTH_BACKOFF_FIRST: Duration = Duration::from_millis(100);
+/// The longest a peer waits after wrong tokens.
 pub const AUTH_BACKOFF_MAX: Duration = Duration::from_secs(2);
 /// A peer's wrong tokens are forgotten after this long without one.
 pub const AUTH_FORGET: Duration = Duration::from_secs(60);
@@ -125,7 +126,9 @@ const TCP_LISTENER: Token = Token(2);
 /// must first present the token.
 #[derive(Clone)]
 pub struct TcpControl {
+    /// The loopback address and port to listen on.
     pub addr: std::net::SocketAddr,
+    /// The token every TCP connection must present first.
     pub token: String,
 }
 
@@ -134,6 +137,7 @@ pub struct TcpControl {
 pub struct ControlOptions {
     /// The switch's name (`rocesw run --name`), reported by `hello`.
     pub name: Option<String>,
+    /// The TCP listener, if `--control-tcp` asked for one.
     pub tcp: Option<TcpControl>,
 }
 
@@ -143,8 +147,9 @@ pub struct ControlOptions {
 pub struct ControlStats {
     /// Bytes held in connection buffers: unsent answers plus unread request bytes.
     pub buffered_bytes: std::sync::atomic::AtomicUsize,
-    /// Open connections, Unix and TCP.
+    /// Open Unix-socket connections.
     pub unix_connections: std::sync::atomic::AtomicUsize,
+    /// Open TCP connections, authenticated or not.
     pub tcp_connections: std::sync::atomic::AtomicUsize,
     /// Connections refused or closed by a limit (over the cap, authentication timed out).
     pub refused_connections: std::sync::atomic::AtomicU64,
@@ -157,11 +162,17 @@ pub struct ControlStats {
 /// A copy of [`ControlStats`] at one instant.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ControlFigures {
+    /// Bytes held in connection buffers.
     pub buffered_bytes: usize,
+    /// Open Unix-socket connections.
     pub unix_connections: usize,
+    /// Open TCP connections.
     pub tcp_connections: usize,
+    /// Connections refused or closed by a limit.
     pub refused_connections: u64,
+    /// Live captures, running or stopping.
     pub captures: usize,
+    /// Bytes those captures' rings hold.
     pub capture_bytes: usize,
 }
 
