@@ -137,3 +137,66 @@ fn a_switch_dropped_with_lent_frames_releases_them() {
     drop(sw);
     assert_eq!(RELEASED.load(SeqCst), before + 3);
 }
+
+/// What left the switch, in the order the sink saw it, and how the frames in their own
+/// buffers were handed over: together, one call a `transmit` (`TxSink::transmit_owned_burst`).
+#[derive(Default)]
+struct OrderSink {
+    /// (lent: in its own buffer, the frame's bytes), in order.
+    order: Vec<(bool, Vec<u8>)>,
+    /// How many frames each `transmit_owned_burst` carried.
+    bursts: Vec<usize>,
+}
+
+impl TxSink for OrderSink {
+    fn transmit(&mut self, _port: usize, frame: &[u8], _at_ns: u64) {
+        self.order.push((false, frame.to_vec()));
+    }
+    fn transmit_owned(&mut self, _port: usize, _frame: ForeignFrame, _at_ns: u64) {
+        panic!("the switch hands frames in their own buffers over as bursts");
+    }
+    fn transmit_owned_burst(&mut self, _port: usize, frames: &mut dataplane::io::OwnedBurst) {
+        self.bursts.push(frames.len());
+        self.order
+            .extend(frames.drain(..).map(|(f, _)| (true, f.bytes().to_vec())));
+    }
+}
+
+/// Frames in their own buffers leave together, but never ahead of a copied frame queued
+/// before them: lent, lent, copied, lent, lent to one queue leave in that order, the lent ones
+/// of one `transmit` call in bursts on either side of the copy.
+#[test]
+fn lent_frames_leave_in_bursts_in_queue_order() {
+    static RELEASED: AtomicUsize = AtomicUsize::new(0);
+    let mut sw = Switch::new(&default_config(), 1);
+    sw.receive(3, &announce(3, 0).unwrap(), 0);
+    let mut announced = OrderSink::default();
+    for p in 0..3 {
+        sw.transmit(p, 0, &mut announced);
+    }
+    let frames = burst32(0, 3, 26);
+    let mut rx = sw.burst_rx(0, 1_000);
+    for (i, f) in frames[..5].iter().enumerate() {
+        if i == 2 {
+            // Borrowed: the switch copies it into its own buffers.
+            let mut frame = RxFrame::Borrowed(f);
+            rx.receive_frame(&mut frame);
+        } else {
+            let mut frame = RxFrame::Owned(lend(f, &RELEASED).0);
+            rx.receive_frame(&mut frame);
+            assert!(frame.give_back().is_none());
+        }
+    }
+    let mut sink = OrderSink::default();
+    // An idle link starts sending when called: the first call sends one frame, the next one
+    // (with time for the rest at line rate) the other four, back to back.
+    assert_eq!(sw.transmit(3, 1_000, &mut sink), 1);
+    assert_eq!(sw.transmit(3, 1_000_000, &mut sink), 4);
+    let kinds: Vec<bool> = sink.order.iter().map(|(lent, _)| *lent).collect();
+    assert_eq!(kinds, [true, true, false, true, true]);
+    for ((_, sent), orig) in sink.order.iter().zip(&frames[..5]) {
+        assert_eq!(sent, orig);
+    }
+    // The first call's frame; then the one before the copy, and the two after it together.
+    assert_eq!(sink.bursts, [1, 1, 2]);
+}

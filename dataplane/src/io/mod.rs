@@ -397,6 +397,50 @@ mod tests {
         assert!(p.flush().unwrap_err().is_vanished());
     }
 
+    /// A burst of frames in their own buffers through the default `send_owned_burst`: each
+    /// frame as `send_owned` would take it, in order; refusals counted; after an error the
+    /// frame that met it is not counted and the rest are, and every buffer is released once.
+    #[test]
+    fn send_owned_burst_takes_in_order_and_counts_what_it_refused() {
+        use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+        static RELEASED: AtomicUsize = AtomicUsize::new(0);
+        unsafe fn release(token: std::ptr::NonNull<std::ffi::c_void>) {
+            // SAFETY: made by Box::into_raw below, released once.
+            drop(unsafe { Box::from_raw(token.as_ptr().cast::<Vec<u8>>()) });
+            RELEASED.fetch_add(1, SeqCst);
+        }
+        let burst = |fill: &[u8]| {
+            let mut b = OwnedBurst::new();
+            for &x in fill {
+                let mut v = Box::new(vec![x; 60]);
+                let data = std::ptr::NonNull::new(v.as_mut_ptr()).unwrap();
+                let token = std::ptr::NonNull::new(Box::into_raw(v).cast()).unwrap();
+                // SAFETY: the box keeps the bytes alive until `release`, which runs once.
+                b.push((unsafe { ForeignFrame::new(data, 60, token, release, 1) }, 0));
+            }
+            b
+        };
+        let mut p = MemPort::new("m", 2);
+        let mut b = burst(&[1, 2, 3]);
+        let (refused, error) = p.send_owned_burst(&mut b);
+        assert!(b.is_empty() && error.is_none());
+        assert_eq!(refused, 1, "the third frame finds the queue full");
+        p.flush().unwrap();
+        assert_eq!(
+            (p.pop_tx(), p.pop_tx(), p.pop_tx()),
+            (Some(vec![1; 60]), Some(vec![2; 60]), None)
+        );
+        assert_eq!(RELEASED.load(SeqCst), 3, "sent as copies or refused: released");
+
+        p.vanish();
+        let mut b = burst(&[4, 5, 6]);
+        let (refused, error) = p.send_owned_burst(&mut b);
+        assert!(error.is_some_and(|e| e.is_vanished()));
+        assert_eq!(refused, 2, "the frames after the one that met the error");
+        assert!(b.is_empty());
+        assert_eq!(RELEASED.load(SeqCst), 6);
+    }
+
     /// `tx_room` is what `send` will take: it counts down as the transmit queue fills, stays 0
     /// while the far end does not read (a stalled flush moves nothing), and comes back once it
     /// reads again.
