@@ -33,7 +33,7 @@ pub enum Edit<'a> {
 /// size of the packet slots the switch allocated when it started.
 #[derive(Debug, Clone)]
 pub struct Running {
-    /// The config's TOML text as the switch would print it (`get_config`).
+    /// The running config's TOML text: what `get_config` answers and a change is written over.
     pub text: String,
     /// The same config, parsed and validated.
     pub config: Config,

@@ -169,7 +169,8 @@ pub struct EdfSection {
     pub tag_unit: Option<Scalar>,
 }
 
-/// One `[[port]]` as written; unset keys fall back to `[port_defaults]`.
+/// One `[[port]]` as written; unset keys fall back to `[port_defaults]`, unset PG and queue
+/// keys to the global `[pg.N]` and `[queue.N]`.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PortSection {

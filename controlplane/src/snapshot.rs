@@ -260,7 +260,7 @@ pub struct PgReport {
     pub min_cells: u32,
     /// Cells held now in the shared pool.
     pub shared_cells: u32,
-    /// Cells held now in headroom (frames that arrived after XOFF).
+    /// Cells held now in headroom (a lossless PG past its shared limit, its XOFF point).
     pub headroom_cells: u32,
     /// Highest total use (min + shared + headroom) since start or the last watermark clear.
     pub peak_cells: u32,

@@ -27,7 +27,7 @@ pub struct UnitError {
     pub text: String,
     /// What was expected, with its article: "a size", "a rate", ...
     pub what: &'static str,
-    /// An example of what would be accepted, e.g. "try 4MiB or 4MB".
+    /// What would be accepted or what was wrong, e.g. "try 4MiB or 4MB"; shown in parentheses.
     pub hint: String,
 }
 
