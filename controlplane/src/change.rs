@@ -33,8 +33,11 @@ pub enum Edit<'a> {
 /// size of the packet slots the switch allocated when it started.
 #[derive(Debug, Clone)]
 pub struct Running {
+    /// The running config's TOML text: what `get_config` answers and a change is written over.
     pub text: String,
+    /// The same config, parsed and validated.
     pub config: Config,
+    /// 1 at start, one more for every change that took effect.
     pub version: u64,
     /// `text` as a table (what a fragment merges into and a change is diffed against).
     table: Table,
@@ -48,6 +51,7 @@ pub struct Running {
 pub struct Prepared {
     /// The whole new config's text.
     pub text: String,
+    /// The validated config the change leads to.
     pub config: Config,
     /// Its validation warnings (valid, but probably not intended).
     pub warnings: Vec<String>,

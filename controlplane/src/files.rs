@@ -35,7 +35,9 @@ pub fn read_text(path: &Path) -> Result<String, String> {
 /// with the name, with a dangling symlink followed to where it would create the file.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum FileId {
+    /// An existing file: its device and inode numbers.
     Inode(u64, u64),
+    /// A file not there yet: its canonical parent folder joined with its name.
     Path(PathBuf),
 }
 

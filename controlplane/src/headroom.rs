@@ -105,12 +105,19 @@ impl Default for HeadroomParams {
 /// Each term of the formula, in bytes (line bytes for the in-flight terms).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct HeadroomTerms {
+    /// The frame that crossed XOFF, admitted whole (not scaled by occupancy).
     pub xoff_frame: f64,
+    /// The frame our egress is already sending, which XOFF cannot pre-empt.
     pub local_frame: f64,
+    /// The XOFF frame itself on the wire.
     pub pfc_frame: f64,
+    /// MAC/PHY latency at both ends.
     pub mac_phy: f64,
+    /// The cable's round trip at line rate.
     pub cable: f64,
+    /// The peer's allowed response time (802.3 31B.3.7) at line rate.
     pub peer_response: f64,
+    /// The frame the peer has begun when the pause arrives.
     pub peer_frame: f64,
     /// An emulated peer's catch-up step ([`HeadroomParams::emulated_step_bytes`]); 0 on a wire.
     pub emulated_step: f64,
@@ -121,15 +128,21 @@ pub struct HeadroomTerms {
 pub struct Headroom {
     /// `cells × cell_bytes`: what the model stores in `PortConfig::headroom_bytes`.
     pub bytes: u64,
+    /// Headroom in whole cells, rounded up.
     pub cells: u64,
+    /// The cell size it was rounded to.
     pub cell_bytes: u32,
+    /// The port's line rate, bits per second.
     pub speed_bps: u64,
+    /// The cable length used, in metres.
     pub cable_m: f64,
     /// IP MTU + 18.
     pub max_frame_bytes: u32,
     /// The peer response time used, in quanta.
     pub pause_quanta: u64,
+    /// Factor for the cells small frames waste, applied to the in-flight bytes.
     pub occupancy: f64,
+    /// The formula's terms one by one.
     pub terms: HeadroomTerms,
     /// Sum of the in-flight terms, before occupancy.
     pub in_flight_bytes: f64,

@@ -33,7 +33,9 @@ use std::path::Path;
 /// A validated configuration and the warnings it raised (valid, but probably not intended).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Loaded {
+    /// The resolved configuration.
     pub config: Config,
+    /// What validation warned about, one message per entry, each naming its key.
     pub warnings: Vec<String>,
 }
 
@@ -58,10 +60,12 @@ pub struct ConfigError {
 }
 
 impl ConfigError {
+    /// An error of this kind with these problems (one message each).
     pub fn new(kind: ConfigErrorKind, problems: Vec<String>) -> Self {
         ConfigError { kind, problems }
     }
 
+    /// What stopped the load: reading, syntax, or validation.
     pub fn kind(&self) -> ConfigErrorKind {
         self.kind
     }
@@ -80,13 +84,13 @@ impl fmt::Display for ConfigError {
 
 impl std::error::Error for ConfigError {}
 
-/// Parses and validates a configuration file.
 /// The shipped default profile (`configs/default.toml`, the documented source), built into
 /// every binary so that commands that start from a profile work from any directory.
 pub const DEFAULT_PROFILE: &str = include_str!("../../configs/default.toml");
 /// How a message names [`DEFAULT_PROFILE`].
 pub const DEFAULT_PROFILE_NAME: &str = "the built-in default profile (configs/default.toml)";
 
+/// Parses and validates a configuration file.
 pub fn load_file(path: &Path) -> Result<Loaded, ConfigError> {
     let text = files::read_text(path).map_err(|e| ConfigError::new(ConfigErrorKind::Io, vec![e]))?;
     load_str(&text).map_err(|mut e| {

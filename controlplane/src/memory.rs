@@ -61,9 +61,11 @@ pub struct Footprint {
     /// The descriptor store all egress queues share: slots × (descriptor + link + EDF link +
     /// flood group).
     pub desc_bytes: u64,
+    /// `packet_bytes + desc_bytes`: what one shard allocates (each worker owning a port has one).
     pub total_bytes: u64,
 }
 
+/// What a config makes one shard allocate at start-up, part by part.
 pub fn footprint(cfg: &Config) -> Footprint {
     let cells = cfg.buffer.total_bytes / u64::from(cfg.buffer.cell_bytes.max(1));
     let ports = cfg.ports.len() as u64;

@@ -8,11 +8,17 @@
 /// Traffic classes, priorities, queues and priority groups per port: 802.1Q has eight.
 pub const NUM_TC: usize = 8;
 
+/// A whole switch configuration, validated: built by `load_str`/`load_file` (or a patch) and
+/// handed to the dataplane, which never sees the TOML.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Config {
+    /// The packet buffer shared by every port (`[buffer]`).
     pub buffer: BufferConfig,
+    /// The ports in file order; the dataplane indexes them by position, not by `id`.
     pub ports: Vec<PortConfig>,
+    /// How a frame gets its traffic class, queue and PG (`[classify]`).
     pub classify: ClassifyConfig,
+    /// Where CNPs go and how they are policed (`[cnp]`).
     pub cnp: CnpConfig,
     /// Per priority-group profile, indexed by PG (0..8): the global `[pg.N]` tables. Each
     /// port's own copy (`PortConfig::pgs`, with its overrides) is what the switch runs; change
@@ -21,12 +27,15 @@ pub struct Config {
     /// Per egress-queue profile, indexed by queue (0..8): the global `[queue.N]` tables; see
     /// `pgs` and `PortConfig::queues`.
     pub queues: [QueueProfile; NUM_TC],
+    /// Which priorities are lossless and how the switch sends and watches pauses (`[pfc]`).
     pub pfc: PfcConfig,
+    /// The MAC table's learning, aging and static entries (`[fdb]`).
     pub fdb: FdbConfig,
     /// How `rocesw run` drives the ports (ignored by replay).
     pub run: RunConfig,
 }
 
+/// `[buffer]`, resolved: the one packet buffer every port's PGs and queues draw from.
 #[derive(Debug, Clone, PartialEq)]
 pub struct BufferConfig {
     /// Accounting unit: a frame occupies ceil(len / cell_bytes) cells.
@@ -36,11 +45,14 @@ pub struct BufferConfig {
     pub total_bytes: u64,
 }
 
+/// One `[[port]]`, resolved: `[port_defaults]` and the global PG and queue tables applied.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PortConfig {
+    /// The port id as configured (0..=65535, unique); what the CLI, protocol and metrics name.
     pub id: u16,
     /// Line rate in bits per second; the egress scheduler never transmits faster.
     pub speed_bps: u64,
+    /// Cable length in metres; only the headroom calculation reads it.
     pub cable_m: f64,
     /// Largest L2 frame (without FCS) the port accepts; larger ones are dropped as oversize.
     pub max_frame_bytes: u32,
@@ -124,6 +136,7 @@ impl EdfMode {
 /// budget, its queue's budget.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EdfConfig {
+    /// How the regulated queues keep their frames in deadline order.
     pub mode: EdfMode,
     /// Each queue's delay budget (`edf.budget.N`), in ns; the queues with one are the
     /// regulated queues.
@@ -169,7 +182,9 @@ pub const VLARB_UNBOUNDED: u8 = 255;
 /// turn (0: skipped).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct VlArbEntry {
+    /// The VL, i.e. the egress queue (0..8), this entry serves.
     pub vl: u8,
+    /// Credits of 64 bytes ([`VLARB_WEIGHT_BYTES`]) per turn; 0 skips the entry.
     pub weight: u8,
 }
 
@@ -189,8 +204,11 @@ impl SchedulerConfig {
 /// available, and feeds a capture through the real-time path rather than replay's virtual one.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PcapPortConfig {
+    /// Capture whose frames arrive on the port (classic pcap); None: nothing arrives.
     pub input: Option<std::path::PathBuf>,
+    /// File the port's transmitted frames are written to (nanosecond pcap); None: discarded.
     pub output: Option<std::path::PathBuf>,
+    /// When the input's frames arrive.
     pub pace: PcapPace,
 }
 
@@ -253,6 +271,7 @@ impl PeerKind {
         }
     }
 
+    /// The name `peer = "..."` gives this kind.
     pub fn name(self) -> &'static str {
         match self {
             PeerKind::Emulated => "emulated",
@@ -306,42 +325,63 @@ pub struct DpdkRunConfig {
     pub mbufs: u32,
 }
 
+/// Which header field gives a frame its traffic class (`classify.trust`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Trust {
+    /// The IP DSCP, through `dscp_to_tc`.
     Dscp,
+    /// The VLAN tag's PCP, through `pcp_to_tc`.
     Pcp,
+    /// Neither: every frame gets `default_tc` (rules may still change it).
     None,
 }
 
+/// `[classify]`, resolved: every map filled in, so lookups never miss.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ClassifyConfig {
+    /// The field read for the traffic class.
     pub trust: Trust,
     /// Traffic class for frames that carry no trusted field (or `trust = none`).
     pub default_tc: u8,
+    /// Traffic class per DSCP (unlisted DSCPs: `default_tc`).
     pub dscp_to_tc: [u8; 64],
+    /// Traffic class per PCP (unlisted PCP p: tc p).
     pub pcp_to_tc: [u8; 8],
+    /// Egress queue per traffic class (default identity).
     pub tc_to_queue: [u8; NUM_TC],
+    /// Ingress priority group per traffic class (default identity).
     pub tc_to_pg: [u8; NUM_TC],
     /// Evaluated in order after the trust maps; the first match wins.
     pub rules: Vec<Rule>,
 }
 
+/// One `[[classify.rule]]`: overrides the trust maps' result for the frames it matches.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Rule {
+    /// As written, or `ruleN` (N its position from 0); names the rule in warnings.
     pub name: String,
+    /// Which frames it applies to.
     pub matches: RuleMatch,
+    /// What it changes in them.
     pub action: RuleAction,
 }
 
 /// Every field that is `Some` must match; an empty match matches everything (a catch-all).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct RuleMatch {
+    /// Port id (not index) the frame came in on.
     pub in_port: Option<u16>,
+    /// Ethernet type after any VLAN tag.
     pub ether_type: Option<u16>,
+    /// IP protocol number (IPv6: the next header).
     pub ip_proto: Option<u8>,
+    /// UDP destination port.
     pub udp_dport: Option<u16>,
+    /// UDP source port.
     pub udp_sport: Option<u16>,
+    /// IP DSCP (0..=63).
     pub dscp: Option<u8>,
+    /// VLAN PCP (0..=7).
     pub pcp: Option<u8>,
     /// UDP destination port 4791 with a BTH.
     pub roce: Option<bool>,
@@ -349,15 +389,18 @@ pub struct RuleMatch {
     pub cnp: Option<bool>,
 }
 
+/// What a matching rule does; at least one field is set (validation).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct RuleAction {
     /// New traffic class (then queue and PG follow the tc maps unless `queue` is also given).
     pub tc: Option<u8>,
+    /// Egress queue override, taken over the one the tc maps to.
     pub queue: Option<u8>,
     /// Rewrite the IP DSCP (IPv4 checksum updated incrementally; the ICRC masks it).
     pub set_dscp: Option<u8>,
 }
 
+/// `[cnp]`, resolved: CNPs skip classification so congestion feedback is never queued behind data.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CnpConfig {
     /// CNPs bypass classification into this queue, which should be strict priority.
@@ -366,59 +409,84 @@ pub struct CnpConfig {
     pub policer: Option<RateLimit>,
 }
 
+/// A token bucket (CNP policer, queue shaper).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct RateLimit {
+    /// Fill rate in bits per second (above 0).
     pub rate_bps: u64,
+    /// Bucket depth in bytes: the largest burst passed at once.
     pub burst_bytes: u64,
 }
 
 /// How far a PG or queue may go into the shared pool.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Threshold {
+    /// A fixed limit on shared-pool use.
     Static {
+        /// The limit in bytes.
         bytes: u64,
     },
     /// limit = alpha × (shared pool − shared pool used). SAI writes alpha as 2^dynamic_th.
     Dynamic {
+        /// The multiplier (2^dynamic_th when written that way); 0 means no shared use.
         alpha: f64,
     },
+    /// No limit: may take the whole shared pool.
     Unlimited,
 }
 
+/// An ingress priority group's accounting on one port: where XOFF is sent for a lossless PG.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PgProfile {
     /// A PG is lossless when a PFC-enabled priority maps to it.
     pub lossless: bool,
+    /// Bytes reserved for this PG on each port, never shared.
     pub min_bytes: u64,
+    /// How far beyond `min_bytes` it may go into the shared pool; for a lossless PG, the XOFF
+    /// point.
     pub shared: Threshold,
     /// XON is sent once shared use falls below (limit − xon_offset) and headroom is empty.
     pub xon_offset_bytes: u64,
 }
 
+/// How the SP+WDRR scheduler treats a queue (`queue.N.sched`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SchedMode {
     /// Served before every WDRR queue; among strict queues the higher index goes first.
     Strict,
     /// Weighted deficit round robin; the weight scales the byte quantum.
-    Wdrr { weight: u32 },
+    Wdrr {
+        /// Multiplier of the byte quantum, 1..=1000.
+        weight: u32,
+    },
 }
 
+/// An egress queue's accounting, scheduling and marking on one port.
 #[derive(Debug, Clone, PartialEq)]
 pub struct QueueProfile {
+    /// Bytes reserved for this queue on each port, never shared.
     pub min_bytes: u64,
+    /// How far beyond `min_bytes` it may go into the shared pool; lossy frames beyond it drop.
     pub shared: Threshold,
+    /// Strict or WDRR under the `sp_wdrr` scheduler (EDF reads it for its bands; VL arbitration
+    /// ignores it).
     pub sched: SchedMode,
+    /// Token bucket the queue must conform to before it may send; None: line rate.
     pub shaper: Option<RateLimit>,
     /// WRED-ECN profile, resolved from its name.
     pub ecn: Option<EcnProfile>,
 }
 
+/// Where WRED-ECN decides to mark (`mark_at`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum MarkPoint {
+    /// When the frame is queued, against the queue length then.
     Enqueue,
+    /// When the frame leaves (the default): the shortest feedback loop.
     Dequeue,
 }
 
+/// What WRED does to frames that are not ECN-capable (`non_ect`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum NonEct {
     /// Non-ECN-capable packets are never dropped by WRED.
@@ -427,18 +495,27 @@ pub enum NonEct {
     Drop,
 }
 
+/// An `[ecn.NAME]` WRED-ECN profile: marking probability as a function of queue length.
 #[derive(Debug, Clone, PartialEq)]
 pub struct EcnProfile {
+    /// The `NAME` of `[ecn.NAME]`, as queues refer to it.
     pub name: String,
+    /// Queue length in bytes below which nothing is marked.
     pub kmin_bytes: u64,
+    /// Queue length in bytes at which the probability reaches `pmax`; above it every frame is
+    /// marked.
     pub kmax_bytes: u64,
+    /// Marking probability at `kmax_bytes`, 0..=1.
     pub pmax: f64,
     /// EWMA weight as a power of two: avg += (q − avg) / 2^shift. `None` = instantaneous.
     pub ewma_shift: Option<u8>,
+    /// Whether to decide at enqueue or dequeue.
     pub mark_at: MarkPoint,
+    /// What happens to non-ECN-capable frames that would have been marked.
     pub non_ect: NonEct,
 }
 
+/// What the PFC watchdog does to a stormed queue.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum WatchdogAction {
     /// Drop what is queued and what arrives for the stormed queue until restoration.
@@ -449,13 +526,18 @@ pub enum WatchdogAction {
     Alert,
 }
 
+/// The PFC watchdog: a queue held paused with frames waiting for too long is a storm.
 #[derive(Debug, Clone, PartialEq)]
 pub struct WatchdogConfig {
+    /// How long a queue must stay paused while holding frames to count as stormed, in ns.
     pub detection_ns: u64,
+    /// How long without any PFC frame before the action stops, in ns.
     pub restoration_ns: u64,
+    /// What is done meanwhile.
     pub action: WatchdogAction,
 }
 
+/// `[pfc]`, resolved: which priorities are lossless and how our XOFF frames are sent.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PfcConfig {
     /// PFC-enabled priorities (priority = traffic class).
@@ -464,12 +546,16 @@ pub struct PfcConfig {
     pub pause_quanta: u16,
     /// Re-send XOFF after this fraction of the pause time while still congested (0 < f < 1).
     pub refresh_fraction: f64,
+    /// None: the watchdog is off.
     pub watchdog: Option<WatchdogConfig>,
 }
 
+/// `[fdb]`, resolved: the MAC table's bounds, so no host can take it from the others.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FdbConfig {
+    /// Whether source addresses are learnt (false: only static entries, the rest floods).
     pub learning: bool,
+    /// How long a learnt entry lives without being refreshed, in ns.
     pub aging_ns: u64,
     /// Entries the table holds at most, static ones included.
     pub capacity: usize,
@@ -478,16 +564,21 @@ pub struct FdbConfig {
     pub port_limit: usize,
     /// New addresses (learnt or moved) a port may learn per second, and at once.
     pub learn_rate: u64,
+    /// Entries present from the start, never aged or moved.
     pub static_entries: Vec<StaticMac>,
 }
 
+/// A `[[fdb.static]]` entry: a unicast MAC pinned to a port.
 #[derive(Debug, Clone, PartialEq)]
 pub struct StaticMac {
+    /// The unicast MAC address.
     pub mac: [u8; 6],
+    /// Port id (not index) it is pinned to.
     pub port: u16,
 }
 
 impl Config {
+    /// The index in `ports` of the port with this id; None if there is none.
     pub fn port_index(&self, id: u16) -> Option<usize> {
         self.ports.iter().position(|p| p.id == id)
     }

@@ -117,14 +117,18 @@ pub enum Op {
     /// if the running config is still that version (`get_config`'s): how a read-edit-apply
     /// client such as `rocectl set` avoids undoing a change made since it read.
     Apply {
+        /// The whole config as TOML text.
         toml: String,
+        /// Refuse unless the running config is this version.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         if_version: Option<u64>,
     },
     /// Deep-merge this TOML fragment into the running config ([`ApplyData`]): tables merge key
     /// by key, any other value (arrays included) replaces. `if_version` as for `Apply`.
     Patch {
+        /// The TOML fragment to merge.
         toml: String,
+        /// Refuse unless the running config is this version.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         if_version: Option<u64>,
     },
@@ -133,28 +137,38 @@ pub enum Op {
     /// The MAC table: an array of `{mac, port, is_static, age_ns}`.
     Fdb,
     /// Push `counters` every `interval_ms` on this connection until it closes.
-    Subscribe { interval_ms: u64 },
+    Subscribe {
+        /// At least [`MIN_INTERVAL_MS`].
+        interval_ms: u64,
+    },
     /// Buffer watermarks (peak use) since they were last cleared, of one kind
     /// ([`WatermarksData`]).
     Watermarks {
+        /// User (default) or persistent.
         #[serde(default)]
         kind: WatermarkKind,
     },
     /// Restart one kind of watermarks from the current use; the other kind is untouched.
     ClearWatermarks {
+        /// User (default) or persistent.
         #[serde(default)]
         kind: WatermarkKind,
     },
     /// The first request on a TCP connection (`rocesw run --control-tcp`): the shared token.
     /// Anything else first, or a wrong token, is refused and the connection closed. Accepted
     /// (and needless) on the Unix socket, whose file permissions are the access control.
-    Auth { token: String },
+    Auth {
+        /// The switch's control token.
+        token: String,
+    },
     /// Copy the frames port `port` (its config id) receives and/or sends ([`CaptureStarted`],
     /// then [`CaptureData`] pushes with this request's id). One capture per connection and
     /// per port. It ends after `count` frames, after `duration_ms`, on `capture_stop`, when
     /// the connection closes, or when the switch stops; the last push says which.
     Capture {
+        /// The port's config id.
         port: u16,
+        /// Received, sent, or both (the default).
         #[serde(default)]
         direction: CaptureDirection,
         /// Bytes kept of each frame (default: the port's largest frame).
@@ -163,8 +177,10 @@ pub enum Op {
         /// Frames the switch's capture ring holds (default: [`CAPTURE_RING_BYTES`] worth).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         ring: Option<u32>,
+        /// Stop after this many frames.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         count: Option<u64>,
+        /// Stop after this long, in ms.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         duration_ms: Option<u64>,
     },
@@ -177,6 +193,7 @@ pub enum Op {
 pub const CAPTURE_RING_BYTES: usize = 32 << 20;
 /// Largest ring one capture may ask for, in frames and in bytes.
 pub const CAPTURE_MAX_RING_FRAMES: u32 = 1 << 16;
+/// The same limit in frame bytes.
 pub const CAPTURE_MAX_RING_BYTES: usize = 64 << 20;
 /// What all the captures running at once may hold in the switch.
 pub const CAPTURE_MAX_TOTAL_BYTES: usize = 256 << 20;
@@ -188,17 +205,22 @@ pub const CAPTURE_MIN_SNAPLEN: u32 = 64;
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum CaptureDirection {
+    /// Only what the port received.
     Rx,
+    /// Only what the port sent.
     Tx,
+    /// Both (the default).
     #[default]
     Both,
 }
 
 impl CaptureDirection {
+    /// Whether received frames are copied.
     pub fn rx(self) -> bool {
         matches!(self, CaptureDirection::Rx | CaptureDirection::Both)
     }
 
+    /// Whether sent frames are copied.
     pub fn tx(self) -> bool {
         matches!(self, CaptureDirection::Tx | CaptureDirection::Both)
     }
@@ -217,8 +239,11 @@ impl std::fmt::Display for CaptureDirection {
 /// `capture`'s answer: what the switch set up.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CaptureStarted {
+    /// The port's config id.
     pub port: u16,
+    /// Which frames are copied.
     pub direction: CaptureDirection,
+    /// Bytes kept of each frame.
     pub snaplen: u32,
     /// Frames the ring holds: what a reader may fall behind by before frames are dropped.
     pub ring: u32,
@@ -228,6 +253,7 @@ pub struct CaptureStarted {
 /// first, with the running totals.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CaptureData {
+    /// The frames, oldest first.
     pub frames: Vec<CapturedFrame>,
     /// Frames sent to this client so far, these included.
     pub captured: u64,
@@ -268,7 +294,9 @@ impl std::fmt::Display for CaptureEnd {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum FrameDir {
+    /// Received by the port.
     Rx,
+    /// Sent by the port.
     Tx,
 }
 
@@ -278,6 +306,7 @@ pub struct CapturedFrame {
     /// When the switch received or sent it: nanoseconds since the Unix epoch (the switch's
     /// monotonic clock, anchored to wall-clock time when the switch started).
     pub ns: u64,
+    /// Received or sent.
     pub dir: FrameDir,
     /// The frame's length on the wire (no FCS); `data` holds at most the snap length of it.
     pub len: u32,
@@ -286,6 +315,7 @@ pub struct CapturedFrame {
 }
 
 impl CapturedFrame {
+    /// A frame of wire length `len` of which `bytes` (at most the snap length) were kept.
     pub fn new(ns: u64, dir: FrameDir, len: u32, bytes: &[u8]) -> CapturedFrame {
         use base64::Engine;
         CapturedFrame {
@@ -310,8 +340,10 @@ impl CapturedFrame {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum WatermarkKind {
+    /// Cleared day to day (the default).
     #[default]
     User,
+    /// Long-term peaks, cleared only on purpose.
     Persistent,
 }
 
@@ -329,33 +361,44 @@ impl std::fmt::Display for WatermarkKind {
 /// cleared.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct WatermarksData {
+    /// The kind these are.
     pub kind: WatermarkKind,
     /// Milliseconds since this kind was last cleared (or since the switch started).
     pub since_ms: u64,
+    /// Per port, in config order.
     pub ports: Vec<PortPeaks>,
+    /// The shared pool's.
     pub buffer: PoolPeaks,
 }
 
 /// One row of `fdb`'s answer.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FdbRow {
+    /// Lower-case, colon-separated.
     pub mac: String,
+    /// Port id it is learnt on (or pinned to).
     pub port: u16,
+    /// A `[[fdb.static]]` entry: never aged.
     pub is_static: bool,
+    /// Time since the address was last seen, in ns (0 for static entries).
     pub age_ns: u64,
 }
 
 /// One request line.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Request {
+    /// Chosen by the client; the answer carries it back.
     pub id: u64,
+    /// What is asked.
     pub op: Op,
 }
 
 /// Why a request line was refused, with the id when one could be read.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BadRequest {
+    /// The request's id, None if it could not be read.
     pub id: Option<u64>,
+    /// What was wrong, for the answer's `error`.
     pub error: String,
 }
 
@@ -426,16 +469,22 @@ impl Request {
 /// One response line. Exactly one of `data` (when `ok`) and `error` is present.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Response {
+    /// Protocol version, [`VERSION`].
     pub v: u32,
+    /// The request's id; None when the request was too broken to read one.
     pub id: Option<u64>,
+    /// Whether the request succeeded.
     pub ok: bool,
+    /// The op's answer, when `ok`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub data: Option<Value>,
+    /// Why it failed, when not `ok`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
 }
 
 impl Response {
+    /// A success answering request `id`.
     pub fn ok(id: u64, data: Value) -> Self {
         Response {
             v: VERSION,
@@ -446,6 +495,7 @@ impl Response {
         }
     }
 
+    /// A refusal; `id` None when the request's could not be read.
     pub fn err(id: Option<u64>, error: impl Into<String>) -> Self {
         Response {
             v: VERSION,
@@ -469,6 +519,7 @@ impl Response {
 pub struct HelloData {
     /// e.g. `rocesw 0.1.0`.
     pub server: String,
+    /// The protocol version the server speaks, [`VERSION`].
     pub protocol: u32,
     /// The switch's name (`rocesw run --name`), if it has one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -481,6 +532,7 @@ pub struct HelloData {
 /// `get_config`'s answer.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ConfigData {
+    /// The running config's TOML text.
     pub toml: String,
     /// The running config's version: 1 at start, one more for every change that took effect.
     #[serde(default)]
@@ -517,18 +569,28 @@ pub const AUTH_DISPLACED: &str = "closed: newer connections were waiting to auth
 /// `subscribe`'s acknowledgement (the pushes that follow are `counters` data).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SubscribeData {
+    /// The interval the pushes come at, in ms.
     pub interval_ms: u64,
 }
 
 /// What can go wrong talking to a switch.
 #[derive(Debug, thiserror::Error)]
 pub enum ClientError {
+    /// Connecting failed: nothing listens at `path` (for TCP, `tcp://ADDR`), or no permission.
     #[error("cannot connect to the switch: {source} (is `rocesw run` running? socket {})", path.display())]
-    Connect { path: PathBuf, source: std::io::Error },
+    Connect {
+        /// The socket, or `tcp://ADDR`.
+        path: PathBuf,
+        /// Why the connection failed.
+        source: std::io::Error,
+    },
+    /// Reading or writing the connection failed.
     #[error("connection to the switch: {0}")]
     Io(#[from] std::io::Error),
+    /// The connection ended where a response was expected.
     #[error("the switch closed the connection")]
     Closed,
+    /// A line from the switch that is not a valid response.
     #[error("unreadable response from the switch: {0}")]
     Protocol(String),
     /// The switch answered `ok:false`.
@@ -540,8 +602,15 @@ pub enum ClientError {
 /// loopback TCP port with the token it requires.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Endpoint {
+    /// The switch's Unix socket path.
     Unix(PathBuf),
-    Tcp { addr: String, token: String },
+    /// A loopback TCP port, which requires the token first.
+    Tcp {
+        /// `host:port`.
+        addr: String,
+        /// The token [`Op::Auth`] presents.
+        token: String,
+    },
 }
 
 impl std::fmt::Display for Endpoint {
@@ -615,6 +684,8 @@ pub struct RequestSender {
 }
 
 impl RequestSender {
+    /// Sends one request with this id, chosen not to clash with the [`Client`]'s own; its answer
+    /// arrives on the client's reader.
     pub fn send(&mut self, id: u64, op: Op) -> Result<(), ClientError> {
         let mut line = Request { id, op }.to_line();
         line.push('\n');
@@ -631,6 +702,7 @@ impl Client {
         })
     }
 
+    /// Connects to a switch's Unix socket (no authentication needed).
     pub fn connect(path: &Path) -> Result<Client, ClientError> {
         let stream = UnixStream::connect(path).map_err(|source| ClientError::Connect {
             path: path.to_path_buf(),

@@ -15,8 +15,11 @@ use std::fmt;
 /// A number or a string with a unit, kept as written.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Scalar {
+    /// A bare integer.
     Int(i64),
+    /// A bare decimal number.
     Float(f64),
+    /// A string, usually a number with a unit (`"4MiB"`, `"25G"`, `"1/8"`).
     Str(String),
 }
 
@@ -62,19 +65,25 @@ impl<'de> Deserialize<'de> for Scalar {
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ConfigFile {
+    /// `[buffer]`.
     #[serde(default)]
     pub buffer: BufferSection,
     /// Values every `[[port]]` inherits unless it sets its own.
     #[serde(default)]
     pub port_defaults: PortDefaults,
+    /// The `[[port]]` tables, in file order.
     #[serde(default, rename = "port")]
     pub ports: Vec<PortSection>,
+    /// `[run]`: how `rocesw run` drives the ports.
     #[serde(default)]
     pub run: RunSection,
+    /// `[classify]`.
     #[serde(default)]
     pub classify: ClassifySection,
+    /// `[cnp]`.
     #[serde(default)]
     pub cnp: CnpSection,
+    /// `[pfc]`.
     #[serde(default)]
     pub pfc: PfcSection,
     /// `[pg.N]`, keyed by PG number as written.
@@ -86,22 +95,30 @@ pub struct ConfigFile {
     /// `[ecn.NAME]` WRED-ECN profiles, referenced by name from queues.
     #[serde(default)]
     pub ecn: BTreeMap<String, EcnSection>,
+    /// `[fdb]`.
     #[serde(default)]
     pub fdb: FdbSection,
 }
 
+/// `[buffer]` as written.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct BufferSection {
+    /// Accounting cell size (default 256 B; a power of two, 64..=4096 B).
     pub cell: Option<Scalar>,
+    /// Total packet buffer (default 4 MiB).
     pub size: Option<Scalar>,
 }
 
+/// `[port_defaults]`: what every `[[port]]` inherits unless it sets its own.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PortDefaults {
+    /// Line rate (a rate, bits per second); required here or per port.
     pub speed: Option<Scalar>,
+    /// Cable length (default 15 m); only the headroom calculation reads it.
     pub cable: Option<Scalar>,
+    /// IP MTU in bytes (default 1500, 68..=9216); the largest frame is MTU + 18.
     pub mtu: Option<i64>,
     /// The port scheduler's kind: "sp_wdrr" (default), "vlarb" or "edf".
     pub scheduler: Option<String>,
@@ -117,8 +134,11 @@ pub struct PortDefaults {
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct VlArbSection {
+    /// High-priority `[VL, weight]` entries, in order.
     pub high: Option<Vec<Vec<i64>>>,
+    /// Low-priority `[VL, weight]` entries, in order.
     pub low: Option<Vec<Vec<i64>>>,
+    /// LimitOfHighPriority in units of 4 KiB (0..=255; 255 = unbounded).
     pub high_limit: Option<i64>,
 }
 
@@ -149,14 +169,20 @@ pub struct EdfSection {
     pub tag_unit: Option<Scalar>,
 }
 
+/// One `[[port]]` as written; unset keys fall back to `[port_defaults]`, unset PG and queue
+/// keys to the global `[pg.N]` and `[queue.N]`.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PortSection {
+    /// Port id, 0..=65535 and unique: the one required key.
     pub id: i64,
     /// A label for logs and the CLI.
     pub name: Option<String>,
+    /// Line rate, over `[port_defaults] speed`.
     pub speed: Option<Scalar>,
+    /// Cable length, over `[port_defaults] cable`.
     pub cable: Option<Scalar>,
+    /// IP MTU, over `[port_defaults] mtu`.
     pub mtu: Option<i64>,
     /// Host interface for `rocesw run` (veth, tap...).
     pub interface: Option<String>,
@@ -189,19 +215,26 @@ pub struct PortSection {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PcapPortSection {
+    /// Classic pcap whose frames arrive on the port.
     pub input: Option<String>,
+    /// File the port's transmitted frames are written to.
     pub output: Option<String>,
+    /// "capture" (default: at the capture's own spacing) or "asap".
     pub pace: Option<String>,
 }
 
+/// `[run]` as written: only `rocesw run` reads it.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RunSection {
+    /// Poll-mode worker threads (default 1, at most 64).
     pub workers: Option<i64>,
+    /// Core per worker to pin it to; empty: no pinning.
     #[serde(default)]
     pub cores: Vec<i64>,
     /// "busy" (default) or a duration to sleep after an idle round, e.g. "50us".
     pub idle: Option<String>,
+    /// How long to keep sending what was admitted after SIGINT/SIGTERM (default 1 s).
     pub drain_timeout: Option<Scalar>,
     /// `[run.dpdk]`: how DPDK's EAL starts when some port has `dpdk = "..."`.
     pub dpdk: Option<DpdkRunSection>,
@@ -222,85 +255,128 @@ pub struct DpdkRunSection {
     pub mbufs: Option<i64>,
 }
 
+/// `[classify]` as written: maps keyed by number as written (`"26" = 3`) so validation can name bad
+/// keys.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ClassifySection {
+    /// "dscp" (default), "pcp" or "none".
     pub trust: Option<String>,
+    /// Traffic class of frames without the trusted field (default 0).
     pub default_tc: Option<i64>,
+    /// `{ DSCP = tc }`; unlisted DSCPs take `default_tc`.
     #[serde(default)]
     pub dscp_to_tc: BTreeMap<String, i64>,
+    /// `{ PCP = tc }`; unlisted PCP p takes tc p.
     #[serde(default)]
     pub pcp_to_tc: BTreeMap<String, i64>,
+    /// `{ tc = queue }`; default identity.
     #[serde(default)]
     pub tc_to_queue: BTreeMap<String, i64>,
+    /// `{ tc = PG }`; default identity.
     #[serde(default)]
     pub tc_to_pg: BTreeMap<String, i64>,
+    /// `[[classify.rule]]`, evaluated in order.
     #[serde(default, rename = "rule")]
     pub rules: Vec<RuleSection>,
 }
 
+/// One `[[classify.rule]]` as written.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RuleSection {
+    /// Default `ruleN`, N its position from 0.
     pub name: Option<String>,
+    /// `match`: every key given must match; none given matches every frame.
     #[serde(default, rename = "match")]
     pub matches: MatchSection,
+    /// `action`: at least one of `tc`, `queue`, `set_dscp`.
     #[serde(default)]
     pub action: ActionSection,
 }
 
+/// `[[classify.rule]] match` as written.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct MatchSection {
+    /// Port id the frame came in on.
     pub in_port: Option<i64>,
+    /// EtherType (0..=0xffff) after any VLAN tag.
     pub ether_type: Option<i64>,
+    /// IP protocol number (0..=255).
     pub ip_proto: Option<i64>,
+    /// UDP destination port.
     pub udp_dport: Option<i64>,
+    /// UDP source port.
     pub udp_sport: Option<i64>,
+    /// IP DSCP (0..=63).
     pub dscp: Option<i64>,
+    /// VLAN PCP (0..=7).
     pub pcp: Option<i64>,
+    /// UDP destination port 4791 with a BTH.
     pub roce: Option<bool>,
+    /// A CNP; CNPs take their queue before any rule, so `true` never matches.
     pub cnp: Option<bool>,
 }
 
+/// `[[classify.rule]] action` as written.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ActionSection {
+    /// New traffic class (0..=7); queue and PG follow the maps unless `queue` is given too.
     pub tc: Option<i64>,
+    /// Egress queue override (0..=7).
     pub queue: Option<i64>,
+    /// Rewrite the DSCP to this (0..=63).
     pub set_dscp: Option<i64>,
 }
 
+/// `[cnp]` as written.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct CnpSection {
+    /// The CNP queue (default 6); should be strict priority and lossy.
     pub queue: Option<i64>,
+    /// Token bucket in front of the CNP queue, one per egress port.
     pub policer: Option<RateLimitSection>,
 }
 
+/// `{ rate, burst }`: a CNP policer or a queue shaper.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RateLimitSection {
+    /// Fill rate (a rate, bits per second, above 0).
     pub rate: Scalar,
+    /// Bucket depth (a size).
     pub burst: Scalar,
 }
 
+/// `[pfc]` as written.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PfcSection {
+    /// PFC-enabled (lossless) priorities, 0..=7.
     #[serde(default)]
     pub priorities: Vec<i64>,
+    /// Pause time of our XOFF frames in quanta of 512 bit times (default 65535).
     pub pause_quanta: Option<i64>,
+    /// Fraction of the pause time after which XOFF is re-sent while congested (default 0.5).
     pub refresh: Option<Scalar>,
+    /// The PFC watchdog; absent: off.
     pub watchdog: Option<WatchdogSection>,
 }
 
+/// `[pfc] watchdog = { ... }` as written.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct WatchdogSection {
+    /// `false` turns the watchdog off (default true).
     pub enabled: Option<bool>,
+    /// How long a paused queue holding frames takes to count as stormed (default 200 ms).
     pub detection: Option<Scalar>,
+    /// How long without PFC frames before the action ends (default 400 ms).
     pub restoration: Option<Scalar>,
+    /// "drop" (default), "forward" or "alert".
     pub action: Option<String>,
 }
 
@@ -308,14 +384,20 @@ pub struct WatchdogSection {
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PgSection {
+    /// Bytes reserved per port, never shared (default 0).
     pub min: Option<Scalar>,
+    /// Dynamic limit: alpha × the free shared pool (`0.125` or `"1/8"`).
     pub alpha: Option<Scalar>,
+    /// Fixed limit (a size).
     #[serde(rename = "static")]
     pub static_limit: Option<Scalar>,
+    /// Dynamic limit as SAI writes it: alpha = 2^N.
     pub dynamic_th: Option<i64>,
+    /// `true`: no limit on shared use.
     pub unlimited: Option<bool>,
     /// `"auto"` or a size; lossless PGs only.
     pub headroom: Option<Scalar>,
+    /// How far below the XOFF point shared use must fall before XON (default 3 KiB).
     pub xon_offset: Option<Scalar>,
 }
 
@@ -323,48 +405,73 @@ pub struct PgSection {
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct QueueSection {
+    /// Bytes reserved per port, never shared (default 0).
     pub min: Option<Scalar>,
+    /// Dynamic limit: alpha × the free shared pool (`0.125` or `"1/8"`).
     pub alpha: Option<Scalar>,
+    /// Fixed limit (a size).
     #[serde(rename = "static")]
     pub static_limit: Option<Scalar>,
+    /// Dynamic limit as SAI writes it: alpha = 2^N.
     pub dynamic_th: Option<i64>,
+    /// `true`: no limit on shared use.
     pub unlimited: Option<bool>,
+    /// "strict" or "wdrr" (default; "strict" for the CNP queue).
     pub sched: Option<String>,
+    /// WDRR byte-quantum multiplier, 1..=1000 (default 1).
     pub weight: Option<i64>,
+    /// Token bucket the queue must conform to before it may send.
     pub shaper: Option<RateLimitSection>,
     /// Name of an `[ecn.NAME]` profile.
     pub ecn: Option<String>,
 }
 
+/// An `[ecn.NAME]` WRED-ECN profile as written.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct EcnSection {
+    /// Queue length below which nothing is marked (a size).
     pub kmin: Scalar,
+    /// Queue length at which the probability reaches `pmax` (a size).
     pub kmax: Scalar,
+    /// Marking probability at `kmax`, 0..=1 (`0.2` or `"1/5"`).
     pub pmax: Scalar,
     /// `"instant"` (default) or `"ewma"` (then `ewma_shift` is required).
     pub average: Option<String>,
+    /// EWMA weight as a power of two, 0..=15; only with `average = "ewma"`.
     pub ewma_shift: Option<i64>,
+    /// "dequeue" (default) or "enqueue".
     pub mark_at: Option<String>,
+    /// "pass" (default) or "drop": what WRED does to non-ECN-capable frames.
     pub non_ect: Option<String>,
 }
 
+/// `[fdb]` as written.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct FdbSection {
+    /// Learn source addresses (default true).
     pub learning: Option<bool>,
+    /// How long a learnt entry lives unrefreshed (default 300 s).
     pub aging: Option<Scalar>,
+    /// Entries the table holds at most, static ones included (default 4096).
     pub capacity: Option<i64>,
+    /// Learnt entries one port may hold (default `capacity` / ports).
     pub port_limit: Option<i64>,
+    /// New addresses a port may learn per second, and at once (default 1000).
     pub learn_rate: Option<i64>,
+    /// `[[fdb.static]]` entries.
     #[serde(default, rename = "static")]
     pub static_entries: Vec<StaticMacSection>,
 }
 
+/// One `[[fdb.static]]` entry as written.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct StaticMacSection {
+    /// Unicast MAC, `02:00:00:00:00:01` or with `-`.
     pub mac: String,
+    /// Id of the port it is pinned to.
     pub port: i64,
 }
 
@@ -374,10 +481,15 @@ pub struct StaticMacSection {
 /// over (`overlaid`) and resolved (`validate::profiles`) once for both.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct LimitSection {
+    /// As `[pg.N] min`.
     pub min: Option<Scalar>,
+    /// As `[pg.N] alpha`.
     pub alpha: Option<Scalar>,
+    /// As `[pg.N] static`.
     pub static_limit: Option<Scalar>,
+    /// As `[pg.N] dynamic_th`.
     pub dynamic_th: Option<i64>,
+    /// As `[pg.N] unlimited`.
     pub unlimited: Option<bool>,
 }
 

@@ -16,54 +16,85 @@ use crate::NUM_TC;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
+/// Every counter and buffer level of one switch at one instant (see the module doc).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Snapshot {
+    /// One report per port, in config order.
     pub ports: Vec<PortReport>,
+    /// Sums over the ports.
     pub totals: Totals,
+    /// The shared buffer pool.
     pub buffer: PoolBuffer,
 }
 
 /// The sums over ports (what a replay's test or summary line wants without adding up).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Totals {
+    /// Frames received, over every port.
     pub rx_packets: u64,
+    /// Bytes received (frames without FCS), over every port.
     pub rx_bytes: u64,
+    /// Frames sent, PFC frames included, over every port.
     pub tx_packets: u64,
+    /// Bytes sent (without FCS), over every port.
     pub tx_bytes: u64,
+    /// Frames dropped, by reason, over every port.
     pub drops: Drops,
+    /// Frames marked CE by WRED-ECN, over every port.
     pub ecn_marked: u64,
+    /// PFC frames sent naming each priority, over every port.
     pub pfc_tx: [u64; NUM_TC],
+    /// PFC frames received naming each priority, over every port.
     pub pfc_rx: [u64; NUM_TC],
 }
 
+/// One port's counters, its buffer use and its queues' and PGs'.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PortReport {
+    /// The port id as configured.
     pub id: u16,
+    /// Frames received, every one counted before any check (dropped and PFC frames included).
     pub rx_packets: u64,
+    /// Bytes received (frames without FCS), as `rx_packets`.
     pub rx_bytes: u64,
+    /// Frames sent, PFC frames included.
     pub tx_packets: u64,
+    /// Bytes sent (without FCS), PFC frames included.
     pub tx_bytes: u64,
+    /// Frames dropped, by reason: received here and dropped before queueing, or admitted and
+    /// dropped leaving through here.
     pub drops: Drops,
+    /// Frames marked CE by WRED-ECN on this port's egress.
     pub ecn_marked: u64,
+    /// PFC frames sent naming each priority (one frame may name several).
     pub pfc_tx: [u64; NUM_TC],
+    /// PFC frames received naming each priority.
     pub pfc_rx: [u64; NUM_TC],
+    /// 802.3x PAUSE frames received; the switch ignores them (they also count as `pause_ignored`).
     pub pause_rx: u64,
     /// PFC requests merged into a waiting one for the same priorities, or refused with the
     /// port's PFC backlog full: internal, never packet drops.
     #[serde(default)]
     pub pfc_tx_skipped: u64,
+    /// Nanoseconds each priority of this port's egress was paused by received PFC.
     pub paused_ns: [u64; NUM_TC],
+    /// Frames with an EtherType the switch does not look into, forwarded at L2 in the default
+    /// class.
     pub unknown_ethertype: u64,
     /// Source addresses the FDB refused to learn on this port (`[fdb]` capacity, `port_limit`,
     /// `learn_rate`): not drops, the frames were forwarded (flooded while their sender is
     /// unknown).
     #[serde(default)]
     pub learn_refused: u64,
+    /// PFC storms the watchdog detected, per priority.
     pub watchdog_storms: [u64; NUM_TC],
+    /// Restorations after a storm, per priority.
     pub watchdog_restores: [u64; NUM_TC],
     /// Buffer cells held by frames that entered / will leave through this port, with peaks.
     pub buffer: PortBuffer,
+    /// One report per egress queue, queue 0 first.
     pub queues: Vec<QueueReport>,
+    /// One report per ingress PG, PG 0 first.
     pub pgs: Vec<PgReport>,
     /// What the port's emulated peer held (`peer = "emulated"` in `rocesw run`): frames that
     /// waited on the far side of the emulated wire, never in the switch's buffer. Absent where
@@ -84,7 +115,9 @@ pub struct PortReport {
 /// readers fell behind; the switch never waits for a capture).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CaptureReport {
+    /// Frames copied to capture rings.
     pub frames: u64,
+    /// Frames the rings had no room for.
     pub dropped: u64,
 }
 
@@ -100,6 +133,7 @@ pub struct PeerReport {
     pub stalled_reads: u64,
     /// Frames waiting at the peer now, and their bytes.
     pub depth_frames: u64,
+    /// Bytes of the frames waiting at the peer now.
     pub depth_bytes: u64,
     /// PFC XOFF frames the emulated NIC sent its host, per priority, because that much was
     /// already waiting at the peer (back-pressure: a NIC does not let its host send faster than
@@ -137,45 +171,69 @@ pub struct BackendReport {
 /// A port's buffer use in cells, both views (ingress and egress), with peaks.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PortBuffer {
+    /// Cells held now by frames that entered through this port.
     pub ingress_cells: u32,
+    /// Highest `ingress_cells` since start or the last watermark clear.
     pub peak_ingress_cells: u32,
+    /// Cells held now by frames queued to leave through this port.
     pub egress_cells: u32,
+    /// Highest `egress_cells` since start or the last watermark clear.
     pub peak_egress_cells: u32,
 }
 
 /// The shared buffer pool.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PoolBuffer {
+    /// The whole buffer in cells (`buffer.size` / `buffer.cell`, rounded up).
     pub total_cells: u32,
+    /// Cells left for the shared pool once minimums and headroom are reserved.
     pub shared_cells: u32,
+    /// Cells held by frames in the switch now, each frame once.
     pub used_cells: u32,
+    /// Highest `used_cells` since start or the last watermark clear.
     pub peak_used_cells: u32,
+    /// Shared cells the ingress PGs use now (the ingress view of the pool).
     pub ingress_shared_cells: u32,
+    /// Highest `ingress_shared_cells` since start or the last watermark clear.
     pub peak_ingress_shared_cells: u32,
+    /// Shared cells the egress queues use now (the egress view of the pool).
     pub egress_shared_cells: u32,
+    /// Highest `egress_shared_cells` since start or the last watermark clear.
     pub peak_egress_shared_cells: u32,
 }
 
 /// An egress queue.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct QueueReport {
+    /// Queue number, 0..8.
     pub queue: u8,
+    /// Frames sent from this queue.
     pub tx_packets: u64,
+    /// Bytes sent from this queue (without FCS).
     pub tx_bytes: u64,
+    /// Admitted frames dropped at this queue (limit, WRED, watchdog...).
     pub dropped_packets: u64,
+    /// Bytes of `dropped_packets`.
     pub dropped_bytes: u64,
+    /// Frames marked CE by WRED-ECN.
     pub ecn_marked: u64,
     /// EDF ports' regulated queues: frames queued behind a frame of later deadline in the same
     /// FIFO list (order errors), and frames that left after their deadline. Left out of the
     /// JSON while 0, so reports of other schedulers read as before.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub edf_order_errors: u64,
+    /// See `edf_order_errors`.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub edf_deadline_misses: u64,
+    /// Frames waiting in the queue now.
     pub depth_packets: u64,
+    /// Cells they hold (minimum and shared).
     pub depth_cells: u32,
+    /// Bytes they hold (without FCS).
     pub depth_bytes: u64,
+    /// Highest `depth_cells` since start or the last watermark clear.
     pub peak_cells: u32,
+    /// Highest `depth_bytes` since start or the last watermark clear.
     pub peak_bytes: u64,
 }
 
@@ -186,16 +244,27 @@ fn is_zero(v: &u64) -> bool {
 /// An ingress priority group.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PgReport {
+    /// PG number, 0..8.
     pub pg: u8,
+    /// Frames classified into this PG on this port.
     pub rx_packets: u64,
+    /// Bytes of `rx_packets`.
     pub rx_bytes: u64,
+    /// Frames of this PG dropped, before queueing or after admission.
     pub dropped_packets: u64,
+    /// PFC XOFF frames sent for this PG, refreshes included.
     pub xoff_sent: u64,
+    /// PFC XON frames sent for this PG's priorities.
     pub xon_sent: u64,
+    /// Cells held now in the PG's reserved minimum.
     pub min_cells: u32,
+    /// Cells held now in the shared pool.
     pub shared_cells: u32,
+    /// Cells held now in headroom (a lossless PG past its shared limit, its XOFF point).
     pub headroom_cells: u32,
+    /// Highest total use (min + shared + headroom) since start or the last watermark clear.
     pub peak_cells: u32,
+    /// Highest `headroom_cells` since start or the last watermark clear.
     pub peak_headroom_cells: u32,
 }
 
@@ -382,24 +451,29 @@ pub const DROP_REASONS: [&str; 29] = [
 pub struct Drops(pub BTreeMap<String, u64>);
 
 impl Drops {
+    /// Counts `n` more drops for `name`; 0 adds no key, so zeros stay left out.
     pub fn add(&mut self, name: &str, n: u64) {
         if n > 0 {
             *self.0.entry(name.to_string()).or_default() += n;
         }
     }
 
+    /// All drops, every reason.
     pub fn total(&self) -> u64 {
         self.0.values().sum()
     }
 
+    /// Drops for `name`, 0 if absent.
     pub fn get(&self, name: &str) -> u64 {
         self.0.get(name).copied().unwrap_or(0)
     }
 
+    /// The reasons with their counts, in name order.
     pub fn iter(&self) -> impl Iterator<Item = (&str, u64)> {
         self.0.iter().map(|(k, v)| (k.as_str(), *v))
     }
 
+    /// No drops at all.
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
     }
@@ -413,42 +487,64 @@ impl Drops {
 /// order).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Peaks {
+    /// Per port, as in the snapshot.
     pub ports: Vec<PortPeaks>,
+    /// The pool's peaks.
     pub buffer: PoolPeaks,
 }
 
+/// A port's peaks, located by id.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PortPeaks {
+    /// The port id as configured.
     pub id: u16,
+    /// The port's buffer peaks.
     pub buffer: PortBufferPeaks,
+    /// Per queue, queue 0 first.
     pub queues: Vec<QueuePeaks>,
+    /// Per PG, PG 0 first.
     pub pgs: Vec<PgPeaks>,
 }
 
+/// `PortBuffer`'s peaks.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PortBufferPeaks {
+    /// As `PortBuffer::peak_ingress_cells`.
     pub peak_ingress_cells: u32,
+    /// As `PortBuffer::peak_egress_cells`.
     pub peak_egress_cells: u32,
 }
 
+/// `PoolBuffer`'s peaks.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PoolPeaks {
+    /// As `PoolBuffer::peak_used_cells`.
     pub peak_used_cells: u32,
+    /// As `PoolBuffer::peak_ingress_shared_cells`.
     pub peak_ingress_shared_cells: u32,
+    /// As `PoolBuffer::peak_egress_shared_cells`.
     pub peak_egress_shared_cells: u32,
 }
 
+/// A queue's peaks.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct QueuePeaks {
+    /// Queue number, 0..8.
     pub queue: u8,
+    /// As `QueueReport::peak_cells`.
     pub peak_cells: u32,
+    /// As `QueueReport::peak_bytes`.
     pub peak_bytes: u64,
 }
 
+/// A PG's peaks.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PgPeaks {
+    /// PG number, 0..8.
     pub pg: u8,
+    /// As `PgReport::peak_cells`.
     pub peak_cells: u32,
+    /// As `PgReport::peak_headroom_cells`.
     pub peak_headroom_cells: u32,
 }
 

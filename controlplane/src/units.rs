@@ -23,9 +23,11 @@ use std::fmt;
 /// `"4XB" is not a size (try 4MiB or 4MB)`; the caller prefixes the field path.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct UnitError {
+    /// The text as written.
     pub text: String,
     /// What was expected, with its article: "a size", "a rate", ...
     pub what: &'static str,
+    /// What would be accepted or what was wrong, e.g. "try 4MiB or 4MB"; shown in parentheses.
     pub hint: String,
 }
 

@@ -44,20 +44,28 @@ pub const SETTLE: Duration = Duration::from_secs(2);
 
 /// What the daemon is told.
 pub struct DaemonOptions {
+    /// The config file watched: its last valid content is the desired config.
     pub config: PathBuf,
+    /// Where the switch listens.
     pub socket: Endpoint,
     /// The `switch` label of the metrics.
     pub name: String,
+    /// Loopback address to serve Prometheus metrics on; None: no metrics.
     pub metrics: Option<SocketAddr>,
+    /// How often the file is read and the switch is sent a heartbeat `hello`.
     pub poll: Duration,
 }
 
 /// The daemon's own state, shared with the metrics thread.
 #[derive(Default)]
 pub struct DaemonState {
+    /// Whether the daemon holds a connection to the switch now.
     pub dataplane_up: AtomicBool,
+    /// Applies the switch took.
     pub applies_ok: AtomicU64,
+    /// Applies the switch refused (valid, but not applicable live); its config stayed.
     pub applies_refused: AtomicU64,
+    /// File contents refused as invalid (not TOML, or not valid); the desired config stayed.
     pub edits_refused: AtomicU64,
     /// Unix time (ms) of the last successful apply; 0 before the first.
     pub last_apply_ms: AtomicU64,

@@ -173,11 +173,13 @@ fn describe(prefix: &str, field: &str) -> Option<&'static str> {
 }
 
 impl Metrics {
+    /// Adds `v` to counter `name` for these labels (`help` is kept from the name's first use).
     pub fn counter(&mut self, name: &str, help: &str, labels: Labels, v: f64) {
         self.help.entry(name.to_string()).or_insert_with(|| help.to_string());
         *self.counters.entry(name.to_string()).or_default().row(labels) += v;
     }
 
+    /// Sets gauge `name` for these labels to `v` (`help` as for [`Metrics::counter`]).
     pub fn gauge(&mut self, name: &str, help: &str, labels: Labels, v: f64) {
         self.help.entry(name.to_string()).or_insert_with(|| help.to_string());
         let series = self.gauges.entry(name.to_string()).or_default();

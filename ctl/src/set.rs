@@ -16,6 +16,8 @@
 use clap::{Args, Subcommand};
 use toml::{Table, Value};
 
+/// The knobs `rocectl set` edits, one subcommand each (clap reads the variants' docs as their
+/// help).
 #[derive(Subcommand, Debug, Clone)]
 pub enum Set {
     /// Retune WRED-ECN: a profile by name, or the one a queue uses (globally, or on one port:

@@ -31,15 +31,20 @@ impl Plan {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Sequence {
+    /// Entries in the sequence, a power of two up to 64 (64 / distance).
     pub entries: u32,
+    /// The VL every entry serves; one VL per sequence size.
     pub vl: u8,
+    /// The connections sharing the entries, in the order they were admitted.
     pub members: Vec<Request>,
 }
 
 /// One entry of the high-priority table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Entry {
+    /// The VL it serves (0 when free).
     pub vl: u8,
+    /// Credits of 64 bytes per visit: its members' shares summed (at most 255; 0 when free).
     pub weight: u32,
     /// The largest frame of the connections it serves (0 when free).
     pub max_frame: u32,
@@ -50,13 +55,19 @@ pub struct Entry {
 /// An admitted connection, as reported.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Connection {
+    /// The request as admitted.
     pub request: Request,
+    /// What it needed.
     pub plan: Plan,
+    /// The VL its sequence serves.
     pub vl: u8,
     /// Its entries, ascending.
     pub entries: Vec<u32>,
+    /// Its latency bound with the table as it is now, in ns.
     pub latency_now_ns: u64,
+    /// Its latency bound whatever is admitted later (every other entry full), in ns.
     pub latency_guaranteed_ns: u64,
+    /// The rate it is sure of on the table as it is, bits per second.
     pub rate_floor_bps: u64,
 }
 
@@ -64,8 +75,11 @@ pub struct Connection {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct State {
+    /// [`STATE_VERSION`] when written; another is refused on reading.
     pub version: u32,
+    /// The port the table is for.
     pub port: PortParams,
+    /// The sequences in the order they were made: their placement order.
     pub sequences: Vec<Sequence>,
 }
 
@@ -191,6 +205,7 @@ impl Admission {
         }
     }
 
+    /// The port the table is for.
     pub fn params(&self) -> &PortParams {
         &self.params
     }
@@ -210,6 +225,7 @@ impl Admission {
         self.sequences.iter().map(|s| s.entries).sum()
     }
 
+    /// Entries no sequence uses: a request for that many or fewer fits (see the module doc).
     pub fn free_entries(&self) -> u32 {
         ENTRIES - self.used_entries()
     }

@@ -24,46 +24,73 @@ pub fn show_bps(bps: u64) -> String {
 /// Why a request is refused (or a release cannot be done).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Refusal {
+    /// `name` is already admitted.
     DuplicateName(String),
+    /// `bw` is 0.
     ZeroBandwidth,
+    /// `bw` is above the port's speed.
     AboveLink {
+        /// Asked, bits per second.
         bw_bps: u64,
+        /// The port's speed, bits per second.
         speed_bps: u64,
     },
     /// More credits per cycle than 64 entries of weight 255 hold (in whole frames).
     AboveTable {
+        /// Credits per cycle the bandwidth needs.
         credits: u64,
+        /// The most a connection of this frame size can have, bits per second.
         max_bps: u64,
     },
+    /// The request's frame is outside the port's frame sizes.
     FrameSize {
+        /// The request's frame, bytes without FCS.
         frame: u32,
+        /// The port's smallest frame.
         min_frame: u32,
+        /// The port's largest frame.
         max_frame: u32,
     },
+    /// `distance` is not a power of two in 2..=64 (0: neither distance nor latency given).
     BadDistance(u32),
     /// Even the smallest distance does not meet the latency.
     LatencyTooLow {
+        /// The latency asked for, ns.
         asked_ns: u64,
+        /// What distance 2 guarantees, ns.
         best_ns: u64,
     },
+    /// The request names a VL the port does not allow (`--vls`).
     VlNotAllowed {
+        /// The VL asked for.
         vl: u8,
+        /// The port's allowed VLs.
         allowed: Vec<u8>,
     },
     /// The VL is used by sequences of another size, or the size's VL is another.
     VlTaken {
+        /// The VL asked for.
         vl: u8,
+        /// Which size holds it, as a phrase following the VL.
         detail: String,
     },
+    /// A new sequence size needs a VL and every allowed one serves another size.
     NoFreeVl {
+        /// The new sequence's size.
         entries: u32,
+        /// The port's allowed VLs.
         allowed: Vec<u8>,
     },
+    /// Fewer entries are free than a new sequence needs.
     NotEnoughEntries {
+        /// Entries the sequence needs.
         need: u32,
+        /// Entries free.
         free: u32,
+        /// The distance between its entries.
         distance: u32,
     },
+    /// A release names no admitted connection.
     UnknownName(String),
 }
 

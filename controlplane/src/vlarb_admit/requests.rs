@@ -69,6 +69,7 @@ impl PortParams {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Request {
+    /// Names the connection in refusals and in a later release; unique among the admitted.
     pub name: String,
     /// Mean bandwidth, bits of frames per second.
     pub bw_bps: u64,
