@@ -411,11 +411,11 @@ impl PortBackend for DpdkPort {
         let mut lent = 0isize;
         for frame in &mut frames {
             match frame.give_back() {
-                // SAFETY: our own mbuf, handed back unreleased.
                 Some(back) => {
-                    let _ = self
-                        .rx_back
-                        .push(unsafe { Mbuf::from_raw(back.into_token().as_ptr().cast()) });
+                    // SAFETY: our own mbuf, handed back unreleased.
+                    let m = unsafe { Mbuf::from_raw(back.into_token().as_ptr().cast()) };
+                    // Freed below with the rest (a push past capacity, impossible here, frees it).
+                    let _ = self.rx_back.push(m);
                 }
                 None => lent += 1,
             }
