@@ -17,7 +17,7 @@ pub mod sched;
 pub mod token_bucket;
 pub mod wred;
 
-use crate::buffers::foreign::{ForeignFrame, OwnedBurst};
+use crate::buffers::foreign::ForeignFrame;
 use crate::buffers::pool::{PacketPool, Taken};
 use crate::counters::DropReason;
 use crate::ingress::classify::Class;
@@ -38,7 +38,6 @@ const PS_PER_NS: u64 = 1000;
 pub const TX_BURST: usize = 32;
 // The control plane's memory estimate sizes buffers with the same burst.
 const _: () = assert!(TX_BURST as u64 == controlplane::memory::BURST_FRAMES);
-const _: () = assert!(TX_BURST == crate::buffers::foreign::OWNED_BURST);
 
 /// Where transmitted frames go: a port backend, a pcap writer, a test.
 pub trait TxSink {
@@ -56,25 +55,6 @@ pub trait TxSink {
     /// copy and releases the buffer. Counts against [`TxSink::room`] like `transmit`.
     fn transmit_owned(&mut self, port: usize, frame: ForeignFrame, at_ns: u64) {
         self.transmit(port, frame.bytes(), at_ns);
-    }
-    /// The frames of one `transmit` call that left in their buffers, in order, each with its
-    /// departure time, leaving `frames` empty: what [`TxSink::transmit_owned`] takes one by
-    /// one (the default), handed over together so a port backend queues them in one go. The
-    /// switch hands them over before any other frame of the port reaches the sink, so the
-    /// order on the wire is the scheduler's.
-    fn transmit_owned_burst(&mut self, port: usize, frames: &mut OwnedBurst) {
-        for (frame, at_ns) in frames.drain(..) {
-            self.transmit_owned(port, frame, at_ns);
-        }
-    }
-}
-
-/// Hands the frames gathered so far in `owned` to the sink: before a frame that is not in its
-/// own buffer goes out (order on the wire), and at the end of a transmit call.
-#[inline]
-fn hand_over(sink: &mut impl TxSink, port: usize, owned: &mut OwnedBurst) {
-    if !owned.is_empty() {
-        sink.transmit_owned_burst(port, owned);
     }
 }
 
@@ -574,8 +554,6 @@ impl Egress {
         let now_ps = (now - base_ns).saturating_mul(PS_PER_NS);
         let mut sent = 0;
         let mut pfc_buf = [0u8; 64];
-        // Frames sent in their own buffers, handed to the sink together (`hand_over`).
-        let mut owned = OwnedBurst::new();
         self.ports[port].backlogged = false;
         let (mut paused, mut paused_valid_until) = self.paused_queues(port, base_ns + t_ps / PS_PER_NS);
         while sent < budget && t_ps <= now_ps {
@@ -593,7 +571,6 @@ impl Egress {
                 }
                 p.counters.tx_packets += 1;
                 p.counters.tx_bytes += n as u64;
-                hand_over(sink, port, &mut owned);
                 sink.transmit(port, &pfc_buf[..n], t_ns);
                 t_ps += p.rate.ser_ps(n);
                 sent += 1;
@@ -619,7 +596,7 @@ impl Egress {
             // rather than computed again for every frame.
             let mut t_ns = t_ns;
             loop {
-                if let Some(ser_ps) = self.send_head(peers, port, q, t_ns, sink, &mut owned) {
+                if let Some(ser_ps) = self.send_head(peers, port, q, t_ns, sink) {
                     t_ps += ser_ps;
                     sent += 1;
                 }
@@ -641,7 +618,6 @@ impl Egress {
                 }
             }
         }
-        hand_over(sink, port, &mut owned);
         if sent > 0 {
             // Back to back only if the next frame was ready when this one ended; otherwise the
             // next transmission starts when it is called for, never before its frame arrived.
@@ -657,8 +633,7 @@ impl Egress {
     }
 
     /// Dequeues the head of queue `q` and sends it at `t_ns` (WRED at dequeue, release,
-    /// shaper, counters). Returns its time on the wire, or None when WRED dropped it. A frame
-    /// in its backend's buffer joins `owned`, for the sink to take with the rest.
+    /// shaper, counters). Returns its time on the wire, or None when WRED dropped it.
     #[inline(always)]
     fn send_head(
         &mut self,
@@ -667,7 +642,6 @@ impl Egress {
         q: usize,
         t_ns: u64,
         sink: &mut impl TxSink,
-        owned: &mut OwnedBurst,
     ) -> Option<u64> {
         let p = &mut self.ports[port];
         let d = p.pop(&mut self.descs, q).expect("the scheduler picked an empty queue");
@@ -713,18 +687,8 @@ impl Egress {
         p.queue_counters[q].tx_bytes += len as u64;
         // A frame in its backend's buffer leaves in it (zero copy); a copy leaves its slot.
         match peers.packets.take(d.slot, len) {
-            Taken::Arena(frame) => {
-                hand_over(sink, port, owned);
-                sink.transmit(port, frame, t_ns)
-            }
-            Taken::Foreign(f) => {
-                // A transmit call sends at most TX_BURST frames (its budget), so the burst
-                // never fills; were it full, it goes first.
-                if owned.is_full() {
-                    hand_over(sink, port, owned);
-                }
-                owned.push((f, t_ns));
-            }
+            Taken::Arena(frame) => sink.transmit(port, frame, t_ns),
+            Taken::Foreign(f) => sink.transmit_owned(port, f, t_ns),
         }
         Some(p.rate.ser_ps(len))
     }

@@ -265,7 +265,7 @@ impl ShardWorker<'_> {
         }
         let Self { sw, ports, .. } = self;
         crate::runtime::emulated::play_through(sw, ports, from, now, step_ns, |sw, ports, t| {
-            let mut sink = PortSink { ports };
+            let mut sink = PortSink::new(ports);
             mine.iter().map(|&port| sink.transmit_port(sw, port, t)).sum()
         })
     }
@@ -294,7 +294,7 @@ impl ShardWorker<'_> {
     /// Phase 6: every port of this shard sends what it may.
     fn transmit(&mut self, now: u64, mine: &[usize]) -> usize {
         let mut moved = 0;
-        let mut sink = PortSink { ports: &mut self.ports };
+        let mut sink = PortSink::new(&mut self.ports);
         for &port in mine {
             // With other shards, a port may owe more than it received this round (what crossed
             // in): up to TX_ROUNDS bursts, each flushed, while bursts go out full.
@@ -316,6 +316,8 @@ impl ShardWorker<'_> {
                 sink.send_to_host(port, &frame[..len], now);
             }
         }
+        // Everything gathered was handed over at the end of each port's turn.
+        drop(sink);
         for io in self.ports.iter_mut().filter_map(ShardPort::io_mut) {
             if !io.gone {
                 if let Err(e) = io.backend.flush() {

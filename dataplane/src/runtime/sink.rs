@@ -10,9 +10,28 @@ use crate::switch::{Switch, TxSink};
 /// Sends what the switch releases into the shard's own ports' backends, and shows the PFC
 /// frames among them to the port's emulated peer, if it has one. A shard transmits only on
 /// ports it owns: another shard's ports never hold a queued frame here.
+///
+/// Frames that leave in their own buffers (zero copy) are gathered while the switch transmits
+/// on a port and handed to the backend together ([`PortBackend::send_owned_burst`]: DPDK
+/// queues them in one pass), not through a call per frame: before any other frame goes to the
+/// same port, so the order on the wire is the scheduler's, and when the port's turn ends
+/// ([`PortSink::transmit_port`]).
+///
+/// [`PortBackend::send_owned_burst`]: crate::io::PortBackend::send_owned_burst
 pub struct PortSink<'a> {
     /// The shard's ports, by port index.
     pub ports: &'a mut [ShardPort],
+    /// Frames in their own buffers waiting to go to `pending_port`, in order.
+    pending: OwnedBurst,
+    /// The port `pending` is for.
+    pending_port: usize,
+}
+
+impl Drop for PortSink<'_> {
+    /// Nothing gathered is left behind (`transmit_port` hands it over already).
+    fn drop(&mut self) {
+        self.hand_over();
+    }
 }
 
 impl TxSink for PortSink<'_> {
@@ -25,34 +44,56 @@ impl TxSink for PortSink<'_> {
         }
     }
 
+    /// Gathered, for the backend to take with the rest of the port's turn.
+    #[inline]
     fn transmit_owned(&mut self, port: usize, frame: ForeignFrame, at_ns: u64) {
-        self.send_owned(port, frame, at_ns);
+        if port != self.pending_port || self.pending.is_full() {
+            // A turn sends at most TX_BURST frames on one port, so neither happens within
+            // `transmit_port`; a caller that mixes ports still gets its order.
+            self.hand_over();
+            self.pending_port = port;
+        }
+        self.pending.push((frame, at_ns));
     }
 
-    /// The burst in one call to the backend: one look-up of the port, one `gone` check.
-    fn transmit_owned_burst(&mut self, port: usize, frames: &mut OwnedBurst) {
-        let Some(io) = self.ports[port].io_mut() else {
-            frames.clear();
+    fn transmit(&mut self, port: usize, frame: &[u8], at_ns: u64) {
+        self.hand_over();
+        self.transmit_frame(port, frame, at_ns, None);
+    }
+}
+
+impl<'a> PortSink<'a> {
+    /// A sink into `ports` (the shard's, by port index), nothing gathered yet.
+    pub fn new(ports: &'a mut [ShardPort]) -> Self {
+        PortSink {
+            ports,
+            pending: OwnedBurst::new(),
+            pending_port: 0,
+        }
+    }
+
+    /// Hands the gathered frames to their port's backend in one call: one look-up of the
+    /// port, one `gone` check. What the backend refused, or what finds it gone, is a transmit
+    /// drop as one by one.
+    fn hand_over(&mut self) {
+        if self.pending.is_empty() {
+            return;
+        }
+        let Some(io) = self.ports[self.pending_port].io_mut() else {
+            self.pending.clear();
             return;
         };
         if io.gone {
-            io.tx_dropped += frames.len() as u64;
-            frames.clear();
+            io.tx_dropped += self.pending.len() as u64;
+            self.pending.clear();
             return;
         }
-        let (refused, error) = io.backend.send_owned_burst(frames);
+        let (refused, error) = io.backend.send_owned_burst(&mut self.pending);
         io.tx_dropped += refused;
         if let Some(e) = error {
             io.fail(e);
         }
     }
-
-    fn transmit(&mut self, port: usize, frame: &[u8], at_ns: u64) {
-        self.transmit_frame(port, frame, at_ns, None);
-    }
-}
-
-impl PortSink<'_> {
     /// A frame the switch transmits: shown to the port's emulated peer, then handed to the
     /// port; if the port took it and `tap` is a capture of its transmissions, copied there.
     /// Inlined into both sinks, so the plain one (`tap` = `None`) has no capture check.
@@ -87,6 +128,7 @@ impl PortSink<'_> {
     /// which an emulated peer passes on as they are.
     #[inline]
     fn send_owned(&mut self, port: usize, frame: ForeignFrame, _at_ns: u64) -> bool {
+        self.hand_over();
         let Some(io) = self.ports[port].io_mut() else {
             return false;
         };
@@ -101,6 +143,7 @@ impl PortSink<'_> {
     /// Hands `frame` to the port's backend, and nothing else: what the emulated NIC sends its
     /// host goes here directly. True if the backend took it.
     fn send(&mut self, port: usize, frame: &[u8]) -> bool {
+        self.hand_over();
         let Some(io) = self.ports[port].io_mut() else {
             return false;
         };
@@ -117,10 +160,12 @@ impl PortSink<'_> {
     /// `PortSink`, with one a [`Tapped`] wrapper that also copies what the port took.
     #[inline]
     pub fn transmit_port(&mut self, sw: &mut Switch, port: usize, now: u64) -> usize {
-        match self.ports[port].io().and_then(|io| io.tx_tap.clone()) {
+        let sent = match self.ports[port].io().and_then(|io| io.tx_tap.clone()) {
             None => sw.transmit(port, now, self),
             Some(tap) => sw.transmit(port, now, &mut Tapped { sink: self, tap: &tap }),
-        }
+        };
+        self.hand_over();
+        sent
     }
 
     /// Sends what the emulated NIC tells its host (back-pressure PFC), captured like any frame
@@ -156,5 +201,95 @@ impl TxSink for Tapped<'_, '_> {
         let staged = self.tap.stage(Dir::Tx, at_ns, frame.bytes());
         let taken = self.sink.send_owned(port, frame, at_ns);
         self.tap.finish(staged, taken);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::io::{PortBackend, PortError, PortStats};
+    use crate::runtime::port_io::PortIo;
+    use std::sync::{Arc, Mutex};
+
+    /// What a port's backend was handed, call by call: `Copy(frame)` for `send`, `Burst(frames)`
+    /// for `send_owned_burst`.
+    #[derive(Debug, PartialEq)]
+    enum Call {
+        Copy(u8),
+        Burst(Vec<u8>),
+    }
+
+    /// A backend that records its calls (frames named by their first byte).
+    struct Recorder(Arc<Mutex<Vec<Call>>>);
+
+    impl PortBackend for Recorder {
+        fn recv_burst(&mut self, _max: usize, _f: &mut dyn FnMut(&[u8])) -> Result<usize, PortError> {
+            Ok(0)
+        }
+        fn send(&mut self, frame: &[u8]) -> Result<bool, PortError> {
+            self.0.lock().unwrap().push(Call::Copy(frame[0]));
+            Ok(true)
+        }
+        fn send_owned_burst(&mut self, frames: &mut OwnedBurst) -> (u64, Option<PortError>) {
+            let firsts = frames.drain(..).map(|(f, _)| f.bytes()[0]).collect();
+            self.0.lock().unwrap().push(Call::Burst(firsts));
+            (0, None)
+        }
+        fn tx_room(&mut self) -> usize {
+            64
+        }
+        fn flush(&mut self) -> Result<(), PortError> {
+            Ok(())
+        }
+        fn link_up(&mut self) -> bool {
+            true
+        }
+        fn name(&self) -> &str {
+            "recorder"
+        }
+        fn stats(&mut self) -> PortStats {
+            PortStats::default()
+        }
+    }
+
+    /// A 60-byte frame starting with `id`, in a buffer of its own (released by dropping it).
+    fn lent(id: u8) -> ForeignFrame {
+        unsafe fn release(token: std::ptr::NonNull<std::ffi::c_void>) {
+            // SAFETY: made by Box::into_raw below, released once.
+            drop(unsafe { Box::from_raw(token.as_ptr().cast::<Vec<u8>>()) });
+        }
+        let mut v = Box::new(vec![id; 60]);
+        let data = std::ptr::NonNull::new(v.as_mut_ptr()).unwrap();
+        let token = std::ptr::NonNull::new(Box::into_raw(v).cast()).unwrap();
+        // SAFETY: the box keeps the bytes alive until `release`, which runs once.
+        unsafe { ForeignFrame::new(data, 60, token, release, 1) }
+    }
+
+    /// Frames in their own buffers reach the backend together, but never after a frame sent
+    /// as a copy behind them: lent 1, 2, copied 3, lent 4, 5 on one port arrive as the bursts
+    /// [1, 2], then 3, then [4, 5] (handed over when the sink goes); a frame for another port
+    /// hands the gathered ones over first.
+    #[test]
+    fn lent_frames_reach_the_backend_in_bursts_in_order() {
+        let calls = [(); 2].map(|_| Arc::new(Mutex::new(Vec::new())));
+        let mut ports: Vec<ShardPort> = calls
+            .iter()
+            .enumerate()
+            .map(|(i, c)| ShardPort::Direct(PortIo::new(i, Box::new(Recorder(c.clone())))))
+            .collect();
+        let mut sink = PortSink::new(&mut ports);
+        sink.transmit_owned(0, lent(1), 10);
+        sink.transmit_owned(0, lent(2), 20);
+        assert!(calls[0].lock().unwrap().is_empty(), "gathered, not sent one by one");
+        sink.transmit(0, &[3; 60], 30);
+        sink.transmit_owned(0, lent(4), 40);
+        sink.transmit_owned(0, lent(5), 50);
+        sink.transmit_owned(1, lent(6), 60);
+        drop(sink);
+        assert_eq!(
+            *calls[0].lock().unwrap(),
+            [Call::Burst(vec![1, 2]), Call::Copy(3), Call::Burst(vec![4, 5])]
+        );
+        assert_eq!(*calls[1].lock().unwrap(), [Call::Burst(vec![6])]);
     }
 }
