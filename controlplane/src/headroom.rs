@@ -44,9 +44,7 @@ use std::fmt;
 // of the project: `pfc_frame` is a minimum frame with its FCS plus `PREAMBLE_SFD_IFG_BYTES`;
 // `local_frame` adds the same to the largest frame as stored (MTU + 18, no FCS), 4 B short of
 // `WIRE_OVERHEAD_BYTES`, as the headroom figures have always been computed.
-pub use crate::wire_timing::{L2_OVERHEAD_BYTES, MIN_FRAME_BYTES, PREAMBLE_SFD_IFG_BYTES};
-/// Bits in one PFC pause quantum.
-pub const BITS_PER_QUANTUM: u64 = 512;
+pub use crate::wire_timing::{BITS_PER_QUANTUM, L2_OVERHEAD_BYTES, MIN_FRAME_BYTES, PREAMBLE_SFD_IFG_BYTES};
 
 /// IEEE 802.3 Annex 31B.3.7 peer response times: (speed in bit/s, pause quanta).
 const RESPONSE_QUANTA: [(u64, u64); 9] = [

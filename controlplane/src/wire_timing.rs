@@ -1,6 +1,6 @@
 //! What an Ethernet frame costs on the wire beyond the bytes the switch stores, in one place:
 //! the headroom formula, VL arbitration admission, the dataplane's link pacing and the NIC
-//! model all count line time from these.
+//! model all count line time from these, and PFC's pause times their quantum.
 //!
 //! A frame as the switch stores it (and as a pcap holds it) has no FCS. On the wire it is
 //! preceded by preamble and start-of-frame delimiter, followed by its FCS, and separated from
@@ -32,6 +32,8 @@ pub const MIN_FRAME_BYTES: u64 = 64;
 pub const MIN_STORED_FRAME_BYTES: u64 = MIN_FRAME_BYTES - FCS_BYTES;
 /// Ethernet header (14) and an 802.1Q tag (4): frame = IP MTU + this (as `[[port]] mtu`).
 pub const L2_OVERHEAD_BYTES: u32 = 18;
+/// Bit times in one pause quantum (802.1Qbb and 802.3x): what a PFC frame's times count in.
+pub const BITS_PER_QUANTUM: u64 = 512;
 
 #[cfg(test)]
 mod tests {

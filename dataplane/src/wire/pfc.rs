@@ -26,8 +26,8 @@ pub const OPCODE_PAUSE: u16 = 0x0001;
 pub const OPCODE_PFC: u16 = 0x0101;
 /// Length of an encoded MAC control frame without FCS (the Ethernet minimum).
 pub const MAC_CONTROL_FRAME_LEN: usize = 60;
-/// Bit times per pause quantum.
-pub const BITS_PER_QUANTUM: u64 = 512;
+/// Bit times per pause quantum: the one definition, with the rest of the link's timing.
+pub use controlplane::wire_timing::BITS_PER_QUANTUM;
 
 /// A decoded MAC control frame.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
