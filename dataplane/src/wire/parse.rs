@@ -9,8 +9,12 @@
 //! the pipeline counts.
 //!
 //! The header slicing itself is etherparse's (`Ethernet2HeaderSlice`, `SingleVlanHeaderSlice`,
-//! `Ipv4Slice`, `Ipv6HeaderSlice` + `Ipv6Slice`, `UdpHeaderSlice`); this module only chooses
-//! which layers to look at, maps etherparse's errors to named reasons and records offsets.
+//! `Ipv4Slice`, `Ipv6HeaderSlice` + `Ipv6Slice`); this module only chooses which layers to look
+//! at, maps etherparse's errors to named reasons and records offsets. Two shapes are read by
+//! hand with etherparse's checks, because they are every RoCEv2 frame's: an untagged IPv4
+//! header without options (`parse_plain_ipv4`), and the UDP header and BTH (`parse_udp`). The
+//! tests hold both against the reference parser built wholly on etherparse (`UdpHeaderSlice`
+//! included).
 //! It deliberately does not look at TCP, ICMP or ARP contents: the switch never needs them.
 //!
 //! # Length rules
@@ -48,7 +52,6 @@ use super::roce::{Bth, ROCEV2_UDP_PORT};
 use etherparse::err::Layer;
 use etherparse::{
     Ethernet2HeaderSlice, IpNumber, Ipv4HeaderSlice, Ipv4Slice, Ipv6HeaderSlice, Ipv6Slice, SingleVlanHeaderSlice,
-    UdpHeaderSlice,
 };
 
 /// EtherType of IPv4.
@@ -599,15 +602,22 @@ fn parse_plain_ipv4(frame: &[u8], info: &mut FrameInfo) -> Option<Result<(), Mal
     }
     // The IP payload: `L4..L3 + total`, within the frame (checked above).
     let payload = frame.get(L4..L3 + total)?;
-    let Some(u) = payload.first_chunk::<UDP_HEADER_LEN>() else {
-        return Some(Err(Malformed::TruncatedUdp));
-    };
+    Some(parse_udp(payload, L4, info))
+}
+
+/// The UDP header at the start of an IP `payload` (`l4_offset` bytes into the frame), and
+/// on the RoCEv2 port the BTH after it: what both paths read once IP is parsed, with
+/// etherparse's checks (`UdpHeaderSlice`: 8 bytes; the length within the payload), which the
+/// tests hold against the reference parser.
+#[inline(always)]
+fn parse_udp(payload: &[u8], l4_offset: usize, info: &mut FrameInfo) -> Result<(), Malformed> {
+    let u = payload.first_chunk::<UDP_HEADER_LEN>().ok_or(Malformed::TruncatedUdp)?;
     let len = u16::from_be_bytes([u[4], u[5]]) as usize;
     if len < UDP_HEADER_LEN || len > payload.len() {
-        return Some(Err(Malformed::BadUdpLength));
+        return Err(Malformed::BadUdpLength);
     }
     let dst_port = u16::from_be_bytes([u[2], u[3]]);
-    info.l4_offset = L4 as u32;
+    info.l4_offset = l4_offset as u32;
     info.udp = Some(UdpPorts {
         src_port: u16::from_be_bytes([u[0], u[1]]),
         dst_port,
@@ -617,10 +627,10 @@ fn parse_plain_ipv4(frame: &[u8], info: &mut FrameInfo) -> Option<Result<(), Mal
         let data = &payload[UDP_HEADER_LEN..len];
         match data.first_chunk::<{ Bth::LEN }>() {
             Some(b) if data.len() >= Bth::LEN + super::roce::ICRC_LEN => info.bth = Some(Bth::from_bytes(*b)),
-            _ => return Some(Err(Malformed::TruncatedBth)),
+            _ => return Err(Malformed::TruncatedBth),
         }
     }
-    Some(Ok(()))
+    Ok(())
 }
 
 /// Every frame [`parse_plain_ipv4`] does not take, through etherparse's header slices.
@@ -710,26 +720,7 @@ fn parse_headers(frame: &[u8], info: &mut FrameInfo) -> Result<(), Malformed> {
     if info.ip_proto != IP_PROTO_UDP || info.fragment {
         return Ok(());
     }
-    let udp = UdpHeaderSlice::from_slice(payload).map_err(|_| Malformed::TruncatedUdp)?;
-    let len = udp.length() as usize;
-    if len < UDP_HEADER_LEN || len > payload.len() {
-        return Err(Malformed::BadUdpLength);
-    }
-    info.l4_offset = offset_in(frame, payload) as u32;
-    let dst_port = udp.destination_port();
-    info.udp = Some(UdpPorts {
-        src_port: udp.source_port(),
-        dst_port,
-        length: len as u16,
-    });
-    if dst_port == ROCEV2_UDP_PORT {
-        let data = &payload[UDP_HEADER_LEN..len];
-        match data.first_chunk::<{ Bth::LEN }>() {
-            Some(b) if data.len() >= Bth::LEN + super::roce::ICRC_LEN => info.bth = Some(Bth::from_bytes(*b)),
-            _ => return Err(Malformed::TruncatedBth),
-        }
-    }
-    Ok(())
+    parse_udp(payload, offset_in(frame, payload), info)
 }
 
 /// IPv4 through `Ipv4Slice` (which walks an authentication header): upper-layer protocol,
@@ -930,7 +921,7 @@ mod tests {
         if info.ip_proto != IP_PROTO_UDP || info.fragment {
             return Ok(info);
         }
-        let udp = UdpHeaderSlice::from_slice(payload).map_err(|_| Malformed::TruncatedUdp)?;
+        let udp = etherparse::UdpHeaderSlice::from_slice(payload).map_err(|_| Malformed::TruncatedUdp)?;
         let len = udp.length();
         if (len as usize) < UDP_HEADER_LEN || len as usize > payload.len() {
             return Err(Malformed::BadUdpLength);
