@@ -4,6 +4,7 @@
 use crate::io::{ForeignFrame, OwnedBurst};
 use crate::runtime::capture::{CaptureRing, Dir};
 use crate::runtime::emulated::ToHost;
+use crate::runtime::port_io::PortIo;
 use crate::runtime::shard_port::ShardPort;
 use crate::switch::{Switch, TxSink};
 
@@ -79,15 +80,12 @@ impl<'a> PortSink<'a> {
         if self.pending.is_empty() {
             return;
         }
-        let Some(io) = self.ports[self.pending_port].io_mut() else {
+        let n = self.pending.len() as u64;
+        let Some(io) = live_io(&mut self.ports[self.pending_port], n) else {
+            // Dropping them releases their buffers.
             self.pending.clear();
             return;
         };
-        if io.gone {
-            io.tx_dropped += self.pending.len() as u64;
-            self.pending.clear();
-            return;
-        }
         let (refused, error) = io.backend.send_owned_burst(&mut self.pending);
         io.tx_dropped += refused;
         if let Some(e) = error {
@@ -129,13 +127,9 @@ impl<'a> PortSink<'a> {
     #[inline]
     fn send_owned(&mut self, port: usize, frame: ForeignFrame, _at_ns: u64) -> bool {
         self.hand_over();
-        let Some(io) = self.ports[port].io_mut() else {
+        let Some(io) = live_io(&mut self.ports[port], 1) else {
             return false;
         };
-        if io.gone {
-            io.tx_dropped += 1;
-            return false;
-        }
         let sent = io.backend.send_owned(frame);
         io.took(sent)
     }
@@ -144,13 +138,9 @@ impl<'a> PortSink<'a> {
     /// host goes here directly. True if the backend took it.
     fn send(&mut self, port: usize, frame: &[u8]) -> bool {
         self.hand_over();
-        let Some(io) = self.ports[port].io_mut() else {
+        let Some(io) = live_io(&mut self.ports[port], 1) else {
             return false;
         };
-        if io.gone {
-            io.tx_dropped += 1;
-            return false;
-        }
         let sent = io.backend.send(frame);
         io.took(sent)
     }
@@ -177,6 +167,18 @@ impl<'a> PortSink<'a> {
             }
         }
     }
+}
+
+/// The port's backend if it can take frames now; None for a port of no backend, or one that
+/// is gone, where the `frames` about to be sent count as transmit drops.
+#[inline]
+fn live_io(port: &mut ShardPort, frames: u64) -> Option<&mut PortIo> {
+    let io = port.io_mut()?;
+    if io.gone {
+        io.tx_dropped += frames;
+        return None;
+    }
+    Some(io)
 }
 
 /// [`PortSink`] for a port whose transmissions are being captured: each frame the port's
@@ -208,7 +210,6 @@ impl TxSink for Tapped<'_, '_> {
 mod tests {
     use super::*;
     use crate::io::{PortBackend, PortError, PortStats};
-    use crate::runtime::port_io::PortIo;
     use std::sync::{Arc, Mutex};
 
     /// What a port's backend was handed, call by call: `Copy(frame)` for `send`, `Burst(frames)`
@@ -291,5 +292,22 @@ mod tests {
             [Call::Burst(vec![1, 2]), Call::Copy(3), Call::Burst(vec![4, 5])]
         );
         assert_eq!(*calls[1].lock().unwrap(), [Call::Burst(vec![6])]);
+    }
+
+    /// A port that is gone takes nothing: a gathered burst for it counts every frame as a
+    /// transmit drop (as one by one), and releases their buffers.
+    #[test]
+    fn a_burst_for_a_port_that_is_gone_counts_its_frames_dropped() {
+        let calls = Arc::new(Mutex::new(Vec::new()));
+        let mut ports = vec![ShardPort::Direct(PortIo::new(0, Box::new(Recorder(calls.clone()))))];
+        ports[0].io_mut().unwrap().gone = true;
+        let mut sink = PortSink::new(&mut ports);
+        for id in 1..=3 {
+            sink.transmit_owned(0, lent(id), 0);
+        }
+        sink.transmit(0, &[4; 60], 0);
+        drop(sink);
+        assert!(calls.lock().unwrap().is_empty(), "nothing reached the backend");
+        assert_eq!(ports[0].io().unwrap().tx_dropped, 4);
     }
 }
