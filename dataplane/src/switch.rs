@@ -13,6 +13,8 @@
 use crate::buffers::foreign::RxFrame;
 use crate::buffers::pool::PacketPool;
 use crate::counters::{PgCounters, PortCounters, QueueCounters};
+use crate::egress::port::Desc;
+use crate::egress::run::{Run, RunFrame};
 use crate::egress::{Egress, Peers, TX_BURST};
 use crate::ingress::classify::{Class, Classifier};
 use crate::ingress::fdb::Fdb;
@@ -46,13 +48,23 @@ pub struct BurstRx<'s> {
     port: usize,
     now: u64,
     info: FrameInfo,
+    /// Frames of this burst held for admission together (`egress::run`); admitted when the
+    /// burst moves on, and at its end (`Drop`).
+    run: Run,
+}
+
+impl Drop for BurstRx<'_> {
+    fn drop(&mut self) {
+        self.sw.admit_run(self.port, &mut self.run, self.now);
+    }
 }
 
 impl BurstRx<'_> {
     /// Receives one frame (without FCS) of the burst.
     #[inline]
     pub fn receive(&mut self, frame: &[u8]) {
-        self.sw.receive_one(self.port, frame, None, self.now, &mut self.info);
+        self.sw
+            .receive_one(self.port, frame, None, self.now, &mut self.info, &mut self.run);
     }
 
     /// Receives one frame of the burst as a backend hands it over: a frame whose buffer the
@@ -68,7 +80,7 @@ impl BurstRx<'_> {
         // is released only when that slot is freed.
         let bytes: &[u8] = unsafe { std::slice::from_raw_parts(bytes.as_ptr(), bytes.len()) };
         self.sw
-            .receive_one(self.port, bytes, Some(frame), self.now, &mut self.info);
+            .receive_one(self.port, bytes, Some(frame), self.now, &mut self.info, &mut self.run);
     }
 
     /// [`BurstRx::receive_frame`] for each frame of a burst a backend handed over at once.
@@ -212,6 +224,7 @@ impl Switch {
             port,
             now,
             info: FrameInfo::EMPTY,
+            run: Run::new(),
         }
     }
 
@@ -222,38 +235,89 @@ impl Switch {
 
     /// The per-frame receive path, inlined into the burst loop: the ingress side decides, the
     /// frame is stored in a packet slot (its backend's buffer when `held` gives it, else a
-    /// copy), the egress side queues it.
+    /// copy), the egress side queues it, or holds it in `run` with the burst's other frames
+    /// for the same queue to admit them together (`egress::run`).
     #[inline(always)]
     fn receive_one(
         &mut self,
         port: usize,
         frame: &[u8],
-        held: Option<&mut RxFrame<'_>>,
+        mut held: Option<&mut RxFrame<'_>>,
         now: u64,
         info: &mut FrameInfo,
+        run: &mut Run,
     ) {
         let mut class = Class::UNCLASSIFIED;
         match self.ingress.receive(port, frame, now, info, &mut class) {
             Arrival::Done => {}
             Arrival::MacControl => {
+                self.admit_run(port, run, now);
                 if let Err(m) = self.egress.receive_mac_control(port, frame, now) {
                     self.ingress.ports[port].counters.malformed[m as usize] += 1;
                 }
             }
             Arrival::Unicast(out) if self.shard.is_remote(out) => {
+                self.admit_run(port, run, now);
                 self.cross_out(port, out, frame, held, info, &class, now);
             }
+            Arrival::Unicast(out) if self.egress.runs_on(out, class.queue as usize) => {
+                let (queue, pg) = (class.queue as usize & 7, class.pg as usize & 7);
+                if !run.takes(out, queue, pg) {
+                    self.admit_run(port, run, now);
+                    run.restart(out, queue, pg);
+                }
+                let slot = match store(&mut self.packets, frame, held.as_deref_mut()) {
+                    Some(slot) => slot,
+                    // Frames the run holds may yet be refused and give their slots back, as
+                    // they would have frame by frame by now: admit them, then try again.
+                    None if !run.frames.is_empty() => {
+                        self.admit_run(port, run, now);
+                        let Some(slot) = store(&mut self.packets, frame, held) else {
+                            return self.no_slot(port, class.pg);
+                        };
+                        slot
+                    }
+                    None => return self.no_slot(port, class.pg),
+                };
+                self.rewrite(slot, frame.len(), info, &class);
+                let (egress, mut peers) = self.sides();
+                if egress.passes_refusal(&mut peers, port, out, slot, frame.len(), &class, now) {
+                    run.push(RunFrame {
+                        slot,
+                        len: frame.len() as u16,
+                        cells: self.pool.cells_for(frame.len()) as u16,
+                        flags: if info.is_ect() { Desc::ECT } else { 0 } | if class.cnp { Desc::CNP } else { 0 },
+                    });
+                }
+            }
             Arrival::Unicast(out) => {
+                self.admit_run(port, run, now);
                 let Some(slot) = store(&mut self.packets, frame, held) else {
-                    self.ingress
-                        .drop_frame(port, class.pg, crate::counters::DropReason::NoBuffer);
-                    return;
+                    return self.no_slot(port, class.pg);
                 };
                 self.rewrite(slot, frame.len(), info, &class);
                 let (egress, mut peers) = self.sides();
                 egress.enqueue(&mut peers, port, out, slot, frame.len(), info, &class, now);
             }
-            Arrival::Flood => self.flood(port, frame, held, info, class, now),
+            Arrival::Flood => {
+                self.admit_run(port, run, now);
+                self.flood(port, frame, held, info, class, now)
+            }
+        }
+    }
+
+    /// A frame for which no packet slot is left: dropped on its ingress PG.
+    #[cold]
+    fn no_slot(&mut self, port: usize, pg: u8) {
+        self.ingress.drop_frame(port, pg, crate::counters::DropReason::NoBuffer);
+    }
+
+    /// Admits the frames `run` holds from `port` (`egress::run`).
+    #[inline]
+    fn admit_run(&mut self, port: usize, run: &mut Run, now: u64) {
+        if !run.frames.is_empty() {
+            let (egress, mut peers) = self.sides();
+            egress.admit_run(&mut peers, port, run, now);
         }
     }
 

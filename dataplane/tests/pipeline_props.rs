@@ -100,10 +100,20 @@ proptest! {
     /// (several senders and destinations, CNPs, floods, corrupted and truncated frames, time
     /// passing between bursts) must give the same frames out, at the same times, and the same
     /// counters. (The FDB caches are the same on both paths; `fdb::tests::recent` covers them.)
+    ///
+    /// With a small buffer (`tight_kib`: 400 of its cells are reserved minimums and headroom,
+    /// the rest is the shared pool), the limits bind: lossy drops at the PG and the queue,
+    /// headroom, XOFF and XON, where frames of one burst to one queue, admitted together when
+    /// the MMU can show that is the same (`egress::run`), must still decide each frame as
+    /// one by one.
     #[test]
-    fn bursts_match_frame_by_frame(bursts in prop::collection::vec(prop::collection::vec(burst(), 1..4), 1..24)) {
-        let mut by_burst = Switch::new(&default_config(), 5);
-        let mut by_frame = Switch::new(&default_config(), 5);
+    fn bursts_match_frame_by_frame(bursts in prop::collection::vec(prop::collection::vec(burst(), 1..4), 1..24), tight_kib in prop::sample::select(vec![0u64, 128, 192])) {
+        let mut cfg = default_config();
+        if tight_kib > 0 {
+            cfg.buffer.total_bytes = tight_kib * 1024;
+        }
+        let mut by_burst = Switch::new(&cfg, 5);
+        let mut by_frame = Switch::new(&cfg, 5);
         let mut out_burst = Vec::new();
         let mut out_frame = Vec::new();
         let mut now = 0u64;
@@ -153,4 +163,80 @@ proptest! {
             serde_json::to_string(&by_frame.snapshot(now)).unwrap()
         );
     }
+}
+
+/// Bursts into a small buffer that fills, lossless and lossy, small and large frames, from
+/// two ports at once to one: where frames of a burst to one queue are admitted together
+/// (`egress::run`), a PG's XOFF, its headroom and a lossy drop must still come at the same
+/// frame as one by one, and every frame out, PFC frame and counter be the same.
+#[test]
+fn bursts_into_a_filling_buffer_match_frame_by_frame() {
+    use dataplane::tools::gen::announce;
+    let (mut xoff_seen, mut lossy_drops_seen) = (false, false);
+    for tight_kib in (112..=208).step_by(16) {
+        for dscp in [26u8, 0] {
+            for len in [64usize, 300, 1500] {
+                let mut cfg = default_config();
+                cfg.buffer.total_bytes = tight_kib * 1024;
+                let mut by_burst = Switch::new(&cfg, 5);
+                let mut by_frame = Switch::new(&cfg, 5);
+                let (mut out_burst, mut out_frame) = (Vec::new(), Vec::new());
+                for sw in [&mut by_burst, &mut by_frame] {
+                    for p in 0..4 {
+                        sw.receive(p, &announce(p as u16, 0).unwrap(), 0);
+                    }
+                }
+                let flow = |src: u16| Flow {
+                    src,
+                    dst: 2,
+                    dscp,
+                    ecn: Ecn::Ect0,
+                    qp: 1,
+                    frame_len: len,
+                    count: 32,
+                    start_ns: 0,
+                    rate_bps: 25_000_000_000,
+                };
+                let (a, b): (Vec<_>, Vec<_>) = (flow(0).frames().unwrap(), flow(1).frames().unwrap());
+                // Twelve rounds of a burst from each of ports 0 and 1, 2 µs apart: port 2's
+                // link carries about half of it, so its queue and the PGs fill.
+                for round in 0..12u64 {
+                    let now = 1_000 + round * 2_000;
+                    for (port, frames) in [(0, &a), (1, &b)] {
+                        by_burst.receive_burst(port, frames.iter().map(|(_, f)| f.as_slice()), now);
+                        for (_, f) in frames {
+                            by_frame.receive(port, f, now);
+                        }
+                    }
+                    for (sw, out) in [(&mut by_burst, &mut out_burst), (&mut by_frame, &mut out_frame)] {
+                        sw.poll(now);
+                        for p in 0..4 {
+                            sw.transmit(p, now, &mut |port: usize, f: &[u8], t: u64| {
+                                out.push((port, t, f.to_vec()))
+                            });
+                        }
+                    }
+                }
+                let what = format!("{tight_kib} KiB, DSCP {dscp}, {len} B");
+                assert!(out_burst == out_frame, "{what}: different frames out");
+                let (sb, sf) = (by_burst.snapshot(30_000), by_frame.snapshot(30_000));
+                assert_eq!(
+                    serde_json::to_string(&sb).unwrap(),
+                    serde_json::to_string(&sf).unwrap(),
+                    "{what}"
+                );
+                let pfc = out_frame.iter().filter(|(_, _, f)| f[12..14] == [0x88, 0x08]).count();
+                let drops: u64 = sf.ports.iter().map(|p| p.drops.total()).sum();
+                if dscp == 26 {
+                    xoff_seen |= pfc > 0;
+                } else {
+                    lossy_drops_seen |= drops > 0;
+                }
+            }
+        }
+    }
+    assert!(
+        xoff_seen && lossy_drops_seen,
+        "the buffer never filled: nothing here tests the limits"
+    );
 }

@@ -81,6 +81,7 @@ fn lent_frames_leave_in_their_own_buffer() {
     assert_eq!(back.bytes().as_ptr(), runt_ptr);
     drop(back);
     assert_eq!(RELEASED.load(SeqCst), released + 1);
+    drop(rx); // the burst ends: its frames are admitted
     let (frame, flood_ptr) = lend(&flood[0], &RELEASED);
     let mut frame = RxFrame::Owned(frame);
     sw.burst_rx(1, 1_000).receive_frame(&mut frame);
@@ -133,6 +134,7 @@ fn a_switch_dropped_with_lent_frames_releases_them() {
         rx.receive_frame(&mut frame);
         assert!(frame.give_back().is_none());
     }
+    drop(rx);
     assert_eq!(sw.foreign_held(), 3);
     drop(sw);
     assert_eq!(RELEASED.load(SeqCst), before + 3);

@@ -13,6 +13,7 @@ pub mod link;
 pub mod port;
 pub mod queues;
 pub mod rng;
+pub(crate) mod run;
 pub mod sched;
 pub mod token_bucket;
 pub mod wred;
@@ -224,6 +225,28 @@ impl Egress {
             return self.drop_frame(peers.ingress, in_port, out, queue, pg, len, reason);
         }
         let cells = peers.pool.cells_for(len);
+        if !self.admit(peers, in_port, out, queue, pg, slot, len, cells, now) {
+            return;
+        }
+        self.queue_admitted(peers, in_port, out, slot, len, cells, info, class, now, NO_GROUP);
+    }
+
+    /// Admits a stored frame on both sides (`mmu::admit`) and asks for the XOFF its PG may
+    /// want; false when refused (its slot freed, the drop counted where it was decided).
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    fn admit(
+        &mut self,
+        peers: &mut Peers<'_>,
+        in_port: usize,
+        out: usize,
+        queue: usize,
+        pg: usize,
+        slot: u32,
+        len: usize,
+        cells: u32,
+        now: u64,
+    ) -> bool {
         let ing = &mut peers.ingress.ports[in_port];
         let o = &mut self.ports[out];
         let admitted = match mmu::admit(
@@ -240,11 +263,13 @@ impl Egress {
                 // Refused by the ingress PG: counted where it was decided, on the ingress port
                 // and PG (where SONiC's PG drop counters are), not on the egress queue.
                 peers.packets.free(slot);
-                return peers.ingress.ports[in_port].drop_frame(pg as u8, reason);
+                peers.ingress.ports[in_port].drop_frame(pg as u8, reason);
+                return false;
             }
             Err(reason) => {
                 peers.packets.free(slot);
-                return self.drop_frame(peers.ingress, in_port, out, queue, pg, len, reason);
+                self.drop_frame(peers.ingress, in_port, out, queue, pg, len, reason);
+                return false;
             }
         };
         if admitted.wants_xoff {
@@ -253,7 +278,90 @@ impl Egress {
                 self.ports[in_port].queue_pfc(req);
             }
         }
-        self.queue_admitted(peers, in_port, out, slot, len, cells, info, class, now, NO_GROUP);
+        true
+    }
+
+    /// Whether a frame for `queue` of `out` may wait in a [`run::Run`]: its descriptor is then
+    /// all [`Egress::queue_admitted`] would write (no EDF deadline, no WRED at enqueue).
+    #[inline(always)]
+    pub(crate) fn runs_on(&self, out: usize, queue: usize) -> bool {
+        let o = &self.ports[out];
+        o.edf.is_none()
+            && o.wred[queue & 7]
+                .as_ref()
+                .is_none_or(|w| w.mark_at != MarkPoint::Enqueue)
+    }
+
+    /// The CNP policer and the watchdog for a frame about to join a run, as
+    /// [`Egress::enqueue`] asks them first: false when they refuse it (slot freed, counted).
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    pub(crate) fn passes_refusal(
+        &mut self,
+        peers: &mut Peers<'_>,
+        in_port: usize,
+        out: usize,
+        slot: u32,
+        len: usize,
+        class: &Class,
+        now: u64,
+    ) -> bool {
+        let (queue, pg) = (class.queue as usize & 7, class.pg as usize & 7);
+        match self.refusal(out, queue, len, class, now) {
+            None => true,
+            Some(reason) => {
+                peers.packets.free(slot);
+                self.drop_frame(peers.ingress, in_port, out, queue, pg, len, reason);
+                false
+            }
+        }
+    }
+
+    /// Admits and queues the frames `run` holds from `in_port`, in order, and empties it: in
+    /// one step when `mmu::admit_group` shows that is what one by one would do, else one by
+    /// one as [`Egress::enqueue`] (whose refusals the frames passed when they joined).
+    #[inline]
+    pub(crate) fn admit_run(&mut self, peers: &mut Peers<'_>, in_port: usize, run: &mut run::Run, now: u64) {
+        if run.frames.is_empty() {
+            return;
+        }
+        let (out, queue, pg) = (run.out, run.queue & 7, run.pg & 7);
+        let desc = |f: &run::RunFrame| Desc {
+            slot: f.slot,
+            deadline: now,
+            len: f.len,
+            in_port: in_port as u8,
+            pg: pg as u8,
+            cells: f.cells,
+            flags: f.flags,
+        };
+        let ing = &mut peers.ingress.ports[in_port];
+        // A frame alone takes the frame-by-frame path: `Switch::receive` (a burst of one)
+        // stays the reference the burst path is tested against.
+        if run.frames.len() > 1
+            && mmu::admit_group(
+                &mut ing.buffers,
+                pg,
+                &mut self.ports[out].buffers,
+                queue,
+                peers.pool,
+                &run.totals,
+            )
+        {
+            let o = &mut self.ports[out];
+            for f in &run.frames {
+                self.descs.push(&mut o.queues[queue], desc(f));
+            }
+            o.nonempty |= 1 << queue;
+        } else {
+            for f in &run.frames {
+                let (slot, len, cells) = (f.slot, f.len as usize, f.cells as u32);
+                if self.admit(peers, in_port, out, queue, pg, slot, len, cells, now) {
+                    self.ports[out].push(&mut self.descs, queue, desc(f));
+                }
+            }
+        }
+        run.clear();
     }
 
     /// Queues a frame whose PG is charged already: the egress half of [`Egress::enqueue`], for

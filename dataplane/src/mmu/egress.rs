@@ -2,6 +2,7 @@
 //! egress side. Lossy frames are refused here at the queue's limit; a lossless frame the
 //! ingress side admitted never is (its PG must reach XOFF first).
 
+use super::group::GroupTotals;
 use super::{Limit, QueueUse, SharedPool};
 use crate::counters::DropReason;
 use controlplane::{PortConfig, NUM_TC};
@@ -61,18 +62,47 @@ impl QueueAccount {
         if !to_min && !lossless && (cells > egress_free || q.shared + cells > ql.shared.resolve(egress_free)) {
             return Err(DropReason::EgressLimit);
         }
+        self.charge(queue, to_min, cells, bytes as u64, pool);
+        Ok(())
+    }
+
+    /// Whether a group of frames `g` fits queue `queue`, admitted one by one in order, all in
+    /// its reserved minimum (`Some(true)`) or all in the shared pool (`Some(false)`); None for
+    /// anything else (two regions, a refusal), which the frame-by-frame path decides. Why the
+    /// group's total decides for each frame: `mmu::group`.
+    #[inline(always)]
+    pub(super) fn group_fits(&self, queue: usize, g: &GroupTotals, lossless: bool, pool: &SharedPool) -> Option<bool> {
+        let queue = queue & 7;
+        let (ql, q) = (&self.limits[queue], &self.queues[queue]);
+        if q.min + g.cells <= ql.min {
+            return Some(true);
+        }
+        if q.min + g.min_cells <= ql.min {
+            return None;
+        }
+        if lossless {
+            return Some(false);
+        }
+        let free = pool.egress_free();
+        (g.cells <= free && q.shared + g.cells <= ql.shared.resolve(free - (g.cells - g.last_cells))).then_some(false)
+    }
+
+    /// Charges `cells` and `bytes` to `queue`, in its reserved minimum (`to_min`) or the
+    /// shared pool, with the peaks: one admitted frame's, or a whole group's.
+    #[inline(always)]
+    pub(super) fn charge(&mut self, queue: usize, to_min: bool, cells: u32, bytes: u64, pool: &mut SharedPool) {
+        let q = &mut self.queues[queue & 7];
         let shared = if to_min { 0 } else { cells };
         pool.egress.charge(shared);
         pool.used += cells;
         pool.peak_used = pool.peak_used.max(pool.used);
         q.min += cells - shared;
         q.shared += shared;
-        q.bytes += bytes as u64;
+        q.bytes += bytes;
         q.peak = q.peak.max(q.total());
         q.peak_bytes = q.peak_bytes.max(q.bytes);
         self.cells += cells;
         self.peak_cells = self.peak_cells.max(self.cells);
-        Ok(())
     }
 
     /// Releases a frame charged earlier: shared first, then min.

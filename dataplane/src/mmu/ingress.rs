@@ -1,6 +1,7 @@
 //! One ingress port's buffer account: per PG, min → shared (to its limit) → headroom, and the
 //! XOFF/XON conditions that follow from it. Owned by the ingress side.
 
+use super::group::GroupTotals;
 use super::{IngressRegion, Limit, PgUse, SharedPool};
 use crate::counters::DropReason;
 use controlplane::{PortConfig, NUM_TC};
@@ -84,16 +85,44 @@ impl PgAccount {
         } else {
             return Err(DropReason::IngressLimit);
         };
-        match region {
-            IngressRegion::Min => pu.min += cells,
-            IngressRegion::Shared => {
-                pu.shared += cells;
-                pool.ingress.shared += cells;
-            }
-            IngressRegion::Headroom => pu.headroom += cells,
-        }
+        pu.charge(region, cells, pool);
         self.cells += cells;
         Ok(region)
+    }
+
+    /// The one region a group of frames `g` would all take in `pg`, admitted one by one in
+    /// order (Min or Shared), when none of them would ask for XOFF; None for anything else
+    /// (two regions, headroom, a refusal, an XOFF), which the frame-by-frame path decides.
+    /// Why the group's total decides for each frame: `mmu::group`.
+    #[inline(always)]
+    pub(super) fn group_region(&self, pg: usize, g: &GroupTotals, pool: &SharedPool) -> Option<IngressRegion> {
+        let pg = pg & 7;
+        let (pl, pu) = (&self.limits[pg], &self.pgs[pg]);
+        let free = pool.ingress_free();
+        let (region, shared_end, free_end) = if pu.min + g.cells <= pl.min {
+            (IngressRegion::Min, pu.shared, free)
+        } else if pu.min + g.min_cells > pl.min
+            && g.cells <= free
+            && pu.shared + g.cells <= pl.shared.resolve(free - (g.cells - g.last_cells))
+        {
+            (IngressRegion::Shared, pu.shared + g.cells, free - g.cells)
+        } else {
+            return None;
+        };
+        let wants_xoff = pl.lossless && shared_end >= pl.shared.resolve(free_end);
+        (!wants_xoff).then_some(region)
+    }
+
+    /// Charges a group [`PgAccount::group_region`] placed in `region`, with the peaks its
+    /// frames' admissions would have left.
+    #[inline(always)]
+    pub(super) fn charge_group(&mut self, pg: usize, region: IngressRegion, cells: u32, pool: &mut SharedPool) {
+        let p = &mut self.pgs[pg & 7];
+        p.charge(region, cells, pool);
+        p.peak = p.peak.max(p.total());
+        self.cells += cells;
+        self.peak_cells = self.peak_cells.max(self.cells);
+        pool.ingress.peak_shared = pool.ingress.peak_shared.max(pool.ingress.shared);
     }
 
     /// Undoes a [`PgAccount::reserve`] whose frame the egress side refused.

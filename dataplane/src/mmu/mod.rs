@@ -19,11 +19,13 @@
 //! queues drain (property-tested in `tests`).
 
 mod egress;
+mod group;
 mod ingress;
 mod pool;
 mod thresholds;
 
 pub use egress::QueueAccount;
+pub use group::{admit_group, GroupTotals};
 pub use ingress::PgAccount;
 pub use pool::{PoolSide, SharedPool};
 pub use thresholds::Limit;
@@ -70,6 +72,19 @@ impl PgUse {
     /// Cells held, all regions.
     pub fn total(&self) -> u32 {
         self.min + self.shared + self.headroom
+    }
+
+    /// Charges `cells` to `region` (and the pool's ingress view, for shared cells).
+    #[inline(always)]
+    fn charge(&mut self, region: IngressRegion, cells: u32, pool: &mut SharedPool) {
+        match region {
+            IngressRegion::Min => self.min += cells,
+            IngressRegion::Shared => {
+                self.shared += cells;
+                pool.ingress.shared += cells;
+            }
+            IngressRegion::Headroom => self.headroom += cells,
+        }
     }
 }
 

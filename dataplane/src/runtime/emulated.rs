@@ -328,8 +328,7 @@ mod tests {
         let (enable, times) = pfc_of(em.backpressure(34_000_000)).expect("refresh");
         assert_eq!((enable, times[3]), (1 << 3, 65535));
         // The wire drains it under the XON mark: XON (time 0).
-        let mut rx = sw.burst_rx(1, 40_000_000);
-        em.deliver(40_000_000, u64::MAX, &mut rx);
+        em.deliver(40_000_000, u64::MAX, &mut sw.burst_rx(1, 40_000_000));
         while em.link.held_bytes_of(3) > BACKPRESSURE_XON_BYTES {
             let t = 40_000_000 + em.link.frames_sent * 20_000;
             let mut rx = sw.burst_rx(1, t);

@@ -1,0 +1,73 @@
+//! Admission of a group of frames from one ingress PG to one egress queue in one step: the
+//! limits checked once against the group's total and every count and peak written once,
+//! when that provably reaches what admitting the frames one by one in order would
+//! ([`super::admit`] each); otherwise nothing is charged and the caller admits them one by
+//! one.
+//!
+//! Why it is exact: within a group nothing but its own frames moves the accounts it reads.
+//! Each frame's region test compares a use that only grows against a limit that only shrinks
+//! as the group is charged (a dynamic limit falls with the pool's free cells), so when the
+//! group's last frame passes a test, every earlier frame passed it too; and the one test whose
+//! direction is the other way (a frame fits its reserved minimum while that has room) is
+//! decided for the whole group by its smallest frame. Peaks of counts that only grow are
+//! reached at the group's end. A group that would need two regions, headroom, a refusal or an
+//! XOFF is left to the frame-by-frame path, which decides those exactly as it always has.
+
+use super::{PgAccount, QueueAccount, SharedPool};
+
+/// What a group of frames adds up to, in cells and bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GroupTotals {
+    /// Cells of all the group's frames.
+    pub cells: u32,
+    /// Cells of its smallest frame.
+    pub min_cells: u32,
+    /// Cells of its last frame.
+    pub last_cells: u32,
+    /// Bytes of all its frames.
+    pub bytes: u64,
+}
+
+impl GroupTotals {
+    /// No frame yet.
+    pub const EMPTY: GroupTotals = GroupTotals {
+        cells: 0,
+        min_cells: u32::MAX,
+        last_cells: 0,
+        bytes: 0,
+    };
+
+    /// Adds a frame of `cells` and `bytes` at the group's end.
+    #[inline(always)]
+    pub fn add(&mut self, cells: u32, bytes: u32) {
+        self.cells += cells;
+        self.min_cells = self.min_cells.min(cells);
+        self.last_cells = cells;
+        self.bytes += bytes as u64;
+    }
+}
+
+/// Admits the whole group `g` from PG `pg` of `ingress` to queue `queue` of `egress` when
+/// admitting its frames one by one would admit every one of them, in one region on each side,
+/// without asking for XOFF; charges it (counts and peaks as those admissions would leave
+/// them) and returns true. Otherwise charges nothing and returns false.
+#[inline(always)]
+pub fn admit_group(
+    ingress: &mut PgAccount,
+    pg: usize,
+    egress: &mut QueueAccount,
+    queue: usize,
+    pool: &mut SharedPool,
+    g: &GroupTotals,
+) -> bool {
+    let Some(region) = ingress.group_region(pg, g, pool) else {
+        return false;
+    };
+    let lossless = ingress.is_lossless(pg);
+    let Some(to_min) = egress.group_fits(queue, g, lossless, pool) else {
+        return false;
+    };
+    ingress.charge_group(pg, region, g.cells, pool);
+    egress.charge(queue, to_min, g.cells, g.bytes, pool);
+    true
+}
