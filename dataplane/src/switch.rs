@@ -42,7 +42,8 @@ pub struct Switch {
 
 /// The frames of one burst on one port at one time (`Switch::burst_rx`): the per-frame receive
 /// path with what the burst shares, one parse result reused in place (`parse_into` overwrites
-/// it whole), instead of a fresh one per frame.
+/// it whole), instead of a fresh one per frame, and admission once per run of frames to one
+/// queue (`egress::run`), completed when it is dropped.
 pub struct BurstRx<'s> {
     sw: &'s mut Switch,
     port: usize,
@@ -217,7 +218,9 @@ impl Switch {
     }
 
     /// A burst arriving on port index `port` at `now`, frame by frame: for port backends that
-    /// hand their frames to a callback rather than as a list.
+    /// hand their frames to a callback rather than as a list. The burst ends when the
+    /// `BurstRx` is dropped: frames it still holds for admission together (`egress::run`)
+    /// are admitted then, so drop it before anything else asks the switch.
     pub fn burst_rx(&mut self, port: usize, now: u64) -> BurstRx<'_> {
         BurstRx {
             sw: self,

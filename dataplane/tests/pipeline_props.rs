@@ -165,10 +165,35 @@ proptest! {
     }
 }
 
+/// A sink that takes one frame a `transmit` call: the switch then sends, and returns the
+/// frame's cells, one frame a call (the transmit side's frame-by-frame reference).
+struct OneAtATime<'a>(&'a mut Vec<(usize, u64, Vec<u8>)>);
+
+impl dataplane::switch::TxSink for OneAtATime<'_> {
+    fn transmit(&mut self, port: usize, frame: &[u8], at_ns: u64) {
+        self.0.push((port, at_ns, frame.to_vec()));
+    }
+    fn room(&mut self, _port: usize) -> usize {
+        1
+    }
+}
+
+/// What one `transmit` call sends on `port` (up to `TX_BURST` frames), one frame a call.
+fn one_at_a_time(sw: &mut Switch, port: usize, now: u64, out: &mut Vec<(usize, u64, Vec<u8>)>) {
+    for _ in 0..dataplane::egress::TX_BURST {
+        if sw.transmit(port, now, &mut OneAtATime(out)) == 0 {
+            break;
+        }
+    }
+}
+
 /// Bursts into a small buffer that fills, lossless and lossy, small and large frames, from
-/// two ports at once to one: where frames of a burst to one queue are admitted together
-/// (`egress::run`), a PG's XOFF, its headroom and a lossy drop must still come at the same
-/// frame as one by one, and every frame out, PFC frame and counter be the same.
+/// two ports at once to one, against the same frames one by one on both sides (received
+/// one a burst, sent one a `transmit` call): where frames of a burst to one queue are
+/// admitted together (`egress::run`), a PG's XOFF, its headroom and a lossy drop must still
+/// come at the same frame; where frames sent in one call give their ingress cells back
+/// together (`Egress::release_sent`), XON must still leave at the same time; and every frame
+/// out, PFC frame and counter be the same.
 #[test]
 fn bursts_into_a_filling_buffer_match_frame_by_frame() {
     use dataplane::tools::gen::announce;
@@ -208,24 +233,39 @@ fn bursts_into_a_filling_buffer_match_frame_by_frame() {
                             by_frame.receive(port, f, now);
                         }
                     }
-                    for (sw, out) in [(&mut by_burst, &mut out_burst), (&mut by_frame, &mut out_frame)] {
-                        sw.poll(now);
-                        for p in 0..4 {
-                            sw.transmit(p, now, &mut |port: usize, f: &[u8], t: u64| {
-                                out.push((port, t, f.to_vec()))
-                            });
-                        }
+                    by_burst.poll(now);
+                    by_frame.poll(now);
+                    for p in 0..4 {
+                        by_burst.transmit(p, now, &mut |port: usize, f: &[u8], t: u64| {
+                            out_burst.push((port, t, f.to_vec()))
+                        });
+                        one_at_a_time(&mut by_frame, p, now, &mut out_frame);
+                    }
+                }
+                // Drained later: the XONs and the last frames.
+                for t in (100_000..3_000_000u64).step_by(20_000) {
+                    by_burst.poll(t);
+                    by_frame.poll(t);
+                    for p in 0..4 {
+                        by_burst.transmit(p, t, &mut |port: usize, f: &[u8], t: u64| {
+                            out_burst.push((port, t, f.to_vec()))
+                        });
+                        one_at_a_time(&mut by_frame, p, t, &mut out_frame);
                     }
                 }
                 let what = format!("{tight_kib} KiB, DSCP {dscp}, {len} B");
                 assert!(out_burst == out_frame, "{what}: different frames out");
-                let (sb, sf) = (by_burst.snapshot(30_000), by_frame.snapshot(30_000));
+                let (sb, sf) = (by_burst.snapshot(3_000_000), by_frame.snapshot(3_000_000));
                 assert_eq!(
                     serde_json::to_string(&sb).unwrap(),
                     serde_json::to_string(&sf).unwrap(),
                     "{what}"
                 );
                 let pfc = out_frame.iter().filter(|(_, _, f)| f[12..14] == [0x88, 0x08]).count();
+                assert!(
+                    sf.ports.iter().all(|p| p.buffer.ingress_cells == 0),
+                    "{what}: not drained"
+                );
                 let drops: u64 = sf.ports.iter().map(|p| p.drops.total()).sum();
                 if dscp == 26 {
                     xoff_seen |= pfc > 0;

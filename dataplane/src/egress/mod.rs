@@ -75,6 +75,26 @@ pub(crate) struct Peers<'a> {
     pub shard: &'a mut ShardLink,
 }
 
+/// Ingress cells of frames sent one after another from one PG (not in XOFF) of this shard,
+/// waiting to go back together (`Egress::release_sent`).
+#[derive(Debug, Clone, Copy)]
+struct PendingRelease {
+    in_port: usize,
+    pg: usize,
+    cells: u32,
+    dropped: u64,
+}
+
+impl PendingRelease {
+    /// Nothing waiting.
+    const NONE: PendingRelease = PendingRelease {
+        in_port: usize::MAX,
+        pg: 0,
+        cells: 0,
+        dropped: 0,
+    };
+}
+
 /// Tells the shard that owns ingress port `in_port` that a frame of its PG `pg` (in this
 /// shard's packet slot `slot`) left or was dropped: its cells and the slot that held its
 /// bytes there go back with the next batch.
@@ -325,7 +345,7 @@ impl Egress {
         if run.frames.is_empty() {
             return;
         }
-        let (out, queue, pg) = (run.out, run.queue & 7, run.pg & 7);
+        let (out, queue, pg) = run.target();
         let desc = |f: &run::RunFrame| Desc {
             slot: f.slot,
             deadline: now,
@@ -524,6 +544,66 @@ impl Egress {
         self.release_pg(peers, inp, pg, d.cells as u32, dropped);
     }
 
+    /// [`Egress::release`] for a frame sent (or dropped by WRED) in a transmit call: a frame
+    /// from a PG of this shard that is not in XOFF gives its ingress cells back through
+    /// `pending`, added up with the frames before it from the same PG and returned together
+    /// ([`Egress::return_pending`]) when a frame from elsewhere leaves or the call ends. Why
+    /// that is exact: such a PG's release cannot send XON (XON needs XOFF, and nothing in a
+    /// transmit call sets it), the one thing a release can decide; a PG drains headroom, then
+    /// shared, then min, so cells returned together leave every count as returned one by one;
+    /// and the only reader of the ingress counts in a transmit call, another PG's XON check
+    /// (its limit moves with the pool), comes after the pending cells went back. The egress
+    /// side's cells go back frame by frame: WRED at dequeue reads the queue's depth.
+    #[inline(always)]
+    fn release_sent(
+        &mut self,
+        peers: &mut Peers<'_>,
+        out: usize,
+        queue: usize,
+        d: &Desc,
+        dropped: bool,
+        pending: &mut PendingRelease,
+    ) {
+        let (inp, pg) = (d.in_port as usize, d.pg as usize);
+        if pending.in_port == inp && pending.pg == pg && !d.has(Desc::FLOOD) {
+            self.ports[out]
+                .buffers
+                .release(queue, d.cells as u32, d.len as u32, peers.pool);
+            pending.cells += d.cells as u32;
+            pending.dropped += dropped as u64;
+            return;
+        }
+        self.return_pending(peers, pending);
+        if d.has(Desc::FLOOD) || peers.shard.is_remote(inp) || peers.ingress.ports[inp].pfc_gen.is_xoff(pg) {
+            return self.release(peers, out, queue, d, dropped);
+        }
+        self.ports[out]
+            .buffers
+            .release(queue, d.cells as u32, d.len as u32, peers.pool);
+        *pending = PendingRelease {
+            in_port: inp,
+            pg,
+            cells: d.cells as u32,
+            dropped: dropped as u64,
+        };
+    }
+
+    /// Gives a PG the cells [`Egress::release_sent`] added up, and counts its drops.
+    #[inline]
+    fn return_pending(&mut self, peers: &mut Peers<'_>, pending: &mut PendingRelease) {
+        if pending.in_port == PendingRelease::NONE.in_port {
+            return;
+        }
+        let p = &mut peers.ingress.ports[pending.in_port];
+        debug_assert!(
+            !p.pfc_gen.is_xoff(pending.pg),
+            "a PG went into XOFF during a transmit call"
+        );
+        p.buffers.release(pending.pg, pending.cells, peers.pool);
+        p.pg_counters[pending.pg & 7].dropped_packets += pending.dropped;
+        *pending = PendingRelease::NONE;
+    }
+
     /// A flooded copy left: its group loses a hold, and the PG gets the frame's cells back
     /// with the last one (a drop of one copy is counted on its queue, not on the PG).
     #[cold]
@@ -664,6 +744,7 @@ impl Egress {
         let mut pfc_buf = [0u8; 64];
         self.ports[port].backlogged = false;
         let (mut paused, mut paused_valid_until) = self.paused_queues(port, base_ns + t_ps / PS_PER_NS);
+        let mut pending = PendingRelease::NONE;
         while sent < budget && t_ps <= now_ps {
             let t_ns = base_ns + t_ps / PS_PER_NS;
             if t_ns >= paused_valid_until {
@@ -704,7 +785,7 @@ impl Egress {
             // rather than computed again for every frame.
             let mut t_ns = t_ns;
             loop {
-                if let Some(ser_ps) = self.send_head(peers, port, q, t_ns, sink) {
+                if let Some(ser_ps) = self.send_head(peers, port, q, t_ns, sink, &mut pending) {
                     t_ps += ser_ps;
                     sent += 1;
                 }
@@ -726,6 +807,7 @@ impl Egress {
                 }
             }
         }
+        self.return_pending(peers, &mut pending);
         if sent > 0 {
             // Back to back only if the next frame was ready when this one ended; otherwise the
             // next transmission starts when it is called for, never before its frame arrived.
@@ -750,6 +832,7 @@ impl Egress {
         q: usize,
         t_ns: u64,
         sink: &mut impl TxSink,
+        pending: &mut PendingRelease,
     ) -> Option<u64> {
         let p = &mut self.ports[port];
         let d = p.pop(&mut self.descs, q).expect("the scheduler picked an empty queue");
@@ -773,7 +856,7 @@ impl Egress {
                 Verdict::Drop => true,
             }
         };
-        self.release(peers, port, q, &d, wred_drop);
+        self.release_sent(peers, port, q, &d, wred_drop, pending);
         if wred_drop {
             peers.packets.free(d.slot);
             self.count_drop(port, q, len, DropReason::Wred);

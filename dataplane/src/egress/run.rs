@@ -33,9 +33,8 @@ pub(crate) struct RunFrame {
 /// Frames waiting for admission to one (egress port, queue) from one PG of the burst's port.
 #[derive(Debug)]
 pub(crate) struct Run {
-    pub out: usize,
-    pub queue: usize,
-    pub pg: usize,
+    /// `out`, `queue` and `pg` in one word ([`Run::key`]): one comparison a frame.
+    key: u64,
     pub frames: ArrayVec<RunFrame, RUN_MAX>,
     pub totals: GroupTotals,
 }
@@ -44,26 +43,39 @@ impl Run {
     /// No frame held.
     pub(crate) fn new() -> Self {
         Run {
-            out: 0,
-            queue: 0,
-            pg: 0,
+            key: 0,
             frames: ArrayVec::new(),
             totals: GroupTotals::EMPTY,
         }
+    }
+
+    #[inline(always)]
+    fn key(out: usize, queue: usize, pg: usize) -> u64 {
+        (out as u64) << 16 | ((queue & 7) as u64) << 8 | (pg & 7) as u64
+    }
+
+    /// The egress port, queue and PG of the run's frames.
+    #[inline(always)]
+    pub(crate) fn target(&self) -> (usize, usize, usize) {
+        (
+            (self.key >> 16) as usize,
+            (self.key >> 8) as usize & 7,
+            self.key as usize & 7,
+        )
     }
 
     /// Whether a frame for `out`, `queue` from `pg` joins this run (same key, room left): when
     /// not, the run must be admitted and a new one started ([`Run::restart`]).
     #[inline(always)]
     pub(crate) fn takes(&self, out: usize, queue: usize, pg: usize) -> bool {
-        self.out == out && self.queue == queue && self.pg == pg && !self.frames.is_full()
+        self.key == Self::key(out, queue, pg) && self.frames.len() < RUN_MAX
     }
 
     /// Starts an empty run for `out`, `queue` from `pg` (the last one admitted).
     #[inline(always)]
     pub(crate) fn restart(&mut self, out: usize, queue: usize, pg: usize) {
         debug_assert!(self.frames.is_empty(), "a run restarted before it was admitted");
-        (self.out, self.queue, self.pg) = (out, queue, pg);
+        self.key = Self::key(out, queue, pg);
     }
 
     /// Adds a stored frame at the run's end.
