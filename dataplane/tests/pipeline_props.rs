@@ -167,7 +167,7 @@ proptest! {
 
 /// A sink that takes one frame a `transmit` call: the switch then sends, and returns the
 /// frame's cells, one frame a call (the transmit side's frame-by-frame reference).
-struct OneAtATime<'a>(&'a mut Vec<(usize, u64, Vec<u8>)>);
+struct OneAtATime<'a>(&'a mut Out);
 
 impl dataplane::switch::TxSink for OneAtATime<'_> {
     fn transmit(&mut self, port: usize, frame: &[u8], at_ns: u64) {
@@ -179,11 +179,27 @@ impl dataplane::switch::TxSink for OneAtATime<'_> {
 }
 
 /// What one `transmit` call sends on `port` (up to `TX_BURST` frames), one frame a call.
-fn one_at_a_time(sw: &mut Switch, port: usize, now: u64, out: &mut Vec<(usize, u64, Vec<u8>)>) {
+fn one_at_a_time(sw: &mut Switch, port: usize, now: u64, out: &mut Out) {
     for _ in 0..dataplane::egress::TX_BURST {
         if sw.transmit(port, now, &mut OneAtATime(out)) == 0 {
             break;
         }
+    }
+}
+
+/// Frames out: port, departure time, bytes.
+type Out = Vec<(usize, u64, Vec<u8>)>;
+
+/// The timers, then every port's transmit at `now`: `by_burst` a call per port, `by_frame`
+/// one frame a call.
+fn send_both(by_burst: &mut Switch, out_burst: &mut Out, by_frame: &mut Switch, out_frame: &mut Out, now: u64) {
+    by_burst.poll(now);
+    by_frame.poll(now);
+    for p in 0..4 {
+        by_burst.transmit(p, now, &mut |port: usize, f: &[u8], t: u64| {
+            out_burst.push((port, t, f.to_vec()))
+        });
+        one_at_a_time(by_frame, p, now, out_frame);
     }
 }
 
@@ -233,25 +249,11 @@ fn bursts_into_a_filling_buffer_match_frame_by_frame() {
                             by_frame.receive(port, f, now);
                         }
                     }
-                    by_burst.poll(now);
-                    by_frame.poll(now);
-                    for p in 0..4 {
-                        by_burst.transmit(p, now, &mut |port: usize, f: &[u8], t: u64| {
-                            out_burst.push((port, t, f.to_vec()))
-                        });
-                        one_at_a_time(&mut by_frame, p, now, &mut out_frame);
-                    }
+                    send_both(&mut by_burst, &mut out_burst, &mut by_frame, &mut out_frame, now);
                 }
                 // Drained later: the XONs and the last frames.
                 for t in (100_000..3_000_000u64).step_by(20_000) {
-                    by_burst.poll(t);
-                    by_frame.poll(t);
-                    for p in 0..4 {
-                        by_burst.transmit(p, t, &mut |port: usize, f: &[u8], t: u64| {
-                            out_burst.push((port, t, f.to_vec()))
-                        });
-                        one_at_a_time(&mut by_frame, p, t, &mut out_frame);
-                    }
+                    send_both(&mut by_burst, &mut out_burst, &mut by_frame, &mut out_frame, t);
                 }
                 let what = format!("{tight_kib} KiB, DSCP {dscp}, {len} B");
                 assert!(out_burst == out_frame, "{what}: different frames out");

@@ -9,6 +9,9 @@ fn cfg() -> Config {
 /// The whole switch's accounting in one value, as the switch composes it from its owners:
 /// each port's ingress and egress accounts and the pool, driven through [`admit`] and the two
 /// sides' releases exactly as the pipeline does.
+/// An admitted frame: ingress port, PG, egress port, queue, cells, bytes.
+type Held = (usize, usize, usize, usize, u32, u32);
+
 struct Mmu {
     pool: SharedPool,
     ins: Vec<PgAccount>,
@@ -50,6 +53,23 @@ impl Mmu {
         self.outs[out].release(q, cells, bytes, &mut self.pool);
         self.ins[inp].release(pg, cells, &mut self.pool);
         self.ins[inp].may_resume(pg, &self.pool)
+    }
+
+    /// Runs `op`: an admission (kept in `held` if admitted) or the release of one of `held`.
+    fn apply(&mut self, op: Op, held: &mut Vec<Held>) {
+        match op {
+            Op::Admit { inp, pg, out, q, len } => {
+                let cells = self.cells_for(len as usize);
+                if self.admit(inp, pg, out, q, cells, len).is_ok() {
+                    held.push((inp, pg, out, q, cells, len));
+                }
+            }
+            Op::Release(i) if !held.is_empty() => {
+                let (inp, pg, out, q, cells, len) = held.swap_remove(i % held.len());
+                self.release(inp, pg, out, q, cells, len);
+            }
+            Op::Release(_) => {}
+        }
     }
 
     fn may_resume(&self, port: usize, pg: usize) -> bool {
@@ -189,21 +209,9 @@ proptest! {
     fn cells_are_conserved(ops in prop::collection::vec(op(), 1..400)) {
         let cfg = cfg();
         let mut mmu = Mmu::new(&cfg);
-        let mut held: Vec<(usize, usize, usize, usize, u32, u32)> = Vec::new();
+        let mut held: Vec<Held> = Vec::new();
         for op in ops {
-            match op {
-                Op::Admit { inp, pg, out, q, len } => {
-                    let cells = mmu.cells_for(len as usize);
-                    if mmu.admit(inp, pg, out, q, cells, len).is_ok() {
-                        held.push((inp, pg, out, q, cells, len));
-                    }
-                }
-                Op::Release(i) if !held.is_empty() => {
-                    let (inp, pg, out, q, cells, len) = held.swap_remove(i % held.len());
-                    mmu.release(inp, pg, out, q, cells, len);
-                }
-                Op::Release(_) => {}
-            }
+            mmu.apply(op, &mut held);
             let pool = mmu.pool();
             prop_assert!(pool.used_cells <= pool.total_cells);
             prop_assert!(pool.ingress_shared_cells <= pool.shared_cells);
@@ -289,19 +297,7 @@ proptest! {
         let mut mmu = Mmu::new(&cfg);
         let mut held = Vec::new();
         for op in history {
-            match op {
-                Op::Admit { inp, pg, out, q, len } => {
-                    let cells = mmu.cells_for(len as usize);
-                    if mmu.admit(inp, pg, out, q, cells, len).is_ok() {
-                        held.push((inp, pg, out, q, cells, len));
-                    }
-                }
-                Op::Release(i) if !held.is_empty() => {
-                    let (inp, pg, out, q, cells, len) = held.swap_remove(i % held.len());
-                    mmu.release(inp, pg, out, q, cells, len);
-                }
-                Op::Release(_) => {}
-            }
+            mmu.apply(op, &mut held);
         }
         let outcome = group_against_frames(&mut mmu, &group);
         prop_assert!(outcome.is_ok(), "{:?}", outcome);
