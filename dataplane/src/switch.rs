@@ -220,7 +220,8 @@ impl Switch {
     /// A burst arriving on port index `port` at `now`, frame by frame: for port backends that
     /// hand their frames to a callback rather than as a list. The burst ends when the
     /// `BurstRx` is dropped: frames it still holds for admission together (`egress::run`)
-    /// are admitted then, so drop it before anything else asks the switch.
+    /// are admitted then, so drop it before anything else asks the switch (and never leak
+    /// it: frames it held would keep their packet slots, and their backends' buffers).
     pub fn burst_rx(&mut self, port: usize, now: u64) -> BurstRx<'_> {
         BurstRx {
             sw: self,
