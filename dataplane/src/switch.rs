@@ -274,14 +274,13 @@ impl Switch {
                     Some(slot) => slot,
                     // Frames the run holds may yet be refused and give their slots back, as
                     // they would have frame by frame by now: admit them, then try again.
-                    None if !run.frames.is_empty() => {
+                    None => {
                         self.admit_run(port, run, now);
                         let Some(slot) = store(&mut self.packets, frame, held) else {
                             return self.no_slot(port, class.pg);
                         };
                         slot
                     }
-                    None => return self.no_slot(port, class.pg),
                 };
                 self.rewrite(slot, frame.len(), info, &class);
                 let (egress, mut peers) = self.sides();
@@ -319,7 +318,7 @@ impl Switch {
     /// Admits the frames `run` holds from `port` (`egress::run`).
     #[inline]
     fn admit_run(&mut self, port: usize, run: &mut Run, now: u64) {
-        if !run.frames.is_empty() {
+        if !run.frames().is_empty() {
             let (egress, mut peers) = self.sides();
             egress.admit_run(&mut peers, port, run, now);
         }

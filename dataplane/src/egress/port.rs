@@ -14,7 +14,7 @@ use crate::buffers::ring::Ring;
 use crate::counters::{PortCounters, QueueCounters};
 use crate::mmu::QueueAccount;
 use crate::pfc::{PauseState, PfcRequest, Watchdog};
-use controlplane::{Config, PortConfig, SchedulerConfig, NUM_TC};
+use controlplane::{Config, MarkPoint, PortConfig, SchedulerConfig, NUM_TC};
 
 /// A queued frame. Small and `Copy`: this is what the egress queues hold, one per packet slot
 /// ([`DescStore`]). Packed to 4-byte alignment so the 64-bit deadline costs 4 bytes more than
@@ -122,6 +122,10 @@ pub struct EgressPort {
     pub(crate) nonempty: u8,
     /// Queues with a shaper.
     pub(crate) shaped: u8,
+    /// Queues whose frames' descriptors are written whole at admission (no EDF deadline, no
+    /// WRED at enqueue): the ones a receive burst's frames may wait for together
+    /// (`egress::run`).
+    pub(crate) plain_enqueue: u8,
     /// WRED's random stream for this port's queues: one per egress port, so which worker owns
     /// a port (and how many there are) cannot change a marking decision.
     pub(crate) rng: Rng,
@@ -154,6 +158,7 @@ impl EgressPort {
             queue_counters: Default::default(),
             nonempty: 0,
             shaped: 0,
+            plain_enqueue: 0,
             rng,
         };
         port.set_qos(p, cfg);
@@ -191,6 +196,13 @@ impl EgressPort {
         self.shaped = (0..NUM_TC)
             .filter(|&q| p.queues[q].shaper.is_some())
             .fold(0, |m, q| m | 1 << q);
+        // `retune_edf` gives the port EDF queues from the same `scheduler` key.
+        self.plain_enqueue = match p.scheduler {
+            SchedulerConfig::Edf(_) => 0,
+            _ => (0..NUM_TC)
+                .filter(|&q| p.queues[q].ecn.as_ref().is_none_or(|e| e.mark_at != MarkPoint::Enqueue))
+                .fold(0, |m, q| m | 1 << q),
+        };
         bucket(&mut self.cnp_policer, cfg.cnp.policer);
     }
 

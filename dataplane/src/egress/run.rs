@@ -35,8 +35,9 @@ pub(crate) struct RunFrame {
 pub(crate) struct Run {
     /// `out`, `queue` and `pg` in one word ([`Run::key`]): one comparison a frame.
     key: u64,
-    pub frames: ArrayVec<RunFrame, RUN_MAX>,
-    pub totals: GroupTotals,
+    frames: ArrayVec<RunFrame, RUN_MAX>,
+    /// What `frames` add up to.
+    totals: GroupTotals,
 }
 
 impl Run {
@@ -76,6 +77,18 @@ impl Run {
     pub(crate) fn restart(&mut self, out: usize, queue: usize, pg: usize) {
         debug_assert!(self.frames.is_empty(), "a run restarted before it was admitted");
         self.key = Self::key(out, queue, pg);
+    }
+
+    /// The frames held, in arrival order.
+    #[inline(always)]
+    pub(crate) fn frames(&self) -> &[RunFrame] {
+        &self.frames
+    }
+
+    /// What the frames held add up to.
+    #[inline(always)]
+    pub(crate) fn totals(&self) -> &GroupTotals {
+        &self.totals
     }
 
     /// Adds a stored frame at the run's end.

@@ -117,10 +117,18 @@ impl PgAccount {
     /// frames' admissions would have left.
     #[inline(always)]
     pub(super) fn charge_group(&mut self, pg: usize, region: IngressRegion, cells: u32, pool: &mut SharedPool) {
-        let p = &mut self.pgs[pg & 7];
-        p.charge(region, cells, pool);
-        p.peak = p.peak.max(p.total());
+        self.pgs[pg & 7].charge(region, cells, pool);
         self.cells += cells;
+        self.record_peaks(pg, pool);
+    }
+
+    /// The peaks an admission to `pg` may raise: the PG's total, the port's, the pool's
+    /// ingress shared use (headroom's own peak is [`PgAccount::confirm`]'s, the one path that
+    /// charges headroom).
+    #[inline(always)]
+    fn record_peaks(&mut self, pg: usize, pool: &mut SharedPool) {
+        let p = &mut self.pgs[pg & 7];
+        p.peak = p.peak.max(p.total());
         self.peak_cells = self.peak_cells.max(self.cells);
         pool.ingress.peak_shared = pool.ingress.peak_shared.max(pool.ingress.shared);
     }
@@ -146,15 +154,13 @@ impl PgAccount {
     #[inline]
     pub fn confirm(&mut self, pg: usize, region: IngressRegion, pool: &mut SharedPool) -> bool {
         let pg = pg & 7;
-        pool.ingress.peak_shared = pool.ingress.peak_shared.max(pool.ingress.shared);
+        self.record_peaks(pg, pool);
         let pl = &self.limits[pg];
         let limit_now = pl.shared.resolve(pool.ingress_free());
         let p = &mut self.pgs[pg];
         if region == IngressRegion::Headroom {
             p.peak_headroom = p.peak_headroom.max(p.headroom);
         }
-        p.peak = p.peak.max(p.total());
-        self.peak_cells = self.peak_cells.max(self.cells);
         pl.lossless && (region == IngressRegion::Headroom || p.shared >= limit_now)
     }
 
