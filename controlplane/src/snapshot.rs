@@ -86,6 +86,12 @@ pub struct PortReport {
     /// unknown).
     #[serde(default)]
     pub learn_refused: u64,
+    /// Several workers: stations learnt on this port that another worker's copy of the FDB
+    /// did not hear about (counted once per worker missed; its announcement backlog or the
+    /// queue to that worker was full). Not drops: that worker floods their frames until the
+    /// entry's next refresh (a quarter of `aging`) reaches it. Left out of the JSON while 0.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub learn_unannounced: u64,
     /// PFC storms the watchdog detected, per priority.
     pub watchdog_storms: [u64; NUM_TC],
     /// Restorations after a storm, per priority.
@@ -345,6 +351,7 @@ impl PortReport {
             (&mut self.pfc_tx_skipped, b.pfc_tx_skipped),
             (&mut self.unknown_ethertype, b.unknown_ethertype),
             (&mut self.learn_refused, b.learn_refused),
+            (&mut self.learn_unannounced, b.learn_unannounced),
         ];
         for (x, y) in scalars {
             *x = x.checked_sub(y)?;

@@ -120,6 +120,9 @@ fn describe(prefix: &str, field: &str) -> Option<&'static str> {
         ("port", "paused_ns") => "time the port's egress was paused by received PFC, per priority",
         ("port", "unknown_ethertype") => "frames of an EtherType the switch does not parse (forwarded at L2)",
         ("port", "learn_refused") => "source addresses the FDB refused to learn (the frames were forwarded)",
+        ("port", "learn_unannounced") => {
+            "stations learnt here that another worker's FDB did not hear about, per worker missed (it floods them until the next refresh)"
+        }
         ("port", "watchdog_storms") => "PFC storms the watchdog detected, per priority",
         ("port", "watchdog_restores") => "queues the PFC watchdog restored after a storm, per priority",
         ("port_peer", "held_frames") => "frames that waited at the emulated peer while PFC paused them, per priority",
@@ -302,6 +305,7 @@ impl Metrics {
                 paused_ns,
                 unknown_ethertype,
                 learn_refused,
+                learn_unannounced,
                 watchdog_storms,
                 watchdog_restores,
                 buffer,
@@ -331,6 +335,10 @@ impl Metrics {
                     ("learn_refused", *learn_refused),
                 ],
             );
+            // Several workers only, as in the JSON (left out while 0).
+            if *learn_unannounced > 0 {
+                self.numbers("port", &labels, &[("learn_unannounced", *learn_unannounced)]);
+            }
             self.drops("port", &labels, drops);
             for (field, v) in [
                 ("pfc_tx", pfc_tx),
@@ -523,6 +531,7 @@ mod tests {
             ports: vec![PortReport {
                 id: 2,
                 rx_packets: 7,
+                learn_unannounced: 3,
                 drops,
                 pfc_tx,
                 paused_ns,

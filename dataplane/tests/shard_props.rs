@@ -295,3 +295,67 @@ fn xoff_and_xon_are_decided_by_the_ingress_shard() {
     assert_eq!(data_on_port1, 550, "every lossless frame delivered");
     assert!(sw.shards.iter().all(Switch::buffers_empty));
 }
+
+/// More stations learnt in one round than the queue to another shard holds: the news that
+/// does not fit is counted on the port (`learn_unannounced`), once per shard it missed, and the
+/// frames are still forwarded.
+#[test]
+fn learns_that_miss_another_shard_are_counted() {
+    let mut sw = Sharded::new(&[0, 1, 0, 1]);
+    let mut out = 0u64;
+    let mut sink = |_: usize, _: &[u8], _: u64| out += 1;
+    // Host 2 is on port 2 (shard 0, as port 0): the frames below stay on shard 0.
+    let host2 = dataplane::tools::gen::announce(2, 0).unwrap();
+    sw.shards[0].receive(2, &host2, 0);
+    sw.round(0, &mut sink);
+    let flow = Flow {
+        src: 0,
+        dst: 2,
+        dscp: 0,
+        ecn: Ecn::NotEct,
+        qp: 1,
+        frame_len: 128,
+        count: 1,
+        start_ns: 0,
+        rate_bps: 25_000_000_000,
+    };
+    let template = flow.frames().unwrap().remove(0).1;
+    // 300 distinct locally administered unicast sources on port 0, all in one round.
+    let stations = 300u16;
+    let frames: Vec<Vec<u8>> = (0..stations)
+        .map(|i| {
+            let mut f = template.clone();
+            f[6..12].copy_from_slice(&[0x02, 0xaa, 0, 0, (i >> 8) as u8, i as u8]);
+            f
+        })
+        .collect();
+    let now = 1_000;
+    for chunk in frames.chunks(32) {
+        assert!(sw.shards[0].can_receive());
+        sw.shards[0].receive_burst(0, chunk.iter().map(Vec::as_slice), now);
+    }
+    sw.round(now, &mut sink);
+    let queued = 4 * dataplane::shard::BATCH_LEARNS as u64;
+    let s0 = sw.shards[0].snapshot(now);
+    assert_eq!(s0.ports[0].learn_refused, 0);
+    assert_eq!(
+        s0.ports[0].learn_unannounced,
+        u64::from(stations) - queued,
+        "one shard missed what did not fit"
+    );
+    assert_eq!(s0.ports[2].learn_unannounced, 0);
+    // Shown in the report only where it happened.
+    let json = serde_json::to_value(&s0).unwrap();
+    assert!(json["ports"][2].get("learn_unannounced").is_none());
+    let mut t = now;
+    while !sw.settled() {
+        t = sw.next_event(t).unwrap_or(t + 1).max(t + 1);
+        sw.round(t, &mut sink);
+    }
+    assert_eq!(s0.ports[0].drops.total(), 0);
+    assert_eq!(
+        sw.shards[0].snapshot(t).ports[2].tx_packets,
+        u64::from(stations),
+        "every frame forwarded"
+    );
+}

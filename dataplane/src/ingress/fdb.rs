@@ -52,6 +52,9 @@ enum Origin {
 struct PortLearning {
     learnt: u32,
     tat: u64,
+    /// Sharded runs: announcements of this port's stations that did not reach another shard
+    /// ([`Fdb::count_unannounced`]).
+    unannounced: u64,
 }
 
 /// What [`Fdb::learn`] did with a source address.
@@ -312,12 +315,40 @@ impl Fdb {
     fn queue_announcement(&mut self, key: u64, port: u16, now: u64) {
         if self.announcements.len() < ANNOUNCE_BACKLOG {
             self.announcements.push((key, port, now));
+        } else {
+            self.count_unannounced(port, 1);
         }
     }
 
-    /// What was learnt since the last call: (MAC key, port id, when).
-    pub fn take_announcements(&mut self) -> std::vec::Drain<'_, (u64, u16, u64)> {
-        self.announcements.drain(..)
+    /// Announcements of a station on port id `port` that `shards` other shards will not hear
+    /// (this shard's backlog, or its outbox to them, full): that shard floods the station's
+    /// frames until the entry's next refresh announces it again. Counted per port, as
+    /// `learn_unannounced` in reports: not a loss, but a flood a user should be able to see.
+    #[cold]
+    fn count_unannounced(&mut self, port: u16, shards: u64) {
+        if let Some(i) = self.port_idx(port) {
+            self.ports[i].unannounced += shards;
+        }
+    }
+
+    /// Announcements of port index `port`'s stations that did not reach another shard.
+    pub fn unannounced(&self, port: usize) -> u64 {
+        self.ports.get(port).map_or(0, |p| p.unannounced)
+    }
+
+    /// Hands what was learnt since the last call (MAC key, port id, when) to `send`, which
+    /// answers how many shards it could not reach with it (counted: `unannounced`).
+    pub fn announce(&mut self, mut send: impl FnMut(u64, u16, u64) -> u64) {
+        // Taken out and put back, emptied: the same buffer every round, never reallocated.
+        let mut list = std::mem::take(&mut self.announcements);
+        for &(key, port, now) in &list {
+            let missed = send(key, port, now);
+            if missed > 0 {
+                self.count_unannounced(port, missed);
+            }
+        }
+        list.clear();
+        self.announcements = list;
     }
 
     /// An entry another shard learnt (its port is that shard's): kept like a learnt one,

@@ -100,6 +100,7 @@ impl Build for Snapshot {
                     paused_ns: sw.port_paused_ns(i, now),
                     unknown_ethertype: c.unknown_ethertype,
                     learn_refused: c.learn_refused,
+                    learn_unannounced: sw.ingress.fdb.unannounced(i),
                     watchdog_storms: c.watchdog_storms,
                     watchdog_restores: c.watchdog_restores,
                     buffer: port_buffer(&sw.port_use(i)),

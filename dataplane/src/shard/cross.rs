@@ -191,13 +191,15 @@ impl Switch {
         let (i, e) = share.exchange(me, self.pool.ingress.shared, self.pool.egress.shared);
         self.pool.set_others(i, e);
         let Switch { ingress, shard, .. } = self;
-        for (mac, port_id, now) in ingress.fdb.take_announcements() {
+        ingress.fdb.announce(|mac, port_id, now| {
+            let mut missed = 0;
             for (s, o) in shard.outboxes.iter_mut().enumerate() {
-                if s != me {
-                    o.push_learn(Learnt { mac, port_id, now });
+                if s != me && !o.push_learn(Learnt { mac, port_id, now }) {
+                    missed += 1;
                 }
             }
-        }
+            missed
+        });
     }
 
     /// Sends what waits for shard `to` over `link`, as far as free batches allow.

@@ -205,9 +205,6 @@ pub struct Outbox {
     /// Frames one receive burst can send this way at most: a burst to every port of the
     /// destination (a flood crosses once per port).
     burst_need: usize,
-    /// Learns that found the outbox full: the other shard floods to that MAC until the next
-    /// refresh announces it again.
-    pub learns_dropped: u64,
 }
 
 impl Outbox {
@@ -225,7 +222,6 @@ impl Outbox {
             }),
             learns: Vec::with_capacity(4 * BATCH_LEARNS),
             burst_need,
-            learns_dropped: 0,
         }
     }
 
@@ -252,14 +248,16 @@ impl Outbox {
         self.releases.push(r);
     }
 
-    /// Queues a learn; when full, the learn is dropped and counted in `learns_dropped`.
+    /// Queues a learn; false when the outbox is full and the learn was not queued (the
+    /// FDB counts it: `Fdb::announce`).
     #[inline]
-    pub fn push_learn(&mut self, l: Learnt) {
-        if self.learns.len() < self.learns.capacity() {
+    #[must_use]
+    pub fn push_learn(&mut self, l: Learnt) -> bool {
+        let room = self.learns.len() < self.learns.capacity();
+        if room {
             self.learns.push(l);
-        } else {
-            self.learns_dropped += 1;
         }
+        room
     }
 
     /// Whether nothing waits to be sent.
