@@ -100,6 +100,23 @@ impl Sharded {
     }
 }
 
+/// `count` RoCEv2 frames of `len` bytes from host `src` to host `dst` (the generator's, at
+/// 25 Gb/s from time 0), their bytes only.
+fn flow_frames(src: u16, dst: u16, dscp: u8, ecn: Ecn, len: usize, count: u64) -> Vec<Vec<u8>> {
+    let flow = Flow {
+        src,
+        dst,
+        dscp,
+        ecn,
+        qp: 1,
+        frame_len: len,
+        count,
+        start_ns: 0,
+        rate_bps: 25_000_000_000,
+    };
+    flow.frames().unwrap().into_iter().map(|(_, f)| f).collect()
+}
+
 /// A flow of a RoCEv2 frame over IPv4 (what the generator sends): its source MAC and DSCP
 /// (frames of different classes may overtake each other, by design), and its PSN.
 fn flow_key_and_psn(f: &[u8]) -> Option<(([u8; 6], u8), u32)> {
@@ -133,18 +150,7 @@ fn run(bursts: &[Burst], owners: &[u8]) -> Result<(), TestCaseError> {
     // so order is checked over the whole run, not only within a burst.
     let mut next_psn = [0u32; 4];
     for b in bursts {
-        let flow = Flow {
-            src: b.port as u16,
-            dst: b.dst,
-            dscp: b.dscp,
-            ecn: Ecn::Ect0,
-            qp: 1,
-            frame_len: b.len,
-            count: b.count,
-            start_ns: 0,
-            rate_bps: 25_000_000_000,
-        };
-        let mut frames: Vec<Vec<u8>> = flow.frames().unwrap().into_iter().map(|(_, f)| f).collect();
+        let mut frames = flow_frames(b.port as u16, b.dst, b.dscp, Ecn::Ect0, b.len, b.count);
         for f in &mut frames {
             let psn = next_psn[b.port];
             next_psn[b.port] += 1;
@@ -248,18 +254,7 @@ fn xoff_and_xon_are_decided_by_the_ingress_shard() {
     sw.round(0, &mut sink);
     sw.round(0, &mut sink);
     // 550 lossless 1 KiB frames from port 0 (shard 0) to host 1 (port 1, shard 1) at once.
-    let flow = Flow {
-        src: 0,
-        dst: 1,
-        dscp: 26,
-        ecn: Ecn::NotEct,
-        qp: 1,
-        frame_len: 1024,
-        count: 550,
-        start_ns: 0,
-        rate_bps: 25_000_000_000,
-    };
-    let frames: Vec<Vec<u8>> = flow.frames().unwrap().into_iter().map(|(_, f)| f).collect();
+    let frames = flow_frames(0, 1, 26, Ecn::NotEct, 1024, 550);
     let mut now = 1_000;
     for chunk in frames.chunks(32) {
         while !sw.shards[0].can_receive() {
@@ -308,18 +303,7 @@ fn learns_that_miss_another_shard_are_counted() {
     let host2 = dataplane::tools::gen::announce(2, 0).unwrap();
     sw.shards[0].receive(2, &host2, 0);
     sw.round(0, &mut sink);
-    let flow = Flow {
-        src: 0,
-        dst: 2,
-        dscp: 0,
-        ecn: Ecn::NotEct,
-        qp: 1,
-        frame_len: 128,
-        count: 1,
-        start_ns: 0,
-        rate_bps: 25_000_000_000,
-    };
-    let template = flow.frames().unwrap().remove(0).1;
+    let template = flow_frames(0, 2, 0, Ecn::NotEct, 128, 1).remove(0);
     // 300 distinct locally administered unicast sources on port 0, all in one round.
     let stations = 300u16;
     let frames: Vec<Vec<u8>> = (0..stations)
