@@ -314,3 +314,52 @@ fn the_scheduler_kind_and_vlarb_tables_change_live() {
     let sent = s.ports[3].queues[3].tx_packets + s.ports[3].queues[0].tx_packets;
     assert_eq!(sent, 2 * (6 * 32 + 30 * 16), "every frame delivered");
 }
+
+/// A live change that makes a queue mark at enqueue, or makes a port EDF, holds from the next
+/// burst exactly as if the switch had started with it: the frames of a burst that wait to be
+/// admitted together (`egress::run`) go only to queues with neither, and that is decided from
+/// the port's state after the change, not before.
+#[test]
+fn enqueue_marking_or_edf_turned_on_live_acts_as_if_configured_at_start() {
+    let text = std::fs::read_to_string(repo_root().join("configs/default.toml")).unwrap();
+    let early = "\n[ecn.early]\nkmin = \"20KB\"\nkmax = \"40KB\"\npmax = 0.2\nmark_at = \"enqueue\"\n";
+    let variants = [
+        "queue.3 = { ecn = \"early\" }",
+        "scheduler = \"edf\"\nedf = { mode = \"take-over\", budget = { 3 = \"20us\" }, tag = \"flow_label\", tag_unit = \"1us\" }",
+    ];
+    for port3 in variants {
+        let t = text.replacen("[[port]]\nid = 3\n", &format!("[[port]]\nid = 3\n{port3}\n"), 1) + early;
+        let changed = controlplane::load_str(&t).unwrap_or_else(|e| panic!("{e}\n{t}")).config;
+        let mut live = Switch::new(&default_config(), 1);
+        live.reconfigure(&changed).expect("a live change");
+        let mut fresh = Switch::new(&changed, 1);
+        let [a, b] = [&mut live, &mut fresh].map(|sw| {
+            let mut out: Vec<(usize, Vec<u8>, u64)> = Vec::new();
+            sw.receive(3, &announce(3, 0).unwrap(), 0);
+            let (to3, other) = (burst32(0, 3, 26), burst32(1, 3, 26));
+            let mut now = 1_000;
+            for round in 0..40 {
+                sw.receive_burst(0, to3.iter().map(Vec::as_slice), now);
+                if round % 2 == 0 {
+                    sw.receive_burst(1, other.iter().map(Vec::as_slice), now);
+                }
+                sw.poll(now);
+                let mut sink = |p: usize, f: &[u8], t: u64| out.push((p, f.to_vec(), t));
+                for p in 0..4 {
+                    sw.transmit(p, now, &mut sink);
+                }
+                now += 32 * 336;
+            }
+            (out, sw.snapshot(now))
+        });
+        assert!(a.0.len() > 1000, "{port3}: frames sent");
+        assert!(
+            a.0 == b.0,
+            "{port3}: the frames out differ from a switch started with the config"
+        );
+        assert_eq!(a.1, b.1, "{port3}");
+        if port3.contains("early") {
+            assert!(a.1.ports[3].ecn_marked > 0, "marked at enqueue");
+        }
+    }
+}

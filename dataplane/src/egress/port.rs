@@ -124,7 +124,8 @@ pub struct EgressPort {
     pub(crate) shaped: u8,
     /// Queues whose frames' descriptors are written whole at admission (no EDF deadline, no
     /// WRED at enqueue): the ones a receive burst's frames may wait for together
-    /// (`egress::run`).
+    /// (`egress::run`). Read off `edf` and `wred` whenever either is set
+    /// ([`EgressPort::note_plain_enqueue`]).
     pub(crate) plain_enqueue: u8,
     /// WRED's random stream for this port's queues: one per egress port, so which worker owns
     /// a port (and how many there are) cannot change a marking decision.
@@ -162,7 +163,20 @@ impl EgressPort {
             rng,
         };
         port.set_qos(p, cfg);
+        port.note_plain_enqueue();
         port
+    }
+
+    /// Sets `plain_enqueue` from the port's EDF and WRED as they are now: called once both are
+    /// set, at start and after a live change (the end of [`EgressPort::retune_edf`], which a
+    /// change runs after [`EgressPort::set_qos`]).
+    fn note_plain_enqueue(&mut self) {
+        self.plain_enqueue = match self.edf {
+            Some(_) => 0,
+            None => (0..NUM_TC)
+                .filter(|&q| self.wred[q].as_ref().is_none_or(|w| w.mark_at != MarkPoint::Enqueue))
+                .fold(0, |m, q| m | 1 << q),
+        };
     }
 
     /// The QoS a config gives this port: rate, scheduler, shapers, WRED, policer. A live change
@@ -196,13 +210,6 @@ impl EgressPort {
         self.shaped = (0..NUM_TC)
             .filter(|&q| p.queues[q].shaper.is_some())
             .fold(0, |m, q| m | 1 << q);
-        // `retune_edf` gives the port EDF queues from the same `scheduler` key.
-        self.plain_enqueue = match p.scheduler {
-            SchedulerConfig::Edf(_) => 0,
-            _ => (0..NUM_TC)
-                .filter(|&q| p.queues[q].ecn.as_ref().is_none_or(|e| e.mark_at != MarkPoint::Enqueue))
-                .fold(0, |m, q| m | 1 << q),
-        };
         bucket(&mut self.cnp_policer, cfg.cnp.policer);
     }
 
@@ -326,6 +333,7 @@ impl EgressPort {
                 self.queue_counters[q].edf_order_errors = before;
             }
         }
+        self.note_plain_enqueue();
     }
 
     /// Queues a PFC frame to send ahead of all data. Only the newest state of a set of

@@ -582,6 +582,36 @@ mod tests {
 
     const PORTS: [u16; 4] = [0, 1, 2, 3];
 
+    /// A sharded run's announcements: what did not fit in the backlog, and what the other
+    /// shards could not take, is counted on the station's port, once per shard missed; the
+    /// backlog is empty after a round.
+    #[test]
+    fn announcements_that_miss_a_shard_are_counted_on_their_port() {
+        let mut f = Fdb::new(&cfg(2 * ANNOUNCE_BACKLOG), &PORTS);
+        f.announce_to_shards();
+        let beyond = 10u64;
+        for i in 0..ANNOUNCE_BACKLOG as u64 + beyond {
+            assert_eq!(f.learn_key(0x02aa_0000_0000 + i, 1, 1), Learn::New);
+        }
+        assert_eq!(f.unannounced(1), beyond, "the backlog's overflow");
+        // Two other shards; one takes every third announcement only.
+        let mut heard = 0u64;
+        f.announce(|_, port, _| {
+            assert_eq!(port, 1);
+            heard += 1;
+            if heard.is_multiple_of(3) {
+                1
+            } else {
+                2
+            }
+        });
+        let n = ANNOUNCE_BACKLOG as u64;
+        assert_eq!(heard, n);
+        assert_eq!(f.unannounced(1), beyond + 2 * n - n / 3);
+        assert_eq!(f.unannounced(0), 0);
+        f.announce(|_, _, _| panic!("announced twice"));
+    }
+
     fn cfg(capacity: usize) -> FdbConfig {
         FdbConfig {
             learning: true,

@@ -6,12 +6,12 @@ fn cfg() -> Config {
     crate::test_config()
 }
 
-/// The whole switch's accounting in one value, as the switch composes it from its owners:
-/// each port's ingress and egress accounts and the pool, driven through [`admit`] and the two
-/// sides' releases exactly as the pipeline does.
 /// An admitted frame: ingress port, PG, egress port, queue, cells, bytes.
 type Held = (usize, usize, usize, usize, u32, u32);
 
+/// The whole switch's accounting in one value, as the switch composes it from its owners:
+/// each port's ingress and egress accounts and the pool, driven through [`admit`] and the two
+/// sides' releases exactly as the pipeline does.
 struct Mmu {
     pool: SharedPool,
     ins: Vec<PgAccount>,
