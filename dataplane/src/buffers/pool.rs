@@ -95,7 +95,9 @@ impl PacketPool {
     /// Keeps `frame` in a free slot without copying it: the slot holds the backend's buffer
     /// until it is freed or taken. Gives the frame back when the pool is empty or the frame is
     /// longer than a slot (the switch never holds a frame it could not have copied).
-    #[inline]
+    /// Always inlined: once a frame on the zero-copy path, where an out-of-line call moved
+    /// the whole `ForeignFrame` through the stack.
+    #[inline(always)]
     pub fn alloc_foreign(&mut self, frame: ForeignFrame) -> Result<u32, ForeignFrame> {
         if frame.len() > self.slot_size {
             return Err(frame);

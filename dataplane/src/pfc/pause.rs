@@ -12,6 +12,10 @@ use controlplane::NUM_TC;
 pub struct PauseState {
     until: [u64; NUM_TC],
     since: [u64; NUM_TC],
+    /// The latest of `until`: from then on nothing is paused, which the transmit loop asks
+    /// at least once a burst and finds true almost always, in one comparison instead of a
+    /// pass over the eight timers.
+    latest: u64,
 }
 
 impl PauseState {
@@ -34,6 +38,9 @@ impl PauseState {
     pub fn set(&mut self, prio: usize, now: u64, dur_ns: u64) {
         self.since[prio] = now;
         self.until[prio] = now.saturating_add(dur_ns);
+        // An XON can bring the latest expiry forward: taken again over all eight (per PFC
+        // frame received, not per frame sent).
+        self.latest = self.until.iter().copied().max().unwrap_or(0);
     }
 
     /// When `prio`'s pause runs out (at or before `now` if it is not paused).
@@ -65,6 +72,9 @@ impl PauseState {
     /// expiry still ahead): lets the transmit loop test pauses once per burst, not per frame.
     #[inline]
     pub fn paused_prios(&self, now: u64) -> (u8, u64) {
+        if self.latest <= now {
+            return (0, u64::MAX);
+        }
         let mut mask = 0u8;
         let mut valid_until = u64::MAX;
         for p in 0..NUM_TC {
@@ -79,7 +89,7 @@ impl PauseState {
     /// Whether any priority in the mask `prios` is paused at `now` (ns).
     #[inline]
     pub fn any_paused(&self, prios: u8, now: u64) -> bool {
-        prios != 0 && (0..NUM_TC).any(|p| prios & (1 << p) != 0 && self.until[p] > now)
+        prios != 0 && self.latest > now && (0..NUM_TC).any(|p| prios & (1 << p) != 0 && self.until[p] > now)
     }
 
     /// When every priority in `prios` will have expired, from `now`.
@@ -132,5 +142,36 @@ mod tests {
         assert!(s.is_paused(3, 2_999) && !s.is_paused(3, 3_000));
         assert_eq!(s.until(3), 3_000);
         assert_eq!(s.total_paused(10_000, &closed)[3], 350 + 1_000);
+    }
+
+    proptest::proptest! {
+        /// The shortcut through `latest` never changes an answer: after any sequence of
+        /// pauses and XONs (which bring the latest expiry forward), every question agrees with
+        /// a pass over the eight timers.
+        #[test]
+        fn the_latest_expiry_shortcut_agrees_with_every_timer(
+            steps in proptest::collection::vec((0usize..NUM_TC, 0u64..2_000, proptest::prop_oneof![proptest::strategy::Just(0u64), 1u64..3_000]), 1..40),
+            asks in proptest::collection::vec((0u64..6_000, 0u8..=255), 1..20),
+        ) {
+            let mut s = PauseState::default();
+            let mut now = 0;
+            for (prio, dt, dur) in steps {
+                now += dt;
+                s.set(prio, now, dur);
+                for &(later, prios) in &asks {
+                    let t = now + later;
+                    let mut mask = 0u8;
+                    let mut valid_until = u64::MAX;
+                    for p in 0..NUM_TC {
+                        if s.until[p] > t {
+                            mask |= 1 << p;
+                            valid_until = valid_until.min(s.until[p]);
+                        }
+                    }
+                    proptest::prop_assert_eq!(s.paused_prios(t), (mask, valid_until));
+                    proptest::prop_assert_eq!(s.any_paused(prios, t), prios & mask != 0);
+                }
+            }
+        }
     }
 }

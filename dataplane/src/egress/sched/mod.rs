@@ -104,7 +104,9 @@ impl Scheduler {
     /// queue has changed eligibility since (the caller's promise); charges it like `select`
     /// when so, and changes nothing when not. A shortcut that lets a port send a run of frames
     /// from one queue with one full selection; a kind may always answer false.
-    #[inline]
+    /// Always inlined: it runs once a frame sent, and called out of line (as the DPDK
+    /// build's transmit loop did) its call and spills cost more than the test itself.
+    #[inline(always)]
     pub fn select_again(&mut self, q: usize, head: Head) -> bool {
         match self {
             Scheduler::SpWdrr(s) => s.select_again(q, head.len),

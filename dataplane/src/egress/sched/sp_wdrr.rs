@@ -108,7 +108,7 @@ impl SpWdrr {
     /// Whether [`SpWdrr::select`] would pick `q` again, given that it just picked `q` and
     /// no queue has changed eligibility since (the caller's promise); charges it like `select`
     /// when so. Lets a port send a run of frames from one queue with one full selection.
-    #[inline]
+    #[inline(always)]
     pub fn select_again(&mut self, q: usize, head_len: u32) -> bool {
         let q = q & 7;
         if self.strict & (1 << q) != 0 {
