@@ -184,10 +184,11 @@ impl core::fmt::Display for Malformed {
 impl std::error::Error for Malformed {}
 
 /// What sits after the L2 header(s).
+///
+/// The order is for the per-frame tests: the two IP kinds first and the two kinds not looked
+/// into last, so `is_ip` and `is_unknown_ethertype` are each one comparison.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum L3Kind {
-    /// 802.3 length field instead of an EtherType (LLC/SNAP frames such as STP): no L3.
-    None,
     /// EtherType 0x0800; the header and its lengths are checked.
     Ipv4,
     /// EtherType 0x86DD; the header and its lengths are checked.
@@ -196,6 +197,8 @@ pub enum L3Kind {
     Arp,
     /// 0x8808: 802.3x PAUSE or 802.1Qbb PFC; decode with [`super::pfc::decode_mac_control`].
     MacControl,
+    /// 802.3 length field instead of an EtherType (LLC/SNAP frames such as STP): no L3.
+    None,
     /// Any other EtherType: not malformed, forwarded at L2 without inspection.
     Other,
 }
@@ -582,8 +585,9 @@ fn parse_plain_ipv4(frame: &[u8], info: &mut FrameInfo) -> Option<Result<(), Mal
         return Some(Err(Malformed::BadIpv4Length));
     }
     let ip_proto = h[L3 + 9];
-    // etherparse's `is_fragmenting_payload`: more fragments, or a fragment offset.
-    let fragment = h[L3 + 6] & 0x20 != 0 || u16::from_be_bytes([h[L3 + 6] & 0x1f, h[L3 + 7]]) != 0;
+    // etherparse's `is_fragmenting_payload`: more fragments (0x2000), or a fragment offset
+    // (0x1fff), both in the one 16-bit field after the identification.
+    let fragment = u16::from_be_bytes([h[L3 + 6], h[L3 + 7]]) & 0x3fff != 0;
     *info = FrameInfo {
         dst: [h[0], h[1], h[2], h[3], h[4], h[5]],
         src: [h[6], h[7], h[8], h[9], h[10], h[11]],
