@@ -37,9 +37,9 @@ pub const EDF_LINK_BYTES: u64 = 8;
 /// holds a slot.
 pub const FLOOD_BYTES: u64 = 4 + 6 + 4;
 /// Bytes each packet slot costs besides its frame: its place in the free list (a slot number)
-/// and its record of a port backend's buffer it may hold instead of a copy (zero copy: 32 B;
+/// and its record of a port backend's buffer it may hold instead of a copy (zero copy: 24 B;
 /// `dataplane::buffers::pool` asserts both fit at compile time).
-pub const SLOT_BOOKKEEPING_BYTES: u64 = 4 + 32;
+pub const SLOT_BOOKKEEPING_BYTES: u64 = 4 + 24;
 /// Frames of one burst (the dataplane's `TX_BURST`): each port and queue gets one burst of
 /// slots on top of the buffer's cells.
 pub const BURST_FRAMES: u64 = 32;

@@ -798,9 +798,9 @@ fn a_buffer_the_switch_cannot_allocate_is_refused() {
     has(
         &p,
         &[
-            "buffer.size (512MiB) in 64B cells over 2 ports needs 12944 MiB at start-up",
+            "buffer.size (512MiB) in 64B cells over 2 ports needs 12880 MiB at start-up",
             "limit of 4GiB",
-            "8389120 packet slots of 1536 B, one per frame the buffer can hold (12576 MiB)",
+            "8389120 packet slots of 1536 B, one per frame the buffer can hold (12512 MiB)",
             "their descriptors (368 MiB)",
         ],
     );

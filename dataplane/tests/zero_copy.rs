@@ -6,7 +6,7 @@
 
 mod common;
 use common::*;
-use dataplane::io::{ForeignFrame, RxFrame};
+use dataplane::io::{ForeignFrame, ForeignKind, RxFrame};
 use dataplane::tools::gen::announce;
 use dataplane::{Switch, TxSink};
 use std::ffi::c_void;
@@ -24,11 +24,12 @@ fn lend(frame: &[u8], released: &'static AtomicUsize) -> (ForeignFrame, *const u
         let b = unsafe { Box::from_raw(token.as_ptr().cast::<Buf>()) };
         b.1.fetch_add(1, SeqCst);
     }
+    static KIND: ForeignKind = ForeignKind { release, owner: OWNER };
     let mut b: Box<Buf> = Box::new((frame.into(), released));
     let data = NonNull::new(b.0.as_mut_ptr()).unwrap();
     let token = NonNull::new(Box::into_raw(b).cast::<c_void>()).unwrap();
     // SAFETY: the box keeps the bytes alive and unaliased until `release`, which runs once.
-    let f = unsafe { ForeignFrame::new(data, frame.len() as u32, token, release, OWNER) };
+    let f = unsafe { ForeignFrame::new(data, frame.len() as u32, token, &KIND) };
     (f, data.as_ptr())
 }
 

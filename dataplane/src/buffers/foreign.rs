@@ -16,15 +16,26 @@ use std::ptr::NonNull;
 /// Gives a foreign buffer back to its owner (for DPDK: frees the mbuf).
 pub type ReleaseFn = unsafe fn(token: NonNull<c_void>);
 
+/// A kind of foreign buffer: how to give one back, and a name a backend recognises its own by.
+/// One `static` per kind, which every buffer of the kind points to: a buffer then carries one
+/// word for both, and every move of one (receive burst, packet slot, transmit burst) is a word
+/// shorter.
+#[derive(Debug)]
+pub struct ForeignKind {
+    /// Gives a buffer of this kind back.
+    pub release: ReleaseFn,
+    /// Which kind of buffer: see [`ForeignFrame::owner`].
+    pub owner: u32,
+}
+
 /// A foreign buffer as a packet slot stores it (no ownership semantics of its own: the slot
 /// owns it). See [`ForeignFrame`].
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Foreign {
     data: NonNull<u8>,
     token: NonNull<c_void>,
-    release: ReleaseFn,
-    /// Which kind of buffer: lets a backend recognise its own (see [`ForeignFrame::owner`]).
-    owner: u32,
+    /// How to give it back, and which kind it is (see [`ForeignFrame::owner`]).
+    kind: &'static ForeignKind,
 }
 
 impl Foreign {
@@ -70,16 +81,12 @@ impl ForeignFrame {
     /// else until `release(token)` is called; `release(token)` must give the buffer back and
     /// may be called from any thread, exactly once (by the drop of this value or of the packet
     /// slot holding it) unless [`ForeignFrame::into_token`] hands the buffer back instead.
-    /// `owner` must identify the kind of buffer `token` is, for [`ForeignFrame::owner`].
+    /// `kind.release` gives it back; `kind.owner` must identify the kind of buffer `token` is,
+    /// for [`ForeignFrame::owner`].
     #[inline]
-    pub unsafe fn new(data: NonNull<u8>, len: u32, token: NonNull<c_void>, release: ReleaseFn, owner: u32) -> Self {
+    pub unsafe fn new(data: NonNull<u8>, len: u32, token: NonNull<c_void>, kind: &'static ForeignKind) -> Self {
         ForeignFrame {
-            buf: Foreign {
-                data,
-                token,
-                release,
-                owner,
-            },
+            buf: Foreign { data, token, kind },
             len,
         }
     }
@@ -107,7 +114,7 @@ impl ForeignFrame {
     /// [`ForeignFrame::into_token`]) only its own kind.
     #[inline]
     pub fn owner(&self) -> u32 {
-        self.buf.owner
+        self.buf.kind.owner
     }
 
     /// Gives up ownership without releasing: the token, for the backend that made it to use
@@ -142,7 +149,7 @@ impl Drop for ForeignFrame {
     #[inline]
     fn drop(&mut self) {
         // SAFETY: we own the buffer; ForeignFrame::new's contract makes this the one release.
-        unsafe { (self.buf.release)(self.buf.token) }
+        unsafe { (self.buf.kind.release)(self.buf.token) }
     }
 }
 
@@ -153,7 +160,7 @@ impl Drop for ForeignFrame {
 #[inline]
 pub(crate) unsafe fn release(buf: Foreign) {
     // SAFETY: by the caller's contract, the one release of an owned buffer.
-    unsafe { (buf.release)(buf.token) }
+    unsafe { (buf.kind.release)(buf.token) }
 }
 
 /// Frames a port sends in one go: [`OWNED_BURST`] at most.

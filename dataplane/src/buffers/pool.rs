@@ -20,10 +20,10 @@ pub enum Taken<'a> {
 }
 
 // The control plane's memory estimate counts a free-list entry and a foreign-buffer record per
-// slot at this size.
+// slot at exactly this size: a record that shrinks or grows fails here, not in a wrong estimate.
 const _: () = assert!(
     (std::mem::size_of::<u32>() + std::mem::size_of::<Option<Foreign>>()) as u64
-        <= controlplane::memory::SLOT_BOOKKEEPING_BYTES
+        == controlplane::memory::SLOT_BOOKKEEPING_BYTES
 );
 
 /// The packet slots of one switch (or shard): fixed-size, allocated and faulted in at start-up,
@@ -254,8 +254,9 @@ mod tests {
         let mut b = Box::new(Buf(bytes.into(), released));
         let data = NonNull::new(b.0.as_mut_ptr()).unwrap();
         let token = NonNull::new(Box::into_raw(b).cast::<c_void>()).unwrap();
+        static KIND: foreign::ForeignKind = foreign::ForeignKind { release, owner: 7 };
         // SAFETY: the box keeps the bytes alive until `release`, which runs once.
-        unsafe { ForeignFrame::new(data, bytes.len() as u32, token, release, 7) }
+        unsafe { ForeignFrame::new(data, bytes.len() as u32, token, &KIND) }
     }
 
     #[test]

@@ -24,6 +24,7 @@
 //! and the frames wait in the switch's queues (MMU, PFC) instead of being dropped.
 
 use super::{ForeignFrame, OwnedBurst, PortBackend, PortError, PortStats, RxFrame};
+use crate::buffers::foreign::ForeignKind;
 use controlplane::model::{Config, DpdkRunConfig, PortConfig};
 use dpdk::{AllocError, DeviceSpec, Eal, EalArgs, EthPort, Mbuf, MbufBurst, Mempool};
 use std::ffi::c_void;
@@ -40,6 +41,12 @@ const L2_OVERHEAD: u32 = 18;
 
 /// The `owner` of a [`ForeignFrame`] that is an mbuf of the runtime's pool ("mbuf").
 const MBUF_OWNER: u32 = u32::from_be_bytes(*b"mbuf");
+
+/// Lent mbufs: freed by [`release_mbuf`], recognised by [`MBUF_OWNER`].
+static MBUF: ForeignKind = ForeignKind {
+    release: release_mbuf,
+    owner: MBUF_OWNER,
+};
 
 /// Mbufs the switch holds (lent by `recv_frames`, not yet sent or released), and for a moment
 /// the rest of a burst being lent (reserved whole, then the unlent part given back). One
@@ -403,13 +410,7 @@ impl PortBackend for DpdkPort {
             // by nobody else while lent; mbufs may be freed from any thread.
             // A receive burst fits (the assertion before `impl DpdkPort`): this push never fails.
             frames.push(RxFrame::Owned(unsafe {
-                ForeignFrame::new(
-                    data,
-                    len as u32,
-                    NonNull::new_unchecked(m.into_raw().cast()),
-                    release_mbuf,
-                    MBUF_OWNER,
-                )
+                ForeignFrame::new(data, len as u32, NonNull::new_unchecked(m.into_raw().cast()), &MBUF)
             }));
         }
         let delivered = frames.len();

@@ -23,7 +23,7 @@ pub mod pcap;
 pub use afpacket::{AfPacket, AfPacketOptions};
 pub use pcap::{InputsLeft, PcapClock, PcapPort};
 
-pub use crate::buffers::foreign::{ForeignFrame, OwnedBurst, RxFrame};
+pub use crate::buffers::foreign::{ForeignFrame, ForeignKind, OwnedBurst, RxFrame};
 use std::collections::VecDeque;
 
 /// Why a port cannot be used any more.
@@ -409,6 +409,7 @@ mod tests {
             drop(unsafe { Box::from_raw(token.as_ptr().cast::<Vec<u8>>()) });
             RELEASED.fetch_add(1, SeqCst);
         }
+        static KIND: ForeignKind = ForeignKind { release, owner: 1 };
         let burst = |fill: &[u8]| {
             let mut b = OwnedBurst::new();
             for &x in fill {
@@ -416,7 +417,7 @@ mod tests {
                 let data = std::ptr::NonNull::new(v.as_mut_ptr()).unwrap();
                 let token = std::ptr::NonNull::new(Box::into_raw(v).cast()).unwrap();
                 // SAFETY: the box keeps the bytes alive until `release`, which runs once.
-                b.push((unsafe { ForeignFrame::new(data, 60, token, release, 1) }, 0));
+                b.push((unsafe { ForeignFrame::new(data, 60, token, &KIND) }, 0));
             }
             b
         };

@@ -262,8 +262,9 @@ mod tests {
         let mut v = Box::new(vec![id; 60]);
         let data = std::ptr::NonNull::new(v.as_mut_ptr()).unwrap();
         let token = std::ptr::NonNull::new(Box::into_raw(v).cast()).unwrap();
+        static KIND: crate::io::ForeignKind = crate::io::ForeignKind { release, owner: 1 };
         // SAFETY: the box keeps the bytes alive until `release`, which runs once.
-        unsafe { ForeignFrame::new(data, 60, token, release, 1) }
+        unsafe { ForeignFrame::new(data, 60, token, &KIND) }
     }
 
     /// Frames in their own buffers reach the backend together, but never after a frame sent

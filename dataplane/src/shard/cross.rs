@@ -2,7 +2,7 @@
 //! with what arrives from the others (`crate::shard`'s module doc says why it is split this way).
 
 use super::{Batch, CrossFrame, Crossing, Learnt, Link, PoolShare, Release};
-use crate::buffers::foreign::{ForeignFrame, RxFrame};
+use crate::buffers::foreign::{ForeignFrame, ForeignKind, RxFrame};
 use crate::counters::DropReason;
 use crate::ingress::classify::Class;
 use crate::ingress::flood::NO_GROUP;
@@ -18,6 +18,12 @@ const BORROWED_SLOT: u32 = u32::from_be_bytes(*b"slot");
 
 /// Releasing a borrowed slot is the release message's job.
 unsafe fn keep_home_slot(_: NonNull<c_void>) {}
+
+/// Another shard's slot, borrowed: released by nothing here, sent by no backend as its own.
+static HOME_SLOT: ForeignKind = ForeignKind {
+    release: keep_home_slot,
+    owner: BORROWED_SLOT,
+};
 
 impl Switch {
     /// A frame received on `port` (this shard's) for `out` (another shard's): stored here like
@@ -146,7 +152,7 @@ impl Switch {
             // nothing (`keep_home_slot`), so the slot is freed exactly once, there.
             CrossFrame::Borrowed { ptr, home } => unsafe {
                 (
-                    ForeignFrame::new(ptr, len as u32, NonNull::dangling(), keep_home_slot, BORROWED_SLOT),
+                    ForeignFrame::new(ptr, len as u32, NonNull::dangling(), &HOME_SLOT),
                     home,
                 )
             },
