@@ -160,14 +160,10 @@ mod tests {
                 s.set(prio, now, dur);
                 for &(later, prios) in &asks {
                     let t = now + later;
-                    let mut mask = 0u8;
-                    let mut valid_until = u64::MAX;
-                    for p in 0..NUM_TC {
-                        if s.until[p] > t {
-                            mask |= 1 << p;
-                            valid_until = valid_until.min(s.until[p]);
-                        }
-                    }
+                    // The timers one by one, as `is_paused` reads them.
+                    let paused: Vec<usize> = (0..NUM_TC).filter(|&p| s.is_paused(p, t)).collect();
+                    let mask = paused.iter().fold(0u8, |m, &p| m | 1 << p);
+                    let valid_until = paused.iter().map(|&p| s.until(p)).min().unwrap_or(u64::MAX);
                     proptest::prop_assert_eq!(s.paused_prios(t), (mask, valid_until));
                     proptest::prop_assert_eq!(s.any_paused(prios, t), prios & mask != 0);
                 }
