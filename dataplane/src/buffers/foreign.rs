@@ -222,3 +222,19 @@ impl RxFrame<'_> {
         *self = RxFrame::Owned(f);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What `ForeignKind` is for: a buffer is three words (data, token, kind) wherever it
+    /// moves, and a frame four with its length; a slot's record has a niche for `None`.
+    #[test]
+    #[cfg(target_pointer_width = "64")]
+    fn a_lent_buffer_is_three_words_and_a_frame_four() {
+        use std::mem::size_of;
+        assert_eq!(size_of::<Foreign>(), 24);
+        assert_eq!(size_of::<Option<Foreign>>(), 24);
+        assert_eq!(size_of::<ForeignFrame>(), 32);
+    }
+}
