@@ -12,6 +12,7 @@
 #   rocesw_role=server|client  rocesw_ip=A.B.C.D  rocesw_peer=A.B.C.D  rocesw_peer_mac=MAC
 #   rocesw_tclass=N (the GRH traffic class / IP TOS of the RDMA traffic; 106 = DSCP 26, ECT(0))
 #   rocesw_iters=N (perftest's -n; default 500)  rocesw_sizes="64 1024 4096 65536" (the bandwidth tests')
+#   rocesw_step_timeout=S (an attempt's time limit, default 150 s)
 export PATH=/usr/bin:/usr/sbin:/bin:/sbin
 mount -t proc proc /proc
 mount -t sysfs sys /sys
@@ -81,20 +82,26 @@ exchange_rc() {
 kind() {
     if [ "$1" -eq 0 ]; then echo ok
     elif [ "$1" -ge 128 ]; then echo crash
-    else case "$2" in *"Completion with error"*|*"Failed status"*) echo cqe ;; *) echo fail ;; esac
+    # perftest: "Completion with error", "Failed status N"; ibv_rc_pingpong: "Failed status
+    # ... for wr_id"; rping: "cq completion failed status N".
+    else case "$2" in *"Completion with error"*|*"Failed status"*|*"completion failed status"*) echo cqe ;; *) echo fail ;; esac
     fi
 }
+# An attempt's time limit, seconds. The longest steps need about 13 s at the rates measured with
+# the host at load 10 (500 x 64 KiB at 2.6 MB/s; 500 round trips of 22 ms); a client that
+# crashed leaves its server waiting this long before the retry, so it is not much longer.
+step_timeout=${rocesw_step_timeout:-150}
 step() {
     name=$1; shift
     attempt=0
     while :; do
         port=$((20000 + attempt))
         if [ "$role" = server ]; then
-            out=$(timeout 300 "$@" -p "$port" 2>&1); rc=$?
+            out=$(timeout "$step_timeout" "$@" -p "$port" 2>&1); rc=$?
         else
             tries=0
             while :; do
-                if [ -n "$no_addr" ]; then out=$(timeout 300 "$@" -p "$port" 2>&1); else out=$(timeout 300 "$@" -p "$port" -- "$server_ip" 2>&1); fi
+                if [ -n "$no_addr" ]; then out=$(timeout "$step_timeout" "$@" -p "$port" 2>&1); else out=$(timeout "$step_timeout" "$@" -p "$port" -- "$server_ip" 2>&1); fi
                 rc=$?
                 [ $rc -eq 0 ] && break
                 case "$out" in
@@ -146,8 +153,20 @@ for s in 64 1024 4096; do
     step "send_lat_$s" ib_send_lat -d rxe0 -i 1 -x 1 -F -n "$iters" --tclass=$tclass -s "$s"
 done
 
-# Both guests end here; wait for the last frames (TCP closes) before reading counters.
+# Both guests end here. The counters must hold every frame of the run, the last TCP closes
+# of the side channel among them (check.py compares them with the switch's, which counts to
+# its exit): after 3 s, wait until the interface's counters have stood still for 3 s in a row
+# (a starved emulated vCPU can take seconds to send its last FIN or take in what waits in its
+# ring), at most 60 s more.
 sleep 3
+net_counts() { cat /sys/class/net/eth0/statistics/rx_packets /sys/class/net/eth0/statistics/tx_packets; }
+last=$(net_counts); still=0; waited=0
+while [ $still -lt 3 ] && [ $waited -lt 60 ]; do
+    sleep 1; waited=$((waited + 1))
+    now=$(net_counts)
+    if [ "$now" = "$last" ]; then still=$((still + 1)); else still=0; last=$now; fi
+done
+say "info counters settled after $((3 + waited)) s"
 for c in rx_packets tx_packets rx_bytes tx_bytes rx_errors rx_dropped tx_dropped; do
     say "counter eth0.$c $(cat /sys/class/net/eth0/statistics/$c)"
 done

@@ -19,7 +19,7 @@ for a in nc timeout; do ln -s "$BB" "$T/bin/$a"; done
 grep -q '^step()' "$T/fns.sh" || { echo "selftest-steps: step() not found in guest-init.sh" >&2; exit 2; }
 # The fake test: CRASH=role dies of SIGSEGV on its first run (CRASH_ALWAYS on every run),
 # CQE=role reports a completion error (as perftest does) and exits 17 on its first run,
-# FAIL=role exits 1 (a failed check).
+# CQE_RPING=role the same as rping words it, exiting 1, FAIL=role exits 1 (a failed check).
 cat > "$T/fake.sh" <<'EOF'
 #!/bin/sh
 if [ "$ROLE" = "$CRASH_ALWAYS" ] || { [ "$ROLE" = "$CRASH" ] && [ ! -e "$DIR/ran-$ROLE" ]; }; then
@@ -27,6 +27,9 @@ if [ "$ROLE" = "$CRASH_ALWAYS" ] || { [ "$ROLE" = "$CRASH" ] && [ ! -e "$DIR/ran
 fi
 if [ "$ROLE" = "$CQE" ] && [ ! -e "$DIR/ran-$ROLE" ]; then
     touch "$DIR/ran-$ROLE"; echo " Completion with error at client"; echo " Failed status 12: wr_id 0"; exit 17
+fi
+if [ "$ROLE" = "$CQE_RPING" ] && [ ! -e "$DIR/ran-$ROLE" ]; then
+    touch "$DIR/ran-$ROLE"; echo "cq completion failed status 12"; exit 1
 fi
 [ "$ROLE" = "$FAIL" ] && exit 1
 echo "fake ok $*"
@@ -42,7 +45,7 @@ scenario() {
     port=$((port + 2))
     for r in server client; do
         # The guest's shell (busybox ash), as in the guest.
-        env PATH="$T/bin:$PATH" ROLE=$r DIR="$T" CRASH= CRASH_ALWAYS= CQE= FAIL= $settings \
+        env PATH="$T/bin:$PATH" ROLE=$r DIR="$T" CRASH= CRASH_ALWAYS= CQE= CQE_RPING= FAIL= $settings \
             role=$r peer=127.0.0.1 server_ip=127.0.0.1 rocesw_sync_port=$port FNS="$T/fns.sh" FAKE="$T/fake.sh" \
             timeout 120 "$BB" sh -c '. "$FNS"; step s "$FAKE"' \
             </dev/null >"$T/out-$r" 2>&1 &
@@ -66,6 +69,7 @@ scenario "CRASH=server" "0 0 2"
 scenario "CRASH=client" "0 0 2"
 scenario "CQE=client" "0 0 2"
 scenario "CQE=server" "0 0 2"
+scenario "CQE_RPING=client" "0 0 2"
 scenario "FAIL=client" "0 1 1"
 scenario "FAIL=server" "1 0 1"
 scenario "CRASH_ALWAYS=client" "0 139 3"

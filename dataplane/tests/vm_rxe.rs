@@ -61,7 +61,14 @@ fn soft_roce_vms_through_the_switch() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     eprintln!("{stdout}{stderr}vm/run.sh took {:?}", t0.elapsed());
-    assert!(out.status.success(), "vm/run.sh failed ({})", out.status);
+    // CI keeps only the end of a failed test's output: the panic repeats why each failed
+    // phase failed (check.py's list) and run.sh's own complaints, so the reason is in it.
+    assert!(
+        out.status.success(),
+        "vm/run.sh failed ({}):\n{}",
+        out.status,
+        failure_lines(&stdout, &stderr)
+    );
     for phase in ["normal", "mark-all"] {
         assert!(
             stdout.contains(&format!("phase {phase}: passed")),
@@ -72,4 +79,33 @@ fn soft_roce_vms_through_the_switch() {
         stdout.contains("guests run under tcg") || stdout.contains("guests run under kvm"),
         "run.sh says which accelerator ran"
     );
+}
+
+/// The lines that say why a run failed: each failed phase's list from `vm/check.py` (from
+/// "phase NAME: FAILED" to the next blank line or the end) and every `run.sh:` line.
+#[cfg(feature = "dpdk")]
+fn failure_lines(stdout: &str, stderr: &str) -> String {
+    let mut lines = Vec::new();
+    let mut in_list = false;
+    for line in stdout.lines() {
+        if line.starts_with("phase ") && line.ends_with(": FAILED") {
+            in_list = true;
+        } else if line.trim().is_empty() {
+            in_list = false;
+        }
+        if in_list {
+            lines.push(line);
+        }
+    }
+    lines.extend(
+        stdout
+            .lines()
+            .chain(stderr.lines())
+            .filter(|l| l.starts_with("run.sh:") && !l.contains("guests run under")),
+    );
+    if lines.is_empty() {
+        "(no phase reported a failure: see the output above)".to_string()
+    } else {
+        lines.join("\n")
+    }
 }
