@@ -588,3 +588,90 @@ impl Switch {
         self.packets.capacity()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::counters::DropReason;
+
+    /// The default config with two ports (a frame to an unknown address goes to the other
+    /// one) and queue 0 (lossy) limited to `limit` of shared buffer.
+    fn two_ports_queue0_limited(limit: &str) -> Config {
+        let default = include_str!("../../configs/default.toml");
+        let text = default.replace("[[port]]\nid = 2\n\n[[port]]\nid = 3\n", "").replace(
+            "alpha = 1                # may take up to the free shared pool; drops beyond it",
+            &format!("static = \"{limit}\""),
+        );
+        assert_eq!(
+            text.matches("\n[[port]]\n").count(),
+            2,
+            "configs/default.toml changed shape"
+        );
+        assert!(text.contains("static = "), "configs/default.toml changed shape");
+        controlplane::load_str(&text).expect("the test config loads").config
+    }
+
+    /// `n` lossy 64-byte frames (DSCP 0: queue 0, PG 0) from host 1 to host 2.
+    fn lossy_frames(n: u64) -> Vec<Vec<u8>> {
+        crate::tools::gen::Flow {
+            src: 1,
+            dst: 2,
+            dscp: 0,
+            ecn: crate::wire::Ecn::NotEct,
+            qp: 1,
+            frame_len: 64,
+            count: n,
+            start_ns: 0,
+            rate_bps: 25_000_000_000,
+        }
+        .frames()
+        .expect("the flow builds")
+        .into_iter()
+        .map(|(_, f)| f)
+        .collect()
+    }
+
+    /// What port 0's ingress and port 1's queue 0 counted, and what queue 0 holds.
+    fn outcome(sw: &Switch) -> (u64, u64, u64, usize) {
+        let rx = sw.port_counters(0);
+        let tx = sw.port_counters(1);
+        (
+            rx.rx_packets,
+            tx.drops[DropReason::EgressLimit as usize],
+            rx.drops[DropReason::NoBuffer as usize],
+            sw.queue_len(1, 0),
+        )
+    }
+
+    /// A frame that finds no packet slot while the burst's run holds frames not yet admitted
+    /// (`receive_one`): the run is admitted first, and the frames the queue's limit refuses give
+    /// their slots back, so the frame is stored after all, as it would have been had the burst
+    /// come frame by frame. Here 4 slots, a queue limit of 2 cells and a burst of 6 frames:
+    /// frame 5 finds the 4 slots held by the run; admitting it queues 2 and frees 2. Without
+    /// the second try, frames 5 and 6 would be dropped as `no_buffer` instead of by the limit.
+    #[test]
+    fn a_frame_finding_no_slot_behind_a_held_run_is_stored_once_the_run_is_admitted() {
+        let cfg = two_ports_queue0_limited("512B"); // 2 cells of 256 B
+        let frames = lossy_frames(6);
+        let small = |cfg: &Config| {
+            let mut sw = Switch::new(cfg, 1);
+            sw.packets = PacketPool::new(4, sw.packets.slot_size());
+            sw
+        };
+
+        let mut burst = small(&cfg);
+        burst.receive_burst(0, frames.iter().map(|f| &f[..]), 0);
+        let mut one_by_one = small(&cfg);
+        for f in &frames {
+            one_by_one.receive(0, f, 0);
+        }
+
+        assert_eq!(
+            outcome(&one_by_one),
+            (6, 4, 0, 2),
+            "frame by frame: 2 queued, 4 over the limit"
+        );
+        assert_eq!(outcome(&burst), outcome(&one_by_one), "the burst as frame by frame");
+        assert_eq!(burst.packets.available(), 2, "only the 2 queued frames hold slots");
+    }
+}
