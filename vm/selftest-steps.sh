@@ -72,5 +72,5 @@ scenario "CQE=server" "0 0 2"
 scenario "CQE_RPING=client" "0 0 2"
 scenario "FAIL=client" "0 1 1"
 scenario "FAIL=server" "1 0 1"
-scenario "CRASH_ALWAYS=client" "0 139 3"
+scenario "CRASH_ALWAYS=client" "0 139 4"
 exit $failed
