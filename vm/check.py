@@ -93,7 +93,8 @@ for name in steps:
 # against the clock at start; when the calibration's fit is poor (an emulated CPU on a busy
 # host: "Correlation coefficient r^2: 0.86 < 0.9") it has no cycles per microsecond and prints
 # inf and -nan for every time and rate, though the test itself ran and passed.
-FIGURE = r"[0-9.]+|inf|-?nan"
+NUMBER = r"[0-9.]+"
+FIGURE = NUMBER + r"|inf|-?nan"
 
 
 def table(lines, header):
@@ -109,7 +110,7 @@ def table(lines, header):
 
 def untimed(row, out):
     """Why a result row has no figures (perftest's clock calibration failed), or None."""
-    if all(re.fullmatch(r"[0-9.]+", c) for c in row):
+    if all(re.fullmatch(NUMBER, c) for c in row):
         return None
     why = [l.strip() for l in out if "Correlation coefficient" in l]
     return why[0] if why else "no cycles-per-microsecond figure"
@@ -129,15 +130,15 @@ for name in steps:
         res += f"  {m.group(2) if m else '?'}/{m.group(1) if m else '?'} replies" + (f", {rtt[0].split('=')[1].strip()}" if rtt else "")
     elif "_bw" in name or "_lat" in name:
         row = table(out, "#bytes")
-        if not check(row is not None and len(row) >= (4 if "_bw" in name else 6), f"{name}: no result row"):
-            pass
-        elif why := untimed(row, out):
-            untimed_steps.append(f"{name}: {why}")
-            res += f"  {row[0]:>6} B x {row[1]}: ran, no figures (perftest could not calibrate its clock)"
-        elif "_bw" in name:
-            res += f"  {row[0]:>6} B x {row[1]}: {float(row[3]) * 8 / 1000:.3f} Gb/s ({row[3]} MB/s avg, {row[4] if len(row) > 4 else '?'} Mpps)"
-        else:
-            res += f"  {row[0]:>6} B x {row[1]}: typical {row[4]} us, avg {row[5]} us (min {row[2]}, max {row[3]})"
+        if check(row is not None and len(row) >= (4 if "_bw" in name else 6), f"{name}: no result row"):
+            why = untimed(row, out)
+            if why:
+                untimed_steps.append(f"{name}: {why}")
+                res += f"  {row[0]:>6} B x {row[1]}: ran, no figures (perftest could not calibrate its clock)"
+            elif "_bw" in name:
+                res += f"  {row[0]:>6} B x {row[1]}: {float(row[3]) * 8 / 1000:.3f} Gb/s ({row[3]} MB/s avg, {row[4] if len(row) > 4 else '?'} Mpps)"
+            else:
+                res += f"  {row[0]:>6} B x {row[1]}: typical {row[4]} us, avg {row[5]} us (min {row[2]}, max {row[3]})"
     elif name == "rc_pingpong":
         l = [x for x in out if "Mbit/sec" in x]
         res += "  " + (l[-1].strip() if l else "")

@@ -44,6 +44,8 @@ GUEST=${VM_GUEST_DIR:-$REPO/target/vm-guest}
 "$REPO/vm/build-guest.sh" "$GUEST"
 # The guests' retry logic, on the host in seconds, before minutes of emulation depend on it.
 "$REPO/vm/selftest-steps.sh" "$GUEST/root/usr/bin/busybox"
+# And check.py's verdicts on made-up runs.
+python3 "$REPO/vm/test_check.py"
 
 ACCEL=${VM_ACCEL:-auto}
 if [ "$ACCEL" = auto ]; then
