@@ -246,7 +246,7 @@ impl Switch {
         &mut self,
         port: usize,
         frame: &[u8],
-        mut held: Option<&mut RxFrame<'_>>,
+        held: Option<&mut RxFrame<'_>>,
         now: u64,
         info: &mut FrameInfo,
         run: &mut Run,
@@ -260,52 +260,71 @@ impl Switch {
                     self.ingress.ports[port].counters.malformed[m as usize] += 1;
                 }
             }
-            Arrival::Unicast(out) if self.shard.is_remote(out) => {
-                self.admit_run(port, run, now);
-                self.cross_out(port, out, frame, held, info, &class, now);
-            }
-            Arrival::Unicast(out) if self.egress.runs_on(out, class.queue as usize) => {
-                let (queue, pg) = (class.queue as usize & 7, class.pg as usize & 7);
+            Arrival::Unicast(out) => {
+                let (queue, pg) = (class.queue as usize, class.pg as usize);
+                // The run's key was set below, for a port of this shard whose queue takes
+                // runs (both fixed while a burst lasts): a frame with the same key joins
+                // without asking either again.
                 if !run.takes(out, queue, pg) {
                     self.admit_run(port, run, now);
-                    run.restart(out, queue, pg);
-                }
-                let slot = match store(&mut self.packets, frame, held.as_deref_mut()) {
-                    Some(slot) => slot,
-                    // Frames the run holds may yet be refused and give their slots back, as
-                    // they would have frame by frame by now: admit them, then try again.
-                    None => {
-                        self.admit_run(port, run, now);
+                    if self.shard.is_remote(out) {
+                        return self.cross_out(port, out, frame, held, info, &class, now);
+                    }
+                    if !self.egress.runs_on(out, queue) {
                         let Some(slot) = store(&mut self.packets, frame, held) else {
                             return self.no_slot(port, class.pg);
                         };
-                        slot
+                        self.rewrite(slot, frame.len(), info, &class);
+                        let (egress, mut peers) = self.sides();
+                        return egress.enqueue(&mut peers, port, out, slot, frame.len(), info, &class, now);
                     }
-                };
-                self.rewrite(slot, frame.len(), info, &class);
-                let (egress, mut peers) = self.sides();
-                if egress.passes_refusal(&mut peers, port, out, slot, frame.len(), &class, now) {
-                    run.push(RunFrame {
-                        slot,
-                        len: frame.len() as u16,
-                        cells: self.pool.cells_for(frame.len()) as u16,
-                        flags: if info.is_ect() { Desc::ECT } else { 0 } | if class.cnp { Desc::CNP } else { 0 },
-                    });
+                    run.restart(out, queue, pg);
                 }
-            }
-            Arrival::Unicast(out) => {
-                self.admit_run(port, run, now);
-                let Some(slot) = store(&mut self.packets, frame, held) else {
-                    return self.no_slot(port, class.pg);
-                };
-                self.rewrite(slot, frame.len(), info, &class);
-                let (egress, mut peers) = self.sides();
-                egress.enqueue(&mut peers, port, out, slot, frame.len(), info, &class, now);
+                self.hold_in_run(port, out, frame, held, now, info, &class, run)
             }
             Arrival::Flood => {
                 self.admit_run(port, run, now);
                 self.flood(port, frame, held, info, class, now)
             }
+        }
+    }
+
+    /// Stores a frame for `out` and the queue `run` is for, asks the CNP policer and the
+    /// watchdog, and holds it in the run for admission.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    fn hold_in_run(
+        &mut self,
+        port: usize,
+        out: usize,
+        frame: &[u8],
+        mut held: Option<&mut RxFrame<'_>>,
+        now: u64,
+        info: &FrameInfo,
+        class: &Class,
+        run: &mut Run,
+    ) {
+        let slot = match store(&mut self.packets, frame, held.as_deref_mut()) {
+            Some(slot) => slot,
+            // Frames the run holds may yet be refused and give their slots back, as they
+            // would have frame by frame by now: admit them, then try again.
+            None => {
+                self.admit_run(port, run, now);
+                let Some(slot) = store(&mut self.packets, frame, held) else {
+                    return self.no_slot(port, class.pg);
+                };
+                slot
+            }
+        };
+        self.rewrite(slot, frame.len(), info, class);
+        let (egress, mut peers) = self.sides();
+        if egress.passes_refusal(&mut peers, port, out, slot, frame.len(), class, now) {
+            run.push(RunFrame {
+                slot,
+                len: frame.len() as u16,
+                cells: self.pool.cells_for(frame.len()) as u16,
+                flags: if info.is_ect() { Desc::ECT } else { 0 } | if class.cnp { Desc::CNP } else { 0 },
+            });
         }
     }
 

@@ -95,6 +95,87 @@ impl PendingRelease {
     };
 }
 
+/// Egress cells and bytes of the frames one queue sent (or WRED dropped) back to back in a
+/// transmit call, waiting to leave its account together (`Egress::return_queue`): one
+/// release of six counts per run of frames instead of per frame. Exact: a queue gives its
+/// cells back from shared first, then from min, so a sum returned at once leaves every count
+/// as frame by frame would; WRED at dequeue, the one reader of the queue's depth meanwhile,
+/// subtracts what waits here; and the pool's figures, which a PG's XON check reads, are whole
+/// again before any release that could check (`Egress::release_sent`'s slow path) and when
+/// the queue stops sending.
+#[derive(Debug, Clone, Copy, Default)]
+struct QueueRelease {
+    cells: u32,
+    bytes: u64,
+}
+
+/// What frames sent in a transmit call give back later, together: their PG's cells
+/// ([`PendingRelease`]) and their queue's ([`QueueRelease`]).
+#[derive(Debug, Clone, Copy)]
+struct Waiting {
+    pg: PendingRelease,
+    queue: QueueRelease,
+}
+
+impl Waiting {
+    /// Nothing waiting.
+    const NONE: Waiting = Waiting {
+        pg: PendingRelease::NONE,
+        queue: QueueRelease { cells: 0, bytes: 0 },
+    };
+
+    /// Whether `d`'s release joins what waits: a frame from the same PG, not a flooded copy
+    /// (the PG is known not to be in XOFF and to be this shard's: it was when it started).
+    #[inline(always)]
+    fn takes(&self, d: &Desc) -> bool {
+        self.pg.in_port == d.in_port as usize && self.pg.pg == d.pg as usize && !d.has(Desc::FLOOD)
+    }
+
+    /// Adds `d`'s release to what waits, on both sides.
+    #[inline(always)]
+    fn add(&mut self, d: &Desc, dropped: bool) {
+        self.queue.cells += d.cells as u32;
+        self.queue.bytes += d.len as u64;
+        self.pg.cells += d.cells as u32;
+        self.pg.dropped += dropped as u64;
+    }
+}
+
+/// Sends `d`, just dequeued from queue `q` of `port` (`p`) and released, at `t_ns`: EDF's
+/// deadline and tag, the shaper, the counters, the frame to the sink. Returns its time on the
+/// wire.
+#[inline(always)]
+fn send(
+    p: &mut EgressPort,
+    peers: &mut Peers<'_>,
+    port: usize,
+    q: usize,
+    d: &Desc,
+    t_ns: u64,
+    sink: &mut impl TxSink,
+) -> u64 {
+    let len = d.len as usize;
+    if let Some(e) = p.edf.as_ref().filter(|e| e.is_regulated(q)) {
+        p.queue_counters[q].edf_deadline_misses += u64::from(t_ns > d.deadline);
+        if d.has(Desc::TAGGED) && e.tag_unit > 0 {
+            rewrite_tag(peers.packets.get_mut(d.slot, len), d.deadline, t_ns, e.tag_unit);
+        }
+    }
+    if let Some(s) = p.shapers[q].as_mut() {
+        s.charge(t_ns, len as u32);
+    }
+    p.counters.tx_packets += 1;
+    p.counters.tx_bytes += len as u64;
+    p.queue_counters[q].tx_packets += 1;
+    p.queue_counters[q].tx_bytes += len as u64;
+    // A frame in its backend's buffer leaves in it (zero copy); a copy leaves its slot.
+    match peers.packets.take(d.slot, len) {
+        Taken::Arena(frame) => sink.transmit(port, frame, t_ns),
+        Taken::Foreign(f) => sink.transmit_owned(port, f, t_ns),
+    }
+    p.rate.ser_ps(len)
+}
+
 /// Tells the shard that owns ingress port `in_port` that a frame of its PG `pg` (in this
 /// shard's packet slot `slot`) left or was dropped: its cells and the slot that held its
 /// bytes there go back with the next batch.
@@ -527,7 +608,7 @@ impl Egress {
         let (inp, pg) = (d.in_port as usize, d.pg as usize);
         self.ports[out]
             .buffers
-            .release(queue, d.cells as u32, d.len as u32, peers.pool);
+            .release(queue, d.cells as u32, d.len as u64, peers.pool);
         if d.has(Desc::FLOOD) {
             return self.release_copy(peers, inp, pg, d, dropped);
         }
@@ -539,14 +620,14 @@ impl Egress {
 
     /// [`Egress::release`] for a frame sent (or dropped by WRED) in a transmit call: a frame
     /// from a PG of this shard that is not in XOFF gives its ingress cells back through
-    /// `pending`, added up with the frames before it from the same PG and returned together
+    /// `waiting.pg`, added up with the frames before it from the same PG and returned together
     /// ([`Egress::return_pending`]) when a frame from elsewhere leaves or the call ends. Why
     /// that is exact: such a PG's release cannot send XON (XON needs XOFF, and nothing in a
     /// transmit call sets it), the one thing a release can decide; a PG drains headroom, then
     /// shared, then min, so cells returned together leave every count as returned one by one;
     /// and the only reader of the ingress counts in a transmit call, another PG's XON check
     /// (its limit moves with the pool), comes after the pending cells went back. The egress
-    /// side's cells go back frame by frame: WRED at dequeue reads the queue's depth.
+    /// side's cells wait in `waiting.queue` ([`QueueRelease`]) for the same reasons.
     #[inline(always)]
     fn release_sent(
         &mut self,
@@ -555,32 +636,32 @@ impl Egress {
         queue: usize,
         d: &Desc,
         dropped: bool,
-        pending: &mut PendingRelease,
+        waiting: &mut Waiting,
     ) {
         let (inp, pg) = (d.in_port as usize, d.pg as usize);
-        // The egress release is written out in both branches: with one call after a merged
-        // test, bench/instructions.sh counted 19 more a frame.
-        if pending.in_port == inp && pending.pg == pg && !d.has(Desc::FLOOD) {
-            self.ports[out]
-                .buffers
-                .release(queue, d.cells as u32, d.len as u32, peers.pool);
-            pending.cells += d.cells as u32;
-            pending.dropped += dropped as u64;
-            return;
+        if waiting.takes(d) {
+            return waiting.add(d, dropped);
         }
-        self.return_pending(peers, pending);
+        self.return_pending(peers, &mut waiting.pg);
         if d.has(Desc::FLOOD) || peers.shard.is_remote(inp) || peers.ingress.ports[inp].pfc_gen.is_xoff(pg) {
+            self.return_queue(peers, out, queue, &mut waiting.queue);
             return self.release(peers, out, queue, d, dropped);
         }
-        self.ports[out]
-            .buffers
-            .release(queue, d.cells as u32, d.len as u32, peers.pool);
-        *pending = PendingRelease {
+        waiting.queue.cells += d.cells as u32;
+        waiting.queue.bytes += d.len as u64;
+        waiting.pg = PendingRelease {
             in_port: inp,
             pg,
             cells: d.cells as u32,
             dropped: dropped as u64,
         };
+    }
+
+    /// Gives queue `queue` of `port` the cells and bytes [`Egress::release_sent`] added up.
+    #[inline(always)]
+    fn return_queue(&mut self, peers: &mut Peers<'_>, port: usize, queue: usize, queued: &mut QueueRelease) {
+        let QueueRelease { cells, bytes } = std::mem::take(queued);
+        self.ports[port].buffers.release(queue, cells, bytes, peers.pool);
     }
 
     /// Gives a PG the cells [`Egress::release_sent`] added up, and counts its drops.
@@ -739,7 +820,7 @@ impl Egress {
         let mut pfc_buf = [0u8; 64];
         self.ports[port].backlogged = false;
         let (mut paused, mut paused_valid_until) = self.paused_queues(port, base_ns + t_ps / PS_PER_NS);
-        let mut pending = PendingRelease::NONE;
+        let mut waiting = Waiting::NONE;
         while sent < budget && t_ps <= now_ps {
             let t_ns = base_ns + t_ps / PS_PER_NS;
             if t_ns >= paused_valid_until {
@@ -780,7 +861,7 @@ impl Egress {
             // rather than computed again for every frame.
             let mut t_ns = t_ns;
             loop {
-                if let Some(ser_ps) = self.send_head(peers, port, q, t_ns, sink, &mut pending) {
+                if let Some(ser_ps) = self.send_head(peers, port, q, t_ns, sink, &mut waiting) {
                     t_ps += ser_ps;
                     sent += 1;
                 }
@@ -801,8 +882,9 @@ impl Egress {
                     break;
                 }
             }
+            self.return_queue(peers, port, q, &mut waiting.queue);
         }
-        self.return_pending(peers, &mut pending);
+        self.return_pending(peers, &mut waiting.pg);
         if sent > 0 {
             // Back to back only if the next frame was ready when this one ended; otherwise the
             // next transmission starts when it is called for, never before its frame arrived.
@@ -827,14 +909,14 @@ impl Egress {
         q: usize,
         t_ns: u64,
         sink: &mut impl TxSink,
-        pending: &mut PendingRelease,
+        waiting: &mut Waiting,
     ) -> Option<u64> {
         let p = &mut self.ports[port];
         let d = p.pop(&mut self.descs, q).expect("the scheduler picked an empty queue");
-        let depth = p.buffers.queue(q).bytes;
+        // The frames sent before this one in the call are gone from the queue already.
+        let depth = p.buffers.queue(q).bytes - waiting.queue.bytes;
         let len = d.len as usize;
-        let wred_drop = !d.has(Desc::WRED_DONE) && !d.has(Desc::CNP) && self.ports[port].wred[q].is_some() && {
-            let p = &mut self.ports[port];
+        let wred_drop = !d.has(Desc::WRED_DONE) && !d.has(Desc::CNP) && p.wred[q].is_some() && {
             let w = p.wred[q].as_mut().expect("checked above");
             match w.decide(depth, d.has(Desc::ECT), &mut p.rng) {
                 Verdict::Pass => false,
@@ -851,32 +933,20 @@ impl Egress {
                 Verdict::Drop => true,
             }
         };
-        self.release_sent(peers, port, q, &d, wred_drop, pending);
         if wred_drop {
+            self.release_sent(peers, port, q, &d, true, waiting);
             peers.packets.free(d.slot);
             self.count_drop(port, q, len, DropReason::Wred);
             return None;
         }
-        let p = &mut self.ports[port];
-        if let Some(e) = p.edf.as_ref().filter(|e| e.is_regulated(q)) {
-            p.queue_counters[q].edf_deadline_misses += u64::from(t_ns > d.deadline);
-            if d.has(Desc::TAGGED) && e.tag_unit > 0 {
-                rewrite_tag(peers.packets.get_mut(d.slot, len), d.deadline, t_ns, e.tag_unit);
-            }
+        // Nearly every frame: its release only adds to `waiting`, so the port stays borrowed
+        // (indexing it again after a call on `self` costs a bounds check).
+        if waiting.takes(&d) {
+            waiting.add(&d, false);
+            return Some(send(p, peers, port, q, &d, t_ns, sink));
         }
-        if let Some(s) = p.shapers[q].as_mut() {
-            s.charge(t_ns, len as u32);
-        }
-        p.counters.tx_packets += 1;
-        p.counters.tx_bytes += len as u64;
-        p.queue_counters[q].tx_packets += 1;
-        p.queue_counters[q].tx_bytes += len as u64;
-        // A frame in its backend's buffer leaves in it (zero copy); a copy leaves its slot.
-        match peers.packets.take(d.slot, len) {
-            Taken::Arena(frame) => sink.transmit(port, frame, t_ns),
-            Taken::Foreign(f) => sink.transmit_owned(port, f, t_ns),
-        }
-        Some(p.rate.ser_ps(len))
+        self.release_sent(peers, port, q, &d, false, waiting);
+        Some(send(&mut self.ports[port], peers, port, q, &d, t_ns, sink))
     }
 
     /// The watchdog's timers on `port`: storms detected (and, with the drop action, the

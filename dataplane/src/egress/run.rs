@@ -44,7 +44,8 @@ impl Run {
     /// No frame held.
     pub(crate) fn new() -> Self {
         Run {
-            key: 0,
+            // No frame's key (`out` < 2^48): the first frame starts a run.
+            key: u64::MAX,
             frames: ArrayVec::new(),
             totals: GroupTotals::EMPTY,
         }

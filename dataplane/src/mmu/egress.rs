@@ -105,16 +105,17 @@ impl QueueAccount {
         self.peak_cells = self.peak_cells.max(self.cells);
     }
 
-    /// Releases a frame charged earlier: shared first, then min.
+    /// Releases a frame charged earlier, or several of one queue at once (the same counts as
+    /// one by one): shared first, then min.
     #[inline]
-    pub fn release(&mut self, queue: usize, cells: u32, bytes: u32, pool: &mut SharedPool) {
+    pub fn release(&mut self, queue: usize, cells: u32, bytes: u64, pool: &mut SharedPool) {
         let q = &mut self.queues[queue & 7];
         let from_shared = cells.min(q.shared);
         q.shared -= from_shared;
         debug_assert!(cells - from_shared <= q.min, "released more than was admitted");
         q.min = q.min.saturating_sub(cells - from_shared);
-        debug_assert!(bytes as u64 <= q.bytes, "released more bytes than queued");
-        q.bytes = q.bytes.saturating_sub(bytes as u64);
+        debug_assert!(bytes <= q.bytes, "released more bytes than queued");
+        q.bytes = q.bytes.saturating_sub(bytes);
         debug_assert!(cells <= self.cells && cells <= pool.used, "released more than is held");
         self.cells = self.cells.saturating_sub(cells);
         pool.egress.shared -= from_shared;

@@ -50,7 +50,7 @@ impl Mmu {
 
     /// Egress release, then the ingress release it sends back; true when the PG may resume.
     fn release(&mut self, inp: usize, pg: usize, out: usize, q: usize, cells: u32, bytes: u32) -> bool {
-        self.outs[out].release(q, cells, bytes, &mut self.pool);
+        self.outs[out].release(q, cells, bytes as u64, &mut self.pool);
         self.ins[inp].release(pg, cells, &mut self.pool);
         self.ins[inp].may_resume(pg, &self.pool)
     }
