@@ -42,6 +42,8 @@ mod bind {
         "rte_dev_remove",
         // mempools and mbufs
         "rte_pktmbuf_pool_create",
+        "rte_pktmbuf_pool_create_by_ops",
+        "rte_mbuf_best_mempool_ops",
         "rte_mempool_free",
         "rte_mempool_avail_count",
         "rte_mempool_in_use_count",

@@ -7,6 +7,7 @@
 #include <rte_dev.h>
 #include <rte_mempool.h>
 #include <rte_mbuf.h>
+#include <rte_mbuf_pool_ops.h>
 #include <rte_ethdev.h>
 
 #include "shim.h"

@@ -106,6 +106,25 @@ fn frames_cross_between_workers_in_their_mbufs() {
     assert!(tx_zc <= sent);
 }
 
+/// Two workers or more get a stack mempool (`io::dpdk::pool_handler`: a crossing frame's mbuf
+/// is freed by the other worker), unless the EAL arguments choose a handler; the crossing test
+/// above runs on it.
+#[test]
+fn frames_that_may_cross_workers_get_a_stack_pool_unless_the_eal_args_choose() {
+    use dataplane::io::dpdk::pool_handler;
+    let run = |eal_args: &[&str]| controlplane::model::DpdkRunConfig {
+        eal_args: eal_args.iter().map(|a| a.to_string()).collect(),
+        memory_mb: 512,
+        hugepages: false,
+        mbufs: 16383,
+    };
+    assert_eq!(pool_handler(1, &run(&[])), None);
+    assert_eq!(pool_handler(2, &run(&[])), Some("lf_stack"));
+    assert_eq!(pool_handler(4, &run(&["--log-level=pmd:debug"])), Some("lf_stack"));
+    assert_eq!(pool_handler(2, &run(&["--mbuf-pool-ops-name=stack"])), None);
+    assert_eq!(pool_handler(2, &run(&["--mbuf-pool-ops-name", "ring_mp_mc"])), None);
+}
+
 /// With a pool too small to spare mbufs for the switch's queues (the ports' rings take it
 /// all), the switch copies every frame into its packet pool and frees the mbuf at once:
 /// forwarding is the same, nothing is lent.
@@ -166,6 +185,17 @@ fn incast_through_net_pcap(extra: &str, edits: &[(&str, &str)]) -> (Value, u64) 
             r.stdout
         );
     }
+    // Two workers: the stack handler (`io::dpdk::pool_handler`), and it forwards.
+    let handler = if extra.contains("workers = 2") {
+        "lf_stack"
+    } else {
+        "ring_mp_mc"
+    };
+    assert!(
+        r.stderr.contains(&format!("mbufs of 2048 B, handler {handler}")),
+        "start-up report:\n{}",
+        r.stderr
+    );
     assert!(left_behind(r.pid).is_empty(), "{:?}", left_behind(r.pid));
     let s: Value = serde_json::from_str(&std::fs::read_to_string(&summary).unwrap()).unwrap();
     let sw = &s["switch"];

@@ -22,10 +22,12 @@ struct Inner {
     name: String,
     size: u32,
     frame_room: u16,
+    ops: String,
 }
 
-// SAFETY: DPDK's packet mempools (the default ring_mp_mc ops) are safe for concurrent get
-// and put from any thread; the handle itself is immutable.
+// SAFETY: DPDK's packet mempools (the default ring_mp_mc ops, and the stack ops
+// [`Mempool::with_ops`] is for) are safe for concurrent get and put from any thread; the
+// handle itself is immutable.
 unsafe impl Send for Inner {}
 // SAFETY: as above: every operation through a shared reference is a thread-safe DPDK call.
 unsafe impl Sync for Inner {}
@@ -47,8 +49,19 @@ pub enum AllocError {
 impl Mempool {
     /// Creates a pool of `n` mbufs (DPDK prefers `n = 2^k - 1`), each with `frame_room`
     /// bytes for a frame after DPDK's standard headroom (`RTE_PKTMBUF_HEADROOM`), and a
-    /// per-lcore cache of `cache` free mbufs (0 for none; at most 512 and `n / 1.5`).
+    /// per-lcore cache of `cache` free mbufs (0 for none; at most 512 and `n / 1.5`), kept by
+    /// DPDK's default mempool handler (`ring_mp_mc` unless the EAL was given
+    /// `--mbuf-pool-ops-name`).
     pub fn new(name: &str, n: u32, cache: u32, frame_room: u16) -> Result<Mempool, Error> {
+        Mempool::with_ops(name, n, cache, frame_room, None)
+    }
+
+    /// As [`Mempool::new`], with the mempool handler `ops` (`"ring_mp_mc"`, `"stack"`,
+    /// `"lf_stack"`, ...; None for DPDK's default). Why a program would choose: a ring hands
+    /// free mbufs back in the order they were freed, so mbufs freed on one lcore and
+    /// allocated on another go round the whole pool and come back cold; a stack hands back
+    /// the most recently freed, still in cache (DPDK's "Stack Mempool Driver" guide).
+    pub fn with_ops(name: &str, n: u32, cache: u32, frame_room: u16, ops: Option<&str>) -> Result<Mempool, Error> {
         let eal = Eal::require(&format!("mempool '{name}'"))?;
         let fail = |why: String| {
             Error::new(
@@ -74,11 +87,32 @@ impl Mempool {
             ))
         })?;
         let cname = CString::new(name).map_err(|_| fail("the name contains a NUL byte".into()))?;
-        // SAFETY: the EAL is running; the name is a valid C string that DPDK copies.
-        let ptr = unsafe { sys::rte_pktmbuf_pool_create(cname.as_ptr(), n, cache, 0, data_room, socket(eal)) };
+        let cops = match ops {
+            Some(o) => Some(CString::new(o).map_err(|_| fail("the handler's name contains a NUL byte".into()))?),
+            None => None,
+        };
+        // SAFETY: the EAL is running; the names are valid C strings that DPDK copies (or null
+        // for the default handler, which `rte_pktmbuf_pool_create_by_ops` then looks up).
+        let ptr = unsafe {
+            sys::rte_pktmbuf_pool_create_by_ops(
+                cname.as_ptr(),
+                n,
+                cache,
+                0,
+                data_room,
+                socket(eal),
+                cops.as_ref().map_or(std::ptr::null(), |o| o.as_ptr()),
+            )
+        };
         let Some(ptr) = NonNull::new(ptr) else {
             let e = errno();
             let hint = match e {
+                _ if ops.is_some() && e == libc::EINVAL => format!(
+                    "no mempool handler '{}' in this DPDK (its driver, e.g. \
+                     librte_mempool_stack, is not installed or not loaded), or DPDK's log above \
+                     says why",
+                    ops.unwrap_or_default()
+                ),
                 libc::EEXIST => "a pool of that name already exists in this process".into(),
                 libc::ENAMETOOLONG => "the name is too long (at most 25 characters)".into(),
                 libc::ENOMEM | libc::ENOSPC => format!(
@@ -98,12 +132,25 @@ impl Mempool {
                 ),
             ));
         };
+        let ops = match ops {
+            Some(o) => o.to_string(),
+            // SAFETY: the EAL is running; DPDK returns a static string.
+            None => unsafe { std::ffi::CStr::from_ptr(sys::rte_mbuf_best_mempool_ops()) }
+                .to_string_lossy()
+                .into_owned(),
+        };
         Ok(Mempool(Arc::new(Inner {
             ptr,
             name: name.to_string(),
             size: n,
             frame_room,
+            ops,
         })))
+    }
+
+    /// The mempool handler keeping the free mbufs (`ring_mp_mc`, `lf_stack`, ...).
+    pub fn ops(&self) -> &str {
+        &self.0.ops
     }
 
     /// The pool's name.
@@ -170,6 +217,7 @@ impl std::fmt::Debug for Mempool {
             .field("name", &self.0.name)
             .field("size", &self.0.size)
             .field("frame_room", &self.0.frame_room)
+            .field("ops", &self.0.ops)
             .finish()
     }
 }

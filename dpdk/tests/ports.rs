@@ -50,6 +50,7 @@ fn dpdk_end_to_end() {
     let pool = Mempool::new("test_pool", 8191, 256, 2048).unwrap();
     mempool_errors_say_why();
     mbufs_hold_frames(&pool);
+    stack_pools_hand_back_the_latest_freed(eal);
 
     bad_devices_get_clear_errors();
     configure_errors_name_the_port(&pool);
@@ -108,6 +109,35 @@ fn mempool_errors_say_why() {
     assert!(e.to_string().contains("cache of 512 is too large"), "{e}");
     let e = Mempool::new("jumbo", 100, 0, 65535).unwrap_err();
     assert!(e.to_string().contains("headroom"), "{e}");
+}
+
+/// A stack handler hands back the mbuf freed last, also when another thread freed it (what
+/// the switch's workers do with frames that cross); DPDK's default ring hands back the
+/// oldest free one. Caches off, so every get and put reaches the handler.
+fn stack_pools_hand_back_the_latest_freed(_eal: &'static Eal) {
+    let ring = Mempool::new("ring_pool", 63, 0, 2048).unwrap();
+    assert_eq!(ring.ops(), "ring_mp_mc");
+    for ops in ["ring_mp_mc", "stack", "lf_stack"] {
+        let pool = Mempool::with_ops(&format!("{ops}_pool"), 63, 0, 2048, Some(ops)).unwrap();
+        assert_eq!(pool.ops(), ops);
+        let (a, b) = (pool.alloc().unwrap(), pool.alloc().unwrap());
+        let b_at = b.data().as_ptr() as usize;
+        std::thread::spawn(move || {
+            drop(a);
+            drop(b);
+        })
+        .join()
+        .unwrap();
+        assert_eq!(pool.available(), 63, "{ops}");
+        let next = pool.alloc().unwrap().data().as_ptr() as usize;
+        assert_eq!(
+            next == b_at,
+            ops != "ring_mp_mc",
+            "{ops}: the next mbuf after two frees"
+        );
+    }
+    let e = Mempool::with_ops("nosuch_pool", 63, 0, 2048, Some("no_such_ops")).unwrap_err();
+    assert!(e.to_string().contains("no mempool handler 'no_such_ops'"), "{e}");
 }
 
 fn mbufs_hold_frames(pool: &Mempool) {

@@ -109,6 +109,21 @@ pub fn eal_args(run: &DpdkRunConfig, devices: &[&str]) -> Result<EalArgs, dpdk::
     Ok(args)
 }
 
+/// The mempool handler for a run with `workers` workers: `lf_stack` when there is more than
+/// one and `[run.dpdk] eal_args` does not choose (`--mbuf-pool-ops-name`), else DPDK's
+/// default (None). Why: a frame that crosses to another worker is received into an mbuf one
+/// lcore allocated and freed by the other, whose per-lcore cache overflows into the pool while
+/// the first one's runs dry; DPDK's default ring then hands mbufs back oldest first, round the
+/// whole pool (16383 mbufs, 36 MB), so every frame is received into memory no cache still
+/// holds. A stack hands back the latest freed (bench/README.md, "Issue 20, ninth round":
+/// two workers with every frame crossing, +14 % with `lf_stack`, +20 % with `stack`). The
+/// lock-free one, because a worker preempted on a busy core while holding the lock-based
+/// stack's lock would stall the other worker's receive until it ran again.
+pub fn pool_handler(workers: usize, run: &DpdkRunConfig) -> Option<&'static str> {
+    let chosen = run.eal_args.iter().any(|a| a.starts_with("--mbuf-pool-ops-name"));
+    (workers > 1 && !chosen).then_some("lf_stack")
+}
+
 /// The socket path of a `net_vhost` device in server mode (the default; `client=1` connects to
 /// the VM's socket instead), or None for any other device.
 fn vhost_server_socket(spec: &DeviceSpec) -> Option<String> {
@@ -188,11 +203,20 @@ impl DpdkRuntime {
             .max()
             .unwrap_or(1518);
         let frame_room = u16::try_from(largest.max(2048)).unwrap_or(u16::MAX);
-        let pool = Mempool::new("rocesw", cfg.run.dpdk.mbufs, POOL_CACHE, frame_room).map_err(|e| {
+        let mbufs = cfg.run.dpdk.mbufs;
+        let handler = pool_handler(cfg.run.workers, &cfg.run.dpdk);
+        let pool = match Mempool::with_ops("rocesw", mbufs, POOL_CACHE, frame_room, handler) {
+            Ok(pool) => Ok(pool),
+            Err(e) if handler.is_some() => {
+                tracing::warn!("DPDK: {e}; using DPDK's default mempool handler instead");
+                Mempool::new("rocesw", mbufs, POOL_CACHE, frame_room)
+            }
+            Err(e) => Err(e),
+        }
+        .map_err(|e| {
             anyhow::anyhow!(
-                "DPDK: {e}; with [run.dpdk] mbufs = {} of {frame_room} B, raise [run.dpdk] memory \
-                 or lower mbufs",
-                cfg.run.dpdk.mbufs
+                "DPDK: {e}; with [run.dpdk] mbufs = {mbufs} of {frame_room} B, raise [run.dpdk] memory \
+                 or lower mbufs"
             )
         })?;
         // The per-lcore caches (each up to 1.5 × its size) of the polling threads and the
@@ -200,6 +224,11 @@ impl DpdkRuntime {
         let cached = (cfg.run.workers.max(1) + 1) * POOL_CACHE as usize * 3 / 2;
         HELD_LIMIT.store(pool.size() as isize - cached as isize, Ordering::Relaxed);
         Ok(Some(DpdkRuntime { pool }))
+    }
+
+    /// The pool every DPDK port receives into (for the start-up report).
+    pub fn pool(&self) -> &Mempool {
+        &self.pool
     }
 
     /// Opens, configures and starts the DPDK port of `p` (which must have `dpdk` set).

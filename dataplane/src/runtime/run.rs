@@ -253,6 +253,13 @@ fn open_dpdk_ports(cfg: &controlplane::Config) -> Result<DpdkPorts> {
         let Some(rt) = crate::io::dpdk::DpdkRuntime::start(cfg)? else {
             return Ok(ports);
         };
+        let pool = rt.pool();
+        eprintln!(
+            "rocesw: DPDK mempool: {} mbufs of {} B, handler {}",
+            pool.size(),
+            pool.frame_room(),
+            pool.ops()
+        );
         for p in cfg.ports.iter().filter(|p| p.dpdk.is_some()) {
             let device = p.dpdk.as_deref().unwrap_or_default();
             let port = rt
