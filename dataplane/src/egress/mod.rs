@@ -914,7 +914,9 @@ impl Egress {
         let p = &mut self.ports[port];
         let d = p.pop(&mut self.descs, q).expect("the scheduler picked an empty queue");
         // The frames sent before this one in the call are gone from the queue already.
-        let depth = p.buffers.queue(q).bytes - waiting.queue.bytes;
+        // Saturating, as the release itself is: an account a live change left short must not
+        // read as a full queue here.
+        let depth = p.buffers.queue(q).bytes.saturating_sub(waiting.queue.bytes);
         let len = d.len as usize;
         let wred_drop = !d.has(Desc::WRED_DONE) && !d.has(Desc::CNP) && p.wred[q].is_some() && {
             let w = p.wred[q].as_mut().expect("checked above");
