@@ -116,9 +116,9 @@ pub fn eal_args(run: &DpdkRunConfig, devices: &[&str]) -> Result<EalArgs, dpdk::
 /// the first one's runs dry; DPDK's default ring then hands mbufs back oldest first, round the
 /// whole pool (16383 mbufs, 36 MB), so every frame is received into memory no cache still
 /// holds. A stack hands back the latest freed (bench/README.md, "Issue 20, ninth round":
-/// two workers with every frame crossing, +14 % with `lf_stack`, +20 % with `stack`). The
-/// lock-free one, because a worker preempted on a busy core while holding the lock-based
-/// stack's lock would stall the other worker's receive until it ran again.
+/// two workers with every frame crossing, +10 to +14 % with `lf_stack`, +20 % with
+/// `stack`). The lock-free one, because a worker preempted on a busy core while holding the
+/// lock-based stack's lock would stall the other worker's receive until it ran again.
 pub fn pool_handler(workers: usize, run: &DpdkRunConfig) -> Option<&'static str> {
     let chosen = run.eal_args.iter().any(|a| a.starts_with("--mbuf-pool-ops-name"));
     (workers > 1 && !chosen).then_some("lf_stack")
