@@ -693,4 +693,53 @@ mod tests {
         assert_eq!(outcome(&burst), outcome(&one_by_one), "the burst as frame by frame");
         assert_eq!(burst.packets.available(), 2, "only the 2 queued frames hold slots");
     }
+
+    /// WRED at dequeue sees each frame's own depth when a queue sends a run of frames in one
+    /// transmit call, though the run's cells and bytes go back to the queue's account only
+    /// when it stops sending (`egress::QueueRelease`). A step at 5000 B (kmin = kmax, pmax 1):
+    /// of ten 1000-byte ECT frames, the six that leave with 5000 B or more queued (themselves
+    /// included) are marked CE, the four after them not.
+    #[test]
+    fn wred_at_dequeue_sees_the_depth_each_frame_of_a_run_leaves_behind() {
+        let default = include_str!("../../configs/default.toml");
+        let text = default.replace("[[port]]\nid = 2\n\n[[port]]\nid = 3\n", "").replace(
+            "kmin = \"100KB\"\nkmax = \"400KB\"\npmax = 0.2",
+            "kmin = \"5000B\"\nkmax = \"5000B\"\npmax = 1.0",
+        );
+        assert!(text.contains("kmax = \"5000B\""), "configs/default.toml changed shape");
+        assert!(
+            text.contains("mark_at = \"dequeue\""),
+            "configs/default.toml changed shape"
+        );
+        let cfg = controlplane::load_str(&text).expect("the test config loads").config;
+        let frames: Vec<Vec<u8>> = crate::tools::gen::Flow {
+            src: 1,
+            dst: 2,
+            dscp: 26,
+            ecn: crate::wire::Ecn::Ect0,
+            qp: 1,
+            frame_len: 1000,
+            count: 10,
+            start_ns: 0,
+            rate_bps: 25_000_000_000,
+        }
+        .frames()
+        .expect("the flow builds")
+        .into_iter()
+        .map(|(_, f)| f)
+        .collect();
+        let mut sw = Switch::new(&cfg, 1);
+        sw.receive_burst(0, frames.iter().map(|f| &f[..]), 1_000);
+        let mut ce = Vec::new();
+        let mut sink = |_: usize, f: &[u8], _: u64| ce.push(f[15] & 3 == 3);
+        // The first call starts the link (one frame); the second sends the other nine back to
+        // back from the same queue.
+        sw.transmit(1, 1_000, &mut sink);
+        sw.transmit(1, 1_000_000, &mut sink);
+        assert_eq!(
+            ce,
+            [true, true, true, true, true, true, false, false, false, false],
+            "CE marks in the order sent"
+        );
+    }
 }

@@ -109,6 +109,15 @@ struct QueueRelease {
     bytes: u64,
 }
 
+impl QueueRelease {
+    /// Adds `d`'s cells and bytes.
+    #[inline(always)]
+    fn add(&mut self, d: &Desc) {
+        self.cells += d.cells as u32;
+        self.bytes += d.len as u64;
+    }
+}
+
 /// What frames sent in a transmit call give back later, together: their PG's cells
 /// ([`PendingRelease`]) and their queue's ([`QueueRelease`]).
 #[derive(Debug, Clone, Copy)]
@@ -134,8 +143,7 @@ impl Waiting {
     /// Adds `d`'s release to what waits, on both sides.
     #[inline(always)]
     fn add(&mut self, d: &Desc, dropped: bool) {
-        self.queue.cells += d.cells as u32;
-        self.queue.bytes += d.len as u64;
+        self.queue.add(d);
         self.pg.cells += d.cells as u32;
         self.pg.dropped += dropped as u64;
     }
@@ -647,8 +655,7 @@ impl Egress {
             self.return_queue(peers, out, queue, &mut waiting.queue);
             return self.release(peers, out, queue, d, dropped);
         }
-        waiting.queue.cells += d.cells as u32;
-        waiting.queue.bytes += d.len as u64;
+        waiting.queue.add(d);
         waiting.pg = PendingRelease {
             in_port: inp,
             pg,
