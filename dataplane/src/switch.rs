@@ -630,15 +630,15 @@ mod tests {
         controlplane::load_str(&text).expect("the test config loads").config
     }
 
-    /// `n` lossy 64-byte frames (DSCP 0: queue 0, PG 0) from host 1 to host 2.
-    fn lossy_frames(n: u64) -> Vec<Vec<u8>> {
+    /// `n` RoCEv2 frames of `len` bytes with `dscp` and `ecn`, from host 1 to host 2.
+    fn frames(dscp: u8, ecn: crate::wire::Ecn, len: usize, n: u64) -> Vec<Vec<u8>> {
         crate::tools::gen::Flow {
             src: 1,
             dst: 2,
-            dscp: 0,
-            ecn: crate::wire::Ecn::NotEct,
+            dscp,
+            ecn,
             qp: 1,
-            frame_len: 64,
+            frame_len: len,
             count: n,
             start_ns: 0,
             rate_bps: 25_000_000_000,
@@ -648,6 +648,11 @@ mod tests {
         .into_iter()
         .map(|(_, f)| f)
         .collect()
+    }
+
+    /// `n` lossy 64-byte frames (DSCP 0: queue 0, PG 0) from host 1 to host 2.
+    fn lossy_frames(n: u64) -> Vec<Vec<u8>> {
+        frames(0, crate::wire::Ecn::NotEct, 64, n)
     }
 
     /// What port 0's ingress and port 1's queue 0 counted, and what queue 0 holds.
@@ -712,24 +717,9 @@ mod tests {
             "configs/default.toml changed shape"
         );
         let cfg = controlplane::load_str(&text).expect("the test config loads").config;
-        let frames: Vec<Vec<u8>> = crate::tools::gen::Flow {
-            src: 1,
-            dst: 2,
-            dscp: 26,
-            ecn: crate::wire::Ecn::Ect0,
-            qp: 1,
-            frame_len: 1000,
-            count: 10,
-            start_ns: 0,
-            rate_bps: 25_000_000_000,
-        }
-        .frames()
-        .expect("the flow builds")
-        .into_iter()
-        .map(|(_, f)| f)
-        .collect();
+        let lossless = frames(26, crate::wire::Ecn::Ect0, 1000, 10);
         let mut sw = Switch::new(&cfg, 1);
-        sw.receive_burst(0, frames.iter().map(|f| &f[..]), 1_000);
+        sw.receive_burst(0, lossless.iter().map(|f| &f[..]), 1_000);
         let mut ce = Vec::new();
         let mut sink = |_: usize, f: &[u8], _: u64| ce.push(f[15] & 3 == 3);
         // The first call starts the link (one frame); the second sends the other nine back to
