@@ -293,8 +293,8 @@ fn without_ecn(f: &[u8]) -> Vec<u8> {
     f
 }
 
-/// Port 1 is `bad`; the others are harmless `net_null` devices.
-fn fails_with(bad: &str, extra: &str, expect: &[&str]) {
+/// Port 1 is `bad`; the others are harmless `net_null` devices. Returns the run's stderr.
+fn fails_with(bad: &str, extra: &str, expect: &[&str]) -> String {
     let dir = tempfile::tempdir().unwrap();
     let cfg = ports_config(
         dir.path(),
@@ -312,6 +312,7 @@ fn fails_with(bad: &str, extra: &str, expect: &[&str]) {
     }
     assert!(!r.stderr.contains("panicked"), "{}", r.stderr);
     assert!(left_behind(r.pid).is_empty(), "{bad}: {:?}", left_behind(r.pid));
+    r.stderr
 }
 
 #[test]
@@ -417,6 +418,19 @@ fn an_eal_that_will_not_start_says_why() {
         "\n[run.dpdk]\neal_args = [\"--no-such-eal-option\"]\n",
         &["DPDK's EAL would not start", "[run.dpdk] eal_args"],
     );
+}
+
+/// A pool the EAL's memory cannot hold, with two workers (the stack handler): the memory is
+/// what the error names, with the figures to change, and no fallback to another handler is
+/// tried or announced (that is only for a DPDK without the stack handler).
+#[test]
+fn a_pool_larger_than_the_eal_memory_says_so_with_two_workers() {
+    let stderr = fails_with(
+        "net_null1",
+        "\n[run]\nworkers = 2\n[run.dpdk]\nmemory = \"64MiB\"\nmbufs = 1048575\n",
+        &["not enough DPDK memory", "raise [run.dpdk] memory or lower mbufs"],
+    );
+    assert!(!stderr.contains("default mempool handler instead"), "{stderr}");
 }
 
 #[test]

@@ -107,7 +107,7 @@ impl Mempool {
         let Some(ptr) = NonNull::new(ptr) else {
             let e = errno();
             let hint = match e {
-                _ if ops.is_some() && e == libc::EINVAL => format!(
+                libc::EINVAL if ops.is_some() => format!(
                     "no mempool handler '{}' in this DPDK (its driver, e.g. \
                      librte_mempool_stack, is not installed or not loaded), or DPDK's log above \
                      says why",

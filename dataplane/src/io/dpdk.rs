@@ -207,7 +207,9 @@ impl DpdkRuntime {
         let handler = pool_handler(cfg.run.workers, &cfg.run.dpdk);
         let pool = match Mempool::with_ops("rocesw", mbufs, POOL_CACHE, frame_room, handler) {
             Ok(pool) => Ok(pool),
-            Err(e) if handler.is_some() => {
+            // DPDK says EINVAL for a handler it does not have; any other failure (memory) is
+            // the default handler's too, and is reported as it is.
+            Err(e) if handler.is_some() && e.errno() == Some(libc::EINVAL) => {
                 tracing::warn!("DPDK: {e}; using DPDK's default mempool handler instead");
                 Mempool::new("rocesw", mbufs, POOL_CACHE, frame_room)
             }
