@@ -268,17 +268,19 @@ impl Switch {
                 if !run.takes(out, queue, pg) {
                     self.admit_run(port, run, now);
                     if self.shard.is_remote(out) {
-                        return self.cross_out(port, out, frame, held, info, &class, now);
-                    }
-                    if !self.egress.runs_on(out, queue) {
+                        // Its PG is charged here, its queue there: held until the run is
+                        // admitted, then charged and sent across together.
+                        run.restart_crossing(out, queue, pg);
+                    } else if !self.egress.runs_on(out, queue) {
                         let Some(slot) = store(&mut self.packets, frame, held) else {
                             return self.no_slot(port, class.pg);
                         };
                         self.rewrite(slot, frame.len(), info, &class);
                         let (egress, mut peers) = self.sides();
                         return egress.enqueue(&mut peers, port, out, slot, frame.len(), info, &class, now);
+                    } else {
+                        run.restart(out, queue, pg);
                     }
-                    run.restart(out, queue, pg);
                 }
                 self.hold_in_run(port, out, frame, held, now, info, &class, run)
             }
@@ -317,15 +319,28 @@ impl Switch {
             }
         };
         self.rewrite(slot, frame.len(), info, class);
+        let f = RunFrame {
+            slot,
+            len: frame.len() as u16,
+            cells: self.pool.cells_for(frame.len()) as u16,
+            flags: if info.is_ect() { Desc::ECT } else { 0 } | if class.cnp { Desc::CNP } else { 0 },
+        };
+        if run.crosses() {
+            return self.hold_crossing(f, info, class, run);
+        }
         let (egress, mut peers) = self.sides();
         if egress.passes_refusal(&mut peers, port, out, slot, frame.len(), class, now) {
-            run.push(RunFrame {
-                slot,
-                len: frame.len() as u16,
-                cells: self.pool.cells_for(frame.len()) as u16,
-                flags: if info.is_ect() { Desc::ECT } else { 0 } | if class.cnp { Desc::CNP } else { 0 },
-            });
+            run.push(f);
         }
+    }
+
+    /// Holds a stored frame in a run to another shard's port, its parse result and class
+    /// beside it (`ShardLink::staged`). The CNP policer and the watchdog are the egress
+    /// side's, asked there. Out of line: the local path's `hold_in_run` stays small.
+    #[inline(never)]
+    fn hold_crossing(&mut self, f: RunFrame, info: &FrameInfo, class: &Class, run: &mut Run) {
+        self.shard.staged.push((*info, *class)); // as many as the run holds, at most
+        run.push(f);
     }
 
     /// A frame for which no packet slot is left: dropped on its ingress PG.
@@ -338,6 +353,9 @@ impl Switch {
     #[inline]
     fn admit_run(&mut self, port: usize, run: &mut Run, now: u64) {
         if !run.frames().is_empty() {
+            if run.crosses() {
+                return self.send_run_across(port, run, now);
+            }
             let (egress, mut peers) = self.sides();
             egress.admit_run(&mut peers, port, run, now);
         }

@@ -6,7 +6,7 @@
 
 mod common;
 use common::*;
-use dataplane::shard::{Link, PoolShare};
+use dataplane::shard::{Batch, Link, PoolShare};
 use dataplane::tools::gen::Flow;
 use dataplane::wire::Ecn;
 use dataplane::Switch;
@@ -48,6 +48,26 @@ struct Sharded {
     links: Vec<Vec<Link>>,
     share: PoolShare,
     owners: Vec<u8>,
+    /// Every batch taken a message at a time (`take_one_by_one`).
+    one_by_one: bool,
+}
+
+/// Takes `b` as batches of one message each, in the order `take_batch` takes a batch (learns,
+/// releases, frames): the frame-by-frame reference for the runs a batch's frames are
+/// admitted in (`Egress::admit_crossed_run`).
+fn take_one_by_one(sw: &mut Switch, b: &mut Batch, now: u64) {
+    let single = |frames, releases, learns| Batch {
+        frames,
+        releases,
+        learns,
+    };
+    sw.take_batch(&mut single(Vec::new(), Vec::new(), b.learns.drain(..).collect()), now);
+    for r in b.releases.drain(..) {
+        sw.take_batch(&mut single(Vec::new(), vec![r], Vec::new()), now);
+    }
+    for c in b.frames.drain(..) {
+        sw.take_batch(&mut single(vec![c], Vec::new(), Vec::new()), now);
+    }
 }
 
 impl Sharded {
@@ -64,6 +84,7 @@ impl Sharded {
             links: (0..n).map(|_| (0..n).map(|_| Link::new()).collect()).collect(),
             share: PoolShare::new(n),
             owners: owners.to_vec(),
+            one_by_one: false,
         }
     }
 
@@ -73,7 +94,11 @@ impl Sharded {
         for me in 0..n {
             for from in (0..n).filter(|&f| f != me) {
                 while let Some(mut b) = self.links[from][me].receive() {
-                    self.shards[me].take_batch(&mut b, now);
+                    if self.one_by_one {
+                        take_one_by_one(&mut self.shards[me], &mut b, now);
+                    } else {
+                        self.shards[me].take_batch(&mut b, now);
+                    }
                     self.links[from][me].recycle(b);
                 }
             }
@@ -128,9 +153,85 @@ fn flow_key_and_psn(f: &[u8]) -> Option<(([u8; 6], u8), u32)> {
     Some(((f[6..12].try_into().unwrap(), f[15] >> 2), psn))
 }
 
-fn run(bursts: &[Burst], owners: &[u8]) -> Result<(), TestCaseError> {
-    let mut sw = Sharded::new(owners);
+/// Feeds `bursts` to a switch of shards owned as `owners` says, in receive bursts of 32 (of
+/// 1 with `one_by_one`, whose batches are also taken a message at a time), round by round,
+/// until it drains; every frame sent goes to `sink`. Returns the switch, the time it drained
+/// and the frames received.
+fn drive(
+    bursts: &[Burst],
+    owners: &[u8],
+    cfg: controlplane::Config,
+    one_by_one: bool,
+    sink: &mut impl FnMut(usize, &[u8], u64),
+) -> Result<(Sharded, u64, u64), TestCaseError> {
+    let mut sw = Sharded::with_config(owners, cfg);
+    sw.one_by_one = one_by_one;
     let mut now = 0u64;
+    let mut received = 0u64;
+    // Each source numbers its frames across bursts (PSN rewritten: the switch checks no ICRC),
+    // so order is checked over the whole run, not only within a burst.
+    let mut next_psn = [0u32; 4];
+    for b in bursts {
+        let mut frames = flow_frames(b.port as u16, b.dst, b.dscp, Ecn::Ect0, b.len, b.count);
+        for f in &mut frames {
+            let psn = next_psn[b.port];
+            next_psn[b.port] += 1;
+            f[42 + 9..42 + 12].copy_from_slice(&psn.to_be_bytes()[1..]);
+        }
+        // In receive bursts of 32, as a worker reads them, each only while the outboxes have
+        // room (what the worker checks).
+        for chunk in frames.chunks(if one_by_one { 1 } else { 32 }) {
+            let owner = owners[b.port] as usize;
+            while !sw.shards[owner].can_receive() {
+                sw.round(now, sink);
+            }
+            sw.shards[owner].receive_burst(b.port, chunk.iter().map(Vec::as_slice), now);
+            received += chunk.len() as u64;
+        }
+        sw.round(now, sink);
+        now += b.gap_ns;
+    }
+    let mut guard = 0;
+    while !sw.settled() {
+        now = sw.next_event(now).unwrap_or(now + 1).max(now + 1);
+        sw.round(now, sink);
+        guard += 1;
+        prop_assert!(guard < 1_000_000, "did not drain");
+    }
+    Ok((sw, now, received))
+}
+
+/// Frames of one burst for another shard's port are charged to their PG together and
+/// admitted to their queue there together (`Switch::send_run_across`,
+/// `Egress::admit_crossed_run`): the switch sends the same frames at the same times and ends
+/// with the same counters, peaks and PFC as when every frame arrives alone and every batch is
+/// taken a message at a time, which charges and admits each frame by itself. On a buffer of
+/// `buffer` (e.g. "192KiB"), small enough that PGs reach XOFF and queues their limits.
+fn runs_decide_as_frames_alone(bursts: &[Burst], owners: &[u8], buffer: &str) -> Result<(), TestCaseError> {
+    let text = std::fs::read_to_string(repo_root().join("configs/default.toml"))
+        .unwrap()
+        .replace(r#"size = "4MiB""#, &format!("size = {buffer:?}"));
+    let cfg = controlplane::load_str(&text).unwrap().config;
+    let mut outputs = [Vec::new(), Vec::new()];
+    let mut snapshots = [Vec::new(), Vec::new()];
+    for (i, one_by_one) in [false, true].into_iter().enumerate() {
+        let out = &mut outputs[i];
+        let (sw, now, _) = drive(bursts, owners, cfg.clone(), one_by_one, &mut |port, f: &[u8], t| {
+            out.push((port, f.to_vec(), t))
+        })?;
+        snapshots[i] = sw.shards.iter().map(|s| s.snapshot(now)).collect();
+    }
+    prop_assert!(
+        outputs[0] == outputs[1],
+        "{} frames sent in runs, {} alone",
+        outputs[0].len(),
+        outputs[1].len()
+    );
+    prop_assert_eq!(&snapshots[0], &snapshots[1]);
+    Ok(())
+}
+
+fn run(bursts: &[Burst], owners: &[u8]) -> Result<(), TestCaseError> {
     let mut sent = 0u64;
     // Per (egress port, flow): the last PSN seen there.
     let mut last: HashMap<(usize, ([u8; 6], u8)), u32> = HashMap::new();
@@ -145,37 +246,7 @@ fn run(bursts: &[Burst], owners: &[u8]) -> Result<(), TestCaseError> {
             }
         }
     };
-    let mut received = 0u64;
-    // Each source numbers its frames across bursts (PSN rewritten: the switch checks no ICRC),
-    // so order is checked over the whole run, not only within a burst.
-    let mut next_psn = [0u32; 4];
-    for b in bursts {
-        let mut frames = flow_frames(b.port as u16, b.dst, b.dscp, Ecn::Ect0, b.len, b.count);
-        for f in &mut frames {
-            let psn = next_psn[b.port];
-            next_psn[b.port] += 1;
-            f[42 + 9..42 + 12].copy_from_slice(&psn.to_be_bytes()[1..]);
-        }
-        // In receive bursts of 32, as a worker reads them, each only while the outboxes have
-        // room (what the worker checks).
-        for chunk in frames.chunks(32) {
-            let owner = owners[b.port] as usize;
-            while !sw.shards[owner].can_receive() {
-                sw.round(now, &mut sink);
-            }
-            sw.shards[owner].receive_burst(b.port, chunk.iter().map(Vec::as_slice), now);
-            received += chunk.len() as u64;
-        }
-        sw.round(now, &mut sink);
-        now += b.gap_ns;
-    }
-    let mut guard = 0;
-    while !sw.settled() {
-        now = sw.next_event(now).unwrap_or(now + 1).max(now + 1);
-        sw.round(now, &mut sink);
-        guard += 1;
-        prop_assert!(guard < 1_000_000, "did not drain");
-    }
+    let (sw, now, received) = drive(bursts, owners, default_config(), false, &mut sink)?;
     prop_assert!(
         reordered.is_empty(),
         "reordered: {:?}",
@@ -232,6 +303,16 @@ proptest! {
     #[test]
     fn four_shards_conserve_cells_and_keep_order(bursts in prop::collection::vec(burst(), 1..40)) {
         run(&bursts, &[0, 1, 2, 3])?;
+    }
+
+    /// Two shards, ports alternating: runs to another shard's port decide as frames alone,
+    /// on a small buffer (PGs pause, queues drop) and on the default one.
+    #[test]
+    fn two_shards_cross_in_runs_as_frames_alone_would(
+        bursts in prop::collection::vec(burst(), 1..40),
+        buffer in prop::sample::select(vec!["128KiB", "192KiB", "4MiB"]),
+    ) {
+        runs_decide_as_frames_alone(&bursts, &[0, 1, 0, 1], buffer)?;
     }
 }
 

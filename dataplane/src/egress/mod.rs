@@ -397,7 +397,8 @@ impl Egress {
     }
 
     /// The CNP policer and the watchdog, asked first for a stored frame ([`Egress::enqueue`],
-    /// or a frame about to join a run): false when they refuse it (slot freed, counted).
+    /// or a frame about to join a run): false when they refuse it (slot freed, counted). A
+    /// frame that crossed from another shard asks [`Egress::crossed_refusal`].
     #[allow(clippy::too_many_arguments)]
     #[inline(always)]
     pub(crate) fn passes_refusal(
@@ -421,21 +422,54 @@ impl Egress {
         }
     }
 
+    /// Queues the descriptors of a group admitted in one step: no EDF here (`runs_on`), so
+    /// straight onto the queue's list, `EgressPort::push` without its EDF test, the queue
+    /// marked busy once.
+    #[inline(always)]
+    fn queue_group(&mut self, out: usize, queue: usize, frames: &[run::RunFrame], in_port: usize, pg: usize, now: u64) {
+        let o = &mut self.ports[out];
+        for f in frames {
+            self.descs.push(&mut o.queues[queue], f.desc(in_port, pg, now));
+        }
+        o.nonempty |= 1 << queue;
+    }
+
+    /// The CNP policer and the watchdog for a stored frame that crossed from another shard
+    /// (its PG charged there), asked as it arrives, before it joins a run
+    /// ([`Egress::admit_crossed_run`]): false when they refuse it, and then it goes back to its
+    /// shard as a dropped frame's release (its PG counts the drop there), its slot freed, the
+    /// drop counted here, as [`Egress::enqueue_charged`] does. (Not one function with
+    /// [`Egress::passes_refusal`]: that one is inlined into the local receive loop, which a
+    /// branch for crossed frames made 5 instructions a frame longer.)
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    pub(crate) fn crossed_refusal(
+        &mut self,
+        peers: &mut Peers<'_>,
+        in_port: usize,
+        out: usize,
+        slot: u32,
+        len: usize,
+        class: &Class,
+        now: u64,
+    ) -> bool {
+        let (queue, pg) = (class.queue as usize & 7, class.pg as usize & 7);
+        let Some(reason) = self.refusal(out, queue, len, class, now) else {
+            return true;
+        };
+        send_release(peers, in_port, pg, peers.pool.cells_for(len), true, slot, NO_GROUP);
+        peers.packets.free(slot);
+        self.count_drop(out, queue, len, reason);
+        false
+    }
+
     /// Admits and queues the frames `run` holds from `in_port`, in order, and empties it: in
     /// one step when `mmu::admit_group` shows that is what one by one would do, else one by
     /// one as [`Egress::enqueue`] (whose refusals the frames passed when they joined).
     #[inline]
     pub(crate) fn admit_run(&mut self, peers: &mut Peers<'_>, in_port: usize, run: &mut run::Run, now: u64) {
         let (out, queue, pg) = run.target();
-        let desc = |f: &run::RunFrame| Desc {
-            slot: f.slot,
-            deadline: now,
-            len: f.len,
-            in_port: in_port as u8,
-            pg: pg as u8,
-            cells: f.cells,
-            flags: f.flags,
-        };
+        let desc = |f: &run::RunFrame| f.desc(in_port, pg, now);
         // A frame alone takes the frame-by-frame path: `Switch::receive` (a burst of one)
         // stays the reference the burst path is tested against.
         if run.frames().len() > 1
@@ -448,18 +482,46 @@ impl Egress {
                 run.totals(),
             )
         {
-            // No EDF here (`runs_on`): straight onto the queue's list, `EgressPort::push`
-            // without its EDF test, the queue marked busy once.
-            let o = &mut self.ports[out];
-            for f in run.frames() {
-                self.descs.push(&mut o.queues[queue], desc(f));
-            }
-            o.nonempty |= 1 << queue;
+            self.queue_group(out, queue, run.frames(), in_port, pg, now);
         } else {
             for f in run.frames() {
                 let (slot, len, cells) = (f.slot, f.len as usize, f.cells as u32);
                 if self.admit(peers, in_port, out, queue, pg, slot, len, cells, now) {
                     self.ports[out].push(&mut self.descs, queue, desc(f));
+                }
+            }
+        }
+        run.clear();
+    }
+
+    /// Admits and queues the frames `run` holds that crossed from another shard (their PG
+    /// charged there; [`run::Run::restart_from`]), in order, and empties it: the egress half of
+    /// [`Egress::admit_run`]. In one step when `mmu::admit_group_to_queue` shows that is what
+    /// one by one would do, else one by one as [`Egress::enqueue_charged`] does (the CNP policer
+    /// and the watchdog asked each frame as it arrived, `Egress::crossed_refusal`). A refused frame goes back to its shard
+    /// as the release of a dropped frame.
+    #[inline]
+    pub(crate) fn admit_crossed_run(&mut self, peers: &mut Peers<'_>, run: &mut run::Run, now: u64) {
+        let ((out, queue, pg), in_port) = (run.target(), run.source());
+        let lossless = peers.ingress.ports[in_port].buffers.is_lossless(pg);
+        let desc = |f: &run::RunFrame| f.desc(in_port, pg, now);
+        if run.frames().len() > 1
+            && mmu::admit_group_to_queue(&mut self.ports[out].buffers, queue, lossless, peers.pool, run.totals())
+        {
+            self.queue_group(out, queue, run.frames(), in_port, pg, now);
+        } else {
+            for f in run.frames() {
+                let (len, cells) = (f.len as usize, f.cells as u32);
+                match self.ports[out]
+                    .buffers
+                    .admit(queue, cells, len as u32, lossless, peers.pool)
+                {
+                    Ok(()) => self.ports[out].push(&mut self.descs, queue, desc(f)),
+                    Err(reason) => {
+                        send_release(peers, in_port, pg, cells, true, f.slot, NO_GROUP);
+                        peers.packets.free(f.slot);
+                        self.count_drop(out, queue, len, reason);
+                    }
                 }
             }
         }

@@ -13,6 +13,13 @@
 //! Why: admission, peaks included, was the largest single block of the receive path's
 //! instructions (about 126 a frame of 853, `bench/instructions.sh`), and frames of one burst
 //! to one queue are the common case.
+//!
+//! Frames that cross between shards (`crate::shard`) run too, each side its half: a burst's
+//! frames for a queue of another shard's port ([`Run::restart_crossing`]) are charged to
+//! their PG together and sent across (`Switch::send_run_across`); a batch's frames from one
+//! ingress port and PG to one queue ([`Run::restart_from`]) are admitted to it together
+//! ([`super::Egress::admit_crossed_run`]). On the crossing path they cost about 630
+//! instructions a frame one by one (bench/README.md, "eleventh round").
 
 use crate::mmu::GroupTotals;
 use arrayvec::ArrayVec;
@@ -30,6 +37,23 @@ pub(crate) struct RunFrame {
     pub flags: u8,
 }
 
+impl RunFrame {
+    /// Its descriptor, admitted at `now` from PG `pg` of `in_port`: what
+    /// `Egress::queue_admitted` writes for a queue that takes runs.
+    #[inline(always)]
+    pub(crate) fn desc(&self, in_port: usize, pg: usize, now: u64) -> super::port::Desc {
+        super::port::Desc {
+            slot: self.slot,
+            deadline: now,
+            len: self.len,
+            in_port: in_port as u8,
+            pg: pg as u8,
+            cells: self.cells,
+            flags: self.flags,
+        }
+    }
+}
+
 /// Frames waiting for admission to one (egress port, queue) from one PG of the burst's port.
 #[derive(Debug)]
 pub(crate) struct Run {
@@ -38,16 +62,22 @@ pub(crate) struct Run {
     frames: ArrayVec<RunFrame, RUN_MAX>,
     /// What `frames` add up to.
     totals: GroupTotals,
+    /// The run is to another shard's port ([`Run::restart_crossing`]): its frames get their PG
+    /// charged here and cross with their parse results and classes, which wait beside the
+    /// run in the shard's `ShardLink::staged` (here they would make every run, and every move
+    /// of one, a few KiB larger).
+    crosses: bool,
 }
 
 impl Run {
     /// No frame held.
     pub(crate) fn new() -> Self {
         Run {
-            // No frame's key (`out` < 2^48): the first frame starts a run.
+            // No frame's key (ports < 2^16): the first frame starts a run.
             key: u64::MAX,
             frames: ArrayVec::new(),
             totals: GroupTotals::EMPTY,
+            crosses: false,
         }
     }
 
@@ -60,10 +90,37 @@ impl Run {
     #[inline(always)]
     pub(crate) fn target(&self) -> (usize, usize, usize) {
         (
-            (self.key >> 16) as usize,
+            (self.key >> 16) as usize & 0xffff,
             (self.key >> 8) as usize & 7,
             self.key as usize & 7,
         )
+    }
+
+    /// A run of frames that crossed from another shard (`crate::shard`), whose ingress ports
+    /// vary within a batch: the key holds `in_port` too. Whether a frame from `in_port` for
+    /// `out`, `queue`, from `pg` joins it.
+    #[inline(always)]
+    pub(crate) fn takes_from(&self, in_port: usize, out: usize, queue: usize, pg: usize) -> bool {
+        self.key == Self::key_from(in_port, out, queue, pg) && self.frames.len() < RUN_MAX
+    }
+
+    /// [`Run::restart`] for a run of crossed frames from `in_port`.
+    #[inline(always)]
+    pub(crate) fn restart_from(&mut self, in_port: usize, out: usize, queue: usize, pg: usize) {
+        debug_assert!(self.frames.is_empty(), "a run restarted before it was admitted");
+        self.key = Self::key_from(in_port, out, queue, pg);
+        self.crosses = false;
+    }
+
+    /// The ingress port of a run of crossed frames ([`Run::restart_from`]).
+    #[inline(always)]
+    pub(crate) fn source(&self) -> usize {
+        (self.key >> 32) as usize & 0xffff
+    }
+
+    #[inline(always)]
+    fn key_from(in_port: usize, out: usize, queue: usize, pg: usize) -> u64 {
+        ((in_port & 0xffff) as u64) << 32 | Self::key(out, queue, pg)
     }
 
     /// Whether a frame for `out`, `queue` from `pg` joins this run (same key, room left): when
@@ -78,6 +135,20 @@ impl Run {
     pub(crate) fn restart(&mut self, out: usize, queue: usize, pg: usize) {
         debug_assert!(self.frames.is_empty(), "a run restarted before it was admitted");
         self.key = Self::key(out, queue, pg);
+        self.crosses = false;
+    }
+
+    /// Starts an empty run for `out`, another shard's port, `queue` from `pg`.
+    #[inline(always)]
+    pub(crate) fn restart_crossing(&mut self, out: usize, queue: usize, pg: usize) {
+        self.restart(out, queue, pg);
+        self.crosses = true;
+    }
+
+    /// Whether the run is to another shard's port ([`Run::restart_crossing`]).
+    #[inline(always)]
+    pub(crate) fn crosses(&self) -> bool {
+        self.crosses
     }
 
     /// The frames held, in arrival order.

@@ -71,3 +71,42 @@ pub fn admit_group(
     egress.charge(queue, to_min, g.cells, g.bytes, pool);
     true
 }
+
+/// The ingress half of [`admit_group`], for frames whose queue is on another shard
+/// (`crate::shard`): charges the whole group `g` to PG `pg` of `ingress` when charging its
+/// frames one by one ([`PgAccount::reserve`] and [`PgAccount::confirm`] each, what the switch's
+/// `charge_pg` does) would take every one in one region without asking for XOFF, with the
+/// counts and peaks those would leave; otherwise charges nothing and returns false. Exact for
+/// the same reason as [`admit_group`]: the ingress side's limits do not read the egress
+/// side's counts.
+#[inline(always)]
+pub fn charge_group_to_pg(ingress: &mut PgAccount, pg: usize, pool: &mut SharedPool, g: &GroupTotals) -> bool {
+    let Some(region) = ingress.group_region(pg, g, pool) else {
+        return false;
+    };
+    ingress.charge_group(pg, region, g.cells, pool);
+    true
+}
+
+/// The egress half of [`admit_group`], for frames whose PG is charged elsewhere already: frames
+/// that crossed from the shard owning their ingress port (`crate::shard`), which charged the PG
+/// and decided XOFF there. Admits the whole group `g` to queue `queue` of `egress` when
+/// admitting its frames one by one ([`QueueAccount::admit`] each) would admit every one in one
+/// region, and charges it as those admissions would leave the counts and peaks; otherwise
+/// charges nothing and returns false. `lossless`: the frames' PG is lossless (the queue's limit
+/// never refuses them). Exact for the same reason as [`admit_group`]: the egress side's limits
+/// do not read the ingress side's counts.
+#[inline(always)]
+pub fn admit_group_to_queue(
+    egress: &mut QueueAccount,
+    queue: usize,
+    lossless: bool,
+    pool: &mut SharedPool,
+    g: &GroupTotals,
+) -> bool {
+    let Some(to_min) = egress.group_fits(queue, g, lossless, pool) else {
+        return false;
+    };
+    egress.charge(queue, to_min, g.cells, g.bytes, pool);
+    true
+}

@@ -25,7 +25,7 @@ mod pool;
 mod thresholds;
 
 pub use egress::QueueAccount;
-pub use group::{admit_group, GroupTotals};
+pub use group::{admit_group, admit_group_to_queue, charge_group_to_pg, GroupTotals};
 pub use ingress::PgAccount;
 pub use pool::{PoolSide, SharedPool};
 pub use thresholds::Limit;

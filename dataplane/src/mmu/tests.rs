@@ -12,6 +12,7 @@ type Held = (usize, usize, usize, usize, u32, u32);
 /// The whole switch's accounting in one value, as the switch composes it from its owners:
 /// each port's ingress and egress accounts and the pool, driven through [`admit`] and the two
 /// sides' releases exactly as the pipeline does.
+#[derive(Clone)]
 struct Mmu {
     pool: SharedPool,
     ins: Vec<PgAccount>,
@@ -202,6 +203,37 @@ fn op() -> impl Strategy<Value = Op> {
 }
 
 proptest! {
+    /// The releases of frames from one PG added up (what a shard's outbox sends back for the
+    /// frames another shard sent from their own buffers, `shard::Outbox::push_release`) leave
+    /// the PG and the pool as releasing them one by one does, and the XON test after the sum
+    /// says what it says after the last of them: it only turns true as cells come back, so
+    /// the XON one by one would send at some frame is sent after the sum instead.
+    #[test]
+    fn releases_added_up_leave_a_pg_as_one_by_one(
+        ops in prop::collection::vec(op(), 1..400),
+        take in 1usize..40,
+    ) {
+        let cfg = cfg();
+        let mut mmu = Mmu::new(&cfg);
+        let mut held: Vec<Held> = Vec::new();
+        for op in ops {
+            mmu.apply(op, &mut held);
+        }
+        let (inp, pg) = (0, 3);
+        let cells: Vec<u32> = held.iter().filter(|h| h.0 == inp && h.1 == pg).map(|h| h.4).take(take).collect();
+        prop_assume!(!cells.is_empty());
+        let mut one = mmu.clone();
+        let mut resumed_on_the_way = false;
+        for &c in &cells {
+            one.ins[inp].release(pg, c, &mut one.pool);
+            resumed_on_the_way |= one.may_resume(inp, pg);
+        }
+        mmu.ins[inp].release(pg, cells.iter().sum(), &mut mmu.pool);
+        prop_assert_eq!(format!("{:?} {:?}", mmu.pool, mmu.ins), format!("{:?} {:?}", one.pool, one.ins));
+        prop_assert_eq!(mmu.may_resume(inp, pg), one.may_resume(inp, pg));
+        prop_assert_eq!(mmu.may_resume(inp, pg), resumed_on_the_way);
+    }
+
     /// Cells are conserved: whatever is admitted and released in whatever order, every PG,
     /// queue, port and pool counter returns to zero when the queues drain, and no counter ever
     /// exceeds its bound on the way.
@@ -299,9 +331,81 @@ proptest! {
         for op in history {
             mmu.apply(op, &mut held);
         }
+        let mut crossed = mmu.clone();
         let outcome = group_against_frames(&mut mmu, &group);
         prop_assert!(outcome.is_ok(), "{:?}", outcome);
+        let mut sent = crossed.clone();
+        let outcome = queue_group_against_frames(&mut crossed, &group, lossless);
+        prop_assert!(outcome.is_ok(), "crossed: {:?}", outcome);
+        let outcome = pg_group_against_frames(&mut sent, &group);
+        prop_assert!(outcome.is_ok(), "sent across: {:?}", outcome);
     }
+}
+
+/// [`charge_group_to_pg`] (frames for another shard's port, whose queue is charged there)
+/// against charging them one by one to PG 3 of port 0 as the switch's `charge_pg` does
+/// ([`PgAccount::reserve`], then [`PgAccount::confirm`]): an error unless the one-step path was
+/// taken exactly when one by one takes every frame in one region (not headroom) without
+/// asking for XOFF, and then left every count and peak as one by one did, and otherwise
+/// charged nothing. Ok(whether it took the one-step path).
+fn pg_group_against_frames(mmu: &mut Mmu, group: &[u32]) -> Result<bool, String> {
+    let (inp, pg) = (0, 3);
+    let state = |m: &Mmu| format!("{:?} {:?}", m.pool, m.ins);
+    let before = state(mmu);
+    let mut one = mmu.clone();
+    let mut totals = GroupTotals::EMPTY;
+    let (mut plain, mut regions) = (true, Vec::new());
+    for &len in group {
+        let cells = one.cells_for(len as usize);
+        totals.add(cells, len);
+        match one.ins[inp].reserve(pg, cells, &mut one.pool) {
+            Ok(region) => {
+                let xoff = one.ins[inp].confirm(pg, region, &mut one.pool);
+                plain &= !xoff && region != IngressRegion::Headroom;
+                regions.push(region);
+            }
+            Err(_) => plain = false,
+        }
+    }
+    regions.dedup();
+    let expected = plain && regions.len() == 1;
+    let grouped = charge_group_to_pg(&mut mmu.ins[inp], pg, &mut mmu.pool, &totals);
+    judge(
+        grouped,
+        expected,
+        state(mmu),
+        if grouped { state(&one) } else { before },
+    )
+}
+
+/// [`admit_group_to_queue`] (frames that crossed from another shard, their PG charged there)
+/// against admitting them one by one to queue 3 of port 1 with [`QueueAccount::admit`]: an
+/// error unless the one-step path was taken exactly when one by one admits every frame in one
+/// region, and then left every count and peak as one by one did, and otherwise charged
+/// nothing. Ok(whether it took the one-step path).
+fn queue_group_against_frames(mmu: &mut Mmu, group: &[u32], lossless: bool) -> Result<bool, String> {
+    let (out, q) = (1, 3);
+    let state = |m: &Mmu| format!("{:?} {:?}", m.pool, m.outs);
+    let before = state(mmu);
+    let q_before = *mmu.outs[out].queue(q);
+    let mut one = mmu.clone();
+    let mut totals = GroupTotals::EMPTY;
+    let mut all = true;
+    for &len in group {
+        let cells = one.cells_for(len as usize);
+        totals.add(cells, len);
+        all &= one.outs[out].admit(q, cells, len, lossless, &mut one.pool).is_ok();
+    }
+    let q_after = *one.outs[out].queue(q);
+    let one_region = q_after.min - q_before.min == totals.cells || q_after.shared - q_before.shared == totals.cells;
+    let expected = all && one_region;
+    let grouped = admit_group_to_queue(&mut mmu.outs[out], q, lossless, &mut mmu.pool, &totals);
+    judge(
+        grouped,
+        expected,
+        state(mmu),
+        if grouped { state(&one) } else { before },
+    )
 }
 
 /// Admits `group` (frame lengths) from PG 3 of port 0 to queue 3 of port 1 with
@@ -314,11 +418,7 @@ fn group_against_frames(mmu: &mut Mmu, group: &[u32]) -> Result<bool, String> {
     let state = |m: &Mmu| format!("{:?} {:?} {:?}", m.pool, m.ins, m.outs);
     let before = state(mmu);
     let q_before = *mmu.outs[out].queue(q);
-    let mut one = Mmu {
-        pool: mmu.pool.clone(),
-        ins: mmu.ins.clone(),
-        outs: mmu.outs.clone(),
-    };
+    let mut one = mmu.clone();
     let mut totals = GroupTotals::EMPTY;
     let (mut plain, mut regions) = (true, Vec::new());
     for &len in group {
@@ -338,14 +438,25 @@ fn group_against_frames(mmu: &mut Mmu, group: &[u32]) -> Result<bool, String> {
         q_after.min - q_before.min == totals.cells || q_after.shared - q_before.shared == totals.cells;
     let expected = plain && regions.len() == 1 && one_egress_region;
     let grouped = admit_group(&mut mmu.ins[inp], pg, &mut mmu.outs[out], q, &mut mmu.pool, &totals);
+    judge(
+        grouped,
+        expected,
+        state(mmu),
+        if grouped { state(&one) } else { before },
+    )
+}
+
+/// A group step against one by one: it must have been taken exactly when one by one took
+/// every frame plainly in one region (`expected`), and left the accounts (`after`) as one by
+/// one did if taken, as they were before if not (`want`). Ok(whether it was taken).
+fn judge(grouped: bool, expected: bool, after: String, want: String) -> Result<bool, String> {
     if grouped != expected {
         return Err(format!(
             "one step: {grouped}, one by one all plain in one region: {expected}"
         ));
     }
-    let want = if grouped { state(&one) } else { before };
-    if state(mmu) != want {
-        return Err(format!("after the group: {}\none by one: {want}", state(mmu)));
+    if after != want {
+        return Err(format!("after the group: {after}\none by one: {want}"));
     }
     Ok(grouped)
 }
@@ -356,7 +467,7 @@ fn group_against_frames(mmu: &mut Mmu, group: &[u32]) -> Result<bool, String> {
 #[test]
 fn a_group_at_the_limits_edge_is_admitted_as_its_frames_would_be() {
     use controlplane::Threshold;
-    let mut one_step = 0;
+    let (mut one_step, mut crossed_one_step, mut sent_one_step) = (0, 0, 0);
     // Which side's limit binds: the PG's, the queue's, or both.
     let sides = [(true, false), (false, true), (true, true)];
     for ((lossless, (pg_dynamic, queue_dynamic)), alpha) in [false, true]
@@ -395,10 +506,24 @@ fn a_group_at_the_limits_edge_is_admitted_as_its_frames_would_be() {
                     for _ in 0..fill {
                         let _ = mmu.admit(0, 3, 1, 3, 1, cell);
                     }
+                    let mut crossed = mmu.clone();
                     match group_against_frames(&mut mmu, &group) {
                         Ok(grouped) => one_step += grouped as usize,
                         Err(e) => panic!(
                             "lossless {lossless}, alpha {alpha}, dynamic PG {pg_dynamic} queue {queue_dynamic}, fill {fill}, group {group:?}: {e}"
+                        ),
+                    }
+                    let mut sent = crossed.clone();
+                    match pg_group_against_frames(&mut sent, &group) {
+                        Ok(grouped) => sent_one_step += grouped as usize,
+                        Err(e) => panic!(
+                            "sent across: lossless {lossless}, alpha {alpha}, dynamic PG {pg_dynamic}, fill {fill}, group {group:?}: {e}"
+                        ),
+                    }
+                    match queue_group_against_frames(&mut crossed, &group, lossless) {
+                        Ok(grouped) => crossed_one_step += grouped as usize,
+                        Err(e) => panic!(
+                            "crossed: lossless {lossless}, alpha {alpha}, dynamic queue {queue_dynamic}, fill {fill}, group {group:?}: {e}"
                         ),
                     }
                 }
@@ -406,6 +531,14 @@ fn a_group_at_the_limits_edge_is_admitted_as_its_frames_would_be() {
         }
     }
     assert!(one_step > 100, "the one-step path ran {one_step} times");
+    assert!(
+        crossed_one_step > 100,
+        "the crossed one-step path ran {crossed_one_step} times"
+    );
+    assert!(
+        sent_one_step > 100,
+        "the sent-across one-step path ran {sent_one_step} times"
+    );
 }
 
 /// The common case takes the one-step path: a burst of 64-byte frames into an idle switch (so the property above is not met by groups that always fall back).

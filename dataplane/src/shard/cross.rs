@@ -2,11 +2,13 @@
 //! with what arrives from the others (`crate::shard`'s module doc says why it is split this way).
 
 use super::{Batch, CrossFrame, Crossing, Learnt, Link, PoolShare, Release};
-use crate::buffers::foreign::{ForeignFrame, ForeignKind, RxFrame};
-use crate::counters::DropReason;
+use crate::buffers::foreign::{ForeignFrame, ForeignKind};
+use crate::egress::port::Desc;
+use crate::egress::run::{Run, RunFrame};
 use crate::ingress::classify::Class;
 use crate::ingress::flood::NO_GROUP;
-use crate::switch::{store, Switch};
+use crate::mmu;
+use crate::switch::Switch;
 use crate::wire::FrameInfo;
 use std::ffi::c_void;
 use std::ptr::NonNull;
@@ -26,47 +28,28 @@ static HOME_SLOT: ForeignKind = ForeignKind {
 };
 
 impl Switch {
-    /// A frame received on `port` (this shard's) for `out` (another shard's): stored here like
-    /// any frame, then sent across.
+    /// The frames of a run to another shard's port (`egress::run`, [`Run::restart_crossing`]),
+    /// in order: each frame's PG charged here (all at once when `mmu::charge_group_to_pg` shows
+    /// that is what one by one would do, else one by one with `Switch::charge_pg`, which sends
+    /// XOFF), then sent across; and the run emptied. Out of line: inlined, it made the local
+    /// path's `admit_run` too large to inline into the receive loop.
     #[inline(never)]
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) fn cross_out(
-        &mut self,
-        port: usize,
-        out: usize,
-        frame: &[u8],
-        held: Option<&mut RxFrame<'_>>,
-        info: &FrameInfo,
-        class: &Class,
-        now: u64,
-    ) {
-        let Some(slot) = store(&mut self.packets, frame, held) else {
-            self.ingress.drop_frame(port, class.pg, DropReason::NoBuffer);
-            return;
-        };
-        self.rewrite(slot, frame.len(), info, class);
-        self.cross_out_slot(port, out, slot, frame.len(), info, class, now);
-    }
-
-    /// The ingress half of admission for a frame in this shard's packet slot `slot`, then the
-    /// frame goes to the shard owning `out`: its PG is charged here (XOFF decided here, exactly),
-    /// the egress queue there.
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) fn cross_out_slot(
-        &mut self,
-        port: usize,
-        out: usize,
-        slot: u32,
-        len: usize,
-        info: &FrameInfo,
-        class: &Class,
-        now: u64,
-    ) {
-        if !self.charge_pg(port, class.pg as usize & 7, self.pool.cells_for(len), now) {
-            self.packets.free(slot);
-            return;
+    pub(crate) fn send_run_across(&mut self, port: usize, run: &mut Run, now: u64) {
+        let (out, _, pg) = run.target();
+        let grouped = run.frames().len() > 1
+            && mmu::charge_group_to_pg(&mut self.ingress.ports[port].buffers, pg, &mut self.pool, run.totals());
+        debug_assert_eq!(run.frames().len(), self.shard.staged.len());
+        for (i, f) in run.frames().iter().enumerate() {
+            let (slot, len) = (f.slot, f.len as usize);
+            if grouped || self.charge_pg(port, pg, u32::from(f.cells), now) {
+                let (info, class) = self.shard.staged[i];
+                self.send_across(port, out, slot, len, &info, &class, NO_GROUP);
+            } else {
+                self.packets.free(slot);
+            }
         }
-        self.send_across(port, out, slot, len, info, class, NO_GROUP);
+        self.shard.staged.clear();
+        run.clear();
     }
 
     /// Sends a frame whose PG is charged (or a flooded copy, whose group is) to the shard
@@ -116,8 +99,23 @@ impl Switch {
         for r in batch.releases.drain(..) {
             self.take_release(r);
         }
+        // Consecutive frames from one ingress port and PG to one queue are admitted together,
+        // as a receive burst's are (`egress::run`): nothing else in the batch moves the
+        // accounts they are admitted against, except the frames that break the run, which
+        // admit it first.
+        let mut run = Run::new();
         for c in batch.frames.drain(..) {
-            self.cross_in(c, now);
+            self.cross_in(c, now, &mut run);
+        }
+        self.admit_crossed_run(&mut run, now);
+    }
+
+    /// Admits the crossed frames `run` holds (`Egress::admit_crossed_run`).
+    #[inline]
+    fn admit_crossed_run(&mut self, run: &mut Run, now: u64) {
+        if !run.frames().is_empty() {
+            let (egress, mut peers) = self.sides();
+            egress.admit_crossed_run(&mut peers, run, now);
         }
     }
 
@@ -141,9 +139,11 @@ impl Switch {
     }
 
     /// A frame from another shard: into a packet slot of this one (the same buffer: an mbuf it
-    /// now owns, or the other shard's slot, borrowed), then the egress half of admission.
+    /// now owns, or the other shard's slot, borrowed), then the egress half of admission: held
+    /// in `run` when its queue takes runs (`Egress::runs_on`) and it is no flooded copy, else
+    /// at once, after the run.
     #[inline]
-    fn cross_in(&mut self, c: Crossing, now: u64) {
+    fn cross_in(&mut self, c: Crossing, now: u64, run: &mut Run) {
         let len = c.len as usize;
         let (frame, home) = match c.frame {
             CrossFrame::Owned(f) => (f, Release::NO_HOME),
@@ -157,7 +157,12 @@ impl Switch {
                 )
             },
         };
-        let slot = match self.packets.alloc_foreign(frame) {
+        // Frames the run holds may yet be refused and give their slots back, as they would
+        // have one by one by now: admit them before a frame finds no slot.
+        let slot = match self.packets.alloc_foreign(frame).or_else(|frame| {
+            self.admit_crossed_run(run, now);
+            self.packets.alloc_foreign(frame)
+        }) {
             Ok(slot) => slot,
             Err(_frame) => {
                 // No slot free (cannot happen while slots cover the buffer): the frame is lost,
@@ -176,6 +181,25 @@ impl Switch {
             }
         };
         self.shard.homes[slot as usize] = home;
+        let (in_port, out) = (c.in_port as usize, c.out as usize);
+        let (queue, pg) = (c.class.queue as usize & 7, c.class.pg as usize & 7);
+        if c.group == NO_GROUP && self.egress.runs_on(out, queue) {
+            if !run.takes_from(in_port, out, queue, pg) {
+                self.admit_crossed_run(run, now);
+                run.restart_from(in_port, out, queue, pg);
+            }
+            let (egress, mut peers) = self.sides();
+            if egress.crossed_refusal(&mut peers, in_port, out, slot, len, &c.class, now) {
+                run.push(RunFrame {
+                    slot,
+                    len: c.len,
+                    cells: self.pool.cells_for(len) as u16,
+                    flags: if c.info.is_ect() { Desc::ECT } else { 0 } | if c.class.cnp { Desc::CNP } else { 0 },
+                });
+            }
+            return;
+        }
+        self.admit_crossed_run(run, now);
         let (egress, mut peers) = self.sides();
         egress.enqueue_charged(
             &mut peers,

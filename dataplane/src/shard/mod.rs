@@ -111,6 +111,12 @@ pub struct Release {
 impl Release {
     /// No slot to free: the frame crossed in a buffer of its own.
     pub const NO_HOME: u32 = u32::MAX;
+
+    /// Whether it only gives cells back ([`Outbox::push_release`] adds such releases up).
+    #[inline(always)]
+    fn mergeable(&self) -> bool {
+        !self.dropped && self.home == Self::NO_HOME && self.group == crate::ingress::flood::NO_GROUP
+    }
 }
 
 /// A MAC address learnt (or learnt again) on a port of the sending shard.
@@ -243,8 +249,26 @@ impl Outbox {
 
     /// A release never waits for room: it is what returns a PG's cells. The outbox holds one
     /// per frame the shard can hold and a round's arrivals besides, so it does not grow.
+    ///
+    /// A frame sent from its own buffer, released right after another of the same ingress PG,
+    /// adds its cells to that release instead (the frames a queue sends back to back): the PG
+    /// gives back the sum as it would frame by frame (headroom, then shared, then min), and
+    /// its XON test only turns true as cells come back, so asked once after the sum it says
+    /// what it would have said after the last of them. Drops (counted per frame), flooded
+    /// copies (released per group) and frames in a borrowed slot (freed per slot) stay single.
     #[inline]
     pub fn push_release(&mut self, r: Release) {
+        if let Some(last) = self.releases.last_mut() {
+            if r.mergeable()
+                && last.mergeable()
+                && last.in_port == r.in_port
+                && last.pg == r.pg
+                && u32::from(last.cells) + u32::from(r.cells) <= u32::from(u16::MAX)
+            {
+                last.cells += r.cells;
+                return;
+            }
+        }
         self.releases.push(r);
     }
 
@@ -324,6 +348,9 @@ pub struct ShardLink {
     pub homes: Box<[u32]>,
     /// Whether learnt MACs are announced to the other shards.
     pub announce: bool,
+    /// The parse results and classes of the frames a run to another shard's port holds
+    /// (`egress::run`), in the run's order, until the run is sent across.
+    pub(crate) staged: Vec<(FrameInfo, Class)>,
 }
 
 impl ShardLink {
@@ -336,6 +363,7 @@ impl ShardLink {
             outboxes: Vec::new(),
             homes: Box::new([]),
             announce: false,
+            staged: Vec::new(),
         }
     }
 
@@ -360,6 +388,7 @@ impl ShardLink {
                 .collect(),
             homes: vec![Release::NO_HOME; slots].into_boxed_slice(),
             announce: true,
+            staged: Vec::with_capacity(crate::egress::run::RUN_MAX),
         }
     }
 
@@ -380,5 +409,68 @@ impl ShardLink {
     #[inline]
     pub fn has_room(&self) -> bool {
         self.outboxes.iter().all(Outbox::has_room)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ingress::flood::NO_GROUP;
+
+    fn release(in_port: u8, pg: u8, cells: u16) -> Release {
+        Release {
+            in_port,
+            pg,
+            dropped: false,
+            cells,
+            home: Release::NO_HOME,
+            group: NO_GROUP,
+        }
+    }
+
+    /// Frames sent from their own buffers, one after another from one PG, go back as one
+    /// release of their cells; anything counted or freed per frame, another PG, or a sum past
+    /// a release's 16 bits, starts a new one.
+    #[test]
+    fn releases_of_one_pg_add_up_and_nothing_else_does() {
+        let mut o = Outbox::new(32, 64);
+        o.push_release(release(0, 3, 4));
+        o.push_release(release(0, 3, 4));
+        o.push_release(release(1, 3, 4)); // another port
+        o.push_release(release(1, 0, 4)); // another PG
+        o.push_release(Release {
+            dropped: true,
+            ..release(1, 0, 4)
+        });
+        o.push_release(release(1, 0, 4)); // after a drop: its own
+        o.push_release(Release {
+            home: 7,
+            ..release(1, 0, 4)
+        });
+        o.push_release(Release {
+            group: 2,
+            ..release(1, 0, 4)
+        });
+        o.push_release(release(2, 3, u16::MAX - 1));
+        o.push_release(release(2, 3, 2)); // the sum would not fit
+        o.push_release(release(2, 3, 1));
+        let (_, releases) = o.take_all();
+        let seen: Vec<_> = releases.iter().map(|r| (r.in_port, r.pg, r.cells, r.dropped)).collect();
+        assert_eq!(
+            seen,
+            [
+                (0, 3, 8, false),
+                (1, 3, 4, false),
+                (1, 0, 4, false),
+                (1, 0, 4, true),
+                (1, 0, 4, false),
+                (1, 0, 4, false),
+                (1, 0, 4, false),
+                (2, 3, u16::MAX - 1, false),
+                (2, 3, 3, false),
+            ]
+        );
+        assert_eq!(releases[5].home, 7);
+        assert_eq!(releases[6].group, 2);
     }
 }
