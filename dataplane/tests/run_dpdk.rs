@@ -97,6 +97,21 @@ fn frames_cross_between_workers_in_their_mbufs() {
         rx_zc.saturating_sub(tx_zc) <= dropped,
         "{rx_zc} lent mbufs received, {tx_zc} sent, {dropped} drops"
     );
+    // Every cell came back once the switch drained: the PGs' charges for frames that crossed
+    // returned in releases added up per PG (`shard::Outbox::push_release`), the queues'.
+    let buffer = &s["switch"]["buffer"];
+    for k in ["used_cells", "ingress_shared_cells", "egress_shared_cells"] {
+        assert_eq!(buffer[k], 0, "{k}: {buffer}");
+    }
+    for (i, p) in s["switch"]["ports"].as_array().unwrap().iter().enumerate() {
+        for (g, pg) in p["pgs"].as_array().unwrap().iter().enumerate() {
+            let held: u64 = ["min_cells", "shared_cells", "headroom_cells"]
+                .iter()
+                .map(|k| pg[k].as_u64().unwrap())
+                .sum();
+            assert_eq!(held, 0, "port {i} PG {g} holds cells: {pg}");
+        }
+    }
     // Port 3, the incast's receiver, is worker 1's: what ports 0 and 2 sent it crossed.
     let b3 = &s["interfaces"][3]["backend"];
     assert!(
