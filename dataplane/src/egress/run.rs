@@ -18,8 +18,8 @@
 //! frames for a queue of another shard's port ([`Run::restart_crossing`]) are charged to
 //! their PG together and sent across (`Switch::send_run_across`); a batch's frames from one
 //! ingress port and PG to one queue ([`Run::restart_from`]) are admitted to it together
-//! ([`super::Egress::admit_crossed_run`]). On the crossing path they cost about 630
-//! instructions a frame one by one (bench/README.md, "eleventh round").
+//! ([`super::Egress::admit_crossed_run`]). The crossing code took about 630 instructions a
+//! frame one by one, about 350 in runs (bench/README.md, "eleventh round").
 
 use crate::mmu::GroupTotals;
 use arrayvec::ArrayVec;

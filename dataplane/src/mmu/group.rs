@@ -12,6 +12,11 @@
 //! decided for the whole group by its smallest frame. Peaks of counts that only grow are
 //! reached at the group's end. A group that would need two regions, headroom, a refusal or an
 //! XOFF is left to the frame-by-frame path, which decides those exactly as it always has.
+//!
+//! Each half works alone too, for frames that cross between shards (`crate::shard`), whose
+//! PG is charged on one shard and queue on another: [`charge_group_to_pg`] and
+//! [`admit_group_to_queue`]. The argument holds for each side by itself, since neither side's
+//! limits read the other's counts.
 
 use super::{PgAccount, QueueAccount, SharedPool};
 
