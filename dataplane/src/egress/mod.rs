@@ -457,10 +457,31 @@ impl Egress {
         let Some(reason) = self.refusal(out, queue, len, class, now) else {
             return true;
         };
-        send_release(peers, in_port, pg, peers.pool.cells_for(len), true, slot, NO_GROUP);
+        let cells = peers.pool.cells_for(len);
+        self.drop_crossed(peers, in_port, out, queue, pg, slot, len, cells, reason);
+        false
+    }
+
+    /// A frame that crossed from another shard, refused here before it was queued: back to its
+    /// shard as a dropped frame's release (its PG counts the drop there), its slot freed, the
+    /// drop counted on its egress queue.
+    #[cold]
+    #[allow(clippy::too_many_arguments)]
+    fn drop_crossed(
+        &mut self,
+        peers: &mut Peers<'_>,
+        in_port: usize,
+        out: usize,
+        queue: usize,
+        pg: usize,
+        slot: u32,
+        len: usize,
+        cells: u32,
+        reason: DropReason,
+    ) {
+        send_release(peers, in_port, pg, cells, true, slot, NO_GROUP);
         peers.packets.free(slot);
         self.count_drop(out, queue, len, reason);
-        false
     }
 
     /// Admits and queues the frames `run` holds from `in_port`, in order, and empties it: in
@@ -497,14 +518,13 @@ impl Egress {
     /// Admits and queues the frames `run` holds that crossed from another shard (their PG
     /// charged there; [`run::Run::restart_from`]), in order, and empties it: the egress half of
     /// [`Egress::admit_run`]. In one step when `mmu::admit_group_to_queue` shows that is what
-    /// one by one would do, else one by one as [`Egress::enqueue_charged`] does (the CNP policer
-    /// and the watchdog asked each frame as it arrived, `Egress::crossed_refusal`). A refused frame goes back to its shard
-    /// as the release of a dropped frame.
+    /// one by one would do, else one by one as [`Egress::enqueue_charged`] does (the CNP
+    /// policer and the watchdog asked each frame as it arrived, [`Egress::crossed_refusal`]).
+    /// A refused frame goes back to its shard as the release of a dropped frame.
     #[inline]
     pub(crate) fn admit_crossed_run(&mut self, peers: &mut Peers<'_>, run: &mut run::Run, now: u64) {
         let ((out, queue, pg), in_port) = (run.target(), run.source());
         let lossless = peers.ingress.ports[in_port].buffers.is_lossless(pg);
-        let desc = |f: &run::RunFrame| f.desc(in_port, pg, now);
         if run.frames().len() > 1
             && mmu::admit_group_to_queue(&mut self.ports[out].buffers, queue, lossless, peers.pool, run.totals())
         {
@@ -516,12 +536,8 @@ impl Egress {
                     .buffers
                     .admit(queue, cells, len as u32, lossless, peers.pool)
                 {
-                    Ok(()) => self.ports[out].push(&mut self.descs, queue, desc(f)),
-                    Err(reason) => {
-                        send_release(peers, in_port, pg, cells, true, f.slot, NO_GROUP);
-                        peers.packets.free(f.slot);
-                        self.count_drop(out, queue, len, reason);
-                    }
+                    Ok(()) => self.ports[out].push(&mut self.descs, queue, f.desc(in_port, pg, now)),
+                    Err(reason) => self.drop_crossed(peers, in_port, out, queue, pg, f.slot, len, cells, reason),
                 }
             }
         }
