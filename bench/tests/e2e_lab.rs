@@ -199,10 +199,11 @@ fn where_lost(o: &dataplane::runtime::worker::RunOutcome) -> String {
         })
         .collect();
     format!(
-        "switch drops: {:?}; tx_dropped: {}; undrained: {}; port backends: {:?}\n{}",
+        "switch drops: {:?}; tx_dropped: {}; undrained: {}; emulated links at most {} ms behind real time; port backends: {:?}\n{}",
         o.snapshot.totals.drops,
         o.tx_dropped,
         o.undrained,
+        o.wires_behind_ns / 1_000_000,
         o.backends,
         ports.join("\n")
     )
@@ -321,7 +322,7 @@ fn loaded_incast_on_workers_loses_nothing(senders: usize, runs: usize, secs: f64
         assert_eq!(
             o.snapshot.totals.drops.total(),
             0,
-            "run {run}: switch drops: {}",
+            "run {run}: switch drops: {}\nrocegen: {t}",
             where_lost(&o)
         );
         assert!(
@@ -350,10 +351,11 @@ fn loaded_incast_on_workers_loses_nothing(senders: usize, runs: usize, secs: f64
         );
         eprintln!(
             "run {run}: {senders}->1 rx {} frames, lost 0, PFC sent {pfc_tx}, received by senders {}, \
-             frames held by emulated peers {held}, p99 {} us",
+             frames held by emulated peers {held}, p99 {} us, links at most {} ms behind",
             t["rx_packets"],
             t["pfc_frames"],
-            t["latency"]["p99_ns"].as_u64().unwrap_or(0) / 1000
+            t["latency"]["p99_ns"].as_u64().unwrap_or(0) / 1000,
+            o.wires_behind_ns / 1_000_000
         );
     }
 }

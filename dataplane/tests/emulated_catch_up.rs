@@ -192,3 +192,212 @@ fn late_rounds_keep_refreshing_pfc_while_the_receiver_barely_drains() {
         o.pfc_frames
     );
 }
+
+/// What [`slow_worker`] saw.
+struct SlowWorker {
+    /// Frames the hosts wrote that their port's receive ring had no room for (the kernel's
+    /// `rx_kernel_drops`).
+    ring_drops: u64,
+    headroom_drops: u64,
+    /// Frames the hosts wrote, and frames port 0 sent the receiver, by the end of the drain.
+    written: u64,
+    delivered: u64,
+    /// The longest real time between two rounds' back-pressure checks, ns.
+    longest_round_ns: u64,
+    /// How far the wires were behind real time at most, ns.
+    most_behind_ns: u64,
+}
+
+/// A worker on a machine where every step of the emulated wires costs `step_cost_ns` of real
+/// time, more than the wire time a step plays (262 µs at 500 Mb/s), and a round 50 µs more.
+/// Three hosts write 1 KiB frames at 300 Mb/s into their ports' receive rings (each holds
+/// 500 ms of the port's line rate, as `AfPacketOptions::for_port` sizes them) whenever the PFC
+/// they were sent (the switch's, as their NICs pass it on, and their NICs' back-pressure) does
+/// not pause them, in real time, for `secs` seconds; then the worker drains. Each round runs
+/// the switch at `round_time(last, real, ..)` when `capped`, else at real time, as the worker
+/// did before (a late round played its whole gap).
+fn slow_worker(step_cost_ns: u64, mut stall_ns: u64, secs: u64, capped: bool) -> SlowWorker {
+    use dataplane::nic::pause::PauseRx;
+    use dataplane::runtime::emulated::{round_time, ToHost};
+    let dir = tempfile::tempdir().unwrap();
+    let path = ports_config(dir.path(), |_| "speed = \"500M\"\npeer = \"emulated\"".into(), "");
+    let cfg = controlplane::load_file(&path).unwrap().config;
+    let mut sw = Switch::new(&cfg, 1);
+    let mut emu: Vec<Option<EmulatedPort>> = cfg.ports.iter().map(|p| Some(EmulatedPort::new(p, &cfg.pfc))).collect();
+    let step = emu.iter().flatten().map(EmulatedPort::step_ns).min().unwrap();
+    sw.receive(0, &announce(0, 1).unwrap(), 0);
+    let template: Vec<Vec<u8>> = (1..4u16)
+        .map(|s| {
+            let flow = Flow {
+                src: s,
+                dst: 0,
+                dscp: 26,
+                ecn: dataplane::wire::Ecn::Ect0,
+                qp: u32::from(s),
+                frame_len: 1024,
+                count: 1,
+                start_ns: 0,
+                rate_bps: 300_000_000,
+            };
+            flow.frames().unwrap().remove(0).1
+        })
+        .collect();
+    let ring_slots = 500_000_000u64 * 500 / 8_000 / 1518;
+    let frame_ns = 1024 * 8 * 1_000_000_000 / 300_000_000;
+    let link_bps = 500_000_000;
+    let mut hosts: Vec<PauseRx> = vec![PauseRx::default(); 4];
+    let mut ring = [0u64; 4];
+    let mut next_write = [0u64; 4];
+    let (mut written, mut ring_drops, mut delivered) = (0u64, 0u64, 0u64);
+    let (mut longest_round_ns, mut most_behind_ns) = (0u64, 0u64);
+    let mut real = 1_000u64;
+    let mut last = real;
+    let mut last_check = real;
+    let stop_writing = secs * 1_000_000_000;
+    // What the switch sent the hosts in a step: PFC goes on to them as their NICs let it.
+    fn to_hosts(sw: &mut Switch, emu: &mut [Option<EmulatedPort>], t: u64, pfc_out: &mut Vec<(usize, Vec<u8>)>) -> u64 {
+        let mut to_receiver = 0;
+        let mut sink = |p: usize, f: &[u8], at: u64| {
+            if p == 0 {
+                to_receiver += 1;
+            }
+            if let Some(em) = emu[p].as_mut() {
+                match em.from_switch(f, at) {
+                    ToHost::Frame if f.get(12..14) == Some(&[0x88, 0x08]) => pfc_out.push((p, f.to_vec())),
+                    ToHost::Rewritten(b, n) => pfc_out.push((p, b[..n].to_vec())),
+                    _ => {}
+                }
+            }
+        };
+        for p in 0..4 {
+            sw.transmit(p, t, &mut sink);
+        }
+        to_receiver
+    }
+    let mut pfc_out = Vec::new();
+    loop {
+        // The hosts write what is due by now, unless paused (a paused host's pacer waits).
+        for s in 1..4 {
+            while next_write[s] <= real.min(stop_writing) {
+                let at = next_write[s];
+                if hosts[s].is_paused(3, at) {
+                    next_write[s] = hosts[s].until(3).max(at + 1);
+                    continue;
+                }
+                next_write[s] = at + frame_ns;
+                written += 1;
+                if ring[s] == ring_slots {
+                    ring_drops += 1;
+                } else {
+                    ring[s] += 1;
+                }
+            }
+        }
+        let holding = emu.iter().flatten().any(|em| !em.is_empty());
+        if real > stop_writing && !holding && ring.iter().all(|&r| r == 0) && sw.is_idle() {
+            break;
+        }
+        let now = if capped {
+            round_time(last, real, step, holding)
+        } else {
+            real
+        };
+        most_behind_ns = most_behind_ns.max(real - now);
+        // Receive: the rings into the stores.
+        for s in 1..4 {
+            let em = emu[s].as_mut().unwrap();
+            while ring[s] > 0 && em.room() > 0 {
+                em.accept(&template[s - 1], now, sw.classifier());
+                ring[s] -= 1;
+            }
+        }
+        // The wires, each step costing real time.
+        play_through(&mut sw, &mut emu, last, now, step, |sw, emu, t| {
+            real += step_cost_ns;
+            delivered += to_hosts(sw, emu, t, &mut pfc_out);
+            0
+        });
+        sw.poll(now);
+        delivered += to_hosts(&mut sw, &mut emu, now, &mut pfc_out);
+        // The round's own step, at `now`.
+        real += step_cost_ns;
+        for (p, em) in emu.iter_mut().enumerate().skip(1) {
+            if let Some((f, n)) = em.as_mut().unwrap().backpressure(real, now) {
+                pfc_out.push((p, f[..n].to_vec()));
+            }
+        }
+        for (p, f) in pfc_out.drain(..) {
+            if let Ok(mc) = dataplane::wire::decode_mac_control(&f) {
+                hosts[p].on_mac_control(mc, real, link_bps);
+            }
+        }
+        longest_round_ns = longest_round_ns.max(real - last_check);
+        last_check = real;
+        last = now;
+        real += 50_000;
+        // Once, after a second, the worker is not scheduled for `stall_ns` (a busy machine).
+        if stall_ns > 0 && real >= 1_000_000_000 {
+            real += stall_ns;
+            last_check += stall_ns;
+            stall_ns = 0;
+        }
+        assert!(real < 60_000_000_000, "the worker never drained");
+    }
+    SlowWorker {
+        ring_drops,
+        headroom_drops: sw.snapshot(last).totals.drops.get("headroom_overflow"),
+        written,
+        delivered,
+        longest_round_ns,
+        most_behind_ns,
+    }
+}
+
+/// A worker slower than its emulated wires (each 262 µs step costs 500 µs, as rounds measured
+/// in the loaded lab did), descheduled once for 150 ms, falls behind real time instead of into
+/// longer and longer rounds: every round stays short, so the hosts' back-pressure is refreshed
+/// long before their pauses (67 ms at 500 Mb/s) run out, no receive ring overflows, and every
+/// frame a host wrote reaches the receiver. Playing each late round's whole gap, as the worker
+/// did, the stall grew into rounds of about 300 ms, during which no ring was read and no pause
+/// refreshed; on CI's loaded machine such rounds overflowed the rings
+/// (`loaded_7_to_1_incast_loses_nothing`: 22 111 `rx_ring` drops).
+#[test]
+fn a_worker_slower_than_its_wires_falls_behind_and_loses_nothing() {
+    let pause_ns = 65_535 * 512 * 1_000_000_000 / 500_000_000;
+    let capped = slow_worker(500_000, 150_000_000, 3, true);
+    eprintln!(
+        "capped: ring drops {}, headroom drops {}, written {}, delivered {}, longest round {} ms, at most {} ms behind",
+        capped.ring_drops,
+        capped.headroom_drops,
+        capped.written,
+        capped.delivered,
+        capped.longest_round_ns / 1_000_000,
+        capped.most_behind_ns / 1_000_000
+    );
+    assert_eq!(capped.ring_drops, 0);
+    assert_eq!(capped.headroom_drops, 0);
+    assert_eq!(
+        capped.delivered, capped.written,
+        "every frame written reached the receiver"
+    );
+    assert!(
+        capped.longest_round_ns < pause_ns / 4,
+        "a round took {} ms: the hosts' pauses may run out before the next refresh",
+        capped.longest_round_ns / 1_000_000
+    );
+    assert!(
+        capped.most_behind_ns > 100_000_000,
+        "the worker kept up: the case is not tested"
+    );
+
+    let whole_gaps = slow_worker(500_000, 150_000_000, 3, false);
+    eprintln!(
+        "whole gaps: ring drops {}, longest round {} ms",
+        whole_gaps.ring_drops,
+        whole_gaps.longest_round_ns / 1_000_000
+    );
+    assert!(
+        whole_gaps.longest_round_ns > pause_ns,
+        "playing whole gaps kept rounds under a pause: this test's machine is not slow enough"
+    );
+}

@@ -102,7 +102,7 @@ fn emulated_links_do_not_allocate() {
         to_peers(sw, emu, end);
         // And what the emulated NICs tell their hosts (back-pressure PFC), as the worker does.
         for em in emu.iter_mut().flatten() {
-            std::hint::black_box(em.backpressure(end));
+            std::hint::black_box(em.backpressure(end, end));
         }
     };
     // Warm up until the peers hold frames (their queues are reserved up front regardless).

@@ -6,6 +6,10 @@
 use crate::runtime::worker::RunOutcome;
 use std::fmt::Write as _;
 
+/// How far behind real time the emulated links must have fallen for the end of a run to say so:
+/// a descheduled round or two on a shared machine is not news.
+const WIRES_BEHIND_WORTH_SAYING_NS: u64 = 10_000_000;
+
 /// The text printed on standard output at the end of a run.
 pub fn text(outcome: &RunOutcome, cfg: &controlplane::Config) -> String {
     let mut o = crate::report::human_summary(&outcome.snapshot, "uptime", outcome.uptime_ns);
@@ -51,6 +55,14 @@ pub fn text(outcome: &RunOutcome, cfg: &controlplane::Config) -> String {
             );
         }
     }
+    if outcome.wires_behind_ns >= WIRES_BEHIND_WORTH_SAYING_NS {
+        let _ = writeln!(
+            o,
+            "the emulated links fell up to {:.0} ms behind real time: the worker could not keep up \
+             with their line rate (busy cores?), so they ran slower and their hosts were paused",
+            outcome.wires_behind_ns as f64 / 1e6
+        );
+    }
     for (i, st) in &outcome.backends {
         if st.rx_kernel_drops > 0 || st.tx_ring_full > 0 || st.rx_oversize > 0 {
             let _ = writeln!(
@@ -89,7 +101,7 @@ pub fn summary_json(outcome: &RunOutcome, cfg: &controlplane::Config) -> serde_j
         .iter()
         .map(|(i, st)| serde_json::json!({"id": cfg.ports[*i].id, "backend": st}))
         .collect();
-    serde_json::json!({"switch": outcome.snapshot, "interfaces": ports, "uptime_ns": outcome.uptime_ns, "undrained": outcome.undrained})
+    serde_json::json!({"switch": outcome.snapshot, "interfaces": ports, "uptime_ns": outcome.uptime_ns, "undrained": outcome.undrained, "wires_behind_ns": outcome.wires_behind_ns})
 }
 
 #[cfg(test)]
@@ -108,6 +120,7 @@ mod tests {
             undrained: 0,
             tx_dropped: 0,
             backends: vec![(0, crate::io::PortStats::default())],
+            wires_behind_ns: 9_000_000,
         };
         let t = text(&clean, &cfg);
         assert_eq!(t, crate::report::human_summary(&clean.snapshot, "uptime", 2_000_000));
@@ -115,6 +128,7 @@ mod tests {
         let lossy = RunOutcome {
             undrained: 3,
             tx_dropped: 5,
+            wires_behind_ns: 250_000_000,
             backends: vec![(
                 1,
                 crate::io::PortStats {
@@ -125,7 +139,7 @@ mod tests {
             ..clean
         };
         let t = text(&lossy, &cfg);
-        let tail: Vec<&str> = t.lines().rev().take(3).collect();
+        let tail: Vec<&str> = t.lines().rev().take(4).collect();
         assert_eq!(
             tail,
             [
@@ -135,6 +149,8 @@ mod tests {
                     cfg.ports[1].id
                 )
                 .as_str(),
+                "the emulated links fell up to 250 ms behind real time: the worker could not keep up \
+                 with their line rate (busy cores?), so they ran slower and their hosts were paused",
                 "5 frames could not be handed to the interfaces (TX ring full or link down)",
                 "drain timed out: 3 frames were still queued",
             ],
@@ -143,5 +159,6 @@ mod tests {
         let j = summary_json(&lossy, &cfg);
         assert_eq!(j["interfaces"][0]["backend"]["rx_kernel_drops"], 40);
         assert_eq!(j["undrained"], 3);
+        assert_eq!(j["wires_behind_ns"], 250_000_000);
     }
 }

@@ -128,7 +128,11 @@ impl EmulatedPort {
     /// The PFC frame this NIC sends its host now, if any (see the module's doc): XOFF for the
     /// priorities that passed [`BACKPRESSURE_XOFF_BYTES`] or are due a refresh, XON for those
     /// back under [`BACKPRESSURE_XON_BYTES`]. One frame carries every change.
-    pub fn backpressure(&mut self, now: u64) -> Option<([u8; 64], usize)> {
+    ///
+    /// Two clocks: `host_now` is real time, which the host's pause timer runs on (its refresh
+    /// must come within a pause of real time, however far the emulated wires lag: see
+    /// [`round_time`]); `wire_now` is the switch's, which the link's own pause state is kept in.
+    pub fn backpressure(&mut self, host_now: u64, wire_now: u64) -> Option<([u8; 64], usize)> {
         let bp = self.backpressure.as_mut()?;
         let quanta = bp.pause_quanta();
         let (mut enable, mut times) = (0u8, [0u16; 8]);
@@ -136,17 +140,17 @@ impl EmulatedPort {
             let held = self.link.held_bytes_of(prio);
             if !bp.is_xoff(prio) {
                 if held >= BACKPRESSURE_XOFF_BYTES {
-                    bp.start_xoff(prio, now);
+                    bp.start_xoff(prio, host_now);
                     (enable, *time) = (enable | 1 << prio, quanta);
                     self.backpressure_xoff[prio] += 1;
                 }
             } else if held <= BACKPRESSURE_XON_BYTES {
                 bp.stop_xoff(prio);
-                if !self.link.is_paused(prio, now) {
+                if !self.link.is_paused(prio, wire_now) {
                     enable |= 1 << prio;
                 }
-            } else if bp.refresh_due(prio, now) {
-                bp.refreshed(prio, now);
+            } else if bp.refresh_due(prio, host_now) {
+                bp.refreshed(prio, host_now);
                 (enable, *time) = (enable | 1 << prio, quanta);
                 self.backpressure_xoff[prio] += 1;
             }
@@ -222,6 +226,32 @@ impl EmulatedPort {
             depth_bytes: self.link.held_bytes(),
             backpressure_xoff: self.backpressure_xoff,
         }
+    }
+}
+
+/// Steps of the emulated wires a round plays at most ([`round_time`]).
+pub const MAX_STEPS_PER_ROUND: u64 = 16;
+
+/// The time a worker's round runs the switch at: real time `real`, unless the emulated wires
+/// hold frames and are further behind (`last`, where the last round left them) than
+/// [`MAX_STEPS_PER_ROUND`] steps of `step_ns`; then that many steps past `last`.
+///
+/// Why the cap: a late round plays its gap through in steps, and each step costs the worker
+/// real time (the switch's transmit, the veths' syscalls). On a loaded machine a step took
+/// about as long as the wire time it plays (250 µs for 262 µs at 500 Mb/s), so a round that
+/// played a 50 ms gap took 50 ms or more, and the next had a longer gap to play: rounds grew
+/// to hundreds of milliseconds, during which no receive ring was read and no back-pressure
+/// refreshed, the hosts' pauses ran out, and their rings overflowed. With the cap a round's
+/// work is bounded; a worker that cannot keep up lets the wires fall behind real time (the
+/// links run slower, as they would on a slower switch) while every round still reads the
+/// rings and refreshes the hosts' pauses on time. Time never goes back: the result is at
+/// least `last` (`real` is).
+#[inline]
+pub fn round_time(last: u64, real: u64, step_ns: u64, peers_hold_frames: bool) -> u64 {
+    if peers_hold_frames {
+        real.min(last.saturating_add(step_ns.saturating_mul(MAX_STEPS_PER_ROUND)))
+    } else {
+        real
     }
 }
 
@@ -315,17 +345,17 @@ mod tests {
     fn a_host_ahead_of_its_wire_is_paused_and_released() {
         // 200 KiB waiting: under the XOFF mark, nothing sent.
         let (mut em, mut sw) = port_with_backlog(200, 0);
-        assert_eq!(pfc_of(em.backpressure(0)), None);
+        assert_eq!(pfc_of(em.backpressure(0, 0)), None);
         // 300 frames (about 300 KiB) pass it: XOFF for priority 3 only, with the switch's
         // pause time.
         let (mut em, _) = port_with_backlog(300, 0);
-        let (enable, times) = pfc_of(em.backpressure(0)).expect("XOFF");
+        let (enable, times) = pfc_of(em.backpressure(0, 0)).expect("XOFF");
         assert_eq!(enable, 1 << 3);
         assert_eq!(times[3], 65535);
         assert_eq!(em.report().backpressure_xoff[3], 1);
         // Nothing new until the refresh is due (half the pause: 33.5 ms at 500 Mb/s).
-        assert_eq!(pfc_of(em.backpressure(1_000_000)), None);
-        let (enable, times) = pfc_of(em.backpressure(34_000_000)).expect("refresh");
+        assert_eq!(pfc_of(em.backpressure(1_000_000, 1_000_000)), None);
+        let (enable, times) = pfc_of(em.backpressure(34_000_000, 34_000_000)).expect("refresh");
         assert_eq!((enable, times[3]), (1 << 3, 65535));
         // The wire drains it under the XON mark: XON (time 0).
         em.deliver(40_000_000, u64::MAX, &mut sw.burst_rx(1, 40_000_000));
@@ -334,7 +364,7 @@ mod tests {
             let mut rx = sw.burst_rx(1, t);
             em.deliver(t, u64::MAX, &mut rx);
         }
-        let (enable, times) = pfc_of(em.backpressure(90_000_000)).expect("XON");
+        let (enable, times) = pfc_of(em.backpressure(90_000_000, 90_000_000)).expect("XON");
         assert_eq!((enable, times[3]), (1 << 3, 0));
         assert_eq!(em.report().backpressure_xoff[3], 2);
     }
@@ -342,14 +372,14 @@ mod tests {
     #[test]
     fn the_switchs_xon_does_not_release_a_host_the_nic_holds() {
         let (mut em, _) = port_with_backlog(300, 0);
-        assert!(pfc_of(em.backpressure(0)).is_some());
+        assert!(pfc_of(em.backpressure(0, 0)).is_some());
         let src = [2, 0, 0, 0, 0, 1];
         // The switch's own XON for priority 3, which the NIC holds back: the host does not see
         // it (it would send until it next heard the NIC), and the NIC has nothing to re-send.
         let mut xon = [0u8; 64];
         let len = crate::wire::encode_pfc(&mut xon, src, 1 << 3, [0; 8]);
         assert_eq!(em.from_switch(&xon[..len], 1_000), ToHost::Nothing);
-        assert_eq!(pfc_of(em.backpressure(2_000)), None);
+        assert_eq!(pfc_of(em.backpressure(2_000, 2_000)), None);
         // An XON for priorities 1 and 3: the host hears the one for 1 only, from the switch.
         let len = crate::wire::encode_pfc(&mut xon, src, 1 << 1 | 1 << 3, [0; 8]);
         let ToHost::Rewritten(buf, n) = em.from_switch(&xon[..len], 3_000) else {
@@ -363,7 +393,7 @@ mod tests {
         assert_eq!(em.from_switch(&[0u8; 60], 5_000), ToHost::Frame);
         // Once the NIC lets go of priority 3 itself, the switch's XON reaches the host again.
         let (mut free, _) = port_with_backlog(10, 0);
-        assert_eq!(pfc_of(free.backpressure(0)), None);
+        assert_eq!(pfc_of(free.backpressure(0, 0)), None);
         let len = crate::wire::encode_pfc(&mut xon, src, 1 << 3, [0; 8]);
         assert_eq!(free.from_switch(&xon[..len], 1_000), ToHost::Frame);
     }
@@ -371,7 +401,7 @@ mod tests {
     #[test]
     fn while_the_switch_pauses_the_host_the_nic_sends_no_xon() {
         let (mut em, _) = port_with_backlog(300, 0);
-        assert!(pfc_of(em.backpressure(0)).is_some());
+        assert!(pfc_of(em.backpressure(0, 0)).is_some());
         // The switch pauses priority 3 (its XOFF reaches the emulated link)...
         let mut xoff = [0u8; 64];
         let len = crate::wire::encode_pfc(
@@ -391,6 +421,6 @@ mod tests {
             em.link.pop(u64::MAX / 2, u64::MAX);
         }
         assert!(em.link.held_bytes_of(3) <= BACKPRESSURE_XON_BYTES);
-        assert_eq!(pfc_of(em.backpressure(200_000)), None);
+        assert_eq!(pfc_of(em.backpressure(200_000, 200_000)), None);
     }
 }

@@ -93,6 +93,8 @@ pub struct ShardEnd {
     pub uptime_ns: u64,
     /// Frames its emulated peers still held when it left.
     pub undrained_peer_frames: usize,
+    /// The furthest its emulated wires fell behind real time, ns (`emulated::round_time`).
+    pub wires_behind_ns: u64,
 }
 
 /// Whether the shard takes new frames: not while a config change is being made everywhere
@@ -125,11 +127,22 @@ impl ShardWorker<'_> {
         let mut drain_deadline: Option<u64> = None;
         let mut next_check = 0u64;
         let mut last_now = 0u64;
+        let mut wires_behind_ns = 0u64;
         loop {
-            let now = self.clock.now_ns();
+            // Two clocks: `real` for what the outside world times (the drain's deadline, the
+            // hosts' pauses, housekeeping), `now` for the switch and its emulated wires, which
+            // may run behind real time when the worker cannot keep up with them (see
+            // `emulated::round_time`).
+            let real = self.clock.now_ns();
+            let now = match intake {
+                Intake::Quiesced => real,
+                _ if step_ns == u64::MAX => real,
+                _ => crate::runtime::emulated::round_time(last_now, real, step_ns, self.peers_hold_frames()),
+            };
+            wires_behind_ns = wires_behind_ns.max(real - now);
             let mut moved = 0usize;
             if drain_deadline.is_none() && stop.load(Ordering::Relaxed) {
-                drain_deadline = Some(now + self.polling.drain_timeout.as_nanos() as u64);
+                drain_deadline = Some(real + self.polling.drain_timeout.as_nanos() as u64);
                 intake = Intake::Stopped;
                 if me == 0 {
                     tracing::info!("stopping: no longer receiving, draining the queues");
@@ -141,11 +154,12 @@ impl ShardWorker<'_> {
                 moved += self.receive(now);
             }
             // 2. emulated wires (while draining too: the peers' frames were sent before the
-            // stop); not while a config change waits, so nothing new crosses meanwhile.
+            // stop); not while a config change waits, so nothing new crosses meanwhile (the
+            // wires stand still then: the next round plays on from this one's time).
             if intake != Intake::Quiesced {
                 moved += self.play_emulated(last_now, now, step_ns, &mine);
-                last_now = now;
             }
+            last_now = now;
             // 3. cross-in
             moved += self.cross_in(now);
             // 4. control
@@ -160,7 +174,7 @@ impl ShardWorker<'_> {
             // 5. timers
             self.sw.poll(now);
             // 6. transmit
-            moved += self.transmit(now, &mine);
+            moved += self.transmit(now, real, &mine);
             // 7. cross-out
             if shards > 1 {
                 self.sw.exchange(&self.shared.pool);
@@ -169,8 +183,8 @@ impl ShardWorker<'_> {
                 }
             }
             // 8. housekeeping
-            if now >= next_check {
-                next_check = now + 1_000_000_000;
+            if real >= next_check {
+                next_check = real + 1_000_000_000;
                 for io in self.ports.iter_mut().filter_map(ShardPort::io_mut) {
                     io.check_link();
                 }
@@ -178,7 +192,7 @@ impl ShardWorker<'_> {
                 self.publish_figures(me, now, stats.as_mut());
             }
             if let Some(deadline) = drain_deadline {
-                if self.drained(me) || now >= deadline {
+                if self.drained(me) || real >= deadline {
                     let undrained_peer_frames = self
                         .ports
                         .iter()
@@ -188,18 +202,25 @@ impl ShardWorker<'_> {
                     return ShardEnd {
                         sw: self.sw,
                         ports: self.ports,
-                        uptime_ns: now,
+                        uptime_ns: real,
                         undrained_peer_frames,
+                        wires_behind_ns,
                     };
                 }
             }
-            if moved == 0 {
+            // A round behind real time is not idle: the wires have time to make up.
+            if moved == 0 && now == real {
                 match self.polling.idle_sleep {
                     Some(d) => std::thread::sleep(d),
                     None => std::hint::spin_loop(),
                 }
             }
         }
+    }
+
+    /// Whether any emulated peer of this shard holds frames (the wires have something to play).
+    fn peers_hold_frames(&self) -> bool {
+        self.ports.iter().filter_map(ShardPort::peer).any(|em| !em.is_empty())
     }
 
     /// Phase 1: a burst from each of this shard's ports, while the other shards keep up with
@@ -291,8 +312,9 @@ impl ShardWorker<'_> {
         moved
     }
 
-    /// Phase 6: every port of this shard sends what it may.
-    fn transmit(&mut self, now: u64, mine: &[usize]) -> usize {
+    /// Phase 6: every port of this shard sends what it may, at the switch's time `now`; the
+    /// emulated peers' hosts get their back-pressure on real time (`real`).
+    fn transmit(&mut self, now: u64, real: u64, mine: &[usize]) -> usize {
         let mut moved = 0;
         let mut sink = PortSink::new(&mut self.ports);
         for &port in mine {
@@ -312,7 +334,7 @@ impl ShardWorker<'_> {
             }
         }
         for &port in mine {
-            if let Some((frame, len)) = sink.ports[port].peer_mut().and_then(|em| em.backpressure(now)) {
+            if let Some((frame, len)) = sink.ports[port].peer_mut().and_then(|em| em.backpressure(real, now)) {
                 sink.send_to_host(port, &frame[..len], now);
             }
         }

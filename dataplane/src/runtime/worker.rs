@@ -97,6 +97,10 @@ pub struct RunOutcome {
     /// dropped because the receive ring was full (the switch did not poll fast enough), which
     /// the pipeline never sees.
     pub backends: Vec<(usize, crate::io::PortStats)>,
+    /// The furthest the emulated wires fell behind real time, ns: a worker that cannot keep
+    /// up with them slows them rather than leave their hosts unread
+    /// (`emulated::round_time`). 0 without emulated ports.
+    pub wires_behind_ns: u64,
 }
 
 /// What the control plane asks of the running switch. Requests wait on a lock-free queue and
@@ -388,5 +392,6 @@ fn finish(mut ends: Vec<ShardEnd>, shared: &Shared) -> RunOutcome {
         undrained,
         tx_dropped,
         backends,
+        wires_behind_ns: ends.iter().map(|e| e.wires_behind_ns).max().unwrap_or(0),
     }
 }
