@@ -4,7 +4,8 @@
 # other processes (busy loops), ROUNDS times each. As root, after `cargo build --release
 # --bins`; BIN=dir picks the binaries (to compare two builds). One line per run: lossless
 # frames lost at the receivers (of which lost at the receiving host's socket), switch drops,
-# goodput, p99 latency, PFC frames received by the senders. The lab's own config is used
+# goodput, p99 latency, PFC frames received by the senders, frames sent but neither received
+# nor seen lost when the receivers stopped, and how far the emulated links fell behind real time. The lab's own config is used
 # (interfaces are emulated links, headroom "auto"); PEER=wire runs the lab's old defaults
 # instead (wire peers, 512 KiB of headroom per lossless PG).
 # (bench/README.md, "Lossless in real time".)
@@ -58,7 +59,8 @@ s = json.load(open(sys.argv[2]))
 drops = sum(s["switch"]["totals"]["drops"].values())
 print(f"round {sys.argv[3]} {sys.argv[4]:6}  lost {g['lost']:6} (socket {g.get('rx_socket_drops', '-')})  switch drops {drops:6}  "
       f"goodput {g['throughput_bps']/1e6:6.1f} Mb/s  p99 {g['latency']['p99_ns']/1e6:8.2f} ms  "
-      f"PFC at senders {g['pfc_frames']}")
+      f"PFC at senders {g['pfc_frames']}  in flight at the end {g.get('in_flight_at_end', '-')}  "
+      f"links behind {s.get('wires_behind_ns', 0)/1e6:.0f} ms")
 PY
   done
 done
