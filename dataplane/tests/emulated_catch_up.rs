@@ -24,6 +24,32 @@ struct Outcome {
     elapsed_ns: u64,
 }
 
+/// The switch of the config at `path` (port 0's host announced), an emulated peer on every
+/// port, and the shortest step any of them plays a late round in.
+fn switch_of(path: &std::path::Path) -> (Switch, Vec<Option<EmulatedPort>>, u64) {
+    let cfg = controlplane::load_file(path).unwrap().config;
+    let mut sw = Switch::new(&cfg, 1);
+    let emu: Vec<Option<EmulatedPort>> = cfg.ports.iter().map(|p| Some(EmulatedPort::new(p, &cfg.pfc))).collect();
+    let step = emu.iter().flatten().map(EmulatedPort::step_ns).min().unwrap();
+    sw.receive(0, &announce(0, 1).unwrap(), 0);
+    (sw, emu, step)
+}
+
+/// Host `s`'s lossless flow to host 0: `count` 1 KiB frames at `rate_bps`.
+fn sender(s: u16, count: u64, rate_bps: u64) -> Flow {
+    Flow {
+        src: s,
+        dst: 0,
+        dscp: 26,
+        ecn: dataplane::wire::Ecn::Ect0,
+        qp: u32::from(s),
+        frame_len: 1024,
+        count,
+        start_ns: 0,
+        rate_bps,
+    }
+}
+
 /// The worker's transmit step at `t`: every port, each frame shown to its port's emulated peer
 /// as the worker does (`EmulatedPort::from_switch`: PFC pauses the peer); counts what port 0
 /// (the receiver's) sent.
@@ -58,29 +84,15 @@ fn incast(host_bps: u64, gaps: &[u64], rounds: usize, lossless_shaper: Option<&s
         assert_ne!(text, shaped);
         std::fs::write(&path, shaped).unwrap();
     }
-    let cfg = controlplane::load_file(&path).unwrap().config;
-    let mut sw = Switch::new(&cfg, 1);
-    let mut emu: Vec<Option<EmulatedPort>> = cfg.ports.iter().map(|p| Some(EmulatedPort::new(p, &cfg.pfc))).collect();
-    let step = emu.iter().flatten().map(EmulatedPort::step_ns).min().unwrap();
-    sw.receive(0, &announce(0, 1).unwrap(), 0);
+    let (mut sw, mut emu, step) = switch_of(&path);
     let frames: Vec<Vec<Vec<u8>>> = (1..4u16)
         .map(|s| {
-            Flow {
-                src: s,
-                dst: 0,
-                dscp: 26,
-                ecn: dataplane::wire::Ecn::Ect0,
-                qp: u32::from(s),
-                frame_len: 1024,
-                count: 64,
-                start_ns: 0,
-                rate_bps: host_bps,
-            }
-            .frames()
-            .unwrap()
-            .into_iter()
-            .map(|(_, f)| f)
-            .collect()
+            sender(s, 64, host_bps)
+                .frames()
+                .unwrap()
+                .into_iter()
+                .map(|(_, f)| f)
+                .collect()
         })
         .collect();
     let frame_ns = 1024 * 8 * 1_000_000_000 / host_bps;
@@ -221,26 +233,9 @@ fn slow_worker(step_cost_ns: u64, mut stall_ns: u64, secs: u64, capped: bool) ->
     use dataplane::runtime::emulated::{round_time, ToHost};
     let dir = tempfile::tempdir().unwrap();
     let path = ports_config(dir.path(), |_| "speed = \"500M\"\npeer = \"emulated\"".into(), "");
-    let cfg = controlplane::load_file(&path).unwrap().config;
-    let mut sw = Switch::new(&cfg, 1);
-    let mut emu: Vec<Option<EmulatedPort>> = cfg.ports.iter().map(|p| Some(EmulatedPort::new(p, &cfg.pfc))).collect();
-    let step = emu.iter().flatten().map(EmulatedPort::step_ns).min().unwrap();
-    sw.receive(0, &announce(0, 1).unwrap(), 0);
+    let (mut sw, mut emu, step) = switch_of(&path);
     let template: Vec<Vec<u8>> = (1..4u16)
-        .map(|s| {
-            let flow = Flow {
-                src: s,
-                dst: 0,
-                dscp: 26,
-                ecn: dataplane::wire::Ecn::Ect0,
-                qp: u32::from(s),
-                frame_len: 1024,
-                count: 1,
-                start_ns: 0,
-                rate_bps: 300_000_000,
-            };
-            flow.frames().unwrap().remove(0).1
-        })
+        .map(|s| sender(s, 1, 300_000_000).frames().unwrap().remove(0).1)
         .collect();
     let ring_slots = 500_000_000u64 * 500 / 8_000 / 1518;
     let frame_ns = 1024 * 8 * 1_000_000_000 / 300_000_000;
