@@ -342,6 +342,25 @@ mod tests {
     }
 
     #[test]
+    fn a_round_plays_at_most_its_steps_and_never_goes_back() {
+        let step = 262_144;
+        // Nothing to play: the switch runs at real time, however far the last round was.
+        assert_eq!(round_time(1_000, 900_000_000, step, false), 900_000_000);
+        // A gap within the cap is played whole.
+        assert_eq!(round_time(1_000, 1_000 + 3 * step, step, true), 1_000 + 3 * step);
+        // A longer one: 16 steps of it, the rest in the next rounds.
+        let capped = round_time(1_000, 900_000_000, step, true);
+        assert_eq!(capped, 1_000 + MAX_STEPS_PER_ROUND * step);
+        assert_eq!(
+            round_time(capped, 900_000_000, step, true),
+            1_000 + 2 * MAX_STEPS_PER_ROUND * step
+        );
+        // No emulated port (step u64::MAX) or a clock near its end: no overflow, no going back.
+        assert_eq!(round_time(5, 7, u64::MAX, true), 7);
+        assert_eq!(round_time(u64::MAX - 1, u64::MAX, step, true), u64::MAX);
+    }
+
+    #[test]
     fn a_host_ahead_of_its_wire_is_paused_and_released() {
         // 200 KiB waiting: under the XOFF mark, nothing sent.
         let (mut em, mut sw) = port_with_backlog(200, 0);
