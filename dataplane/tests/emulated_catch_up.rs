@@ -52,14 +52,29 @@ fn sender(s: u16, count: u64, rate_bps: u64) -> Flow {
 
 /// The worker's transmit step at `t`: every port, each frame shown to its port's emulated peer
 /// as the worker does (`EmulatedPort::from_switch`: PFC pauses the peer); counts what port 0
-/// (the receiver's) sent.
-fn transmit_all(sw: &mut Switch, emu: &mut [Option<EmulatedPort>], t: u64, to_receiver: &mut u64) -> usize {
+/// (the receiver's) sent. With `pfc_to_hosts`, the PFC the peers pass on to their hosts goes
+/// there, by port.
+fn transmit_all(
+    sw: &mut Switch,
+    emu: &mut [Option<EmulatedPort>],
+    t: u64,
+    to_receiver: &mut u64,
+    mut pfc_to_hosts: Option<&mut Vec<(usize, Vec<u8>)>>,
+) -> usize {
+    use dataplane::runtime::emulated::ToHost;
     let mut sink = |p: usize, f: &[u8], at: u64| {
         if p == 0 {
             *to_receiver += 1;
         }
         if let Some(em) = emu[p].as_mut() {
-            em.from_switch(f, at);
+            let to_host = em.from_switch(f, at);
+            if let Some(out) = pfc_to_hosts.as_deref_mut() {
+                match to_host {
+                    ToHost::Frame if f.get(12..14) == Some(&[0x88, 0x08]) => out.push((p, f.to_vec())),
+                    ToHost::Rewritten(b, n) => out.push((p, b[..n].to_vec())),
+                    _ => {}
+                }
+            }
         }
     };
     (0..4).map(|p| sw.transmit(p, t, &mut sink)).sum()
@@ -117,10 +132,10 @@ fn incast(host_bps: u64, gaps: &[u64], rounds: usize, lossless_shaper: Option<&s
         }
         let mut count0 = 0u64;
         play_through(&mut sw, &mut emu, last, now, step, |sw, emu, t| {
-            transmit_all(sw, emu, t, &mut count0)
+            transmit_all(sw, emu, t, &mut count0, None)
         });
         sw.poll(now);
-        transmit_all(&mut sw, &mut emu, now, &mut count0);
+        transmit_all(&mut sw, &mut emu, now, &mut count0, None);
         rx0 += count0;
         last = now;
         now += gaps[r % gaps.len()];
@@ -230,7 +245,7 @@ struct SlowWorker {
 /// did before (a late round played its whole gap).
 fn slow_worker(step_cost_ns: u64, mut stall_ns: u64, secs: u64, capped: bool) -> SlowWorker {
     use dataplane::nic::pause::PauseRx;
-    use dataplane::runtime::emulated::{round_time, ToHost};
+    use dataplane::runtime::emulated::round_time;
     let dir = tempfile::tempdir().unwrap();
     let path = ports_config(dir.path(), |_| "speed = \"500M\"\npeer = \"emulated\"".into(), "");
     let (mut sw, mut emu, step) = switch_of(&path);
@@ -249,26 +264,6 @@ fn slow_worker(step_cost_ns: u64, mut stall_ns: u64, secs: u64, capped: bool) ->
     let mut last = real;
     let mut last_check = real;
     let stop_writing = secs * 1_000_000_000;
-    // What the switch sent the hosts in a step: PFC goes on to them as their NICs let it.
-    fn to_hosts(sw: &mut Switch, emu: &mut [Option<EmulatedPort>], t: u64, pfc_out: &mut Vec<(usize, Vec<u8>)>) -> u64 {
-        let mut to_receiver = 0;
-        let mut sink = |p: usize, f: &[u8], at: u64| {
-            if p == 0 {
-                to_receiver += 1;
-            }
-            if let Some(em) = emu[p].as_mut() {
-                match em.from_switch(f, at) {
-                    ToHost::Frame if f.get(12..14) == Some(&[0x88, 0x08]) => pfc_out.push((p, f.to_vec())),
-                    ToHost::Rewritten(b, n) => pfc_out.push((p, b[..n].to_vec())),
-                    _ => {}
-                }
-            }
-        };
-        for p in 0..4 {
-            sw.transmit(p, t, &mut sink);
-        }
-        to_receiver
-    }
     let mut pfc_out = Vec::new();
     loop {
         // The hosts write what is due by now, unless paused (a paused host's pacer waits).
@@ -309,11 +304,10 @@ fn slow_worker(step_cost_ns: u64, mut stall_ns: u64, secs: u64, capped: bool) ->
         // The wires, each step costing real time.
         play_through(&mut sw, &mut emu, last, now, step, |sw, emu, t| {
             real += step_cost_ns;
-            delivered += to_hosts(sw, emu, t, &mut pfc_out);
-            0
+            transmit_all(sw, emu, t, &mut delivered, Some(&mut pfc_out))
         });
         sw.poll(now);
-        delivered += to_hosts(&mut sw, &mut emu, now, &mut pfc_out);
+        transmit_all(&mut sw, &mut emu, now, &mut delivered, Some(&mut pfc_out));
         // The round's own step, at `now`.
         real += step_cost_ns;
         for (p, em) in emu.iter_mut().enumerate().skip(1) {

@@ -237,9 +237,9 @@ pub const MAX_STEPS_PER_ROUND: u64 = 16;
 /// [`MAX_STEPS_PER_ROUND`] steps of `step_ns`; then that many steps past `last`.
 ///
 /// Why the cap: a late round plays its gap through in steps, and each step costs the worker
-/// real time (the switch's transmit, the veths' syscalls). On a loaded machine a step took
-/// about as long as the wire time it plays (250 µs for 262 µs at 500 Mb/s), so a round that
-/// played a 50 ms gap took 50 ms or more, and the next had a longer gap to play: rounds grew
+/// real time (the switch's transmit, the veths' syscalls). On a loaded 2-core machine a step took
+/// 250–650 µs of real time for 262 µs of wire time at 500 Mb/s, so a round that played a
+/// 50 ms gap took 50 ms or more, and the next had a longer gap to play: rounds grew
 /// to hundreds of milliseconds, during which no receive ring was read and no back-pressure
 /// refreshed, the hosts' pauses ran out, and their rings overflowed. With the cap a round's
 /// work is bounded; a worker that cannot keep up lets the wires fall behind real time (the
@@ -386,6 +386,19 @@ mod tests {
         let (enable, times) = pfc_of(em.backpressure(90_000_000, 90_000_000)).expect("XON");
         assert_eq!((enable, times[3]), (1 << 3, 0));
         assert_eq!(em.report().backpressure_xoff[3], 2);
+    }
+
+    /// The host's pause runs on real time: while the wires lag (`round_time`), the refresh still
+    /// comes half a pause of real time after the XOFF, not of wire time.
+    #[test]
+    fn a_host_is_refreshed_on_real_time_while_the_wires_lag() {
+        let (mut em, _) = port_with_backlog(300, 0);
+        assert!(pfc_of(em.backpressure(0, 0)).is_some());
+        // 34 ms of real time later the wires have played 1 ms: the refresh is due.
+        let (enable, times) = pfc_of(em.backpressure(34_000_000, 1_000_000)).expect("refresh on real time");
+        assert_eq!((enable, times[3]), (1 << 3, 65535));
+        // Wire time far ahead of real time does not bring the next one forward.
+        assert_eq!(pfc_of(em.backpressure(35_000_000, 900_000_000)), None);
     }
 
     #[test]
