@@ -123,6 +123,9 @@ fn describe(prefix: &str, field: &str) -> Option<&'static str> {
         ("port", "learn_unannounced") => {
             "stations learnt here that another worker's FDB did not hear about, per worker missed (it floods them until the next refresh)"
         }
+        ("port", "crossed_out") => {
+            "frames received here that left through a port of another worker (crossed between cores; each flooded copy counted)"
+        }
         ("port", "watchdog_storms") => "PFC storms the watchdog detected, per priority",
         ("port", "watchdog_restores") => "queues the PFC watchdog restored after a storm, per priority",
         ("port_peer", "held_frames") => "frames that waited at the emulated peer while PFC paused them, per priority",
@@ -306,6 +309,7 @@ impl Metrics {
                 unknown_ethertype,
                 learn_refused,
                 learn_unannounced,
+                crossed_out,
                 watchdog_storms,
                 watchdog_restores,
                 buffer,
@@ -338,6 +342,9 @@ impl Metrics {
             // Several workers only, as in the JSON (left out while 0).
             if *learn_unannounced > 0 {
                 self.numbers("port", &labels, &[("learn_unannounced", *learn_unannounced)]);
+            }
+            if *crossed_out > 0 {
+                self.numbers("port", &labels, &[("crossed_out", *crossed_out)]);
             }
             self.drops("port", &labels, drops);
             for (field, v) in [
@@ -532,6 +539,7 @@ mod tests {
                 id: 2,
                 rx_packets: 7,
                 learn_unannounced: 3,
+                crossed_out: 5,
                 drops,
                 pfc_tx,
                 paused_ns,
@@ -589,6 +597,7 @@ mod tests {
             r#"rocesw_port_rx_packets_total{switch="s1",port="2"} 7"#,
             r#"rocesw_port_drops_total{switch="s1",port="2",reason="headroom_overflow"} 3"#,
             r#"rocesw_port_pfc_tx_total{switch="s1",port="2",priority="3"} 5"#,
+            r#"rocesw_port_crossed_out_total{switch="s1",port="2"} 5"#,
             r#"rocesw_port_paused_seconds_total{switch="s1",port="2",priority="3"} 1.5"#,
             r#"rocesw_port_buffer_ingress_cells{switch="s1",port="2"} 4"#,
             r#"rocesw_port_buffer_peak_egress_cells{switch="s1",port="2"} 9"#,

@@ -93,6 +93,10 @@ pub struct PortCounters {
     /// Source addresses the FDB did not learn: the table full, the port at its limit or its
     /// learning rate (`[fdb]`). Not drops: the frame was forwarded.
     pub learn_refused: u64,
+    /// Frames received here that left through a port another worker owns (each flooded copy
+    /// counted): they crossed between workers' cores, which measured 2-2.7 times the CPU time
+    /// of a frame that stays (bench/README.md, "Many cores"). Always 0 with one worker.
+    pub crossed_out: u64,
     /// Frames CE-marked on leaving this port.
     pub ecn_marked: u64,
     /// PFC frames sent, per priority they name (one frame may count under several).
@@ -129,6 +133,7 @@ impl PortCounters {
             malformed: add(&self.malformed, &other.malformed),
             unknown_ethertype: self.unknown_ethertype + other.unknown_ethertype,
             learn_refused: self.learn_refused + other.learn_refused,
+            crossed_out: self.crossed_out + other.crossed_out,
             ecn_marked: self.ecn_marked + other.ecn_marked,
             pfc_tx: add(&self.pfc_tx, &other.pfc_tx),
             pfc_rx: add(&self.pfc_rx, &other.pfc_rx),

@@ -236,9 +236,22 @@ fn run(bursts: &[Burst], owners: &[u8]) -> Result<(), TestCaseError> {
     // Per (egress port, flow): the last PSN seen there.
     let mut last: HashMap<(usize, ([u8; 6], u8)), u32> = HashMap::new();
     let mut reordered = Vec::new();
+    // Each host sends on its own port: its source MAC says where a frame came in.
+    let in_port_of: HashMap<[u8; 6], usize> = bursts
+        .iter()
+        .map(|b| {
+            let f = flow_frames(b.port as u16, b.dst, b.dscp, Ecn::Ect0, b.len, 1).remove(0);
+            (f[6..12].try_into().unwrap(), b.port)
+        })
+        .collect();
+    // Data frames sent through a port of another shard than the one they came in on.
+    let mut crossed_sent = 0u64;
     let mut sink = |port: usize, f: &[u8], _: u64| {
         sent += 1;
         if let Some((src, psn)) = flow_key_and_psn(f) {
+            if owners[in_port_of[&src.0]] != owners[port] {
+                crossed_sent += 1;
+            }
             if let Some(prev) = last.insert((port, src), psn) {
                 if psn <= prev {
                     reordered.push((port, src, prev, psn));
@@ -255,6 +268,7 @@ fn run(bursts: &[Burst], owners: &[u8]) -> Result<(), TestCaseError> {
     let mut tx = 0;
     let mut rx = 0;
     let mut dropped_copies = 0;
+    let mut crossed_out = 0;
     for (s, shard) in sw.shards.iter().enumerate() {
         prop_assert!(shard.buffers_empty(), "shard {s}: {:?}", shard.pool_use());
         prop_assert_eq!(shard.accounting_errors(), Vec::<String>::new());
@@ -274,6 +288,7 @@ fn run(bursts: &[Burst], owners: &[u8]) -> Result<(), TestCaseError> {
             rx += p.rx_packets;
             tx += p.tx_packets;
             dropped_copies += p.drops.total();
+            crossed_out += p.crossed_out;
             for g in &p.pgs {
                 prop_assert_eq!(g.min_cells + g.shared_cells + g.headroom_cells, 0);
             }
@@ -286,6 +301,12 @@ fn run(bursts: &[Burst], owners: &[u8]) -> Result<(), TestCaseError> {
     prop_assert!(
         tx + dropped_copies >= received,
         "tx {tx} + drops {dropped_copies} < rx {received}"
+    );
+    // What the ports say crossed (`crossed_out`): every frame sent by another shard than its
+    // ingress one, and at most the frames dropped besides (a copy may cross, then be dropped).
+    prop_assert!(
+        crossed_sent <= crossed_out && crossed_out <= crossed_sent + dropped_copies,
+        "crossed_out {crossed_out}, sent across {crossed_sent}, drops {dropped_copies}"
     );
     Ok(())
 }

@@ -145,6 +145,9 @@ fn frames_cross_between(workers: usize) {
         );
     }
     assert_eq!(o.snapshot.ports[1].rx_packets, 500);
+    // Every data frame crossed, and is counted so on the port it came in on, once.
+    assert_eq!(o.snapshot.ports[1].crossed_out, 500);
+    assert_eq!(o.snapshot.ports[2].crossed_out, 500);
     assert_eq!(o.tx_dropped, 0);
 }
 
@@ -160,6 +163,10 @@ fn a_vanished_port_does_not_stop_the_switch() {
     r.stop.store(true, Ordering::Relaxed);
     let o = r.handle.join().unwrap();
     assert_eq!(o.snapshot.ports[1].tx_packets, 200);
+    assert!(
+        o.snapshot.ports.iter().all(|p| p.crossed_out == 0),
+        "one worker: nothing crosses"
+    );
 }
 
 /// Stopping drains what was admitted: a 10 Mb/s port holding a queue sends it all before the

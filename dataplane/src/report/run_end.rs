@@ -13,6 +13,7 @@ const WIRES_BEHIND_WORTH_SAYING_NS: u64 = 10_000_000;
 /// The text printed on standard output at the end of a run.
 pub fn text(outcome: &RunOutcome, cfg: &controlplane::Config) -> String {
     let mut o = crate::report::human_summary(&outcome.snapshot, "uptime", outcome.uptime_ns);
+    crossing(&mut o, &outcome.snapshot);
     if outcome.undrained > 0 {
         let _ = writeln!(o, "drain timed out: {} frames were still queued", outcome.undrained);
     }
@@ -93,6 +94,32 @@ pub fn text(outcome: &RunOutcome, cfg: &controlplane::Config) -> String {
     o
 }
 
+/// With several workers, how much traffic crossed between them, and what to do about it: the
+/// one figure that says whether the ports' placement on workers suits the traffic. Nothing
+/// while no frame crossed (one worker, or ports placed well).
+fn crossing(o: &mut String, s: &controlplane::snapshot::Snapshot) {
+    let crossed: u64 = s.ports.iter().map(|p| p.crossed_out).sum();
+    if crossed == 0 {
+        return;
+    }
+    let by_port: Vec<String> = s
+        .ports
+        .iter()
+        .filter(|p| p.crossed_out > 0)
+        .map(|p| format!("port {}: {}", p.id, p.crossed_out))
+        .collect();
+    let _ = writeln!(
+        o,
+        "crossed between workers: {crossed} of {} frames received ({:.1} %) left through a port of \
+         another worker ({}); a frame that crosses takes 2-2.7 times the CPU time of one that stays \
+         (bench/README.md, \"Many cores\"), so ports that exchange traffic belong on one worker \
+         (`[[port]] worker`)",
+        s.totals.rx_packets,
+        crossed as f64 * 100.0 / s.totals.rx_packets.max(1) as f64,
+        by_port.join(", ")
+    );
+}
+
 /// `--summary`'s JSON: the switch's snapshot, each port's backend counters, the uptime and
 /// what the drain left.
 pub fn summary_json(outcome: &RunOutcome, cfg: &controlplane::Config) -> serde_json::Value {
@@ -160,5 +187,42 @@ mod tests {
         assert_eq!(j["interfaces"][0]["backend"]["rx_kernel_drops"], 40);
         assert_eq!(j["undrained"], 3);
         assert_eq!(j["wires_behind_ns"], 250_000_000);
+    }
+
+    /// Frames that crossed between workers are said after the counters, with the share of all
+    /// received and the ports they came in on; the summary carries them per port.
+    #[test]
+    fn the_end_of_a_run_says_how_much_crossed_between_workers() {
+        let cfg = crate::test_config();
+        let sw = crate::Switch::new(&cfg, 1);
+        let mut snapshot = sw.snapshot(0);
+        snapshot.totals.rx_packets = 400;
+        snapshot.ports[0].crossed_out = 30;
+        snapshot.ports[2].crossed_out = 20;
+        let outcome = RunOutcome {
+            snapshot,
+            uptime_ns: 1_000_000,
+            undrained: 0,
+            tx_dropped: 0,
+            backends: vec![],
+            wires_behind_ns: 0,
+        };
+        let t = text(&outcome, &cfg);
+        let line = t
+            .lines()
+            .find(|l| l.starts_with("crossed between workers"))
+            .unwrap_or_else(|| panic!("{t}"));
+        assert!(
+            line.starts_with(
+                "crossed between workers: 50 of 400 frames received (12.5 %) left through a port of another worker"
+            ),
+            "{line}"
+        );
+        let ports = format!("(port {}: 30, port {}: 20)", cfg.ports[0].id, cfg.ports[2].id);
+        assert!(line.contains(&ports), "{line}");
+        assert!(line.ends_with("belong on one worker (`[[port]] worker`)"), "{line}");
+        let j = summary_json(&outcome, &cfg);
+        assert_eq!(j["switch"]["ports"][0]["crossed_out"], 30);
+        assert!(j["switch"]["ports"][1].get("crossed_out").is_none(), "left out while 0");
     }
 }

@@ -72,6 +72,7 @@ impl Switch {
                 home: slot,
             },
         };
+        self.ingress.ports[port].counters.crossed_out += 1;
         self.shard.outbox_for(out).push_frame(Crossing {
             frame,
             len: len as u16,
