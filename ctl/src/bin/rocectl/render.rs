@@ -171,6 +171,20 @@ fn render_counters(s: &Snapshot) -> String {
             drops(&p.drops)
         );
     }
+    // Several workers: what each port received that crossed to another worker's port, the
+    // figure that says whether the ports' placement on workers suits the traffic.
+    let crossed: Vec<String> = s
+        .ports
+        .iter()
+        .filter(|p| p.crossed_out > 0)
+        .map(|p| {
+            let share = p.crossed_out as f64 * 100.0 / p.rx_packets.max(1) as f64;
+            format!("port {} {} ({share:.1} % of its rx)", p.id, p.crossed_out)
+        })
+        .collect();
+    if !crossed.is_empty() {
+        let _ = writeln!(o, "crossed to another worker: {}", crossed.join(", "));
+    }
     // What the ports' backends lost before the switch saw a frame (`rocesw run` only).
     if s.ports.iter().any(|p| p.backend.is_some()) {
         let _ = writeln!(
@@ -704,6 +718,14 @@ mod tests {
         assert!(c.lines().next().unwrap().contains("rx_bytes"), "{c}");
         assert!(c.contains("egress_limit=4 no_route=1"), "{c}");
         assert_eq!(c.lines().count(), 3, "{c}");
+        let mut crossing = snapshot();
+        crossing.ports[1].crossed_out = 76;
+        let c = render(Show::Counters, &serde_json::to_value(crossing).unwrap(), Levels::Cells).unwrap();
+        assert_eq!(
+            c.lines().last().unwrap(),
+            "crossed to another worker: port 1 76 (75.2 % of its rx)",
+            "{c}"
+        );
         let mut with_backend = snapshot();
         with_backend.ports[1].backend = Some(controlplane::snapshot::BackendReport {
             driver: "net_vhost".into(),
