@@ -6,7 +6,8 @@
 # frames in OUT/run<N>-<pid>/: the switch's summary (sum.json) and log, rocegen's report
 # (gen.json), and `ip -s -j link` of every lab interface and /proc/net/softnet_stat before
 # (*0) and after (*1) the run, to find where the frames went. As root, after
-# `cargo build --release --bins`; BIN=dir picks the binaries.
+# `cargo build --release --bins`; BIN=dir picks the binaries; SLEEP=seconds starts the traffic
+# that long after the switch instead of when it says every port is open.
 #   sudo RUNS=300 OUT=/tmp/hunt bench/scripts/lab_incast_hunt.sh
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -46,7 +47,19 @@ for i in $(seq "$RUNS"); do
   counters 0
   "$BIN/rocesw" run --no-control --config "$CONFIG" --summary "$STATE/sum.json" >"$STATE/switch.log" 2>&1 &
   SW=$!
-  sleep 0.5
+  # Traffic starts once every port is open (`rocesw: switching ...`). SLEEP=0.5 starts it after
+  # a fixed half second instead, as these scripts did before (bench/README.md: on a machine
+  # slow to start the switch, the last ports' first frames were lost before their sockets
+  # existed).
+  if [ -n "${SLEEP:-}" ]; then
+    sleep "$SLEEP"
+  else
+    for _ in $(seq 300); do
+      grep -q '^rocesw: switching' "$STATE/switch.log" && break
+      kill -0 "$SW" 2>/dev/null || { cat "$STATE/switch.log" >&2; exit 1; }
+      sleep 0.1
+    done
+  fi
   "$BIN/rocegen" coordinate --pattern incast --lab "$STATE/$NAME.json" --rate 300M \
     --link-speed 500M --duration 3 --json >"$STATE/gen.json" 2>"$STATE/gen.err" || true
   kill -INT "$SW"; wait "$SW"

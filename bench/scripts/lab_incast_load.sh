@@ -44,9 +44,15 @@ for round in $(seq "$ROUNDS"); do
       for _ in $(seq "$(nproc)"); do (while :; do :; done) & BUSY+=($!); done
     fi
     "$BIN/rocesw" run --no-control --config "$CONFIG" --summary "$STATE/sum.json" \
-      >/dev/null 2>&1 &
+      >/dev/null 2>"$STATE/switch.err" &
     SW=$!
-    sleep 0.5
+    # Traffic starts once every port is open ("rocesw: switching ..."): frames sent before a
+    # port's socket exists are lost where nothing counts them.
+    for _ in $(seq 300); do
+      grep -q '^rocesw: switching' "$STATE/switch.err" && break
+      kill -0 "$SW" 2>/dev/null || { cat "$STATE/switch.err" >&2; exit 1; }
+      sleep 0.1
+    done
     "$BIN/rocegen" coordinate --pattern incast --lab "$STATE/$NAME.json" --rate 300M \
       --link-speed 500M --duration 3 --json >"$STATE/gen.json" 2>/dev/null || true
     kill -INT "$SW"; wait "$SW" || true

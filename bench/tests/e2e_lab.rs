@@ -84,6 +84,7 @@ impl Switch {
         let r = running.clone();
         let handle = std::thread::spawn(move || {
             let opts = RunOptions {
+                ready: None,
                 seed: 1,
                 control,
                 open: Box::new(|p| {

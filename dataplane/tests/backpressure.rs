@@ -70,6 +70,7 @@ fn a_host_ahead_of_its_emulated_wire_is_paused_then_released() {
     let stop = Arc::new(AtomicBool::new(false));
     let handles = ports.clone();
     let opts = RunOptions {
+        ready: None,
         seed: 1,
         control: None,
         open: Box::new(move |p| {

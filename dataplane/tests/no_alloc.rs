@@ -236,6 +236,7 @@ fn workers_with_captures_allocate_nothing(workers: usize) {
     let handle = std::thread::spawn(move || {
         mark_this_thread();
         let opts = RunOptions {
+            ready: None,
             seed: 1,
             control: Some(q2),
             open: Box::new(move |p| {

@@ -87,6 +87,7 @@ fn two_workers_on_dpdk_ports_do_not_allocate() {
     let handle = std::thread::spawn(move || {
         mark_this_thread();
         let opts = RunOptions {
+            ready: None,
             seed: 1,
             control: None,
             open: Box::new(move |p| Ok(p2.lock().unwrap().remove(&p.id).expect("each port opened once"))),

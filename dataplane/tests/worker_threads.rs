@@ -342,3 +342,48 @@ fn frames_the_receive_ring_lost_are_counted_as_drops() {
         }
     }
 }
+
+/// `RunOptions::ready` comes once, after every port is open, with one worker and with two:
+/// scripts start their traffic on `rocesw run`'s "switching" line, which it prints, and a
+/// frame sent to an AF_PACKET port before its socket exists is lost where nothing counts it.
+#[test]
+fn ready_comes_once_every_port_is_open() {
+    for workers in [1, 2] {
+        let mut cfg = default_config();
+        cfg.run.workers = workers;
+        cfg.run.idle_sleep_ns = Some(20_000);
+        for (i, p) in cfg.ports.iter_mut().enumerate() {
+            p.worker = i % workers;
+        }
+        let events = Arc::new(Mutex::new(Vec::<String>::new()));
+        let (opened, said) = (events.clone(), events.clone());
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let s = stop.clone();
+        let handle = std::thread::spawn(move || {
+            let opts = dataplane::runtime::worker::RunOptions {
+                seed: 1,
+                control: None,
+                open: Box::new(move |p| {
+                    opened.lock().unwrap().push(format!("open {}", p.id));
+                    Ok(Box::new(TestPort {
+                        name: format!("t{}", p.id),
+                        wire: Arc::new(Mutex::new(Wire::default())),
+                    }) as Box<dyn dataplane::io::PortBackend + Send>)
+                }),
+                ready: Some(Box::new(move || said.lock().unwrap().push("ready".into()))),
+            };
+            dataplane::runtime::worker::run(&cfg, opts, s, None).expect("run")
+        });
+        wait_for("ready", || events.lock().unwrap().iter().any(|e| e == "ready"));
+        stop.store(true, Ordering::Relaxed);
+        handle.join().unwrap();
+        let events = events.lock().unwrap();
+        let n = default_config().ports.len();
+        assert_eq!(events.len(), n + 1, "{workers} worker(s): {events:?}");
+        assert_eq!(
+            events.last().map(String::as_str),
+            Some("ready"),
+            "{workers} worker(s): {events:?}"
+        );
+    }
+}

@@ -190,6 +190,7 @@ fn main() -> Result<()> {
     let (d2, s2, q2) = (delivered.clone(), stop.clone(), queue.clone());
     let run = std::thread::spawn(move || {
         let opts = RunOptions {
+            ready: None,
             seed: 1,
             control: Some(q2),
             open: Box::new(move |p| {

@@ -186,9 +186,26 @@ pub fn run(args: RunArgs) -> Result<()> {
             .map_err(|e| control_socket_error(&control, e))?,
         )
     };
+    // Said once every port is open (RunOptions::ready), not before: scripts start their
+    // traffic on this line, and a frame sent before a port's socket exists is lost uncounted.
+    let switching = format!(
+        "rocesw: switching {} ports ({}) on {} worker(s); Ctrl-C stops",
+        cfg.ports.len(),
+        cfg.ports
+            .iter()
+            .map(|p| match (&p.interface, &p.pcap, &p.dpdk) {
+                (Some(i), _, _) => i.clone(),
+                (None, None, Some(d)) => d.split(',').next().unwrap_or(d).to_string(),
+                (None, _, _) => format!("pcap{}", p.id),
+            })
+            .collect::<Vec<_>>()
+            .join(", "),
+        cfg.run.workers
+    );
     let opts = crate::runtime::worker::RunOptions {
         seed,
         control: (!no_control).then_some(queue),
+        ready: Some(Box::new(move || eprintln!("{switching}"))),
         open: Box::new(move |p: &controlplane::PortConfig| {
             if let Some(port) = dpdk_ports.borrow_mut().remove(&p.id) {
                 return Ok(port);
@@ -203,20 +220,6 @@ pub fn run(args: RunArgs) -> Result<()> {
             Ok(Box::new(port) as Box<dyn crate::io::PortBackend + Send>)
         }),
     };
-    eprintln!(
-        "rocesw: switching {} ports ({}) on {} worker(s); Ctrl-C stops",
-        cfg.ports.len(),
-        cfg.ports
-            .iter()
-            .map(|p| match (&p.interface, &p.pcap, &p.dpdk) {
-                (Some(i), _, _) => i.clone(),
-                (None, None, Some(d)) => d.split(',').next().unwrap_or(d).to_string(),
-                (None, _, _) => format!("pcap{}", p.id),
-            })
-            .collect::<Vec<_>>()
-            .join(", "),
-        cfg.run.workers
-    );
     let mut printer = crate::report::live::Printer::new(&cfg);
     let mut hook = |s: &crate::report::Snapshot, now: u64| printer.print(s, now);
     let outcome = crate::runtime::worker::run(&cfg, opts, stop, if stats { Some(&mut hook) } else { None })?;

@@ -200,7 +200,16 @@ pub struct RunOptions {
     pub open: OpenPort,
     /// Requests from the control plane (`rocectl`), served between bursts.
     pub control: Option<Arc<ControlQueue>>,
+    /// Called once every port is open and the workers are about to poll: a frame that reaches
+    /// a port from then on is in the port's ring for the switch to read. Before it, an
+    /// AF_PACKET port's socket may not exist yet, and what its host sends is lost where nothing
+    /// counts it (the interface's own counters see it arrive). `rocesw run` says "switching …"
+    /// here, the line scripts wait for before they start traffic.
+    pub ready: Option<Ready>,
 }
+
+/// [`RunOptions::ready`].
+pub type Ready = Box<dyn FnOnce() + Send>;
 
 /// Runs the switch until `stop` is set: opens every port, starts a worker per shard (worker 0
 /// on the calling thread), drains, and returns the final counters.
@@ -224,6 +233,7 @@ pub fn run(
         .iter()
         .map(|w| used.iter().position(|u| u == w).unwrap_or(0) as u8)
         .collect();
+    let ready = opts.ready;
     let mut ports: Vec<Vec<ShardPort>> = (0..shards)
         .map(|_| (0..n).map(|_| ShardPort::Elsewhere).collect())
         .collect();
@@ -318,6 +328,9 @@ pub fn run(
         }
         if let Some(c) = cores[0] {
             pin(c);
+        }
+        if let Some(ready) = ready {
+            ready();
         }
         let mut ends = vec![first.run(&stop, stats)];
         for h in handles {

@@ -57,10 +57,14 @@ pub fn run(config: Option<&Path>, duration: f64, speed: &str, rate: &str) -> Res
     }
     let sw_stop = Arc::new(AtomicBool::new(false));
     let s2 = sw_stop.clone();
+    let (ready_tx, ready_rx) = std::sync::mpsc::channel();
     let switch = std::thread::spawn(move || {
         let opts = crate::runtime::worker::RunOptions {
             seed: 1,
             control: None,
+            ready: Some(Box::new(move || {
+                let _ = ready_tx.send(());
+            })),
             open: Box::new(|p: &controlplane::PortConfig| {
                 let port = AfPacket::open(
                     p.interface.as_deref().unwrap_or_default(),
@@ -73,7 +77,13 @@ pub fn run(config: Option<&Path>, duration: f64, speed: &str, rate: &str) -> Res
         let mut hook = |s: &crate::report::Snapshot, now: u64| printer.print(s, now);
         crate::runtime::worker::run(&cfg, opts, s2, Some(&mut hook))
     });
-    std::thread::sleep(std::time::Duration::from_millis(300));
+    // Traffic starts once every port is open: a frame sent before its port's socket exists is
+    // lost where nothing counts it, and the demo would report a loss the switch never saw.
+    if ready_rx.recv().is_err() {
+        // The switch stopped before it was ready: its error says why.
+        let outcome = switch.join().map_err(|_| anyhow::anyhow!("switch thread panicked"))?;
+        return outcome.map(|_| ()).context("the switch did not start");
+    }
     say(&format!(
         "3→1 incast: hosts 1-3 send lossless RoCEv2 (DSCP 26) at {rate} each to host 0 for {duration} s; port 0 runs at {speed}\n\n"
     ));

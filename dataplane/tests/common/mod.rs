@@ -246,6 +246,7 @@ impl Running {
         let (w2, s2) = (wires.clone(), stop.clone());
         let handle = std::thread::spawn(move || {
             let opts = RunOptions {
+                ready: None,
                 seed: 1,
                 control: queue,
                 open: Box::new(move |p| {
