@@ -8,12 +8,21 @@
 # nor seen lost when the receivers stopped, and how far the emulated links fell behind real time. The lab's own config is used
 # (interfaces are emulated links, headroom "auto"); PEER=wire runs the lab's old defaults
 # instead (wire peers, 512 KiB of headroom per lossless PG).
+# KEEP=dir keeps everything of a run that lost frames in dir/round<N>-<load>/: the switch's
+# summary and log, rocegen's report, and `ip -s -j link` of every lab interface (both
+# namespaces) and /proc/net/softnet_stat before (*0) and after (*1) the run, to find where the
+# frames went. Traffic starts when the switch says every port is open; SLEEP=seconds starts it
+# that long after the switch instead (as this script did before, which lost the first frames of
+# the ports opened last: bench/README.md, "Late rounds that fed on themselves").
+#   sudo ROUNDS=150 HOSTS=8 KEEP=/tmp/hunt bench/scripts/lab_incast_load.sh   # 300 runs, 7->1
 # (bench/README.md, "Lossless in real time".)
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 BIN=${BIN:-$ROOT/target/release}
 ROUNDS=${ROUNDS:-3}
 PEER=${PEER:-}
+KEEP=${KEEP:-}
+SLEEP=${SLEEP:-}
 NAME=${NAME:-ld$$}
 NAME=${NAME:0:8}
 STATE=$(mktemp -d)
@@ -24,6 +33,13 @@ cleanup() {
   rm -rf "$STATE"
 }
 trap cleanup EXIT
+counters() { # $1: 0 before a run, 1 after
+  ip -s -j link >"$STATE/link$1.json"
+  cat /proc/net/softnet_stat >"$STATE/softnet$1"
+  for ns in $(ip netns list | awk '{print $1}' | grep "^$NAME-"); do
+    ip netns exec "$ns" ip -s -j link >"$STATE/ns$1-$ns.json"
+  done
+}
 "$BIN/rocesw" lab up --name "$NAME" --hosts "${HOSTS:-4}" --speed 500M --state-dir "$STATE" \
   --config "$ROOT/configs/default.toml" >/dev/null
 CONFIG="$STATE/$NAME.toml"
@@ -43,21 +59,35 @@ for round in $(seq "$ROUNDS"); do
     if [ "$load" = loaded ]; then
       for _ in $(seq "$(nproc)"); do (while :; do :; done) & BUSY+=($!); done
     fi
+    [ -z "$KEEP" ] || counters 0
     "$BIN/rocesw" run --no-control --config "$CONFIG" --summary "$STATE/sum.json" \
-      >/dev/null 2>"$STATE/switch.err" &
+      >"$STATE/switch.log" 2>&1 &
     SW=$!
-    # Traffic starts once every port is open ("rocesw: switching ..."): frames sent before a
-    # port's socket exists are lost where nothing counts them.
-    for _ in $(seq 300); do
-      grep -q '^rocesw: switching' "$STATE/switch.err" && break
-      kill -0 "$SW" 2>/dev/null || { cat "$STATE/switch.err" >&2; exit 1; }
-      sleep 0.1
-    done
+    if [ -n "$SLEEP" ]; then
+      sleep "$SLEEP"
+    else
+      # Traffic starts once every port is open ("rocesw: switching ..."): frames sent before a
+      # port's socket exists are lost where nothing counts them.
+      for _ in $(seq 300); do
+        grep -q '^rocesw: switching' "$STATE/switch.log" && break
+        kill -0 "$SW" 2>/dev/null || { cat "$STATE/switch.log" >&2; exit 1; }
+        sleep 0.1
+      done
+    fi
     "$BIN/rocegen" coordinate --pattern incast --lab "$STATE/$NAME.json" --rate 300M \
-      --link-speed 500M --duration 3 --json >"$STATE/gen.json" 2>/dev/null || true
+      --link-speed 500M --duration 3 --json >"$STATE/gen.json" 2>"$STATE/gen.err" || true
     kill -INT "$SW"; wait "$SW" || true
     for p in "${BUSY[@]}"; do kill "$p" 2>/dev/null || true; done
     BUSY=()
+    if [ -n "$KEEP" ]; then
+      counters 1
+      if ! python3 -c 'import json,sys; sys.exit(json.load(open(sys.argv[1]))["totals"]["lost"] != 0)' \
+        "$STATE/gen.json" 2>/dev/null; then
+        mkdir -p "$KEEP/round$round-$load"
+        cp "$STATE"/*.json "$STATE"/softnet* "$STATE"/*.log "$STATE"/gen.err "$KEEP/round$round-$load/"
+        echo "kept in $KEEP/round$round-$load"
+      fi
+    fi
     python3 - "$STATE/gen.json" "$STATE/sum.json" "$round" "$load" <<'PY'
 import json, sys
 g = json.load(open(sys.argv[1]))["totals"]

@@ -77,14 +77,15 @@ impl Switch {
     fn start_with(cfg: Config, control: Option<Arc<ControlQueue>>) -> Switch {
         let stop = Arc::new(AtomicBool::new(false));
         let s = stop.clone();
-        // Traffic starts once the switch polls its ports, as in the README's lab: opening the
-        // rings and the first round took over 200 ms on a loaded machine, and senders that
-        // started meanwhile met a switch that read megabytes at its first round.
+        // Traffic starts once every port is open and the switch polls (`RunOptions::ready`,
+        // where `rocesw run` prints its "switching" line), as the README's lab says: opening the
+        // rings took over 200 ms on a loaded machine, and a frame sent before its port's socket
+        // exists is lost where nothing counts it.
         let running = Arc::new(AtomicBool::new(false));
         let r = running.clone();
         let handle = std::thread::spawn(move || {
             let opts = RunOptions {
-                ready: None,
+                ready: Some(Box::new(move || r.store(true, Ordering::Release))),
                 seed: 1,
                 control,
                 open: Box::new(|p| {
@@ -92,9 +93,7 @@ impl Switch {
                     Ok(Box::new(port) as Box<dyn PortBackend + Send>)
                 }),
             };
-            // The stats hook runs at the first round, then once a second.
-            let mut first_round = |_: &dataplane::report::Snapshot, _: u64| r.store(true, Ordering::Release);
-            worker::run(&cfg, opts, s, Some(&mut first_round)).expect("switch runs")
+            worker::run(&cfg, opts, s, None).expect("switch runs")
         });
         let deadline = std::time::Instant::now() + Duration::from_secs(30);
         while !running.load(Ordering::Acquire) && !handle.is_finished() {

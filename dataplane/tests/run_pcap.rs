@@ -66,6 +66,7 @@ fn incast_from_captures(workers: usize) {
     let summary = dir.path().join("summary.json");
     let (ok, err) = run(&cfg, &summary);
     assert!(ok, "rocesw run failed: {err}");
+    assert!(err.contains("rocesw: switching 4 ports"), "{err}");
     let s: Value = serde_json::from_str(&std::fs::read_to_string(&summary).unwrap()).unwrap();
 
     let inputs: Vec<Vec<(u64, Vec<u8>)>> = (0..4)
@@ -194,6 +195,11 @@ fn a_bad_capture_is_a_clear_error() {
     assert!(!ok);
     assert!(err.contains("port 1") && err.contains("not a classic pcap"), "{err}");
     assert!(!err.contains("panicked"), "{err}");
+    // The line scripts start their traffic on comes only once every port is open.
+    assert!(
+        !err.contains("rocesw: switching"),
+        "said ready with a port that did not open: {err}"
+    );
 }
 
 #[test]

@@ -11,13 +11,18 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-fn start(mut cfg: Config, workers: usize) -> Running {
+fn start(cfg: Config, workers: usize) -> Running {
+    Running::start(on_workers(cfg, workers), None)
+}
+
+/// `cfg` on `workers` workers, port i on worker i mod `workers`, idling 20 µs.
+fn on_workers(mut cfg: Config, workers: usize) -> Config {
     cfg.run.workers = workers;
     cfg.run.idle_sleep_ns = Some(20_000);
     for (i, p) in cfg.ports.iter_mut().enumerate() {
         p.worker = i % workers;
     }
-    Running::start(cfg, None)
+    cfg
 }
 
 fn frames(src: u16, dst: u16, count: u64) -> Vec<Vec<u8>> {
@@ -349,12 +354,8 @@ fn frames_the_receive_ring_lost_are_counted_as_drops() {
 #[test]
 fn ready_comes_once_every_port_is_open() {
     for workers in [1, 2] {
-        let mut cfg = default_config();
-        cfg.run.workers = workers;
-        cfg.run.idle_sleep_ns = Some(20_000);
-        for (i, p) in cfg.ports.iter_mut().enumerate() {
-            p.worker = i % workers;
-        }
+        let cfg = on_workers(default_config(), workers);
+        let n = cfg.ports.len();
         let events = Arc::new(Mutex::new(Vec::<String>::new()));
         let (opened, said) = (events.clone(), events.clone());
         let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
@@ -378,7 +379,6 @@ fn ready_comes_once_every_port_is_open() {
         stop.store(true, Ordering::Relaxed);
         handle.join().unwrap();
         let events = events.lock().unwrap();
-        let n = default_config().ports.len();
         assert_eq!(events.len(), n + 1, "{workers} worker(s): {events:?}");
         assert_eq!(
             events.last().map(String::as_str),
