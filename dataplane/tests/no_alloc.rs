@@ -42,6 +42,9 @@ fn congested_run(cfg: &controlplane::Config) {
     // 3→1 at line rate for 2000 bursts: queues build, WRED marks, PFC goes out, lossy drops.
     let mut now = 1_000u64;
     let before = ALLOCS.load(Ordering::SeqCst);
+    // This thread only: the test harness starts other tests (and they set up) meanwhile.
+    counting_alloc::mark_this_thread();
+    counting_alloc::ONLY_MARKED.store(true, Ordering::SeqCst);
     COUNTING.store(true, Ordering::SeqCst);
     for _ in 0..2000 {
         for (s, burst) in flows.iter().enumerate() {
@@ -54,6 +57,7 @@ fn congested_run(cfg: &controlplane::Config) {
         now += 32 * 336;
     }
     COUNTING.store(false, Ordering::SeqCst);
+    counting_alloc::ONLY_MARKED.store(false, Ordering::SeqCst);
     let allocs = ALLOCS.load(Ordering::SeqCst) - before;
     let snap = sw.snapshot(now);
     assert!(
@@ -111,12 +115,16 @@ fn emulated_links_do_not_allocate() {
         now += ROUND_NS;
     }
     let before = ALLOCS.load(Ordering::SeqCst);
+    // This thread only: the test harness starts other tests (and they set up) meanwhile.
+    counting_alloc::mark_this_thread();
+    counting_alloc::ONLY_MARKED.store(true, Ordering::SeqCst);
     COUNTING.store(true, Ordering::SeqCst);
     for _ in 0..2000 {
         round(&mut sw, &mut emu, now);
         now += ROUND_NS;
     }
     COUNTING.store(false, Ordering::SeqCst);
+    counting_alloc::ONLY_MARKED.store(false, Ordering::SeqCst);
     let allocs = ALLOCS.load(Ordering::SeqCst) - before;
     let snap = sw.snapshot(now);
     let held: u64 = emu.iter().flatten().map(|e| e.report().held_frames[3]).sum();
@@ -409,6 +417,9 @@ fn edf_scheduler_does_not_allocate() {
         let mut sink = |_: usize, _: &[u8], _: u64| tx += 1;
         let mut now = 1_000u64;
         let before = ALLOCS.load(Ordering::SeqCst);
+        // This thread only: the test harness starts other tests (and they set up) meanwhile.
+        counting_alloc::mark_this_thread();
+        counting_alloc::ONLY_MARKED.store(true, Ordering::SeqCst);
         COUNTING.store(true, Ordering::SeqCst);
         for _ in 0..500 {
             for (s, burst) in flows.iter().enumerate() {
@@ -421,6 +432,7 @@ fn edf_scheduler_does_not_allocate() {
             now += 32 * 336;
         }
         COUNTING.store(false, Ordering::SeqCst);
+        counting_alloc::ONLY_MARKED.store(false, Ordering::SeqCst);
         let allocs = ALLOCS.load(Ordering::SeqCst) - before;
         let snap = sw.snapshot(now);
         let q = &snap.ports[3].queues[3];

@@ -387,3 +387,46 @@ fn ready_comes_once_every_port_is_open() {
         );
     }
 }
+
+/// Issue 41: a host that stops reading (a VM whose virtqueue is full: its port's transmit ring
+/// has no room) is still paused by the switch's PFC, through its emulated peer, which hears the
+/// switch's PFC on its emulated wire whatever the host's receive queue holds. Three such hosts
+/// write a 3→1 lossless incast at once and never read: nothing is dropped, and every frame
+/// reaches port 3. Before, the XOFF waited for room on the full ring, the peers never paused,
+/// and their frames ran into the headroom.
+#[test]
+fn an_emulated_peer_is_paused_while_its_host_does_not_read() {
+    for workers in [1, 2] {
+        let mut cfg = default_config();
+        for p in &mut cfg.ports {
+            p.peer = controlplane::model::PeerKind::Emulated;
+        }
+        let r = start(cfg, workers);
+        r.wires[3].lock().unwrap().to_switch.push_back(announce(3, 0).unwrap());
+        wait_for("the switch has learnt host 3", || {
+            r.wires[0]
+                .lock()
+                .unwrap()
+                .from_switch
+                .iter()
+                .any(|f| f[6..12] == dataplane::tools::gen::host_mac(3))
+        });
+        const N: usize = 2000;
+        for s in 0..3usize {
+            let mut w = r.wires[s].lock().unwrap();
+            w.tx_room = Some(0);
+            w.to_switch.extend(frames(s as u16, 3, N as u64));
+        }
+        wait_for("every frame at port 3", || delivered(&r.wires, 3) == 3 * N);
+        r.stop.store(true, Ordering::Relaxed);
+        let o = r.handle.join().unwrap();
+        assert_eq!(
+            o.snapshot.totals.drops.total(),
+            0,
+            "workers={workers}: {:?}",
+            o.snapshot.totals.drops
+        );
+        let pfc: u64 = o.snapshot.ports[..3].iter().map(|p| p.pfc_tx[3]).sum();
+        assert!(pfc > 0, "workers={workers}: the incast made the switch send PFC");
+    }
+}

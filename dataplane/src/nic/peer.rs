@@ -220,6 +220,10 @@ impl<F> EmulatedLink<F> {
             }
         }
         let (departure, _, class) = best?;
+        // When the frame could start but for the wire and the poll (whole nanoseconds).
+        let head_ts = self.held[class].front().map_or(0, |h| h.ts);
+        let pause_end = if class < 8 { self.pause.until(class) } else { 0 };
+        let unblocked = head_ts.max(pause_end);
         let f = self.held[class].pop_front().expect("ready implies non-empty");
         if class < 8 && self.pause.until(class) > f.ts {
             // It was waiting when its priority's pause ended: held, for its time here.
@@ -228,8 +232,16 @@ impl<F> EmulatedLink<F> {
         }
         self.held_bytes -= u64::from(f.len);
         self.held_bytes_of[class] -= u64::from(f.len);
-        // The frame starts at the later of its departure and the wire's free time.
-        if (departure, 0) > (self.link_free_ns, self.link_free_sub_ps) {
+        // The frame starts at the later of that and the wire's free time, kept to the
+        // picosecond: `departure` is that rounded up to whole nanoseconds (the switch's clock),
+        // and starting the wire's next frame from it would stretch every gap to whole
+        // nanoseconds (8 ns a 64-byte frame at 100G instead of 7.04).
+        // Only a departure later than that (the poll's floor: a frame leaves no earlier than
+        // `catch_up_ns` before `now`) starts it on a whole nanosecond.
+        if (unblocked, 0) > (self.link_free_ns, self.link_free_sub_ps) {
+            (self.link_free_ns, self.link_free_sub_ps) = (unblocked, 0);
+        }
+        if departure > self.link_free_ns() {
             (self.link_free_ns, self.link_free_sub_ps) = (departure, 0);
         }
         let ps = self.link_free_sub_ps + crate::egress::link::ser_ps(f.len as usize, self.speed_bps);
@@ -278,6 +290,40 @@ mod tests {
         assert_eq!(l.held_frames(), 1, "the fourth has not started crossing by 20 µs");
         assert_eq!(l.pop(24_575, u64::MAX).map(|x| x.0), None);
         assert_eq!(l.pop(24_576, u64::MAX).map(|x| x.0), Some(3));
+    }
+
+    /// Back-to-back frames keep the wire's exact gap: 64-byte frames at 100G take 7.04 ns
+    /// each (88 bytes with preamble and gap), so 1000 of them span 7040 ns, not 8000, though
+    /// each departure is a whole nanosecond.
+    #[test]
+    fn back_to_back_frames_keep_the_picoseconds() {
+        let mut l: EmulatedLink<u32> = EmulatedLink::new(100 * G, 0.0, 0, true, 1024);
+        for i in 0..1001 {
+            l.push(3, i, 64, i as u32);
+        }
+        // The real-time way: polled late, catching up.
+        let mut at = Vec::new();
+        while let Some((_, _, t)) = l.pop(1_000_000, u64::MAX) {
+            at.push(t);
+        }
+        assert_eq!(at.len(), 1001);
+        // Replay's way: asked at each instant the next may leave.
+        let mut l2: EmulatedLink<u32> = EmulatedLink::new(100 * G, 0.0, 0, true, 1024);
+        for i in 0..1001 {
+            l2.push(3, i, 64, i as u32);
+        }
+        let mut at2 = Vec::new();
+        let mut now = 0;
+        while at2.len() < 1001 {
+            match l2.pop(now, 0) {
+                Some((_, _, t)) => at2.push(t),
+                None => now = l2.next_event(now).unwrap(),
+            }
+        }
+        for got in [&at, &at2] {
+            assert_eq!(got[1000] - got[0], 7040, "1000 gaps of 7.04 ns");
+            assert!(got.windows(2).all(|w| w[1] - w[0] == 7 || w[1] - w[0] == 8), "{got:?}");
+        }
     }
 
     #[test]

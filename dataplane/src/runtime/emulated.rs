@@ -73,6 +73,9 @@ pub struct EmulatedPort {
     mac: [u8; 6],
     /// Back-pressure XOFF frames sent to the host, per priority.
     backpressure_xoff: [u64; NUM_TC],
+    /// Frames a backend handed over beyond the store's room, lost, not yet counted by the
+    /// switch.
+    overrun: u64,
 }
 
 impl EmulatedPort {
@@ -90,7 +93,14 @@ impl EmulatedPort {
             backpressure: p.pcap.is_none().then(|| PfcGenerator::new(pfc, p.speed_bps)),
             mac: crate::egress::port::port_mac(p.id),
             backpressure_xoff: [0; NUM_TC],
+            overrun: 0,
         }
+    }
+
+    /// Frames lost since the last call because a backend handed over more than the store had
+    /// room for: the switch counts them as lost in the port's receive ring.
+    pub fn take_overrun(&mut self) -> u64 {
+        std::mem::take(&mut self.overrun)
     }
 
     /// The switch sends `frame` to this port's host, starting at `at_ns`: a PFC frame among
@@ -181,9 +191,9 @@ impl EmulatedPort {
     #[inline]
     pub fn accept(&mut self, frame: &[u8], now: u64, classifier: &Classifier) {
         let Some(slot) = self.free.pop() else {
-            // The caller asked for no more than `room()`; a backend that hands over more is
-            // counted as a stalled read rather than trusted.
-            self.link.counters.stalled_reads += 1;
+            // The caller asked for no more than `room()`; a backend that hands over more
+            // loses the frame, counted as lost in the receive ring (`take_overrun`).
+            self.overrun += 1;
             return;
         };
         let len = frame.len().min(self.slot_bytes);

@@ -286,8 +286,7 @@ impl ShardWorker<'_> {
         }
         let Self { sw, ports, .. } = self;
         crate::runtime::emulated::play_through(sw, ports, from, now, step_ns, |sw, ports, t| {
-            let mut sink = PortSink::new(ports);
-            mine.iter().map(|&port| sink.transmit_port(sw, port, t)).sum()
+            transmit_ports(sw, ports, mine, t)
         })
     }
 
@@ -315,24 +314,8 @@ impl ShardWorker<'_> {
     /// Phase 6: every port of this shard sends what it may, at the switch's time `now`; the
     /// emulated peers' hosts get their back-pressure on real time (`real`).
     fn transmit(&mut self, now: u64, real: u64, mine: &[usize]) -> usize {
-        let mut moved = 0;
+        let moved = transmit_ports(&mut self.sw, &mut self.ports, mine, now);
         let mut sink = PortSink::new(&mut self.ports);
-        for &port in mine {
-            // With other shards, a port may owe more than it received this round (what crossed
-            // in): up to TX_ROUNDS bursts, each flushed, while bursts go out full.
-            for _ in 0..crate::runtime::worker::TX_ROUNDS {
-                let n = sink.transmit_port(&mut self.sw, port, now);
-                moved += n;
-                if n < crate::egress::TX_BURST {
-                    break;
-                }
-                if let Some(io) = sink.ports[port].io_mut().filter(|io| !io.gone) {
-                    if let Err(e) = io.backend.flush() {
-                        io.fail(e);
-                    }
-                }
-            }
-        }
         for &port in mine {
             if let Some((frame, len)) = sink.ports[port].peer_mut().and_then(|em| em.backpressure(real, now)) {
                 sink.send_to_host(port, &frame[..len], now);
@@ -340,13 +323,7 @@ impl ShardWorker<'_> {
         }
         // Everything gathered was handed over at the end of each port's turn.
         drop(sink);
-        for io in self.ports.iter_mut().filter_map(ShardPort::io_mut) {
-            if !io.gone {
-                if let Err(e) = io.backend.flush() {
-                    io.fail(e);
-                }
-            }
-        }
+        flush_ports(&mut self.ports);
         moved
     }
 
@@ -468,10 +445,53 @@ impl ShardWorker<'_> {
 /// Counts what each of `ports`' receive rings lost since the last look as `rx_ring` drops of
 /// `sw` (the shard owning them): about once a second, at every snapshot and at the end.
 pub fn count_ring_drops(sw: &mut Switch, ports: &mut [ShardPort]) {
-    for io in ports.iter_mut().filter_map(ShardPort::io_mut) {
-        let lost = io.take_ring_drops();
+    for port in ports.iter_mut() {
+        let overrun = port.peer_mut().map_or(0, EmulatedPort::take_overrun);
+        let Some(io) = port.io_mut() else { continue };
+        let lost = io.take_ring_drops() + overrun;
         if lost > 0 {
             sw.count_rx_ring_drops(io.index, lost);
+        }
+    }
+}
+
+/// Every port of the shard sends what the switch allows at `now`, and each backend is offered
+/// what it was given. With other shards a port may owe more than it received this round (what
+/// crossed in): up to TX_ROUNDS bursts, each flushed, while bursts go out full.
+///
+/// Both the round's transmit phase and each step of a late round (`emulated::play_through`)
+/// come here, so a step flushes too: a backend that only stages frames until `flush` (DPDK's
+/// transmit burst) has room again in the next step. Without it a late round sent one burst in
+/// its first step and nothing after, PFC frames included, so the queues filled while the
+/// emulated peers, never shown the XOFF, went on sending into the headroom.
+fn transmit_ports(sw: &mut Switch, ports: &mut [ShardPort], mine: &[usize], now: u64) -> usize {
+    let mut moved = 0;
+    let mut sink = PortSink::new(ports);
+    for &port in mine {
+        for _ in 0..crate::runtime::worker::TX_ROUNDS {
+            let n = sink.transmit_port(sw, port, now);
+            moved += n;
+            if let Some(io) = sink.ports[port].io_mut().filter(|io| !io.gone) {
+                if let Err(e) = io.backend.flush() {
+                    io.fail(e);
+                }
+            }
+            if n < crate::egress::TX_BURST {
+                break;
+            }
+        }
+    }
+    moved
+}
+
+/// Offers every backend of the shard what it holds (what the emulated NICs sent their hosts
+/// after the ports' turns).
+fn flush_ports(ports: &mut [ShardPort]) {
+    for io in ports.iter_mut().filter_map(ShardPort::io_mut) {
+        if !io.gone {
+            if let Err(e) = io.backend.flush() {
+                io.fail(e);
+            }
         }
     }
 }
@@ -491,6 +511,10 @@ pub fn fill_backends(snap: &mut Snapshot, ports: &mut [ShardPort]) {
 /// last on a busy machine (the gap it plays through costs time): one burst per round drained
 /// 32 frames per port per ~3 ms round on a loaded 2-core lab, far below a 300 Mb/s host, and
 /// the kernel's ring overflowed (`rx_kernel_drops`) while the store sat nearly empty.
+///
+/// Only whole bursts: a DPDK driver hands over what its burst holds, however few were asked
+/// for, and what found no room in the store would be lost. With fewer than a burst of room
+/// the port waits (a stalled read) until the wire has taken more.
 fn read_into_peer(
     io: &mut PortIo,
     em: &mut EmulatedPort,
@@ -499,8 +523,8 @@ fn read_into_peer(
 ) -> Result<usize, PortError> {
     let mut total = 0;
     loop {
-        let room = em.room().min(BURST);
-        if room == 0 {
+        let room = BURST;
+        if em.room() < room {
             em.link.counters.stalled_reads += 1;
             return Ok(total);
         }

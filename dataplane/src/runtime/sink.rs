@@ -61,6 +61,10 @@ impl TxSink for PortSink<'_> {
         self.hand_over();
         self.transmit_frame(port, frame, at_ns, None);
     }
+
+    fn pfc_needs_no_room(&mut self, port: usize) -> bool {
+        matches!(self.ports[port], ShardPort::Emulated(..))
+    }
 }
 
 impl<'a> PortSink<'a> {
@@ -192,6 +196,10 @@ struct Tapped<'e, 'a> {
 impl TxSink for Tapped<'_, '_> {
     fn room(&mut self, port: usize) -> usize {
         self.sink.room(port)
+    }
+
+    fn pfc_needs_no_room(&mut self, port: usize) -> bool {
+        self.sink.pfc_needs_no_room(port)
     }
 
     fn transmit(&mut self, port: usize, frame: &[u8], at_ns: u64) {
