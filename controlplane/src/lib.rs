@@ -19,6 +19,7 @@ pub mod protocol;
 pub mod retext;
 pub mod schema;
 pub mod snapshot;
+pub mod sonic;
 pub mod units;
 pub mod validate;
 pub mod vlarb_admit;
@@ -103,11 +104,30 @@ pub fn load_file(path: &Path) -> Result<Loaded, ConfigError> {
     })
 }
 
-/// Parses and validates a configuration held in memory.
+/// Parses and validates a configuration held in memory: rocesw's TOML, or a SONiC
+/// config_db.json (told by its content, imported with the platform DEVICE_METADATA names).
 pub fn load_str(text: &str) -> Result<Loaded, ConfigError> {
+    let text = config_toml(text)?;
     let file: schema::ConfigFile =
-        toml::from_str(text).map_err(|e| ConfigError::new(ConfigErrorKind::Syntax, vec![syntax_message(&e)]))?;
+        toml::from_str(&text).map_err(|e| ConfigError::new(ConfigErrorKind::Syntax, vec![syntax_message(&e)]))?;
     validate::resolve(&file)
+}
+
+/// A switch config's text as rocesw's TOML: a SONiC config_db.json (told by its content) is
+/// imported first ([`sonic::import_text`]), so the running config, its edits and `rocectl show
+/// config` are TOML whichever format was given. Problems of the import are `Invalid`, each
+/// naming its `TABLE|key|field`.
+pub fn config_toml(text: &str) -> Result<std::borrow::Cow<'_, str>, ConfigError> {
+    if !sonic::looks_like_config_db(text) {
+        return Ok(std::borrow::Cow::Borrowed(text));
+    }
+    sonic::import_text(text, &sonic::ImportOptions::default())
+        .map(|i| std::borrow::Cow::Owned(i.toml))
+        .map_err(|problems| {
+            let mut problems = problems;
+            problems.insert(0, "a SONiC config_db.json that cannot be imported:".to_string());
+            ConfigError::new(ConfigErrorKind::Invalid, problems)
+        })
 }
 
 /// The toml crate's message (line, column, the line itself), with a hint when the unknown key
@@ -136,7 +156,10 @@ pub fn sonic_hint(key: &str) -> Option<&'static str> {
         "green_drop_probability" | "drop_probability" => {
             "SONiC's green_drop_probability is rocesw's `pmax` in [ecn.NAME], a fraction (0.1), not a percentage"
         }
-        "buffer_pool" => "SONiC's BUFFER_POOL is rocesw's [buffer] (size, cell): one shared pool",
+        "buffer_pool" => {
+            "SONiC's BUFFER_POOL is rocesw's [buffer.pool.NAME] (type, size, mode, and headroom for the pool's xoff); \
+             a config_db.json itself is read as it is"
+        }
         "buffer_profile" => {
             "SONiC's BUFFER_PROFILE is rocesw's [pg.N] and [queue.N] (min, alpha or static, headroom, xon_offset), \
              globally or in a [[port]]"
@@ -144,10 +167,10 @@ pub fn sonic_hint(key: &str) -> Option<&'static str> {
         "buffer_pg" => "SONiC's BUFFER_PG is rocesw's [pg.N] (globally, or a [[port]]'s own pg.N)",
         "buffer_queue" => "SONiC's BUFFER_QUEUE is rocesw's [queue.N] (globally, or a [[port]]'s own queue.N)",
         "xoff" => "SONiC's `xoff` is rocesw's `headroom` in [pg.N] (\"auto\" or a size)",
-        "xon" => "SONiC's `xon` is rocesw's `xon_offset` in [pg.N] (how far below the XOFF point XON is sent)",
+        "xon" => "SONiC's `xon` is rocesw's `xon` in [pg.N] (XON at or below it), beside `xon_offset`",
         "size" => "SONiC's profile `size` is rocesw's `min` (the guaranteed reservation); a fixed limit is `static`",
         "static_th" => "SONiC's `static_th` is rocesw's `static` (a fixed shared limit)",
-        "pool" => "rocesw has one shared pool, [buffer]: leave `pool` out",
+        "pool" => "`pool` names a [buffer.pool.NAME] in [pg.N] or [queue.N]",
         "pfc_wd" => "SONiC's PFC_WD is rocesw's [pfc.watchdog] (enabled, detection, restoration, action)",
         "detection_time" => "SONiC's detection_time is rocesw's `detection` in [pfc.watchdog], a duration (\"200ms\")",
         "restoration_time" => {

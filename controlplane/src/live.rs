@@ -27,6 +27,31 @@ pub fn live_change_refusal(old: &Config, new: &Config) -> Option<String> {
     if old.buffer.cell_bytes != new.buffer.cell_bytes {
         return Some(format!("buffer.cell {restart}"));
     }
+    // Cells already charged to a pool go back to it: which pools there are, which PG or
+    // queue draws on which, and whether a pool's PGs take headroom from a shared headroom pool
+    // stay as they started. Sizes may change (`SharedPool::resize`).
+    let shape = |c: &Config| {
+        c.buffer
+            .pools
+            .iter()
+            .map(|p| (p.name.clone(), p.dir, p.headroom_bytes > 0))
+            .collect::<Vec<_>>()
+    };
+    if shape(old) != shape(new) {
+        return Some(format!(
+            "buffer.pool: which pools there are (and whether one has a shared headroom pool) {restart}; their sizes may change"
+        ));
+    }
+    for (o, n) in old.ports.iter().zip(&new.ports) {
+        for i in 0..crate::NUM_TC {
+            if o.pgs[i].pool != n.pgs[i].pool {
+                return Some(format!("pg.{i}.pool (port {}) {restart}", o.id));
+            }
+            if o.queues[i].pool != n.queues[i].pool {
+                return Some(format!("queue.{i}.pool (port {}) {restart}", o.id));
+            }
+        }
+    }
     let ids = |c: &Config| c.ports.iter().map(|p| p.id).collect::<Vec<_>>();
     if ids(old) != ids(new) {
         return Some(format!("the set of ports {restart}"));

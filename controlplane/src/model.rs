@@ -41,8 +41,57 @@ pub struct BufferConfig {
     /// Accounting unit: a frame occupies ceil(len / cell_bytes) cells.
     pub cell_bytes: u32,
     /// Total packet buffer. Guaranteed minimums and headroom are carved out of it; the rest is
-    /// the shared pool that dynamic thresholds are computed against.
+    /// the shared pool that dynamic thresholds are computed against (unless `pools` says
+    /// otherwise).
     pub total_bytes: u64,
+    /// The shared pools as configured (`[buffer.pool.NAME]`, SONiC's BUFFER_POOL), ingress ones
+    /// first, each direction in name order: a PG's `pool` indexes the ingress ones, a queue's
+    /// the egress ones. Empty: one pool per direction, what the reserves leave of the buffer.
+    pub pools: Vec<PoolConfig>,
+}
+
+/// Pools per direction at most: SONiC configures one or two (lossless, lossy).
+pub const MAX_POOLS: usize = 4;
+
+/// Which side's accounting a pool holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PoolDir {
+    /// PGs' shared use (ingress accounting, where PFC is decided).
+    Ingress,
+    /// Queues' shared use (egress accounting, where lossy frames drop).
+    Egress,
+}
+
+/// Whether a pool's PGs or queues give dynamic or static limits (SAI's pool threshold mode).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PoolMode {
+    /// alpha × (pool − pool used).
+    Dynamic,
+    /// Fixed byte limits.
+    Static,
+}
+
+/// One `[buffer.pool.NAME]`, resolved.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PoolConfig {
+    /// The NAME, as PGs and queues refer to it.
+    pub name: String,
+    /// Ingress or egress.
+    pub dir: PoolDir,
+    /// Its shared space in bytes (reserves are outside it).
+    pub size_bytes: u64,
+    /// Dynamic or static limits.
+    pub mode: PoolMode,
+    /// Ingress only: the shared headroom pool's size in bytes (0: each lossless PG's headroom
+    /// is reserved for it alone).
+    pub headroom_bytes: u64,
+}
+
+impl BufferConfig {
+    /// The configured pools of one direction, in index order.
+    pub fn pools_of(&self, dir: PoolDir) -> impl Iterator<Item = &PoolConfig> {
+        self.pools.iter().filter(move |p| p.dir == dir)
+    }
 }
 
 /// One `[[port]]`, resolved: `[port_defaults]` and the global PG and queue tables applied.
@@ -83,6 +132,9 @@ pub struct PortConfig {
     /// Which kind of scheduler picks the queue that sends next (`scheduler`, DESIGN.md
     /// "Schedulers as a choice").
     pub scheduler: SchedulerConfig,
+    /// Whether the port transmits data (`tx = "off"`: SAI's PKT_TX_ENABLE = false; its PFC
+    /// frames still go, as a MAC sends its control frames).
+    pub tx_enabled: bool,
 }
 
 /// A port's scheduler kind and its own settings. Strict priority + WDRR reads its modes and
@@ -447,6 +499,11 @@ pub struct PgProfile {
     pub shared: Threshold,
     /// XON is sent once shared use falls below (limit − xon_offset) and headroom is empty.
     pub xon_offset_bytes: u64,
+    /// ... or once shared use is at or below this (SAI's XON_TH: resume at or below
+    /// max(xon, limit − xon_offset)); 0 = the offset alone decides.
+    pub xon_bytes: u64,
+    /// Index of its ingress pool among `BufferConfig::pools` of that direction (0 without pools).
+    pub pool: u8,
 }
 
 /// How the SP+WDRR scheduler treats a queue (`queue.N.sched`).
@@ -475,6 +532,8 @@ pub struct QueueProfile {
     pub shaper: Option<RateLimit>,
     /// WRED-ECN profile, resolved from its name.
     pub ecn: Option<EcnProfile>,
+    /// Index of its egress pool among `BufferConfig::pools` of that direction (0 without pools).
+    pub pool: u8,
 }
 
 /// Where WRED-ECN decides to mark (`mark_at`).
@@ -581,5 +640,31 @@ impl Config {
     /// The index in `ports` of the port with this id; None if there is none.
     pub fn port_index(&self, id: u16) -> Option<usize> {
         self.ports.iter().position(|p| p.id == id)
+    }
+
+    /// The id of the port a user named: its id (`8`) or its `name` (`Ethernet8`, as a config
+    /// imported from SONiC names every port). The error lists what there is.
+    pub fn port_id_of(&self, name_or_id: &str) -> Result<u16, String> {
+        let s = name_or_id.trim();
+        if let Some(p) = self.ports.iter().find(|p| p.name.as_deref() == Some(s)) {
+            return Ok(p.id);
+        }
+        if let Ok(id) = s.parse::<u16>() {
+            if self.port_index(id).is_some() {
+                return Ok(id);
+            }
+        }
+        let known: Vec<String> = self
+            .ports
+            .iter()
+            .map(|p| match &p.name {
+                Some(n) => format!("{} ({n})", p.id),
+                None => p.id.to_string(),
+            })
+            .collect();
+        Err(format!(
+            "{s:?} is not a port of the config (ports: {})",
+            known.join(", ")
+        ))
     }
 }

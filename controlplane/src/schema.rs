@@ -106,8 +106,29 @@ pub struct ConfigFile {
 pub struct BufferSection {
     /// Accounting cell size (default 256 B; a power of two, 64..=4096 B).
     pub cell: Option<Scalar>,
-    /// Total packet buffer (default 4 MiB).
+    /// Total packet buffer (default 4 MiB; with pools, what the pools and reserves need).
     pub size: Option<Scalar>,
+    /// `[buffer.pool.NAME]`: the shared pools, as SONiC's BUFFER_POOL configures them (none:
+    /// one pool shared by every PG and queue, what the reserves leave of `size`).
+    #[serde(default)]
+    pub pool: BTreeMap<String, PoolSection>,
+}
+
+/// `[buffer.pool.NAME]`: one shared pool of one direction.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PoolSection {
+    /// `"ingress"` (PGs draw from it) or `"egress"` (queues do).
+    #[serde(rename = "type")]
+    pub kind: Option<String>,
+    /// Its shared space: what dynamic limits scale with (reserves are outside it).
+    pub size: Option<Scalar>,
+    /// `"dynamic"` (default: its PGs or queues give alpha or dynamic_th) or `"static"` (they
+    /// give static limits), as SAI's pool threshold mode.
+    pub mode: Option<String>,
+    /// Ingress only: a shared headroom pool of this size, which the lossless PGs' headroom is
+    /// drawn from (each PG up to its own `headroom`) instead of being reserved per PG.
+    pub headroom: Option<Scalar>,
 }
 
 /// `[port_defaults]`: what every `[[port]]` inherits unless it sets its own.
@@ -199,6 +220,9 @@ pub struct PortSection {
     pub dpdk: Option<String>,
     /// This port's scheduler kind, over `[port_defaults] scheduler`.
     pub scheduler: Option<String>,
+    /// `"off"`: the port transmits no data (its queues fill, as SAI's PKT_TX_ENABLE = false
+    /// makes them, which SONiC's QoS tests use to fill a buffer); `"on"` (default).
+    pub tx: Option<String>,
     /// This port's VL arbitration settings, field by field over `[port_defaults.vlarb]`.
     pub vlarb: Option<VlArbSection>,
     /// This port's EDF settings, key by key over `[port_defaults.edf]`.
@@ -399,6 +423,10 @@ pub struct PgSection {
     pub headroom: Option<Scalar>,
     /// How far below the XOFF point shared use must fall before XON (default 3 KiB).
     pub xon_offset: Option<Scalar>,
+    /// XON also once shared use is at or below this (SAI's XON_TH; default 0).
+    pub xon: Option<Scalar>,
+    /// The `[buffer.pool.NAME]` (ingress) its shared use draws from.
+    pub pool: Option<String>,
 }
 
 /// `[queue.N]`: its limits ([`QueueSection::limits`]), scheduling, shaper and ECN profile.
@@ -424,6 +452,8 @@ pub struct QueueSection {
     pub shaper: Option<RateLimitSection>,
     /// Name of an `[ecn.NAME]` profile.
     pub ecn: Option<String>,
+    /// The `[buffer.pool.NAME]` (egress) its shared use draws from.
+    pub pool: Option<String>,
 }
 
 /// An `[ecn.NAME]` WRED-ECN profile as written.
@@ -544,6 +574,8 @@ impl PgSection {
             unlimited: l.unlimited,
             headroom: over.headroom.clone().or_else(|| self.headroom.clone()),
             xon_offset: over.xon_offset.clone().or_else(|| self.xon_offset.clone()),
+            xon: over.xon.clone().or_else(|| self.xon.clone()),
+            pool: over.pool.clone().or_else(|| self.pool.clone()),
         }
     }
 }
@@ -573,6 +605,7 @@ impl QueueSection {
             weight: over.weight.or(self.weight),
             shaper: over.shaper.clone().or_else(|| self.shaper.clone()),
             ecn: over.ecn.clone().or_else(|| self.ecn.clone()),
+            pool: over.pool.clone().or_else(|| self.pool.clone()),
         }
     }
 }

@@ -84,9 +84,9 @@ fn syntax_and_unknown_keys_carry_line_and_column() {
 
 #[test]
 fn bad_units_name_field_and_text() {
-    let p = problems(&with("[buffer]\nsize = \"4XB\"\ncell = \"300B\""));
+    let p = problems(&with("[buffer]\nsize = \"4XB\"\ncell = \"5000B\""));
     has(&p, &[r#"buffer.size: "4XB" is not a size (try 4MiB or 4MB)"#]);
-    has(&p, &["buffer.cell (300B)", "power of two"]);
+    has(&p, &["buffer.cell (5000B)", "from 64B to 4096B"]);
 }
 
 #[test]
@@ -1148,7 +1148,7 @@ fn sonic_names_get_a_hint_to_rocesws_key() {
             "[pg.3]\nxoff = \"40KiB\"\n",
             "hint: SONiC's `xoff` is rocesw's `headroom` in [pg.N]",
         ),
-        ("[pg.3]\nxon = \"4KiB\"\n", "rocesw's `xon_offset`"),
+        ("[queue.0]\nxon = \"4KiB\"\n", "rocesw's `xon` in [pg.N]"),
         (
             "[WRED_PROFILE.roce]\nkmin = 1\n",
             "hint: SONiC's WRED_PROFILE is rocesw's [ecn.NAME]",

@@ -36,9 +36,10 @@ enum Command {
         /// Switch configuration (TOML), validated before anything runs.
         #[arg(long, value_name = "FILE")]
         config: PathBuf,
-        /// A capture to feed into a port, as PORT=PCAP (repeatable; port ids from the config).
+        /// A capture to feed into a port, as PORT=PCAP (repeatable): the port's id from the
+        /// config, or its name (`Ethernet8=a.pcap` for a config imported from SONiC).
         #[arg(long = "input", value_name = "PORT=PCAP", required = true, value_parser = parse_input)]
-        inputs: Vec<(u16, PathBuf)>,
+        inputs: Vec<(String, PathBuf)>,
         /// Directory for port<N>.pcap and summary.json (created if missing).
         #[arg(long, value_name = "DIR")]
         output_dir: PathBuf,
@@ -270,18 +271,29 @@ fn parse_pcap(s: &str) -> Result<(String, PathBuf), String> {
     Ok((link.to_string(), PathBuf::from(path)))
 }
 
-fn parse_input(s: &str) -> Result<(u16, PathBuf), String> {
+fn parse_input(s: &str) -> Result<(String, PathBuf), String> {
     let (port, path) = s
         .split_once('=')
         .ok_or_else(|| format!("expected PORT=PCAP, got {s:?}"))?;
-    let port = port
-        .trim()
-        .parse::<u16>()
-        .map_err(|_| format!("{port:?} is not a port id (0-65535)"))?;
+    if port.trim().is_empty() {
+        return Err(format!("no port before ={path} (a port id or name)"));
+    }
     if path.is_empty() {
         return Err(format!("no capture file after {port}="));
     }
-    Ok((port, PathBuf::from(path)))
+    Ok((port.trim().to_string(), PathBuf::from(path)))
+}
+
+/// `--input`s with their ports named by id or by name, as port ids of `cfg`.
+fn resolve_inputs(cfg: &controlplane::Config, inputs: Vec<(String, PathBuf)>) -> Result<Vec<(u16, PathBuf)>> {
+    inputs
+        .into_iter()
+        .map(|(port, path)| {
+            cfg.port_id_of(&port)
+                .map(|id| (id, path))
+                .map_err(|e| anyhow::anyhow!("--input {port}=…: {e}"))
+        })
+        .collect()
 }
 
 fn main() -> ExitCode {
@@ -318,6 +330,7 @@ fn run(cmd: Command) -> Result<()> {
             quiet,
         } => {
             let cfg = load_config(&config)?;
+            let inputs = resolve_inputs(&cfg, inputs)?;
             let summary = output_dir.join("summary.json");
             {
                 // Every file written (the summary, a capture per port) against every file read

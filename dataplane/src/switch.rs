@@ -510,6 +510,12 @@ impl Switch {
         self.egress.is_idle()
     }
 
+    /// Frames queued on ports whose transmit is off (`[[port]] tx = "off"`), when nothing else
+    /// is left to send; None while anything else waits.
+    pub fn held_by_tx_off(&self) -> Option<u64> {
+        self.egress.held_by_tx_off()
+    }
+
     /// The earliest time after which calling `poll`/`transmit` may change something, given that
     /// nothing new arrives. Replay jumps its virtual clock there.
     pub fn next_event(&self, now: u64) -> Option<u64> {

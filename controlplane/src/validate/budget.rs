@@ -66,6 +66,7 @@ pub(super) fn resolve_headroom(
                 pgs: qos.pgs,
                 queues: qos.queues,
                 scheduler: SchedulerConfig::default(),
+                tx_enabled: p.tx_enabled,
             }
         })
         .collect();
@@ -95,6 +96,49 @@ fn worst_case(t: Threshold, pool: u64) -> Option<u64> {
     }
 }
 
+/// Whether the headroom of PG `g` on `p` is drawn from its pool's shared headroom pool rather
+/// than reserved for it alone.
+pub fn headroom_is_pooled(buffer: &BufferConfig, p: &PortConfig, g: usize) -> bool {
+    buffer
+        .pools_of(PoolDir::Ingress)
+        .nth(usize::from(p.pgs[g].pool))
+        .is_some_and(|pool| pool.headroom_bytes > 0)
+}
+
+/// Bytes of buffer the configured pools need, with the reserves beside them: per direction the
+/// pools' shared space plus what PGs (minimums, headroom not drawn from a shared headroom pool,
+/// the shared headroom pools) or queues (minimums) reserve, in whole cells; the larger of the
+/// two, since ingress and egress account the same cells.
+pub(super) fn pools_need(buffer: &BufferConfig, ports: &[PortConfig]) -> u64 {
+    let (ingress, egress) = pool_budget(buffer, ports);
+    ingress.max(egress).saturating_mul(u64::from(buffer.cell_bytes))
+}
+
+/// (ingress, egress) cells the pools and reserves take.
+fn pool_budget(buffer: &BufferConfig, ports: &[PortConfig]) -> (u64, u64) {
+    let cell = u64::from(buffer.cell_bytes.max(1));
+    let cells = |b: u64| b.div_ceil(cell);
+    let add = |a: u64, b: u64| a.saturating_add(b);
+    let mut ingress = buffer
+        .pools_of(PoolDir::Ingress)
+        .map(|p| add(cells(p.size_bytes), cells(p.headroom_bytes)))
+        .fold(0, add);
+    let mut egress = buffer
+        .pools_of(PoolDir::Egress)
+        .map(|p| cells(p.size_bytes))
+        .fold(0, add);
+    for p in ports {
+        for g in 0..NUM_TC {
+            ingress = add(ingress, cells(p.pgs[g].min_bytes));
+            if !headroom_is_pooled(buffer, p, g) {
+                ingress = add(ingress, cells(p.headroom_bytes[g]));
+            }
+            egress = add(egress, cells(p.queues[g].min_bytes));
+        }
+    }
+    (ingress, egress)
+}
+
 pub(super) fn check_budget(cx: &mut Ctx, c: &Config, size_text: Option<&Scalar>) {
     let cell = u64::from(c.buffer.cell_bytes);
     let cells = |b: u64| b.div_ceil(cell);
@@ -107,20 +151,39 @@ pub(super) fn check_budget(cx: &mut Ctx, c: &Config, size_text: Option<&Scalar>)
     let hr = sum(&mut c.ports.iter().flat_map(|p| p.headroom_bytes.iter()).map(|b| cells(*b)));
     let reserved = pg_min.saturating_add(q_min).saturating_add(hr);
     let size = size_text.map_or_else(|| format_size(c.buffer.total_bytes), ToString::to_string);
-    if reserved > total {
-        cx.error(format!(
-            "buffer.size ({size} = {total} cells of {cell}B) is {} cells short: over {nports} ports \
-             the PG minimums take {pg_min} cells, headroom {hr} and queue minimums {q_min}",
-            reserved - total
-        ));
-        return;
-    }
-    let pool = (total - reserved) * cell;
-    if pool == 0 {
-        cx.warn(format!(
-            "buffer.size ({size}): minimums and headroom reserve all of it, no shared pool is left"
-        ));
-    }
+    // The shared pool each PG (by its pool index) and queue draws from, in bytes.
+    let (in_pools, out_pools): (Vec<u64>, Vec<u64>) = if c.buffer.pools.is_empty() {
+        if reserved > total {
+            cx.error(format!(
+                "buffer.size ({size} = {total} cells of {cell}B) is {} cells short: over {nports} ports \
+                 the PG minimums take {pg_min} cells, headroom {hr} and queue minimums {q_min}",
+                reserved - total
+            ));
+            return;
+        }
+        let pool = (total - reserved) * cell;
+        if pool == 0 {
+            cx.warn(format!(
+                "buffer.size ({size}): minimums and headroom reserve all of it, no shared pool is left"
+            ));
+        }
+        (vec![pool], vec![pool])
+    } else {
+        let (ingress, egress) = pool_budget(&c.buffer, &c.ports);
+        for (need, what) in [(ingress, "ingress"), (egress, "egress")] {
+            if need > total {
+                cx.error(format!(
+                    "buffer.size ({size} = {total} cells of {cell}B) is {} cells short: the {what} pools \
+                     and what PGs and queues reserve beside them take {need} cells",
+                    need - total
+                ));
+                return;
+            }
+        }
+        let sizes = |dir| c.buffer.pools_of(dir).map(|p| p.size_bytes).collect();
+        (sizes(PoolDir::Ingress), sizes(PoolDir::Egress))
+    };
+    let pool_of = |pools: &[u64], i: u8| pools.get(usize::from(i)).copied().unwrap_or(0);
 
     // UCloud: a lossless PG must hit XOFF before the egress queue it feeds hits its limit,
     // even when every other port sends into that queue at once. Checked per egress port with
@@ -128,6 +191,7 @@ pub(super) fn check_budget(cx: &mut Ctx, c: &Config, size_text: Option<&Scalar>)
     // figures share one warning.
     let pg_hold = |p: &PortConfig, g: usize| {
         let prof = &p.pgs[g];
+        let pool = pool_of(&in_pools, prof.pool);
         let shared = worst_case(prof.shared, pool).unwrap_or(pool);
         [cells(shared), cells(prof.min_bytes), cells(p.headroom_bytes[g])]
     };
@@ -137,7 +201,7 @@ pub(super) fn check_budget(cx: &mut Ctx, c: &Config, size_text: Option<&Scalar>)
             let mut over: BTreeMap<(String, u64, [u64; 2]), Vec<u16>> = BTreeMap::new();
             for (e, egress) in c.ports.iter().enumerate() {
                 let queue = &egress.queues[q];
-                let Some(q_shared) = worst_case(queue.shared, pool) else {
+                let Some(q_shared) = worst_case(queue.shared, pool_of(&out_pools, queue.pool)) else {
                     continue;
                 };
                 let limit = [cells(q_shared), cells(queue.min_bytes)];
@@ -147,6 +211,12 @@ pub(super) fn check_budget(cx: &mut Ctx, c: &Config, size_text: Option<&Scalar>)
                     .map(|(_, p)| (p.id, pg_hold(p, g)))
                     .collect();
                 let hold = sum(&mut senders.iter().map(|(_, h)| sum(&mut h.iter().copied())));
+                // The senders' shared use together is bounded by the pools it is drawn from,
+                // however generous each one's limit: dynamic limits shrink as the pool fills.
+                let pools_of_senders: BTreeSet<u8> = c.ports.iter().map(|p| p.pgs[g].pool).collect();
+                let pool_cells = sum(&mut pools_of_senders.iter().map(|&i| cells(pool_of(&in_pools, i))));
+                let shared = sum(&mut senders.iter().map(|(_, h)| h[0]));
+                let hold = hold - shared + shared.min(pool_cells);
                 if hold <= limit[0].saturating_add(limit[1]) {
                     continue;
                 }

@@ -57,8 +57,8 @@ pub fn resolve(file: &ConfigFile) -> Result<Loaded, ConfigError> {
     let cnp_queue = resolve_cnp_queue(&mut cx, &file.cnp);
 
     let e1 = cx.errors.len();
-    let (pgs, headroom_specs) = resolve_pgs(&mut cx, "pg", &file.pg, &loss);
-    let (queues, mut used_ecn) = resolve_queues(&mut cx, "queue", &file.queue, &loss, &ecn, cnp_queue, &ports);
+    let (pgs, headroom_specs) = resolve_pgs(&mut cx, "pg", &file.pg, &loss, &buffer);
+    let (queues, mut used_ecn) = resolve_queues(&mut cx, "queue", &file.queue, &loss, &ecn, cnp_queue, &ports, &buffer);
     // Per-port overrides, resolved like the global tables (errors name `port[i].…`). Only on a
     // valid global base: otherwise every port would repeat the global errors.
     let mut per_port: Vec<PortQos> = Vec::with_capacity(ports.len());
@@ -75,7 +75,7 @@ pub fn resolve(file: &ConfigFile) -> Result<Loaded, ConfigError> {
         let warned = cx.warnings.len();
         let pg_map = overlay(&file.pg, &p.pg, PgSection::overlaid);
         let q_map = overlay(&file.queue, &p.queue, QueueSection::overlaid);
-        let (ppgs, specs) = resolve_pgs(&mut cx, &format!("port[{i}].pg"), &pg_map, &loss);
+        let (ppgs, specs) = resolve_pgs(&mut cx, &format!("port[{i}].pg"), &pg_map, &loss, &buffer);
         let (pqueues, used) = resolve_queues(
             &mut cx,
             &format!("port[{i}].queue"),
@@ -84,6 +84,7 @@ pub fn resolve(file: &ConfigFile) -> Result<Loaded, ConfigError> {
             &ecn,
             cnp_queue,
             &ports,
+            &buffer,
         );
         used_ecn.extend(used);
         // What the global tables already warned about, the port's view repeats: keep one.
@@ -119,6 +120,12 @@ pub fn resolve(file: &ConfigFile) -> Result<Loaded, ConfigError> {
 
     let run = resolve_run(&mut cx, &file.run, &ports);
     let ports = assign_workers(ports, run.workers);
+    let mut buffer = buffer;
+    if file.buffer.size.is_none() && !buffer.pools.is_empty() {
+        // A switch's buffer is what its pools and reserves take (SONiC configures the pools,
+        // not the buffer): the larger of the two directions.
+        buffer.total_bytes = budget::pools_need(&buffer, &ports).max(buffer.cell_bytes as u64 * MIN_BUFFER_CELLS);
+    }
     let config = Config {
         run,
         buffer,

@@ -12,12 +12,13 @@ pub(super) fn resolve_buffer(cx: &mut Ctx, s: &BufferSection) -> BufferConfig {
     let mut cell_bytes = DEFAULT_CELL_BYTES;
     if let Some(v) = &s.cell {
         if let Some(c) = cx.size("buffer.cell", v) {
-            let ok = c.is_power_of_two() && (u64::from(MIN_CELL_BYTES)..=u64::from(MAX_CELL_BYTES)).contains(&c);
+            // Any size: switch ASICs use 96 B (Spectrum-1), 144, 192, 208 (Tomahawk 2), 254...
+            let ok = (u64::from(MIN_CELL_BYTES)..=u64::from(MAX_CELL_BYTES)).contains(&c);
             if ok {
                 cell_bytes = u32::try_from(c).unwrap_or(DEFAULT_CELL_BYTES);
             } else {
                 cx.error(format!(
-                    "buffer.cell ({v}) must be a power of two from {MIN_CELL_BYTES}B to {MAX_CELL_BYTES}B"
+                    "buffer.cell ({v}) must be from {MIN_CELL_BYTES}B to {MAX_CELL_BYTES}B"
                 ));
             }
         }
@@ -39,7 +40,83 @@ pub(super) fn resolve_buffer(cx: &mut Ctx, s: &BufferSection) -> BufferConfig {
     BufferConfig {
         cell_bytes,
         total_bytes,
+        pools: resolve_pools(cx, &s.pool),
     }
+}
+
+/// `[buffer.pool.NAME]`: ingress pools first, then egress, each in name order (the indices
+/// PGs and queues refer to them by).
+fn resolve_pools(cx: &mut Ctx, pools: &BTreeMap<String, PoolSection>) -> Vec<PoolConfig> {
+    let mut out = Vec::new();
+    for (name, p) in pools {
+        let path = format!("buffer.pool.{name}");
+        if name.trim().is_empty() {
+            cx.error(format!("{path}: a pool needs a name"));
+            continue;
+        }
+        let dir = match p.kind.as_deref() {
+            Some("ingress") => PoolDir::Ingress,
+            Some("egress") => PoolDir::Egress,
+            Some(other) => {
+                cx.error(format!("{path}.type: {other:?} is not one of ingress, egress"));
+                continue;
+            }
+            None => {
+                cx.error(format!("{path}.type: missing (ingress or egress)"));
+                continue;
+            }
+        };
+        let mode = match p.mode.as_deref() {
+            None | Some("dynamic") => PoolMode::Dynamic,
+            Some("static") => PoolMode::Static,
+            Some(other) => {
+                cx.error(format!("{path}.mode: {other:?} is not one of dynamic, static"));
+                continue;
+            }
+        };
+        let Some(size_bytes) = p.size.as_ref().map(|v| cx.size(&format!("{path}.size"), v)) else {
+            cx.error(format!("{path}.size: missing (the pool's shared space)"));
+            continue;
+        };
+        let headroom_bytes = match (&p.headroom, dir) {
+            (None, _) => 0,
+            (Some(v), PoolDir::Ingress) => cx.size(&format!("{path}.headroom"), v).unwrap_or(0),
+            (Some(_), PoolDir::Egress) => {
+                cx.error(format!(
+                    "{path}.headroom: only an ingress pool has a shared headroom pool (PGs take headroom, queues do not)"
+                ));
+                0
+            }
+        };
+        let Some(size_bytes) = size_bytes else { continue };
+        out.push(PoolConfig {
+            name: name.clone(),
+            dir,
+            size_bytes,
+            mode,
+            headroom_bytes,
+        });
+    }
+    out.sort_by_key(|p| p.dir == PoolDir::Egress);
+    for dir in [PoolDir::Ingress, PoolDir::Egress] {
+        let n = out.iter().filter(|p| p.dir == dir).count();
+        if n > MAX_POOLS {
+            cx.error(format!(
+                "buffer.pool: {n} {} pools, at most {MAX_POOLS}",
+                if dir == PoolDir::Ingress { "ingress" } else { "egress" }
+            ));
+        }
+    }
+    if !out.is_empty() {
+        for (dir, name) in [(PoolDir::Ingress, "ingress"), (PoolDir::Egress, "egress")] {
+            if !out.iter().any(|p| p.dir == dir) {
+                cx.error(format!(
+                    "buffer.pool: no {name} pool; with pools configured, both directions need one"
+                ));
+            }
+        }
+    }
+    out
 }
 
 /// `[[port]] pcap = {...}`: at least one file, a known pace.
@@ -94,6 +171,7 @@ pub(super) struct PortDraft {
     pub(super) speed_bps: u64,
     pub(super) cable_m: f64,
     pub(super) mtu: u32,
+    pub(super) tx_enabled: bool,
 }
 
 impl PortDraft {
@@ -216,8 +294,17 @@ pub(super) fn resolve_ports(cx: &mut Ctx, file: &ConfigFile) -> Vec<PortDraft> {
                 PeerKind::default_for(backend)
             }
         };
+        let tx_enabled = match p.tx.as_deref() {
+            None | Some("on") => true,
+            Some("off") => false,
+            Some(other) => {
+                cx.error(format!("{path}.tx: {other:?} is not one of \"on\", \"off\""));
+                true
+            }
+        };
         out.push(PortDraft {
             id,
+            tx_enabled,
             name: p.name.clone(),
             interface,
             pcap,

@@ -86,6 +86,56 @@ fn by_index<'a, T>(cx: &mut Ctx, section: &str, map: &'a BTreeMap<String, T>) ->
     out
 }
 
+/// The index of the pool `name` among `buffer`'s pools of direction `dir`, for `path.pool`:
+/// the one pool of that direction when `name` is not given; 0 when no pools are configured
+/// (the one implicit pool per direction).
+fn resolve_pool(cx: &mut Ctx, path: &str, name: Option<&str>, buffer: &BufferConfig, dir: PoolDir) -> u8 {
+    let (what, table) = match dir {
+        PoolDir::Ingress => ("ingress", "PG"),
+        PoolDir::Egress => ("egress", "queue"),
+    };
+    let pools: Vec<&PoolConfig> = buffer.pools_of(dir).collect();
+    if buffer.pools.is_empty() {
+        if let Some(n) = name {
+            cx.error(format!(
+                "{path}.pool: {n:?}, but no [buffer.pool.{n}] is configured (without pools every {table} shares the one pool)"
+            ));
+        }
+        return 0;
+    }
+    match name {
+        Some(n) => match pools.iter().position(|p| p.name == n) {
+            Some(i) => i as u8,
+            None => {
+                let other = buffer.pools.iter().any(|p| p.name == n);
+                let names: Vec<&str> = pools.iter().map(|p| p.name.as_str()).collect();
+                cx.error(format!(
+                    "{path}.pool: {n:?} is {}; the {what} pools are: {}",
+                    if other {
+                        format!("not an {what} pool")
+                    } else {
+                        "not configured".to_string()
+                    },
+                    if names.is_empty() {
+                        "none".to_string()
+                    } else {
+                        names.join(", ")
+                    }
+                ));
+                0
+            }
+        },
+        None if pools.len() == 1 => 0,
+        None => {
+            cx.error(format!(
+                "{path}.pool: missing; there are {} {what} pools, so each {table} names its own",
+                pools.len()
+            ));
+            0
+        }
+    }
+}
+
 /// Headroom as written for a lossless PG.
 #[derive(Clone, Copy, Debug)]
 pub(super) enum HeadroomSpec {
@@ -101,6 +151,7 @@ pub(super) fn resolve_pgs(
     section: &str,
     map: &BTreeMap<String, PgSection>,
     loss: &Losslessness,
+    buffer: &BufferConfig,
 ) -> ([PgProfile; NUM_TC], [(HeadroomSpec, String); NUM_TC]) {
     let sections = by_index(cx, section, map);
     let default = PgSection::default();
@@ -157,12 +208,23 @@ pub(super) fn resolve_pgs(
                 "{path}.xon_offset: ignored, PG {g} is lossy and never sends XOFF"
             ));
         }
+        let xon_bytes = match (&s.xon, lossless) {
+            (Some(v), true) => cx.size(&format!("{path}.xon"), v).unwrap_or(0),
+            (Some(_), false) => {
+                cx.warn(format!("{path}.xon: ignored, PG {g} is lossy and never sends XOFF"));
+                0
+            }
+            (None, _) => 0,
+        };
+        let pool = resolve_pool(cx, &path, s.pool.as_deref(), buffer, PoolDir::Ingress);
         (
             PgProfile {
                 lossless,
                 min_bytes,
                 shared,
                 xon_offset_bytes,
+                xon_bytes,
+                pool,
             },
             spec,
         )
@@ -207,6 +269,7 @@ fn resolve_rate_limit(
 
 /// Queue profiles from `[queue.N]` or a port's merged view (as `resolve_pgs`), with the ECN
 /// profiles they use.
+#[allow(clippy::too_many_arguments)]
 pub(super) fn resolve_queues<'e>(
     cx: &mut Ctx,
     section: &str,
@@ -215,6 +278,7 @@ pub(super) fn resolve_queues<'e>(
     ecn: &'e BTreeMap<String, EcnProfile>,
     cnp_queue: u8,
     ports: &[PortDraft],
+    buffer: &BufferConfig,
 ) -> ([QueueProfile; NUM_TC], BTreeSet<&'e str>) {
     let sections = by_index(cx, section, map);
     let default = QueueSection::default();
@@ -298,12 +362,14 @@ pub(super) fn resolve_queues<'e>(
                 ));
             }
         }
+        let pool = resolve_pool(cx, &path, s.pool.as_deref(), buffer, PoolDir::Egress);
         QueueProfile {
             min_bytes,
             shared,
             sched,
             shaper,
             ecn,
+            pool,
         }
     });
     (queues, used_ecn)

@@ -898,6 +898,9 @@ impl Egress {
             let _ = p.sched.select(0, |_| sched::Head::default());
             return 0;
         }
+        if !p.tx_enabled {
+            return self.transmit_tx_off(port, now, sink);
+        }
         let budget = TX_BURST.min(sink.room(port));
         if budget == 0 {
             // The port's ring is full: everything stays queued (and keeps its cells). The link
@@ -1024,6 +1027,18 @@ impl Egress {
         sent
     }
 
+    /// A port whose transmit is off (SAI's PKT_TX_ENABLE = false, `[[port]] tx = "off"`): data
+    /// stays queued and keeps its cells; its PFC frames still go, as a MAC sends its control
+    /// frames.
+    #[cold]
+    fn transmit_tx_off(&mut self, port: usize, now: u64, sink: &mut impl TxSink) -> usize {
+        self.ports[port].backlogged = false;
+        if self.ports[port].pfc_out.is_empty() || (sink.room(port) == 0 && !sink.pfc_needs_no_room(port)) {
+            return 0;
+        }
+        self.transmit_pfc_only(port, now, sink)
+    }
+
     /// Marks the port backlogged if a PFC frame or an eligible queue waits for the moment its
     /// link is free (cold: once per frame that arrives while the link sends another).
     #[cold]
@@ -1146,6 +1161,21 @@ impl Egress {
         self.ports.iter().all(|p| p.pfc_out.is_empty() && p.nonempty == 0)
     }
 
+    /// Frames queued on ports whose transmit is off, when they are all that is left (no PFC
+    /// frame waits, no other port holds a frame); None otherwise.
+    pub fn held_by_tx_off(&self) -> Option<u64> {
+        let mut held = 0;
+        for p in &self.ports {
+            if !p.pfc_out.is_empty() || (p.nonempty != 0 && p.tx_enabled) {
+                return None;
+            }
+            if p.nonempty != 0 {
+                held += (0..NUM_TC).map(|q| p.len(q) as u64).sum::<u64>();
+            }
+        }
+        Some(held)
+    }
+
     /// The earliest time after which `transmit` or the watchdog may change something on the
     /// egress side, given that nothing new arrives.
     pub(crate) fn next_event(&self, now: u64, mut at: impl FnMut(u64)) {
@@ -1158,14 +1188,18 @@ impl Egress {
                 let Some(head) = p.front(&self.descs, q) else {
                     continue;
                 };
-                let mut t = link_free;
-                if self.paused(p, q, t) {
-                    t = p.pause.resume_time(self.queue_prios[q], t);
+                // Transmit off: nothing leaves until it is turned on (a config change, which
+                // replay schedules itself); the watchdog's deadlines below still count.
+                let mut t = if p.tx_enabled { link_free } else { u64::MAX };
+                if t != u64::MAX {
+                    if self.paused(p, q, t) {
+                        t = p.pause.resume_time(self.queue_prios[q], t);
+                    }
+                    if let Some(s) = p.shapers[q].as_ref() {
+                        t = s.ready_at(t, head.len as u32);
+                    }
+                    at(t);
                 }
-                if let Some(s) = p.shapers[q].as_ref() {
-                    t = s.ready_at(t, head.len as u32);
-                }
-                at(t);
                 if let Some(w) = p.watchdog.as_ref() {
                     if let Some(d) = w.deadline(q) {
                         at(d.max(now));

@@ -111,6 +111,8 @@ pub struct EgressPort {
     /// Whether frames were left waiting when the link went busy: then the next frame starts
     /// back to back at the busy-until time rather than at the time of the next call.
     pub(crate) backlogged: bool,
+    /// Whether the port transmits data (`[[port]] tx`); PFC frames go either way.
+    pub(crate) tx_enabled: bool,
     /// PFC frames to send, ahead of all data (asked for by this port's ingress side).
     pub(crate) pfc_out: Ring<PfcRequest>,
     pub(crate) pause: PauseState,
@@ -149,6 +151,7 @@ impl EgressPort {
             wred: Default::default(),
             cnp_policer: None,
             busy_until_ns: 0,
+            tx_enabled: true,
             busy_sub_ps: 0,
             backlogged: false,
             pfc_out: Ring::with_capacity(PFC_BACKLOG),
@@ -185,6 +188,7 @@ impl EgressPort {
     /// position where the queue modes stay; only what a change adds starts afresh (a new
     /// shaper or policer full, a new WRED profile at an average of zero).
     pub(crate) fn set_qos(&mut self, p: &PortConfig, cfg: &Config) {
+        self.tx_enabled = p.tx_enabled;
         self.speed_bps = p.speed_bps.max(1);
         self.rate = LinkRate::new(p.speed_bps);
         self.sched.retune(p);

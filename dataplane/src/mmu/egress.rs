@@ -5,12 +5,14 @@
 use super::group::GroupTotals;
 use super::{Limit, QueueUse, SharedPool};
 use crate::counters::DropReason;
-use controlplane::{PortConfig, NUM_TC};
+use controlplane::{PortConfig, MAX_POOLS, NUM_TC};
 
 #[derive(Debug, Clone, Copy)]
 struct QueueLimits {
     min: u32,
     shared: Limit,
+    /// Its egress pool.
+    pool: u8,
 }
 
 /// The queues of one egress port: limits and use, in cells and bytes.
@@ -29,6 +31,7 @@ impl QueueAccount {
             limits: std::array::from_fn(|q| QueueLimits {
                 min: cells(port.queues[q].min_bytes),
                 shared: Limit::from_threshold(port.queues[q].shared, cell),
+                pool: port.queues[q].pool,
             }),
             queues: Default::default(),
             cells: 0,
@@ -56,8 +59,8 @@ impl QueueAccount {
         pool: &mut SharedPool,
     ) -> Result<(), DropReason> {
         let queue = queue & 7;
-        let egress_free = pool.egress_free();
         let (ql, q) = (&self.limits[queue], &mut self.queues[queue]);
+        let egress_free = pool.egress_free(ql.pool as usize);
         let to_min = q.min + cells <= ql.min;
         if !to_min && !lossless && (cells > egress_free || q.shared + cells > ql.shared.resolve(egress_free)) {
             return Err(DropReason::EgressLimit);
@@ -83,7 +86,7 @@ impl QueueAccount {
         if lossless {
             return Some(false);
         }
-        let free = pool.egress_free();
+        let free = pool.egress_free(ql.pool as usize);
         (g.cells <= free && q.shared + g.cells <= ql.shared.resolve(free - (g.cells - g.last_cells))).then_some(false)
     }
 
@@ -91,9 +94,9 @@ impl QueueAccount {
     /// shared pool, with the peaks: one admitted frame's, or a whole group's.
     #[inline(always)]
     pub(super) fn charge(&mut self, queue: usize, to_min: bool, cells: u32, bytes: u64, pool: &mut SharedPool) {
-        let q = &mut self.queues[queue & 7];
+        let (ql, q) = (&self.limits[queue & 7], &mut self.queues[queue & 7]);
         let shared = if to_min { 0 } else { cells };
-        pool.egress.charge(shared);
+        pool.egress[ql.pool as usize & (MAX_POOLS - 1)].charge(shared);
         pool.used += cells;
         pool.peak_used = pool.peak_used.max(pool.used);
         q.min += cells - shared;
@@ -109,7 +112,7 @@ impl QueueAccount {
     /// one by one): shared first, then min.
     #[inline]
     pub fn release(&mut self, queue: usize, cells: u32, bytes: u64, pool: &mut SharedPool) {
-        let q = &mut self.queues[queue & 7];
+        let (ql, q) = (&self.limits[queue & 7], &mut self.queues[queue & 7]);
         let from_shared = cells.min(q.shared);
         q.shared -= from_shared;
         debug_assert!(cells - from_shared <= q.min, "released more than was admitted");
@@ -118,7 +121,7 @@ impl QueueAccount {
         q.bytes = q.bytes.saturating_sub(bytes);
         debug_assert!(cells <= self.cells && cells <= pool.used, "released more than is held");
         self.cells = self.cells.saturating_sub(cells);
-        pool.egress.shared -= from_shared;
+        pool.egress[ql.pool as usize & (MAX_POOLS - 1)].shared -= from_shared;
         pool.used = pool.used.saturating_sub(cells);
     }
 
@@ -146,9 +149,18 @@ impl QueueAccount {
         self.cells == 0 && self.queues.iter().all(|q| q.total() == 0 && q.bytes == 0)
     }
 
-    /// Queues' shared cells summed (for the pool audit).
-    pub(super) fn shared_sum(&self) -> u64 {
-        self.queues.iter().map(|q| q.shared as u64).sum()
+    /// Queues' shared cells summed per egress pool (for the pool audit).
+    pub(super) fn shared_sums(&self) -> [u64; MAX_POOLS] {
+        let mut sums = [0u64; MAX_POOLS];
+        for (l, q) in self.limits.iter().zip(&self.queues) {
+            sums[l.pool as usize & (MAX_POOLS - 1)] += q.shared as u64;
+        }
+        sums
+    }
+
+    /// The egress pool queue `q` draws on.
+    pub fn pool_of(&self, q: usize) -> usize {
+        self.limits[q & 7].pool as usize
     }
 
     /// The port's total against the sum over its queues: they differ once a release clamped a

@@ -4,7 +4,7 @@
 use super::group::GroupTotals;
 use super::{IngressRegion, Limit, PgUse, SharedPool};
 use crate::counters::DropReason;
-use controlplane::{PortConfig, NUM_TC};
+use controlplane::{PortConfig, MAX_POOLS, NUM_TC};
 
 #[derive(Debug, Clone, Copy)]
 struct PgLimits {
@@ -13,6 +13,13 @@ struct PgLimits {
     shared: Limit,
     headroom: u32,
     xon_offset: u32,
+    /// XON also at or below this shared use (SAI's XON_TH).
+    xon: u32,
+    /// Its ingress pool.
+    pool: u8,
+    /// Its headroom comes from the pool's shared headroom pool (up to `headroom`), not a
+    /// reserve of its own.
+    pooled_headroom: bool,
 }
 
 /// The PGs of one ingress port: limits and use, in cells.
@@ -25,7 +32,8 @@ pub struct PgAccount {
 }
 
 impl PgAccount {
-    pub(super) fn new(port: &PortConfig, cell: u32) -> Self {
+    /// `pooled_headroom(pool)`: whether that ingress pool has a shared headroom pool.
+    pub(super) fn new(port: &PortConfig, cell: u32, pooled_headroom: impl Fn(u8) -> bool) -> Self {
         let cells = |bytes: u64| bytes.div_ceil(cell as u64).min(u32::MAX as u64) as u32;
         PgAccount {
             limits: std::array::from_fn(|pg| {
@@ -40,6 +48,9 @@ impl PgAccount {
                         0
                     },
                     xon_offset: cells(prof.xon_offset_bytes),
+                    xon: cells(prof.xon_bytes),
+                    pool: prof.pool,
+                    pooled_headroom: prof.lossless && pooled_headroom(prof.pool),
                 }
             }),
             pgs: Default::default(),
@@ -48,9 +59,13 @@ impl PgAccount {
         }
     }
 
-    /// Cells this port's PGs reserve out of the buffer (min and headroom).
+    /// Cells this port's PGs reserve out of the buffer (min, and headroom not drawn from a
+    /// shared headroom pool).
     pub(super) fn reserved_cells(&self) -> u64 {
-        self.limits.iter().map(|p| (p.min + p.headroom) as u64).sum()
+        self.limits
+            .iter()
+            .map(|p| p.min as u64 + if p.pooled_headroom { 0 } else { p.headroom as u64 })
+            .sum()
     }
 
     /// Takes the limits of a new config's account for the same port; every count is kept.
@@ -70,22 +85,25 @@ impl PgAccount {
     #[inline]
     pub fn reserve(&mut self, pg: usize, cells: u32, pool: &mut SharedPool) -> Result<IngressRegion, DropReason> {
         let pg = pg & 7;
-        let ingress_free = pool.ingress_free();
         // Read through references: this runs for every frame, and copying the limit and use
         // structs showed up as a fifth of admission's instructions.
         let (pl, pu) = (&self.limits[pg], &mut self.pgs[pg]);
+        let ingress_free = pool.ingress_free(pl.pool as usize);
         let region = if pu.min + cells <= pl.min {
             IngressRegion::Min
         } else if cells <= ingress_free && pu.shared + cells <= pl.shared.resolve(ingress_free) {
             IngressRegion::Shared
-        } else if pl.lossless && pu.headroom + cells <= pl.headroom {
+        } else if pl.lossless
+            && pu.headroom + cells <= pl.headroom
+            && (!pl.pooled_headroom || cells <= pool.headroom_free(pl.pool as usize))
+        {
             IngressRegion::Headroom
         } else if pl.lossless {
             return Err(DropReason::HeadroomOverflow);
         } else {
             return Err(DropReason::IngressLimit);
         };
-        pu.charge(region, cells, pool);
+        pu.charge(region, cells, pl.pool as usize, pl.pooled_headroom, pool);
         self.cells += cells;
         Ok(region)
     }
@@ -98,7 +116,7 @@ impl PgAccount {
     pub(super) fn group_region(&self, pg: usize, g: &GroupTotals, pool: &SharedPool) -> Option<IngressRegion> {
         let pg = pg & 7;
         let (pl, pu) = (&self.limits[pg], &self.pgs[pg]);
-        let free = pool.ingress_free();
+        let free = pool.ingress_free(pl.pool as usize);
         let (region, shared_end, free_end) = if pu.min + g.cells <= pl.min {
             (IngressRegion::Min, pu.shared, free)
         } else if pu.min + g.min_cells > pl.min
@@ -117,7 +135,8 @@ impl PgAccount {
     /// frames' admissions would have left.
     #[inline(always)]
     pub(super) fn charge_group(&mut self, pg: usize, region: IngressRegion, cells: u32, pool: &mut SharedPool) {
-        self.pgs[pg & 7].charge(region, cells, pool);
+        let pl = &self.limits[pg & 7];
+        self.pgs[pg & 7].charge(region, cells, pl.pool as usize, pl.pooled_headroom, pool);
         self.cells += cells;
         self.record_peaks(pg, pool);
     }
@@ -130,20 +149,27 @@ impl PgAccount {
         let p = &mut self.pgs[pg & 7];
         p.peak = p.peak.max(p.total());
         self.peak_cells = self.peak_cells.max(self.cells);
-        pool.ingress.peak_shared = pool.ingress.peak_shared.max(pool.ingress.shared);
+        let side = &mut pool.ingress[self.limits[pg & 7].pool as usize & (MAX_POOLS - 1)];
+        side.peak_shared = side.peak_shared.max(side.shared);
     }
 
     /// Undoes a [`PgAccount::reserve`] whose frame the egress side refused.
     #[inline]
     pub fn refund(&mut self, pg: usize, cells: u32, region: IngressRegion, pool: &mut SharedPool) {
-        let pu = &mut self.pgs[pg & 7];
+        let (pl, pu) = (&self.limits[pg & 7], &mut self.pgs[pg & 7]);
+        let p = pl.pool as usize & (MAX_POOLS - 1);
         match region {
             IngressRegion::Min => pu.min -= cells,
             IngressRegion::Shared => {
                 pu.shared -= cells;
-                pool.ingress.shared -= cells;
+                pool.ingress[p].shared -= cells;
             }
-            IngressRegion::Headroom => pu.headroom -= cells,
+            IngressRegion::Headroom => {
+                pu.headroom -= cells;
+                if pl.pooled_headroom {
+                    pool.headroom[p].shared -= cells;
+                }
+            }
         }
         self.cells -= cells;
     }
@@ -156,7 +182,7 @@ impl PgAccount {
         let pg = pg & 7;
         self.record_peaks(pg, pool);
         let pl = &self.limits[pg];
-        let limit_now = pl.shared.resolve(pool.ingress_free());
+        let limit_now = pl.shared.resolve(pool.ingress_free(pl.pool as usize));
         let p = &mut self.pgs[pg];
         if region == IngressRegion::Headroom {
             p.peak_headroom = p.peak_headroom.max(p.headroom);
@@ -167,8 +193,12 @@ impl PgAccount {
     /// Releases a frame admitted earlier: headroom first, then shared, then min.
     #[inline]
     pub fn release(&mut self, pg: usize, cells: u32, pool: &mut SharedPool) {
-        let p = &mut self.pgs[pg & 7];
+        let (pl, p) = (&self.limits[pg & 7], &mut self.pgs[pg & 7]);
+        let pi = pl.pool as usize & (MAX_POOLS - 1);
         let from_headroom = cells.min(p.headroom);
+        if pl.pooled_headroom {
+            pool.headroom[pi].shared -= from_headroom;
+        }
         p.headroom -= from_headroom;
         let from_shared = (cells - from_headroom).min(p.shared);
         p.shared -= from_shared;
@@ -177,11 +207,12 @@ impl PgAccount {
         p.min = p.min.saturating_sub(from_min);
         debug_assert!(cells <= self.cells, "released more than the port holds");
         self.cells = self.cells.saturating_sub(cells);
-        pool.ingress.shared -= from_shared;
+        pool.ingress[pi].shared -= from_shared;
     }
 
     /// XON condition for a lossless PG (false for lossy PGs): headroom empty and shared use
-    /// below `limit − xon_offset`.
+    /// below `limit − xon_offset`, or at or below `xon` (SAI: XON at or below
+    /// max(xon, limit − xon_offset)).
     #[inline]
     pub fn may_resume(&self, pg: usize, pool: &SharedPool) -> bool {
         let pl = &self.limits[pg & 7];
@@ -189,7 +220,13 @@ impl PgAccount {
             return false;
         }
         let p = &self.pgs[pg & 7];
-        p.headroom == 0 && (p.shared == 0 || p.shared + pl.xon_offset < pl.shared.resolve(pool.ingress_free()))
+        p.headroom == 0
+            && (p.shared <= pl.xon || p.shared + pl.xon_offset < pl.shared.resolve(pool.ingress_free(pl.pool as usize)))
+    }
+
+    /// The ingress pool PG `pg` draws on.
+    pub fn pool_of(&self, pg: usize) -> usize {
+        self.limits[pg & 7].pool as usize
     }
 
     /// What PG `pg` (0..8) holds, with its peaks.
@@ -221,9 +258,18 @@ impl PgAccount {
         self.cells == 0 && self.pgs.iter().all(|p| p.total() == 0)
     }
 
-    /// PGs' shared cells summed (for the pool audit).
-    pub(super) fn shared_sum(&self) -> u64 {
-        self.pgs.iter().map(|p| p.shared as u64).sum()
+    /// PGs' shared cells summed per ingress pool, and their headroom drawn from each pool's
+    /// shared headroom pool (for the pool audit).
+    pub(super) fn shared_sums(&self) -> ([u64; MAX_POOLS], [u64; MAX_POOLS]) {
+        let (mut shared, mut headroom) = ([0u64; MAX_POOLS], [0u64; MAX_POOLS]);
+        for (l, p) in self.limits.iter().zip(&self.pgs) {
+            let i = l.pool as usize & (MAX_POOLS - 1);
+            shared[i] += p.shared as u64;
+            if l.pooled_headroom {
+                headroom[i] += p.headroom as u64;
+            }
+        }
+        (shared, headroom)
     }
 
     /// The port's total against the sum over its PGs: they differ once a release clamped a

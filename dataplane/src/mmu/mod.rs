@@ -27,10 +27,11 @@ mod thresholds;
 pub use egress::QueueAccount;
 pub use group::{admit_group, admit_group_to_queue, charge_group_to_pg, GroupTotals};
 pub use ingress::PgAccount;
-pub use pool::{PoolSide, SharedPool};
+pub use pool::{PoolFigures, PoolSide, PoolSizes, SharedPool};
 pub use thresholds::Limit;
 
 use crate::counters::DropReason;
+use controlplane::model::{PoolConfig, PoolDir, MAX_POOLS};
 use controlplane::Config;
 
 /// Where an admitted frame sits on the ingress side, which decides PFC.
@@ -74,16 +75,23 @@ impl PgUse {
         self.min + self.shared + self.headroom
     }
 
-    /// Charges `cells` to `region` (and the pool's ingress view, for shared cells).
+    /// Charges `cells` to `region` (and ingress pool `p`'s view, for shared cells; its shared
+    /// headroom pool, for headroom drawn from it).
     #[inline(always)]
-    fn charge(&mut self, region: IngressRegion, cells: u32, pool: &mut SharedPool) {
+    fn charge(&mut self, region: IngressRegion, cells: u32, p: usize, pooled_headroom: bool, pool: &mut SharedPool) {
+        let p = p & (controlplane::MAX_POOLS - 1);
         match region {
             IngressRegion::Min => self.min += cells,
             IngressRegion::Shared => {
                 self.shared += cells;
-                pool.ingress.shared += cells;
+                pool.ingress[p].shared += cells;
             }
-            IngressRegion::Headroom => self.headroom += cells,
+            IngressRegion::Headroom => {
+                self.headroom += cells;
+                if pooled_headroom {
+                    pool.headroom[p].charge(cells);
+                }
+            }
         }
     }
 }
@@ -131,11 +139,36 @@ pub use controlplane::snapshot::PoolBuffer as PoolUse;
 /// for each side, for the owners to take.
 pub fn build(cfg: &Config) -> (SharedPool, Vec<PgAccount>, Vec<QueueAccount>) {
     let cell = cell_size(cfg);
-    let ingress: Vec<PgAccount> = cfg.ports.iter().map(|p| PgAccount::new(p, cell)).collect();
+    let cells = |bytes: u64| bytes.div_ceil(cell as u64).min(u32::MAX as u64) as u32;
+    let ingress_pools: Vec<&PoolConfig> = cfg.buffer.pools_of(PoolDir::Ingress).collect();
+    let egress_pools: Vec<&PoolConfig> = cfg.buffer.pools_of(PoolDir::Egress).collect();
+    let pooled = |p: u8| ingress_pools.get(usize::from(p)).is_some_and(|p| p.headroom_bytes > 0);
+    let ingress: Vec<PgAccount> = cfg.ports.iter().map(|p| PgAccount::new(p, cell, pooled)).collect();
     let egress: Vec<QueueAccount> = cfg.ports.iter().map(|p| QueueAccount::new(p, cell)).collect();
-    let reserved = ingress.iter().map(PgAccount::reserved_cells).sum::<u64>()
-        + egress.iter().map(QueueAccount::reserved_cells).sum::<u64>();
-    (SharedPool::new(cfg.buffer.total_bytes, cell, reserved), ingress, egress)
+    let mut sizes = PoolSizes::default();
+    let count = if ingress_pools.is_empty() {
+        // One pool, both directions: what the reserves leave of the buffer.
+        let reserved = ingress.iter().map(PgAccount::reserved_cells).sum::<u64>()
+            + egress.iter().map(QueueAccount::reserved_cells).sum::<u64>();
+        let total = cfg.buffer.total_bytes.div_ceil(cell as u64);
+        let shared = total.saturating_sub(reserved).min(u32::MAX as u64) as u32;
+        (sizes.ingress[0], sizes.egress[0]) = (shared, shared);
+        [1, 1]
+    } else {
+        for (i, p) in ingress_pools.iter().take(MAX_POOLS).enumerate() {
+            sizes.ingress[i] = cells(p.size_bytes);
+            sizes.headroom[i] = cells(p.headroom_bytes);
+        }
+        for (i, p) in egress_pools.iter().take(MAX_POOLS).enumerate() {
+            sizes.egress[i] = cells(p.size_bytes);
+        }
+        [ingress_pools.len().min(MAX_POOLS), egress_pools.len().min(MAX_POOLS)]
+    };
+    (
+        SharedPool::new(cfg.buffer.total_bytes, cell, sizes, count),
+        ingress,
+        egress,
+    )
 }
 
 /// Every way the counts disagree with one another: each port's total against its PGs or
@@ -151,38 +184,50 @@ pub fn audit<'a>(
     outs: impl IntoIterator<Item = &'a QueueAccount>,
 ) -> Vec<String> {
     let mut errors = Vec::new();
-    let (mut in_shared, mut out_shared, mut out_cells) = (0u64, 0u64, 0u64);
+    let (mut in_shared, mut in_headroom, mut out_shared, mut out_cells) =
+        ([0u64; MAX_POOLS], [0u64; MAX_POOLS], [0u64; MAX_POOLS], 0u64);
     for (i, a) in ins.into_iter().enumerate() {
         errors.extend(a.audit().map(|e| format!("port index {i}: {e}")));
-        in_shared += a.shared_sum();
+        let (s, h) = a.shared_sums();
+        for p in 0..MAX_POOLS {
+            in_shared[p] += s[p];
+            in_headroom[p] += h[p];
+        }
     }
     for (i, a) in outs.into_iter().enumerate() {
         errors.extend(a.audit().map(|e| format!("port index {i}: {e}")));
-        out_shared += a.shared_sum();
+        for (p, s) in a.shared_sums().iter().enumerate() {
+            out_shared[p] += s;
+        }
         out_cells += a.cells().0 as u64;
     }
     if pool.used as u64 != out_cells {
         errors.push(format!("pool holds {} cells, the egress ports {out_cells}", pool.used));
     }
-    if pool.ingress.shared as u64 != in_shared {
-        errors.push(format!(
-            "pool ingress shared {}, the PGs {in_shared}",
-            pool.ingress.shared
-        ));
-    }
-    if pool.egress.shared as u64 != out_shared {
-        errors.push(format!(
-            "pool egress shared {}, the queues {out_shared}",
-            pool.egress.shared
-        ));
+    for p in 0..MAX_POOLS {
+        let checks = [
+            ("ingress shared", pool.ingress[p].shared, in_shared[p], "the PGs"),
+            (
+                "shared headroom",
+                pool.headroom[p].shared,
+                in_headroom[p],
+                "the PGs' headroom",
+            ),
+            ("egress shared", pool.egress[p].shared, out_shared[p], "the queues"),
+        ];
+        for (what, held, sum, whose) in checks {
+            if held as u64 != sum {
+                errors.push(format!("pool {p} {what} {held}, {whose} {sum}"));
+            }
+        }
     }
     errors
 }
 
-/// The cell size of a config: validation guarantees a power of two; hand-built configs are
-/// rounded up to one.
+/// The cell size of a config (validation keeps it to 64..=4096 bytes; any size, as switch
+/// ASICs have 96 or 208 B cells).
 pub fn cell_size(cfg: &Config) -> u32 {
-    cfg.buffer.cell_bytes.max(1).next_power_of_two()
+    cfg.buffer.cell_bytes.clamp(1, 4096)
 }
 
 /// Admits a frame of `cells` from an ingress PG to an egress queue, or says why not: asks the

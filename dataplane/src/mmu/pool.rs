@@ -1,10 +1,19 @@
-//! The shared buffer pool: its size, fixed when the switch starts (what the per-port reserves
-//! leave of the buffer), and its occupancy as each side sees it.
+//! The shared buffer pools: their sizes, fixed when the switch starts, and their occupancy as
+//! each side sees it.
+//!
+//! A switch has one pool per direction unless the config names several (`[buffer.pool.NAME]`,
+//! SONiC's BUFFER_POOL: ingress lossless and lossy, egress lossless and lossy). Each PG draws
+//! on one ingress pool and each queue on one egress pool, and a dynamic limit scales with the
+//! free space of its own pool only. An ingress pool may carry a shared headroom pool (SONiC's
+//! pool `xoff`, SAI's XOFF_SIZE): its lossless PGs take their headroom from it, each up to its
+//! own limit, instead of each having headroom reserved.
 
-/// One side's view of the shared pool's occupancy, written only by that side.
+use controlplane::model::{PoolDir, MAX_POOLS};
+
+/// One side's view of one pool's occupancy, written only by that side.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct PoolSide {
-    /// Sum of this side's shared use over all ports.
+    /// Sum of this side's use of the pool over all ports.
     pub shared: u32,
     /// Highest `shared` since the peaks were last restarted.
     pub peak_shared: u32,
@@ -18,74 +27,142 @@ impl PoolSide {
     }
 }
 
-/// The pool both sides read. Dynamic limits are `alpha × (shared cells − this side's shared
-/// use)`, so the ingress side reads only `ingress`, the egress side only `egress`.
+/// Bytes to cells without a division per frame: `ceil(len / cell)` as a multiply and a shift
+/// by a reciprocal, exact for every cell size the config takes (64..=4096 B, not only powers
+/// of two: Spectrum's 96 B, Tomahawk 2's 208 B) and every length below 2^20 bytes.
+#[derive(Debug, Clone, Copy)]
+struct CellDiv {
+    bytes: u32,
+    recip: u64,
+}
+
+/// Shift of [`CellDiv`]'s reciprocal: with a divisor of at most 2^12 and a dividend below
+/// 2^20, the reciprocal's error (below one divisor in 2^40) never reaches the next integer.
+const RECIP_SHIFT: u32 = 40;
+
+impl CellDiv {
+    fn new(bytes: u32) -> Self {
+        let bytes = bytes.max(1);
+        CellDiv {
+            bytes,
+            recip: (1u64 << RECIP_SHIFT).div_ceil(u64::from(bytes)),
+        }
+    }
+
+    #[inline(always)]
+    fn cells(self, len: usize) -> u32 {
+        let n = len as u64 + u64::from(self.bytes) - 1;
+        debug_assert!(n < 1 << 20, "a frame of {len} bytes");
+        ((n * self.recip) >> RECIP_SHIFT) as u32
+    }
+}
+
+/// The size of every pool, in cells: the switch's build step works them out from the config.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PoolSizes {
+    /// Shared cells of each ingress pool.
+    pub ingress: [u32; MAX_POOLS],
+    /// Shared cells of each egress pool.
+    pub egress: [u32; MAX_POOLS],
+    /// Cells of each ingress pool's shared headroom pool (0: none).
+    pub headroom: [u32; MAX_POOLS],
+}
+
+/// What the other shards hold of every pool, as last published (`crate::shard::PoolShare`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PoolFigures {
+    /// Ingress shared use per pool.
+    pub ingress: [u32; MAX_POOLS],
+    /// Egress shared use per pool.
+    pub egress: [u32; MAX_POOLS],
+    /// Shared headroom pool use per ingress pool.
+    pub headroom: [u32; MAX_POOLS],
+}
+
+/// The pools both sides read. Dynamic limits are `alpha × (pool cells − this side's use of the
+/// pool)`, so the ingress side reads only `ingress`, the egress side only `egress`.
 #[derive(Debug, Clone)]
 pub struct SharedPool {
-    pub(super) cell_bytes: u32,
-    cell_shift: u32,
+    cell: CellDiv,
     pub(super) total_cells: u32,
-    pub(super) shared_cells: u32,
-    /// The ingress view: every PG's shared use.
-    pub ingress: PoolSide,
-    /// The egress view: every queue's shared use.
-    pub egress: PoolSide,
+    pub(super) sizes: PoolSizes,
+    /// Pools per direction (1 without configured pools).
+    pub(super) count: [usize; 2],
+    /// The ingress view: every PG's shared use, per pool.
+    pub ingress: [PoolSide; MAX_POOLS],
+    /// The egress view: every queue's shared use, per pool.
+    pub egress: [PoolSide; MAX_POOLS],
+    /// Lossless PGs' headroom taken from each ingress pool's shared headroom pool.
+    pub headroom: [PoolSide; MAX_POOLS],
     /// Cells held by frames in the switch, each frame once (charged with its egress queue).
     pub(super) used: u32,
     pub(super) peak_used: u32,
-    /// The shared cells each side may fill: `shared_cells` less the other shards' shared use
-    /// as last published (`crate::shard::PoolShare`); `shared_cells` itself with one shard, so
-    /// a lone switch computes exactly as it always has, and the packet path subtracts once.
-    ingress_avail: u32,
-    egress_avail: u32,
-    others_ingress: u32,
-    others_egress: u32,
+    /// The cells each side may fill, per pool: the pool less the other shards' use as last
+    /// published (`crate::shard::PoolShare`); the pool itself with one shard, so a lone switch
+    /// computes exactly as it always has, and the packet path subtracts once.
+    ingress_avail: [u32; MAX_POOLS],
+    egress_avail: [u32; MAX_POOLS],
+    headroom_avail: [u32; MAX_POOLS],
+    others: PoolFigures,
 }
 
 impl SharedPool {
-    pub(super) fn new(total_bytes: u64, cell: u32, reserved_cells: u64) -> Self {
-        let total_cells = total_bytes.div_ceil(cell as u64).min(u32::MAX as u64) as u32;
-        let shared_cells = (total_cells as u64).saturating_sub(reserved_cells) as u32;
+    pub(super) fn new(total_bytes: u64, cell: u32, sizes: PoolSizes, count: [usize; 2]) -> Self {
+        let total_cells = total_bytes.div_ceil(cell.max(1) as u64).min(u32::MAX as u64) as u32;
         SharedPool {
-            cell_bytes: cell,
-            cell_shift: cell.trailing_zeros(),
+            cell: CellDiv::new(cell),
             total_cells,
-            shared_cells,
-            ingress_avail: shared_cells,
-            egress_avail: shared_cells,
-            ingress: PoolSide::default(),
-            egress: PoolSide::default(),
+            sizes,
+            count,
+            ingress_avail: sizes.ingress,
+            egress_avail: sizes.egress,
+            headroom_avail: sizes.headroom,
+            ingress: Default::default(),
+            egress: Default::default(),
+            headroom: Default::default(),
             used: 0,
             peak_used: 0,
-            others_ingress: 0,
-            others_egress: 0,
+            others: PoolFigures::default(),
+        }
+    }
+
+    /// This shard's use of every pool, to publish.
+    #[inline]
+    pub fn figures(&self) -> PoolFigures {
+        PoolFigures {
+            ingress: self.ingress.map(|s| s.shared),
+            egress: self.egress.map(|s| s.shared),
+            headroom: self.headroom.map(|s| s.shared),
         }
     }
 
     /// Takes the other shards' latest figures (once a round, `Switch::exchange_pool`).
     #[inline]
-    pub fn set_others(&mut self, ingress_shared: u32, egress_shared: u32) {
-        self.others_ingress = ingress_shared;
-        self.others_egress = egress_shared;
-        self.ingress_avail = self.shared_cells.saturating_sub(ingress_shared);
-        self.egress_avail = self.shared_cells.saturating_sub(egress_shared);
+    pub fn set_others(&mut self, others: PoolFigures) {
+        self.others = others;
+        for i in 0..MAX_POOLS {
+            self.ingress_avail[i] = self.sizes.ingress[i].saturating_sub(others.ingress[i]);
+            self.egress_avail[i] = self.sizes.egress[i].saturating_sub(others.egress[i]);
+            self.headroom_avail[i] = self.sizes.headroom[i].saturating_sub(others.headroom[i]);
+        }
     }
 
-    /// Takes the size of a new config's pool (same buffer, new reserves); occupancy is kept.
+    /// Takes the sizes of a new config's pools (same buffer, new reserves); occupancy is kept.
     pub fn resize(&mut self, fresh: &SharedPool) {
-        self.shared_cells = fresh.shared_cells;
-        self.set_others(self.others_ingress, self.others_egress);
+        self.sizes = fresh.sizes;
+        self.count = fresh.count;
+        self.set_others(self.others);
     }
 
     /// Cells a frame of `len` bytes takes (rounded up).
     #[inline]
     pub fn cells_for(&self, len: usize) -> u32 {
-        (len as u32 + self.cell_bytes - 1) >> self.cell_shift
+        self.cell.cells(len)
     }
 
-    /// Bytes per cell, a power of two.
+    /// Bytes per cell.
     pub fn cell_bytes(&self) -> u32 {
-        self.cell_bytes
+        self.cell.bytes
     }
 
     /// Cells the whole switch can hold: bounds how many frames can be queued at once.
@@ -93,41 +170,122 @@ impl SharedPool {
         self.total_cells
     }
 
-    /// Shared cells the ingress side has left: what its dynamic limits scale with.
+    /// Cells ingress pool `p` has left for the ingress side: what its dynamic limits scale
+    /// with.
     #[inline]
-    pub fn ingress_free(&self) -> u32 {
-        self.ingress_avail.saturating_sub(self.ingress.shared)
+    pub fn ingress_free(&self, p: usize) -> u32 {
+        let p = p & (MAX_POOLS - 1);
+        self.ingress_avail[p].saturating_sub(self.ingress[p].shared)
     }
 
-    /// Shared cells the egress side has left.
+    /// Cells egress pool `p` has left for the egress side.
     #[inline]
-    pub fn egress_free(&self) -> u32 {
-        self.egress_avail.saturating_sub(self.egress.shared)
+    pub fn egress_free(&self, p: usize) -> u32 {
+        let p = p & (MAX_POOLS - 1);
+        self.egress_avail[p].saturating_sub(self.egress[p].shared)
+    }
+
+    /// Cells ingress pool `p`'s shared headroom pool has left.
+    #[inline]
+    pub fn headroom_free(&self, p: usize) -> u32 {
+        let p = p & (MAX_POOLS - 1);
+        self.headroom_avail[p].saturating_sub(self.headroom[p].shared)
+    }
+
+    /// Whether ingress pool `p` has a shared headroom pool.
+    #[inline]
+    pub fn has_headroom_pool(&self, p: usize) -> bool {
+        self.sizes.headroom[p & (MAX_POOLS - 1)] > 0
     }
 
     /// Starts every peak again from the current use (a watermark clear).
     pub fn restart_peaks(&mut self) {
         self.peak_used = self.used;
-        self.ingress.peak_shared = self.ingress.shared;
-        self.egress.peak_shared = self.egress.shared;
+        for s in self
+            .ingress
+            .iter_mut()
+            .chain(&mut self.egress)
+            .chain(&mut self.headroom)
+        {
+            s.peak_shared = s.shared;
+        }
     }
 
-    /// The pool's figures for reports, in cells.
+    /// Pool `i` of direction `dir`, in cells: (size, use, peak use), and for an ingress pool
+    /// its shared headroom pool's (size, use, peak).
+    pub fn pool(&self, dir: PoolDir, i: usize) -> ([u32; 3], [u32; 3]) {
+        let i = i & (MAX_POOLS - 1);
+        match dir {
+            PoolDir::Ingress => (
+                [
+                    self.sizes.ingress[i],
+                    self.ingress[i].shared,
+                    self.ingress[i].peak_shared,
+                ],
+                [
+                    self.sizes.headroom[i],
+                    self.headroom[i].shared,
+                    self.headroom[i].peak_shared,
+                ],
+            ),
+            PoolDir::Egress => (
+                [self.sizes.egress[i], self.egress[i].shared, self.egress[i].peak_shared],
+                [0; 3],
+            ),
+        }
+    }
+
+    /// Pools of `dir` (1 without configured pools).
+    pub fn pools(&self, dir: PoolDir) -> usize {
+        self.count[usize::from(dir == PoolDir::Egress)]
+    }
+
+    /// The pools' figures for reports, in cells (summed over the pools of each direction).
     pub fn usage(&self) -> super::PoolUse {
+        let sum = |s: &[PoolSide], f: fn(&PoolSide) -> u32| s.iter().map(f).sum::<u32>();
         super::PoolUse {
             total_cells: self.total_cells,
-            shared_cells: self.shared_cells,
+            shared_cells: self.sizes.ingress.iter().sum(),
             used_cells: self.used,
             peak_used_cells: self.peak_used,
-            ingress_shared_cells: self.ingress.shared,
-            peak_ingress_shared_cells: self.ingress.peak_shared,
-            egress_shared_cells: self.egress.shared,
-            peak_egress_shared_cells: self.egress.peak_shared,
+            ingress_shared_cells: sum(&self.ingress, |s| s.shared),
+            // The sum of each pool's peak: the peaks of several pools need not coincide, so
+            // this bounds the whole side's peak from above (exact with one pool).
+            peak_ingress_shared_cells: sum(&self.ingress, |s| s.peak_shared),
+            egress_shared_cells: sum(&self.egress, |s| s.shared),
+            peak_egress_shared_cells: sum(&self.egress, |s| s.peak_shared),
         }
     }
 
     /// Whether no cell is in use on either side.
     pub fn is_empty(&self) -> bool {
-        self.used == 0 && self.ingress.shared == 0 && self.egress.shared == 0
+        let idle = |s: &[PoolSide]| s.iter().all(|s| s.shared == 0);
+        self.used == 0 && idle(&self.ingress) && idle(&self.egress) && idle(&self.headroom)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::CellDiv;
+
+    /// The reciprocal gives the division's answer for every cell size the config takes, at
+    /// every frame length (and well beyond).
+    #[test]
+    fn cells_without_a_division_are_exact() {
+        for cell in (64..=4096u32).step_by(1) {
+            let d = CellDiv::new(cell);
+            let lens = (0..=10_000usize).step_by(if cell % 16 == 0 { 1 } else { 7 }).chain([
+                65_535,
+                500_000,
+                (1 << 20) - 4097,
+            ]);
+            for len in lens {
+                assert_eq!(
+                    d.cells(len),
+                    (len as u32).div_ceil(cell),
+                    "{len} bytes in {cell} B cells"
+                );
+            }
+        }
     }
 }

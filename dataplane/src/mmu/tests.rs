@@ -135,7 +135,7 @@ fn lossless_pg_goes_min_shared_headroom_then_drops() {
     );
     // A lone congested PG settles near B·alpha/(1+alpha) of the shared pool.
     let alpha = 1.0 / 8.0;
-    let expected = mmu.pool.shared_cells as f64 * alpha / (1.0 + alpha);
+    let expected = mmu.pool.sizes.ingress[0] as f64 * alpha / (1.0 + alpha);
     assert!(
         (pg.shared as f64 - expected).abs() <= 8.0,
         "shared {} expected ~{expected}",
@@ -559,4 +559,157 @@ fn a_burst_into_an_idle_switch_is_admitted_in_one_step() {
     ));
     assert_eq!(mmu.outs[1].cells().0, totals.cells);
     assert_eq!(mmu.audit(), Vec::<String>::new());
+}
+
+/// The default profile with two ingress pools (lossless PG 3 in one with a shared headroom pool,
+/// the rest in the other) and two egress pools (lossless queue 3, the rest), in 96 B cells as
+/// Spectrum-1 has them.
+fn pooled_cfg() -> Config {
+    let mut text = include_str!("../../../configs/default.toml")
+        .replace("cell = \"256B\"", "cell = \"96B\"")
+        .replace("size = \"4MiB\"", "size = \"8MiB\"")
+        .replacen(
+            "\n[port_defaults]",
+            "\n[buffer.pool.in_lossless]\ntype = \"ingress\"\nsize = \"1MiB\"\nheadroom = \"40KiB\"\n\
+             [buffer.pool.in_lossy]\ntype = \"ingress\"\nsize = \"512KiB\"\n\
+             [buffer.pool.out_lossless]\ntype = \"egress\"\nsize = \"2MiB\"\n\
+             [buffer.pool.out_lossy]\ntype = \"egress\"\nsize = \"256KiB\"\n\n[port_defaults]",
+            1,
+        );
+    // Each [pg.N] and [queue.N] names its pool: the profile's own tables get the key, the
+    // others a table of their own.
+    for n in 0..8 {
+        let (pg, q) = if n == 3 {
+            ("in_lossless", "out_lossless")
+        } else {
+            ("in_lossy", "out_lossy")
+        };
+        for (table, pool) in [("pg", pg), ("queue", q)] {
+            let head = format!("\n[{table}.{n}]");
+            match text.find(&head) {
+                Some(at) => {
+                    let eol = at + 1 + text[at + 1..].find('\n').unwrap();
+                    text.insert_str(eol + 1, &format!("pool = \"{pool}\"\n"));
+                }
+                None => text.push_str(&format!("{head}\npool = \"{pool}\"\n")),
+            }
+        }
+    }
+    controlplane::load_str(&text)
+        .unwrap_or_else(|e| panic!("{e}\n{text}"))
+        .config
+}
+
+/// Each PG and queue sees only its own pool: a lossy PG filling its ingress pool leaves the
+/// lossless PG's dynamic limit where it was, and a lossless PG's headroom comes from its pool's
+/// shared headroom pool, which several PGs share up to its size.
+#[test]
+fn pools_are_apart_and_headroom_is_shared() {
+    let cfg = pooled_cfg();
+    let mut mmu = Mmu::new(&cfg);
+    let (lossless, lossy) = (mmu.ins[0].pool_of(3), mmu.ins[0].pool_of(0));
+    assert_ne!(lossless, lossy);
+    assert_eq!(mmu.pool.pools(controlplane::model::PoolDir::Ingress), 2);
+    let (free_before, lossy_before) = (mmu.pool.ingress_free(lossless), mmu.pool.ingress_free(lossy));
+    // Lossy traffic from every port draws on its own pools until its egress pool's limit
+    // refuses it (alpha 1 of 256 KiB: half of it).
+    let mut lossy_in = 0u32;
+    while mmu.admit(lossy_in as usize % 4, 0, 1, 0, 11, 1024).is_ok() {
+        lossy_in += 1;
+    }
+    // 2731 cells; the k-th frame of 11 cells enters while 11k + 11 <= 2731 - 11k: k <= 123.
+    let pool_cells = (256 * 1024u32).div_ceil(96);
+    assert_eq!(
+        lossy_in,
+        (0..).take_while(|k| 11 * k + 11 <= pool_cells - 11 * k).count() as u32
+    );
+    assert_eq!(lossy_in, 124, "half the lossy egress pool");
+    assert_eq!(
+        mmu.pool.ingress_free(lossless),
+        free_before,
+        "the lossless pool is untouched"
+    );
+    assert_eq!(mmu.pool.ingress_free(lossy), lossy_before - 11 * lossy_in);
+    // Lossless PG 3 on four ports: shared, then headroom out of the 40 KiB shared headroom pool
+    // (427 cells of 96 B), each PG up to its own headroom.
+    let shp = mmu.pool.pool(controlplane::model::PoolDir::Ingress, lossless).1[0];
+    assert_eq!(shp, (40 * 1024u32).div_ceil(96));
+    let per_pg = mmu.ins[0].headroom_limit(3);
+    let mut in_headroom = [0u32; 4];
+    let mut refused = 0;
+    for i in 0..20_000 {
+        let port = i % 4;
+        match mmu.admit(port, 3, (port + 1) % 4, 3, 11, 1024) {
+            Ok(a) if a.region == IngressRegion::Headroom => in_headroom[port] += 11,
+            Ok(_) => {}
+            Err(r) => {
+                assert_eq!(r, DropReason::HeadroomOverflow);
+                refused += 1;
+            }
+        }
+        assert!(
+            mmu.pool.headroom[lossless].shared <= shp,
+            "the shared headroom pool bounds them"
+        );
+    }
+    assert!(refused > 0);
+    assert!(
+        in_headroom.iter().all(|&h| h <= per_pg),
+        "{in_headroom:?} over {per_pg}"
+    );
+    assert_eq!(mmu.pool.headroom[lossless].shared, in_headroom.iter().sum::<u32>());
+    assert!(
+        per_pg * 4 > shp && mmu.pool.headroom_free(lossless) < 11,
+        "four PGs' headroom oversubscribes the shared pool, which fills: {} of {shp} left",
+        mmu.pool.headroom_free(lossless)
+    );
+    assert_eq!(mmu.audit(), Vec::<String>::new());
+}
+
+/// SAI's XON rule: XON at or below max(xon, limit − xon_offset).
+#[test]
+fn xon_threshold_resumes_at_or_below_it() {
+    let text = include_str!("../../../configs/default.toml")
+        .replace("alpha = \"1/8\"", "static = \"40KiB\"\nxon = \"20KiB\"")
+        .replace("xon_offset = \"3KiB\"", "xon_offset = \"1MiB\"");
+    let cfg = controlplane::load_str(&text).unwrap_or_else(|e| panic!("{e}")).config;
+    let mut mmu = Mmu::new(&cfg);
+    let mut n = 0;
+    while mmu.pg(0, 3).shared < 160 {
+        mmu.admit(0, 3, 1, 3, 4, 1024).unwrap();
+        n += 1;
+    }
+    assert!(!mmu.may_resume(0, 3), "an offset of 1 MiB alone would never resume");
+    // Down to 80 cells (20 KiB) of shared use: XON.
+    while mmu.pg(0, 3).shared > 80 {
+        assert!(!mmu.may_resume(0, 3));
+        mmu.release(0, 3, 1, 3, 4, 1024);
+        n -= 1;
+    }
+    assert!(mmu.may_resume(0, 3), "at {} shared cells", mmu.pg(0, 3).shared);
+    assert!(n > 0);
+}
+
+proptest! {
+    /// Cells are conserved with several pools and a shared headroom pool too.
+    #[test]
+    fn cells_are_conserved_in_several_pools(ops in prop::collection::vec(op(), 1..400)) {
+        let cfg = pooled_cfg();
+        let mut mmu = Mmu::new(&cfg);
+        let mut held: Vec<Held> = Vec::new();
+        for op in ops {
+            mmu.apply(op, &mut held);
+            prop_assert_eq!(mmu.audit(), Vec::<String>::new());
+            for p in 0..2 {
+                let (size, hdrm) = mmu.pool.pool(controlplane::model::PoolDir::Ingress, p);
+                prop_assert!(hdrm[1] <= hdrm[0], "shared headroom {hdrm:?}");
+                let _ = size;
+            }
+        }
+        for (inp, pg, out, q, cells, len) in held.drain(..) {
+            mmu.release(inp, pg, out, q, cells, len);
+        }
+        prop_assert!(mmu.is_empty(), "{:?}", mmu.pool());
+        prop_assert_eq!(mmu.audit(), Vec::<String>::new());
+    }
 }

@@ -89,10 +89,15 @@ struct Outputs<'a> {
     base_ns: u64,
     last_ns: u64,
     error: Option<anyhow::Error>,
+    /// Frames sent that are not MAC control (PFC): what moves traffic along.
+    data_frames: u64,
 }
 
 impl TxSink for Outputs<'_> {
     fn transmit(&mut self, port: usize, frame: &[u8], at_ns: u64) {
+        if frame.get(12..14) != Some(&[0x88, 0x08]) {
+            self.data_frames += 1;
+        }
         let ser_ns = ser_ps(frame.len(), self.speeds[port]) / 1000;
         self.last_ns = self.last_ns.max(at_ns + ser_ns);
         if let Some(peer) = self.peers[port].as_mut() {
@@ -105,6 +110,10 @@ impl TxSink for Outputs<'_> {
         }
     }
 }
+
+/// How long a replay goes on with nothing moving while a port whose transmit is off holds
+/// frames (only PFC refreshes left to happen) before it ends.
+const TX_OFF_IDLE_NS: u64 = 1_000_000_000;
 
 /// Replays the inputs through a switch running `cfg` and writes one capture per port; errors if an
 /// input names no port of `cfg`, cannot be read, or an output aliases an input.
@@ -192,6 +201,7 @@ pub fn run(cfg: &Config, opts: &ReplayOptions) -> Result<ReplayOutcome> {
         base_ns,
         last_ns: 0,
         error: None,
+        data_frames: 0,
     };
 
     let mut now = 0u64;
@@ -199,6 +209,7 @@ pub fn run(cfg: &Config, opts: &ReplayOptions) -> Result<ReplayOutcome> {
     let mut input_frames = 0u64;
     let mut input_bytes = 0u64;
     let mut last_progress = 0u64;
+    let (mut moved, mut last_moved) = ((0u64, 0u64), 0u64);
     loop {
         let mut progressed = false;
         // Changes due now apply before anything else at this instant: a frame arriving at the
@@ -239,6 +250,21 @@ pub fn run(cfg: &Config, opts: &ReplayOptions) -> Result<ReplayOutcome> {
         if peers_done && sw.is_idle() {
             break;
         }
+        if (input_frames, out.data_frames) != moved {
+            (moved, last_moved) = ((input_frames, out.data_frames), now);
+        }
+        // A port whose transmit is off can hold frames, and the peers it pauses theirs, for
+        // ever: once only PFC frames are left to move, for a second of virtual time, the
+        // replay ends with them queued.
+        if now.saturating_sub(last_moved) > TX_OFF_IDLE_NS {
+            if let Some(held) = sw.held_by_tx_off() {
+                tracing::info!(
+                    "replay ends: nothing moved for {} with {held} frames queued on ports whose transmit is off",
+                    controlplane::units::format_duration(TX_OFF_IDLE_NS)
+                );
+                break;
+            }
+        }
         let next = out
             .peers
             .iter()
@@ -255,7 +281,14 @@ pub fn run(cfg: &Config, opts: &ReplayOptions) -> Result<ReplayOutcome> {
                     now += 1;
                 }
             }
-            None => bail!("replay stalled at {now} ns with frames still queued (a bug: please report it)"),
+            None => match sw.held_by_tx_off() {
+                // What is left waits behind a transmit that is off: nothing more can happen.
+                Some(held) if peers_done => {
+                    tracing::info!("replay ends with {held} frames queued on ports whose transmit is off");
+                    break;
+                }
+                _ => bail!("replay stalled at {now} ns with frames still queued (a bug: please report it)"),
+            },
         }
     }
     if let Some(report) = opts.progress {

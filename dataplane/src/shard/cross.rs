@@ -219,8 +219,8 @@ impl Switch {
     /// ([`PoolShare`]); moves what the FDB learnt into every outbox.
     pub fn exchange(&mut self, share: &PoolShare) {
         let me = self.shard.me as usize;
-        let (i, e) = share.exchange(me, self.pool.ingress.shared, self.pool.egress.shared);
-        self.pool.set_others(i, e);
+        let others = share.exchange(me, &self.pool.figures());
+        self.pool.set_others(others);
         let Switch { ingress, shard, .. } = self;
         ingress.fdb.announce(|mac, port_id, now| {
             let mut missed = 0;

@@ -10,16 +10,20 @@
 //! release in one catch-up step. ARCHITECTURE.md, "Shards", gives the figure for the default
 //! config. XOFF and XON stay exact: a PG's own use is counted by its one owner.
 
+use crate::mmu::PoolFigures;
+use controlplane::MAX_POOLS;
 use std::sync::atomic::{AtomicU32, Ordering};
 
+/// One shard's figures: every pool's use on each side, on a cache line of its own.
 #[repr(align(64))]
 #[derive(Default)]
 struct Published {
-    ingress_shared: AtomicU32,
-    egress_shared: AtomicU32,
+    ingress: [AtomicU32; MAX_POOLS],
+    egress: [AtomicU32; MAX_POOLS],
+    headroom: [AtomicU32; MAX_POOLS],
 }
 
-/// Every shard's published shared-pool use.
+/// Every shard's published pool use.
 pub struct PoolShare {
     shards: Box<[Published]>,
 }
@@ -32,19 +36,25 @@ impl PoolShare {
         }
     }
 
-    /// Publishes shard `me`'s use and returns the others' (ingress, egress) sums.
+    /// Publishes shard `me`'s use and returns the others', summed per pool.
     #[inline]
-    pub fn exchange(&self, me: usize, ingress_shared: u32, egress_shared: u32) -> (u32, u32) {
-        let mine = &self.shards[me];
-        mine.ingress_shared.store(ingress_shared, Ordering::Relaxed);
-        mine.egress_shared.store(egress_shared, Ordering::Relaxed);
-        let (mut i, mut e) = (0u32, 0u32);
+    pub fn exchange(&self, me: usize, mine: &PoolFigures) -> PoolFigures {
+        let own = &self.shards[me];
+        for i in 0..MAX_POOLS {
+            own.ingress[i].store(mine.ingress[i], Ordering::Relaxed);
+            own.egress[i].store(mine.egress[i], Ordering::Relaxed);
+            own.headroom[i].store(mine.headroom[i], Ordering::Relaxed);
+        }
+        let mut sum = PoolFigures::default();
         for (s, p) in self.shards.iter().enumerate() {
             if s != me {
-                i = i.saturating_add(p.ingress_shared.load(Ordering::Relaxed));
-                e = e.saturating_add(p.egress_shared.load(Ordering::Relaxed));
+                for i in 0..MAX_POOLS {
+                    sum.ingress[i] = sum.ingress[i].saturating_add(p.ingress[i].load(Ordering::Relaxed));
+                    sum.egress[i] = sum.egress[i].saturating_add(p.egress[i].load(Ordering::Relaxed));
+                    sum.headroom[i] = sum.headroom[i].saturating_add(p.headroom[i].load(Ordering::Relaxed));
+                }
             }
         }
-        (i, e)
+        sum
     }
 }

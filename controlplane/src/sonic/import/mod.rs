@@ -1,0 +1,318 @@
+//! config_db.json → a rocesw TOML config, table family by table family as SONiC's orchagent
+//! splits them (bufferorch: pools, profiles, PG and queue bindings; qosorch: maps, schedulers,
+//! WRED; pfcwdorch: the watchdog), each value written with its origin (`TABLE|key|field`) in a
+//! comment. The TOML is the one model both front ends share: running a config_db.json is
+//! running the TOML it imports to, and `rocectl sonic import` writes exactly that text.
+
+use super::db::{expand_key, reference, references, ConfigDb, Fields, Origin};
+use super::headroom::{self, LookupRow, TrafficPattern};
+use super::platform::{self, Platform, SizeMeaning};
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Write as _;
+
+mod buffers;
+mod maps;
+mod ports;
+mod qos;
+mod toml_out;
+
+use buffers::{port_lists, read_buffers, read_pools};
+use maps::read_maps;
+use ports::read_ports;
+use qos::{read_queues, read_watchdog, read_wred};
+use toml_out::{write_toml, TomlParts};
+
+/// The tables the importer reads; every other table is listed as ignored.
+pub const READ_TABLES: &[&str] = &[
+    "DEVICE_METADATA",
+    "PORT",
+    "CABLE_LENGTH",
+    "BUFFER_POOL",
+    "BUFFER_PROFILE",
+    "BUFFER_PG",
+    "BUFFER_QUEUE",
+    "BUFFER_PORT_INGRESS_PROFILE_LIST",
+    "BUFFER_PORT_EGRESS_PROFILE_LIST",
+    "PORT_QOS_MAP",
+    "DSCP_TO_TC_MAP",
+    "DOT1P_TO_TC_MAP",
+    "TC_TO_PRIORITY_GROUP_MAP",
+    "TC_TO_QUEUE_MAP",
+    "MAP_PFC_PRIORITY_TO_QUEUE",
+    "PFC_PRIORITY_TO_PRIORITY_GROUP_MAP",
+    "SCHEDULER",
+    "QUEUE",
+    "WRED_PROFILE",
+    "PFC_WD",
+    "LOSSLESS_TRAFFIC_PATTERN",
+    "DEFAULT_LOSSLESS_BUFFER_PARAMETER",
+];
+
+/// What the import takes besides the file.
+#[derive(Debug, Clone, Default)]
+pub struct ImportOptions {
+    /// `--platform`: overrides DEVICE_METADATA's.
+    pub platform: Option<String>,
+    /// `--pg-lookup`: the platform's `pg_profile_lookup.ini`, its text and its name.
+    pub pg_lookup: Option<(String, String)>,
+    /// Where the file came from, for the header comment.
+    pub source: Option<String>,
+}
+
+/// An imported config.
+#[derive(Debug, Clone)]
+pub struct Imported {
+    /// The rocesw TOML, every value with its origin.
+    pub toml: String,
+    /// The platform whose rules were applied.
+    pub platform: &'static Platform,
+    /// What was read but not modelled, or assumed: one line each (also in the TOML's header).
+    pub notes: Vec<String>,
+    /// The ports, in the order they were given ids: (SONiC name, id).
+    pub ports: Vec<(String, u16)>,
+}
+
+/// Collects every problem of a file (as validation does), each naming its origin.
+#[derive(Default)]
+struct Problems {
+    errors: Vec<String>,
+    notes: Vec<String>,
+}
+
+impl Problems {
+    /// Each problem once, however many bindings lead to it.
+    fn error(&mut self, at: impl std::fmt::Display, msg: impl std::fmt::Display) {
+        let e = format!("{at}: {msg}");
+        if !self.errors.contains(&e) {
+            self.errors.push(e);
+        }
+    }
+
+    fn note(&mut self, msg: impl Into<String>) {
+        let m = msg.into();
+        if !self.notes.contains(&m) {
+            self.notes.push(m);
+        }
+    }
+
+    /// Checks `fields` of `table|key` against `known`: each other field is an error.
+    fn known(&mut self, table: &str, key: &str, fields: &Fields, known: &[&str]) {
+        for f in fields.keys() {
+            if !known.contains(&f.as_str()) {
+                self.error(
+                    Origin::new(table, key, f),
+                    format!("unknown field (known: {})", known.join(", ")),
+                );
+            }
+        }
+    }
+}
+
+/// A whole number of `fields[field]`, or an error naming it.
+fn int(p: &mut Problems, table: &str, key: &str, fields: &Fields, field: &str) -> Option<i64> {
+    let v = fields.get(field)?;
+    match v.trim().parse::<i64>() {
+        Ok(n) => Some(n),
+        Err(_) => {
+            p.error(Origin::new(table, key, field), format!("{v:?} is not a whole number"));
+            None
+        }
+    }
+}
+
+/// A byte count (non-negative, below 2^40), or an error naming it.
+fn bytes(p: &mut Problems, table: &str, key: &str, fields: &Fields, field: &str) -> Option<u64> {
+    let n = int(p, table, key, fields, field)?;
+    if !(0..1 << 40).contains(&n) {
+        p.error(
+            Origin::new(table, key, field),
+            format!("{n} is not a byte count (0 to 1 TiB)"),
+        );
+        return None;
+    }
+    Some(n as u64)
+}
+
+/// A port as SONiC configures it.
+#[derive(Debug, Clone)]
+struct Port {
+    name: String,
+    id: u16,
+    speed_mbps: u64,
+    mtu: u32,
+    lanes: usize,
+    cable: Option<(String, f64)>,
+    admin_up: bool,
+}
+
+/// A shared limit as a profile gives it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Limit {
+    DynamicTh(i64),
+    Static(u64),
+    Unlimited,
+}
+
+/// A PG's or queue's buffer as rocesw runs it, with where each part came from.
+#[derive(Debug, Clone, PartialEq)]
+struct Buf {
+    pool: String,
+    min: u64,
+    limit: Limit,
+    /// Lossless PGs: headroom, xon, xon_offset.
+    headroom: Option<u64>,
+    xon: Option<u64>,
+    xon_offset: Option<u64>,
+    /// The profile (or lookup row, or formula) it came from.
+    origin: String,
+}
+
+/// A queue's scheduling as the QUEUE and SCHEDULER tables give it.
+#[derive(Debug, Clone, PartialEq)]
+struct Sched {
+    strict: bool,
+    weight: u32,
+    shaper: Option<(u64, u64)>,
+    ecn: Option<String>,
+    origin: String,
+}
+
+/// A WRED_PROFILE as an `[ecn.NAME]`.
+#[derive(Debug, Clone, PartialEq)]
+struct Wred {
+    kmin: u64,
+    kmax: u64,
+    pmax_percent: u64,
+    drop_non_ect: bool,
+}
+
+/// Imports `db` under `opts`. Every problem found is returned at once, each naming its origin.
+pub fn import(db: &ConfigDb, opts: &ImportOptions) -> Result<Imported, Vec<String>> {
+    let mut p = Problems::default();
+    let platform = choose_platform(db, opts, &mut p);
+    let lookup = opts
+        .pg_lookup
+        .as_ref()
+        .and_then(|(text, name)| match headroom::parse_lookup(text) {
+            Ok(rows) => Some((rows, name.clone())),
+            Err(e) => {
+                p.error(name, e);
+                None
+            }
+        });
+    let ports = read_ports(db, &mut p);
+    let maps = read_maps(db, &ports, &mut p);
+    let pools = read_pools(db, &mut p);
+    let wred = read_wred(db, &mut p);
+    let platform = match platform {
+        Some(pl) => pl,
+        None => return Err(p.errors),
+    };
+    let lossless_pgs: BTreeSet<u8> = maps
+        .pfc_priorities
+        .iter()
+        .map(|&pr| maps.tc_to_pg[usize::from(pr)])
+        .collect();
+    // Every profile is checked, bound or not: a reference to a missing pool is wrong wherever
+    // it is.
+    for (name, _) in db.table("BUFFER_PROFILE") {
+        let _ = buffers::read_profile(db, name, &pools, &mut p);
+    }
+    let (pgs, queues) = read_buffers(db, &ports, &pools, &lossless_pgs, platform, lookup.as_ref(), &mut p);
+    let scheds = read_queues(db, &ports, &wred, &mut p);
+    let watchdog = read_watchdog(db, &ports, &mut p);
+    port_lists(db, &mut p);
+    if !db.ignored.is_empty() {
+        p.note(format!(
+            "tables a data plane does not need, not read: {}",
+            db.ignored.join(", ")
+        ));
+    }
+    if !p.errors.is_empty() {
+        return Err(p.errors);
+    }
+    let toml = write_toml(&TomlParts {
+        platform,
+        ports: &ports,
+        pools: &pools,
+        maps: &maps,
+        pgs: &pgs,
+        queues: &queues,
+        scheds: &scheds,
+        wred: &wred,
+        watchdog: &watchdog,
+        notes: &p.notes,
+        source: opts.source.as_deref(),
+    });
+    Ok(Imported {
+        toml,
+        platform,
+        notes: p.notes,
+        ports: ports.iter().map(|p| (p.name.clone(), p.id)).collect(),
+    })
+}
+
+fn choose_platform(db: &ConfigDb, opts: &ImportOptions, p: &mut Problems) -> Option<&'static Platform> {
+    if let Some(name) = &opts.platform {
+        return platform::by_name(name).or_else(|| {
+            p.error("--platform", format!("{name:?} is not one of {}", platform::names()));
+            None
+        });
+    }
+    let meta = db.entry("DEVICE_METADATA", "localhost");
+    let Some(sonic) = meta.and_then(|m| m.get("platform")) else {
+        p.error(
+            "DEVICE_METADATA|localhost|platform",
+            format!(
+                "missing: the platform decides the buffer rules; give --platform ({})",
+                platform::names()
+            ),
+        );
+        return None;
+    };
+    platform::by_sonic_platform(sonic).or_else(|| {
+        p.error(
+            "DEVICE_METADATA|localhost|platform",
+            format!(
+                "{sonic:?} is a platform rocesw has no buffer rules for; give --platform ({}) \
+                 with `rocectl sonic import` if its ASIC is one of those",
+                platform::names()
+            ),
+        );
+        None
+    })
+}
+
+/// The maps and PFC settings a whole switch shares (rocesw classifies with one set of maps:
+/// ports that name different ones are refused).
+#[derive(Debug, Default)]
+struct Maps {
+    dscp_to_tc: Option<(String, [u8; 64])>,
+    dot1p_to_tc: Option<(String, [u8; 8])>,
+    tc_to_queue: [u8; 8],
+    tc_to_queue_from: Option<String>,
+    tc_to_pg: [u8; 8],
+    tc_to_pg_from: Option<String>,
+    pfc_priorities: Vec<u8>,
+    pfc_from: Option<String>,
+}
+
+/// A BUFFER_POOL as a `[buffer.pool.NAME]`.
+#[derive(Debug, Clone)]
+struct Pool {
+    name: String,
+    ingress: bool,
+    size: u64,
+    dynamic: bool,
+    xoff: u64,
+}
+
+/// Per port (by position), per PG and per queue: the buffer it runs with.
+type Bindings = Vec<[Option<Buf>; 8]>;
+
+/// PFC_WD: one watchdog for the switch (rocesw's is global).
+#[derive(Debug, Default, Clone)]
+struct Watchdog {
+    on: Option<(u64, u64, String, String)>,
+    poll_ms: Option<u64>,
+}

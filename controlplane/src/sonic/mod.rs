@@ -1,0 +1,20 @@
+//! SONiC's `config_db.json` as a front end to the same model as rocesw's TOML (DESIGN.md,
+//! "SONiC configs: the importer's shape"): [`db`] reads the file in either of its shapes with
+//! every value's origin, [`platform`] holds where ASICs read the buffer tables differently,
+//! [`headroom`] computes lossless headroom as SONiC does, and [`import`] maps the tables onto a
+//! TOML config with each value's `TABLE|key|field` in a comment. A config_db.json is told by
+//! its content wherever a switch config is read ([`crate::config_toml`]).
+
+pub mod db;
+pub mod headroom;
+pub mod import;
+pub mod platform;
+
+pub use db::{looks_like_config_db, ConfigDb, DbError, Origin};
+pub use import::{ImportOptions, Imported};
+
+/// Reads and imports a config_db.json's text: every problem, each naming its origin.
+pub fn import_text(text: &str, opts: &ImportOptions) -> Result<Imported, Vec<String>> {
+    let db = ConfigDb::parse(text, |t| import::READ_TABLES.contains(&t)).map_err(|e| vec![e.to_string()])?;
+    import::import(&db, opts)
+}
