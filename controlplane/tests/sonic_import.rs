@@ -436,3 +436,96 @@ fn a_hostile_depth_or_size_is_refused() {
     let e = import_text(&big, &ImportOptions::default()).unwrap_err().join("");
     assert!(e.contains("larger than the 64 MiB"), "{e}");
 }
+
+/// Import → export → re-import gives the same switch: with nothing changed the patch is empty;
+/// with tuned values (a lossless PG's dynamic_th and headroom, the WRED thresholds) the patch
+/// touches exactly those fields, and the patched file imports to the tuned switch.
+#[test]
+fn import_export_reimport_round_trips() {
+    use controlplane::sonic::export::export;
+    for file in ["spectrum1-t1.json", "tomahawk2-t1.json"] {
+        let json = read(file);
+        let opts = ImportOptions::default();
+        let base = load(&json);
+        let same = export(&json, &opts, &base).unwrap_or_else(|e| panic!("{e:#?}"));
+        assert_eq!(same.patch, serde_json::json!([]), "{file}: nothing changed");
+        assert!(same.changes.is_empty());
+        // Tune: PG 3 and 4 one dynamic_th step up on every port, Ethernet24's headroom (a
+        // 300 m profile all 300 m ports share: set on all of them alike), kmin of the WRED.
+        let mut tuned = base.clone();
+        let long: Vec<usize> = (0..tuned.ports.len())
+            .filter(|&i| {
+                tuned.ports[i].headroom_bytes[3] == base.ports.iter().map(|p| p.headroom_bytes[3]).max().unwrap()
+            })
+            .collect();
+        for (i, p) in tuned.ports.iter_mut().enumerate() {
+            for g in [3, 4] {
+                p.pgs[g].shared = Threshold::Dynamic { alpha: 2.0 };
+                if long.contains(&i) {
+                    p.headroom_bytes[g] += 1024;
+                }
+            }
+            for q in [3, 4] {
+                if let Some(e) = p.queues[q].ecn.as_mut() {
+                    e.kmin_bytes = 1_500_000;
+                }
+            }
+        }
+        let out = export(&json, &opts, &tuned).unwrap_or_else(|e| panic!("{file}: {e:#?}"));
+        let ops = out.patch.as_array().unwrap();
+        assert!(!ops.is_empty());
+        for op in ops {
+            assert_eq!(op["op"], "replace", "{op}");
+            let path = op["path"].as_str().unwrap();
+            assert!(
+                ["dynamic_th", "xoff", "size", "green_min_threshold"]
+                    .iter()
+                    .any(|f| path.ends_with(f)),
+                "{file}: only the tuned fields change: {path}"
+            );
+        }
+        assert!(
+            out.changes.iter().any(|c| c.contains("|dynamic_th: 0 → 1")),
+            "{:?}",
+            out.changes
+        );
+        assert!(
+            out.changes
+                .iter()
+                .any(|c| c.contains("green_min_threshold: 2000000 → 1500000")),
+            "{:?}",
+            out.changes
+        );
+        // Apply it as SONiC would, and import again.
+        let mut doc: serde_json::Value = serde_json::from_str(&json).unwrap();
+        let patch: json_patch::Patch = serde_json::from_value(out.patch.clone()).unwrap();
+        json_patch::patch(&mut doc, &patch).unwrap();
+        let again = load(&doc.to_string());
+        for (a, b) in again.ports.iter().zip(&tuned.ports) {
+            assert_eq!(a.pgs, b.pgs, "{file} {:?}", a.name);
+            assert_eq!(a.headroom_bytes, b.headroom_bytes, "{file} {:?}", a.name);
+            assert_eq!(a.queues[3].ecn, b.queues[3].ecn, "{file} {:?}", a.name);
+        }
+        assert_eq!(load(&out.patched), again);
+    }
+}
+
+/// What the file cannot say is refused by name: an alpha that is no power of two, and one
+/// profile shared by ports the target sets apart.
+#[test]
+fn export_refuses_what_sonic_cannot_say() {
+    use controlplane::sonic::export::export;
+    let json = read("spectrum1-t1.json");
+    let base = load(&json);
+    let mut odd = base.clone();
+    odd.ports[0].pgs[3].shared = Threshold::Dynamic { alpha: 0.3 };
+    let e = export(&json, &ImportOptions::default(), &odd).unwrap_err().join("\n");
+    assert!(e.contains("Ethernet0 PG 3: alpha 0.3 is not 2^n"), "{e}");
+    let mut apart = base.clone();
+    apart.ports[0].headroom_bytes[3] += 96; // Ethernet0 and Ethernet4 share the 5 m profile
+    let e = export(&json, &ImportOptions::default(), &apart).unwrap_err().join("\n");
+    assert!(
+        e.contains("BUFFER_PROFILE|pg_lossless_100000_5m_profile|xoff") && e.contains("share a profile"),
+        "{e}"
+    );
+}

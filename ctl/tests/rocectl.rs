@@ -723,3 +723,88 @@ fn vlarb_admit_refuses_an_output_that_is_an_input() {
         );
     }
 }
+
+/// Issue 37: `rocectl sonic import` writes the TOML a config_db.json runs as (never over its
+/// input), and `sonic export` prints the JSON Patch of a fragment's changes, with the diff on
+/// standard error; a change the file cannot say exits 1.
+#[test]
+fn sonic_import_and_export() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../configs/sonic/spectrum1-t1.json");
+    let out = dir.path().join("switch.toml");
+    let run = |args: &[&std::ffi::OsStr]| {
+        let o = std::process::Command::new(env!("CARGO_BIN_EXE_rocectl"))
+            .args(args)
+            .output()
+            .unwrap();
+        (
+            o.status.code(),
+            String::from_utf8_lossy(&o.stdout).into_owned(),
+            String::from_utf8_lossy(&o.stderr).into_owned(),
+        )
+    };
+    let (code, _, err) = run(&[
+        "sonic".as_ref(),
+        "import".as_ref(),
+        json.as_os_str(),
+        "-o".as_ref(),
+        out.as_os_str(),
+    ]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(err.contains("8 ports, platform spectrum1"), "{err}");
+    let toml = std::fs::read_to_string(&out).unwrap();
+    assert!(toml.contains("# BUFFER_POOL|ingress_lossless_pool|xoff"), "{toml}");
+    assert!(controlplane::load_str(&toml).is_ok());
+    // Never over the input.
+    let copy = dir.path().join("config_db.json");
+    std::fs::copy(&json, &copy).unwrap();
+    let (code, _, err) = run(&[
+        "sonic".as_ref(),
+        "import".as_ref(),
+        copy.as_os_str(),
+        "-o".as_ref(),
+        copy.as_os_str(),
+    ]);
+    assert_eq!(code, Some(2), "{err}");
+    assert_eq!(
+        std::fs::read(&copy).unwrap(),
+        std::fs::read(&json).unwrap(),
+        "the input is intact"
+    );
+    // Export a tuned fragment.
+    let frag = dir.path().join("tuned.toml");
+    std::fs::write(
+        &frag,
+        "[pg.3]\ndynamic_th = 1\n[pg.4]\ndynamic_th = 1\n[ecn.AZURE_LOSSLESS]\nkmin = \"1MB\"\n",
+    )
+    .unwrap();
+    let (code, patch, err) = run(&[
+        "sonic".as_ref(),
+        "export".as_ref(),
+        json.as_os_str(),
+        "--fragment".as_ref(),
+        frag.as_os_str(),
+    ]);
+    assert_eq!(code, Some(0), "{err}");
+    let patch: serde_json::Value = serde_json::from_str(&patch).unwrap();
+    assert_eq!(
+        patch.as_array().unwrap().len(),
+        4,
+        "three lossless profiles and the WRED profile: {patch}"
+    );
+    assert!(
+        err.contains("WRED_PROFILE|AZURE_LOSSLESS|green_min_threshold: 2000000 → 1000000"),
+        "{err}"
+    );
+    // PG 3 alone: the profile PGs 3 and 4 share cannot say it.
+    std::fs::write(&frag, "[pg.3]\ndynamic_th = 1\n").unwrap();
+    let (code, _, err) = run(&[
+        "sonic".as_ref(),
+        "export".as_ref(),
+        json.as_os_str(),
+        "--fragment".as_ref(),
+        frag.as_os_str(),
+    ]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("ports that share a profile take one value"), "{err}");
+}

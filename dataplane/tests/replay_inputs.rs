@@ -167,7 +167,10 @@ fn bad_command_lines_fail_with_a_clear_message() {
         "--output-dir",
         out,
     ]);
-    assert!(!ok && err.contains("no port 9"), "{err}");
+    assert!(
+        !ok && err.contains("\"9\" is not a port of the config (ports: 0, 1, 2, 3)"),
+        "{err}"
+    );
 
     let bad_cfg = d.join("bad.toml");
     let text = std::fs::read_to_string(repo_root().join("configs/default.toml")).unwrap();

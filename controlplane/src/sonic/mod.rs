@@ -6,6 +6,7 @@
 //! its content wherever a switch config is read ([`crate::config_toml`]).
 
 pub mod db;
+pub mod export;
 pub mod headroom;
 pub mod import;
 pub mod platform;

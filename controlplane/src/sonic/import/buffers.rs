@@ -155,6 +155,7 @@ pub(super) fn read_profile(db: &ConfigDb, name: &str, pools: &[Pool], p: &mut Pr
             xon: None,
             xon_offset: None,
             origin: format!("BUFFER_PROFILE|{name}"),
+            profile: Some(name.to_string()),
         },
     ))
 }
@@ -435,6 +436,7 @@ pub(super) fn dynamic_pg(
             "{at} = NULL: {}'s headroom formula for {} Mb/s, {cable} m, MTU {} (xon {}, xoff {}, size {})",
             platform.name, port.speed_mbps, port.mtu, c.xon, c.xoff, c.size
         ),
+        profile: None,
     })
 }
 
@@ -482,6 +484,7 @@ pub(super) fn lookup_pg(
         xon: None,
         xon_offset: None,
         origin: format!("{file}:{} ({} {cable})", row.line, row.speed_mbps),
+        profile: None,
     };
     lossless_pg(&f, &mut buf, &name, pools, platform, p);
     Some(buf)

@@ -70,6 +70,11 @@ pub struct Imported {
     pub notes: Vec<String>,
     /// The ports, in the order they were given ids: (SONiC name, id).
     pub ports: Vec<(String, u16)>,
+    /// Which BUFFER_PROFILE each PG runs with: (port name, PG, profile); PGs whose buffer came
+    /// from a lookup row or the formula are not listed.
+    pub pg_profiles: Vec<(String, u8, String)>,
+    /// Which WRED_PROFILE each queue runs with: (port name, queue, profile).
+    pub queue_wred: Vec<(String, u8, String)>,
 }
 
 /// Collects every problem of a file (as validation does), each naming its origin.
@@ -165,6 +170,8 @@ struct Buf {
     xon_offset: Option<u64>,
     /// The profile (or lookup row, or formula) it came from.
     origin: String,
+    /// The BUFFER_PROFILE it came from, when it did (not a lookup row or the formula).
+    profile: Option<String>,
 }
 
 /// A queue's scheduling as the QUEUE and SCHEDULER tables give it.
@@ -249,6 +256,26 @@ pub fn import(db: &ConfigDb, opts: &ImportOptions) -> Result<Imported, Vec<Strin
         platform,
         notes: p.notes,
         ports: ports.iter().map(|p| (p.name.clone(), p.id)).collect(),
+        pg_profiles: ports
+            .iter()
+            .zip(&pgs)
+            .flat_map(|(port, pgs)| {
+                pgs.iter().enumerate().filter_map(move |(g, b)| {
+                    let name = b.as_ref()?.profile.clone()?;
+                    Some((port.name.clone(), g as u8, name))
+                })
+            })
+            .collect(),
+        queue_wred: ports
+            .iter()
+            .zip(&scheds)
+            .flat_map(|(port, qs)| {
+                qs.iter().enumerate().filter_map(move |(q, s)| {
+                    let name = s.as_ref()?.ecn.clone()?;
+                    Some((port.name.clone(), q as u8, name))
+                })
+            })
+            .collect(),
     })
 }
 

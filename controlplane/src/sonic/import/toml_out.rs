@@ -41,22 +41,42 @@ pub(super) fn speed(mbps: u64) -> String {
 
 /// The lines of a buffer table (`[pg.N]`, a port's `[port.pg.N]`).
 pub(super) fn buf_lines(out: &mut String, b: &Buf) {
+    buf_lines_over(out, b, None);
+}
+
+/// The lines of `b` that differ from `base` (all of them without one): a port's own table
+/// then says only where it departs from the global one, so a change of the global table (a
+/// tuned dynamic_th) reaches every port that does not set that value itself.
+pub(super) fn buf_lines_over(out: &mut String, b: &Buf, base: Option<&Buf>) {
     let o = &b.origin;
-    kv(out, "pool", &format!("{:?}", b.pool), &format!("{o}|pool"));
-    kv(out, "min", &size(b.min), &format!("{o}|size"));
-    match b.limit {
-        Limit::DynamicTh(t) => kv(out, "dynamic_th", &t.to_string(), &format!("{o}|dynamic_th")),
-        Limit::Static(s) => kv(out, "static", &size(s), &format!("{o}|static_th")),
-        Limit::Unlimited => kv(out, "unlimited", "true", &format!("{o}: dynamic_th 7 or static_th 0")),
+    let differs = |f: &dyn Fn(&Buf) -> String| base.is_none_or(|c| f(c) != f(b));
+    if differs(&|x| x.pool.clone()) {
+        kv(out, "pool", &format!("{:?}", b.pool), &format!("{o}|pool"));
     }
-    if let Some(h) = b.headroom {
-        kv(out, "headroom", &size(h), &format!("{o}|xoff"));
+    if differs(&|x| x.min.to_string()) {
+        kv(out, "min", &size(b.min), &format!("{o}|size"));
     }
-    if let Some(x) = b.xon {
-        kv(out, "xon", &size(x), &format!("{o}|xon"));
+    if differs(&|x| format!("{:?}", x.limit)) {
+        match b.limit {
+            Limit::DynamicTh(t) => kv(out, "dynamic_th", &t.to_string(), &format!("{o}|dynamic_th")),
+            Limit::Static(s) => kv(out, "static", &size(s), &format!("{o}|static_th")),
+            Limit::Unlimited => kv(out, "unlimited", "true", &format!("{o}: dynamic_th 7 or static_th 0")),
+        }
     }
-    if let Some(x) = b.xon_offset {
-        kv(out, "xon_offset", &size(x), &format!("{o}|xon_offset"));
+    if differs(&|x| format!("{:?}", x.headroom)) {
+        if let Some(h) = b.headroom {
+            kv(out, "headroom", &size(h), &format!("{o}|xoff"));
+        }
+    }
+    // No xon is xon 0 (the offset alone decides), which a port says over a global xon.
+    let has_xon = b.xon.is_some() || base.is_some_and(|c| c.xon.is_some());
+    if has_xon && differs(&|x| format!("{:?}", x.xon)) {
+        kv(out, "xon", &size(b.xon.unwrap_or(0)), &format!("{o}|xon"));
+    }
+    if differs(&|x| format!("{:?}", x.xon_offset)) {
+        if let Some(x) = b.xon_offset {
+            kv(out, "xon_offset", &size(x), &format!("{o}|xon_offset"));
+        }
     }
 }
 
@@ -171,7 +191,7 @@ pub(super) fn write_toml(t: &TomlParts<'_>) -> String {
             if let Some(b) = &t.pgs[pi][g] {
                 if common.as_ref() != Some(b) {
                     let _ = writeln!(out, "[port.pg.{g}]");
-                    buf_lines(&mut out, b);
+                    buf_lines_over(&mut out, b, common.as_ref());
                 }
             }
         }
@@ -182,7 +202,7 @@ pub(super) fn write_toml(t: &TomlParts<'_>) -> String {
             if buf_differs || sched_differs {
                 let _ = writeln!(out, "[port.queue.{q}]");
                 if let Some(b) = b.as_ref().filter(|_| buf_differs) {
-                    buf_lines(&mut out, b);
+                    buf_lines_over(&mut out, b, common_q[q].as_ref());
                 }
                 if let Some(s) = s.as_ref().filter(|_| sched_differs) {
                     sched_lines(&mut out, s);

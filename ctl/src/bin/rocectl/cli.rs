@@ -234,6 +234,10 @@ pub enum Command {
     /// InfiniBand VL arbitration, offline: admission control for a port's high-priority table.
     #[command(subcommand)]
     Vlarb(Vlarb),
+    /// SONiC's config_db.json, offline: import it as a rocesw config (every value with its
+    /// origin), or send tuned values back to the switch as a JSON Patch.
+    #[command(subcommand)]
+    Sonic(Sonic),
     /// Capture a port of the running switch live into a pcap file: the frames it receives (as
     /// they arrived, malformed ones too) and/or sends (as sent: CE marks and DSCP rewrites
     /// applied, PFC and CNP frames included). Both directions unless --rx or --tx. Runs until
@@ -312,6 +316,7 @@ impl Command {
             Command::Daemon { .. } => "daemon",
             Command::Watch { .. } => "watch",
             Command::Vlarb(_) => "vlarb",
+            Command::Sonic(_) => "sonic",
             Command::Capture { .. } => "capture",
         }
     }
@@ -320,7 +325,11 @@ impl Command {
     /// no switch named by them (`check`, `headroom`, `switches`).
     pub fn connection(&self) -> Option<&ConnectionArgs> {
         match self {
-            Command::Check { .. } | Command::Headroom { .. } | Command::Switches | Command::Vlarb(_) => None,
+            Command::Check { .. }
+            | Command::Headroom { .. }
+            | Command::Switches
+            | Command::Vlarb(_)
+            | Command::Sonic(_) => None,
             Command::Show { connection, .. }
             | Command::Clear { connection, .. }
             | Command::Apply { connection, .. }
@@ -331,6 +340,93 @@ impl Command {
             Command::Set(set) => Some(&set.connection),
         }
     }
+}
+
+/// `rocectl sonic …`: a SONiC config_db.json in and out.
+#[derive(Subcommand)]
+pub enum Sonic {
+    /// Write the rocesw config a config_db.json runs as: TOML with each value's SONiC origin
+    /// (TABLE|key|field) in a comment. `rocesw replay`, `run`, `fabric`, `tune` and `rocectl
+    /// check` take the config_db.json itself too; this is for reading and editing it.
+    #[command(after_help = concat!(
+        "Examples:
+",
+        "  rocectl sonic import config_db.json -o switch.toml
+",
+        "  rocectl sonic import config_db.json --platform spectrum2 -o -
+",
+        "  rocectl sonic import config_db.json --pg-lookup pg_profile_lookup.ini -o switch.toml
+",
+        "
+",
+        "Take the file from the switch: `show runningconfiguration all > config_db.json`, or
+",
+        "/etc/sonic/config_db.json. Platforms: spectrum1, spectrum2, spectrum3, spectrum4,
+",
+        "tomahawk2 (from DEVICE_METADATA's platform unless --platform)."
+    ))]
+    Import {
+        /// The config_db.json (nested tables, flat TABLE|key entries, or both).
+        file: PathBuf,
+        /// Where to write the TOML (- for standard output); never over the input.
+        #[arg(long, short = 'o', value_name = "FILE")]
+        output: PathBuf,
+        #[command(flatten)]
+        sonic: SonicArgs,
+    },
+    /// The changes a rocesw config makes to an imported config_db.json (each lossless PG's
+    /// dynamic_th and headroom, each queue's WRED thresholds), as an RFC 6902 JSON Patch for
+    /// SONiC's `config apply-patch`, with a readable diff on standard error.
+    #[command(after_help = concat!(
+        "Examples:
+",
+        "  rocectl sonic export config_db.json --fragment tuned.toml -o tuned.patch.json
+",
+        "  rocectl show config > running.toml && rocectl sonic export config_db.json --config running.toml
+",
+        "  sudo config apply-patch tuned.patch.json        # on the switch
+",
+        "
+",
+        "--fragment: a fragment (rocesw tune's, or one for rocectl patch) laid over the imported
+",
+        "config; --config: a whole config. Exit 0 with the patch ([] when nothing changed), 1 when
+",
+        "a change cannot be said in the file (e.g. two ports share a profile and differ), 2 on bad input."
+    ))]
+    Export {
+        /// The config_db.json the config was imported from.
+        file: PathBuf,
+        /// A whole rocesw config (TOML) to export.
+        #[arg(
+            long,
+            value_name = "FILE",
+            conflicts_with = "fragment",
+            required_unless_present = "fragment"
+        )]
+        config: Option<PathBuf>,
+        /// A TOML fragment laid over the imported config.
+        #[arg(long, value_name = "FILE")]
+        fragment: Option<PathBuf>,
+        /// Where to write the JSON Patch (default: standard output); never over an input.
+        #[arg(long, short = 'o', value_name = "FILE")]
+        output: Option<PathBuf>,
+        #[command(flatten)]
+        sonic: SonicArgs,
+    },
+}
+
+/// How a config_db.json is read.
+#[derive(Args)]
+pub struct SonicArgs {
+    /// The ASIC whose buffer rules apply, over DEVICE_METADATA's platform: spectrum1,
+    /// spectrum2, spectrum3, spectrum4 or tomahawk2.
+    #[arg(long, value_name = "NAME")]
+    pub platform: Option<String>,
+    /// The platform's pg_profile_lookup.ini (speed cable size xon xoff threshold
+    /// [xon_offset]), for lossless PGs the file gives no profile (made as buffermgrd would).
+    #[arg(long, value_name = "FILE")]
+    pub pg_lookup: Option<PathBuf>,
 }
 
 /// `rocectl vlarb …`: offline tools for the VL arbitration scheduler.
@@ -507,10 +603,10 @@ mod tests {
             let ids = connection_ids(sub);
             match name {
                 "check" | "headroom" | "switches" => assert!(ids.is_empty(), "{name}: {ids:?}"),
-                "vlarb" => {
-                    assert!(ids.is_empty(), "vlarb: {ids:?}");
+                "vlarb" | "sonic" => {
+                    assert!(ids.is_empty(), "{name}: {ids:?}");
                     for sub in sub.get_subcommands() {
-                        assert!(connection_ids(sub).is_empty(), "vlarb {}", sub.get_name());
+                        assert!(connection_ids(sub).is_empty(), "{name} {}", sub.get_name());
                     }
                 }
                 "set" => {

@@ -15,6 +15,7 @@ mod capture;
 mod cli;
 mod commands;
 mod render;
+mod sonic;
 mod target;
 
 use clap::Parser;
@@ -167,6 +168,7 @@ fn main() -> ExitCode {
         }),
         Command::Switches => live(switches),
         Command::Vlarb(cli::Vlarb::Admit(args)) => commands::vlarb_admit(&args),
+        Command::Sonic(cmd) => sonic::run(cmd),
         Command::Daemon {
             config,
             metrics,
