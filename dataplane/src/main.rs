@@ -487,6 +487,17 @@ fn run(cmd: Command) -> Result<()> {
             for w in incast.warnings(&cfg, &name) {
                 eprintln!("rocesw: warning: {w}");
             }
+            // A capture written over the config it was made for (a symlink or hard link in
+            // the output folder) would leave the user neither.
+            let ins: Vec<(String, &std::path::Path)> = config
+                .iter()
+                .map(|c| ("the config (--config)".to_string(), c.as_path()))
+                .collect();
+            let outs: Vec<(String, PathBuf)> = (0..=senders)
+                .map(|i| (format!("port {i} capture"), output_dir.join(format!("port{i}.pcap"))))
+                .collect();
+            let outs: Vec<(String, &std::path::Path)> = outs.iter().map(|(w, p)| (w.clone(), p.as_path())).collect();
+            controlplane::files::refuse_aliased_outputs(&ins, &outs).map_err(anyhow::Error::msg)?;
             let wrote: String = incast
                 .write(&output_dir)?
                 .iter()

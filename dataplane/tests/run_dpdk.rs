@@ -330,6 +330,78 @@ fn fails_with(bad: &str, extra: &str, expect: &[&str]) -> String {
     r.stderr
 }
 
+/// Issue 41 item 7: a `net_pcap` port's `tx_pcap` escaped the check that keeps every other
+/// output off the inputs: one naming another port's `rx_pcap` truncated that capture from
+/// 2,080,024 B to 24 B, one naming the config replaced it, and a `--summary` naming a
+/// `tx_pcap` replaced the capture at exit. Each is now refused before DPDK starts, with the
+/// files as they were.
+#[test]
+fn a_tx_pcap_over_an_input_the_config_or_the_summary_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let input = d.join("in.pcap");
+    std::fs::copy(repo_root().join("examples/incast/port0.pcap"), &input).unwrap();
+    let before = std::fs::read(&input).unwrap();
+    let config = d.join("switch.toml");
+    let cases: [(&dyn Fn(u16) -> String, &str); 2] = [
+        (
+            &|id| match id {
+                1 => format!("dpdk = \"net_pcap1,rx_pcap={0},tx_pcap={0}\"", input.display()),
+                _ => format!("dpdk = \"net_null{id}\""),
+            },
+            "port 1 dpdk rx_pcap",
+        ),
+        (
+            &|id| match id {
+                1 => format!(
+                    "dpdk = \"net_pcap1,rx_pcap={},tx_pcap={}\"",
+                    input.display(),
+                    config.display()
+                ),
+                _ => format!("dpdk = \"net_null{id}\""),
+            },
+            "the config",
+        ),
+    ];
+    for (port, want) in cases {
+        let cfg = ports_config(d, port, "");
+        let text = std::fs::read_to_string(&cfg).unwrap();
+        let r = run(&cfg, &d.join("s.json"), 0.5);
+        assert_eq!(r.code, Some(2), "{want}: {}", r.stderr);
+        assert!(
+            r.stderr.contains(want) && r.stderr.contains("destroy"),
+            "{want}: {}",
+            r.stderr
+        );
+        assert!(!r.stderr.contains("EAL"), "refused before DPDK starts: {}", r.stderr);
+        assert_eq!(std::fs::read(&input).unwrap(), before, "the input is intact");
+        assert_eq!(std::fs::read_to_string(&cfg).unwrap(), text, "the config is intact");
+    }
+    // The summary over a port's capture.
+    let out = d.join("out1.pcap");
+    std::fs::write(&out, "old capture").unwrap();
+    let cfg = ports_config(
+        d,
+        |id| match id {
+            1 => format!(
+                "dpdk = \"net_pcap1,rx_pcap={},tx_pcap={}\"",
+                input.display(),
+                out.display()
+            ),
+            _ => format!("dpdk = \"net_null{id}\""),
+        },
+        "",
+    );
+    let r = run(&cfg, &out, 0.5);
+    assert_eq!(r.code, Some(2), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("--summary") && r.stderr.contains("port 1 dpdk tx_pcap"),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), "old capture");
+}
+
 #[test]
 fn malformed_devices_are_refused_before_dpdk_starts() {
     fails_with(
