@@ -87,6 +87,14 @@ fn control_socket_error(path: &Path, e: anyhow::Error) -> anyhow::Error {
 /// `rocesw run`: loads the config, opens the ports and the control socket, switches until SIGINT,
 /// SIGTERM or `--duration`, then reports.
 pub fn run(args: RunArgs) -> Result<()> {
+    // First of all, before the EAL starts: a SIGINT or SIGTERM during start-up (a script's
+    // cleanup) would otherwise kill the process inside `rte_eal_init`, with no summary and
+    // DPDK's runtime directory left behind. Caught here, it only sets the flag, and the run
+    // ends as any stop does, once its ports are open.
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(sig, stop.clone())?;
+    }
     let RunArgs {
         config,
         seed,
@@ -143,10 +151,6 @@ pub fn run(args: RunArgs) -> Result<()> {
         }
     }
     let dpdk_ports = open_dpdk_ports(&cfg)?;
-    let stop = Arc::new(AtomicBool::new(false));
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        signal_hook::flag::register(sig, stop.clone())?;
-    }
     let inputs: Vec<&std::path::Path> = cfg
         .ports
         .iter()
