@@ -342,8 +342,8 @@ fn run(cmd: Command) -> Result<()> {
                 controlplane::files::refuse_aliased_outputs(&ins, &outs).map_err(anyhow::Error::msg)?;
             }
             let schedule = match schedule {
-                Some(path) => dataplane::replay::schedule::load(&config, &path)?,
-                None => Vec::new(),
+                Some(path) => dataplane::replay::schedule::Schedule::load(&config, &path)?,
+                None => Default::default(),
             };
             let opts = ReplayOptions {
                 inputs,

@@ -412,7 +412,10 @@ fn a_tx_pcap_over_an_input_the_config_or_the_summary_is_refused() {
 fn a_sigterm_during_start_up_ends_the_run_cleanly() {
     let dir = tempfile::tempdir().unwrap();
     let cfg = ports_config(dir.path(), |id| format!("dpdk = \"net_null{id}\""), "");
-    for (i, delay) in [None, Some(50), Some(100), Some(150), Some(200)].into_iter().enumerate() {
+    for (i, delay) in [None, Some(50), Some(100), Some(150), Some(200)]
+        .into_iter()
+        .enumerate()
+    {
         let summary = dir.path().join(format!("s{i}.json"));
         let mut child = Command::new(env!("CARGO_BIN_EXE_rocesw"))
             .args(["run", "--no-control", "--duration", "20", "--config"])
