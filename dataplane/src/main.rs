@@ -83,8 +83,8 @@ enum Command {
         /// Seed of everything random: WRED marking, ECMP hashing, permutations.
         #[arg(long, default_value_t = 1)]
         seed: u64,
-        /// Virtual time to run (e.g. 2ms), instead of the topology's `duration`.
-        #[arg(long, value_name = "TIME", value_parser = parse_duration)]
+        /// Virtual time to run (e.g. 2ms, more than 0), instead of the topology's `duration`.
+        #[arg(long, value_name = "TIME", value_parser = parse_positive_duration)]
         duration: Option<u64>,
         /// Turn DCQCN off (no CNPs, no rate cuts) whatever the topology's [nic] says: to see
         /// a fabric with PFC alone.
@@ -258,6 +258,15 @@ fn parse_rate(s: &str) -> Result<u64, String> {
 
 fn parse_duration(s: &str) -> Result<u64, String> {
     controlplane::units::parse_duration(s).map_err(|e| e.to_string())
+}
+
+/// A duration that must be more than zero, as the topology file's `duration` must: a run of
+/// no time measures nothing (and was taken here while the file refused it).
+fn parse_positive_duration(s: &str) -> Result<u64, String> {
+    match parse_duration(s)? {
+        0 => Err("must be positive (a run of no time measures nothing)".to_string()),
+        ns => Ok(ns),
+    }
 }
 
 fn parse_pcap(s: &str) -> Result<(String, PathBuf), String> {

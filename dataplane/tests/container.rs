@@ -113,7 +113,10 @@ fn with_dockerd_ends_only_its_own_processes_and_unmounts_only_its_own_mounts() {
         other_alive && !err.contains(&format!("leftover process {other}")),
         "another user's process was ended:\n{err}"
     );
-    assert!(err.contains(&format!("leftover process {ours}")), "our own process was not ended:\n{err}");
+    assert!(
+        err.contains(&format!("leftover process {ours}")),
+        "our own process was not ended:\n{err}"
+    );
     let unmounted = std::fs::read_to_string(&log).unwrap_or_default();
     assert!(unmounted.is_empty(), "unmounted what is not its own:\n{unmounted}");
 }
