@@ -55,6 +55,9 @@ struct PortLearning {
     /// Sharded runs: announcements of this port's stations that did not reach another shard
     /// ([`Fdb::count_unannounced`]).
     unannounced: u64,
+    /// Sharded runs: announcements of this port's stations that went to another shard a
+    /// round or more late ([`Fdb::count_late`]).
+    late: u64,
 }
 
 /// What [`Fdb::learn`] did with a source address.
@@ -329,6 +332,22 @@ impl Fdb {
         if let Some(i) = self.port_idx(port) {
             self.ports[i].unannounced += shards;
         }
+    }
+
+    /// An announcement of a station on port id `port` that could not go to another shard in
+    /// the round it was made (the queue of learns to it full: that shard is behind), and waits
+    /// for a later one. Counted per port, once per shard, as `learn_late` in reports: that shard
+    /// floods the station's frames until the news arrives.
+    #[cold]
+    pub fn count_late(&mut self, port: u16) {
+        if let Some(i) = self.port_idx(port) {
+            self.ports[i].late += 1;
+        }
+    }
+
+    /// Announcements of port index `port`'s stations that reached another shard late.
+    pub fn late(&self, port: usize) -> u64 {
+        self.ports.get(port).map_or(0, |p| p.late)
     }
 
     /// Announcements of port index `port`'s stations that did not reach another shard.
