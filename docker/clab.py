@@ -15,9 +15,13 @@ What it does, per containerlab's documented behaviour for kind: linux:
 - each link is a veth pair, one end moved into each container under the endpoint's name, with
   the link's mtu (containerlab's default 9500), then up;
 - then each node's `exec` commands run in it (`docker exec`), in order.
+A deploy that fails part way removes what it made (containers, namespace names, veths left on
+the host), so a failed deploy leaves the host as it found it; `destroy` removes a lab's
+containers, namespace names and any veth of its left on the host (a deploy killed mid-way).
 Any key of the file it does not implement is an error, not silently ignored. Needs root.
 """
 import argparse
+import hashlib
 import json
 import os
 import shlex
@@ -84,9 +88,45 @@ def cname(lab, node):
     return f"clab-{lab}-{node}"
 
 
+def veth_prefix(lab):
+    """The start of the names a lab's veths have on the host before they move into their
+    containers: the lab's own (a hash of its name: a process id, as before, is not something
+    `destroy` can know), short enough for two ends of hundreds of links within 15 bytes."""
+    return "cl" + hashlib.sha1(lab.encode()).hexdigest()[:6]
+
+
+def host_veths(lab):
+    """The lab's veths still on the host: what a deploy killed mid-way left."""
+    out = run("ip", "-j", "link", "show", "type", "veth", capture=True).stdout
+    pre = veth_prefix(lab)
+    return [l["ifname"] for l in json.loads(out or "[]")
+            if l["ifname"].startswith(pre) and l["ifname"][len(pre):len(pre) + 1] in ("a", "b")]
+
+
 def deploy(path):
     lab, nodes, links, base = load(path)
+    made = {"containers": [], "netns": [], "veths": []}
+    try:
+        _deploy(lab, nodes, links, base, made)
+    except BaseException as e:
+        # Undo what this deploy made, and only that (a lab already running is not this
+        # deploy's to remove): the containers, their namespace names, the veths still here.
+        # Also on Ctrl-C; a deploy killed outright leaves it to `destroy`.
+        for v in made["veths"]:
+            run("ip", "link", "delete", v, check=False, capture=True)
+        for ns in made["netns"]:
+            run("ip", "netns", "delete", ns, check=False, capture=True)
+        for c in made["containers"]:
+            run("docker", "rm", "-f", c, check=False, capture=True)
+        if isinstance(e, Error):
+            raise Error(f"{e}\n(removed what this deploy had made: {len(made['containers'])} "
+                        f"container(s), {len(made['netns'])} namespace name(s), its veths)") from None
+        raise
+
+
+def _deploy(lab, nodes, links, base, made):
     pids = {}
+    pre = veth_prefix(lab)
     for name, n in nodes.items():
         argv = ["docker", "run", "-d", "--name", cname(lab, name), "--hostname", name,
                 "--network", "none", "--label", f"containerlab={lab}",
@@ -110,18 +150,23 @@ def deploy(path):
         if "cmd" in n:
             argv += shlex.split(str(n["cmd"]))
         run(*argv, capture=True)
+        made["containers"].append(cname(lab, name))
         pid = run("docker", "inspect", "-f", "{{.State.Pid}}", cname(lab, name),
                   capture=True).stdout.strip()
         if pid in ("", "0"):
             raise Error(f"node {name}: its container is not running")
         pids[name] = pid
         run("ip", "netns", "attach", cname(lab, name), pid)
+        made["netns"].append(cname(lab, name))
         print(f"clab.py: node {name}: container {cname(lab, name)} (pid {pid})")
     for i, (((a, aif), (b, bif)), mtu) in enumerate(links):
-        # Temporary names in this namespace, renamed as they move into the containers.
-        ta, tb = f"clab{os.getpid() % 10000}a{i}", f"clab{os.getpid() % 10000}b{i}"
+        # Temporary names in this namespace, renamed as they move into the containers; the
+        # lab's own, so that `destroy` finds what a deploy killed here left.
+        ta, tb = f"{pre}a{i}", f"{pre}b{i}"
         run("ip", "link", "add", ta, "mtu", str(mtu), "type", "veth", "peer", "name", tb,
             "mtu", str(mtu))
+        # Deleting either end deletes the pair: whichever is still here.
+        made["veths"] += [ta, tb]
         run("ip", "link", "set", ta, "netns", pids[a], "name", aif)
         run("ip", "link", "set", tb, "netns", pids[b], "name", bif)
         run("ip", "-n", cname(lab, a), "link", "set", aif, "up")
@@ -141,7 +186,10 @@ def destroy(path):
         run("docker", "rm", "-f", c, check=False, capture=True)
         if os.path.exists(f"/var/run/netns/{c}"):
             run("ip", "netns", "delete", c, check=False)
-    print(f"clab.py: lab {lab} destroyed")
+    left = host_veths(lab)
+    for v in left:
+        run("ip", "link", "delete", v, check=False, capture=True)
+    print(f"clab.py: lab {lab} destroyed" + (f" ({len(left)} veth(s) left on the host removed)" if left else ""))
 
 
 def labjson(path):

@@ -20,6 +20,40 @@ set -euo pipefail
 log() { printf 'with-dockerd: %s\n' "$*" >&2; }
 die() { log "error: $*"; exit 1; }
 
+# Processes of this user with an argument that names a path under directory $1 (a container
+# shim names our containerd's socket after -address): each argument compared with the literal
+# prefix. `pgrep -f PATH` read PATH as a regex over whole command lines, of every user's
+# processes, and so could kill another user's process that merely mentioned the path.
+procs_under() {
+    local prefix=${1%/}/ uid p arg
+    uid=$(id -u)
+    for p in /proc/[0-9]*; do
+        [[ $(stat -c %u "$p" 2>/dev/null) == "$uid" ]] || continue
+        while IFS= read -r -d '' arg; do
+            if [[ $arg == "$prefix"* ]]; then
+                echo "${p#/proc/}"
+                break
+            fi
+        done 2>/dev/null <"$p/cmdline" || true
+    done
+}
+
+# Mount points (from /proc/self/mounts, or $3) under directory $1 or $2, deepest first. The
+# directories are compared as literal prefixes: put into a regex, a name such as
+# ROCESW_DOCKERD_DIR=/tmp/a.b or one with `|` matched other mounts, which were unmounted.
+mounts_under() {
+    local a=${1%/} b=${2%/} table=${3:-/proc/self/mounts} mnt
+    while read -r _ mnt _; do
+        mnt=$(printf '%b' "$mnt") # the table writes a space as \040
+        case $mnt in
+        "$a"/* | "$b"/*) printf '%s\n' "$mnt" ;;
+        esac
+    done <"$table" | sort -r
+}
+
+# Sourced (by a test): the functions only.
+[[ ${BASH_SOURCE[0]} == "$0" ]] || return 0
+
 (($#)) || die "usage: $0 COMMAND [ARG...]"
 [[ $(id -u) == 0 ]] || die "needs root (dockerd)"
 for b in dockerd containerd runc docker iptables-save ip6tables-save; do
@@ -51,9 +85,10 @@ DOCKER0_BEFORE=0
 ip link show docker0 >/dev/null 2>&1 && DOCKER0_BEFORE=1
 
 if [[ -n ${ROCESW_DOCKERD_DIR:-} ]]; then
-    DIR=$ROCESW_DOCKERD_DIR
     KEEP_DIR=1
-    mkdir -p "$DIR"
+    mkdir -p "$ROCESW_DOCKERD_DIR"
+    # Absolute, as the mount table writes the mounts under it.
+    DIR=$(realpath -e "$ROCESW_DOCKERD_DIR")
 else
     DIR=$(mktemp -d /tmp/rocesw-dockerd.XXXXXX)
     KEEP_DIR=0
@@ -86,12 +121,12 @@ cleanup() {
         wait "$CPID" 2>/dev/null
     fi
     # Container shims (their command lines name our containerd's socket), if any survived.
-    for p in $(pgrep -f -- "$EXEC/" 2>/dev/null); do
+    for p in $(procs_under "$EXEC"); do
         log "stopping leftover process $p ($(tr '\0' ' ' </proc/"$p"/cmdline 2>/dev/null | cut -c1-80))"
         kill -KILL "$p" 2>/dev/null
     done
     # Mounts under our directories (overlay layers, shm, netns) left by a killed daemon.
-    grep -o -E " ($DIR|$EXEC)/[^ ]*" /proc/self/mounts | sort -r | while read -r m; do
+    mounts_under "$DIR" "$EXEC" | while IFS= read -r m; do
         umount -l "$m" 2>/dev/null
     done
     if [[ $(ipt_norm iptables-save) != "$IPT_NORM_BEFORE" ]]; then

@@ -6,6 +6,7 @@
 #
 #   vm/build-guest.sh [DIR]       # default DIR: target/vm-guest (under the repository)
 #
+# DIR must be new, empty, or one this script made (it deletes DIR/stage and DIR/root).
 # Writes DIR/vmlinuz and DIR/initrd.img (a gzip'd newc cpio). Idempotent and cached: the
 # packages stay in DIR/debs, and the image is only rebuilt when this script, the guest's
 # /init (vm/guest-init.sh) or the package versions change. Needs apt's package lists
@@ -15,10 +16,23 @@ set -euo pipefail
 
 REPO=$(cd "$(dirname "$0")/.." && pwd)
 OUT=${1:-$REPO/target/vm-guest}
-mkdir -p "$OUT/debs"
-OUT=$(cd "$OUT" && pwd)
 
 die() { echo "build-guest: $*" >&2; exit 1; }
+
+# The directory is the caller's to name (vm/run.sh passes VM_GUEST_DIR), and the build
+# deletes DIR/stage and DIR/root in it: `VM_GUEST_DIR=/` deleted /root. Only a directory this
+# script made (its marker file, or the stamp and debs/ of an earlier version), or a new or
+# empty one, is used.
+MARKER=.rocesw-vm-guest
+REAL=$(realpath -m -- "$OUT")
+[ "$REAL" != / ] || die "refusing to build the guest in / (DIR or VM_GUEST_DIR): it deletes DIR/stage and DIR/root; give a directory of its own"
+if [ -d "$REAL" ] && [ -n "$(ls -A -- "$REAL")" ] && [ ! -e "$REAL/$MARKER" ] \
+    && ! { [ -f "$REAL/stamp" ] && [ -d "$REAL/debs" ]; }; then
+    die "refusing to build the guest in $OUT (DIR or VM_GUEST_DIR): it is not empty and was not made by build-guest.sh (no $MARKER), and the build deletes $OUT/stage and $OUT/root; give a new or empty directory"
+fi
+mkdir -p "$OUT/debs"
+OUT=$(cd "$OUT" && pwd)
+touch "$OUT/$MARKER"
 for tool in apt-get apt-cache dpkg-deb python3 readelf gzip; do
     command -v "$tool" >/dev/null || die "needs $tool"
 done

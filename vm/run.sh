@@ -19,9 +19,11 @@
 # Environment: ROCESW, ROCECTL (the binaries; default target/release/, built with
 # `cargo build --release -p rocesw-dataplane -p rocesw-ctl --features dpdk` when
 # missing), VM_ACCEL=auto|kvm|tcg (auto: KVM when /dev/kvm opens and the CPU has vmx/svm, else
-# TCG), VM_GUEST_DIR (guest image cache, default target/vm-guest), VM_TIMEOUT (seconds per
-# phase, default 1500), VM_ITERS (perftest iterations, default 500), VM_SIZES (default
-# "64 1024 4096 65536"), VM_WORK (keep logs there instead of a temporary directory).
+# TCG), VM_GUEST_DIR (guest image cache, default target/vm-guest: new, empty, or made by
+# build-guest.sh), VM_TIMEOUT (seconds per phase, default 1500), VM_ITERS (perftest
+# iterations, default 500), VM_SIZES (default "64 1024 4096 65536"), VM_WORK (keep logs there
+# instead of a temporary directory; no `,`, `=`, `"` or `\` in it: the sockets' paths go into
+# the switch's config).
 # QEMU and the switch are stopped on every exit, failure or interrupt included.
 set -euo pipefail
 
@@ -46,6 +48,7 @@ GUEST=${VM_GUEST_DIR:-$REPO/target/vm-guest}
 "$REPO/vm/selftest-steps.sh" "$GUEST/root/usr/bin/busybox"
 # And check.py's verdicts on made-up runs.
 python3 "$REPO/vm/test_check.py"
+python3 "$REPO/vm/test_scripts.py"
 
 ACCEL=${VM_ACCEL:-auto}
 if [ "$ACCEL" = auto ]; then
@@ -60,6 +63,8 @@ esac
 echo "run.sh: guests run under $ACCEL$([ "$ACCEL" = tcg ] && echo ' (emulated CPU: the figures are the emulator'"'"'s, not the switch'"'"'s)')"
 
 if [ -n "${VM_WORK:-}" ]; then WORK=$VM_WORK; mkdir -p "$WORK"; else WORK=$(mktemp -d /tmp/rocesw-vm.XXXXXX); fi
+# A directory the switch's config cannot name its sockets in is refused now, not after the build.
+python3 "$REPO/vm/switch_config.py" "$WORK" >/dev/null || exit 2
 PIDS=()
 SWITCH_PID=
 cleanup() {
@@ -87,7 +92,8 @@ ROLE=(server client)
 run_phase() {
     local phase=$1 dir=$WORK/$1 t0=$SECONDS
     mkdir -p "$dir"
-    sed "s#/run/rocesw/#$dir/#g" "$REPO/vm/switch.toml" > "$dir/switch.toml"
+    # Not a sed expression made from the path: a `&` or `#` in VM_WORK misplaced the sockets.
+    python3 "$REPO/vm/switch_config.py" "$dir" > "$dir/switch.toml"
     "$ROCESW" run --config "$dir/switch.toml" --control "$dir/ctl.sock" --summary "$dir/summary.json" \
         --log info > "$dir/rocesw.log" 2>&1 &
     SWITCH_PID=$!

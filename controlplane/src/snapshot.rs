@@ -92,6 +92,12 @@ pub struct PortReport {
     /// entry's next refresh (a quarter of `aging`) reaches it. Left out of the JSON while 0.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub learn_unannounced: u64,
+    /// Several workers: announcements of stations learnt on this port that reached another
+    /// worker a round or more after they were made, because that worker was behind taking
+    /// them (counted once per worker). Not drops: that worker flooded the stations' frames
+    /// meanwhile. Left out of the JSON while 0.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub learn_late: u64,
     /// Several workers: frames received here that left through a port of another worker
     /// (each flooded copy counted). Such a frame crosses between the workers' cores, which
     /// takes 2-2.7 times the CPU time of a frame that stays: ports that exchange traffic belong
@@ -358,6 +364,7 @@ impl PortReport {
             (&mut self.unknown_ethertype, b.unknown_ethertype),
             (&mut self.learn_refused, b.learn_refused),
             (&mut self.learn_unannounced, b.learn_unannounced),
+            (&mut self.learn_late, b.learn_late),
             (&mut self.crossed_out, b.crossed_out),
         ];
         for (x, y) in scalars {

@@ -123,6 +123,9 @@ fn describe(prefix: &str, field: &str) -> Option<&'static str> {
         ("port", "learn_unannounced") => {
             "stations learnt here that another worker's FDB did not hear about, per worker missed (it floods them until the next refresh)"
         }
+        ("port", "learn_late") => {
+            "stations learnt here whose news reached another worker a round or more late, per worker (it flooded them meanwhile)"
+        }
         ("port", "crossed_out") => {
             "frames received here that left through a port of another worker (crossed between cores; each flooded copy counted)"
         }
@@ -309,6 +312,7 @@ impl Metrics {
                 unknown_ethertype,
                 learn_refused,
                 learn_unannounced,
+                learn_late,
                 crossed_out,
                 watchdog_storms,
                 watchdog_restores,
@@ -342,6 +346,9 @@ impl Metrics {
             // Several workers only, as in the JSON (left out while 0).
             if *learn_unannounced > 0 {
                 self.numbers("port", &labels, &[("learn_unannounced", *learn_unannounced)]);
+            }
+            if *learn_late > 0 {
+                self.numbers("port", &labels, &[("learn_late", *learn_late)]);
             }
             if *crossed_out > 0 {
                 self.numbers("port", &labels, &[("crossed_out", *crossed_out)]);

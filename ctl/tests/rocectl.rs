@@ -84,6 +84,59 @@ fn check_names_every_bad_field_and_fails() {
     assert!(err.contains("ecn.roce.pmax"), "{err}");
 }
 
+/// Issue 41 item 7: a config whose DPDK `net_pcap` port writes over another port's
+/// `rx_pcap`, over the config itself, or over another port's `tx_pcap` through a symlink was
+/// called valid; `rocesw run` refuses each, so `check` does too, naming both files.
+#[test]
+fn check_refuses_a_dpdk_capture_written_over_an_input() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let path = d.join("switch.toml");
+    std::fs::write(d.join("in.pcap"), "x").unwrap();
+    std::os::unix::fs::symlink(d.join("a.pcap"), d.join("link.pcap")).unwrap();
+    let base = std::fs::read_to_string(config("default.toml")).unwrap();
+    let dev = |i: usize, rx: &str, tx: &str| {
+        format!(
+            "dpdk = \"net_pcap{i},rx_pcap={},tx_pcap={}\"",
+            d.join(rx).display(),
+            d.join(tx).display()
+        )
+    };
+    for (p0, p1, want) in [
+        (
+            dev(0, "in.pcap", "a.pcap"),
+            dev(1, "b.pcap", "in.pcap"),
+            "port 1 dpdk tx_pcap",
+        ),
+        (
+            dev(0, "in.pcap", "switch.toml"),
+            dev(1, "in.pcap", "b.pcap"),
+            "the config",
+        ),
+        (
+            dev(0, "in.pcap", "a.pcap"),
+            dev(1, "in.pcap", "link.pcap"),
+            "same file as port 0",
+        ),
+    ] {
+        let text = base.replacen("id = 0\n", &format!("id = 0\n{p0}\n"), 1).replacen(
+            "id = 1\n",
+            &format!("id = 1\n{p1}\n"),
+            1,
+        );
+        std::fs::write(&path, &text).unwrap();
+        let (ok, out, err) = rocectl(&["check", path.to_str().unwrap()]);
+        assert!(!ok, "{p0} / {p1}: called valid: {out}");
+        assert!(err.contains("invalid") && err.contains(want), "{want}: {err}");
+    }
+    let text = base
+        .replacen("id = 0\n", &format!("id = 0\n{}\n", dev(0, "in.pcap", "a.pcap")), 1)
+        .replacen("id = 1\n", &format!("id = 1\n{}\n", dev(1, "in.pcap", "b.pcap")), 1);
+    std::fs::write(&path, &text).unwrap();
+    let (ok, out, err) = rocectl(&["check", path.to_str().unwrap()]);
+    assert!(ok && out.contains("valid"), "{out}{err}");
+}
+
 #[test]
 fn headroom_shows_the_ucloud_figures_and_its_working() {
     for (speed, cable, ucloud) in [("25G", "15m", 98i64), ("100G", "100m", 408)] {

@@ -84,8 +84,8 @@ enum Command {
         /// Seed of everything random: WRED marking, ECMP hashing, permutations.
         #[arg(long, default_value_t = 1)]
         seed: u64,
-        /// Virtual time to run (e.g. 2ms), instead of the topology's `duration`.
-        #[arg(long, value_name = "TIME", value_parser = parse_duration)]
+        /// Virtual time to run (e.g. 2ms, more than 0), instead of the topology's `duration`.
+        #[arg(long, value_name = "TIME", value_parser = parse_positive_duration)]
         duration: Option<u64>,
         /// Turn DCQCN off (no CNPs, no rate cuts) whatever the topology's [nic] says: to see
         /// a fabric with PFC alone.
@@ -261,6 +261,15 @@ fn parse_duration(s: &str) -> Result<u64, String> {
     controlplane::units::parse_duration(s).map_err(|e| e.to_string())
 }
 
+/// A duration that must be more than zero, as the topology file's `duration` must: a run of
+/// no time measures nothing (and was taken here while the file refused it).
+fn parse_positive_duration(s: &str) -> Result<u64, String> {
+    match parse_duration(s)? {
+        0 => Err("must be positive (a run of no time measures nothing)".to_string()),
+        ns => Ok(ns),
+    }
+}
+
 fn parse_pcap(s: &str) -> Result<(String, PathBuf), String> {
     let (link, path) = s
         .rsplit_once('=')
@@ -355,8 +364,8 @@ fn run(cmd: Command) -> Result<()> {
                 controlplane::files::refuse_aliased_outputs(&ins, &outs).map_err(anyhow::Error::msg)?;
             }
             let schedule = match schedule {
-                Some(path) => dataplane::replay::schedule::load(&config, &path)?,
-                None => Vec::new(),
+                Some(path) => dataplane::replay::schedule::Schedule::load(&config, &path)?,
+                None => Default::default(),
             };
             let opts = ReplayOptions {
                 inputs,
@@ -500,6 +509,17 @@ fn run(cmd: Command) -> Result<()> {
             for w in incast.warnings(&cfg, &name) {
                 eprintln!("rocesw: warning: {w}");
             }
+            // A capture written over the config it was made for (a symlink or hard link in
+            // the output folder) would leave the user neither.
+            let ins: Vec<(String, &std::path::Path)> = config
+                .iter()
+                .map(|c| ("the config (--config)".to_string(), c.as_path()))
+                .collect();
+            let outs: Vec<(String, PathBuf)> = (0..=senders)
+                .map(|i| (format!("port {i} capture"), output_dir.join(format!("port{i}.pcap"))))
+                .collect();
+            let outs: Vec<(String, &std::path::Path)> = outs.iter().map(|(w, p)| (w.clone(), p.as_path())).collect();
+            controlplane::files::refuse_aliased_outputs(&ins, &outs).map_err(anyhow::Error::msg)?;
             let wrote: String = incast
                 .write(&output_dir)?
                 .iter()

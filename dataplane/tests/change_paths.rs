@@ -72,7 +72,7 @@ fn by_schedule(fragment: &str) -> String {
         }
     }
     std::fs::write(&sched, text).unwrap();
-    let e = dataplane::replay::schedule::load(&repo_root().join("configs/default.toml"), &sched).unwrap_err();
+    let e = dataplane::replay::schedule::Schedule::load(&repo_root().join("configs/default.toml"), &sched).unwrap_err();
     format!("{e:#}")
 }
 
@@ -149,9 +149,11 @@ fn frames_may_grow_within_the_packet_slots_on_every_path() {
         "[[change]]\nat = \"10us\"\n[change.patch.port_defaults]\nmtu = 1518\n",
     )
     .unwrap();
-    let steps = dataplane::replay::schedule::load(&repo_root().join("configs/default.toml"), &sched).unwrap();
-    assert_eq!(steps[0].config.ports[0].max_frame_bytes, 1536);
-    assert_eq!(steps[0].keys, ["port_defaults.mtu"]);
+    let schedule =
+        dataplane::replay::schedule::Schedule::load(&repo_root().join("configs/default.toml"), &sched).unwrap();
+    let config = schedule.player().take().unwrap().unwrap();
+    assert_eq!(config.ports[0].max_frame_bytes, 1536);
+    assert_eq!(schedule.steps()[0].keys, ["port_defaults.mtu"]);
     let examples = repo_root().join("examples/tune");
     let topo = topology::load(
         &examples.join("topology.toml"),

@@ -27,6 +27,100 @@
 //! `cargo test -p rocesw-dataplane --features dpdk --test container -- --nocapture` shows the
 //! steps.
 
+/// Issue 41 item 11: `with-dockerd.sh`'s cleanup ended leftover processes with `pgrep -f` on
+/// its exec root (a regex over every user's command lines) and unmounted whatever a regex
+/// built from `ROCESW_DOCKERD_DIR` matched (`/tmp/d|` matched every mount). Run here with
+/// stand-ins for dockerd, containerd, docker, iptables and umount (which only records what it
+/// was asked), so no docker is needed: another user's process naming the exec root survives,
+/// ours is ended, and nothing outside the two directories is unmounted.
+#[test]
+fn with_dockerd_ends_only_its_own_processes_and_unmounts_only_its_own_mounts() {
+    use std::os::unix::fs::PermissionsExt;
+    // SAFETY: geteuid(2) takes no arguments, touches no memory and cannot fail.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("skipped: the script needs root");
+        return;
+    }
+    let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let bin = d.join("bin");
+    std::fs::create_dir(&bin).unwrap();
+    let log = d.join("umount.log");
+    let stubs = [
+        ("dockerd", "exec sleep 60 </dev/null &>/dev/null".to_string()),
+        (
+            "containerd",
+            "while [ $# -gt 0 ]; do [ \"$1\" = --address ] && a=$2; shift; done\n\
+             exec python3 -c 'import socket,sys,time; s=socket.socket(socket.AF_UNIX); s.bind(sys.argv[1]); time.sleep(60)' \"$a\""
+                .to_string(),
+        ),
+        ("docker", "exit 0".to_string()),
+        ("runc", "exit 0".to_string()),
+        ("iptables-save", "echo '*filter'".to_string()),
+        ("ip6tables-save", "echo '*filter'".to_string()),
+        ("ip", "exit 1".to_string()),
+        ("umount", format!("echo \"$*\" >>{}", log.display())),
+    ];
+    for (name, body) in stubs {
+        let p = bin.join(name);
+        std::fs::write(&p, format!("#!/bin/bash\n{body}\n")).unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    // The command, run against the stand-in daemon: a process of nobody's and one of ours,
+    // both naming a file in the exec root; their pids are written down for the test.
+    let pids = d.join("pids");
+    let command = format!(
+        "exec_root=${{DOCKER_HOST#unix://}}; exec_root=${{exec_root%/docker.sock}}\n\
+         setsid setpriv --reuid=65534 --regid=65534 --clear-groups bash -c 'sleep 60; :' x \"$exec_root/containerd.sock\" </dev/null &>/dev/null &\n\
+         echo $! >{0}.other\n\
+         setsid bash -c 'sleep 60; :' x -address \"$exec_root/containerd.sock\" </dev/null &>/dev/null &\n\
+         echo $! >{0}.ours\n\
+         sleep 0.3",
+        pids.display()
+    );
+    // A data directory whose name, read as a regex, matches every mount.
+    let data = d.join("data|");
+    let out = std::process::Command::new(repo.join("docker/with-dockerd.sh"))
+        .args(["bash", "-c", &command])
+        .env("PATH", format!("{}:{}", bin.display(), std::env::var("PATH").unwrap()))
+        .env("ROCESW_DOCKERD_DIR", &data)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    let pid = |which: &str| -> i32 {
+        std::fs::read_to_string(format!("{}.{which}", pids.display()))
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap()
+    };
+    // Running, not a zombie waiting for a reaper (SIGKILLed, an orphan stays one for a while).
+    let alive = |p: i32| {
+        std::fs::read_to_string(format!("/proc/{p}/stat"))
+            .is_ok_and(|st| st.rsplit_once(") ").is_some_and(|(_, rest)| !rest.starts_with('Z')))
+    };
+    let (other, ours) = (pid("other"), pid("ours"));
+    let other_alive = alive(other);
+    // SAFETY: both are process groups this test started (setsid), ended here with their
+    // sleeps whatever the script did.
+    unsafe {
+        libc::kill(-other, libc::SIGKILL);
+        libc::kill(-ours, libc::SIGKILL);
+    }
+    assert!(out.status.success(), "{err}");
+    assert!(
+        other_alive && !err.contains(&format!("leftover process {other}")),
+        "another user's process was ended:\n{err}"
+    );
+    assert!(
+        err.contains(&format!("leftover process {ours}")),
+        "our own process was not ended:\n{err}"
+    );
+    let unmounted = std::fs::read_to_string(&log).unwrap_or_default();
+    assert!(unmounted.is_empty(), "unmounted what is not its own:\n{unmounted}");
+}
+
 #[cfg(not(feature = "dpdk"))]
 #[test]
 fn skipped_without_the_dpdk_feature() {

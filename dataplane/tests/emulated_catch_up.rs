@@ -131,7 +131,7 @@ fn incast(host_bps: u64, gaps: &[u64], rounds: usize, lossless_shaper: Option<&s
             }
         }
         let mut count0 = 0u64;
-        play_through(&mut sw, &mut emu, last, now, step, |sw, emu, t| {
+        play_through(&mut sw, &mut emu, last, now, step, 0, |sw, emu, t| {
             transmit_all(sw, emu, t, &mut count0, None)
         });
         sw.poll(now);
@@ -302,7 +302,7 @@ fn slow_worker(step_cost_ns: u64, mut stall_ns: u64, secs: u64, capped: bool) ->
             }
         }
         // The wires, each step costing real time.
-        play_through(&mut sw, &mut emu, last, now, step, |sw, emu, t| {
+        play_through(&mut sw, &mut emu, last, now, step, 0, |sw, emu, t| {
             real += step_cost_ns;
             transmit_all(sw, emu, t, &mut delivered, Some(&mut pfc_out))
         });

@@ -717,6 +717,41 @@ fn rocesw_fabric(args: &[&str]) -> (Option<i32>, String) {
     (o.status.code(), String::from_utf8_lossy(&o.stderr).into_owned())
 }
 
+/// Issue 41 item 11: `--duration 0ns` was taken on the command line (and ran a fabric of no
+/// time) while a zero `duration` in the topology file is refused; both are refused now, in the
+/// same words, before anything is written.
+#[test]
+fn a_zero_duration_is_refused_on_the_command_line_as_in_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let topo = small_topology_file(d, "topo.toml");
+    let out = d.join("out");
+    for zero in ["0ns", "0us", "0s"] {
+        let (code, err) = rocesw_fabric(&[
+            "--topology",
+            topo.to_str().unwrap(),
+            "--output-dir",
+            out.to_str().unwrap(),
+            "--duration",
+            zero,
+            "-q",
+        ]);
+        assert_eq!(code, Some(2), "--duration {zero}: {err}");
+        assert!(err.contains("--duration") && err.contains("must be positive"), "{err}");
+        assert!(!out.exists(), "nothing written");
+    }
+    let text = std::fs::read_to_string(&topo).unwrap().replace("\"100us\"", "\"0ns\"");
+    std::fs::write(&topo, text).unwrap();
+    let (code, err) = rocesw_fabric(&[
+        "--topology",
+        topo.to_str().unwrap(),
+        "--output-dir",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("must be positive"), "{err}");
+}
+
 /// Issue 21 item 7: `rocesw fabric` never writes over what it reads: a `--pcap` onto a
 /// switch's config, the summary onto the topology (a topology named summary.json in the output
 /// folder), two `--pcap`s into one file, or one link captured twice, are refused (exit 2, both

@@ -85,3 +85,27 @@ fn frames_the_config_would_drop_get_a_warning() {
     assert_eq!(code, Some(0), "{err}");
     assert!(err.contains("has no port 4"), "{err}");
 }
+
+/// Issue 41 item 7: `port<N>.pcap` in the output folder as a symlink or hard link to the
+/// `--config` file was written through, replacing the config, with exit 0. Now refused, the
+/// config intact.
+#[test]
+fn a_capture_that_is_the_config_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let config = d.join("switch.toml");
+    let text = std::fs::read_to_string(common::repo_root().join("configs/default.toml")).unwrap();
+    std::fs::write(&config, &text).unwrap();
+    let links: [fn(&Path, &Path) -> std::io::Result<()>; 2] =
+        [|a, b| std::os::unix::fs::symlink(a, b), |a, b| std::fs::hard_link(a, b)];
+    for (i, link) in links.iter().enumerate() {
+        let out = d.join(format!("out{i}"));
+        std::fs::create_dir(&out).unwrap();
+        link(&config, &out.join("port1.pcap")).unwrap();
+        let (code, err) = gen(&out, &["--config", config.to_str().unwrap()]);
+        assert_eq!(code, Some(2), "{err}");
+        assert!(err.contains("port1.pcap") && err.contains("the config"), "{err}");
+        assert_eq!(std::fs::read_to_string(&config).unwrap(), text, "the config is intact");
+        assert!(!out.join("port0.pcap").exists(), "nothing written");
+    }
+}

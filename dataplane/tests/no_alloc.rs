@@ -101,7 +101,7 @@ fn emulated_links_do_not_allocate() {
             };
             (0..4).map(|p| sw.transmit(p, t, &mut sink)).sum()
         };
-        play_through(sw, emu, now, end, step, &mut to_peers);
+        play_through(sw, emu, now, end, step, 0, &mut to_peers);
         sw.poll(end);
         to_peers(sw, emu, end);
         // And what the emulated NICs tell their hosts (back-pressure PFC), as the worker does.

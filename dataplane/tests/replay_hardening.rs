@@ -188,6 +188,43 @@ fn run_refuses_aliased_outputs() {
     assert_eq!(before, std::fs::read(&b).unwrap(), "the input is intact");
 }
 
+/// Issue 41 item 7: `rocesw run --summary` naming a folder, or a file in a folder that does
+/// not exist, was found only when the run ended, with its final counters lost; now before
+/// any port opens.
+#[test]
+fn run_refuses_a_summary_it_could_not_write_before_starting() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let (a, b) = two_inputs(d);
+    let (o0, o2, o3) = (d.join("o0.pcap"), d.join("o2.pcap"), d.join("o3.pcap"));
+    let cfg = pcap_ports_config(
+        d,
+        [
+            (Some(&a), Some(&o0)),
+            (Some(&b), None),
+            (None, Some(&o2)),
+            (None, Some(&o3)),
+        ],
+    );
+    let missing = d.join("missing/summary.json");
+    for (summary, want) in [(d, "is a directory"), (missing.as_path(), "does not exist")] {
+        let t0 = std::time::Instant::now();
+        let (ok, err) = rocesw(&[
+            "run",
+            "--config",
+            cfg.to_str().unwrap(),
+            "--no-control",
+            "--duration",
+            "5",
+            "--summary",
+            summary.to_str().unwrap(),
+        ]);
+        assert!(!ok && err.contains("--summary") && err.contains(want), "{err}");
+        assert!(t0.elapsed().as_secs() < 4, "refused at the start, not after the run");
+        assert!(!o0.exists(), "no port opened");
+    }
+}
+
 /// Item 11: a schedule step that cannot apply live is refused before the replay starts, so
 /// the previous run's outputs are untouched.
 #[test]

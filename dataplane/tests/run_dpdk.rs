@@ -330,6 +330,136 @@ fn fails_with(bad: &str, extra: &str, expect: &[&str]) -> String {
     r.stderr
 }
 
+/// Issue 41 item 7: a `net_pcap` port's `tx_pcap` escaped the check that keeps every other
+/// output off the inputs: one naming another port's `rx_pcap` truncated that capture from
+/// 2,080,024 B to 24 B, one naming the config replaced it, and a `--summary` naming a
+/// `tx_pcap` replaced the capture at exit. Each is now refused before DPDK starts, with the
+/// files as they were.
+#[test]
+fn a_tx_pcap_over_an_input_the_config_or_the_summary_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let input = d.join("in.pcap");
+    std::fs::copy(repo_root().join("examples/incast/port0.pcap"), &input).unwrap();
+    let before = std::fs::read(&input).unwrap();
+    let config = d.join("switch.toml");
+    let cases: [(&dyn Fn(u16) -> String, &str); 2] = [
+        (
+            &|id| match id {
+                1 => format!("dpdk = \"net_pcap1,rx_pcap={0},tx_pcap={0}\"", input.display()),
+                _ => format!("dpdk = \"net_null{id}\""),
+            },
+            "port 1 dpdk rx_pcap",
+        ),
+        (
+            &|id| match id {
+                1 => format!(
+                    "dpdk = \"net_pcap1,rx_pcap={},tx_pcap={}\"",
+                    input.display(),
+                    config.display()
+                ),
+                _ => format!("dpdk = \"net_null{id}\""),
+            },
+            "the config",
+        ),
+    ];
+    for (port, want) in cases {
+        let cfg = ports_config(d, port, "");
+        let text = std::fs::read_to_string(&cfg).unwrap();
+        let r = run(&cfg, &d.join("s.json"), 0.5);
+        assert_eq!(r.code, Some(2), "{want}: {}", r.stderr);
+        assert!(
+            r.stderr.contains(want) && r.stderr.contains("destroy"),
+            "{want}: {}",
+            r.stderr
+        );
+        assert!(!r.stderr.contains("EAL"), "refused before DPDK starts: {}", r.stderr);
+        assert_eq!(std::fs::read(&input).unwrap(), before, "the input is intact");
+        assert_eq!(std::fs::read_to_string(&cfg).unwrap(), text, "the config is intact");
+    }
+    // The summary over a port's capture.
+    let out = d.join("out1.pcap");
+    std::fs::write(&out, "old capture").unwrap();
+    let cfg = ports_config(
+        d,
+        |id| match id {
+            1 => format!(
+                "dpdk = \"net_pcap1,rx_pcap={},tx_pcap={}\"",
+                input.display(),
+                out.display()
+            ),
+            _ => format!("dpdk = \"net_null{id}\""),
+        },
+        "",
+    );
+    let r = run(&cfg, &out, 0.5);
+    assert_eq!(r.code, Some(2), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("--summary") && r.stderr.contains("port 1 dpdk tx_pcap"),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), "old capture");
+}
+
+/// Issue 41 item 9: a SIGTERM in the first 100-200 ms of a DPDK run (vm/run.sh's cleanup
+/// sends exactly that) killed rocesw while the EAL started: no summary, and
+/// `/var/run/dpdk/rocesw-<pid>-*` left behind, 5 of 5 tries. The handler is now installed
+/// before the EAL starts, so a stop at any moment of start-up ends the run as a stop later
+/// does: the summary written, exit 0, nothing left. Sent once the EAL's runtime directory
+/// appears (inside `rte_eal_init`), and at fixed delays around it.
+#[test]
+fn a_sigterm_during_start_up_ends_the_run_cleanly() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = ports_config(dir.path(), |id| format!("dpdk = \"net_null{id}\""), "");
+    for (i, delay) in [None, Some(50), Some(100), Some(150), Some(200)]
+        .into_iter()
+        .enumerate()
+    {
+        let summary = dir.path().join(format!("s{i}.json"));
+        let mut child = Command::new(env!("CARGO_BIN_EXE_rocesw"))
+            .args(["run", "--no-control", "--duration", "20", "--config"])
+            .arg(&cfg)
+            .arg("--summary")
+            .arg(&summary)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let pid = child.id();
+        let t0 = Instant::now();
+        match delay {
+            // The EAL is starting once its runtime directory exists.
+            None => {
+                while left_behind(pid).is_empty() && t0.elapsed() < Duration::from_secs(5) {
+                    std::thread::sleep(Duration::from_micros(200));
+                }
+                assert!(!left_behind(pid).is_empty(), "the EAL's directory never appeared");
+            }
+            Some(ms) => std::thread::sleep(Duration::from_millis(ms)),
+        }
+        // SAFETY: kill has no memory preconditions; pid is our child, not yet waited for.
+        assert_eq!(unsafe { libc::kill(pid as i32, libc::SIGTERM) }, 0);
+        while child.try_wait().unwrap().is_none() {
+            if t0.elapsed() > Duration::from_secs(15) {
+                let _ = child.kill();
+                panic!("rocesw did not stop after SIGTERM");
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let out = child.wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "SIGTERM after {delay:?} ms: {:?}\n{err}",
+            out.status
+        );
+        assert!(summary.exists(), "SIGTERM after {delay:?} ms: no summary\n{err}");
+        assert!(left_behind(pid).is_empty(), "{:?}", left_behind(pid));
+    }
+}
+
 #[test]
 fn malformed_devices_are_refused_before_dpdk_starts() {
     fails_with(

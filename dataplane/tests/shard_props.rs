@@ -52,21 +52,16 @@ struct Sharded {
     one_by_one: bool,
 }
 
-/// Takes `b` as batches of one message each, in the order `take_batch` takes a batch (learns,
-/// releases, frames): the frame-by-frame reference for the runs a batch's frames are
+/// Takes `b` as batches of one message each, in the order `take_batch` takes a batch
+/// (releases, frames): the frame-by-frame reference for the runs a batch's frames are
 /// admitted in (`Egress::admit_crossed_run`).
 fn take_one_by_one(sw: &mut Switch, b: &mut Batch, now: u64) {
-    let single = |frames, releases, learns| Batch {
-        frames,
-        releases,
-        learns,
-    };
-    sw.take_batch(&mut single(Vec::new(), Vec::new(), b.learns.drain(..).collect()), now);
+    let single = |frames, releases| Batch { frames, releases };
     for r in b.releases.drain(..) {
-        sw.take_batch(&mut single(Vec::new(), vec![r], Vec::new()), now);
+        sw.take_batch(&mut single(Vec::new(), vec![r]), now);
     }
     for c in b.frames.drain(..) {
-        sw.take_batch(&mut single(vec![c], Vec::new(), Vec::new()), now);
+        sw.take_batch(&mut single(vec![c], Vec::new()), now);
     }
 }
 
@@ -93,6 +88,7 @@ impl Sharded {
         let n = self.shards.len();
         for me in 0..n {
             for from in (0..n).filter(|&f| f != me) {
+                self.shards[me].take_learns(&self.links[from][me]);
                 while let Some(mut b) = self.links[from][me].receive() {
                     if self.one_by_one {
                         take_one_by_one(&mut self.shards[me], &mut b, now);
@@ -421,7 +417,7 @@ fn learns_that_miss_another_shard_are_counted() {
         sw.shards[0].receive_burst(0, chunk.iter().map(Vec::as_slice), now);
     }
     sw.round(now, &mut sink);
-    let queued = 4 * dataplane::shard::BATCH_LEARNS as u64;
+    let queued = dataplane::shard::OUTBOX_LEARNS as u64;
     let s0 = sw.shards[0].snapshot(now);
     assert_eq!(s0.ports[0].learn_refused, 0);
     assert_eq!(
@@ -444,4 +440,119 @@ fn learns_that_miss_another_shard_are_counted() {
         u64::from(stations),
         "every frame forwarded"
     );
+}
+
+/// A 64-byte broadcast from source `i` (locally administered), an EtherType the switch
+/// forwards at L2: what a source-MAC flood sends.
+fn broadcast(i: u32) -> Vec<u8> {
+    let mut f = vec![0u8; 64];
+    f[..6].copy_from_slice(&[0xff; 6]);
+    f[6..12].copy_from_slice(&[0x02, 0xbb, (i >> 24) as u8, (i >> 16) as u8, (i >> 8) as u8, i as u8]);
+    f[12..14].copy_from_slice(&[0x88, 0xb5]);
+    f
+}
+
+/// Shard 0 (ports 0 and 1) receives a broadcast flood on port 0, which crosses to shard 1's
+/// ports 2 and 3, until the link to shard 1 holds every batch it has. Returns the time.
+fn flood_until_the_link_is_full(sw: &mut Sharded) -> u64 {
+    let now = 1_000;
+    let mut i = 0u32;
+    while sw.links[0][1].in_flight() < dataplane::shard::LINK_BATCHES {
+        assert!(sw.shards[0].can_receive());
+        let burst: Vec<Vec<u8>> = (0..32)
+            .map(|_| {
+                i += 1;
+                broadcast(i % 8)
+            })
+            .collect();
+        sw.shards[0].receive_burst(0, burst.iter().map(Vec::as_slice), now);
+        sw.shards[0].exchange(&sw.share);
+        sw.shards[0].flush_to(1, &sw.links[0][1]);
+    }
+    now
+}
+
+/// Issue 41 item 6: with two workers, a flood that crosses between them delayed learning.
+/// A station learnt on shard 0 (B on port 1) was announced to shard 1 in a batch behind every
+/// batch of the flood's frames on the link, and shard 1, which takes 8 batches a round, went
+/// on flooding the frames of C (port 2) for B to port 3 meanwhile. Now learns travel on a
+/// queue of their own, taken first: after one round of shard 1, B is known there, and C's
+/// frame to B leaves through B's port alone.
+#[test]
+fn a_learn_overtakes_the_frames_waiting_between_the_shards() {
+    let mut sw = Sharded::new(&[0, 0, 1, 1]);
+    let now = flood_until_the_link_is_full(&mut sw);
+    // B talks to C (unknown yet: flooded), and is learnt on shard 0.
+    let b_to_c = flow_frames(1, 2, 26, Ecn::Ect0, 256, 1).remove(0);
+    sw.shards[0].receive(1, &b_to_c, now);
+    sw.shards[0].exchange(&sw.share);
+    sw.shards[0].flush_to(1, &sw.links[0][1]);
+    // Shard 1's round, as a worker takes it: the learns, then at most 8 batches.
+    sw.shards[1].take_learns(&sw.links[0][1]);
+    for _ in 0..8 {
+        let mut b = sw.links[0][1].receive().unwrap();
+        sw.shards[1].take_batch(&mut b, now);
+        sw.links[0][1].recycle(b);
+    }
+    // C answers B.
+    let c_to_b = flow_frames(2, 1, 26, Ecn::Ect0, 256, 1).remove(0);
+    sw.shards[1].receive(2, &c_to_b, now);
+    let b = dataplane::tools::gen::host_mac(1);
+    let mut to_port_3 = 0;
+    let later = now + 10_000_000;
+    // Everything port 3 holds (the flood's frames that crossed, and a copy of C's if flooded).
+    while sw.shards[1].transmit(3, later, &mut |_: usize, f: &[u8], _: u64| {
+        to_port_3 += usize::from(f[..6] == b);
+    }) > 0
+    {}
+    assert_eq!(to_port_3, 0, "C's frame for B was flooded: shard 1 had not heard of B");
+    let s = sw.shards[1].snapshot(later);
+    assert_eq!(s.ports[2].crossed_out, 1, "it crossed to B's port, once");
+    assert_eq!(sw.shards[0].snapshot(later).ports[1].learn_late, 0);
+}
+
+/// Issue 41 item 6: an announcement that cannot go to the other shard the round it is made
+/// (its queue of learns full: that shard is behind) is counted on its port as `learn_late`,
+/// once per station, and still arrives later; what does not fit in the outbox either is
+/// `learn_unannounced`.
+#[test]
+fn a_learn_that_waits_for_the_other_shard_is_counted_late() {
+    let mut sw = Sharded::new(&[0, 1, 0, 1]);
+    let host2 = dataplane::tools::gen::announce(2, 0).unwrap();
+    sw.shards[0].receive(2, &host2, 0);
+    sw.round(0, &mut |_: usize, _: &[u8], _: u64| {});
+    let template = flow_frames(0, 2, 0, Ecn::NotEct, 128, 1).remove(0);
+    let station = |i: u32| {
+        let mut f = template.clone();
+        f[6..12].copy_from_slice(&[0x02, 0xaa, 0, (i >> 16) as u8, (i >> 8) as u8, i as u8]);
+        f
+    };
+    // Rounds of 100 new stations on port 0 while shard 1 takes nothing: the queue of learns
+    // (LINK_LEARNS) fills, then the outbox (OUTBOX_LEARNS).
+    let (queue, outbox) = (
+        dataplane::shard::LINK_LEARNS as u64,
+        dataplane::shard::OUTBOX_LEARNS as u64,
+    );
+    let rounds = (queue + outbox) / 100 + 2;
+    for r in 0..rounds as u32 {
+        let frames: Vec<Vec<u8>> = (0..100).map(|k| station(r * 100 + k)).collect();
+        for chunk in frames.chunks(32) {
+            sw.shards[0].receive_burst(0, chunk.iter().map(Vec::as_slice), 1_000);
+        }
+        sw.shards[0].exchange(&sw.share);
+        sw.shards[0].flush_to(1, &sw.links[0][1]);
+    }
+    let learnt = rounds * 100;
+    let p = &sw.shards[0].snapshot(1_000).ports[0];
+    assert_eq!(p.learn_refused, 0);
+    assert_eq!(p.learn_unannounced, learnt - queue - outbox, "past the outbox");
+    assert_eq!(p.learn_late, outbox, "every station that waited in the outbox, once");
+    let json = serde_json::to_value(sw.shards[0].snapshot(1_000)).unwrap();
+    assert_eq!(json["ports"][0]["learn_late"], outbox);
+    assert!(json["ports"][2].get("learn_late").is_none(), "left out while 0");
+    // Shard 1 catches up: what waited arrives, and is not counted again.
+    sw.round(2_000, &mut |_: usize, _: &[u8], _: u64| {});
+    sw.round(3_000, &mut |_: usize, _: &[u8], _: u64| {});
+    assert_eq!(sw.shards[0].snapshot(3_000).ports[0].learn_late, outbox);
+    assert!(sw.links[0][1].is_empty() && sw.shards[0].outboxes_empty());
 }

@@ -557,6 +557,9 @@ pub fn refuse_aliased_outputs(
 /// drained).
 pub fn run(topo: &Topology, opts: &FabricOptions) -> Result<FabricOutcome> {
     let duration = opts.duration_ns.unwrap_or(topo.duration_ns);
+    if duration == 0 {
+        anyhow::bail!("duration must be positive");
+    }
     let dcqcn = opts.dcqcn.unwrap_or(topo.nic.dcqcn);
     let mut pcaps: Vec<Option<PcapOutput>> = (0..topo.links.len()).map(|_| None).collect();
     // Every name checked, and no capture written over another or over a switch's config,

@@ -55,6 +55,9 @@ struct PortLearning {
     /// Sharded runs: announcements of this port's stations that did not reach another shard
     /// ([`Fdb::count_unannounced`]).
     unannounced: u64,
+    /// Sharded runs: announcements of this port's stations that went to another shard a
+    /// round or more late ([`Fdb::count_late`]).
+    late: u64,
 }
 
 /// What [`Fdb::learn`] did with a source address.
@@ -331,6 +334,22 @@ impl Fdb {
         }
     }
 
+    /// An announcement of a station on port id `port` that could not go to another shard in
+    /// the round it was made (the queue of learns to it full: that shard is behind), and waits
+    /// for a later one. Counted per port, once per shard, as `learn_late` in reports: that shard
+    /// floods the station's frames until the news arrives.
+    #[cold]
+    pub fn count_late(&mut self, port: u16) {
+        if let Some(i) = self.port_idx(port) {
+            self.ports[i].late += 1;
+        }
+    }
+
+    /// Announcements of port index `port`'s stations that reached another shard late.
+    pub fn late(&self, port: usize) -> u64 {
+        self.ports.get(port).map_or(0, |p| p.late)
+    }
+
     /// Announcements of port index `port`'s stations that did not reach another shard.
     pub fn unannounced(&self, port: usize) -> u64 {
         self.ports.get(port).map_or(0, |p| p.unannounced)
@@ -436,15 +455,18 @@ impl Fdb {
             return Ok(());
         }
         let idx = self.port_idx(port);
+        // GCRA: refuse while the bucket is a second ahead of now. The token is taken last,
+        // once the capacity and the port's limit let the address in: a refused address takes
+        // nothing, so a steady stream gets `learn_rate` through every second, and a flood a
+        // limit refuses leaves the port its rate for when room is made.
+        let mut tat = None;
         if origin == Origin::Learnt {
-            if let Some(p) = idx.map(|x| &mut self.ports[x]) {
-                // GCRA: refuse while the bucket is a second ahead of now; a refused address
-                // takes nothing, so a steady stream gets `learn_rate` through every second.
-                let tat = p.tat.max(now);
-                if tat - now > BUCKET_NS - self.learn_cost_ns {
+            if let Some(p) = idx.map(|x| &self.ports[x]) {
+                let t = p.tat.max(now);
+                if t - now > BUCKET_NS - self.learn_cost_ns {
                     return Err(Learn::RateLimited);
                 }
-                p.tat = tat + self.learn_cost_ns;
+                tat = Some(t);
             }
         }
         if new_entry && self.entries >= self.capacity {
@@ -462,6 +484,9 @@ impl Fdb {
                     }
                 }
             }
+        }
+        if let (Some(t), Some(x)) = (tat, idx) {
+            self.ports[x].tat = t + self.learn_cost_ns;
         }
         Ok(())
     }
@@ -729,6 +754,43 @@ mod tests {
         assert_eq!(f.learn(&mac(5), 2, t0), Learn::Moved, "another port's rate");
         assert_eq!(new(&mut f, 1000, 1000, t0 + second / 10), 10, "then 100 a second");
         assert_eq!(new(&mut f, 2000, 1000, t0 + 3 * second), 100, "a full bucket, no more");
+    }
+
+    /// Issue 41 item 11: `admit` took the rate's token before the capacity and port-limit
+    /// checks, so every address a limit refused used up rate (the comment said it took
+    /// nothing): a flood against a full table or a port at its limit left the port no rate
+    /// for when room was made. Both limits, at one instant so that no token comes back.
+    #[test]
+    fn an_address_refused_for_a_limit_takes_nothing_from_the_rate() {
+        let t0 = 5_000_000_000u64;
+        let learn = |f: &mut Fdb, from: u32, n: u32, now: u64| -> Vec<Learn> {
+            (from..from + n).map(|i| f.learn(&mac(i), 1, now)).collect()
+        };
+        let count = |v: &[Learn], l: Learn| v.iter().filter(|&&x| x == l).count();
+        // The port's limit: 16 of a rate of 100 a second, then a flood the limit refuses.
+        let mut c = cfg(4096);
+        (c.learn_rate, c.port_limit, c.aging_ns) = (100, 16, u64::MAX);
+        let mut f = Fdb::new(&c, &PORTS);
+        assert_eq!(count(&learn(&mut f, 0, 16, t0), Learn::New), 16);
+        let flood = learn(&mut f, 100, 1000, t0);
+        assert_eq!(
+            count(&flood, Learn::PortLimit),
+            1000,
+            "refused for the limit, not the rate"
+        );
+        c.port_limit = 4096;
+        f.reconfigure(&c);
+        let after = learn(&mut f, 2000, 1000, t0);
+        assert_eq!(count(&after, Learn::New), 84, "the rest of the second's 100");
+        // The table's capacity: 16 places (the static entry takes one), full, then aged.
+        let mut c = cfg(17);
+        c.learn_rate = 100;
+        let mut f = Fdb::new(&c, &PORTS);
+        assert_eq!(count(&learn(&mut f, 0, 16, t0), Learn::New), 16);
+        assert_eq!(count(&learn(&mut f, 100, 1000, t0), Learn::Full), 1000);
+        // 2 µs on, the 16 aged out (aging 1 µs) and the rate has refilled by nothing.
+        let after = learn(&mut f, 2000, 1000, t0 + 2_000);
+        assert_eq!(count(&after, Learn::New), 16, "{:?}", &after[..20]);
     }
 
     /// The one-entry caches change no answer: an FDB whose caches are emptied before every

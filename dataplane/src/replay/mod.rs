@@ -34,19 +34,7 @@ pub struct ReplayOptions {
     pub progress: Option<fn(u64, u64)>,
     /// Config changes at virtual times (ns from the replay's start), in time order: the
     /// reproducible form of live tuning (`rocesw replay --schedule`).
-    pub schedule: Vec<ScheduledChange>,
-}
-
-/// One change of a schedule: the whole config from `at_ns` on, and the keys that made it
-/// differ from the one before (for the summary).
-#[derive(Debug, Clone)]
-pub struct ScheduledChange {
-    /// When the config takes effect, virtual ns from the replay's start.
-    pub at_ns: u64,
-    /// The whole config from then on, already validated as a live change.
-    pub config: Config,
-    /// Dotted config paths the change set (`ecn.roce.kmin`), as `rocectl patch` reports them.
-    pub keys: Vec<String>,
+    pub schedule: schedule::Schedule,
 }
 
 /// A change of the schedule as the replay applied it (or could not: its time came after the
@@ -205,7 +193,7 @@ pub fn run(cfg: &Config, opts: &ReplayOptions) -> Result<ReplayOutcome> {
     };
 
     let mut now = 0u64;
-    let mut next_change = 0usize;
+    let mut schedule = opts.schedule.player();
     let mut input_frames = 0u64;
     let mut input_bytes = 0u64;
     let mut last_progress = 0u64;
@@ -214,13 +202,10 @@ pub fn run(cfg: &Config, opts: &ReplayOptions) -> Result<ReplayOutcome> {
         let mut progressed = false;
         // Changes due now apply before anything else at this instant: a frame arriving at the
         // same nanosecond is handled under the new config.
-        while let Some(c) = opts.schedule.get(next_change) {
-            if c.at_ns > now {
-                break;
-            }
-            sw.reconfigure(&c.config)
-                .map_err(|e| anyhow::anyhow!("schedule change at {} ns: {e}", c.at_ns))?;
-            next_change += 1;
+        while let Some(at) = schedule.next_at().filter(|&at| at <= now) {
+            let config = schedule.take().expect("a step is due")?;
+            sw.reconfigure(&config)
+                .map_err(|e| anyhow::anyhow!("schedule change at {at} ns: {e}"))?;
             progressed = true;
         }
         for port in 0..n {
@@ -270,7 +255,7 @@ pub fn run(cfg: &Config, opts: &ReplayOptions) -> Result<ReplayOutcome> {
             .iter()
             .filter_map(|p| p.as_ref().and_then(|p| p.next_event(now)))
             .chain(sw.next_event(now))
-            .chain(opts.schedule.get(next_change).map(|c| c.at_ns))
+            .chain(schedule.next_at())
             .min();
         match next {
             Some(t) if t > now => now = t,
@@ -313,7 +298,8 @@ pub fn run(cfg: &Config, opts: &ReplayOptions) -> Result<ReplayOutcome> {
     for f in out.files {
         f.finish()?;
     }
-    for c in &opts.schedule[next_change..] {
+    let next_change = schedule.taken();
+    for c in &opts.schedule.steps()[next_change..] {
         // Loud: the experiment the schedule describes did not happen.
         tracing::warn!(
             "schedule: the change at {} ({}) was not applied: the replay ended at {}, when the \
@@ -325,6 +311,7 @@ pub fn run(cfg: &Config, opts: &ReplayOptions) -> Result<ReplayOutcome> {
     }
     let schedule = opts
         .schedule
+        .steps()
         .iter()
         .enumerate()
         .map(|(i, c)| AppliedChange {

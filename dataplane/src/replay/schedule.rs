@@ -5,68 +5,268 @@
 //! over the config before it, validated, checked against what a running switch cannot change
 //! and the packet slots it was started with), so both refuse the same change in the same
 //! words.
+//!
+//! Only each step's fragment is kept, and its config is prepared again when its time comes
+//! ([`Player`]): a whole config per step made memory grow with entries × config (20,000
+//! entries took 1.78 GiB, 64,000 more than 13 GB), while a fragment is the size of its lines
+//! in the file, which [`controlplane::files::MAX_TEXT_BYTES`] bounds.
 
 use anyhow::{anyhow, bail, Context, Result};
-use controlplane::change::{ChangeError, Edit};
+use controlplane::change::{ChangeError, Edit, Running};
+use controlplane::Config;
 use std::path::Path;
 
-/// Reads a `--schedule` file (`[[change]]` entries of `at` and `patch`) and prepares each change
-/// over `config` in time order; the first bad step is an error naming it, before anything runs.
-pub fn load(config: &Path, path: &Path) -> Result<Vec<super::ScheduledChange>> {
-    let base_text = controlplane::files::read_text(config).map_err(anyhow::Error::msg)?;
-    let mut running = controlplane::change::Running::load(base_text)
-        .map_err(|e| anyhow!("{}: invalid config:\n{e}", config.display()))?;
-    let text = controlplane::files::read_text(path).map_err(anyhow::Error::msg)?;
-    let file: toml::Table = text.parse().with_context(|| format!("{}: not TOML", path.display()))?;
-    // A patch's unknown key, at its line of this file (merged into the config below, it would
-    // be reported at a line of the merged text).
-    controlplane::patch::check_schedule(&text).map_err(|e| anyhow!("{}: {e}", path.display()))?;
-    let Some(changes) = file.get("change").and_then(toml::Value::as_array) else {
-        bail!("{}: no [[change]] entries", path.display());
-    };
-    let mut steps: Vec<(u64, toml::Table)> = Vec::new();
-    for (i, c) in changes.iter().enumerate() {
-        let c = c
-            .as_table()
-            .ok_or_else(|| anyhow!("{}: change[{i}] is not a table", path.display()))?;
-        if let Some(k) = c.keys().find(|k| *k != "at" && *k != "patch") {
-            bail!(
-                "{}: change[{i}].{k}: unknown key (expected `at` and `patch`)",
-                path.display()
-            );
-        }
-        let at = c
-            .get("at")
-            .and_then(toml::Value::as_str)
-            .ok_or_else(|| anyhow!("{}: change[{i}].at: missing (a time such as \"500us\")", path.display()))?;
-        let at =
-            controlplane::units::parse_duration(at).map_err(|e| anyhow!("{}: change[{i}].at: {e}", path.display()))?;
-        let patch = c
-            .get("patch")
-            .and_then(toml::Value::as_table)
-            .ok_or_else(|| anyhow!("{}: change[{i}].patch: missing table", path.display()))?;
-        steps.push((at, patch.clone()));
+/// A `--schedule` whose every step was prepared once and passed: the config it starts from
+/// and each step's fragment, in time order. Empty (no steps) without `--schedule`.
+#[derive(Debug, Clone, Default)]
+pub struct Schedule {
+    /// The config the replay starts with, as the steps were prepared over it (`None` when
+    /// there are no steps).
+    start: Option<Running>,
+    steps: Vec<Step>,
+}
+
+/// One change of a schedule.
+#[derive(Debug, Clone)]
+pub struct Step {
+    /// When the change takes effect, virtual ns from the replay's start.
+    pub at_ns: u64,
+    /// Dotted config paths the change set (`ecn.roce.kmin`), as `rocectl patch` reports them.
+    pub keys: Vec<String>,
+    /// The fragment as TOML text, read again and merged over the config before it when its
+    /// time comes: as text it takes the bytes of its lines, where a parsed table takes
+    /// kilobytes (a B-tree node per level).
+    patch: String,
+}
+
+impl Schedule {
+    /// Reads a `--schedule` file (`[[change]]` entries of `at` and `patch`) and prepares each
+    /// change over `config` in time order; the first bad step is an error naming it, before
+    /// anything runs.
+    pub fn load(config: &Path, path: &Path) -> Result<Schedule> {
+        let base_text = controlplane::files::read_text(config).map_err(anyhow::Error::msg)?;
+        let text = controlplane::files::read_text(path).map_err(anyhow::Error::msg)?;
+        Schedule::from_text(
+            base_text,
+            &config.display().to_string(),
+            &text,
+            &path.display().to_string(),
+        )
     }
-    steps.sort_by_key(|(at, _)| *at);
-    let mut out = Vec::with_capacity(steps.len());
-    for (i, (at, patch)) in steps.into_iter().enumerate() {
-        let change = running.prepare(Edit::Table(patch)).map_err(|e| match e {
-            ChangeError::Refused(why) => anyhow!(
-                "{}: change {i} (at {at} ns) cannot apply to a running switch: {why}",
-                path.display()
-            ),
-            e => anyhow!(
-                "{}: the config after change {i} (at {at} ns) is invalid:\n{}",
-                path.display(),
-                e.reason()
-            ),
+
+    /// As [`Schedule::load`], from the texts: `base_text` the config (called `config_name` in
+    /// messages), `text` the schedule (called `name`).
+    pub fn from_text(base_text: String, config_name: &str, text: &str, name: &str) -> Result<Schedule> {
+        let start = Running::load(base_text).map_err(|e| anyhow!("{config_name}: invalid config:\n{e}"))?;
+        // A patch's unknown key, at its line of this file (merged into the config below, it
+        // would be reported at a line of the merged text).
+        controlplane::patch::check_schedule(text).map_err(|e| anyhow!("{name}: {e}"))?;
+        let mut steps: Vec<Step> = Vec::new();
+        for_each_change(text, name, |i, c| {
+            let c = c
+                .as_table()
+                .ok_or_else(|| anyhow!("{name}: change[{i}] is not a table"))?;
+            if let Some(k) = c.keys().find(|k| *k != "at" && *k != "patch") {
+                bail!("{name}: change[{i}].{k}: unknown key (expected `at` and `patch`)");
+            }
+            let at = c
+                .get("at")
+                .and_then(toml::Value::as_str)
+                .ok_or_else(|| anyhow!("{name}: change[{i}].at: missing (a time such as \"500us\")"))?;
+            let at = controlplane::units::parse_duration(at).map_err(|e| anyhow!("{name}: change[{i}].at: {e}"))?;
+            let patch = c
+                .get("patch")
+                .and_then(toml::Value::as_table)
+                .ok_or_else(|| anyhow!("{name}: change[{i}].patch: missing table"))?;
+            let patch = toml::to_string(patch).with_context(|| format!("{name}: change[{i}].patch"))?;
+            steps.push(Step {
+                at_ns: at,
+                keys: Vec::new(),
+                patch,
+            });
+            Ok(())
         })?;
-        out.push(super::ScheduledChange {
-            at_ns: at,
-            config: change.config.clone(),
-            keys: change.changed.clone(),
-        });
-        running.commit(change);
+        // Stable: two changes at one time apply in the file's order.
+        steps.sort_by_key(|s| s.at_ns);
+        let mut running = start.clone();
+        for (i, step) in steps.iter_mut().enumerate() {
+            let change = prepare(&running, step).map_err(|e| match e {
+                ChangeError::Refused(why) => anyhow!(
+                    "{name}: change {i} (at {} ns) cannot apply to a running switch: {why}",
+                    step.at_ns
+                ),
+                e => anyhow!(
+                    "{name}: the config after change {i} (at {} ns) is invalid:\n{}",
+                    step.at_ns,
+                    e.reason()
+                ),
+            })?;
+            step.keys = change.changed.clone();
+            running.commit(change);
+        }
+        Ok(Schedule {
+            start: Some(start),
+            steps,
+        })
     }
-    Ok(out)
+
+    /// The steps, in time order.
+    pub fn steps(&self) -> &[Step] {
+        &self.steps
+    }
+
+    /// Whether there is no step.
+    pub fn is_empty(&self) -> bool {
+        self.steps.is_empty()
+    }
+
+    /// Plays the steps in order from the start: each step's config is prepared when asked.
+    pub fn player(&self) -> Player<'_> {
+        Player {
+            running: self.start.clone(),
+            steps: &self.steps,
+            next: 0,
+        }
+    }
+}
+
+/// Calls `f` with each `[[change]]` entry of a schedule's `text` (called `name`) and its index,
+/// reading one entry at a time: the text is cut before each line that is `[[change]]`, and
+/// each piece read as a document of its own. Read whole, a 4 MB schedule was held twice over
+/// while it was read (the parser's document and the table, 300 MB). A piece after the first
+/// holds nothing but its entry; where the pieces do not read as that (a syntax error, a
+/// `change` key in the first piece, another table after an entry), the whole text is read as
+/// before, so the result and the error (with the file's line) are the whole parser's.
+fn for_each_change(text: &str, name: &str, mut f: impl FnMut(usize, &toml::Value) -> Result<()>) -> Result<()> {
+    let cuts: Vec<usize> = std::iter::once(0)
+        .chain(
+            text.match_indices('\n')
+                .map(|(i, _)| i + 1)
+                .filter(|&i| text[i..].lines().next().is_some_and(|l| l.trim() == "[[change]]")),
+        )
+        .collect();
+    let ends: Vec<usize> = cuts.iter().skip(1).copied().chain([text.len()]).collect();
+    let pieces = cuts.iter().zip(&ends).map(|(&a, &b)| &text[a..b]);
+    let more = cuts.len() > 1;
+    let piecewise = |piece: &str| -> Option<toml::Table> {
+        let t: toml::Table = piece.parse().ok()?;
+        let entry = piece.lines().next().is_some_and(|l| l.trim() == "[[change]]");
+        // An entry's piece holds its entry alone; what comes before the first entry holds no
+        // `change` of its own when entries follow.
+        let ok = if entry {
+            t.keys().all(|k| k == "change")
+        } else {
+            !(more && t.contains_key("change"))
+        };
+        ok.then_some(t)
+    };
+    // Each piece is checked before any entry is handed on, so a fall-back never repeats one.
+    let ok = pieces.clone().all(|p| piecewise(p).is_some());
+    let mut i = 0;
+    let mut entries = |t: &toml::Table| -> Result<()> {
+        let Some(change) = t.get("change") else { return Ok(()) };
+        let change = change
+            .as_array()
+            .ok_or_else(|| anyhow!("{name}: `change` must be [[change]] entries"))?;
+        for c in change {
+            f(i, c)?;
+            i += 1;
+        }
+        Ok(())
+    };
+    if ok {
+        for p in pieces {
+            if let Some(t) = piecewise(p) {
+                entries(&t)?;
+            }
+        }
+    } else {
+        let file: toml::Table = text.parse().with_context(|| format!("{name}: not TOML"))?;
+        entries(&file)?;
+    }
+    if i == 0 {
+        bail!("{name}: no [[change]] entries");
+    }
+    Ok(())
+}
+
+/// `step` prepared over `running`: the one way both passes prepare a step.
+fn prepare(running: &Running, step: &Step) -> Result<controlplane::change::Prepared, ChangeError> {
+    // Written from a table that was read from TOML, so it reads back; its keys were checked
+    // against the schema with the whole file.
+    let patch = step
+        .patch
+        .parse()
+        .map_err(|e: toml::de::Error| ChangeError::Fragment(e.to_string()))?;
+    running.prepare(Edit::Table(patch))
+}
+
+/// Where a replay is in its schedule: the config so far and the next step. Holds one config
+/// however many steps there are.
+#[derive(Debug)]
+pub struct Player<'a> {
+    running: Option<Running>,
+    steps: &'a [Step],
+    next: usize,
+}
+
+impl Player<'_> {
+    /// When the next step is due, if any is left.
+    pub fn next_at(&self) -> Option<u64> {
+        self.steps.get(self.next).map(|s| s.at_ns)
+    }
+
+    /// How many steps were taken.
+    pub fn taken(&self) -> usize {
+        self.next
+    }
+
+    /// The config the next step leads to, prepared now; moves past it. `None` when no step is
+    /// left.
+    pub fn take(&mut self) -> Option<Result<Config>> {
+        let step = self.steps.get(self.next)?;
+        let running = self.running.as_mut()?;
+        self.next += 1;
+        Some(match prepare(running, step) {
+            Ok(change) => {
+                let config = change.config.clone();
+                running.commit(change);
+                Ok(config)
+            }
+            // Prepared once already over the same config, so this is not the user's mistake.
+            Err(e) => Err(anyhow!("schedule change at {} ns: {e}", step.at_ns)),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn load(text: &str) -> Result<Vec<(u64, Vec<String>)>> {
+        let s = Schedule::from_text(controlplane::DEFAULT_PROFILE.to_string(), "config", text, "s.toml")?;
+        Ok(s.steps().iter().map(|s| (s.at_ns, s.keys.clone())).collect())
+    }
+
+    /// Read an entry at a time or whole, a schedule means the same: entries after a comment,
+    /// the inline form (one piece, read whole), and a syntax error names the file's line.
+    #[test]
+    fn entries_read_one_at_a_time_mean_what_the_whole_file_does() {
+        let kmax = |v: &str| format!("[[change]]\nat = \"1us\"\n[change.patch.ecn.roce]\nkmax = \"{v}\"\n");
+        let want = vec![(1000, vec!["ecn.roce.kmax".to_string()]); 2];
+        let two = format!("# two changes\n\n{}{}", kmax("300KB"), kmax("350KB"));
+        assert_eq!(load(&two).unwrap(), want);
+        let inline = "change = [{ at = \"1us\", patch = { ecn = { roce = { kmax = \"300KB\" } } } },\n\
+                      { at = \"1us\", patch = { ecn = { roce = { kmax = \"350KB\" } } } }]\n";
+        assert_eq!(load(inline).unwrap(), want);
+        // A `change` before the first entry is the whole parser's error (a key defined twice).
+        let e = format!("{:#}", load(&format!("change = 1\n{}", kmax("300KB"))).unwrap_err());
+        assert!(e.contains("not TOML"), "{e}");
+        let e = format!(
+            "{:#}",
+            load(&format!("{}{}kmax = \n", kmax("300KB"), kmax("350KB"))).unwrap_err()
+        );
+        assert!(e.contains("s.toml: not TOML") && e.contains("line 9"), "{e}");
+        assert!(format!("{:#}", load("# nothing\n").unwrap_err()).contains("no [[change]] entries"));
+    }
 }

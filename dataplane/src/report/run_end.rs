@@ -65,13 +65,8 @@ pub fn text(outcome: &RunOutcome, cfg: &controlplane::Config) -> String {
         );
     }
     for (i, st) in &outcome.backends {
-        if st.rx_kernel_drops > 0 || st.tx_ring_full > 0 || st.rx_oversize > 0 {
-            let _ = writeln!(
-                o,
-                "port {}: kernel dropped {} received frames (receive ring full: the switch polled too slowly), \
-                 {} sends found the TX ring full, {} oversize frames skipped",
-                cfg.ports[*i].id, st.rx_kernel_drops, st.tx_ring_full, st.rx_oversize
-            );
+        if let Some(line) = backend_losses(&cfg.ports[*i], st) {
+            let _ = writeln!(o, "{line}");
         }
     }
     for (i, st) in &outcome.backends {
@@ -92,6 +87,41 @@ pub fn text(outcome: &RunOutcome, cfg: &controlplane::Config) -> String {
         }
     }
     o
+}
+
+/// What port `p`'s backend lost or refused outside the pipeline, in the words of that backend,
+/// or `None` when nothing. Only AF_PACKET has a kernel receive ring to overflow; a DPDK port's
+/// ring losses are the driver's `imissed` (said on its own line), and what each backend skips
+/// as oversize differs (a capture's record, a ring slot, chained mbufs).
+fn backend_losses(p: &controlplane::PortConfig, st: &crate::io::PortStats) -> Option<String> {
+    let (ring, skipped) = match (&p.interface, &p.pcap, &p.dpdk) {
+        (_, _, Some(_)) => (
+            "TX ring",
+            "received frames dropped (spread over chained mbufs, or shorter than an Ethernet header)",
+        ),
+        (Some(_), _, _) => (
+            "TX ring",
+            "received frames skipped (larger than a ring slot, or shorter than an Ethernet header)",
+        ),
+        _ => (
+            "output",
+            "capture records skipped (cut by a snap length, too long, or shorter than an Ethernet header)",
+        ),
+    };
+    let mut parts = Vec::new();
+    if st.rx_kernel_drops > 0 {
+        parts.push(format!(
+            "the kernel dropped {} received frames (receive ring full: the switch polled too slowly)",
+            st.rx_kernel_drops
+        ));
+    }
+    if st.tx_ring_full > 0 {
+        parts.push(format!("{} sends found the {ring} full", st.tx_ring_full));
+    }
+    if st.rx_oversize > 0 {
+        parts.push(format!("{} {skipped}", st.rx_oversize));
+    }
+    (!parts.is_empty()).then(|| format!("port {}: {}", p.id, parts.join(", ")))
 }
 
 /// With several workers, how much traffic crossed between them, and what to do about it: the
@@ -171,8 +201,7 @@ mod tests {
             tail,
             [
                 format!(
-                    "port {}: kernel dropped 40 received frames (receive ring full: the switch polled too slowly), \
-                     0 sends found the TX ring full, 0 oversize frames skipped",
+                    "port {}: the kernel dropped 40 received frames (receive ring full: the switch polled too slowly)",
                     cfg.ports[1].id
                 )
                 .as_str(),
@@ -187,6 +216,39 @@ mod tests {
         assert_eq!(j["interfaces"][0]["backend"]["rx_kernel_drops"], 40);
         assert_eq!(j["undrained"], 3);
         assert_eq!(j["wires_behind_ns"], 250_000_000);
+    }
+
+    /// Issue 41 item 11: a DPDK port (an emulated net_pcap one at the end of a lab run) whose
+    /// transmit ring was full printed AF_PACKET's "kernel dropped 0 received frames (receive
+    /// ring full ...)". Each backend's losses are worded for it, and only those that happened.
+    #[test]
+    fn backend_losses_are_worded_by_backend() {
+        let mut cfg = crate::test_config();
+        let st = crate::io::PortStats {
+            tx_ring_full: 7,
+            rx_oversize: 2,
+            ..Default::default()
+        };
+        let line = |cfg: &controlplane::Config| backend_losses(&cfg.ports[0], &st).unwrap();
+        cfg.ports[0].dpdk = Some("net_pcap0,rx_pcap=a.pcap,tx_pcap=b.pcap".into());
+        let dpdk = line(&cfg);
+        assert_eq!(
+            dpdk,
+            format!(
+                "port {}: 7 sends found the TX ring full, 2 received frames dropped (spread over chained \
+                 mbufs, or shorter than an Ethernet header)",
+                cfg.ports[0].id
+            )
+        );
+        cfg.ports[0].dpdk = None;
+        cfg.ports[0].interface = Some("veth0".into());
+        assert!(line(&cfg).contains("larger than a ring slot"), "{}", line(&cfg));
+        cfg.ports[0].interface = None;
+        assert!(line(&cfg).contains("7 sends found the output full"), "{}", line(&cfg));
+        for l in [dpdk, line(&cfg)] {
+            assert!(!l.contains("kernel"), "{l}");
+        }
+        assert_eq!(backend_losses(&cfg.ports[0], &Default::default()), None);
     }
 
     /// Frames that crossed between workers are said after the counters, with the share of all

@@ -101,6 +101,7 @@ impl Build for Snapshot {
                     unknown_ethertype: c.unknown_ethertype,
                     learn_refused: c.learn_refused,
                     learn_unannounced: sw.ingress.fdb.unannounced(i),
+                    learn_late: sw.ingress.fdb.late(i),
                     crossed_out: c.crossed_out,
                     watchdog_storms: c.watchdog_storms,
                     watchdog_restores: c.watchdog_restores,

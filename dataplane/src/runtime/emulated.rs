@@ -31,6 +31,7 @@ use crate::ingress::classify::Classifier;
 use crate::nic::peer::EmulatedLink;
 use crate::pfc::PfcGenerator;
 use crate::runtime::shard_port::PeerSlot;
+use crate::runtime::worker::BURST;
 use crate::switch::{BurstRx, Switch};
 use crate::wire::pfc as wire_pfc;
 use controlplane::snapshot::PeerReport;
@@ -208,10 +209,17 @@ impl EmulatedPort {
     /// in its past), but the wire's pacing follows their own departure times, so a poll a
     /// little late does not slow the link. The worker plays a long gap through in steps of at
     /// most the peer's reaction time (see `EmulatedLink::pop`).
+    ///
+    /// At most `max` frames: a shard delivers in bursts, each only while its outboxes have
+    /// room for one more (what a received burst is held to), so the frames wait on the wire,
+    /// not in an outbox past its capacity.
     #[inline]
-    pub fn deliver(&mut self, now: u64, catch_up_ns: u64, rx: &mut BurstRx<'_>) -> usize {
+    pub fn deliver(&mut self, now: u64, catch_up_ns: u64, rx: &mut BurstRx<'_>, max: usize) -> usize {
         let mut n = 0;
-        while let Some((slot, len, _)) = self.link.pop(now, catch_up_ns) {
+        while n < max {
+            let Some((slot, len, _)) = self.link.pop(now, catch_up_ns) else {
+                break;
+            };
             let at = slot as usize * self.slot_bytes;
             rx.receive(&self.store[at..at + len]);
             self.free.push(slot);
@@ -274,13 +282,16 @@ pub fn round_time(last: u64, real: u64, step_ns: u64, peers_hold_frames: bool) -
 /// (`controlplane::headroom::EMULATED_STEP_BYTES`). A step with nothing due, on a wire or in
 /// the switch (`Switch::next_event`: its PFC refreshes, pacing, timers), jumps to the next such
 /// event. Time never goes back: every step is after `from`. The last step, at `now`, only
-/// delivers: the caller polls and transmits at `now` itself. Returns the frames moved.
+/// delivers: the caller polls and transmits at `now` itself. Port `first` (modulo) delivers
+/// first; a worker passes a different one each round. Returns the frames moved.
+#[allow(clippy::too_many_arguments)]
 pub fn play_through<P: PeerSlot>(
     sw: &mut Switch,
     ports: &mut [P],
     from: u64,
     now: u64,
     step_ns: u64,
+    first: usize,
     mut transmit: impl FnMut(&mut Switch, &mut [P], u64) -> usize,
 ) -> usize {
     let mut moved = 0;
@@ -299,10 +310,30 @@ pub fn play_through<P: PeerSlot>(
             .chain(sw.next_event(t))
             .min();
         t = next_due.unwrap_or(now).max(t.saturating_add(step_ns)).min(now);
-        for (i, em) in ports.iter_mut().enumerate() {
-            if let Some(em) = em.peer_mut().filter(|em| !em.is_empty()) {
+        // A burst at a time, each only while every outbox to another shard has room for one
+        // (`Switch::can_receive`, as the receive phase checks): a flood that crosses filled an
+        // outbox past its capacity in one late round (it grew, allocating on the packet path).
+        // What finds no room stays on the wire, paced from where it left. The ports take turns,
+        // a burst each, from port `first` on: with room for a burst or two, the first port
+        // would otherwise take it every time and a later one's hosts wait behind its flood.
+        let n = ports.len();
+        loop {
+            let mut more = false;
+            for k in 0..n {
+                let i = (k + first) % n;
+                let Some(em) = ports[i].peer_mut().filter(|em| !em.is_empty()) else {
+                    continue;
+                };
+                if !sw.can_receive() {
+                    break;
+                }
                 let mut rx = sw.burst_rx(i, t);
-                moved += em.deliver(t, step_ns, &mut rx);
+                let got = em.deliver(t, step_ns, &mut rx, BURST);
+                moved += got;
+                more |= got == BURST;
+            }
+            if !more || !sw.can_receive() {
+                break;
             }
         }
         if t >= now {
@@ -351,6 +382,65 @@ mod tests {
         }
     }
 
+    /// Issue 41 item 6: a late round delivered every frame its wires had carried, and a
+    /// flood from an emulated port that crosses to another shard overflowed the outbox (the
+    /// receive phase checks the room for a burst, the wires did not): its debug assertion
+    /// fired, and a release build grew the queue on the packet path. Now the wires deliver a
+    /// burst at a time while there is room, the ports taking turns (a host beside the flood is
+    /// not left behind it), and the rest waits on the wire.
+    #[test]
+    fn a_late_round_delivers_no_more_than_the_outboxes_hold() {
+        let cfg = crate::test_config();
+        let mut sw = crate::Switch::shard(&cfg, 1, 0, 2, &[0, 0, 1, 1]);
+        let mut em = EmulatedPort::new(&cfg.ports[0], &cfg.pfc);
+        let mut written = 0u32;
+        while em.room() > 0 {
+            let mut f = vec![0u8; 64];
+            f[..6].copy_from_slice(&[0xff; 6]);
+            f[6..12].copy_from_slice(&[0x02, 0xbb, 0, 0, (written >> 8) as u8, written as u8]);
+            f[12..14].copy_from_slice(&[0x88, 0xb5]);
+            em.accept(&f, 0, sw.classifier());
+            written += 1;
+        }
+        // A host on port 1 sends a few frames at the same time: it gets its turn.
+        let mut host = EmulatedPort::new(&cfg.ports[1], &cfg.pfc);
+        let flow = Flow {
+            src: 1,
+            dst: 2,
+            dscp: 26,
+            ecn: crate::wire::Ecn::Ect0,
+            qp: 1,
+            frame_len: 256,
+            count: 10,
+            start_ns: 0,
+            rate_bps: 1_000_000_000,
+        };
+        for (_, f) in flow.frames().unwrap() {
+            host.accept(&f, 0, sw.classifier());
+        }
+        let step = em.step_ns();
+        let mut ports = [Some(em), Some(host), None, None];
+        let mut sink = |_: usize, _: &[u8], _: u64| {};
+        let mut transmit = |sw: &mut crate::Switch, _: &mut [Option<EmulatedPort>], t: u64| {
+            (0..2).map(|p| sw.transmit(p, t, &mut sink)).sum::<usize>()
+        };
+        // Long enough a gap for every frame written to cross the wire: each floods to ports
+        // 2 and 3, another shard's, twice what an outbox holds.
+        let late = u64::from(written) * 100;
+        let first = play_through(&mut sw, &mut ports, 0, late, step, 0, &mut transmit);
+        assert!(first > 0 && !sw.can_receive(), "{first} delivered");
+        assert!(!ports[0].as_ref().unwrap().is_empty(), "the rest waits on the wire");
+        assert!(
+            ports[1].as_ref().unwrap().is_empty(),
+            "port 1's host was not left behind the flood"
+        );
+        // Once the outbox has gone to the other shard, the wire goes on.
+        let link = crate::shard::Link::new();
+        sw.flush_to(1, &link);
+        let second = play_through(&mut sw, &mut ports, late, late + step, step, 0, &mut transmit);
+        assert!(second > 0, "delivered again after the flush");
+    }
+
     #[test]
     fn a_round_plays_at_most_its_steps_and_never_goes_back() {
         let step = 262_144;
@@ -387,11 +477,11 @@ mod tests {
         let (enable, times) = pfc_of(em.backpressure(34_000_000, 34_000_000)).expect("refresh");
         assert_eq!((enable, times[3]), (1 << 3, 65535));
         // The wire drains it under the XON mark: XON (time 0).
-        em.deliver(40_000_000, u64::MAX, &mut sw.burst_rx(1, 40_000_000));
+        em.deliver(40_000_000, u64::MAX, &mut sw.burst_rx(1, 40_000_000), usize::MAX);
         while em.link.held_bytes_of(3) > BACKPRESSURE_XON_BYTES {
             let t = 40_000_000 + em.link.frames_sent * 20_000;
             let mut rx = sw.burst_rx(1, t);
-            em.deliver(t, u64::MAX, &mut rx);
+            em.deliver(t, u64::MAX, &mut rx, usize::MAX);
         }
         let (enable, times) = pfc_of(em.backpressure(90_000_000, 90_000_000)).expect("XON");
         assert_eq!((enable, times[3]), (1 << 3, 0));
@@ -455,7 +545,7 @@ mod tests {
         em.from_switch(&xoff[..len], 1_000);
         let mut sw = crate::Switch::new(&crate::test_config(), 1);
         let mut rx = sw.burst_rx(1, 100_000);
-        em.deliver(100_000, u64::MAX, &mut rx);
+        em.deliver(100_000, u64::MAX, &mut rx, usize::MAX);
         assert!(em.link.is_paused(3, 100_000));
         // ...and the backlog falls under the XON mark anyway (as if drained): the NIC lets go of
         // its own hold without an XON, which would free a host the switch wants paused.

@@ -8,8 +8,10 @@ use std::sync::Arc;
 
 /// Per-port state a shard keeps about its backend.
 pub struct PortIo {
-    /// The port's index in the config.
+    /// The port's index in the config (what the switch's arrays are indexed by).
     pub index: usize,
+    /// The port's id (`[[port]] id`): what every message names it by, as the user wrote it.
+    pub id: u16,
     /// Where its frames come from and go.
     pub backend: Box<dyn PortBackend + Send>,
     /// Set once the interface has gone away: logged once, then skipped.
@@ -33,10 +35,11 @@ pub struct PortIo {
 }
 
 impl PortIo {
-    /// State for port index `index` on `backend`: up, no capture running.
-    pub fn new(index: usize, backend: Box<dyn PortBackend + Send>) -> Self {
+    /// State for port index `index` (id `id`) on `backend`: up, no capture running.
+    pub fn new(index: usize, id: u16, backend: Box<dyn PortBackend + Send>) -> Self {
         PortIo {
             index,
+            id,
             backend,
             gone: false,
             link_up: true,
@@ -68,7 +71,7 @@ impl PortIo {
     /// Stops using the port after error `e` (logged the first time only).
     pub fn fail(&mut self, e: PortError) {
         if !self.gone {
-            tracing::error!(port = self.index, interface = self.backend.name(), "port stopped: {e}");
+            tracing::error!(port = self.id, interface = self.backend.name(), "port stopped: {e}");
         }
         self.gone = true;
     }
@@ -84,7 +87,7 @@ impl PortIo {
         self.ring_drops_counted = self.ring_drops_counted.max(total);
         if new > 0 && !self.ring_dropping {
             tracing::warn!(
-                port = self.index,
+                port = self.id,
                 interface = self.backend.name(),
                 frames = new,
                 "receive ring overflowed: frames lost before the switch read them (drop reason rx_ring); \
@@ -124,5 +127,78 @@ impl PortIo {
             }
             self.link_up = up;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::io::PortStats;
+    use std::sync::Mutex;
+
+    /// A backend whose kernel ring has lost `drops` frames.
+    struct Lossy {
+        drops: u64,
+    }
+
+    impl PortBackend for Lossy {
+        fn recv_burst(&mut self, _: usize, _: &mut dyn FnMut(&[u8])) -> Result<usize, PortError> {
+            Ok(0)
+        }
+        fn send(&mut self, _: &[u8]) -> Result<bool, PortError> {
+            Ok(true)
+        }
+        fn tx_room(&mut self) -> usize {
+            32
+        }
+        fn flush(&mut self) -> Result<(), PortError> {
+            Ok(())
+        }
+        fn link_up(&mut self) -> bool {
+            true
+        }
+        fn name(&self) -> &str {
+            "veth7"
+        }
+        fn stats(&mut self) -> PortStats {
+            PortStats {
+                rx_kernel_drops: self.drops,
+                ..Default::default()
+            }
+        }
+    }
+
+    #[derive(Clone, Default)]
+    struct Log(Arc<Mutex<Vec<u8>>>);
+
+    impl std::io::Write for Log {
+        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(b);
+            Ok(b.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    /// Issue 41 item 11: the `rx_ring` warning named the port's index in the config (`port=2`
+    /// for `[[port]] id = 17`), which the user never wrote; it names the id, as every other
+    /// message does.
+    #[test]
+    fn the_rx_ring_warning_names_the_port_id() {
+        let log = Log::default();
+        let writer = log.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_writer(move || writer.clone())
+            .with_ansi(false)
+            .finish();
+        let mut io = PortIo::new(2, 17, Box::new(Lossy { drops: 5 }));
+        let lost = tracing::subscriber::with_default(subscriber, || io.take_ring_drops());
+        assert_eq!(lost, 5);
+        let text = String::from_utf8(log.0.lock().unwrap().clone()).unwrap();
+        assert!(
+            text.contains("port=17") && !text.contains("port=2") && text.contains("rx_ring"),
+            "{text}"
+        );
     }
 }

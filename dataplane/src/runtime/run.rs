@@ -87,6 +87,14 @@ fn control_socket_error(path: &Path, e: anyhow::Error) -> anyhow::Error {
 /// `rocesw run`: loads the config, opens the ports and the control socket, switches until SIGINT,
 /// SIGTERM or `--duration`, then reports.
 pub fn run(args: RunArgs) -> Result<()> {
+    // First of all, before the EAL starts: a SIGINT or SIGTERM during start-up (a script's
+    // cleanup) would otherwise kill the process inside `rte_eal_init`, with no summary and
+    // DPDK's runtime directory left behind. Caught here, it only sets the flag, and the run
+    // ends as any stop does, once its ports are open.
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(sig, stop.clone())?;
+    }
     let RunArgs {
         config,
         seed,
@@ -123,31 +131,31 @@ pub fn run(args: RunArgs) -> Result<()> {
             p.id
         );
     }
-    let dpdk_ports = open_dpdk_ports(&cfg)?;
-    let stop = Arc::new(AtomicBool::new(false));
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        signal_hook::flag::register(sig, stop.clone())?;
+    // Before any port opens (a `pcap` output is created when its port opens, a DPDK
+    // `tx_pcap` when the EAL probes the device): no output may be an input or another output,
+    // however the paths are spelt, whatever kind of port writes it.
+    {
+        let mut ins = vec![("the config".to_string(), config.as_path())];
+        ins.extend(control_token_file.as_deref().map(|f| ("the token file".to_string(), f)));
+        // The summary, written at exit, must not replace the config, the token file or a capture.
+        let outs: Vec<_> = summary
+            .as_deref()
+            .map(|f| ("the summary (--summary)".to_string(), f))
+            .into_iter()
+            .collect();
+        controlplane::files::PortFiles::of(&cfg)
+            .refuse_aliases(&ins, &outs)
+            .map_err(anyhow::Error::msg)?;
+        if let Some(f) = &summary {
+            controlplane::files::refuse_unwritable_output("--summary", f).map_err(anyhow::Error::msg)?;
+        }
     }
+    let dpdk_ports = open_dpdk_ports(&cfg)?;
     let inputs: Vec<&std::path::Path> = cfg
         .ports
         .iter()
         .filter_map(|p| p.pcap.as_ref()?.input.as_deref())
         .collect();
-    // Before any port opens (an output is created when its port opens): no output may be an
-    // input or another port's output, however the paths are spelt.
-    let labelled = |what: &str, pick: fn(&controlplane::PcapPortConfig) -> Option<&std::path::Path>| {
-        cfg.ports
-            .iter()
-            .filter_map(|p| Some((format!("port {} pcap {what}", p.id), pick(p.pcap.as_ref()?)?)))
-            .collect::<Vec<_>>()
-    };
-    // The summary, written at exit, must not replace the config or the token file either.
-    let mut ins = labelled("input", |c| c.input.as_deref());
-    ins.push(("the config".to_string(), config.as_path()));
-    ins.extend(control_token_file.as_deref().map(|f| ("the token file".to_string(), f)));
-    let mut outs = labelled("output", |c| c.output.as_deref());
-    outs.extend(summary.as_deref().map(|f| ("the summary (--summary)".to_string(), f)));
-    crate::replay::pcapio::refuse_aliased_outputs(&ins, &outs)?;
     let pcap_clock = crate::io::PcapClock::new();
     let inputs_left = crate::io::InputsLeft::new(inputs.len());
     if !keep_running && !inputs.is_empty() && cfg.ports.iter().all(|p| p.pcap.is_some()) {

@@ -4,7 +4,8 @@
 //! 1. **receive**: a burst from each port (or, for a port with an emulated peer, everything its
 //!    ring holds into the peer's store), only while every outbox can take a burst more;
 //! 2. **emulated wires**: what crossed the emulated links since the last round enters the switch;
-//! 3. **cross-in**: batches from the other shards (frames to queue here, releases, learns);
+//! 3. **cross-in**: from the other shards, their learns first, then batches (frames to queue
+//!    here, releases);
 //! 4. **control**: a few requests (config, snapshots, captures) between two bursts;
 //! 5. **timers**: XOFF refresh and the PFC watchdog;
 //! 6. **transmit**: each port sends what its line rate and its ring allow; back-pressure PFC
@@ -128,7 +129,10 @@ impl ShardWorker<'_> {
         let mut next_check = 0u64;
         let mut last_now = 0u64;
         let mut wires_behind_ns = 0u64;
+        // Which port is served first this round (`receive`, `play_emulated`).
+        let mut turn = 0usize;
         loop {
+            turn = turn.wrapping_add(1);
             // Two clocks: `real` for what the outside world times (the drain's deadline, the
             // hosts' pauses, housekeeping), `now` for the switch and its emulated wires, which
             // may run behind real time when the worker cannot keep up with them (see
@@ -151,13 +155,13 @@ impl ShardWorker<'_> {
 
             // 1. receive
             if intake == Intake::Open {
-                moved += self.receive(now);
+                moved += self.receive(now, turn);
             }
             // 2. emulated wires (while draining too: the peers' frames were sent before the
             // stop); not while a config change waits, so nothing new crosses meanwhile (the
             // wires stand still then: the next round plays on from this one's time).
             if intake != Intake::Quiesced {
-                moved += self.play_emulated(last_now, now, step_ns, &mine);
+                moved += self.play_emulated(last_now, now, step_ns, &mine, turn);
             }
             last_now = now;
             // 3. cross-in
@@ -223,9 +227,10 @@ impl ShardWorker<'_> {
         self.ports.iter().filter_map(ShardPort::peer).any(|em| !em.is_empty())
     }
 
-    /// Phase 1: a burst from each of this shard's ports, while the other shards keep up with
-    /// what crosses to them ([`crate::shard::MAX_BATCHES_IN_FLIGHT`]).
-    fn receive(&mut self, now: u64) -> usize {
+    /// Phase 1: a burst from each of this shard's ports, from port `turn` on (modulo), while
+    /// the other shards keep up with what crosses to them
+    /// ([`crate::shard::MAX_BATCHES_IN_FLIGHT`]).
+    fn receive(&mut self, now: u64, turn: usize) -> usize {
         let me = self.sw.shard_index();
         let links = &self.shared.links[me];
         if links
@@ -237,7 +242,13 @@ impl ShardWorker<'_> {
         }
         let mut moved = 0;
         let Self { sw, ports, .. } = self;
-        for port in ports.iter_mut() {
+        // From another port each round: when the outboxes have room for a burst or two only
+        // (a flood crossing to a worker that is behind), the first ports took it every round
+        // and a later one was not read at all, so its hosts' frames, and the learning of where
+        // they are, waited behind the flood (issue 41).
+        let n = ports.len();
+        for k in 0..n {
+            let port = &mut ports[(k + turn) % n];
             let (io, peer) = match port {
                 ShardPort::Elsewhere => continue,
                 ShardPort::Direct(io) => (io, None),
@@ -279,13 +290,18 @@ impl ShardWorker<'_> {
         moved
     }
 
-    /// Phase 2: the emulated wires up to `now`, transmitting as they go.
-    fn play_emulated(&mut self, from: u64, now: u64, step_ns: u64, mine: &[usize]) -> usize {
+    /// Phase 2: the emulated wires up to `now`, transmitting as they go, port `turn` first.
+    fn play_emulated(&mut self, from: u64, now: u64, step_ns: u64, mine: &[usize], turn: usize) -> usize {
         if step_ns == u64::MAX || !self.sw.can_receive() {
             return 0;
         }
-        let Self { sw, ports, .. } = self;
-        crate::runtime::emulated::play_through(sw, ports, from, now, step_ns, |sw, ports, t| {
+        let Self { sw, ports, shared, .. } = self;
+        let me = sw.shard_index();
+        crate::runtime::emulated::play_through(sw, ports, from, now, step_ns, turn, |sw, ports, t| {
+            if shared.shards() > 1 {
+                let incoming = shared.links.iter().enumerate().filter(|&(s, _)| s != me);
+                sw.trade_learns(shared.links[me].iter().map(|l| &**l), incoming.map(|(_, l)| &*l[me]));
+            }
             transmit_ports(sw, ports, mine, t)
         })
     }
@@ -299,6 +315,9 @@ impl ShardWorker<'_> {
                 continue;
             }
             let link = &self.shared.links[from][me];
+            // Every learn first, whatever frames wait: a station is known here the round its
+            // news arrives, not after the batches ahead of it (a flood's).
+            moved += self.sw.take_learns(link);
             // A bounded number of batches per round, so one busy neighbour cannot starve the
             // ports.
             for _ in 0..8 {

@@ -285,7 +285,7 @@ mod tests {
         let mut ports: Vec<ShardPort> = calls
             .iter()
             .enumerate()
-            .map(|(i, c)| ShardPort::Direct(PortIo::new(i, Box::new(Recorder(c.clone())))))
+            .map(|(i, c)| ShardPort::Direct(PortIo::new(i, i as u16, Box::new(Recorder(c.clone())))))
             .collect();
         let mut sink = PortSink::new(&mut ports);
         sink.transmit_owned(0, lent(1), 10);
@@ -308,7 +308,7 @@ mod tests {
     #[test]
     fn a_burst_for_a_port_that_is_gone_counts_its_frames_dropped() {
         let calls = Arc::new(Mutex::new(Vec::new()));
-        let mut ports = vec![ShardPort::Direct(PortIo::new(0, Box::new(Recorder(calls.clone()))))];
+        let mut ports = vec![ShardPort::Direct(PortIo::new(0, 0, Box::new(Recorder(calls.clone()))))];
         ports[0].io_mut().unwrap().gone = true;
         let mut sink = PortSink::new(&mut ports);
         for id in 1..=3 {

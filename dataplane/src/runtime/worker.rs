@@ -249,7 +249,7 @@ pub fn run(
                 })
             )
         })?;
-        let io = PortIo::new(i, backend);
+        let io = PortIo::new(i, p.id, backend);
         // Ports whose far end is software get an emulated link in front of the switch.
         ports[owners[i] as usize][i] = match p.peer {
             controlplane::model::PeerKind::Emulated => {

@@ -11,9 +11,13 @@
 //! returns its PG's cells (and may send XON), and frees the slot the frame was copied into.
 //! Learnt MAC addresses go to every other shard as *learns*, so each keeps a replica of the FDB.
 //!
-//! Messages travel in [`Batch`]es over one [`Link`] per ordered pair of shards: a full ring and
-//! a free ring of boxed batches, so a burst of frames costs one push and one pop on lines both
-//! cores touch, not one per frame. What a shard has to send waits in its [`Outbox`] (allocated
+//! Frames and releases travel in [`Batch`]es over one [`Link`] per ordered pair of shards: a
+//! full ring and a free ring of boxed batches, so a burst of frames costs one push and one pop
+//! on lines both cores touch, not one per frame. Learns travel beside them on a queue of their
+//! own, which the other shard empties first every round: in the batches, a learn waited
+//! behind every batch of frames ahead of it (up to [`LINK_BATCHES`]), and under a flood that
+//! crosses, the other shard flooded a station's frames for as long (issue 41: 7-446 frames of
+//! a conversation flooded, against 1 on one worker). What a shard has to send waits in its [`Outbox`] (allocated
 //! at start-up for the most it can hold) until a free batch takes it, so a full ring is
 //! back-pressure (the shard stops receiving until it drains), never a loss.
 //!
@@ -36,8 +40,11 @@ pub use pool::PoolShare;
 pub const BATCH_FRAMES: usize = 64;
 /// Releases a batch carries at most.
 pub const BATCH_RELEASES: usize = 256;
-/// Learns a batch carries at most.
-pub const BATCH_LEARNS: usize = 32;
+/// Learns an outbox holds while the queue of learns to their shard is full; one more is not
+/// announced there (`learn_unannounced`).
+pub const OUTBOX_LEARNS: usize = 128;
+/// Learns waiting on a link's queue at most: the other shard empties it every round.
+pub const LINK_LEARNS: usize = 512;
 /// Batches a shard lets wait on a link before it stops receiving: the other shard is behind.
 /// A crossing frame holds its ingress PG's cells until its release comes back, so what waits
 /// between shards must stay well under a PG's limit (4 batches of up to 64 frames of 1 KiB are
@@ -136,8 +143,6 @@ pub struct Batch {
     pub frames: Vec<Crossing>,
     /// Releases of frames that crossed the other way.
     pub releases: Vec<Release>,
-    /// MAC addresses learnt.
-    pub learns: Vec<Learnt>,
 }
 
 impl Batch {
@@ -145,19 +150,20 @@ impl Batch {
         Box::new(Batch {
             frames: Vec::with_capacity(BATCH_FRAMES),
             releases: Vec::with_capacity(BATCH_RELEASES),
-            learns: Vec::with_capacity(BATCH_LEARNS),
         })
     }
 
     fn is_empty(&self) -> bool {
-        self.frames.is_empty() && self.releases.is_empty() && self.learns.is_empty()
+        self.frames.is_empty() && self.releases.is_empty()
     }
 }
 
-/// One direction between two shards: batches in flight, and the empty ones going back.
+/// One direction between two shards: batches in flight, the empty ones going back, and the
+/// learns, which overtake the batches.
 pub struct Link {
     full: ArrayQueue<Box<Batch>>,
     free: ArrayQueue<Box<Batch>>,
+    learns: ArrayQueue<Learnt>,
 }
 
 impl Link {
@@ -167,7 +173,11 @@ impl Link {
         for _ in 0..LINK_BATCHES {
             let _ = free.push(Batch::new());
         }
-        Link { full, free }
+        Link {
+            full,
+            free,
+            learns: ArrayQueue::new(LINK_LEARNS),
+        }
     }
 
     /// The next batch that arrived, if any.
@@ -176,18 +186,23 @@ impl Link {
         self.full.pop()
     }
 
+    /// The next learn that arrived, if any: taken before any batch, whatever waits there.
+    #[inline]
+    pub fn receive_learn(&self) -> Option<Learnt> {
+        self.learns.pop()
+    }
+
     /// Gives an emptied batch back to the sender.
     #[inline]
     pub fn recycle(&self, mut b: Box<Batch>) {
         b.frames.clear();
         b.releases.clear();
-        b.learns.clear();
         let _ = self.free.push(b);
     }
 
     /// True when nothing is in flight on this link.
     pub fn is_empty(&self) -> bool {
-        self.full.is_empty()
+        self.full.is_empty() && self.learns.is_empty()
     }
 
     /// Batches sent and not yet taken by the other shard.
@@ -203,11 +218,16 @@ impl Default for Link {
     }
 }
 
-/// What one shard has to send to one other, waiting for a free batch.
+/// What one shard has to send to one other, waiting for a free batch (frames, releases) or for
+/// room on the link's queue of learns.
 pub struct Outbox {
     frames: VecDeque<Crossing>,
     releases: Vec<Release>,
-    learns: Vec<Learnt>,
+    /// Learns not yet on the link, oldest first.
+    learns: VecDeque<Learnt>,
+    /// How many of `learns` (the newest) were queued since the last flush: those a flush
+    /// leaves behind are late ([`Outbox::late_learns`]).
+    fresh_learns: usize,
     /// Frames one receive burst can send this way at most: a burst to every port of the
     /// destination (a flood crosses once per port).
     burst_need: usize,
@@ -226,7 +246,8 @@ impl Outbox {
             } else {
                 releases + LINK_BATCHES * BATCH_FRAMES
             }),
-            learns: Vec::with_capacity(4 * BATCH_LEARNS),
+            learns: VecDeque::with_capacity(OUTBOX_LEARNS),
+            fresh_learns: 0,
             burst_need,
         }
     }
@@ -277,11 +298,20 @@ impl Outbox {
     #[inline]
     #[must_use]
     pub fn push_learn(&mut self, l: Learnt) -> bool {
-        let room = self.learns.len() < self.learns.capacity();
+        let room = self.learns.len() < OUTBOX_LEARNS;
         if room {
-            self.learns.push(l);
+            self.learns.push_back(l);
+            self.fresh_learns += 1;
         }
         room
+    }
+
+    /// The learns queued since the last flush that it could not put on the link (its queue
+    /// of learns full: the other shard is behind), for the FDB to count as late. Each learn
+    /// is late once: the next flush starts a new count.
+    pub fn late_learns(&self) -> impl Iterator<Item = &Learnt> {
+        let late = self.fresh_learns.min(self.learns.len());
+        self.learns.iter().skip(self.learns.len() - late)
     }
 
     /// Whether nothing waits to be sent.
@@ -294,21 +324,20 @@ impl Outbox {
         !self.frames.is_empty()
     }
 
-    /// Moves what waits into free batches of `link`, in order, as far as there are any.
-    /// Returns the messages sent.
+    /// Moves the learns that wait onto `link`'s queue of learns, oldest first, as far as it
+    /// has room; then what else waits into free batches of `link`, in order, as far as there
+    /// are any. Returns the messages sent. Call [`Outbox::late_learns`] after it, before the
+    /// next learn is queued.
     pub fn flush(&mut self, link: &Link) -> usize {
-        let mut sent = 0;
-        while !self.is_empty() {
+        let mut sent = self.flush_learns(link);
+        while !self.frames.is_empty() || !self.releases.is_empty() {
             let Some(mut b) = link.free.pop() else { break };
             let n = self.frames.len().min(BATCH_FRAMES);
             b.frames.extend(self.frames.drain(..n));
             let n = self.releases.len().min(BATCH_RELEASES);
             let from = self.releases.len() - n;
             b.releases.extend(self.releases.drain(from..));
-            let n = self.learns.len().min(BATCH_LEARNS);
-            let from = self.learns.len() - n;
-            b.learns.extend(self.learns.drain(from..));
-            sent += b.frames.len() + b.releases.len() + b.learns.len();
+            sent += b.frames.len() + b.releases.len();
             debug_assert!(!b.is_empty());
             if let Err(b) = link.full.push(b) {
                 // Unreachable: as many places as batches. Put the messages back.
@@ -317,12 +346,30 @@ impl Outbox {
                     self.frames.push_front(c);
                 }
                 self.releases.append(&mut b.releases);
-                self.learns.append(&mut b.learns);
                 let _ = link.free.push(b);
                 break;
             }
         }
         sent
+    }
+
+    /// Moves the learns that wait onto `link`'s queue of learns, oldest first, as far as it
+    /// has room (the learns of [`Outbox::flush`] alone). Returns how many.
+    pub fn flush_learns(&mut self, link: &Link) -> usize {
+        let mut sent = 0;
+        while let Some(&l) = self.learns.front() {
+            if link.learns.push(l).is_err() {
+                break;
+            }
+            self.learns.pop_front();
+            sent += 1;
+        }
+        sent
+    }
+
+    /// Starts a new count of late learns ([`Outbox::late_learns`]).
+    pub fn learns_counted(&mut self) {
+        self.fresh_learns = 0;
     }
 
     /// Everything still waiting, for the last pass after the workers stop.

@@ -63,7 +63,7 @@ pub fn replay(cfg: &Config, dir: &Path, inputs: &[(u16, PathBuf)], seed: u64, pe
         seed,
         peer_ignores_pfc,
         progress: None,
-        schedule: Vec::new(),
+        schedule: Default::default(),
     };
     replay::run(cfg, &opts).expect("replay runs")
 }

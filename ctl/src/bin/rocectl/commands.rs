@@ -16,6 +16,13 @@ use std::time::{Duration, Instant};
 pub fn check(file: &Path, verbose: bool) -> ExitCode {
     match controlplane::load_file(file) {
         Ok(loaded) => {
+            // A config whose ports would write over what they or the config read cannot run:
+            // `rocesw run` refuses it, so `check` must not call it valid.
+            let ins = [("the config".to_string(), file)];
+            if let Err(e) = controlplane::files::PortFiles::of(&loaded.config).refuse_aliases(&ins, &[]) {
+                eprintln!("{}: invalid:\n  {e}", file.display());
+                return ExitCode::FAILURE;
+            }
             for w in &loaded.warnings {
                 println!("warning: {w}");
             }
