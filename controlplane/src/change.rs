@@ -103,6 +103,8 @@ impl ChangeError {
 impl Running {
     /// The config a switch starts with, from its text (version 1).
     pub fn load(text: String) -> Result<Running, ConfigError> {
+        // A config_db.json runs as the TOML it imports to: that is the text edits apply to.
+        let text = crate::config_toml(&text)?.into_owned();
         let config = crate::load_str(&text)?.config;
         Ok(Running::started(text, config))
     }
@@ -110,6 +112,10 @@ impl Running {
     /// As [`Running::load`], for a caller that has loaded `text` already (`config` must be what
     /// it resolves to).
     pub fn started(text: String, config: Config) -> Running {
+        let text = match crate::config_toml(&text) {
+            Ok(t) => t.into_owned(),
+            Err(_) => text,
+        };
         let table = text.parse().unwrap_or_default();
         let slot_bytes = crate::memory::footprint(&config).slot_bytes;
         Running {
@@ -125,6 +131,8 @@ impl Running {
     pub fn prepare(&self, edit: Edit<'_>) -> Result<Prepared, ChangeError> {
         let (text, table) = match edit {
             Edit::Whole(text) => {
+                // A config_db.json is applied as the TOML it imports to.
+                let text = &*crate::config_toml(text).map_err(ChangeError::Invalid)?;
                 // Validated first, so a broken text gets validation's words (line and column).
                 let loaded = crate::load_str(text).map_err(ChangeError::Invalid)?;
                 let table: Table = text

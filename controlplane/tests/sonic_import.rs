@@ -529,3 +529,25 @@ fn export_refuses_what_sonic_cannot_say() {
         "{e}"
     );
 }
+
+/// A switch started on a config_db.json, or given one by `rocectl apply`, runs the TOML it
+/// imports to: that is the text `rocectl show config` prints and later edits change.
+#[test]
+fn a_running_switch_keeps_the_imported_toml() {
+    use controlplane::change::{Edit, Running};
+    let json = read("spectrum1-t1.json");
+    let r = Running::load(json.clone()).unwrap();
+    assert!(
+        r.text.starts_with("# Imported from a SONiC config_db.json"),
+        "{}",
+        &r.text[..80]
+    );
+    let p = r.prepare(Edit::Fragment("[pg.3]\ndynamic_th = 1\n")).unwrap();
+    assert!(p.text.contains("dynamic_th = 1"));
+    let whole = r.prepare(Edit::Whole(&read("tomahawk2-t1.json")));
+    // Another switch's file is refused as a live change (other ports' pools), not as unreadable.
+    let reason = whole.err().map(|e| e.reason()).unwrap_or_default();
+    assert!(!reason.contains("invalid config: TOML"), "{reason}");
+    let same = r.prepare(Edit::Whole(&json)).unwrap();
+    assert!(same.text.starts_with("# Imported from a SONiC config_db.json"));
+}

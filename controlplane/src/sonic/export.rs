@@ -162,6 +162,25 @@ pub fn export(original: &str, opts: &ImportOptions, target: &Config) -> Result<E
     })
 }
 
+/// As [`export`], for a config fragment (`rocesw tune`'s, or one for `rocectl patch`) laid over
+/// the config `original` imports to.
+pub fn export_fragment(original: &str, opts: &ImportOptions, fragment: &str) -> Result<Export, Vec<String>> {
+    let imported = import_text(original, opts)?;
+    crate::patch::check_fragment(fragment).map_err(|e| vec![format!("the fragment: {e}")])?;
+    let mut base: toml::Table = toml::from_str(&imported.toml).map_err(|e| vec![e.to_string()])?;
+    let over: toml::Table = toml::from_str(fragment).map_err(|e| vec![format!("the fragment: {e}")])?;
+    crate::patch::merge(&mut base, over);
+    let merged = toml::to_string(&base).map_err(|e| vec![e.to_string()])?;
+    let target = crate::load_str(&merged)
+        .map_err(|e| {
+            let mut p = vec!["the import with the fragment laid over it:".to_string()];
+            p.extend(e.problems().iter().cloned());
+            p
+        })?
+        .config;
+    export(original, opts, &target)
+}
+
 /// Per entry (table, key), per field: (value, the first who asked, whether anyone changed it).
 type Want = BTreeMap<(String, String), BTreeMap<String, (String, String, bool)>>;
 

@@ -70,6 +70,12 @@ pub struct TuneArgs {
     /// (configs/default.toml as shipped), so tune runs from any directory.
     #[arg(long, value_name = "FILE")]
     pub default_config: Option<PathBuf>,
+    /// The SONiC config_db.json the switches' config came from: the winning setting is also
+    /// written as an RFC 6902 JSON Patch against it (DIR/tuned.patch.json, what SONiC's
+    /// `config apply-patch` takes: the changed WRED thresholds and lossless PGs' dynamic_th),
+    /// with the changes on stderr.
+    #[arg(long, value_name = "CONFIG_DB_JSON")]
+    pub sonic: Option<PathBuf>,
     /// No progress bar and no table on stdout (the files are still written).
     #[arg(long, short)]
     pub quiet: bool,
@@ -178,6 +184,13 @@ pub fn run(args: TuneArgs) -> Result<()> {
             inputs.push((format!("config of switch {:?}", sw.name), p.clone()));
         }
     }
+    let sonic_patch = args.output_dir.join("tuned.patch.json");
+    if let Some(json) = &args.sonic {
+        inputs.push(("config_db.json".to_string(), json.clone()));
+        let ins: Vec<(String, &std::path::Path)> = inputs.iter().map(|(w, p)| (w.clone(), p.as_path())).collect();
+        controlplane::files::refuse_aliased_outputs(&ins, &[("the JSON Patch".to_string(), &sonic_patch)])
+            .map_err(anyhow::Error::msg)?;
+    }
     output::check(&args.output_dir, &outputs, &inputs)?;
     if opts.budget < set.patterns.len() * 2 {
         bail!(
@@ -197,6 +210,30 @@ pub fn run(args: TuneArgs) -> Result<()> {
         outputs.fragment.display()
     );
     output::write(&args.output_dir, &outputs, &outcome, &hint)?;
+    if let Some(json) = &args.sonic {
+        let text = controlplane::files::read_text(json).map_err(anyhow::Error::msg)?;
+        let fragment = outcome.best.fragment.as_deref().unwrap_or_default();
+        let opts = controlplane::sonic::ImportOptions::default();
+        let e = controlplane::sonic::export::export_fragment(&text, &opts, fragment).map_err(|p| {
+            anyhow::anyhow!(
+                "the winning setting as a patch of {}:\n  {}",
+                json.display(),
+                p.join("\n  ")
+            )
+        })?;
+        std::fs::write(&sonic_patch, serde_json::to_string_pretty(&e.patch)? + "\n")
+            .map_err(|err| anyhow::anyhow!("cannot write {}: {err}", sonic_patch.display()))?;
+        for c in &e.changes {
+            eprintln!("rocesw tune: {}: {c}", json.display());
+        }
+        if !args.quiet {
+            eprintln!(
+                "rocesw tune: wrote {} ({} changes; on the switch: config apply-patch)",
+                sonic_patch.display(),
+                e.changes.len()
+            );
+        }
+    }
     if !args.quiet {
         crate::report::print_stdout(&format!(
             "{}\nwrote {}, {} and {} in {:.0} s; {hint}\n",

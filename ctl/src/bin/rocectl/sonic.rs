@@ -3,7 +3,8 @@
 
 use crate::cli::{Sonic, SonicArgs};
 use controlplane::files;
-use controlplane::sonic::{export::export, import_text, ImportOptions};
+use controlplane::sonic::export::{export, export_fragment};
+use controlplane::sonic::{import_text, ImportOptions};
 use std::io::Write;
 use std::path::Path;
 use std::process::ExitCode;
@@ -90,28 +91,17 @@ fn export_cmd(
     }
     let text = files::read_text(file)?;
     let opts = options(file, args)?;
-    let target = match (config, fragment) {
+    let exported = match (config, fragment) {
         (Some(c), _) => {
-            controlplane::load_file(c)
+            let target = controlplane::load_file(c)
                 .map_err(|e| format!("{}:\n{e}", c.display()))?
-                .config
+                .config;
+            export(&text, &opts, &target)
         }
-        (None, Some(f)) => {
-            let imported =
-                import_text(&text, &opts).map_err(|e| format!("{}:\n  {}", file.display(), e.join("\n  ")))?;
-            let frag = files::read_text(f)?;
-            controlplane::patch::check_fragment(&frag).map_err(|e| format!("{}: {e}", f.display()))?;
-            let mut base: toml::Table = toml::from_str(&imported.toml).map_err(|e| e.to_string())?;
-            let over: toml::Table = toml::from_str(&frag).map_err(|e| format!("{}: {e}", f.display()))?;
-            controlplane::patch::merge(&mut base, over);
-            let merged = toml::to_string(&base).map_err(|e| e.to_string())?;
-            controlplane::load_str(&merged)
-                .map_err(|e| format!("the import with {} laid over it:\n{e}", f.display()))?
-                .config
-        }
+        (None, Some(f)) => export_fragment(&text, &opts, &files::read_text(f)?),
         (None, None) => return Err("give --config or --fragment".into()),
     };
-    match export(&text, &opts, &target) {
+    match exported {
         Ok(e) => {
             let patch = serde_json::to_string_pretty(&e.patch).map_err(|e| e.to_string())? + "\n";
             match output {
