@@ -989,3 +989,86 @@ fn walk(d: &std::path::Path) -> Vec<std::path::PathBuf> {
     }
     out
 }
+
+/// `rocectl --socket SOCKET ARGS` run in `cwd`, its state in `state` (see [`rocectl_state`]).
+fn rocectl_in(
+    cwd: &std::path::Path,
+    socket: &str,
+    state: &std::path::Path,
+    args: &[&str],
+) -> (Option<i32>, String, String) {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_rocectl"));
+    cmd.current_dir(cwd)
+        .args(["--socket", socket])
+        .args(args)
+        .env_remove("ROCECTL_SWITCH")
+        .env_remove("HOME")
+        .env_remove("XDG_STATE_HOME")
+        .env("ROCECTL_STATE_DIR", state);
+    run_limited(cmd)
+}
+
+/// Port 0's received frames in a `show counters` table.
+fn port0_rx(out: &str) -> u64 {
+    let row = out.lines().find(|l| l.split_whitespace().next() == Some("0"));
+    let rx = row
+        .and_then(|r| r.split_whitespace().nth(1))
+        .and_then(|v| v.parse().ok());
+    rx.unwrap_or_else(|| panic!("no port 0 row in:\n{out}"))
+}
+
+/// Issue 41 item 5: the baseline's file name mapped every character outside `[A-Za-z0-9.-]`
+/// to `_` without resolving the path, so `x/a_b.sock` and `x/a/b.sock` shared a file, and so
+/// did `./ctl.sock` given in two directories: clearing one switch showed on the other as
+/// "counters since" (rx 4900 instead of 5000), or, the other way round, deleted the other's
+/// baseline as "of an earlier run". Now a baseline is the switch's, whatever the spelling.
+/// Before: B showed 4900 since A's clear.
+#[test]
+fn counter_baselines_belong_to_the_switch_not_to_the_spelling_of_its_address() {
+    let dir = tempfile::tempdir().unwrap();
+    let (d, state) = (dir.path(), dir.path().join("state"));
+    std::fs::create_dir_all(d.join("x/a")).unwrap();
+    let (a, b) = (d.join("x/a_b.sock"), d.join("x/a/b.sock"));
+    counting_switch(&a, 100);
+    counting_switch(&b, 5000);
+    let show = |cwd: &std::path::Path, sock: &str| {
+        let (code, out, err) = rocectl_in(cwd, sock, &state, &["show", "counters", "--cells"]);
+        assert_eq!(code, Some(0), "{sock}: {err}");
+        (port0_rx(&out), out.contains("counters since"), out + &err)
+    };
+    let clear = |cwd: &std::path::Path, sock: &str| {
+        let (code, _, err) = rocectl_in(cwd, sock, &state, &["clear", "counters"]);
+        assert_eq!(code, Some(0), "{sock}: {err}");
+    };
+    let (a, b) = (a.to_str().unwrap(), b.to_str().unwrap());
+    clear(d, a);
+    let (rx, since, out) = show(d, b);
+    assert!(rx == 5000 && !since, "A's clear showed on B:\n{out}");
+    let (rx, since, out) = show(d, a);
+    assert!(rx == 0 && since, "{out}");
+    // The other order: B's baseline (5000) is not A's "earlier run" (A has 100), and stays.
+    clear(d, b);
+    let (rx, since, out) = show(d, a);
+    assert!(rx == 0 && since && !out.contains("earlier run"), "{out}");
+    let (rx, since, out) = show(d, b);
+    assert!(rx == 0 && since, "B's baseline was lost:\n{out}");
+
+    // `./ctl.sock` in two directories: two switches.
+    for (sub, rx) in [("one", 300), ("two", 700)] {
+        std::fs::create_dir(d.join(sub)).unwrap();
+        counting_switch(&d.join(sub).join("ctl.sock"), rx);
+    }
+    clear(&d.join("one"), "./ctl.sock");
+    let (rx, since, out) = show(&d.join("two"), "./ctl.sock");
+    assert!(rx == 700 && !since, "{out}");
+    // One switch spelt other ways (relative, `..`, a symlink): one baseline.
+    std::os::unix::fs::symlink(d.join("one/ctl.sock"), d.join("link.sock")).unwrap();
+    for (cwd, spelt) in [
+        (d.join("one"), "ctl.sock"),
+        (d.join("two"), "../one/ctl.sock"),
+        (d.to_path_buf(), "link.sock"),
+    ] {
+        let (rx, since, out) = show(&cwd, spelt);
+        assert!(rx == 0 && since, "{spelt}:\n{out}");
+    }
+}

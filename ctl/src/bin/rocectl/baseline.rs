@@ -1,7 +1,15 @@
 //! `rocectl clear counters`: a baseline of a switch's counters that `show` subtracts, as SONiC's
 //! `sonic-clear` does. The switch itself never resets a counter, so its totals, `summary.json`
 //! and the Prometheus metrics (whose `rate()` needs monotonic counters) are untouched; each
-//! user's baseline is theirs, in a file named after the switch's address.
+//! user's baseline is theirs, in a file named after the switch it is of.
+//!
+//! A baseline belongs to a switch, not to how its address was typed: the key is the socket's
+//! canonical path (symlinks, `.`, `..` and the working directory resolved) or the TCP address
+//! as resolved, and the file's name is a digest of that key (a readable part beside it), with
+//! the key itself inside the file, checked when it is read. A name made by replacing every
+//! character outside `[A-Za-z0-9.-]` with `_` gave `x/a_b.sock` and `x/a/b.sock` one file, and
+//! `./ctl.sock` the same file from every directory: one switch's clear then showed on another
+//! as counters since the clear, or deleted the other's baseline as "of an earlier run".
 //!
 //! The state directory is written by whoever runs rocectl, root included (a cron job, a
 //! service), so it is handled as hostile ground unless proven the caller's own: it never falls
@@ -25,6 +33,9 @@ use std::path::{Path, PathBuf};
 /// What a baseline file holds.
 #[derive(Serialize, Deserialize)]
 pub struct Baseline {
+    /// The switch it is of ([`identity`]): the file name is a digest of it, so this, not the
+    /// name, decides.
+    pub switch: String,
     /// When it was taken, seconds since the Unix epoch.
     pub taken_unix_s: u64,
     pub snapshot: Snapshot,
@@ -263,20 +274,55 @@ fn fstat(fd: &OwnedFd) -> Result<libc::stat, std::io::Error> {
     Ok(st)
 }
 
-/// The baseline file's name for the switch at `ep` (its address, made a file name).
-pub fn file_name(ep: &Endpoint) -> String {
-    let name: String = ep
-        .to_string()
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '.' || c == '-' {
-                c
-            } else {
-                '_'
+/// Which switch `ep` reaches, however its address was spelt: `unix:` and the socket's
+/// canonical path (through symlinks, `.`, `..` and the working directory), or `tcp:` and the
+/// first address the name resolves to. Bytes that are not printable ASCII are escaped, so two
+/// paths never share a key.
+pub fn identity(ep: &Endpoint) -> String {
+    match ep {
+        Endpoint::Unix(p) => {
+            // The socket exists (rocectl just talked to it); should it have gone meanwhile,
+            // the absolute path is the next best thing.
+            let c = std::fs::canonicalize(p)
+                .or_else(|_| std::path::absolute(p))
+                .unwrap_or_else(|_| p.clone());
+            let mut key = String::from("unix:");
+            for &b in c.as_os_str().as_bytes() {
+                if b.is_ascii_graphic() && b != b'\\' || b == b' ' {
+                    key.push(char::from(b));
+                } else {
+                    key += &format!("\\x{b:02x}");
+                }
             }
-        })
+            key
+        }
+        Endpoint::Tcp { addr, .. } => {
+            use std::net::ToSocketAddrs;
+            let resolved = addr.to_socket_addrs().ok().and_then(|mut a| a.next());
+            format!("tcp:{}", resolved.map_or_else(|| addr.clone(), |a| a.to_string()))
+        }
+    }
+}
+
+/// The baseline file's name for the switch `key` ([`identity`]): a readable part (the socket's
+/// file name or the port, as the user would recognise it) and a digest of the whole key, which
+/// is what keeps two switches apart.
+pub fn file_name(key: &str) -> String {
+    let tail = key.rsplit(['/', ':']).next().unwrap_or_default();
+    let readable: String = tail
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_'))
+        .take(40)
         .collect();
-    format!("counters{name}.json")
+    format!("counters-{readable}-{:016x}.json", fnv1a(key.as_bytes()))
+}
+
+/// FNV-1a, 64 bits: a digest that stays the same across builds and Rust versions (std's
+/// hasher promises neither), for file names only; the key inside the file is the check.
+fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    })
 }
 
 /// Keeps `snapshot` as the baseline of the switch at `ep` (written whole, then renamed into
@@ -284,21 +330,25 @@ pub fn file_name(ep: &Endpoint) -> String {
 pub fn save(ep: &Endpoint, snapshot: Snapshot) -> Result<PathBuf, String> {
     let d = dir()?;
     let state = StateDir::open(&d, true)?.ok_or_else(|| format!("{}: cannot create", d.display()))?;
+    let switch = identity(ep);
+    let name = file_name(&switch);
     let b = Baseline {
+        switch,
         taken_unix_s: std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |t| t.as_secs()),
         snapshot,
     };
     let text = serde_json::to_string(&b).map_err(|e| e.to_string())?;
-    state.replace(&file_name(ep), text.as_bytes())
+    state.replace(&name, text.as_bytes())
 }
 
-/// The baseline of the switch at `ep`, if one was kept, and the directory it is in. A file
-/// that does not read back (from another version, or damaged) is said once and removed; a
-/// state directory that cannot be trusted, or something other than a baseline where it should
-/// be, is said and left alone.
-fn load(ep: &Endpoint) -> Option<(StateDir, Baseline)> {
+/// The baseline of the switch at `ep`, if one was kept, with the directory it is in and its
+/// file's name. A file that does not read back (from another version, or damaged) is said
+/// once and removed; a state directory that cannot be trusted, something other than a
+/// baseline where it should be, or another switch's baseline (two keys of one digest) is said
+/// and left alone.
+fn load(ep: &Endpoint) -> Option<(StateDir, String, Baseline)> {
     // No directory yet (nothing was ever cleared): nothing to say.
     let d = dir().ok()?;
     let state = match StateDir::open(&d, false) {
@@ -308,7 +358,8 @@ fn load(ep: &Endpoint) -> Option<(StateDir, Baseline)> {
             return None;
         }
     };
-    let name = file_name(ep);
+    let key = identity(ep);
+    let name = file_name(&key);
     let bytes = match state.read(&name) {
         Ok(b) => b?,
         Err(e) => {
@@ -316,8 +367,16 @@ fn load(ep: &Endpoint) -> Option<(StateDir, Baseline)> {
             return None;
         }
     };
-    match serde_json::from_slice(&bytes) {
-        Ok(b) => Some((state, b)),
+    match serde_json::from_slice::<Baseline>(&bytes) {
+        Ok(b) if b.switch != key => {
+            eprintln!(
+                "rocectl: {}: the counters baseline of {}, not of {key}: not used",
+                state.path.join(&name).display(),
+                b.switch
+            );
+            None
+        }
+        Ok(b) => Some((state, name, b)),
         Err(e) => {
             eprintln!(
                 "rocectl: {}: not a counters baseline ({e}); removed",
@@ -333,7 +392,7 @@ fn load(ep: &Endpoint) -> Option<(StateDir, Baseline)> {
 /// is when there is no baseline. A baseline of an earlier run of the switch (a counter went
 /// backwards) is removed, and said.
 pub fn apply(ep: &Endpoint, now: Snapshot) -> (Snapshot, Option<String>) {
-    let Some((state, b)) = load(ep) else {
+    let Some((state, name, b)) = load(ep) else {
         return (now, None);
     };
     match now.since(&b.snapshot) {
@@ -350,7 +409,7 @@ pub fn apply(ep: &Endpoint, now: Snapshot) -> (Snapshot, Option<String>) {
             )
         }
         None => {
-            state.remove(&file_name(ep));
+            state.remove(&name);
             (
                 now,
                 Some("the counters baseline was of an earlier run of this switch: removed; totals since start".into()),
@@ -393,5 +452,39 @@ mod tests {
             dir_from(env(&[("HOME", "/home/a")]), || None).unwrap(),
             Path::new("/home/a/.local/state/rocectl")
         );
+    }
+
+    /// Issue 41 item 5: the old names mapped `x/a_b.sock` and `x/a/b.sock` to one file. The key
+    /// is the canonical path, so one socket spelt two ways is one key, and two sockets are two.
+    #[test]
+    fn a_baseline_is_keyed_by_the_switch_not_its_spelling() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = std::fs::canonicalize(dir.path()).unwrap();
+        std::fs::create_dir(d.join("a")).unwrap();
+        for f in ["a_b.sock", "a/b.sock"] {
+            std::fs::write(d.join(f), "").unwrap();
+        }
+        std::os::unix::fs::symlink(d.join("a/b.sock"), d.join("link.sock")).unwrap();
+        let key = |p: &Path| identity(&Endpoint::Unix(p.to_path_buf()));
+        let (ab, a_b) = (key(&d.join("a_b.sock")), key(&d.join("a/b.sock")));
+        assert_ne!(ab, a_b);
+        assert_ne!(file_name(&ab), file_name(&a_b));
+        assert_eq!(a_b, format!("unix:{}/a/b.sock", d.display()));
+        for same in ["a/../a/b.sock", "link.sock", "./a/b.sock"] {
+            assert_eq!(key(&d.join(same)), a_b, "{same}");
+        }
+        assert!(file_name(&a_b).starts_with("counters-b.sock-"), "{}", file_name(&a_b));
+        // Bytes that are not printable ASCII are escaped, never merged.
+        let raw = d.join(std::ffi::OsStr::from_bytes(b"\xff"));
+        let literal = PathBuf::from(format!("{}/\\xff", d.display()));
+        assert_ne!(key(&raw), key(&literal));
+        let tcp = |a: &str| {
+            identity(&Endpoint::Tcp {
+                addr: a.into(),
+                token: String::new(),
+            })
+        };
+        assert_eq!(tcp("127.0.0.1:7000"), "tcp:127.0.0.1:7000");
+        assert_ne!(tcp("127.0.0.1:7000"), tcp("127.0.0.1:7001"));
     }
 }
