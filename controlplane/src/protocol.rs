@@ -656,7 +656,8 @@ impl std::io::Read for Stream {
 impl Write for Stream {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
         match self {
-            Stream::Unix(s) => s.write(buf),
+            Stream::Unix(s) => send_no_sigpipe(s, buf),
+            // std sends with MSG_NOSIGNAL on TCP already.
             Stream::Tcp(s) => s.write(buf),
         }
     }
@@ -665,6 +666,25 @@ impl Write for Stream {
         match self {
             Stream::Unix(s) => s.flush(),
             Stream::Tcp(s) => s.flush(),
+        }
+    }
+}
+
+/// A write to a Unix socket that a closed peer answers with EPIPE, never SIGPIPE: std's
+/// `UnixStream` writes with write(2), which raises the signal, and a client such as rocectl
+/// that restores SIGPIPE's default (to end quietly when its output pipe closes) would then die
+/// silently when the switch hangs up, instead of saying so.
+fn send_no_sigpipe(s: &UnixStream, buf: &[u8]) -> std::io::Result<usize> {
+    use std::os::fd::AsRawFd;
+    loop {
+        // SAFETY: `buf` is valid for `buf.len()` bytes and the descriptor is the open stream's.
+        let n = unsafe { libc::send(s.as_raw_fd(), buf.as_ptr().cast(), buf.len(), libc::MSG_NOSIGNAL) };
+        if n >= 0 {
+            return Ok(n as usize);
+        }
+        let e = std::io::Error::last_os_error();
+        if e.kind() != std::io::ErrorKind::Interrupted {
+            return Err(e);
         }
     }
 }

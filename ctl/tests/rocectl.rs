@@ -1072,3 +1072,70 @@ fn counter_baselines_belong_to_the_switch_not_to_the_spelling_of_its_address() {
         assert!(rx == 0 && since, "{spelt}:\n{out}");
     }
 }
+
+/// Issue 41 item 11: `rocectl check FILE | head` panicked on the broken pipe (exit 101, a
+/// panic message on stderr). Now it ends as `cat` does, by SIGPIPE and saying nothing; the
+/// same for `show` against a switch. A switch that hangs up mid-command is still an error
+/// message, not a silent death (the client's socket writes never raise SIGPIPE).
+#[test]
+fn a_closed_output_pipe_ends_rocectl_quietly() {
+    use std::os::unix::process::ExitStatusExt;
+    let dir = tempfile::tempdir().unwrap();
+    let sock = dir.path().join("sw.sock");
+    counting_switch(&sock, 5000);
+    let def = config("default.toml");
+    let s = sock.to_str().unwrap();
+    for args in [
+        &["check", "-v", def.as_str()][..],
+        &["--socket", s, "show", "counters", "--cells"],
+    ] {
+        // A pipe whose reader is gone before rocectl starts (as `head` after its lines).
+        let mut fds = [0; 2];
+        // SAFETY: `fds` has room for the two descriptors pipe2 writes.
+        assert_eq!(unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) }, 0);
+        // SAFETY: both descriptors were just opened and are owned by nothing else.
+        let (reader, writer) = unsafe {
+            use std::os::fd::FromRawFd;
+            (
+                std::os::fd::OwnedFd::from_raw_fd(fds[0]),
+                std::os::fd::OwnedFd::from_raw_fd(fds[1]),
+            )
+        };
+        drop(reader);
+        let out = Command::new(env!("CARGO_BIN_EXE_rocectl"))
+            .args(args)
+            .env_remove("ROCECTL_SWITCH")
+            .stdout(writer)
+            .stderr(std::process::Stdio::piped())
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(
+            out.status.signal(),
+            Some(libc::SIGPIPE),
+            "{args:?}: {:?} {err}",
+            out.status
+        );
+        assert!(err.is_empty(), "{args:?}: {err}");
+    }
+
+    // A switch that answers one request and hangs up: rocectl's next request meets a closed
+    // socket, and says so.
+    let gone = dir.path().join("gone.sock");
+    let listener = std::os::unix::net::UnixListener::bind(&gone).unwrap();
+    std::thread::spawn(move || {
+        use std::io::{BufRead, BufReader, Write};
+        for stream in listener.incoming() {
+            let mut stream = stream.unwrap();
+            let mut line = String::new();
+            BufReader::new(&stream).read_line(&mut line).unwrap();
+            let req: serde_json::Value = serde_json::from_str(&line).unwrap();
+            let snap = serde_json::to_value(controlplane::snapshot::Snapshot::default()).unwrap();
+            let answer = serde_json::json!({"v": 1, "id": req["id"], "ok": true, "data": snap});
+            let _ = writeln!(stream, "{answer}");
+        }
+    });
+    let (code, _, err) = rocectl_env(&["--socket", gone.to_str().unwrap(), "show", "counters"], None);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.starts_with("rocectl: "), "{err}");
+}
