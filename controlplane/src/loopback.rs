@@ -20,6 +20,55 @@ use std::net::{IpAddr, SocketAddr};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::time::Duration;
 
+/// Who a loopback peer is, for limits kept per peer: the local user that owns the connecting
+/// socket, else (the kernel no longer knows the socket: the peer closed it) its address, every
+/// loopback address as one (a local process may pick any of them, so none is an identity).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum PeerKey {
+    /// The uid owning the peer's socket.
+    User(u32),
+    /// The peer's address, every loopback address as 127.0.0.1.
+    Address(IpAddr),
+}
+
+impl std::fmt::Display for PeerKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            PeerKey::User(uid) => write!(f, "local user {uid}"),
+            PeerKey::Address(ip) => write!(f, "{ip} (user unknown)"),
+        }
+    }
+}
+
+impl PeerKey {
+    /// The key of the TCP peer at `peer` of a connection whose own end is `local` (the
+    /// accepted stream's `local_addr` and `peer_addr`).
+    pub fn of(local: Option<SocketAddr>, peer: SocketAddr) -> PeerKey {
+        let uid = local.and_then(|l| peer_uid(l, peer));
+        PeerKey::from_parts(peer.ip(), uid)
+    }
+
+    /// The key of a peer at `ip` whose socket is owned by `uid`, if known.
+    pub fn from_parts(ip: IpAddr, uid: Option<u32>) -> PeerKey {
+        match uid {
+            Some(uid) => PeerKey::User(uid),
+            None => PeerKey::Address(collapse_loopback(ip)),
+        }
+    }
+}
+
+/// Every loopback address (IPv4, or IPv4-mapped IPv6) as 127.0.0.1.
+pub fn collapse_loopback(ip: IpAddr) -> IpAddr {
+    match ip {
+        IpAddr::V4(v4) if v4.is_loopback() => IpAddr::V4(std::net::Ipv4Addr::LOCALHOST),
+        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+            Some(v4) => collapse_loopback(IpAddr::V4(v4)),
+            None => ip,
+        },
+        _ => ip,
+    }
+}
+
 /// The longest a lookup waits for the kernel's answer (it comes in microseconds).
 pub const LOOKUP_TIMEOUT: Duration = Duration::from_millis(100);
 

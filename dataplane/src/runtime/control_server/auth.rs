@@ -4,10 +4,10 @@
 use super::{
     Server, AUTH_BACKOFF_FIRST, AUTH_BACKOFF_MAX, AUTH_FORGET, AUTH_LOG_INTERVAL, AUTH_MAX_PEERS, MAX_TCP_CONNECTIONS,
 };
+use controlplane::loopback::PeerKey;
 use controlplane::protocol::{Op, Response};
 use mio::Token;
 use std::collections::HashMap;
-use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::time::{Duration, Instant};
 
 /// Compares in time independent of where the inputs differ, so response timing does not
@@ -21,54 +21,20 @@ pub(super) fn same_token(a: &str, b: &str) -> bool {
     diff == 0
 }
 
-/// Who a failed authentication is held against: the local user that owns the connecting
-/// socket, else (the kernel no longer knows it: the peer's socket is gone) its address.
+/// Failed TCP authentications, per [`PeerKey`]: how long the peer must wait before its next
+/// token is compared (back-off), and when its failures were last logged.
 ///
-/// Every peer of the loopback listener is a local process, and any of them may pick its
-/// source address among all of 127.0.0.0/8, so an address is no identity: keyed by address,
-/// every loopback peer had to be one peer, and a process guessing tokens kept every TCP client
-/// on the host in back-off, the one holding the token included (a guess every 5 ms took
-/// `rocectl --tcp` from 5 of 5 to 0 of 20). The kernel records which user created each socket
+/// A peer is the local user that owns the connecting socket, not its address. Every peer of
+/// the loopback listener is a local process, and any of them may pick its source address
+/// among all of 127.0.0.0/8, so an address is no identity: keyed by address, every loopback
+/// peer had to be one peer, and a process guessing tokens kept every TCP client on the host in
+/// back-off, the one holding the token included (a guess every 5 ms took `rocectl --tcp` from
+/// 5 of 5 to 0 of 20). The kernel records which user created each socket
 /// (`controlplane::loopback::peer_uid`): keyed by it, a guesser slows down only its own user's
 /// guesses, and a client of another user is never refused unread. A same-user client can be,
 /// for at most [`AUTH_BACKOFF_MAX`]; but a process of the token file's owner can read the
 /// token anyway. Peers whose user cannot be found share their address's key (all of loopback
 /// as one), so none escapes the back-off.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub(super) enum PeerKey {
-    /// The uid owning the peer's socket.
-    User(u32),
-    /// The peer's address, every loopback address as 127.0.0.1.
-    Address(IpAddr),
-}
-
-impl std::fmt::Display for PeerKey {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            PeerKey::User(uid) => write!(f, "local user {uid}"),
-            PeerKey::Address(ip) => write!(f, "{ip} (user unknown)"),
-        }
-    }
-}
-
-impl PeerKey {
-    /// The key of a TCP peer at `peer` connected to `local` (the accepted stream's two ends).
-    pub(super) fn of(local: Option<SocketAddr>, peer: SocketAddr) -> PeerKey {
-        let uid = local.and_then(|l| controlplane::loopback::peer_uid(l, peer));
-        PeerKey::from_parts(peer.ip(), uid)
-    }
-
-    /// The key for a peer at `ip` whose socket is owned by `uid`, if known.
-    pub(super) fn from_parts(ip: IpAddr, uid: Option<u32>) -> PeerKey {
-        match uid {
-            Some(uid) => PeerKey::User(uid),
-            None => PeerKey::Address(collapse_loopback(ip)),
-        }
-    }
-}
-
-/// Failed TCP authentications, per [`PeerKey`]: how long the peer must wait before its next
-/// token is compared (back-off), and when its failures were last logged.
 #[derive(Default)]
 pub(super) struct AuthGuard {
     pub(super) peers: HashMap<PeerKey, PeerFailures>,
@@ -91,18 +57,6 @@ pub(super) struct PeerFailures {
 pub(super) enum LogFailure {
     Now { unlogged: u64 },
     Suppressed,
-}
-
-/// Every loopback address as 127.0.0.1 (a local process may pick any of them).
-pub(super) fn collapse_loopback(ip: IpAddr) -> IpAddr {
-    match ip {
-        IpAddr::V4(v4) if v4.is_loopback() => IpAddr::V4(Ipv4Addr::LOCALHOST),
-        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
-            Some(v4) => collapse_loopback(IpAddr::V4(v4)),
-            None => ip,
-        },
-        _ => ip,
-    }
 }
 
 /// The wait after the `wrong`-th wrong token in a row.
