@@ -17,6 +17,35 @@ pub const MAX_TEXT_BYTES: u64 = 4 << 20;
 /// further than that). The error names the path.
 pub fn read_text(path: &Path) -> Result<String, String> {
     let file = std::fs::File::open(path).map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
+    read_bounded(file, path)
+}
+
+/// [`read_text`] for a file watched or read unattended (`rocectl daemon`'s config): only a
+/// regular file, opened without blocking. A FIFO put in its place would otherwise block the
+/// open until some writer opened it (the daemon then applied nothing and sent no heartbeat),
+/// and a device would be read as if it were the config. Symlinks to a regular file are fine.
+pub fn read_regular_text(path: &Path) -> Result<String, String> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path)
+        .map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
+    let meta = file
+        .metadata()
+        .map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
+    if !meta.is_file() {
+        return Err(format!(
+            "{}: not a regular file (a FIFO, a device or a directory): not read",
+            path.display()
+        ));
+    }
+    read_bounded(file, path)
+}
+
+/// Reads a config-like text file whole, refusing one above [`MAX_TEXT_BYTES`] (read no
+/// further than that). The error names the path.
+fn read_bounded(file: std::fs::File, path: &Path) -> Result<String, String> {
     let mut bytes = Vec::new();
     file.take(MAX_TEXT_BYTES + 1)
         .read_to_end(&mut bytes)
@@ -345,5 +374,30 @@ mod tests {
         assert_eq!(read_text(&p).unwrap(), "a = 1\n");
         std::fs::write(&p, [0xff, 0xfe]).unwrap();
         assert!(read_text(&p).unwrap_err().contains("UTF-8"));
+    }
+
+    /// Issue 41 item 8: a FIFO in place of the daemon's config blocked its open until a writer
+    /// came. Read as a watched file, it is refused at once, as are devices; a symlink to a
+    /// regular file reads through.
+    #[test]
+    fn a_watched_file_must_be_regular_and_never_blocks() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("fifo.toml");
+        assert!(std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success());
+        let t0 = std::time::Instant::now();
+        let e = read_regular_text(&fifo).unwrap_err();
+        assert!(e.contains("not a regular file"), "{e}");
+        assert!(t0.elapsed() < std::time::Duration::from_secs(1));
+        assert!(read_regular_text(Path::new("/dev/zero"))
+            .unwrap_err()
+            .contains("not a regular file"));
+        let p = dir.path().join("ok.toml");
+        std::fs::write(&p, "a = 1\n").unwrap();
+        std::os::unix::fs::symlink(&p, dir.path().join("link.toml")).unwrap();
+        assert_eq!(read_regular_text(&dir.path().join("link.toml")).unwrap(), "a = 1\n");
     }
 }

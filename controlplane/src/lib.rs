@@ -12,6 +12,7 @@ pub mod change;
 pub mod files;
 pub mod headroom;
 pub mod live;
+pub mod loopback;
 pub mod memory;
 pub mod model;
 pub mod patch;

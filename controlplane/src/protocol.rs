@@ -566,6 +566,21 @@ pub const VERSION_CHANGED: &str = "the running config changed since it was read"
 /// `auth`) may connect again.
 pub const AUTH_DISPLACED: &str = "closed: newer connections were waiting to authenticate";
 
+/// How the server ends an `auth` refused unread while the peer's user is in back-off after
+/// wrong tokens: `...; retry in N ms` ([`retry_after`] reads it).
+pub const AUTH_RETRY_IN: &str = "retry in ";
+
+/// The longest [`Client::connect_to`] keeps waiting and retrying when its `auth` is told to
+/// retry later (the server's back-off is at most 2 s, so several rounds fit).
+pub const AUTH_RETRY_FOR: Duration = Duration::from_secs(10);
+
+/// The wait an `auth` refusal asks for (`...; retry in N ms`), if it asks for one.
+pub fn retry_after(refusal: &str) -> Option<Duration> {
+    let (_, tail) = refusal.rsplit_once(AUTH_RETRY_IN)?;
+    let ms: u64 = tail.strip_suffix(" ms")?.trim().parse().ok()?;
+    Some(Duration::from_millis(ms))
+}
+
 /// `subscribe`'s acknowledgement (the pushes that follow are `counters` data).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SubscribeData {
@@ -656,7 +671,8 @@ impl std::io::Read for Stream {
 impl Write for Stream {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
         match self {
-            Stream::Unix(s) => s.write(buf),
+            Stream::Unix(s) => send_no_sigpipe(s, buf),
+            // std sends with MSG_NOSIGNAL on TCP already.
             Stream::Tcp(s) => s.write(buf),
         }
     }
@@ -665,6 +681,25 @@ impl Write for Stream {
         match self {
             Stream::Unix(s) => s.flush(),
             Stream::Tcp(s) => s.flush(),
+        }
+    }
+}
+
+/// A write to a Unix socket that a closed peer answers with EPIPE, never SIGPIPE: std's
+/// `UnixStream` writes with write(2), which raises the signal, and a client such as rocectl
+/// that restores SIGPIPE's default (to end quietly when its output pipe closes) would then die
+/// silently when the switch hangs up, instead of saying so.
+fn send_no_sigpipe(s: &UnixStream, buf: &[u8]) -> std::io::Result<usize> {
+    use std::os::fd::AsRawFd;
+    loop {
+        // SAFETY: `buf` is valid for `buf.len()` bytes and the descriptor is the open stream's.
+        let n = unsafe { libc::send(s.as_raw_fd(), buf.as_ptr().cast(), buf.len(), libc::MSG_NOSIGNAL) };
+        if n >= 0 {
+            return Ok(n as usize);
+        }
+        let e = std::io::Error::last_os_error();
+        if e.kind() != std::io::ErrorKind::Interrupted {
+            return Err(e);
         }
     }
 }
@@ -711,7 +746,11 @@ impl Client {
         Client::over(Stream::Unix(stream))
     }
 
-    /// Connects to either kind of endpoint; over TCP, authenticates first.
+    /// Connects to either kind of endpoint; over TCP, authenticates first, connecting again
+    /// when displaced before its token was read, and waiting as told (for up to
+    /// [`AUTH_RETRY_FOR`]) when its user is in back-off after wrong tokens: a token holder whose
+    /// user also sent wrong ones (a typo, a stale token file) gets in once the wait is over,
+    /// instead of failing with "retry in N ms".
     pub fn connect_to(ep: &Endpoint) -> Result<Client, ClientError> {
         match ep {
             Endpoint::Unix(p) => Client::connect(p),
@@ -719,6 +758,7 @@ impl Client {
                 // A peer flooding the switch with connections that never authenticate can
                 // displace this one before its token is read: connect again, a few times.
                 let mut attempt = 0;
+                let started = std::time::Instant::now();
                 loop {
                     let stream =
                         std::net::TcpStream::connect(addr.as_str()).map_err(|source| ClientError::Connect {
@@ -731,6 +771,16 @@ impl Client {
                         Ok(_) => return Ok(c),
                         Err(e) => e,
                     };
+                    if let ClientError::Refused(why) = &e {
+                        if let Some(wait) = retry_after(why) {
+                            // A little past the wait, so the next token is compared.
+                            let wait = wait + Duration::from_millis(5);
+                            if started.elapsed() + wait <= AUTH_RETRY_FOR {
+                                std::thread::sleep(wait);
+                                continue;
+                            }
+                        }
+                    }
                     let displaced = match &e {
                         ClientError::Refused(why) => why.starts_with(AUTH_DISPLACED),
                         // Closed with the token unread: the connection ends, or is reset.
@@ -956,6 +1006,17 @@ mod tests {
         }
         .bytes()
         .is_err());
+    }
+
+    #[test]
+    fn an_auth_refusal_says_how_long_to_wait() {
+        let why = "authentication refused: too many wrong tokens from your user; retry in 1600 ms";
+        assert_eq!(retry_after(why), Some(Duration::from_millis(1600)));
+        assert_eq!(
+            retry_after("authentication failed: wrong token; connection closed"),
+            None
+        );
+        assert_eq!(retry_after("retry in soon ms"), None);
     }
 
     #[test]

@@ -10,9 +10,27 @@
 //! * The daemon holds no state the switch needs: killing it leaves the switch forwarding on its
 //!   last config, and a new daemon simply re-applies.
 //! * Optionally serves Prometheus metrics on a loopback address (`metrics.rs`): each scrape
-//!   asks the switch for a fresh `counters` snapshot over its own connection. Connections are
+//!   gets a `counters` snapshot asked of the switch after the scrape arrived. Connections are
 //!   served concurrently (hyper on a small tokio runtime) with a deadline on the request and
 //!   on the connection, so a slow or stalled client delays no scrape.
+//!
+//! The metrics endpoint is reachable by every local user while the switch's socket is the
+//! owner's alone, so what a scraper can make the daemon do is bounded, whoever it is:
+//! * Renders run on one thread, one at a time, over one connection to the switch kept open
+//!   (`Scraper`); scrapes that arrive during a render share the next one, and one whose
+//!   client left is not rendered for. A scrape used to render on a blocking thread of its own,
+//!   over a connection of its own, which went on after its client closed: a flood of
+//!   `GET /metrics`-and-close grew the daemon to hundreds of threads and filled the switch's
+//!   control slots (root's `rocectl` was then refused), an unprivileged user reaching the
+//!   root-only socket through the daemon.
+//! * Connection slots are kept per local user (the owner of the connecting socket:
+//!   `controlplane::loopback`, since any local process may use any 127/8 address): at most
+//!   [`MAX_IDLE_PER_USER`] connections of one user that have sent no whole request yet, a new
+//!   one beyond that taking the place of that user's oldest such connection; at most
+//!   [`MAX_METRICS_CONNECTIONS`] in all, a new one then taking the place of the oldest idle
+//!   connection of the user holding the most. A connection whose request has arrived is
+//!   served, never displaced. 40 idle connections, re-opened as they were closed, used to
+//!   hold all 32 slots and turn every scrape away; now they displace only their own.
 //!
 //! The file is polled (content compared) rather than watched with inotify: editors replace
 //! files by rename, and polling a small file a few times a second costs nothing.
@@ -28,15 +46,20 @@
 //!
 //! A file that disappears (for two polls: an editor's save may briefly remove it) is said
 //! loudly and counted (`rocectl_daemon_config_missing_total`); the running config stays, and
-//! the file is applied again when it is back.
+//! the file is applied again when it is back. Only a regular file is read, opened without
+//! blocking (`controlplane::files::read_regular_text`): a FIFO put in its place counts as the
+//! file gone, where its open used to wait for a writer, wedging the daemon (no edit applied,
+//! no heartbeat, `config_file_present` still 1).
 
 use crate::metrics::Metrics;
+use controlplane::loopback::PeerKey;
 use controlplane::protocol::{ApplyData, Client, ClientError, Endpoint, Op};
 use controlplane::snapshot::Snapshot;
+use std::collections::{BTreeMap, HashMap};
 use std::net::{SocketAddr, TcpListener};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 /// How long a content that looks cut short must stay unchanged before it is applied.
@@ -81,7 +104,7 @@ pub struct DaemonState {
 /// Runs until `stop` is set. Fails only on a bad start (unreadable or invalid file, metrics
 /// address unusable); everything later is logged and retried.
 pub fn run(opts: DaemonOptions, stop: Arc<AtomicBool>) -> Result<(), String> {
-    let mut desired = controlplane::files::read_text(&opts.config)?;
+    let mut desired = controlplane::files::read_regular_text(&opts.config)?;
     if let Err(e) = controlplane::load_str(&desired) {
         return Err(format!(
             "{}: invalid, not starting:\n  {}",
@@ -119,7 +142,7 @@ pub fn run(opts: DaemonOptions, stop: Arc<AtomicBool>) -> Result<(), String> {
     while !stop.load(Ordering::Relaxed) {
         // 1. The file: a new valid content becomes desired once complete and settled; a bad
         //    one is refused once.
-        match controlplane::files::read_text(&opts.config) {
+        match controlplane::files::read_regular_text(&opts.config) {
             Ok(text) => {
                 if missing_polls >= 2 {
                     eprintln!("rocectl daemon: {} is back", opts.config.display());
@@ -311,19 +334,155 @@ pub const METRICS_REQUEST_DEADLINE: Duration = Duration::from_secs(5);
 /// A metrics connection is closed this long after it was accepted, whatever it is doing
 /// (a scrape asks the switch with a 5 s timeout, so an answer is always ready before).
 pub const METRICS_CONNECTION_DEADLINE: Duration = Duration::from_secs(10);
-/// Metrics connections open at once; more are closed as they arrive.
-pub const MAX_METRICS_CONNECTIONS: usize = 32;
+/// Metrics connections open at once, every user's together. Beyond it a new connection takes
+/// the place of the oldest idle one (no whole request yet) of the user holding the most; with
+/// none idle it is closed. Each costs a descriptor and a small task.
+pub const MAX_METRICS_CONNECTIONS: usize = 256;
+/// Connections one local user may hold that have sent no whole request yet; that user's next
+/// one takes the place of its oldest (a scraper sends its request as it connects, so only a
+/// connection that holds a slot and says nothing is ever displaced).
+pub const MAX_IDLE_PER_USER: usize = 16;
 
 /// What a metrics request needs to answer.
 struct MetricsCtx {
-    socket: Endpoint,
-    name: String,
-    state: Arc<DaemonState>,
+    scraper: Arc<Scraper>,
+}
+
+/// The open metrics connections, oldest first, with their users: who may take whose place.
+#[derive(Default)]
+struct Slots {
+    next: u64,
+    open: BTreeMap<u64, Slot>,
+}
+
+struct Slot {
+    who: PeerKey,
+    /// Set once the connection's request has arrived: it is then served, never displaced.
+    busy: Arc<AtomicBool>,
+    /// Ends the connection's task (set once spawned).
+    abort: Option<tokio::task::AbortHandle>,
+}
+
+impl Slots {
+    /// Makes room for a new connection of `who` and records it: its id and the connections
+    /// that give up their place (for the caller to close), or `None` if every slot is busy.
+    fn admit(&mut self, who: PeerKey, busy: Arc<AtomicBool>) -> Option<(u64, Vec<Slot>)> {
+        let idle = |s: &Slot| !s.busy.load(Ordering::Relaxed);
+        let mut closing = Vec::new();
+        let own_idle: Vec<u64> = self
+            .open
+            .iter()
+            .filter(|(_, s)| s.who == who && idle(s))
+            .map(|(id, _)| *id)
+            .collect();
+        if own_idle.len() >= MAX_IDLE_PER_USER {
+            closing.extend(self.open.remove(&own_idle[0]));
+        }
+        if self.open.len() >= MAX_METRICS_CONNECTIONS {
+            let mut held: HashMap<PeerKey, usize> = HashMap::new();
+            for s in self.open.values() {
+                *held.entry(s.who).or_default() += 1;
+            }
+            // The oldest idle connection of the user holding the most.
+            let victim = self
+                .open
+                .iter()
+                .filter(|(_, s)| idle(s))
+                .max_by_key(|(id, s)| (held[&s.who], std::cmp::Reverse(**id)))
+                .map(|(id, _)| *id);
+            closing.extend(self.open.remove(&victim?));
+        }
+        let id = self.next;
+        self.next += 1;
+        self.open.insert(id, Slot { who, busy, abort: None });
+        Some((id, closing))
+    }
+}
+
+/// Frees a connection's slot when its task ends, however it ends.
+struct Release {
+    slots: Arc<Mutex<Slots>>,
+    id: u64,
+}
+
+impl Drop for Release {
+    fn drop(&mut self) {
+        if let Ok(mut s) = self.slots.lock() {
+            s.open.remove(&self.id);
+        }
+    }
+}
+
+/// The one thread that asks the switch for counters and renders them: scrapes wait here for a
+/// render that starts after they arrived, and share it.
+struct Scraper {
+    waiting: Mutex<Vec<tokio::sync::oneshot::Sender<String>>>,
+    wake: Condvar,
+}
+
+impl Scraper {
+    /// Starts the thread, which keeps one connection to the switch at `socket` and ends once
+    /// `stop` is set.
+    fn start(
+        socket: Endpoint,
+        name: String,
+        state: Arc<DaemonState>,
+        stop: Arc<AtomicBool>,
+    ) -> Result<Arc<Scraper>, String> {
+        let scraper = Arc::new(Scraper {
+            waiting: Mutex::new(Vec::new()),
+            wake: Condvar::new(),
+        });
+        let s = scraper.clone();
+        std::thread::Builder::new()
+            .name("rocectl-scrape".into())
+            .spawn(move || {
+                let mut client = None;
+                while let Some(batch) = s.next_batch(&stop) {
+                    let body = render_metrics(&mut client, &socket, &name, &state);
+                    for tx in batch {
+                        let _ = tx.send(body.clone());
+                    }
+                }
+            })
+            .map_err(|e| format!("metrics: cannot start: {e}"))?;
+        Ok(scraper)
+    }
+
+    /// The rendered metrics, from a render that starts after this call (empty if the thread
+    /// is gone).
+    async fn scrape(&self) -> String {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        if let Ok(mut w) = self.waiting.lock() {
+            w.push(tx);
+            self.wake.notify_one();
+        }
+        rx.await.unwrap_or_default()
+    }
+
+    /// Waits for scrapes and takes every one waiting whose client is still there; `None` once
+    /// `stop` is set.
+    fn next_batch(&self, stop: &AtomicBool) -> Option<Vec<tokio::sync::oneshot::Sender<String>>> {
+        let mut w = self.waiting.lock().ok()?;
+        loop {
+            if stop.load(Ordering::Relaxed) {
+                return None;
+            }
+            let batch: Vec<_> = std::mem::take(&mut *w)
+                .into_iter()
+                .filter(|tx| !tx.is_closed())
+                .collect();
+            if !batch.is_empty() {
+                return Some(batch);
+            }
+            w = self.wake.wait_timeout(w, Duration::from_millis(250)).ok()?.0;
+        }
+    }
 }
 
 /// Binds the metrics listener (loopback only) and serves it on its own thread: a tokio runtime
-/// with one task per connection (at most [`MAX_METRICS_CONNECTIONS`]), hyper's HTTP/1 with a
-/// whole-header deadline. Returns the bound address (port 0 picks a free one).
+/// with one task per connection (slots per user, [`Slots`]), hyper's HTTP/1 with a whole-header
+/// deadline, and the [`Scraper`] thread. Returns the bound address (port 0 picks a free one).
 fn serve_metrics(
     addr: SocketAddr,
     socket: Endpoint,
@@ -344,7 +503,8 @@ fn serve_metrics(
         .enable_time()
         .build()
         .map_err(|e| format!("metrics: cannot start: {e}"))?;
-    let ctx = Arc::new(MetricsCtx { socket, name, state });
+    let scraper = Scraper::start(socket, name, state, stop.clone())?;
+    let ctx = Arc::new(MetricsCtx { scraper });
     std::thread::Builder::new()
         .name("rocectl-metrics".into())
         .spawn(move || rt.block_on(metrics_loop(listener, ctx, stop)))
@@ -360,14 +520,14 @@ async fn metrics_loop(listener: TcpListener, ctx: Arc<MetricsCtx>, stop: Arc<Ato
             return;
         }
     };
-    let slots = Arc::new(tokio::sync::Semaphore::new(MAX_METRICS_CONNECTIONS));
+    let slots = Arc::new(Mutex::new(Slots::default()));
     while !stop.load(Ordering::Relaxed) {
         // Wakes up now and then to notice `stop`.
         let Ok(accepted) = tokio::time::timeout(Duration::from_millis(250), listener.accept()).await else {
             continue;
         };
-        let tcp = match accepted {
-            Ok((tcp, _)) => tcp,
+        let (tcp, peer) = match accepted {
+            Ok(a) => a,
             Err(e) => {
                 tracing::debug!("metrics: accept failed: {e}");
                 // Out of descriptors and the like: do not spin.
@@ -375,14 +535,30 @@ async fn metrics_loop(listener: TcpListener, ctx: Arc<MetricsCtx>, stop: Arc<Ato
                 continue;
             }
         };
-        let Ok(slot) = slots.clone().try_acquire_owned() else {
-            tracing::debug!("metrics: too many connections; closing a new one");
+        let who = PeerKey::of(tcp.local_addr().ok(), peer);
+        let busy = Arc::new(AtomicBool::new(false));
+        let admitted = slots.lock().ok().and_then(|mut s| s.admit(who, busy.clone()));
+        let Some((id, closing)) = admitted else {
+            tracing::debug!("metrics: every connection busy; closing a new one");
             continue;
         };
+        for slot in closing {
+            tracing::debug!("metrics: closing an idle connection of {} to make room", slot.who);
+            if let Some(a) = slot.abort {
+                a.abort();
+            }
+        }
+        let release = Release {
+            slots: slots.clone(),
+            id,
+        };
         let ctx = ctx.clone();
-        tokio::spawn(async move {
-            let _slot = slot;
-            let svc = hyper::service::service_fn(move |req| respond(req, ctx.clone()));
+        let task = tokio::spawn(async move {
+            let _release = release;
+            let svc = hyper::service::service_fn(move |req| {
+                busy.store(true, Ordering::Relaxed);
+                respond(req, ctx.clone())
+            });
             let mut http = hyper::server::conn::http1::Builder::new();
             http.timer(hyper_util::rt::TokioTimer::new())
                 .header_read_timeout(METRICS_REQUEST_DEADLINE)
@@ -395,6 +571,11 @@ async fn metrics_loop(listener: TcpListener, ctx: Arc<MetricsCtx>, stop: Arc<Ato
                 Ok(Ok(())) => {}
             }
         });
+        if let Some(slot) = slots.lock().ok().as_mut().and_then(|s| s.open.get_mut(&id)) {
+            slot.abort = Some(task.abort_handle());
+        }
+        // Let the connections just accepted read their requests before more are accepted.
+        tokio::task::yield_now().await;
     }
 }
 
@@ -416,11 +597,7 @@ async fn respond(
     if !matches!(req.uri().path(), "/metrics" | "/") {
         return Ok(plain(404, "see /metrics\n"));
     }
-    // Asking the switch blocks (up to its 5 s timeout): off the runtime's thread, so other
-    // connections keep being served.
-    let body = tokio::task::spawn_blocking(move || render_metrics(&ctx.socket, &ctx.name, &ctx.state))
-        .await
-        .unwrap_or_default();
+    let body = ctx.scraper.scrape().await;
     Ok(hyper::Response::builder()
         .header(
             "content-type",
@@ -430,14 +607,38 @@ async fn respond(
         .expect("a metrics response builds"))
 }
 
-/// The switch's counters (fresh, over a connection of its own) and the daemon's state.
-pub fn render_metrics(socket: &Endpoint, name: &str, state: &DaemonState) -> String {
+/// The switch's `counters`, over `client` (connected first if need be; a kept connection that
+/// fails, as after a restart of the switch, is replaced once).
+fn counters(client: &mut Option<Client>, socket: &Endpoint) -> Result<Snapshot, ClientError> {
+    let reused = client.is_some();
+    for _ in 0..=usize::from(reused) {
+        if client.is_none() {
+            let mut c = Client::connect_to(socket)?;
+            c.set_timeout(Some(Duration::from_secs(5)))?;
+            *client = Some(c);
+        }
+        let Some(c) = client.as_mut() else { break };
+        match c.call_as::<Snapshot>(Op::Counters) {
+            Ok(s) => return Ok(s),
+            // The connection is fine; the answer is not a snapshot this build reads.
+            Err(e @ ClientError::Protocol(_)) => return Err(e),
+            Err(e) => {
+                *client = None;
+                if !reused {
+                    return Err(e);
+                }
+            }
+        }
+    }
+    Err(ClientError::Closed)
+}
+
+/// The switch's counters (fresh, over `client`, the scraper's one connection to the switch)
+/// and the daemon's state.
+pub fn render_metrics(client: &mut Option<Client>, socket: &Endpoint, name: &str, state: &DaemonState) -> String {
     let mut m = Metrics::default();
     m.cell_bytes = Some(state.cell_bytes.load(Ordering::Relaxed)).filter(|&c| c > 0);
-    let snapshot = Client::connect_to(socket).and_then(|mut c| {
-        c.set_timeout(Some(Duration::from_secs(5)))?;
-        c.call_as::<Snapshot>(Op::Counters)
-    });
+    let snapshot = counters(client, socket);
     let base = vec![("switch".to_string(), name.to_string())];
     let up = match snapshot {
         Ok(s) => {
@@ -497,4 +698,72 @@ pub fn render_metrics(socket: &Endpoint, name: &str, state: &DaemonState) -> Str
         state.last_apply_ms.load(Ordering::Relaxed) as f64 / 1e3,
     );
     m.encode()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Admits an idle connection of `who`: its id, how many made room for it, its busy flag.
+    fn admit(slots: &mut Slots, who: PeerKey) -> (u64, usize, Arc<AtomicBool>) {
+        let busy = Arc::new(AtomicBool::new(false));
+        let (id, closing) = slots.admit(who, busy.clone()).expect("admitted");
+        assert!(
+            closing.iter().all(|s| s.who == who),
+            "another user's connection displaced"
+        );
+        (id, closing.len(), busy)
+    }
+
+    /// Issue 41 item 8: 40 idle connections (re-opened as they closed) held every one of the
+    /// 32 slots and turned every scrape away. Now a user's idle connections beyond its
+    /// allowance displace only its own oldest; another user's connection is never displaced
+    /// while the flooder has idle ones; a connection whose request arrived is never displaced.
+    #[test]
+    fn idle_connections_displace_only_their_own_users() {
+        let (flooder, scraper) = (PeerKey::User(65534), PeerKey::User(0));
+        let mut slots = Slots::default();
+        let (first_scrape, _, _) = admit(&mut slots, scraper);
+        let mut flood = Vec::new();
+        for _ in 0..1000 {
+            let (id, closed, _) = admit(&mut slots, flooder);
+            assert!(closed <= 1);
+            flood.push(id);
+        }
+        // The scraper's idle connection survived a thousand of the flooder's.
+        assert!(slots.open.contains_key(&first_scrape));
+        let held = |slots: &Slots, who| slots.open.values().filter(|s| s.who == who).count();
+        assert_eq!(held(&slots, flooder), MAX_IDLE_PER_USER);
+        // The flooder's newest are kept, the oldest were displaced.
+        assert!(slots.open.contains_key(flood.last().unwrap()));
+        assert!(!slots.open.contains_key(&flood[0]));
+
+        // Busy connections (a request arrived) are never displaced: with every slot busy, a
+        // new connection is refused instead.
+        let mut slots = Slots::default();
+        for k in 0..MAX_METRICS_CONNECTIONS as u32 {
+            let (_, _, busy) = admit(&mut slots, PeerKey::User(k));
+            busy.store(true, Ordering::Relaxed);
+        }
+        assert!(slots.admit(scraper, Arc::new(AtomicBool::new(false))).is_none());
+
+        // Full with many users: the one holding the most gives up its oldest idle connection.
+        let heavy = PeerKey::User(7);
+        let mut slots = Slots::default();
+        let mut heavy_idle = Vec::new();
+        for k in 0..MAX_METRICS_CONNECTIONS as u32 {
+            let who = if k % 2 == 1 { heavy } else { PeerKey::User(1000 + k) };
+            let (id, closed, busy) = admit(&mut slots, who);
+            assert_eq!(closed, 0, "displaced before full");
+            if who == heavy && heavy_idle.len() < 8 {
+                heavy_idle.push(id);
+            } else {
+                busy.store(true, Ordering::Relaxed);
+            }
+        }
+        let (_, closing) = slots.admit(scraper, Arc::new(AtomicBool::new(false))).unwrap();
+        assert_eq!(closing.len(), 1);
+        assert_eq!(closing[0].who, heavy);
+        assert!(!slots.open.contains_key(&heavy_idle[0]) && slots.open.contains_key(&heavy_idle[1]));
+    }
 }

@@ -861,3 +861,419 @@ fn sonic_import_and_export() {
     assert_eq!(code, Some(1), "{err}");
     assert!(err.contains("ports that share a profile take one value"), "{err}");
 }
+
+/// A switch's control socket at `path` that answers `hello`, `get_config` (the default
+/// profile) and `counters` (one port that has received `rx` frames), on every connection, for
+/// as long as the test runs: enough for `show counters` and `clear counters`.
+fn counting_switch(path: &std::path::Path, rx: u64) {
+    use controlplane::snapshot::{PortReport, Snapshot};
+    use std::io::{BufRead, BufReader, Write};
+    let listener = std::os::unix::net::UnixListener::bind(path).unwrap();
+    let mut snap = Snapshot {
+        ports: vec![PortReport {
+            id: 0,
+            rx_packets: rx,
+            ..Default::default()
+        }],
+        ..Default::default()
+    };
+    snap.totals.rx_packets = rx;
+    let counters = serde_json::to_value(&snap).unwrap();
+    let config = std::fs::read_to_string(config("default.toml")).unwrap();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(stream) = stream else { break };
+            let (counters, config) = (counters.clone(), config.clone());
+            std::thread::spawn(move || {
+                let mut out = stream.try_clone().unwrap();
+                for line in BufReader::new(stream).lines() {
+                    let Ok(line) = line else { break };
+                    let req: serde_json::Value = serde_json::from_str(&line).unwrap();
+                    let data = match req["op"].as_str() {
+                        Some("hello") => serde_json::json!({"server": "fake", "protocol": 1, "uptime_ms": 1000}),
+                        Some("get_config") => serde_json::json!({"toml": config, "version": 1}),
+                        Some("counters") => counters.clone(),
+                        _ => serde_json::Value::Null,
+                    };
+                    let answer = serde_json::json!({"v": 1, "id": req["id"], "ok": !data.is_null(), "data": data,
+                        "error": "fake switch: not served"});
+                    if writeln!(out, "{answer}").is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+    });
+}
+
+/// `rocectl` with `args` against the switch at `socket`, its state in `state`, HOME and
+/// XDG_STATE_HOME cleared, with a 20 s limit (a command that hangs is killed, and says so):
+/// (exit code, stdout, stderr).
+fn rocectl_state(socket: &std::path::Path, state: &std::path::Path, args: &[&str]) -> (Option<i32>, String, String) {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_rocectl"));
+    cmd.arg("--socket")
+        .arg(socket)
+        .args(args)
+        .env_remove("ROCECTL_SWITCH")
+        .env_remove("HOME")
+        .env_remove("XDG_STATE_HOME")
+        .env("ROCECTL_STATE_DIR", state);
+    run_limited(cmd)
+}
+
+/// Runs `cmd` for at most 20 s: (exit code, stdout, stderr); a hang is killed and reported
+/// in stderr.
+fn run_limited(mut cmd: Command) -> (Option<i32>, String, String) {
+    use std::io::Read;
+    let mut child = cmd
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t0 = std::time::Instant::now();
+    let mut hung = false;
+    while child.try_wait().unwrap().is_none() {
+        if t0.elapsed() > std::time::Duration::from_secs(20) {
+            let _ = child.kill();
+            hung = true;
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let status = child.wait().unwrap();
+    let (mut out, mut err) = (String::new(), String::new());
+    child.stdout.take().unwrap().read_to_string(&mut out).unwrap();
+    child.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+    if hung {
+        err += "\n(killed after 20 s: it hung)";
+    }
+    (status.code(), out, err)
+}
+
+/// The baseline file a `clear counters` reported writing.
+fn baseline_path(out: &str) -> std::path::PathBuf {
+    let from = out.find("(baseline ").unwrap_or_else(|| panic!("{out}")) + "(baseline ".len();
+    let rest = &out[from..];
+    std::path::PathBuf::from(&rest[..rest.find(';').unwrap()])
+}
+
+/// Whether this test runs as root with `setpriv` at hand, to act as another user (`nobody`).
+fn can_be_nobody() -> bool {
+    let root = Command::new("id").arg("-u").output().is_ok_and(|o| o.stdout == b"0\n");
+    let setpriv = Command::new("setpriv")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !(root && setpriv) {
+        eprintln!("skipping the part as `nobody`: needs root and setpriv");
+    }
+    root && setpriv
+}
+
+/// Issue 41 item 3: `clear counters` as root wrote through a symlink another user planted in a
+/// state directory that user created (the old temporary name, `counters<addr>.json.<pid>`,
+/// was predictable and written following links, and the directory's owner was never checked);
+/// a FIFO at the baseline path hung `show counters`, and a link to /dev/zero grew it without
+/// bound. Now a directory the caller does not own (or others may write) is refused, a
+/// baseline is created exclusively and renamed into place, and only a regular file of bounded
+/// size is read, without blocking. Before: the planted file was overwritten, `show` hung on
+/// the FIFO and on /dev/zero (killed here after 20 s).
+#[test]
+fn counter_baselines_follow_no_link_and_trust_no_other_users_directory() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let sock = dir.path().join("sw.sock");
+    counting_switch(&sock, 5000);
+    let victim = dir.path().join("victim");
+    std::fs::write(&victim, "precious\n").unwrap();
+
+    // A directory another user made (and may write), with a link where the old code wrote its
+    // temporary file: refused, and nothing is written through the link.
+    if can_be_nobody() {
+        let theirs = dir.path().join("theirs");
+        std::fs::create_dir(&theirs).unwrap();
+        std::fs::set_permissions(&theirs, std::fs::Permissions::from_mode(0o777)).unwrap();
+        std::os::unix::fs::chown(&theirs, Some(65534), Some(65534)).unwrap();
+        let old_name = format!("counters{}", sock.display().to_string().replace('/', "_"));
+        let mut cmd = Command::new("sh");
+        cmd.arg("-c")
+            .arg(r#"ln -s "$VICTIM" "$STATE/$NAME.json.$$" && exec "$ROCECTL" --socket "$SOCK" clear counters"#)
+            .env("VICTIM", &victim)
+            .env("STATE", &theirs)
+            .env("NAME", &old_name)
+            .env("ROCECTL", env!("CARGO_BIN_EXE_rocectl"))
+            .env("SOCK", &sock)
+            .env("ROCECTL_STATE_DIR", &theirs)
+            .env_remove("ROCECTL_SWITCH");
+        let (code, out, err) = run_limited(cmd);
+        assert_eq!(
+            std::fs::read_to_string(&victim).unwrap(),
+            "precious\n",
+            "written through the link: {out}{err}"
+        );
+        assert_eq!(code, Some(1), "{out}{err}");
+        assert!(
+            err.contains("owned by uid 65534") && err.contains("ROCECTL_STATE_DIR"),
+            "{err}"
+        );
+        // Ours, but writable by others: refused too.
+        let open = dir.path().join("open");
+        std::fs::create_dir(&open).unwrap();
+        std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o777)).unwrap();
+        let (code, _, err) = rocectl_state(&sock, &open, &["clear", "counters"]);
+        assert!(code == Some(1) && err.contains("others may write"), "{err}");
+    }
+
+    // Our own directory, created 0700.
+    let state = dir.path().join("state/rocectl");
+    let (code, out, err) = rocectl_state(&sock, &state, &["clear", "counters"]);
+    assert_eq!(code, Some(0), "{err}");
+    let mode = std::fs::metadata(&state).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o700, "the state directory was created {mode:o}");
+    let baseline = baseline_path(&out);
+    assert!(baseline.starts_with(&state), "{out}");
+    let (code, out, _) = rocectl_state(&sock, &state, &["show", "counters", "--cells"]);
+    assert!(code == Some(0) && out.contains("counters since"), "{out}");
+
+    // Not a regular file where the baseline should be: said, left alone, and `show` gives the
+    // totals at once.
+    for (what, plant) in [
+        (
+            "a FIFO",
+            &(|p: &std::path::Path| {
+                std::fs::remove_file(p).unwrap();
+                assert!(Command::new("mkfifo").arg(p).status().unwrap().success());
+            }) as &dyn Fn(&std::path::Path),
+        ),
+        ("a link to /dev/zero", &|p: &std::path::Path| {
+            std::fs::remove_file(p).unwrap();
+            std::os::unix::fs::symlink("/dev/zero", p).unwrap();
+        }),
+        ("a link to a root-owned file", &|p: &std::path::Path| {
+            std::fs::remove_file(p).unwrap();
+            std::os::unix::fs::symlink(&victim, p).unwrap();
+        }),
+        ("a file of 40 MiB", &|p: &std::path::Path| {
+            std::fs::remove_file(p).unwrap();
+            std::fs::File::create(p).unwrap().set_len(40 << 20).unwrap();
+        }),
+    ] {
+        plant(&baseline);
+        let t0 = std::time::Instant::now();
+        let (code, out, err) = rocectl_state(&sock, &state, &["show", "counters", "--cells"]);
+        assert_eq!(code, Some(0), "{what}: {err}");
+        assert!(
+            t0.elapsed() < std::time::Duration::from_secs(5),
+            "{what}: took {:?}",
+            t0.elapsed()
+        );
+        assert!(!out.contains("counters since") && out.contains("5000"), "{what}: {out}");
+        assert!(err.contains("counters baseline not used"), "{what}: {err}");
+        assert!(std::fs::symlink_metadata(&baseline).is_ok(), "{what} was removed");
+        // `clear` replaces the entry itself, never what a link points to.
+        let (code, _, err) = rocectl_state(&sock, &state, &["clear", "counters"]);
+        assert_eq!(code, Some(0), "{what}: {err}");
+        assert!(std::fs::symlink_metadata(&baseline).unwrap().is_file(), "{what}");
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious\n", "{what}");
+    }
+    let left: Vec<_> = std::fs::read_dir(&state)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(left.len(), 1, "temporary files left behind: {left:?}");
+}
+
+/// Issue 41 item 3: with HOME unset (a root cron job, `env -i`), baselines went to
+/// `$TMPDIR/.local/state/rocectl` (or `/tmp`), which any user can create first. Now the home
+/// directory comes from the password database, never a shared directory: `nobody`'s is
+/// `/nonexistent`, so `clear counters` fails saying so, and writes nothing under TMPDIR.
+/// Before: it succeeded, writing into TMPDIR.
+#[test]
+fn counter_baselines_never_fall_back_to_the_temporary_directory() {
+    use std::os::unix::fs::PermissionsExt;
+    if !can_be_nobody() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let sock = dir.path().join("sw.sock");
+    counting_switch(&sock, 5000);
+    std::fs::set_permissions(&sock, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let tmp = dir.path().join("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o1777)).unwrap();
+    let mut cmd = Command::new("setpriv");
+    cmd.args(["--reuid=65534", "--regid=65534", "--clear-groups", "env", "-i"])
+        .arg(format!("TMPDIR={}", tmp.display()))
+        .arg(env!("CARGO_BIN_EXE_rocectl"))
+        .arg("--socket")
+        .arg(&sock)
+        .args(["clear", "counters"]);
+    let (code, out, err) = run_limited(cmd);
+    let written: Vec<_> = walk(&tmp);
+    assert!(written.is_empty(), "wrote into TMPDIR: {written:?} ({out})");
+    assert_eq!(code, Some(1), "{out}{err}");
+    assert!(err.contains("/.local/state/rocectl: cannot create"), "{err}");
+}
+
+fn walk(d: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(d).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            out.extend(walk(&p));
+        }
+        out.push(p);
+    }
+    out
+}
+
+/// `rocectl --socket SOCKET ARGS` run in `cwd`, its state in `state` (see [`rocectl_state`]).
+fn rocectl_in(
+    cwd: &std::path::Path,
+    socket: &str,
+    state: &std::path::Path,
+    args: &[&str],
+) -> (Option<i32>, String, String) {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_rocectl"));
+    cmd.current_dir(cwd)
+        .args(["--socket", socket])
+        .args(args)
+        .env_remove("ROCECTL_SWITCH")
+        .env_remove("HOME")
+        .env_remove("XDG_STATE_HOME")
+        .env("ROCECTL_STATE_DIR", state);
+    run_limited(cmd)
+}
+
+/// Port 0's received frames in a `show counters` table.
+fn port0_rx(out: &str) -> u64 {
+    let row = out.lines().find(|l| l.split_whitespace().next() == Some("0"));
+    let rx = row
+        .and_then(|r| r.split_whitespace().nth(1))
+        .and_then(|v| v.parse().ok());
+    rx.unwrap_or_else(|| panic!("no port 0 row in:\n{out}"))
+}
+
+/// Issue 41 item 5: the baseline's file name mapped every character outside `[A-Za-z0-9.-]`
+/// to `_` without resolving the path, so `x/a_b.sock` and `x/a/b.sock` shared a file, and so
+/// did `./ctl.sock` given in two directories: clearing one switch showed on the other as
+/// "counters since" (rx 4900 instead of 5000), or, the other way round, deleted the other's
+/// baseline as "of an earlier run". Now a baseline is the switch's, whatever the spelling.
+/// Before: B showed 4900 since A's clear.
+#[test]
+fn counter_baselines_belong_to_the_switch_not_to_the_spelling_of_its_address() {
+    let dir = tempfile::tempdir().unwrap();
+    let (d, state) = (dir.path(), dir.path().join("state"));
+    std::fs::create_dir_all(d.join("x/a")).unwrap();
+    let (a, b) = (d.join("x/a_b.sock"), d.join("x/a/b.sock"));
+    counting_switch(&a, 100);
+    counting_switch(&b, 5000);
+    let show = |cwd: &std::path::Path, sock: &str| {
+        let (code, out, err) = rocectl_in(cwd, sock, &state, &["show", "counters", "--cells"]);
+        assert_eq!(code, Some(0), "{sock}: {err}");
+        (port0_rx(&out), out.contains("counters since"), out + &err)
+    };
+    let clear = |cwd: &std::path::Path, sock: &str| {
+        let (code, _, err) = rocectl_in(cwd, sock, &state, &["clear", "counters"]);
+        assert_eq!(code, Some(0), "{sock}: {err}");
+    };
+    let (a, b) = (a.to_str().unwrap(), b.to_str().unwrap());
+    clear(d, a);
+    let (rx, since, out) = show(d, b);
+    assert!(rx == 5000 && !since, "A's clear showed on B:\n{out}");
+    let (rx, since, out) = show(d, a);
+    assert!(rx == 0 && since, "{out}");
+    // The other order: B's baseline (5000) is not A's "earlier run" (A has 100), and stays.
+    clear(d, b);
+    let (rx, since, out) = show(d, a);
+    assert!(rx == 0 && since && !out.contains("earlier run"), "{out}");
+    let (rx, since, out) = show(d, b);
+    assert!(rx == 0 && since, "B's baseline was lost:\n{out}");
+
+    // `./ctl.sock` in two directories: two switches.
+    for (sub, rx) in [("one", 300), ("two", 700)] {
+        std::fs::create_dir(d.join(sub)).unwrap();
+        counting_switch(&d.join(sub).join("ctl.sock"), rx);
+    }
+    clear(&d.join("one"), "./ctl.sock");
+    let (rx, since, out) = show(&d.join("two"), "./ctl.sock");
+    assert!(rx == 700 && !since, "{out}");
+    // One switch spelt other ways (relative, `..`, a symlink): one baseline.
+    std::os::unix::fs::symlink(d.join("one/ctl.sock"), d.join("link.sock")).unwrap();
+    for (cwd, spelt) in [
+        (d.join("one"), "ctl.sock"),
+        (d.join("two"), "../one/ctl.sock"),
+        (d.to_path_buf(), "link.sock"),
+    ] {
+        let (rx, since, out) = show(&cwd, spelt);
+        assert!(rx == 0 && since, "{spelt}:\n{out}");
+    }
+}
+
+/// Issue 41 item 11: `rocectl check FILE | head` panicked on the broken pipe (exit 101, a
+/// panic message on stderr). Now it ends as `cat` does, by SIGPIPE and saying nothing; the
+/// same for `show` against a switch. A switch that hangs up mid-command is still an error
+/// message, not a silent death (the client's socket writes never raise SIGPIPE).
+#[test]
+fn a_closed_output_pipe_ends_rocectl_quietly() {
+    use std::os::unix::process::ExitStatusExt;
+    let dir = tempfile::tempdir().unwrap();
+    let sock = dir.path().join("sw.sock");
+    counting_switch(&sock, 5000);
+    let def = config("default.toml");
+    let s = sock.to_str().unwrap();
+    for args in [
+        &["check", "-v", def.as_str()][..],
+        &["--socket", s, "show", "counters", "--cells"],
+    ] {
+        // A pipe whose reader is gone before rocectl starts (as `head` after its lines).
+        let mut fds = [0; 2];
+        // SAFETY: `fds` has room for the two descriptors pipe2 writes.
+        assert_eq!(unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) }, 0);
+        // SAFETY: both descriptors were just opened and are owned by nothing else.
+        let (reader, writer) = unsafe {
+            use std::os::fd::FromRawFd;
+            (
+                std::os::fd::OwnedFd::from_raw_fd(fds[0]),
+                std::os::fd::OwnedFd::from_raw_fd(fds[1]),
+            )
+        };
+        drop(reader);
+        let out = Command::new(env!("CARGO_BIN_EXE_rocectl"))
+            .args(args)
+            .env_remove("ROCECTL_SWITCH")
+            .stdout(writer)
+            .stderr(std::process::Stdio::piped())
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(
+            out.status.signal(),
+            Some(libc::SIGPIPE),
+            "{args:?}: {:?} {err}",
+            out.status
+        );
+        assert!(err.is_empty(), "{args:?}: {err}");
+    }
+
+    // A switch that answers one request and hangs up: rocectl's next request meets a closed
+    // socket, and says so.
+    let gone = dir.path().join("gone.sock");
+    let listener = std::os::unix::net::UnixListener::bind(&gone).unwrap();
+    std::thread::spawn(move || {
+        use std::io::{BufRead, BufReader, Write};
+        for stream in listener.incoming() {
+            let mut stream = stream.unwrap();
+            let mut line = String::new();
+            BufReader::new(&stream).read_line(&mut line).unwrap();
+            let req: serde_json::Value = serde_json::from_str(&line).unwrap();
+            let snap = serde_json::to_value(controlplane::snapshot::Snapshot::default()).unwrap();
+            let answer = serde_json::json!({"v": 1, "id": req["id"], "ok": true, "data": snap});
+            let _ = writeln!(stream, "{answer}");
+        }
+    });
+    let (code, _, err) = rocectl_env(&["--socket", gone.to_str().unwrap(), "show", "counters"], None);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.starts_with("rocectl: "), "{err}");
+}

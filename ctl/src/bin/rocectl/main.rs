@@ -28,7 +28,17 @@ use std::process::ExitCode;
 use target::{connect, each, err, live, switches, targets};
 
 fn main() -> ExitCode {
+    // `rocectl check FILE | head` must end as `cat` would, quietly, when the reader goes away:
+    // Rust ignores SIGPIPE, so `println!` would panic on the broken pipe (exit 101). Socket
+    // writes stay signal-free (`MSG_NOSIGNAL`: TCP in std, the Unix socket in
+    // `controlplane::protocol`), so a switch that hangs up is still an error message.
+    set_sigpipe(libc::SIG_DFL);
     let cli = Cli::parse();
+    if matches!(cli.command, Command::Daemon { .. }) {
+        // A service logs to whatever it was given; a reader of its log going away is no
+        // reason for it to die.
+        set_sigpipe(libc::SIG_IGN);
+    }
     let env = std::env::var("ROCECTL_SWITCH").ok();
     let targets = match target::connection(&cli.connection, &cli.command, env.as_deref())
         .and_then(|c| c.as_ref().map(targets).transpose())
@@ -189,4 +199,11 @@ fn single<'a>(targets: &'a [(String, Endpoint)], what: &str) -> Result<&'a Endpo
         [(_, one)] => Ok(one),
         _ => Err(format!("{what} works on one switch at a time (got {})", targets.len())),
     }
+}
+
+fn set_sigpipe(action: libc::sighandler_t) {
+    // SAFETY: setting SIGPIPE's disposition to the default or to ignore, before any other
+    // thread exists (main's first lines, and `daemon` before it starts any), installs no
+    // handler code.
+    unsafe { libc::signal(libc::SIGPIPE, action) };
 }

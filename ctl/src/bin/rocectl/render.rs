@@ -172,18 +172,24 @@ fn render_counters(s: &Snapshot) -> String {
         );
     }
     // Several workers: what each port received that crossed to another worker's port, the
-    // figure that says whether the ports' placement on workers suits the traffic.
+    // figure that says whether the ports' placement on workers suits the traffic. A flooded
+    // frame counts once per copy that crossed, so the figure can exceed the frames received: as
+    // a percentage of rx it read "700.0 % of its rx". Said as copies per frame received.
     let crossed: Vec<String> = s
         .ports
         .iter()
         .filter(|p| p.crossed_out > 0)
         .map(|p| {
-            let share = p.crossed_out as f64 * 100.0 / p.rx_packets.max(1) as f64;
-            format!("port {} {} ({share:.1} % of its rx)", p.id, p.crossed_out)
+            let per_frame = p.crossed_out as f64 / p.rx_packets.max(1) as f64;
+            format!("port {} {} ({per_frame:.2} per frame it received)", p.id, p.crossed_out)
         })
         .collect();
     if !crossed.is_empty() {
-        let _ = writeln!(o, "crossed to another worker: {}", crossed.join(", "));
+        let _ = writeln!(
+            o,
+            "crossed to another worker (a flooded frame once per copy): {}",
+            crossed.join(", ")
+        );
     }
     // What the ports' backends lost before the switch saw a frame (`rocesw run` only).
     if s.ports.iter().any(|p| p.backend.is_some()) {
@@ -723,7 +729,17 @@ mod tests {
         let c = render(Show::Counters, &serde_json::to_value(crossing).unwrap(), Levels::Cells).unwrap();
         assert_eq!(
             c.lines().last().unwrap(),
-            "crossed to another worker: port 1 76 (75.2 % of its rx)",
+            "crossed to another worker (a flooded frame once per copy): port 1 76 (0.75 per frame it received)",
+            "{c}"
+        );
+        // Issue 41 item 11: flooded copies each count, so a port's crossings can be several
+        // times what it received; that read "700.0 % of its rx". Now it says what it is of.
+        let mut flooding = snapshot();
+        flooding.ports[0].crossed_out = 7 * flooding.ports[0].rx_packets;
+        let c = render(Show::Counters, &serde_json::to_value(flooding).unwrap(), Levels::Cells).unwrap();
+        let last = c.lines().last().unwrap();
+        assert!(
+            last.ends_with("(7.00 per frame it received)") && !last.contains('%'),
             "{c}"
         );
         let mut with_backend = snapshot();

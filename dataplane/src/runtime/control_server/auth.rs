@@ -1,13 +1,13 @@
 //! TCP authentication: the token compared in constant time, and [`AuthGuard`], which slows a
-//! peer's guesses (back-off per address) and throttles the log lines its failures cause.
+//! peer's guesses (back-off per local user) and throttles the log lines its failures cause.
 
 use super::{
     Server, AUTH_BACKOFF_FIRST, AUTH_BACKOFF_MAX, AUTH_FORGET, AUTH_LOG_INTERVAL, AUTH_MAX_PEERS, MAX_TCP_CONNECTIONS,
 };
+use controlplane::loopback::PeerKey;
 use controlplane::protocol::{Op, Response};
 use mio::Token;
 use std::collections::HashMap;
-use std::net::{IpAddr, Ipv4Addr};
 use std::time::{Duration, Instant};
 
 /// Compares in time independent of where the inputs differ, so response timing does not
@@ -21,17 +21,23 @@ pub(super) fn same_token(a: &str, b: &str) -> bool {
     diff == 0
 }
 
-/// Failed TCP authentications, per peer address: how long the peer must wait before its next
+/// Failed TCP authentications, per [`PeerKey`]: how long the peer must wait before its next
 /// token is compared (back-off), and when its failures were last logged.
 ///
-/// Every peer of the loopback listener is a local process, and any local process may pick its
-/// source address among all of 127.0.0.0/8: those count as one peer (127.0.0.1), or a guesser
-/// would get a fresh back-off per address. So an active guesser also delays a legitimate TCP
-/// client on the same host by at most [`AUTH_BACKOFF_MAX`] at a time; the owner's Unix socket
-/// is never affected.
+/// A peer is the local user that owns the connecting socket, not its address. Every peer of
+/// the loopback listener is a local process, and any of them may pick its source address
+/// among all of 127.0.0.0/8, so an address is no identity: keyed by address, every loopback
+/// peer had to be one peer, and a process guessing tokens kept every TCP client on the host in
+/// back-off, the one holding the token included (a guess every 5 ms took `rocectl --tcp` from
+/// 5 of 5 to 0 of 20). The kernel records which user created each socket
+/// (`controlplane::loopback::peer_uid`): keyed by it, a guesser slows down only its own user's
+/// guesses, and a client of another user is never refused unread. A same-user client can be,
+/// for at most [`AUTH_BACKOFF_MAX`]; but a process of the token file's owner can read the
+/// token anyway. Peers whose user cannot be found share their address's key (all of loopback
+/// as one), so none escapes the back-off.
 #[derive(Default)]
 pub(super) struct AuthGuard {
-    pub(super) peers: HashMap<IpAddr, PeerFailures>,
+    pub(super) peers: HashMap<PeerKey, PeerFailures>,
 }
 
 pub(super) struct PeerFailures {
@@ -53,17 +59,6 @@ pub(super) enum LogFailure {
     Suppressed,
 }
 
-pub(super) fn peer_key(ip: IpAddr) -> IpAddr {
-    match ip {
-        IpAddr::V4(v4) if v4.is_loopback() => IpAddr::V4(Ipv4Addr::LOCALHOST),
-        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
-            Some(v4) => peer_key(IpAddr::V4(v4)),
-            None => ip,
-        },
-        _ => ip,
-    }
-}
-
 /// The wait after the `wrong`-th wrong token in a row.
 pub(super) fn backoff(wrong: u32) -> Duration {
     let doublings = wrong.saturating_sub(1).min(16);
@@ -71,17 +66,16 @@ pub(super) fn backoff(wrong: u32) -> Duration {
 }
 
 impl AuthGuard {
-    /// How long `ip` must still wait before a token from it is compared; `None`: compare now.
-    pub(super) fn blocked(&self, ip: IpAddr, now: Instant) -> Option<Duration> {
-        let p = self.peers.get(&peer_key(ip))?;
+    /// How long `key` must still wait before a token from it is compared; `None`: compare now.
+    pub(super) fn blocked(&self, key: PeerKey, now: Instant) -> Option<Duration> {
+        let p = self.peers.get(&key)?;
         (p.blocked_until > now).then(|| p.blocked_until - now)
     }
 
-    /// Records a failed authentication of `ip`: a wrong token (`wrong`: it was compared, so
+    /// Records a failed authentication of `key`: a wrong token (`wrong`: it was compared, so
     /// the back-off grows) or an attempt refused without comparing (while blocked, or not
     /// `auth`). Says whether to log it.
-    pub(super) fn failed(&mut self, ip: IpAddr, wrong: bool, now: Instant) -> LogFailure {
-        let key = peer_key(ip);
+    pub(super) fn failed(&mut self, key: PeerKey, wrong: bool, now: Instant) -> LogFailure {
         if !self.peers.contains_key(&key) && self.peers.len() >= AUTH_MAX_PEERS {
             self.peers.retain(|_, p| now.duration_since(p.last) < AUTH_FORGET);
             if self.peers.len() >= AUTH_MAX_PEERS {
@@ -117,12 +111,12 @@ impl AuthGuard {
 
     /// Failures not logged yet whose peer's interval is over, as (peer, how many): logged by
     /// the caller, so a burst that stopped is still reported.
-    pub(super) fn due_reports(&mut self, now: Instant) -> Vec<(IpAddr, u64)> {
+    pub(super) fn due_reports(&mut self, now: Instant) -> Vec<(PeerKey, u64)> {
         let mut due = Vec::new();
-        for (ip, p) in &mut self.peers {
+        for (key, p) in &mut self.peers {
             if p.unlogged > 0 && p.logged.is_some_and(|t| now.duration_since(t) >= AUTH_LOG_INTERVAL) {
                 p.logged = Some(now);
-                due.push((*ip, std::mem::take(&mut p.unlogged)));
+                due.push((*key, std::mem::take(&mut p.unlogged)));
             }
         }
         due
@@ -134,19 +128,23 @@ impl AuthGuard {
         pending.filter_map(|p| p.logged).map(|t| t + AUTH_LOG_INTERVAL).min()
     }
 
-    /// The right token from `ip`: its failures are forgotten.
-    pub(super) fn succeeded(&mut self, ip: IpAddr) {
-        self.peers.remove(&peer_key(ip));
+    /// The right token from `key`: its failures are forgotten.
+    pub(super) fn succeeded(&mut self, key: PeerKey) {
+        self.peers.remove(&key);
     }
 }
 
 impl Server {
     /// The first request of a TCP connection: the right token authenticates it; anything
-    /// else is answered once and the connection closed. A token from a peer that must still
-    /// wait after a wrong one ([`AuthGuard`]) is refused without being compared.
+    /// else is answered once and the connection closed. A token from a peer (its local user,
+    /// [`PeerKey`]) that must still wait after a wrong one ([`AuthGuard`]) is refused without
+    /// being compared.
     pub(super) fn authenticate(&mut self, token: Token, id: u64, op: &Op) -> Response {
         let now = Instant::now();
-        let peer = self.conns.get(&token).and_then(|c| c.peer);
+        let peer = self
+            .conns
+            .get(&token)
+            .and_then(|c| Some(PeerKey::of(c.local_addr(), c.peer?)));
         let expected = self.tcp.as_ref().map(|(_, t)| t.as_str()).unwrap_or("");
         let wait = peer.and_then(|ip| self.auth_guard.blocked(ip, now));
         // (the answer, whether it authenticated, whether it is a failed authentication and
@@ -156,7 +154,7 @@ impl Server {
                 Response::err(
                     Some(id),
                     format!(
-                        "authentication refused: too many wrong tokens from this address; retry in {} ms",
+                        "authentication refused: too many wrong tokens from your user; retry in {} ms",
                         wait.as_millis().max(1)
                     ),
                 ),
@@ -165,8 +163,8 @@ impl Server {
                 false,
             ),
             (Op::Auth { token: t }, None) if !expected.is_empty() && same_token(t.trim(), expected) => {
-                if let Some(ip) = peer {
-                    self.auth_guard.succeeded(ip);
+                if let Some(key) = peer {
+                    self.auth_guard.succeeded(key);
                 }
                 let authenticated = self.conns.values().filter(|c| c.tcp && c.authed && !c.closed).count();
                 if authenticated >= MAX_TCP_CONNECTIONS {
@@ -201,15 +199,15 @@ impl Server {
             c.authed = ok;
             c.close_when_flushed = !ok;
         }
-        if let (true, Some(ip)) = (failed, peer) {
-            if let LogFailure::Now { unlogged } = self.auth_guard.failed(ip, wrong, now) {
+        if let (true, Some(key)) = (failed, peer) {
+            if let LogFailure::Now { unlogged } = self.auth_guard.failed(key, wrong, now) {
                 let more = if unlogged > 0 {
                     format!(" ({unlogged} more since the last such line)")
                 } else {
                     String::new()
                 };
                 tracing::warn!(
-                    "control over TCP: failed authentication from {ip}: {}{more}",
+                    "control over TCP: failed authentication from {key}: {}{more}",
                     reply.error.as_deref().unwrap_or("refused")
                 );
             }
@@ -222,8 +220,9 @@ impl Server {
 mod tests {
     use super::*;
 
-    fn ip(s: &str) -> IpAddr {
-        s.parse().unwrap()
+    /// The key of a peer at `s` whose user is unknown.
+    fn ip(s: &str) -> PeerKey {
+        PeerKey::from_parts(s.parse().unwrap(), None)
     }
 
     #[test]
@@ -270,8 +269,10 @@ mod tests {
         assert_eq!(g.blocked(a, later), Some(AUTH_BACKOFF_FIRST));
     }
 
+    /// Without a known user, every loopback address is one peer (a local process may pick
+    /// any of them).
     #[test]
-    fn every_loopback_address_is_one_peer() {
+    fn every_loopback_address_of_an_unknown_user_is_one_peer() {
         let mut g = AuthGuard::default();
         let t0 = Instant::now();
         g.failed(ip("127.0.0.1"), true, t0);
@@ -279,6 +280,27 @@ mod tests {
             assert!(g.blocked(ip(other), t0).is_some(), "{other}");
         }
         assert!(g.blocked(ip("::1"), t0).is_none());
+    }
+
+    /// Issue 41 item 4: keyed by address, one guesser on the host kept every loopback client
+    /// in back-off, the token holder included. Keyed by the socket's user, whatever address
+    /// each picks: the guesser's user waits, another user's client does not, nor does a peer
+    /// whose user is unknown.
+    #[test]
+    fn a_guessers_back_off_is_its_own_users() {
+        let mut g = AuthGuard::default();
+        let t0 = Instant::now();
+        let key = |addr: &str, uid| PeerKey::from_parts(addr.parse().unwrap(), Some(uid));
+        for k in 0..50u64 {
+            g.failed(key("127.0.0.2", 65534), true, t0 + Duration::from_millis(5 * k));
+        }
+        let now = t0 + Duration::from_millis(250);
+        for addr in ["127.0.0.1", "127.0.0.2", "::1"] {
+            assert!(g.blocked(key(addr, 65534), now).is_some(), "{addr}");
+            assert_eq!(g.blocked(key(addr, 0), now), None, "{addr}");
+            assert_eq!(g.blocked(key(addr, 1000), now), None, "{addr}");
+        }
+        assert_eq!(g.blocked(ip("127.0.0.2"), now), None);
     }
 
     #[test]
@@ -312,16 +334,11 @@ mod tests {
         let mut g = AuthGuard::default();
         let t0 = Instant::now();
         for k in 0..5000u32 {
-            let a = IpAddr::V4(Ipv4Addr::from(0x0a00_0000 + k));
+            let a = PeerKey::User(k);
             g.failed(a, true, t0 + Duration::from_millis(u64::from(k)));
             assert!(g.peers.len() <= AUTH_MAX_PEERS);
         }
         // The most recent ones are kept.
-        assert!(g
-            .blocked(
-                IpAddr::V4(Ipv4Addr::from(0x0a00_0000 + 4999)),
-                t0 + Duration::from_secs(5)
-            )
-            .is_some());
+        assert!(g.blocked(PeerKey::User(4999), t0 + Duration::from_secs(5)).is_some());
     }
 }

@@ -12,7 +12,7 @@ use controlplane::protocol::{self, Response};
 use mio::net::{TcpStream, UnixStream};
 use mio::{Interest, Token};
 use std::io::{ErrorKind, Read, Write};
-use std::net::IpAddr;
+use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
@@ -73,8 +73,9 @@ impl mio::event::Source for CtlStream {
 pub(super) struct Conn {
     pub(super) stream: CtlStream,
     pub(super) tcp: bool,
-    /// A TCP peer's address (what [`AuthGuard`] keys on).
-    pub(super) peer: Option<IpAddr>,
+    /// A TCP peer's address and port (with the connection's own end, what finds the peer's
+    /// user, which [`AuthGuard`] keys on).
+    pub(super) peer: Option<SocketAddr>,
     /// Unix connections are trusted (file permissions); TCP ones once they sent the token.
     pub(super) authed: bool,
     /// When an unauthenticated connection is closed.
@@ -110,6 +111,14 @@ impl Conn {
             self.consumed = 0;
         }
         Some(line)
+    }
+
+    /// A TCP connection's own end (the switch's address and port).
+    pub(super) fn local_addr(&self) -> Option<SocketAddr> {
+        match &self.stream {
+            CtlStream::Tcp(s) => s.local_addr().ok(),
+            CtlStream::Unix(_) => None,
+        }
     }
 
     pub(super) fn has_line(&self) -> bool {
@@ -162,7 +171,7 @@ impl Server {
         loop {
             let accepted = if tcp {
                 let Some((l, _)) = self.tcp.as_ref() else { return };
-                l.accept().map(|(s, addr)| (CtlStream::Tcp(s), Some(addr.ip())))
+                l.accept().map(|(s, addr)| (CtlStream::Tcp(s), Some(addr)))
             } else {
                 self.listener.accept().map(|(s, _)| (CtlStream::Unix(s), None))
             };
@@ -275,7 +284,7 @@ impl Server {
     }
 
     /// Adds a connection (`peer`: a TCP one's address), and says its token.
-    pub(super) fn add(&mut self, mut stream: CtlStream, peer: Option<IpAddr>) -> Option<Token> {
+    pub(super) fn add(&mut self, mut stream: CtlStream, peer: Option<SocketAddr>) -> Option<Token> {
         let tcp = matches!(stream, CtlStream::Tcp(_));
         let token = Token(self.next_token);
         self.next_token += 1;

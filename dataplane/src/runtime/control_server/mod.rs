@@ -26,6 +26,17 @@
 //! [`AUTH_BACKOFF_FIRST`], doubling, at most [`AUTH_BACKOFF_MAX`]) before its next token is
 //! even compared, and its failures are logged once per [`AUTH_LOG_INTERVAL`].
 //!
+//! "A peer" is the local user that owns the connecting socket, which the kernel records and
+//! `controlplane::loopback::peer_uid` reads (sock_diag, an exact lookup by the connection's two
+//! ends), not its address: the listener is loopback-only, and any local process may connect
+//! from any address in 127.0.0.0/8, so an address identifies nobody, and keyed by address one
+//! guesser kept every TCP client on the host in back-off, the token holder included. Keyed by
+//! user, guessing stays slow (one token compared per back-off window per user) and a client of
+//! any other user is never refused unread; one of the guesser's own user may wait up to
+//! [`AUTH_BACKOFF_MAX`] (and `rocectl` waits and retries when told to), but such a process could
+//! read the token file anyway. A peer whose user the kernel no longer knows (its socket is
+//! gone) is keyed by its address, all of loopback as one.
+//!
 //! The thread's work by concern, one file each (as smoltcp splits `iface/interface/`): this
 //! file holds the limits, the server's state and its poll loop; `listener` accepts, reads,
 //! serves and flushes connections within the limits; `auth` authenticates TCP peers;
@@ -86,7 +97,7 @@ pub const MAX_TCP_CONNECTIONS: usize = 16;
 /// own, while a client that sends its token with its connection is authenticated before
 /// several later connections could displace it.
 pub const MAX_TCP_UNAUTHENTICATED: usize = 8;
-/// After a wrong token, the peer's address waits this long before a token from it is compared
+/// After a wrong token, the peer's user waits this long before a token from it is compared
 /// again (its attempts meanwhile are refused without looking at the token); each further
 /// wrong token doubles the wait, up to [`AUTH_BACKOFF_MAX`]; the right token clears it.
 pub const AUTH_BACKOFF_FIRST: Duration = Duration::from_millis(100);
@@ -416,8 +427,8 @@ impl Server {
                 self.accept(true);
             }
             self.expire_unauthenticated();
-            for (ip, n) in self.auth_guard.due_reports(Instant::now()) {
-                tracing::warn!("control over TCP: {n} more failed authentications from {ip}");
+            for (key, n) in self.auth_guard.due_reports(Instant::now()) {
+                tracing::warn!("control over TCP: {n} more failed authentications from {key}");
             }
             let mut tokens: Vec<Token> = self.conns.keys().copied().collect();
             tokens.sort_unstable();
