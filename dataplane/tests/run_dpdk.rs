@@ -449,6 +449,17 @@ fn a_sigterm_during_start_up_ends_the_run_cleanly() {
         }
         let out = child.wait_with_output().unwrap();
         let err = String::from_utf8_lossy(&out.stderr);
+        assert!(left_behind(pid).is_empty(), "{:?}", left_behind(pid));
+        // A signal that comes before rocesw's main runs (a loaded machine takes tens of ms to
+        // load DPDK's libraries) ends a process that had started nothing: fine, with nothing
+        // left behind. Once rocesw runs, it stops cleanly with its summary.
+        let before_main = std::os::unix::process::ExitStatusExt::signal(&out.status) == Some(libc::SIGTERM)
+            && delay.is_some()
+            && !summary.exists()
+            && err.trim().is_empty();
+        if before_main {
+            continue;
+        }
         assert_eq!(
             out.status.code(),
             Some(0),
@@ -456,7 +467,6 @@ fn a_sigterm_during_start_up_ends_the_run_cleanly() {
             out.status
         );
         assert!(summary.exists(), "SIGTERM after {delay:?} ms: no summary\n{err}");
-        assert!(left_behind(pid).is_empty(), "{:?}", left_behind(pid));
     }
 }
 

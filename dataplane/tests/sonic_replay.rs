@@ -146,7 +146,6 @@ fn a_short_xoff_shows_up_as_lost_lossless_frames() {
 
 /// A platform's rules for one lossless PG, from the file's values, in cells of the platform.
 struct PgRules {
-    cell: u64,
     /// The PG's reserve before it uses the shared pool.
     min: u64,
     /// The ingress pool's size and the PG's alpha (2^dynamic_th).
@@ -157,6 +156,17 @@ struct PgRules {
 }
 
 impl PgRules {
+    /// The rules on a platform of `cell`-byte cells for a PG whose reserve is `min` bytes, in a
+    /// pool of `pool` bytes, with `dynamic_th` and `headroom` bytes.
+    fn new(cell: u64, pool: u64, min: u64, headroom: u64, dynamic_th: i32) -> PgRules {
+        PgRules {
+            min: min.div_ceil(cell),
+            pool: pool.div_ceil(cell),
+            alpha: 2f64.powi(dynamic_th),
+            headroom: headroom.div_ceil(cell),
+        }
+    }
+
     /// Frames of one cell from one source, counted from 1, at which the PG first asks for XOFF
     /// and is first refused, by SAI's reading of the profile: the reserve first; then the
     /// shared pool while the PG's use stays within alpha × the pool's free cells (SAI's dynamic
@@ -248,13 +258,7 @@ fn spectrum1_xoff_and_drop_points_are_the_platforms_to_the_cell() {
     // Spectrum-1: 96 B cells; with a shared headroom pool (ingress_lossless_pool xoff) a
     // lossless profile's size is its reserve (size = xon) and its xoff the headroom it may
     // take from the pool. Ethernet0's profile: pg_lossless_100000_5m_profile.
-    let rules = |size: u64, xoff: u64, th: i32| PgRules {
-        cell: 96,
-        min: size.div_ceil(96),
-        pool: 8_719_360u64.div_ceil(96),
-        alpha: 2f64.powi(th),
-        headroom: xoff.div_ceil(96),
-    };
+    let rules = |size: u64, xoff: u64, th: i32| PgRules::new(96, 8_719_360, size, xoff, th);
     let base = rules(19456, 23552, 0);
     let cfg = switch_config(&json, tx_off("Ethernet8"));
     check_points(&cfg, &dir.path().join("base"), "Ethernet0", base.points(), 64);
@@ -281,7 +285,6 @@ fn spectrum1_xoff_and_drop_points_are_the_platforms_to_the_cell() {
         (x2, d2),
         64,
     );
-    let _ = base.cell;
 }
 
 #[test]
@@ -290,13 +293,7 @@ fn tomahawk2_xoff_and_drop_points_are_the_platforms_to_the_cell() {
     let json = sonic("tomahawk2-t1.json");
     // Tomahawk 2: 208 B cells; a lossless profile's size is the PG's guaranteed minimum and its
     // xoff the headroom beside it. Ethernet0's profile: pg_lossless_100000_40m_profile.
-    let rules = |size: u64, xoff: u64, th: i32| PgRules {
-        cell: 208,
-        min: size.div_ceil(208),
-        pool: 33_582_016u64.div_ceil(208),
-        alpha: 2f64.powi(th),
-        headroom: xoff.div_ceil(208),
-    };
+    let rules = |size: u64, xoff: u64, th: i32| PgRules::new(208, 33_582_016, size, xoff, th);
     let base = rules(1248, 59696, 0);
     let cfg = switch_config(&json, tx_off("Ethernet8"));
     check_points(&cfg, &dir.path().join("base"), "Ethernet0", base.points(), 64);
@@ -319,7 +316,6 @@ fn tomahawk2_xoff_and_drop_points_are_the_platforms_to_the_cell() {
     let cfg = switch_config(&steeper, tx_off("Ethernet8"));
     let (pfc, _) = burst(&cfg, &dir.path().join("th"), "Ethernet0", "Ethernet8", x0, 64);
     assert_eq!(pfc, 0, "with dynamic_th 1 the old XOFF point passes without PFC");
-    let _ = base.cell;
 }
 
 /// Port names from SONiC are the ports' names: `--input Ethernet8=…` on the command line, and

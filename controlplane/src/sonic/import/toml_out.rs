@@ -96,6 +96,9 @@ pub(super) fn sched_lines(out: &mut String, s: &Sched) {
             &format!("{o}|pir, pbs"),
         );
     }
+    if let Some(e) = &s.ecn {
+        kv(out, "ecn", &format!("{e:?}"), &format!("QUEUE|…|wred_profile → WRED_PROFILE|{e}"));
+    }
 }
 
 /// The most common value of `f` over the ports (the global table), ties to the first port.
@@ -206,14 +209,6 @@ pub(super) fn write_toml(t: &TomlParts<'_>) -> String {
                 }
                 if let Some(s) = s.as_ref().filter(|_| sched_differs) {
                     sched_lines(&mut out, s);
-                    if let Some(e) = &s.ecn {
-                        kv(
-                            &mut out,
-                            "ecn",
-                            &format!("{e:?}"),
-                            &format!("QUEUE|…|wred_profile → WRED_PROFILE|{e}"),
-                        );
-                    }
                 }
             }
         }
@@ -319,14 +314,6 @@ pub(super) fn write_toml(t: &TomlParts<'_>) -> String {
         }
         if let Some(s) = &common_s[q] {
             sched_lines(&mut out, s);
-            if let Some(e) = &s.ecn {
-                kv(
-                    &mut out,
-                    "ecn",
-                    &format!("{e:?}"),
-                    &format!("QUEUE|…|wred_profile → WRED_PROFILE|{e}"),
-                );
-            }
         }
     }
     for (name, w) in t.wred {
