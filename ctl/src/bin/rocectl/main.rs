@@ -34,9 +34,10 @@ fn main() -> ExitCode {
     // `controlplane::protocol`), so a switch that hangs up is still an error message.
     set_sigpipe(libc::SIG_DFL);
     let cli = Cli::parse();
-    if matches!(cli.command, Command::Daemon { .. }) {
+    if matches!(cli.command, Command::Daemon { .. } | Command::Watch { .. }) {
         // A service logs to whatever it was given; a reader of its log going away is no
-        // reason for it to die.
+        // reason for it to die. `watch` ends with success when its reader goes (`rocectl
+        // watch | head`), which it can only see as EPIPE.
         set_sigpipe(libc::SIG_IGN);
     }
     let env = std::env::var("ROCECTL_SWITCH").ok();
