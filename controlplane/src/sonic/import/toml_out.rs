@@ -97,7 +97,12 @@ pub(super) fn sched_lines(out: &mut String, s: &Sched) {
         );
     }
     if let Some(e) = &s.ecn {
-        kv(out, "ecn", &format!("{e:?}"), &format!("QUEUE|…|wred_profile → WRED_PROFILE|{e}"));
+        kv(
+            out,
+            "ecn",
+            &format!("{e:?}"),
+            &format!("QUEUE|…|wred_profile → WRED_PROFILE|{e}"),
+        );
     }
 }
 
