@@ -176,6 +176,11 @@ impl Running {
         })
     }
 
+    /// The running config as a table (what a fragment merges into).
+    pub fn table(&self) -> &Table {
+        &self.table
+    }
+
     /// Makes a change that took effect the running config (one version more).
     pub fn commit(&mut self, change: Prepared) {
         self.text = change.text;

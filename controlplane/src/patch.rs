@@ -34,6 +34,9 @@ pub fn check_schedule(text: &str) -> Result<(), String> {
     struct Change {
         #[serde(default)]
         patch: Option<crate::schema::ConfigFile>,
+        /// `[change.port.NAME]`: each checked where the schedule is prepared, with the port.
+        #[serde(default)]
+        port: Option<toml::Table>,
     }
     check_pieces(text, Some("[[change]]"), |doc| {
         toml::from_str::<Schedule>(doc).map(drop)
@@ -102,6 +105,40 @@ pub fn merge(base: &mut Table, patch: Table) {
             (_, v) => {
                 base.insert(key, v);
             }
+        }
+    }
+}
+
+/// Merges `edit` into the `[[port]]` entry of `root` that `port` names (its `name`, or its id
+/// as written): how `rocectl set port` and a `--schedule` step's `[change.port.NAME]` change one
+/// port without a fragment's `[[port]]` array replacing every port. An unknown port is an
+/// error listing the known ones.
+pub fn merge_port(root: &mut Table, port: &str, edit: Table) -> Result<(), String> {
+    let want = port.trim();
+    let ports = root
+        .get_mut("port")
+        .and_then(Value::as_array_mut)
+        .ok_or("the config has no [[port]]")?;
+    let id = |p: &Table| p.get("id").and_then(Value::as_integer);
+    let entry = ports.iter_mut().filter_map(Value::as_table_mut).find(|p| {
+        p.get("name").and_then(Value::as_str) == Some(want) || id(p).map(|i| i.to_string()).as_deref() == Some(want)
+    });
+    match entry {
+        Some(p) => {
+            merge(p, edit);
+            Ok(())
+        }
+        None => {
+            let known: Vec<String> = ports
+                .iter()
+                .filter_map(Value::as_table)
+                .map(|p| match (id(p), p.get("name").and_then(Value::as_str)) {
+                    (Some(i), Some(n)) => format!("{i} ({n})"),
+                    (Some(i), None) => i.to_string(),
+                    _ => "?".into(),
+                })
+                .collect();
+            Err(format!("the switch has no port {want:?} (ports: {})", known.join(", ")))
         }
     }
 }

@@ -55,7 +55,29 @@ fn sync(t: &mut dyn TableLike, inline: bool, new: &Table) {
                 }
             }
             (Item::ArrayOfTables(aot), Value::Array(arr))
-                if aot.len() == arr.len() && arr.iter().all(Value::is_table) =>
+                if !arr.is_empty() && arr.iter().all(Value::is_table) && by_id(aot, arr).is_some() =>
+            {
+                // Entries with ids (`[[port]]`) follow their id, so a port removed or moved
+                // keeps each line's comment with the port it was written for.
+                let mut old: Vec<Option<toml_edit::Table>> = aot.iter().cloned().map(Some).collect();
+                let mut out = ArrayOfTables::new();
+                for (nv, at) in arr.iter().zip(by_id(aot, arr).unwrap_or_default()) {
+                    let Value::Table(nt) = nv else { continue };
+                    match at.and_then(|i| old.get_mut(i)).and_then(Option::take) {
+                        Some(mut sub) => {
+                            sync(&mut sub, false, nt);
+                            out.push(sub);
+                        }
+                        None => out.push(to_table(nt)),
+                    }
+                }
+                *aot = out;
+            }
+            // Without ids, entry by entry (with ids that moved, written anew below).
+            (Item::ArrayOfTables(aot), Value::Array(arr))
+                if aot.len() == arr.len()
+                    && arr.iter().all(Value::is_table)
+                    && !arr.iter().all(|v| v.get("id").is_some_and(Value::is_integer)) =>
             {
                 for (sub, nv) in aot.iter_mut().zip(arr) {
                     if let Value::Table(nt) = nv {
@@ -83,6 +105,30 @@ fn sync(t: &mut dyn TableLike, inline: bool, new: &Table) {
             (item, v) => *item = to_item(v, inline),
         }
     }
+}
+
+/// For each entry of `new`, the index of the old entry with the same integer `id`, if any;
+/// `None` unless every old and new entry has one, each old id once, and the kept entries stay
+/// in their order.
+fn by_id(old: &ArrayOfTables, new: &[Value]) -> Option<Vec<Option<usize>>> {
+    let old_ids: Vec<i64> = old
+        .iter()
+        .map(|t| t.get("id").and_then(Item::as_integer))
+        .collect::<Option<_>>()?;
+    let unique = old_ids.iter().collect::<std::collections::BTreeSet<_>>().len() == old_ids.len();
+    if !unique {
+        return None;
+    }
+    let at: Vec<Option<usize>> = new
+        .iter()
+        .map(|v| {
+            let id = v.as_table()?.get("id")?.as_integer()?;
+            Some(old_ids.iter().position(|&o| o == id))
+        })
+        .collect::<Option<_>>()?;
+    // toml_edit writes tables in the order they were read: kept entries must keep theirs.
+    let kept: Vec<usize> = at.iter().flatten().copied().collect();
+    kept.windows(2).all(|w| w[0] < w[1]).then_some(at)
 }
 
 /// Characters of a value as written, without the spacing and comment around it.
@@ -240,6 +286,39 @@ pmax = 0.2
         }
         assert!(out.contains("alpha = \"1/16\" } # port 1's own"), "{out}");
         assert!(!out.contains("alpha = \"1/8\""), "{out}");
+    }
+
+    /// A `[[port]]` removed or added keeps every other port's lines and comments with it; a
+    /// port moved ahead of another is written plainly (its comments could not follow it).
+    #[test]
+    fn ports_removed_or_added_keep_their_comments() {
+        let old = "[[port]]\nid = 0\nname = \"a\" # from A\n\n[[port]]\nid = 4\nname = \"b\" # from B\n\n\
+                   [[port]]\nid = 8\nname = \"c\" # from C\n";
+        let rewrite_ports = |f: &dyn Fn(&mut Vec<Value>)| {
+            let mut t: Table = old.parse().unwrap();
+            f(t.get_mut("port").unwrap().as_array_mut().unwrap());
+            let text = rewrite(old, &t).unwrap();
+            assert_eq!(text.parse::<Table>().unwrap(), t, "{text}");
+            text
+        };
+        let text = rewrite_ports(&|p| {
+            p.remove(0);
+        });
+        assert!(
+            text.contains("name = \"b\" # from B") && text.contains("name = \"c\" # from C"),
+            "{text}"
+        );
+        assert!(!text.contains("from A"), "{text}");
+        let text = rewrite_ports(&|p| {
+            p.truncate(2);
+            p.push(Value::Table(Table::from_iter([("id".to_string(), Value::Integer(9))])));
+        });
+        assert!(
+            text.contains("# from A") && text.contains("# from B") && !text.contains("from C"),
+            "{text}"
+        );
+        let text = rewrite_ports(&|p| p.swap(0, 2));
+        assert!(!text.contains("# from"), "{text}");
     }
 
     #[test]

@@ -85,31 +85,8 @@ pub struct PortKnob {
 
 impl PortKnob {
     fn edit(&self, root: &mut Table) -> Result<(), String> {
-        let want = self.port.trim();
-        let ports = root
-            .get_mut("port")
-            .and_then(Value::as_array_mut)
-            .ok_or("the running config has no [[port]]")?;
-        let id = |p: &Table| p.get("id").and_then(Value::as_integer);
-        let known: Vec<String> = ports
-            .iter()
-            .filter_map(Value::as_table)
-            .map(|p| match (id(p), p.get("name").and_then(Value::as_str)) {
-                (Some(i), Some(n)) => format!("{i} ({n})"),
-                (Some(i), None) => i.to_string(),
-                _ => "?".into(),
-            })
-            .collect();
-        let p = ports
-            .iter_mut()
-            .filter_map(Value::as_table_mut)
-            .find(|p| {
-                p.get("name").and_then(Value::as_str) == Some(want)
-                    || id(p).map(|i| i.to_string()).as_deref() == Some(want)
-            })
-            .ok_or_else(|| format!("the switch has no port {want:?} (ports: {})", known.join(", ")))?;
-        p.insert(self.setting.clone(), Value::String(self.value.clone()));
-        Ok(())
+        let edit = Table::from_iter([(self.setting.clone(), Value::String(self.value.clone()))]);
+        controlplane::patch::merge_port(root, &self.port, edit)
     }
 }
 

@@ -50,7 +50,8 @@ enum Command {
         #[arg(long)]
         peer_ignores_pfc: bool,
         /// Config patches to apply at virtual times (TOML: [[change]] at = "500us" plus a
-        /// [change.patch] table merged into the config), to replay a live-tuning experiment.
+        /// [change.patch] table merged into the config, or [change.port.Ethernet8] keys merged
+        /// into one port, e.g. tx = "off"), to replay a live-tuning experiment.
         #[arg(long, value_name = "FILE")]
         schedule: Option<PathBuf>,
         /// No progress bar and no human summary (summary.json is still written).

@@ -667,3 +667,83 @@ fn a_switch_without_config_gets_the_built_in_profile_from_any_directory() {
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert!(err.contains("--budget 1: too small"), "{err}");
 }
+
+/// `rocesw tune --sonic`: a fabric whose switch runs a SONiC config_db.json is tuned (the PGs'
+/// limits written as `dynamic_th`, as the file has them: `alpha` beside it would be refused),
+/// and DIR/tuned.patch.json is an RFC 6902 patch of that file which, applied, is the switch
+/// that DIR/tuned.toml makes of it: the same ECN thresholds and PG limits.
+#[test]
+fn tune_sonic_writes_the_winner_back_as_a_json_patch() {
+    let dir = tempfile::tempdir().unwrap();
+    let json_path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../configs/sonic/spectrum1-t1.json");
+    let mut topo = format!(
+        "duration = \"300us\"\n[nic]\nmtu = 1024\ndscp = 3\npfc = true\ndcqcn = true\n\
+         [[switch]]\nname = \"tor\"\nconfig = {:?}\n",
+        json_path.display()
+    );
+    for (h, port) in [0, 4, 8, 12].iter().enumerate() {
+        topo += &format!("[[host]]\nname = \"h{h}\"\n[[link]]\na = \"h{h}\"\nb = \"tor:{port}\"\n");
+    }
+    topo += "[[traffic]]\npattern = \"incast\"\nfrom = [\"h1\", \"h2\", \"h3\"]\nto = [\"h0\"]\nsize = \"64KiB\"\n";
+    let topo_path = dir.path().join("topo.toml");
+    std::fs::write(&topo_path, topo).unwrap();
+    let pats = dir.path().join("patterns.toml");
+    std::fs::write(
+        &pats,
+        "duration = \"300us\"\n[[family]]\nname = \"incast\"\npattern = \"incast\"\ndegree = [3]\nsize = [\"long\"]\n",
+    )
+    .unwrap();
+    let out = dir.path().join("out");
+    let o = rocesw(&[
+        "tune",
+        "--topology",
+        topo_path.to_str().unwrap(),
+        "--patterns",
+        pats.to_str().unwrap(),
+        "--output-dir",
+        out.to_str().unwrap(),
+        "--budget",
+        "4",
+        "-q",
+        "--sonic",
+        json_path.to_str().unwrap(),
+    ]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    let fragment = std::fs::read_to_string(out.join("tuned.toml")).unwrap();
+    assert!(
+        fragment.contains("dynamic_th = ") && !fragment.lines().any(|l| l.starts_with("alpha")),
+        "{fragment}"
+    );
+    let patch: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("tuned.patch.json")).unwrap()).unwrap();
+    let ops = patch.as_array().expect("a JSON Patch is an array of operations");
+    assert!(!ops.is_empty());
+    for op in ops {
+        let path = op["path"].as_str().unwrap();
+        assert!(
+            op["op"] == "replace"
+                && (path.starts_with("/WRED_PROFILE/AZURE_LOSSLESS/")
+                    || path.starts_with("/BUFFER_PROFILE/pg_lossless_")),
+            "{op}"
+        );
+        assert!(
+            err.contains(&path[1..].replacen('/', "|", 2)),
+            "each change is on stderr: {path}\n{err}"
+        );
+    }
+    let original_text = std::fs::read_to_string(&json_path).unwrap();
+    let mut doc: serde_json::Value = serde_json::from_str(&original_text).unwrap();
+    json_patch::patch(&mut doc, &serde_json::from_value::<json_patch::Patch>(patch).unwrap()).unwrap();
+    let patched = controlplane::load_str(&doc.to_string())
+        .expect("the patched file imports")
+        .config;
+    let running = controlplane::change::Running::load(original_text).unwrap();
+    let tuned = running
+        .prepare(controlplane::change::Edit::Fragment(&fragment))
+        .expect("tuned.toml applies to the switch")
+        .config;
+    assert!(tuned.queues != running.config.queues || tuned.pgs != running.config.pgs);
+    assert_eq!(patched.queues, tuned.queues);
+    assert_eq!(patched.pgs, tuned.pgs);
+}

@@ -37,6 +37,9 @@ pub struct Step {
     /// time comes: as text it takes the bytes of its lines, where a parsed table takes
     /// kilobytes (a B-tree node per level).
     patch: String,
+    /// `[change.port.NAME]` as TOML text: each port's keys, merged into that `[[port]]` entry of
+    /// the config before the step (a `[[port]]` array in `patch` would replace every port).
+    ports: String,
 }
 
 impl Schedule {
@@ -66,23 +69,46 @@ impl Schedule {
             let c = c
                 .as_table()
                 .ok_or_else(|| anyhow!("{name}: change[{i}] is not a table"))?;
-            if let Some(k) = c.keys().find(|k| *k != "at" && *k != "patch") {
-                bail!("{name}: change[{i}].{k}: unknown key (expected `at` and `patch`)");
+            if let Some(k) = c.keys().find(|k| !["at", "patch", "port"].contains(&k.as_str())) {
+                bail!("{name}: change[{i}].{k}: unknown key (expected `at`, `patch` and `port`)");
             }
             let at = c
                 .get("at")
                 .and_then(toml::Value::as_str)
                 .ok_or_else(|| anyhow!("{name}: change[{i}].at: missing (a time such as \"500us\")"))?;
             let at = controlplane::units::parse_duration(at).map_err(|e| anyhow!("{name}: change[{i}].at: {e}"))?;
-            let patch = c
-                .get("patch")
-                .and_then(toml::Value::as_table)
-                .ok_or_else(|| anyhow!("{name}: change[{i}].patch: missing table"))?;
-            let patch = toml::to_string(patch).with_context(|| format!("{name}: change[{i}].patch"))?;
+            let patch = match c.get("patch") {
+                None => None,
+                Some(p) => Some(
+                    p.as_table()
+                        .ok_or_else(|| anyhow!("{name}: change[{i}].patch: not a table"))?,
+                ),
+            };
+            let ports = match c.get("port") {
+                None => None,
+                Some(p) => Some(port_edits(p).map_err(|e| anyhow!("{name}: change[{i}].port{e}"))?),
+            };
+            if patch.is_none() && ports.is_none() {
+                bail!("{name}: change[{i}]: nothing to change (give `[change.patch]` or `[change.port.NAME]`)");
+            }
+            if ports.is_some() && patch.is_some_and(|p| p.contains_key("port")) {
+                bail!(
+                    "{name}: change[{i}]: `[[change.patch.port]]` replaces every port, `[change.port.NAME]` \
+                     edits one: give one of them"
+                );
+            }
+            let text = |t: Option<&toml::Table>| -> Result<String> {
+                Ok(match t {
+                    Some(t) => toml::to_string(t).with_context(|| format!("{name}: change[{i}]"))?,
+                    None => String::new(),
+                })
+            };
+            let (patch, ports) = (text(patch)?, text(ports)?);
             steps.push(Step {
                 at_ns: at,
                 keys: Vec::new(),
                 patch,
+                ports,
             });
             Ok(())
         })?;
@@ -192,13 +218,47 @@ fn for_each_change(text: &str, name: &str, mut f: impl FnMut(usize, &toml::Value
 
 /// `step` prepared over `running`: the one way both passes prepare a step.
 fn prepare(running: &Running, step: &Step) -> Result<controlplane::change::Prepared, ChangeError> {
-    // Written from a table that was read from TOML, so it reads back; its keys were checked
-    // against the schema with the whole file.
-    let patch = step
-        .patch
-        .parse()
-        .map_err(|e: toml::de::Error| ChangeError::Fragment(e.to_string()))?;
+    // Written from tables that were read from TOML, so they read back; their keys were checked
+    // when the schedule was read.
+    let fragment = |text: &str| {
+        text.parse::<toml::Table>()
+            .map_err(|e: toml::de::Error| ChangeError::Fragment(e.to_string()))
+    };
+    let mut patch = fragment(&step.patch)?;
+    if !step.ports.is_empty() {
+        let mut root = toml::Table::new();
+        if let Some(ports) = running.table().get("port") {
+            root.insert("port".into(), ports.clone());
+        }
+        for (port, edit) in fragment(&step.ports)? {
+            let edit = edit.as_table().cloned().unwrap_or_default();
+            controlplane::patch::merge_port(&mut root, &port, edit).map_err(ChangeError::Fragment)?;
+        }
+        patch.extend(root);
+    }
     running.prepare(Edit::Table(patch))
+}
+
+/// A `[change.port]` table checked: each key a port (its name or id), each value the keys of a
+/// `[[port]]` entry (all but `id`, which names a port and cannot change). The error starts
+/// with the path after `port`.
+fn port_edits(value: &toml::Value) -> Result<&toml::Table, String> {
+    let ports = value
+        .as_table()
+        .ok_or(": not a table (`[change.port.NAME]`, e.g. `[change.port.Ethernet8]` and `tx = \"off\"`)")?;
+    for (port, edit) in ports {
+        let edit = edit
+            .as_table()
+            .ok_or_else(|| format!(".{port}: not a table of the port's keys (e.g. `tx = \"off\"`)"))?;
+        if edit.contains_key("id") {
+            return Err(format!(".{port}.id: a port's id names it and cannot change"));
+        }
+        let mut whole = edit.clone();
+        whole.insert("id".into(), toml::Value::Integer(0));
+        <controlplane::schema::PortSection as serde::Deserialize>::deserialize(toml::Value::Table(whole))
+            .map_err(|e| format!(".{port}: {}", e.message()))?;
+    }
+    Ok(ports)
 }
 
 /// Where a replay is in its schedule: the config so far and the next step. Holds one config
@@ -268,5 +328,45 @@ mod tests {
         );
         assert!(e.contains("s.toml: not TOML") && e.contains("line 9"), "{e}");
         assert!(format!("{:#}", load("# nothing\n").unwrap_err()).contains("no [[change]] entries"));
+    }
+
+    /// `[change.port.NAME]` changes that one port (by name or id) and leaves the others as they
+    /// were; a typo, an id, an unknown port and a step that also replaces `[[port]]` are refused
+    /// up front, naming the entry.
+    #[test]
+    fn a_port_step_changes_that_port_only() {
+        let base = controlplane::DEFAULT_PROFILE.replace("id = 2\n", "id = 2\nname = \"Ethernet8\"\n");
+        let schedule = |text: &str| Schedule::from_text(base.clone(), "config", text, "s.toml");
+        let s = schedule(
+            "[[change]]\nat = \"1us\"\n[change.port.Ethernet8]\ntx = \"off\"\n\
+             [[change]]\nat = \"2us\"\n[change.port.1]\ntx = \"off\"\n\
+             [[change]]\nat = \"3us\"\n[change.port.Ethernet8]\ntx = \"on\"\n",
+        )
+        .unwrap();
+        assert_eq!(s.steps()[0].keys, ["port"]);
+        let mut player = s.player();
+        let tx = |c: &Config| c.ports.iter().map(|p| p.tx_enabled).collect::<Vec<_>>();
+        let first = player.take().unwrap().unwrap();
+        assert_eq!(tx(&first), [true, true, false, true]);
+        assert_eq!(first.ports[2].name.as_deref(), Some("Ethernet8"));
+        assert_eq!(tx(&player.take().unwrap().unwrap()), [true, false, false, true]);
+        assert_eq!(tx(&player.take().unwrap().unwrap()), [true, false, true, true]);
+        let refused = |text: &str| format!("{:#}", schedule(text).unwrap_err());
+        let one = |port: &str, body: &str| format!("[[change]]\nat = \"1us\"\n[change.port.{port}]\n{body}\n");
+        let e = refused(&one("Ethernet9", "tx = \"off\""));
+        assert!(
+            e.contains("no port \"Ethernet9\" (ports: 0, 1, 2 (Ethernet8), 3)"),
+            "{e}"
+        );
+        let e = refused(&one("Ethernet8", "txx = \"off\""));
+        assert!(e.contains("change[0].port.Ethernet8: unknown field `txx`"), "{e}");
+        let e = refused(&one("Ethernet8", "id = 5"));
+        assert!(e.contains("change[0].port.Ethernet8.id: a port's id names it"), "{e}");
+        let e = refused(&one("Ethernet8", "tx = \"of\""));
+        assert!(e.contains("is invalid") && e.contains("tx"), "{e}");
+        let e = refused("[[change]]\nat = \"1us\"\n[[change.patch.port]]\nid = 0\n[change.port.0]\ntx = \"off\"\n");
+        assert!(e.contains("give one of them"), "{e}");
+        let e = refused("[[change]]\nat = \"1us\"\n");
+        assert!(e.contains("change[0]: nothing to change"), "{e}");
     }
 }

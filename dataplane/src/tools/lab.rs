@@ -17,7 +17,7 @@
 //! `up` records every namespace and interface it creates in `<state dir>/NAME.json` as it goes
 //! (so even an interrupted `up` can be undone) and writes the switch config for the lab to
 //! `<state dir>/NAME.toml`: the base config with its `[[port]]` tables replaced by one port per
-//! host. `down` removes exactly what the state file lists, and nothing else.
+//! host (a SONiC config_db.json base keeps its ports: host i is cabled to the i-th). `down` removes exactly what the state file lists, and nothing else.
 
 use crate::tools::gen::{host_ip, host_mac};
 use anyhow::{anyhow, bail, Context, Result};
@@ -266,11 +266,31 @@ fn config_path(name: &str, state_dir: &Path) -> PathBuf {
 /// The lab's switch config: `base_text` with `[[port]]` replaced by one port per host
 /// (`id = i`, `name = "h<i>"`, `interface = "NAMEp<i>"`) and `[port_defaults]` speed and mtu
 /// set from the spec; every other section kept. Validated with `controlplane::load_str`.
+///
+/// A SONiC config_db.json base is a production switch's config, whose ports are the point:
+/// host i is cabled to its i-th port instead, which keeps its name (`Ethernet8`), cable
+/// length and per-port buffer profiles; only its speed and MTU become the lab's (veths are
+/// not 100G links). Its text is the TOML it imports to, written over so that every value
+/// keeps its SONiC origin comment (`rocectl show buffer` reads them).
 pub fn lab_config(spec: &LabSpec, base_text: &str, base_name: &str) -> Result<String> {
     use toml::{Table, Value};
+    let imported = controlplane::config_toml(base_text).map_err(|e| anyhow!("{base_name}: {e}"))?;
+    let from_sonic = matches!(imported, std::borrow::Cow::Owned(_));
+    let base_text = &*imported;
     let mut table: Table = base_text
         .parse()
         .with_context(|| format!("{base_name}: not a TOML config"))?;
+    let base_ports: Vec<Table> = match table.get("port") {
+        Some(Value::Array(ports)) if from_sonic => ports.iter().filter_map(Value::as_table).cloned().collect(),
+        _ => Vec::new(),
+    };
+    if from_sonic && base_ports.len() < spec.hosts {
+        bail!(
+            "{base_name}: {} hosts need as many ports, and the switch has {}",
+            spec.hosts,
+            base_ports.len()
+        );
+    }
     let defaults = table
         .entry("port_defaults")
         .or_insert_with(|| Value::Table(Table::new()));
@@ -283,9 +303,24 @@ pub fn lab_config(spec: &LabSpec, base_text: &str, base_name: &str) -> Result<St
     let ports = (0..spec.hosts)
         .map(|i| {
             let host = plan_host(&spec.name, i);
-            let mut port = Table::new();
-            port.insert("id".into(), Value::Integer(i as i64));
-            port.insert("name".into(), Value::String(format!("h{i}")));
+            let port = match base_ports.get(i) {
+                Some(base) => {
+                    let mut port = base.clone();
+                    // The lab's speed and MTU, from [port_defaults]; a capture-file or other
+                    // backend the file may name gives way to the veth.
+                    for key in ["speed", "mtu", "pcap", "interface", "dpdk", "worker"] {
+                        port.remove(key);
+                    }
+                    port
+                }
+                None => {
+                    let mut port = Table::new();
+                    port.insert("id".into(), Value::Integer(i as i64));
+                    port.insert("name".into(), Value::String(format!("h{i}")));
+                    port
+                }
+            };
+            let mut port = port;
             port.insert("interface".into(), Value::String(host.switch_if));
             Value::Table(port)
         })
@@ -301,7 +336,11 @@ pub fn lab_config(spec: &LabSpec, base_text: &str, base_name: &str) -> Result<St
         run.entry("idle")
             .or_insert_with(|| Value::String(LAB_IDLE_SLEEP.into()));
     }
-    let body = toml::to_string(&table).context("serialising the lab config")?;
+    let body = if from_sonic {
+        controlplane::retext::rewrite(base_text, &table).map_err(|e| anyhow!("writing the lab config: {e}"))?
+    } else {
+        toml::to_string(&table).context("serialising the lab config")?
+    };
     let text = format!(
         "# rocesw lab {name}: {hosts} host(s), written by `rocesw lab up` from {base_name}.\n\
          # Port i is the veth {name}p<i>; its host is eth0 in network namespace {name}-h<i>.\n\n{body}",
@@ -870,6 +909,39 @@ mod tests {
             .config;
         assert_eq!(cfg.buffer, base.buffer);
         assert_eq!(cfg.pfc, base.pfc);
+    }
+
+    /// A config_db.json base keeps its ports (names, cables, per-port headroom) in order, each
+    /// on a veth at the lab's speed and MTU, and its origin comments; more hosts than it has
+    /// ports is refused.
+    #[test]
+    fn a_sonic_base_keeps_its_ports_and_their_origins() {
+        let spec = LabSpec {
+            name: "son".into(),
+            hosts: 3,
+            speed: "1G".into(),
+            mtu: 1500,
+        };
+        let json = include_str!("../../../configs/sonic/spectrum1-t1.json");
+        let text = lab_config(&spec, json, "spectrum1-t1.json").unwrap();
+        assert!(
+            text.contains("# BUFFER_PROFILE|pg_lossless_100000_5m_profile|xoff"),
+            "{text}"
+        );
+        let cfg = controlplane::load_str(&text).unwrap().config;
+        let base = controlplane::load_str(json).unwrap().config;
+        assert_eq!(cfg.ports.len(), 3);
+        for (i, (p, b)) in cfg.ports.iter().zip(&base.ports).enumerate() {
+            assert_eq!((p.id, &p.name), (b.id, &b.name));
+            assert_eq!(p.interface.as_deref(), Some(format!("sonp{i}").as_str()));
+            assert_eq!(p.speed_bps, 1_000_000_000);
+            assert_eq!(p.max_frame_bytes, 1500 + 18);
+            assert_eq!(p.headroom_bytes, b.headroom_bytes, "port {}", p.id);
+        }
+        assert_eq!(cfg.ports[2].name.as_deref(), Some("Ethernet8"));
+        let many = LabSpec { hosts: 9, ..spec };
+        let e = lab_config(&many, json, "spectrum1-t1.json").unwrap_err().to_string();
+        assert!(e.contains("9 hosts need as many ports, and the switch has 8"), "{e}");
     }
 
     /// The base profile's 1.25G CNP policer (5% of 25G) is sized to the lab's ports when it

@@ -5,7 +5,7 @@
 //! to be a change a running switch takes.
 
 use crate::fabric::topology::Topology;
-use anyhow::{bail, Result};
+use anyhow::{anyhow, bail, Result};
 use controlplane::change::{ChangeError, Edit, Running};
 use controlplane::Config;
 use serde::Serialize;
@@ -242,6 +242,10 @@ pub struct Knobs {
     pub profiles: BTreeSet<String>,
     /// Numbers of the PGs whose alpha to set.
     pub pgs: BTreeSet<u8>,
+    /// The switches write those PGs' limit as `dynamic_th` (log2 α, as a config imported from
+    /// SONiC does), so the fragment must too: a fragment merges keys and cannot remove one, and
+    /// `alpha` beside `dynamic_th` is refused. Every value of the alpha ladder is a power of two.
+    pub dynamic_th: bool,
 }
 
 impl Knobs {
@@ -272,7 +276,31 @@ impl Knobs {
         if pgs.is_empty() {
             bail!("no switch has a lossless priority ([pfc] priorities): nothing to tune");
         }
-        Ok(Knobs { profiles, pgs })
+        // How each switch's text writes the PGs' limit: `alpha` (or nothing), or `dynamic_th`.
+        let mut writes_dynamic_th = BTreeSet::new();
+        for sw in &topo.switches {
+            let text = controlplane::config_toml(&sw.config_text).map_err(|e| anyhow!("switch {:?}: {e}", sw.name))?;
+            let table: toml::Table = text.parse().unwrap_or_default();
+            for pg in &pgs {
+                let written = table
+                    .get("pg")
+                    .and_then(|t| t.get(pg.to_string()))
+                    .is_some_and(|t| t.get("dynamic_th").is_some());
+                writes_dynamic_th.insert(written);
+            }
+        }
+        if writes_dynamic_th.len() > 1 {
+            bail!(
+                "the switches set the lossless PGs' ({pgs:?}) limit both as `alpha` and as `dynamic_th`: \
+                 one fragment cannot tune both (write the same key in every config)"
+            );
+        }
+        let dynamic_th = writes_dynamic_th.contains(&true);
+        Ok(Knobs {
+            profiles,
+            pgs,
+            dynamic_th,
+        })
     }
 
     /// The fragment for a setting: the same values for every switch.
@@ -286,7 +314,13 @@ impl Knobs {
             );
         }
         for pg in &self.pgs {
-            out += &format!("[pg.{pg}]\nalpha = \"{}\"\n\n", v.alpha);
+            if self.dynamic_th {
+                let (n, d) = ALPHA[s.alpha];
+                let log2 = f64::from(n).log2() - f64::from(d).log2();
+                out += &format!("[pg.{pg}]\ndynamic_th = {}\n\n", log2.round() as i64);
+            } else {
+                out += &format!("[pg.{pg}]\nalpha = \"{}\"\n\n", v.alpha);
+            }
         }
         out.truncate(out.trim_end().len());
         out.push('\n');
