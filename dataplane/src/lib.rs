@@ -9,6 +9,7 @@
 //! the map.
 
 pub mod buffers;
+pub mod conform;
 pub mod counters;
 pub mod egress;
 pub mod fabric;

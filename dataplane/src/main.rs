@@ -20,6 +20,18 @@ struct Cli {
     command: Command,
 }
 
+/// `rocesw conform`'s suites.
+#[derive(Subcommand)]
+enum ConformCommand {
+    /// SONiC's QoS tests (sonic-mgmt tests/qos, tests/pfcwd) against a config_db.json: each
+    /// test's traffic through the switch the file describes, its counters checked as the PTF
+    /// test checks them; a report per test and step.
+    #[command(
+        after_help = "Examples:\n  rocesw conform sonic --config configs/sonic/spectrum1-t1.json\n  rocesw conform sonic --config config_db.json --only PFCtest,PFCXonTest --explain\n  rocesw conform sonic --config config_db.json --params qos_params.th2.yaml --json"
+    )]
+    Sonic(dataplane::conform::cli::SonicArgs),
+}
+
 #[derive(Subcommand)]
 enum Command {
     /// Replay captures through the switch in virtual time and write what it transmits.
@@ -137,6 +149,12 @@ enum Command {
         after_help = "Example (the shipped 50 patterns on the shipped 8-host switch, about 2 minutes on 2 cores):\n  rocesw tune --topology examples/tune/topology.toml --output-dir out/tune\n  rocectl patch out/tune/tuned.toml\nA quick look (under 20 seconds):\n  rocesw tune --topology examples/tune/topology.toml --output-dir out/tune --quick"
     )]
     Tune(dataplane::tune::cli::TuneArgs),
+    /// Run a test suite's procedures against a config in virtual time: `conform sonic` runs
+    /// SONiC's QoS tests (sonic-mgmt's PFC, XON, lossy queue, DWRR, DSCP mapping, headroom
+    /// pool, watermark and PFC watchdog procedures) on a config_db.json in seconds. Exit status
+    /// 0 when every test passes, 1 when one fails, 2 for bad input.
+    #[command(subcommand)]
+    Conform(ConformCommand),
     /// Run the switch in real time on interfaces (AF_PACKET on veth/tap), capture files or DPDK
     /// devices until SIGINT/SIGTERM.
     ///
@@ -316,8 +334,14 @@ fn main() -> ExitCode {
         // Colour codes only for a terminal: a log file or a pipe gets plain text.
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
-    match run(cli.command) {
-        Ok(()) => ExitCode::SUCCESS,
+    let result = match cli.command {
+        Command::Conform(ConformCommand::Sonic(args)) => {
+            dataplane::conform::cli::run(args).map(|passed| if passed { ExitCode::SUCCESS } else { ExitCode::from(1) })
+        }
+        other => run(other).map(|()| ExitCode::SUCCESS),
+    };
+    match result {
+        Ok(code) => code,
         Err(e) => {
             eprintln!("rocesw: error: {e:#}");
             ExitCode::from(2)
@@ -453,6 +477,7 @@ fn run(cmd: Command) -> Result<()> {
         }
         Command::Run(args) => dataplane::runtime::run::run(args),
         Command::Tune(args) => dataplane::tune::cli::run(args),
+        Command::Conform(_) => unreachable!("run by main"),
         Command::Demo {
             config,
             duration,

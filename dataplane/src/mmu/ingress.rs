@@ -148,6 +148,7 @@ impl PgAccount {
     fn record_peaks(&mut self, pg: usize, pool: &mut SharedPool) {
         let p = &mut self.pgs[pg & 7];
         p.peak = p.peak.max(p.total());
+        p.peak_shared = p.peak_shared.max(p.shared);
         self.peak_cells = self.peak_cells.max(self.cells);
         let side = &mut pool.ingress[self.limits[pg & 7].pool as usize & (MAX_POOLS - 1)];
         side.peak_shared = side.peak_shared.max(side.shared);
@@ -249,6 +250,7 @@ impl PgAccount {
         for p in &mut self.pgs {
             p.peak = p.total();
             p.peak_headroom = p.headroom;
+            p.peak_shared = p.shared;
         }
         self.peak_cells = self.cells;
     }

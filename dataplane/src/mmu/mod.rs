@@ -67,6 +67,9 @@ pub struct PgUse {
     pub peak: u32,
     /// Highest headroom use since the peaks were last restarted.
     pub peak_headroom: u32,
+    /// Highest shared-pool use since the peaks were last restarted (SAI's PG shared watermark:
+    /// the reserve and the headroom not counted).
+    pub peak_shared: u32,
 }
 
 impl PgUse {

@@ -21,8 +21,10 @@ pub struct SpWdrr {
 }
 
 impl SpWdrr {
-    /// `base_quantum` should be at least the largest frame, so that every backlogged queue
-    /// sends at least one frame per round (what keeps DRR O(1)).
+    /// `base_quantum` × a queue's weight is its quantum. A quantum below the largest frame is
+    /// exact (a queue short of its head frame carries its deficit to the next rounds, and
+    /// rounds where no queue can send are played at once); one at least the largest frame
+    /// lets every backlogged queue send a frame a visit.
     pub fn new(modes: &[SchedMode; NUM_TC], base_quantum: u32) -> Self {
         let mut strict = 0u8;
         let mut quantum = [0u32; NUM_TC];
@@ -114,7 +116,40 @@ impl SpWdrr {
             visits -= step;
             self.cur = (q + step) % NUM_TC;
         }
-        // Only reachable if a frame exceeds the quantum: serve the first eligible anyway.
+        self.play_rounds(wdrr, head_len)
+    }
+
+    /// Every eligible queue is short of its head frame (quanta below the largest frame: a
+    /// weight of 1 beside weights of 14): the rounds until the nearest can send, at once, as
+    /// DRR would have played them one by one; then a pass from the current queue finds it.
+    fn play_rounds(&mut self, wdrr: u8, head_len: impl Fn(usize) -> u32) -> Option<usize> {
+        let mut rounds = u32::MAX;
+        let mut rest = wdrr;
+        while rest != 0 {
+            let q = rest.trailing_zeros() as usize;
+            rest &= rest - 1;
+            let short = head_len(q).saturating_sub(self.deficit[q]);
+            rounds = rounds.min(short.div_ceil(self.quantum[q].max(1)));
+        }
+        let mut rest = wdrr;
+        while rest != 0 {
+            let q = rest.trailing_zeros() as usize;
+            rest &= rest - 1;
+            self.deficit[q] = self.deficit[q].saturating_add(self.quantum[q].saturating_mul(rounds));
+        }
+        for _ in 0..NUM_TC {
+            let q = self.cur;
+            if wdrr & (1 << q) != 0 {
+                let len = head_len(q);
+                if len <= self.deficit[q] {
+                    self.deficit[q] -= len;
+                    self.fresh = false;
+                    return Some(q);
+                }
+            }
+            self.cur = (q + 1) % NUM_TC;
+        }
+        // Unreachable: the rounds above give some eligible queue its head frame's bytes.
         Some(wdrr.trailing_zeros() as usize)
     }
 
@@ -186,6 +221,27 @@ mod tests {
         assert!((ratio - 3.0).abs() / 3.0 < 0.01, "ratio {ratio}");
     }
 
+    /// Quanta below the frame size (SONiC's weights 14, 15 and a queue of weight 1 at a base
+    /// of 608 B, 1500 B frames) keep the byte shares exact, and a visit sends a few frames,
+    /// not dozens.
+    #[test]
+    fn quanta_below_the_frame_size_keep_the_shares() {
+        let mut s = SpWdrr::new(&modes(&[], &[(0, 14), (3, 15), (7, 1)]), 608);
+        let mut bytes = [0u64; NUM_TC];
+        let (mut run, mut longest, mut last) = (0, 0, 99);
+        for _ in 0..300_000 {
+            let q = s.select(0b1000_1001, |_| 1500).unwrap();
+            bytes[q] += 1500;
+            run = if q == last { run + 1 } else { 1 };
+            longest = longest.max(run);
+            last = q;
+        }
+        let share = |q: usize| bytes[q] as f64 / bytes[0] as f64;
+        assert!((share(3) - 15.0 / 14.0).abs() < 0.01, "{bytes:?}");
+        assert!((share(7) - 1.0 / 14.0).abs() < 0.01, "{bytes:?}");
+        assert!(longest <= 7, "a visit sent {longest} frames");
+    }
+
     /// `select` as it was written first, one queue position a visit: what the pass that skips
     /// ineligible queues must equal, decision and state.
     fn select_one_by_one(s: &mut SpWdrr, eligible: u8, head_len: impl Fn(usize) -> u32) -> Option<usize> {
@@ -219,11 +275,11 @@ mod tests {
             s.cur = (s.cur + 1) % NUM_TC;
             s.fresh = true;
         }
-        Some(wdrr.trailing_zeros() as usize)
+        s.play_rounds(wdrr, head_len)
     }
 
     proptest::proptest! {
-        /// Any modes, quanta (frames over the quantum included, which reach the fallback) and
+        /// Any modes, quanta (frames over the quantum included, which play rounds at once) and
         /// sequence of eligible sets and head lengths: the same picks and the same state.
         #[test]
         fn select_skipping_ineligible_queues_equals_one_by_one(

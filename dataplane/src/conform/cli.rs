@@ -1,0 +1,103 @@
+//! `rocesw conform sonic`'s command line.
+
+use anyhow::{anyhow, Result};
+use clap::Args;
+use std::io::IsTerminal;
+use std::path::PathBuf;
+
+/// `rocesw conform sonic`.
+#[derive(Args, Debug, Clone)]
+pub struct SonicArgs {
+    /// The switch's config_db.json (`show runningconfiguration all`, or /etc/sonic/config_db.json).
+    #[arg(long, value_name = "CONFIG_DB_JSON")]
+    pub config: PathBuf,
+    /// The platform whose buffer rules apply, instead of DEVICE_METADATA's (spectrum1..4, th2).
+    #[arg(long, value_name = "NAME")]
+    pub platform: Option<String>,
+    /// The platform's pg_profile_lookup.ini, for lossless PGs whose profile SONiC computes.
+    #[arg(long, value_name = "FILE")]
+    pub pg_lookup: Option<PathBuf>,
+    /// A sonic-mgmt qos_params.<asic>.yaml: the expected counts from it (the section for the
+    /// source port's <speed>_<cable>) instead of computed from the config.
+    #[arg(long, value_name = "FILE")]
+    pub params: Option<PathBuf>,
+    /// Run only these tests (comma-separated): DscpMappingPB, PFCtest, PFCXonTest,
+    /// LossyQueueTest, WRRtest, HdrmPoolSizeTest, PGSharedWatermarkTest,
+    /// PGHeadroomWatermarkTest, QSharedWatermarkTest, BufferPoolWatermarkTest, PfcWdTest.
+    #[arg(long, value_name = "TESTS", value_delimiter = ',')]
+    pub only: Vec<String>,
+    /// The source port of the tests (a name such as Ethernet0, or an id). Default: the first.
+    #[arg(long, value_name = "PORT")]
+    pub src: Option<String>,
+    /// The destination port (PFCXonTest adds the next two). Default: the second.
+    #[arg(long, value_name = "PORT")]
+    pub dst: Option<String>,
+    /// Print how each expected count was derived from the file.
+    #[arg(long)]
+    pub explain: bool,
+    /// Print every step of every test, not only of the tests that failed.
+    #[arg(long, short)]
+    pub verbose: bool,
+    /// The report as JSON on stdout instead of text.
+    #[arg(long)]
+    pub json: bool,
+    /// Also write the expected counts as a sonic-mgmt qos_params YAML: run a changed config
+    /// with `--params FILE` to check it against this one's numbers.
+    #[arg(long, value_name = "FILE")]
+    pub write_params: Option<PathBuf>,
+}
+
+/// Runs the command: the report on stdout; true when every test passed (or was skipped).
+pub fn run(args: SonicArgs) -> Result<bool> {
+    let read = |p: &PathBuf| controlplane::files::read_text(p).map_err(|e| anyhow!(e));
+    let json = read(&args.config)?;
+    let opts = super::Options {
+        platform: args.platform.clone(),
+        pg_lookup: match &args.pg_lookup {
+            Some(p) => Some((read(p)?, p.display().to_string())),
+            None => None,
+        },
+        params: match &args.params {
+            Some(p) => Some((read(p)?, p.display().to_string())),
+            None => None,
+        },
+        only: args.only.clone(),
+        src: args.src.clone(),
+        dst: args.dst.clone(),
+        write_params: args.write_params.is_some(),
+    };
+    if let Some(out) = &args.write_params {
+        let mut inputs = vec![("the config".to_string(), args.config.as_path())];
+        if let Some(p) = &args.params {
+            inputs.push(("the parameters".to_string(), p.as_path()));
+        }
+        if let Some(p) = &args.pg_lookup {
+            inputs.push(("the lookup table".to_string(), p.as_path()));
+        }
+        controlplane::files::refuse_aliased_outputs(&inputs, &[("--write-params".to_string(), out.as_path())])
+            .map_err(|e| anyhow!(e))?;
+    }
+    let tty = std::io::stderr().is_terminal() && !args.json;
+    let mut progress = |name: &str| {
+        if tty {
+            eprint!("\r\x1b[Krunning {name}…");
+        }
+    };
+    let started = std::time::Instant::now();
+    let (report, written) = super::run(&json, &args.config.display().to_string(), &opts, &mut progress)?;
+    if let (Some(out), Some(text)) = (&args.write_params, written) {
+        std::fs::write(out, text).map_err(|e| anyhow!("cannot write {}: {e}", out.display()))?;
+    }
+    if tty {
+        eprint!("\r\x1b[K");
+    }
+    let text = if args.json {
+        serde_json::to_string_pretty(&report)? + "\n"
+    } else {
+        let mut t = report.text(args.verbose, args.explain);
+        t.push_str(&format!("took {:.1} s\n", started.elapsed().as_secs_f64()));
+        t
+    };
+    crate::report::print_stdout(&text)?;
+    Ok(report.passed())
+}

@@ -1,0 +1,450 @@
+//! `rocesw conform sonic`: SONiC's own QoS test procedures (sonic-mgmt's tests/qos and
+//! tests/pfcwd) run against a config_db.json in virtual time, in seconds instead of a lab's
+//! hours: each test's traffic built as its PTF class builds it, sent through the switch the
+//! config describes with the destination's transmit off where the test turns it off, the same
+//! counters read, reported like a test runner. docs/conform.md says which procedures and
+//! versions it follows and where rocesw's counters differ from an ASIC's.
+//!
+//! dut.rs is the switch in virtual time with a host on every port; params.rs derives each
+//! test's expected counts from the config by the platform's buffer rules; yaml.rs reads them
+//! from a sonic-mgmt `qos_params.*.yaml` instead; procedures.rs holds the procedures; report.rs
+//! what they report; cli.rs the command.
+
+pub mod cli;
+pub mod dut;
+pub mod params;
+pub mod procedures;
+pub mod report;
+pub mod yaml;
+
+use anyhow::{anyhow, bail, Result};
+use dut::Dut;
+use params::LosslessPoints;
+use procedures::Watermark;
+use report::{SuiteReport, TestResult};
+
+/// The tests, in the order they run, by the names `--only` takes (sonic-mgmt's PTF classes).
+pub const TESTS: [&str; 11] = [
+    "DscpMappingPB",
+    "PFCtest",
+    "PFCXonTest",
+    "LossyQueueTest",
+    "WRRtest",
+    "HdrmPoolSizeTest",
+    "PGSharedWatermarkTest",
+    "PGHeadroomWatermarkTest",
+    "QSharedWatermarkTest",
+    "BufferPoolWatermarkTest",
+    "PfcWdTest",
+];
+
+/// Each test's margin (`pkts_num_margin`), in frames.
+#[derive(Debug, Clone, Copy)]
+pub struct Margins {
+    /// PFCtest.
+    pub xoff: u64,
+    /// PFCXonTest.
+    pub xon: u64,
+    /// LossyQueueTest.
+    pub lossy: u64,
+    /// HdrmPoolSizeTest.
+    pub hdrm: u64,
+    /// PGSharedWatermarkTest.
+    pub wm_pg_shared: u64,
+    /// PGHeadroomWatermarkTest.
+    pub wm_pg_headroom: u64,
+    /// QSharedWatermarkTest.
+    pub wm_q_shared: u64,
+    /// BufferPoolWatermarkTest.
+    pub wm_pool: u64,
+}
+
+/// How a run is laid out: ports, packet sizes, margins, the parameters' source.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    /// The source port (index).
+    pub src: usize,
+    /// The destination port (index).
+    pub dst: usize,
+    /// PFCXonTest's three destinations, when the switch has four ports.
+    pub xon_dsts: Option<Vec<usize>>,
+    /// Frame size of the lossless tests (the suite's `packet_size`).
+    pub lossless_len: usize,
+    /// Frame size of LossyQueueTest.
+    pub lossy_len: usize,
+    /// Frame size of WRRtest (the suite's default 1500).
+    pub wrr_len: usize,
+    /// WRRtest's `limit`.
+    pub wrr_limit: u64,
+    /// WRRtest's (DSCP, frames) in the order they are sent.
+    pub wrr_counts: Vec<(u8, u64)>,
+    /// The lossless DSCPs (xoff_1, xoff_2: 3 and 4).
+    pub lossless_dscps: Vec<u8>,
+    /// The lossy DSCP (lossy_queue_1: 8).
+    pub lossy_dscp: u8,
+    /// The margins.
+    pub margins: Margins,
+    /// LossyQueueTest's trigger count from `--params`, in frames.
+    pub trig_egr_drp_override: Option<u64>,
+    /// `--params`, when given.
+    pub yaml: Option<yaml::Params>,
+    /// PFC_WD|GLOBAL|POLL_INTERVAL, ns.
+    pub wd_poll_ns: u64,
+    /// How long the suite waits for a storm to be detected, ns.
+    pub wd_detect_wait_ns: u64,
+    /// The platform's SAI counts a lossy frame's buffer drop on its egress port (NVIDIA), not
+    /// where rocesw's threshold refused it.
+    pub lossy_drops_at_egress: bool,
+}
+
+impl Plan {
+    /// The lossless PG's points: derived from the config, or `--params`' counts where it has
+    /// them (in cells of its `cell_size`, made frames as the suite does).
+    pub fn lossless_points(&self, d: &Dut, src: usize, pg: usize, len: usize) -> LosslessPoints {
+        let mut p = params::lossless(d.config(), src, pg, len);
+        let Some(y) = &self.yaml else { return p };
+        let set_for = |prefix: &str| {
+            (1..=4)
+                .map(|i| format!("{prefix}_{i}"))
+                .find(|s| y.int(s, "pg") == Some(pg as i64))
+        };
+        let frames = |set: &str, cells: i64| -> u64 {
+            let occ = match y.int(set, "cell_size") {
+                Some(cell) if cell > 0 => (len as i64 + cell - 1) / cell,
+                _ => 1,
+            };
+            (cells.max(0) / occ.max(1)) as u64
+        };
+        if let Some(set) = set_for("xoff") {
+            if let Some(t) = y.int(&set, "pkts_num_trig_pfc") {
+                p.trig_pfc = frames(&set, t);
+                p.derivation.push(format!(
+                    "{}.{set}.pkts_num_trig_pfc = {t}: XOFF at frame {}",
+                    y.path, p.trig_pfc
+                ));
+            }
+            if let Some(dr) = y.int(&set, "pkts_num_trig_ingr_drp") {
+                p.trig_ingr_drp = frames(&set, dr);
+                p.derivation.push(format!(
+                    "{}.{set}.pkts_num_trig_ingr_drp = {dr}: first drop at frame {}",
+                    y.path, p.trig_ingr_drp
+                ));
+            }
+        }
+        if let Some(set) = set_for("xon") {
+            if let Some(x) = y.int(&set, "pkts_num_dismiss_pfc") {
+                let h = y.int(&set, "pkts_num_hysteresis").unwrap_or(0);
+                let dismissed = frames(&set, x + h);
+                p.xon_frames = p.trig_pfc.saturating_sub(self.margins.xon + dismissed);
+                p.derivation.push(format!(
+                    "{}.{set}: dismiss {x} + hysteresis {h}: XON at or below {} frames",
+                    y.path, p.xon_frames
+                ));
+            }
+        }
+        p
+    }
+}
+
+/// What `rocesw conform sonic` is asked to do.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    /// `--platform`.
+    pub platform: Option<String>,
+    /// `--pg-lookup`: its text and name.
+    pub pg_lookup: Option<(String, String)>,
+    /// `--params`: its text and name.
+    pub params: Option<(String, String)>,
+    /// `--only`: test names (empty: all).
+    pub only: Vec<String>,
+    /// `--src`, `--dst`: port names or ids.
+    pub src: Option<String>,
+    /// See `src`.
+    pub dst: Option<String>,
+    /// `--write-params`: also return the counts as a qos_params YAML.
+    pub write_params: bool,
+}
+
+/// The poll interval of the PFC watchdog, PFC_WD|GLOBAL|POLL_INTERVAL in ms (200 ms, what
+/// `pfcwd start_default` writes, when absent), read from the file as the import does not keep
+/// it (rocesw's watchdog looks every round).
+fn wd_poll_ms(json: &str) -> u64 {
+    let Ok(doc) = serde_json::from_str::<serde_json::Value>(json) else {
+        return 200;
+    };
+    let v = doc
+        .get("PFC_WD")
+        .and_then(|t| t.get("GLOBAL"))
+        .or_else(|| doc.get("PFC_WD|GLOBAL"))
+        .and_then(|g| g.get("POLL_INTERVAL"));
+    v.and_then(|v| v.as_u64().or_else(|| v.as_str().and_then(|s| s.parse().ok())))
+        .filter(|&ms| ms > 0)
+        .unwrap_or(200)
+}
+
+/// Runs the suite on the switch `json` (a config_db.json, called `name`) describes.
+/// `progress` is told each test's name as it starts.
+pub fn run(
+    json: &str,
+    name: &str,
+    opts: &Options,
+    progress: &mut dyn FnMut(&str),
+) -> Result<(SuiteReport, Option<String>)> {
+    if !controlplane::sonic::looks_like_config_db(json) {
+        bail!("{name}: not a SONiC config_db.json (no PORT, BUFFER_* or DEVICE_METADATA table)");
+    }
+    for t in &opts.only {
+        if !TESTS.iter().any(|x| x.eq_ignore_ascii_case(t)) {
+            bail!("--only {t}: no such test (tests: {})", TESTS.join(", "));
+        }
+    }
+    let import_opts = controlplane::sonic::ImportOptions {
+        platform: opts.platform.clone(),
+        pg_lookup: opts.pg_lookup.clone(),
+        source: Some(name.to_string()),
+    };
+    let imported = controlplane::sonic::import_text(json, &import_opts)
+        .map_err(|p| anyhow!("{name}: cannot be imported:\n  {}", p.join("\n  ")))?;
+    let cfg = controlplane::load_str(&imported.toml)
+        .map_err(|e| anyhow!("{name}: the imported config is invalid:\n{e}"))?
+        .config;
+    let nvidia = imported.platform.name.starts_with("spectrum");
+    let mut dut = Dut::new(&cfg)?;
+    let n = cfg.ports.len();
+    let port = |o: &Option<String>, default: usize, what: &str| -> Result<usize> {
+        match o {
+            Some(p) => dut.port(p).map_err(|e| anyhow!("{what} {p}: {e}")),
+            None => Ok(default),
+        }
+    };
+    let src = port(&opts.src, 0, "--src")?;
+    let dst = port(&opts.dst, if src == 1 { 0 } else { 1 }, "--dst")?;
+    if src == dst {
+        bail!("--src and --dst are the same port ({})", dut.name(src));
+    }
+    let others: Vec<usize> = (0..n).filter(|&p| p != src).collect();
+    let xon_dsts = (others.len() >= 3).then(|| {
+        let mut v = vec![dst];
+        v.extend(others.iter().copied().filter(|&p| p != dst).take(2));
+        v
+    });
+    let src_name = dut.name(src);
+    let speed_cable = imported
+        .pg_profiles
+        .iter()
+        .find(|(p, pg, _)| *p == src_name && *pg == 3)
+        .and_then(|(_, _, profile)| yaml::speed_cable(profile));
+    let yaml = match &opts.params {
+        None => None,
+        Some((text, file)) => {
+            let sc = speed_cable.clone().ok_or_else(|| {
+                anyhow!("--params {file}: {src_name}'s PG 3 has no pg_lossless_<speed>_<cable>_profile to pick a section by")
+            })?;
+            Some(yaml::Params::parse(text, file, &sc)?)
+        }
+    };
+    // The suite's defaults: NVIDIA's parameters (qos_params.mellanox.yaml) send 300 B packets
+    // and the generator's margins; the others 64 B and the PTF classes' own margins.
+    let yint = |set: &str, field: &str| yaml.as_ref().and_then(|y| y.int(set, field)).map(|v| v.max(0) as u64);
+    let base_len = if nvidia { 300 } else { 64 };
+    let margins = Margins {
+        xoff: yint("xoff_1", "pkts_num_margin").unwrap_or(if nvidia { 4 } else { 2 }),
+        xon: yint("xon_1", "pkts_num_margin").unwrap_or(if nvidia { 3 } else { 1 }),
+        lossy: yint("lossy_queue_1", "pkts_num_margin").unwrap_or(if nvidia { 4 } else { 2 }),
+        hdrm: yint("hdrm_pool_size", "pkts_num_margin").unwrap_or(if nvidia { 3 } else { 2 }),
+        // The PTF classes' defaults (2, 0, 8, 2); NVIDIA's generator sets 4 (Spectrum-1), 3, 9.
+        wm_pg_shared: yint("wm_pg_shared_lossless", "pkts_num_margin").unwrap_or(if nvidia { 4 } else { 2 }),
+        wm_pg_headroom: yint("wm_pg_headroom", "pkts_num_margin").unwrap_or(if nvidia { 3 } else { 0 }),
+        wm_q_shared: yint("wm_q_shared_lossless", "pkts_num_margin").unwrap_or(if nvidia { 9 } else { 8 }),
+        wm_pool: yint("wm_buf_pool_lossless", "pkts_num_margin").unwrap_or(2),
+    };
+    let wrr_q = |q: u8, default: u64| yint("wrr", &format!("q{q}_num_of_pkts")).unwrap_or(default);
+    let lossy_len = yint("lossy_queue_1", "packet_size").unwrap_or(base_len as u64) as usize;
+    let plan = Plan {
+        src,
+        dst,
+        xon_dsts,
+        lossless_len: yint("xoff_1", "packet_size").unwrap_or(base_len as u64) as usize,
+        lossy_len,
+        wrr_len: yint("wrr", "packet_size").unwrap_or(1500) as usize,
+        wrr_limit: yint("wrr", "limit").unwrap_or(80),
+        // The suite's default DSCPs and their queues on AZURE's maps: 3, 4, 8, 0, 5, 46, 48 →
+        // queues 3, 4, 0, 1, 2, 5, 6.
+        wrr_counts: vec![
+            (3, wrr_q(3, 150)),
+            (4, wrr_q(4, 150)),
+            (8, wrr_q(0, 140)),
+            (0, wrr_q(1, 140)),
+            (5, wrr_q(2, 140)),
+            (46, wrr_q(5, 140)),
+            (48, wrr_q(6, 140)),
+        ],
+        lossless_dscps: vec![3, 4],
+        lossy_dscp: 8,
+        margins,
+        trig_egr_drp_override: yaml.as_ref().and_then(|y| {
+            let e = y.int("lossy_queue_1", "pkts_num_trig_egr_drp")?;
+            let occ = match y.int("lossy_queue_1", "cell_size") {
+                Some(c) if c > 0 => (lossy_len as i64 + c - 1) / c,
+                _ => 1,
+            };
+            Some((e.max(0) / occ.max(1)) as u64)
+        }),
+        yaml,
+        wd_poll_ns: wd_poll_ms(json) * 1_000_000,
+        wd_detect_wait_ns: if nvidia { 30_000_000_000 } else { 5_000_000_000 },
+        lossy_drops_at_egress: nvidia,
+    };
+    let written = if opts.write_params {
+        let sc = speed_cable.clone().ok_or_else(|| {
+            anyhow!(
+                "--write-params: {src_name}'s PG 3 has no pg_lossless_<speed>_<cable>_profile to key the section by"
+            )
+        })?;
+        // sonic-mgmt's keys: `mellanox` for every Spectrum, the ASIC family for Broadcom.
+        let asic = match imported.platform.name {
+            n if n.starts_with("spectrum") => "mellanox",
+            "tomahawk2" => "th2",
+            n => n,
+        };
+        Some(written_params(&dut, &plan, asic, sc)?.text(name)?)
+    } else {
+        None
+    };
+    let wanted = |t: &str| opts.only.is_empty() || opts.only.iter().any(|o| o.eq_ignore_ascii_case(t));
+    let mut tests: Vec<TestResult> = Vec::new();
+    let lossy_pg = usize::from(cfg.classify.tc_to_pg[usize::from(cfg.classify.dscp_to_tc[8])]);
+    for name in TESTS {
+        if !wanted(name) {
+            continue;
+        }
+        progress(name);
+        let d = &mut dut;
+        match name {
+            "DscpMappingPB" => tests.push(procedures::dscp_mapping(d, &plan)?),
+            "PFCtest" => {
+                tests.push(procedures::pfc_xoff(d, &plan, "xoff_1", 3, 3)?);
+                tests.push(procedures::pfc_xoff(d, &plan, "xoff_2", 4, 4)?);
+            }
+            "PFCXonTest" => {
+                tests.push(procedures::pfc_xon(d, &plan, "xon_1", 3, 3)?);
+                tests.push(procedures::pfc_xon(d, &plan, "xon_2", 4, 4)?);
+            }
+            "LossyQueueTest" => tests.push(procedures::lossy_queue(d, &plan, plan.lossy_dscp, lossy_pg)?),
+            "WRRtest" => tests.push(procedures::wrr(d, &plan)?),
+            "HdrmPoolSizeTest" => tests.push(procedures::hdrm_pool_size(d, &plan)?),
+            "PGSharedWatermarkTest" => tests.push(procedures::watermark(d, &plan, Watermark::PgShared, 3, 3)?),
+            "PGHeadroomWatermarkTest" => tests.push(procedures::watermark(d, &plan, Watermark::PgHeadroom, 3, 3)?),
+            "QSharedWatermarkTest" => tests.push(procedures::watermark(d, &plan, Watermark::QueueShared, 3, 3)?),
+            "BufferPoolWatermarkTest" => tests.push(procedures::watermark(d, &plan, Watermark::IngressPool, 3, 3)?),
+            "PfcWdTest" => tests.push(procedures::pfcwd(d, &plan, 3)?),
+            _ => unreachable!("every name of TESTS is handled"),
+        }
+        // Each test starts from an empty buffer, as the suite's do (it waits for the DUT to
+        // drain between tests).
+        for p in 0..n {
+            d.stop_storm(p);
+        }
+        d.settle()?;
+    }
+    let report = SuiteReport {
+        config: name.to_string(),
+        platform: imported.platform.name.to_string(),
+        params: match &plan.yaml {
+            Some(y) => format!(
+                "from {} ({})",
+                opts.params.as_ref().map_or("", |p| p.1.as_str()),
+                y.path
+            ),
+            None => "computed from the config by the platform's rules".to_string(),
+        },
+        tests,
+        virtual_ns: dut.now(),
+    };
+    Ok((report, written))
+}
+
+/// The counts of `plan` on the switch as it starts, as `--write-params` writes them.
+fn written_params(d: &Dut, plan: &Plan, asic: &str, speed_cable: String) -> Result<yaml::Written> {
+    use serde_json::{json, Map, Value};
+    let cfg = d.config();
+    let cell = u64::from(cfg.buffer.cell_bytes);
+    let len = plan.lossless_len;
+    let mut by_speed = Map::new();
+    let mut common = Map::new();
+    by_speed.insert("pkts_num_leak_out".into(), json!(0));
+    for (i, (dscp, pg)) in [(3u8, 3usize), (4, 4)].into_iter().enumerate() {
+        let p = plan.lossless_points(d, plan.src, pg, len);
+        let occ = p.occupancy;
+        by_speed.insert(
+            format!("xoff_{}", i + 1),
+            json!({"dscp": dscp, "ecn": 1, "pg": pg, "pkts_num_trig_pfc": p.trig_pfc * occ,
+                   "pkts_num_trig_ingr_drp": p.trig_ingr_drp * occ, "pkts_num_margin": plan.margins.xoff,
+                   "packet_size": len, "cell_size": cell}),
+        );
+        let dismiss = p.trig_pfc.saturating_sub(plan.margins.xon + p.xon_frames);
+        common.insert(
+            format!("xon_{}", i + 1),
+            json!({"dscp": dscp, "ecn": 1, "pg": pg, "pkts_num_trig_pfc": p.trig_pfc * occ,
+                   "pkts_num_dismiss_pfc": dismiss * occ, "pkts_num_hysteresis": 0,
+                   "pkts_num_margin": plan.margins.xon, "packet_size": len, "cell_size": cell}),
+        );
+        if i == 0 {
+            let base = json!({"dscp": dscp, "ecn": 1, "pg": pg, "queue": pg, "packet_size": len, "cell_size": cell,
+                              "pkts_num_trig_pfc": p.trig_pfc * occ, "pkts_num_trig_ingr_drp": p.trig_ingr_drp * occ,
+                              "pkts_num_fill_min": p.fill_min * occ});
+            for (set, m) in [
+                ("wm_pg_headroom", plan.margins.wm_pg_headroom),
+                ("wm_q_shared_lossless", plan.margins.wm_q_shared),
+            ] {
+                let mut v = base.clone();
+                v["pkts_num_margin"] = json!(m);
+                by_speed.insert(set.into(), v);
+            }
+            for (set, m) in [
+                ("wm_pg_shared_lossless", plan.margins.wm_pg_shared),
+                ("wm_buf_pool_lossless", plan.margins.wm_pool),
+            ] {
+                let mut v = base.clone();
+                v["pkts_num_margin"] = json!(m);
+                common.insert(set.into(), v);
+            }
+        }
+    }
+    let lossy_tc = usize::from(cfg.classify.dscp_to_tc[usize::from(plan.lossy_dscp)]);
+    let (pg, q) = (
+        usize::from(cfg.classify.tc_to_pg[lossy_tc]),
+        usize::from(cfg.classify.tc_to_queue[lossy_tc]),
+    );
+    let l = params::lossy(cfg, plan.src, pg, plan.dst, q, plan.lossy_len);
+    common.insert(
+        "lossy_queue_1".into(),
+        json!({"dscp": plan.lossy_dscp, "ecn": 1, "pg": pg, "pkts_num_trig_egr_drp": l.trig_drp * l.occupancy,
+               "pkts_num_margin": plan.margins.lossy, "packet_size": plan.lossy_len, "cell_size": cell}),
+    );
+    let mut wrr = Map::new();
+    wrr.insert("ecn".into(), json!(1));
+    for (dscp, n) in &plan.wrr_counts {
+        let tc = usize::from(cfg.classify.dscp_to_tc[usize::from(*dscp)]);
+        wrr.insert(format!("q{}_num_of_pkts", cfg.classify.tc_to_queue[tc]), json!(n));
+    }
+    wrr.insert("limit".into(), json!(plan.wrr_limit));
+    wrr.insert("packet_size".into(), json!(plan.wrr_len));
+    common.insert("wrr".into(), Value::Object(wrr));
+    let mut per_queue = [0u64; 8];
+    for dscp in 0..64 {
+        let tc = usize::from(cfg.classify.dscp_to_tc[dscp]);
+        per_queue[usize::from(cfg.classify.tc_to_queue[tc]) & 7] += 1;
+    }
+    let mut mapping = Map::new();
+    for (q, n) in per_queue.iter().enumerate() {
+        mapping.insert(format!("q{q}_num_of_pkts"), json!(n));
+    }
+    common.insert("dscp_mapping".into(), Value::Object(mapping));
+    Ok(yaml::Written {
+        asic: asic.to_string(),
+        speed_cable,
+        by_speed,
+        common,
+    })
+}

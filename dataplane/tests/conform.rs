@@ -1,0 +1,235 @@
+//! Issue 38: `rocesw conform sonic` runs sonic-mgmt's QoS procedures on the project's two T1
+//! configs in SONiC's format, and every test passes; a config changed in one respect, checked
+//! against the numbers of the one it replaces (`--write-params`, then `--params`), fails
+//! exactly the tests that look at what changed.
+
+mod common;
+use common::*;
+use dataplane::conform::{self, report::Outcome, Options};
+use std::collections::BTreeSet;
+
+fn sonic(name: &str) -> String {
+    std::fs::read_to_string(repo_root().join("configs/sonic").join(name)).unwrap()
+}
+
+/// The suite on `json`; with `params`, against those numbers.
+fn suite(json: &str, params: Option<&str>, write: bool) -> (conform::report::SuiteReport, Option<String>) {
+    let opts = Options {
+        params: params.map(|p| (p.to_string(), "reference.yaml".to_string())),
+        write_params: write,
+        ..Options::default()
+    };
+    conform::run(json, "config_db.json", &opts, &mut |_| {}).unwrap()
+}
+
+/// The names of the tests that failed (with their parameter set), and any test that did not
+/// run at all fails the calling test.
+fn failed(r: &conform::report::SuiteReport) -> BTreeSet<String> {
+    for t in &r.tests {
+        assert!(
+            matches!(t.outcome, Outcome::Passed | Outcome::Failed),
+            "{} did not run: {:?}\n{}",
+            t.name,
+            t.reason,
+            r.text(false, false)
+        );
+    }
+    r.tests
+        .iter()
+        .filter(|t| t.outcome == Outcome::Failed)
+        .map(|t| t.name.clone())
+        .collect()
+}
+
+fn set(names: &[&str]) -> BTreeSet<String> {
+    names.iter().map(|s| s.to_string()).collect()
+}
+
+/// `json` with `from` replaced by `to`, `n` times (0: every time); `from` must be there.
+fn nudged(json: &str, from: &str, to: &str, n: usize) -> String {
+    assert!(json.contains(from), "{from} not in the file");
+    if n == 0 {
+        json.replace(from, to)
+    } else {
+        json.replacen(from, to, n)
+    }
+}
+
+/// The tests whose counts come from a lossless PG's XOFF point.
+const XOFF_POINT: [&str; 8] = [
+    "PFCtest[xoff_1]",
+    "PFCtest[xoff_2]",
+    "PFCXonTest[xon_1]",
+    "PFCXonTest[xon_2]",
+    "PGSharedWatermarkTest[wm_pg_shared_lossless]",
+    "PGHeadroomWatermarkTest[wm_pg_headroom]",
+    "QSharedWatermarkTest[wm_q_shared_lossless]",
+    "BufferPoolWatermarkTest[wm_buf_pool_lossless]",
+];
+
+/// Every procedure passes on the config as shipped, computed and against its own written
+/// numbers; then each nudge fails what it should.
+fn check_platform(file: &str, xoff: &str, cell: u64, xoff_cells_unseen: u64) {
+    let json = sonic(file);
+    let (r, written) = suite(&json, None, true);
+    assert_eq!(r.tests.len(), 13, "{}", r.text(true, false));
+    assert!(r.passed() && failed(&r).is_empty(), "{}", r.text(false, false));
+    let params = written.expect("--write-params");
+    let (r, _) = suite(&json, Some(&params), false);
+    assert!(r.params.contains("reference.yaml"), "{}", r.params);
+    assert!(failed(&r).is_empty(), "{}", r.text(false, false));
+    let against = |changed: &str| failed(&suite(changed, Some(&params), false).0);
+
+    // xoff: the suite's margins hide a change of up to `xoff_cells_unseen` cells; one more and
+    // the headroom watermark (and PFCtest, past its margin) sees it.
+    let v: u64 = xoff.parse().unwrap();
+    let short = |cells: u64| {
+        nudged(
+            &json,
+            &format!("\"xoff\": \"{xoff}\""),
+            &format!("\"xoff\": \"{}\"", v - cells * cell),
+            1,
+        )
+    };
+    if xoff_cells_unseen == 0 {
+        assert_eq!(
+            against(&short(1)),
+            set(&["PGHeadroomWatermarkTest[wm_pg_headroom]"]),
+            "{file}: xoff a cell short"
+        );
+    } else {
+        assert_eq!(
+            against(&short(1)),
+            set(&[]),
+            "{file}: xoff a cell short is within the margins"
+        );
+        assert_eq!(
+            against(&short(xoff_cells_unseen)),
+            set(&[]),
+            "{file}: within the margins"
+        );
+        let seen = against(&short(xoff_cells_unseen + 3));
+        assert!(
+            seen.contains("PGHeadroomWatermarkTest[wm_pg_headroom]") && seen.contains("PFCtest[xoff_1]"),
+            "{file}: {seen:?}"
+        );
+    }
+    // dynamic_th one step higher: every test whose counts come from the XOFF point.
+    let steeper = nudged(&json, "\"dynamic_th\": \"0\"", "\"dynamic_th\": \"1\"", 1);
+    assert_eq!(against(&steeper), set(&XOFF_POINT), "{file}: dynamic_th + 1");
+    // A DSCP moved to another class: the DSCP mapping.
+    let moved = nudged(&json, "\"10\": \"1\"", "\"10\": \"2\"", 1);
+    assert_eq!(
+        against(&moved),
+        set(&["DscpMappingPB[dscp_mapping]"]),
+        "{file}: DSCP 10 moved"
+    );
+    // Weights: 14 and 15 swapped is within WRRtest's limit (the suite cannot tell them apart);
+    // the lossless queues' weight halved is not.
+    let swapped = json
+        .replace("\"weight\": \"14\"", "\"weight\": \"x\"")
+        .replace("\"weight\": \"15\"", "\"weight\": \"14\"")
+        .replace("\"weight\": \"x\"", "\"weight\": \"15\"");
+    assert_eq!(against(&swapped), set(&[]), "{file}: 14 and 15 swapped");
+    let halved = nudged(&json, "\"weight\": \"15\"", "\"weight\": \"7\"", 1);
+    assert_eq!(
+        against(&halved),
+        set(&["WRRtest[wrr]"]),
+        "{file}: lossless weight halved"
+    );
+    // The watchdog's detection beyond the suite's wait for it.
+    let slow = nudged(&json, "\"detection_time\": \"200\"", "\"detection_time\": \"40000\"", 0);
+    assert_eq!(
+        against(&slow),
+        set(&["PfcWdTest[pfcwd]"]),
+        "{file}: watchdog detection 40 s"
+    );
+}
+
+#[test]
+fn tomahawk2_passes_and_each_nudge_fails_its_test() {
+    // 64 B packets take one 208 B cell and PGHeadroomWatermarkTest's margin is 0: a cell shows.
+    check_platform("tomahawk2-t1.json", "59696", 208, 0);
+}
+
+#[test]
+fn spectrum1_passes_and_each_nudge_fails_its_test() {
+    // NVIDIA's parameters send 300 B packets (4 cells of 96 B) with margins of 3 and 4
+    // packets: up to 17 cells of xoff pass unseen, as on the real suite.
+    check_platform("spectrum1-t1.json", "23552", 96, 17);
+}
+
+/// The command: a report per test, exit status 0 when all pass, 1 when one fails, 2 for bad
+/// input; `--json` is the report as JSON; `--write-params` refuses to overwrite its input.
+#[test]
+fn the_command_reports_and_exits_as_a_test_runner() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = repo_root().join("configs/sonic/tomahawk2-t1.json");
+    let run = |args: &[&str]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_rocesw"))
+            .args(["conform", "sonic", "--config"])
+            .arg(&cfg)
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let o = run(&["--only", "PFCtest,DscpMappingPB", "--explain"]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(0), "{out}{}", String::from_utf8_lossy(&o.stderr));
+    assert!(
+        out.contains("PASS  PFCtest[xoff_1]") && out.contains("= Ethernet0 PG 3"),
+        "{out}"
+    );
+    assert!(out.contains("3 passed, 0 failed"), "{out}");
+    let o = run(&["--only", "PfcWdTest", "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["tests"][0]["outcome"], "passed");
+    assert_eq!(v["platform"], "tomahawk2");
+    // A failure: numbers written for a switch whose lossless PGs take more (dynamic_th + 1).
+    let params = dir.path().join("th2.yaml");
+    let steeper = dir.path().join("steeper.json");
+    let json = sonic("tomahawk2-t1.json");
+    std::fs::write(
+        &steeper,
+        nudged(&json, "\"dynamic_th\": \"0\"", "\"dynamic_th\": \"1\"", 1),
+    )
+    .unwrap();
+    assert!(
+        run(&["--only", "DscpMappingPB", "--write-params", params.to_str().unwrap()])
+            .status
+            .success()
+    );
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_rocesw"))
+        .args(["conform", "sonic", "--only", "PFCtest", "--config"])
+        .arg(&steeper)
+        .arg("--params")
+        .arg(&params)
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(1), "{out}");
+    assert!(
+        out.contains("FAIL  PFCtest[xoff_1]") && out.contains("NOT expected PFC frames"),
+        "{out}"
+    );
+    // Bad input: an unknown test, a file that is not a config_db.json, an output over an input.
+    for (args, want) in [
+        (vec!["--only", "PFCtset"], "--only PFCtset: no such test"),
+        (vec!["--params", cfg.to_str().unwrap()], "no `qos_params` mapping"),
+        (vec!["--write-params", cfg.to_str().unwrap()], "--write-params"),
+    ] {
+        let o = run(&args);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(want), "{args:?}: {err}");
+    }
+    let toml = repo_root().join("configs/default.toml");
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_rocesw"))
+        .args(["conform", "sonic", "--config"])
+        .arg(&toml)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("not a SONiC config_db.json"));
+    assert_eq!(std::fs::read_to_string(&cfg).unwrap(), json, "the input is untouched");
+}
