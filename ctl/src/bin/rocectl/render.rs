@@ -709,6 +709,7 @@ mod tests {
                 egress_shared_cells: 0,
                 peak_egress_shared_cells: 0,
             },
+            pools: Vec::new(),
         }
     }
 
@@ -828,6 +829,7 @@ mod tests {
             since_ms: 1500,
             ports: peaks.ports,
             buffer: peaks.buffer,
+            pools: peaks.pools,
         };
         let w = render(Show::Watermarks, &serde_json::to_value(w).unwrap(), Levels::Cells).unwrap();
         assert!(w.starts_with("persistent watermarks, in cells, since 1.5 s ago"), "{w}");
@@ -912,6 +914,7 @@ mod tests {
             since_ms: 1500,
             ports: peaks.ports,
             buffer: peaks.buffer,
+            pools: peaks.pools,
         };
         let w = serde_json::to_value(w).unwrap();
         let wb = render(Show::Watermarks, &w, bytes).unwrap();
