@@ -645,26 +645,45 @@ impl Config {
     /// The id of the port a user named: its id (`8`) or its `name` (`Ethernet8`, as a config
     /// imported from SONiC names every port). The error lists what there is.
     pub fn port_id_of(&self, name_or_id: &str) -> Result<u16, String> {
-        let s = name_or_id.trim();
-        if let Some(p) = self.ports.iter().find(|p| p.name.as_deref() == Some(s)) {
-            return Ok(p.id);
-        }
-        if let Ok(id) = s.parse::<u16>() {
-            if self.port_index(id).is_some() {
-                return Ok(id);
-            }
-        }
-        let known: Vec<String> = self
-            .ports
-            .iter()
-            .map(|p| match &p.name {
-                Some(n) => format!("{} ({n})", p.id),
-                None => p.id.to_string(),
-            })
-            .collect();
-        Err(format!(
-            "{s:?} is not a port of the config (ports: {})",
-            known.join(", ")
-        ))
+        let ports: Vec<(u16, Option<&str>)> = self.ports.iter().map(|p| (p.id, p.name.as_deref())).collect();
+        find_port(&ports, name_or_id, "the config")
     }
+}
+
+impl PortConfig {
+    /// How tables and messages name the port: its `name` where it has one, else its id.
+    pub fn label(&self) -> String {
+        port_label(self.id, self.name.as_deref())
+    }
+}
+
+/// How tables and messages name a port: its config `name` (`Ethernet8`) where it has one, else
+/// its id.
+pub fn port_label(id: u16, name: Option<&str>) -> String {
+    name.map_or_else(|| id.to_string(), str::to_string)
+}
+
+/// The id of the port a user named among `ports` (id, name): by its name first (`Ethernet8`),
+/// else by its id (`8`). The error says it is not a port of `of` ("the config", "the switch")
+/// and lists every port, `8 (Ethernet8)` where it has a name.
+pub fn find_port(ports: &[(u16, Option<&str>)], name_or_id: &str, of: &str) -> Result<u16, String> {
+    let s = name_or_id.trim();
+    if let Some(&(id, _)) = ports.iter().find(|(_, n)| *n == Some(s)) {
+        return Ok(id);
+    }
+    if let Some(&(id, _)) = s
+        .parse::<u16>()
+        .ok()
+        .and_then(|want| ports.iter().find(|(id, _)| *id == want))
+    {
+        return Ok(id);
+    }
+    let known: Vec<String> = ports
+        .iter()
+        .map(|&(id, n)| match n {
+            Some(n) => format!("{id} ({n})"),
+            None => id.to_string(),
+        })
+        .collect();
+    Err(format!("{s:?} is not a port of {of} (ports: {})", known.join(", ")))
 }

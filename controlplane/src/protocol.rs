@@ -19,7 +19,7 @@
 //!   connection stays usable. A line over [`MAX_LINE`] bytes or not UTF-8 breaks the framing:
 //!   answered, then the server closes the connection.
 
-use crate::snapshot::{PoolPeaks, PortPeaks};
+use crate::snapshot::{PoolPeaks, PoolReportPeaks, PortPeaks};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::io::{BufRead, BufReader, Write};
@@ -369,6 +369,9 @@ pub struct WatermarksData {
     pub ports: Vec<PortPeaks>,
     /// The shared pool's.
     pub buffer: PoolPeaks,
+    /// Each named pool's (`[buffer.pool.NAME]`), as the counters' `pools`; left out without.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pools: Vec<PoolReportPeaks>,
 }
 
 /// One row of `fdb`'s answer.

@@ -23,8 +23,46 @@ pub struct Snapshot {
     pub ports: Vec<PortReport>,
     /// Sums over the ports.
     pub totals: Totals,
-    /// The shared buffer pool.
+    /// The shared buffer pool: the whole buffer's figures (with several pools, each direction's
+    /// figures summed over its pools).
     pub buffer: PoolBuffer,
+    /// Each pool the config names (`[buffer.pool.NAME]`, SONiC's BUFFER_POOL), in the config's
+    /// order (ingress ones first, each direction in name order). Empty, and left out of the
+    /// JSON, when the config names none: `buffer` is then the one pool (its ingress and egress
+    /// views), and replay's summaries of such configs read as before.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pools: Vec<PoolReport>,
+}
+
+/// One named pool: its size and its shared use now, as its own side counts it (ingress pools
+/// the PGs' shared cells, egress pools the queues'), and its shared headroom pool if it has one.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PoolReport {
+    /// The NAME of `[buffer.pool.NAME]` (SONiC's BUFFER_POOL key), as PGs and queues name it.
+    pub name: String,
+    /// `ingress` or `egress` (a string, so a direction a newer switch adds still reads).
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// The pool's shared cells (its `size`; reserves are outside it).
+    pub size_cells: u32,
+    /// Shared cells in use now.
+    pub used_cells: u32,
+    /// Highest `used_cells` since start or the last watermark clear.
+    pub peak_used_cells: u32,
+    /// An ingress pool's shared headroom pool (SONiC's pool `xoff`); absent without one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub headroom: Option<PoolHeadroom>,
+}
+
+/// A shared headroom pool: what the lossless PGs of its ingress pool take their headroom from.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PoolHeadroom {
+    /// Its cells.
+    pub size_cells: u32,
+    /// Cells of headroom in use now.
+    pub used_cells: u32,
+    /// Highest `used_cells` since start or the last watermark clear.
+    pub peak_used_cells: u32,
 }
 
 /// The sums over ports (what a replay's test or summary line wants without adding up).
@@ -53,6 +91,10 @@ pub struct Totals {
 pub struct PortReport {
     /// The port id as configured.
     pub id: u16,
+    /// The port's `name` in the config (`Ethernet8`: every port of a SONiC import has one);
+    /// absent, and left out of the JSON, for an unnamed port.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
     /// Frames received, every one counted before any check (dropped and PFC frames included).
     pub rx_packets: u64,
     /// Bytes received (frames without FCS), as `rx_packets`.
@@ -287,6 +329,79 @@ pub struct PgReport {
 }
 
 // ---------------------------------------------------------------------------------------------
+// How people name ports: by the config's `name` where there is one (a SONiC import names every
+// port `EthernetN`), else by id; in tables, messages and filters alike.
+
+impl PortReport {
+    /// How tables and messages name the port: its name where it has one, else its id.
+    pub fn label(&self) -> String {
+        crate::model::port_label(self.id, self.name.as_deref())
+    }
+}
+
+impl PortPeaks {
+    /// As [`PortReport::label`].
+    pub fn label(&self) -> String {
+        crate::model::port_label(self.id, self.name.as_deref())
+    }
+}
+
+impl Snapshot {
+    /// The id of the port a user named, by name (`Ethernet8`) or id (`8`), among this
+    /// snapshot's ports; the error lists them.
+    pub fn port_id_of(&self, name_or_id: &str) -> Result<u16, String> {
+        let ports: Vec<(u16, Option<&str>)> = self.ports.iter().map(|p| (p.id, p.name.as_deref())).collect();
+        crate::model::find_port(&ports, name_or_id, "the switch")
+    }
+}
+
+/// A table's port column. While no port has a name, ids right-aligned in 4 characters, as the
+/// tables always had them; once one has, every port's label (its name, else its id)
+/// left-aligned, as SONiC's tables have port names, as wide as the longest (`Ethernet120`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PortColumn {
+    width: usize,
+    names: bool,
+}
+
+impl PortColumn {
+    /// The column for these ports (id, name).
+    pub fn new<'a>(ports: impl IntoIterator<Item = (u16, Option<&'a str>)>) -> Self {
+        let mut col = PortColumn { width: 4, names: false };
+        for (id, name) in ports {
+            col.names |= name.is_some();
+            col.width = col.width.max(name.map_or_else(|| id.to_string().len(), str::len));
+        }
+        col
+    }
+
+    /// The column for a snapshot's ports.
+    pub fn of(ports: &[PortReport]) -> Self {
+        Self::new(ports.iter().map(|p| (p.id, p.name.as_deref())))
+    }
+
+    /// `text` (a port's label, or the header) padded to the column's width.
+    pub fn pad(&self, text: &str) -> String {
+        if self.names {
+            format!("{text:<w$}", w = self.width)
+        } else {
+            format!("{text:>w$}", w = self.width)
+        }
+    }
+
+    /// Characters the column takes.
+    pub fn width(&self) -> usize {
+        self.width
+    }
+
+    /// The column at least `width` characters wide (room for a longer header).
+    pub fn at_least(mut self, width: usize) -> Self {
+        self.width = self.width.max(width);
+        self
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
 // Counters since a baseline: what `rocectl clear counters` shows (SONiC's `sonic-clear`), while
 // the switch's own totals, its summary and its metrics stay monotonic.
 
@@ -512,6 +627,31 @@ pub struct Peaks {
     pub ports: Vec<PortPeaks>,
     /// The pool's peaks.
     pub buffer: PoolPeaks,
+    /// Each named pool's, as in the snapshot (left out of the JSON without named pools).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pools: Vec<PoolReportPeaks>,
+}
+
+/// A named pool's peaks, located by name and type.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PoolReportPeaks {
+    /// As `PoolReport::name`.
+    pub name: String,
+    /// As `PoolReport::kind`.
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// As `PoolReport::peak_used_cells`.
+    pub peak_used_cells: u32,
+    /// Its shared headroom pool's, if it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub headroom: Option<PoolHeadroomPeaks>,
+}
+
+/// `PoolHeadroom`'s peak.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PoolHeadroomPeaks {
+    /// As `PoolHeadroom::peak_used_cells`.
+    pub peak_used_cells: u32,
 }
 
 /// A port's peaks, located by id.
@@ -519,6 +659,9 @@ pub struct Peaks {
 pub struct PortPeaks {
     /// The port id as configured.
     pub id: u16,
+    /// As `PortReport::name`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
     /// The port's buffer peaks.
     pub buffer: PortBufferPeaks,
     /// Per queue, queue 0 first.
@@ -579,6 +722,7 @@ impl Snapshot {
                 .iter()
                 .map(|p| PortPeaks {
                     id: p.id,
+                    name: p.name.clone(),
                     buffer: PortBufferPeaks {
                         peak_ingress_cells: p.buffer.peak_ingress_cells,
                         peak_egress_cells: p.buffer.peak_egress_cells,
@@ -604,6 +748,16 @@ impl Snapshot {
                 peak_ingress_shared_cells: b.peak_ingress_shared_cells,
                 peak_egress_shared_cells: b.peak_egress_shared_cells,
             },
+            pools: (self.pools.iter())
+                .map(|p| PoolReportPeaks {
+                    name: p.name.clone(),
+                    kind: p.kind.clone(),
+                    peak_used_cells: p.peak_used_cells,
+                    headroom: p.headroom.map(|h| PoolHeadroomPeaks {
+                        peak_used_cells: h.peak_used_cells,
+                    }),
+                })
+                .collect(),
         }
     }
 }
@@ -640,6 +794,14 @@ impl Peaks {
         b.peak_used_cells = b.peak_used_cells.max(o.peak_used_cells);
         b.peak_ingress_shared_cells = b.peak_ingress_shared_cells.max(o.peak_ingress_shared_cells);
         b.peak_egress_shared_cells = b.peak_egress_shared_cells.max(o.peak_egress_shared_cells);
+        raise_list(&mut self.pools, &other.pools, |p, o| {
+            p.peak_used_cells = p.peak_used_cells.max(o.peak_used_cells);
+            match (&mut p.headroom, o.headroom) {
+                (Some(h), Some(oh)) => h.peak_used_cells = h.peak_used_cells.max(oh.peak_used_cells),
+                (h @ None, oh) => *h = oh,
+                (Some(_), None) => {}
+            }
+        });
     }
 }
 
@@ -770,6 +932,12 @@ mod tests {
         })
         .unwrap();
         v["ports"][0]["pgs"] = serde_json::to_value(vec![PgReport::default()]).unwrap();
+        v["ports"][0]["name"] = "Ethernet8".into();
+        v["pools"] = serde_json::to_value(vec![PoolReport {
+            headroom: Some(PoolHeadroom::default()),
+            ..Default::default()
+        }])
+        .unwrap();
         fn ones(v: &mut serde_json::Value) {
             match v {
                 serde_json::Value::Number(_) => *v = 1.into(),
@@ -780,6 +948,7 @@ mod tests {
         }
         ones(&mut v);
         let s: Snapshot = serde_json::from_value(v.clone()).unwrap();
+        assert_eq!(s.pools.len(), 1, "{v}");
         v.as_object_mut().unwrap().remove("totals");
         let (mut want, mut got, mut ids) = (Vec::new(), Vec::new(), Vec::new());
         numbers(&v, "", &mut want, &mut Vec::new());
@@ -817,5 +986,78 @@ mod tests {
             .peaks(),
         );
         assert_eq!(acc.ports[0].queues[0].peak_cells, 100);
+    }
+
+    /// A port's name travels with its figures when the config gives one, and is left out of
+    /// the JSON when not (summaries of unnamed configs read as before, and old ones parse);
+    /// likewise the named pools.
+    #[test]
+    fn names_and_pools_are_there_only_when_the_config_gives_them() {
+        let plain = Snapshot {
+            ports: vec![port(1, 5)],
+            ..Default::default()
+        };
+        let v = serde_json::to_value(&plain).unwrap();
+        assert!(v["ports"][0].get("name").is_none() && v.get("pools").is_none(), "{v}");
+        let mut named = plain.clone();
+        named.ports[0].name = Some("Ethernet120".into());
+        named.pools.push(PoolReport {
+            name: "ingress_lossless_pool".into(),
+            kind: "ingress".into(),
+            size_cells: 100,
+            used_cells: 3,
+            peak_used_cells: 9,
+            headroom: Some(PoolHeadroom {
+                size_cells: 10,
+                used_cells: 1,
+                peak_used_cells: 2,
+            }),
+        });
+        let v = serde_json::to_value(&named).unwrap();
+        assert_eq!(v["ports"][0]["name"], "Ethernet120");
+        assert_eq!(v["pools"][0]["type"], "ingress");
+        assert_eq!(serde_json::from_value::<Snapshot>(v).unwrap(), named);
+        let p = named.peaks();
+        assert_eq!(p.ports[0].name.as_deref(), Some("Ethernet120"));
+        assert_eq!(p.pools[0].headroom.unwrap().peak_used_cells, 2);
+        let mut acc = plain.peaks();
+        acc.raise_to(&p);
+        assert_eq!(acc.pools, p.pools, "an accumulator without pools takes them whole");
+    }
+
+    /// A user names a port by name or id; an unknown one is refused listing every port.
+    #[test]
+    fn ports_are_found_by_name_or_id() {
+        let mut s = Snapshot {
+            ports: vec![port(0, 1), port(8, 1), port(9, 1)],
+            ..Default::default()
+        };
+        s.ports[0].name = Some("Ethernet0".into());
+        s.ports[1].name = Some("Ethernet8".into());
+        assert_eq!(s.port_id_of("Ethernet8"), Ok(8));
+        assert_eq!(s.port_id_of("8"), Ok(8));
+        assert_eq!(s.port_id_of(" 9 "), Ok(9));
+        assert_eq!(
+            s.port_id_of("Ethernet9").unwrap_err(),
+            "\"Ethernet9\" is not a port of the switch (ports: 0 (Ethernet0), 8 (Ethernet8), 9)"
+        );
+        assert_eq!(s.ports[1].label(), "Ethernet8");
+        assert_eq!(s.ports[2].label(), "9");
+    }
+
+    /// Unnamed ports keep the column tables always had (ids right-aligned in 4); named ones
+    /// are left-aligned as wide as the longest name.
+    #[test]
+    fn the_port_column_fits_the_longest_name() {
+        let ids = PortColumn::new([(0, None), (12, None)]);
+        assert_eq!(
+            (ids.pad("port"), ids.pad("12")),
+            ("port".to_string(), "  12".to_string())
+        );
+        let named = PortColumn::new([(0, Some("Ethernet0")), (120, Some("Ethernet120")), (7, None)]);
+        assert_eq!(named.width(), 11);
+        assert_eq!(named.pad("port"), "port       ");
+        assert_eq!(named.pad("Ethernet120"), "Ethernet120");
+        assert_eq!(named.pad("7"), "7          ");
     }
 }

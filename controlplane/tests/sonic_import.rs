@@ -144,6 +144,12 @@ fn the_imported_toml_names_every_origin() {
         assert!(i.toml.contains(origin), "{origin} not named");
     }
     assert_eq!(load(&i.toml), load(&read("spectrum1-t1.json")));
+    // Its header says its comments are origins (what `rocectl show buffer` shows them as); a
+    // hand-written config's comments are notes.
+    assert!(controlplane::sonic::comments_are_origins(&i.toml));
+    assert!(!controlplane::sonic::comments_are_origins(
+        controlplane::DEFAULT_PROFILE
+    ));
 }
 
 /// Wrong files: each problem is an error naming its TABLE|key|field, all at once.

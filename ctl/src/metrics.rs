@@ -3,12 +3,15 @@
 //!
 //! Every number of the snapshot is exported, under a name derived from its field, so names are
 //! predictable from PROTOCOL.md and `summary.json`:
-//! * `rocesw_port_<field>{switch,port}` for each number of a port (`rx_packets` →
+//! * `rocesw_port_<field>{switch,port,name}` for each number of a port (`rx_packets` →
 //!   `rocesw_port_rx_packets_total`), with a `priority` label for the per-priority arrays
 //!   (`pfc_tx`, `pfc_rx`, `watchdog_*`), `reason` for `drops`, and `paused_ns` exported as
 //!   `rocesw_port_paused_seconds_total`;
 //! * `rocesw_port_buffer_<field>`, `rocesw_queue_<field>{…,queue}`, `rocesw_pg_<field>{…,pg}`
-//!   and `rocesw_pool_<field>` for the buffer figures;
+//!   and `rocesw_pool_<field>` (the whole buffer) for the buffer figures, and
+//!   `rocesw_buffer_pool_<field>{switch,pool,type}` for each pool the config names
+//!   (`[buffer.pool.NAME]`, SONiC's BUFFER_POOL: `pool="ingress_lossless_pool"`,
+//!   `type="ingress"`), `rocesw_buffer_pool_headroom_<field>` for its shared headroom pool;
 //! * `rocesw_port_peer_<field>` for what a port's emulated peer held (only ports that have one:
 //!   kept apart from the switch's buffer figures, since those frames never entered it);
 //! * `rocesw_port_capture_<field>` for what live captures of a port copied and dropped (only
@@ -27,13 +30,24 @@
 //!
 //! `totals` is left out: it is the sum over ports, which Prometheus computes itself.
 //!
+//! **Port names.** `port` is the port's id, always, and a port the config names (`[[port]] name
+//! = "Ethernet8"`, as every port of a SONiC import is named) also carries `name="Ethernet8"` on
+//! every series of it (its queues' and PGs' too). The id stays in `port` so dashboards, alerts
+//! and recording rules written against it keep matching, and it is what stays put when a port is
+//! renamed; the name is a label of every series rather than of an info metric to join
+//! (`* on(port) group_left(name) …`), because a SONiC user selects an interface by its name
+//! (`rocesw_queue_ecn_marked_total{name="Ethernet8",queue="3"}`), as SONiC's own counters
+//! (`COUNTERS_PORT_NAME_MAP`) and exporters key them, and should not have to write a join into
+//! every query. An unnamed port has no `name` label (to Prometheus an empty label is no label),
+//! so a config without names exports exactly what it did before.
+//!
 //! The snapshot is read through its shared type, each struct destructured without `..`: a field
 //! added to `controlplane::snapshot` does not compile here until it is exported, and the test
 //! below checks each number of a serialized snapshot against the metric its name implies.
 
 use controlplane::snapshot::{
-    BackendReport, CaptureReport, Drops, PeerReport, PgReport, PoolBuffer, PortBuffer, PortReport, QueueReport,
-    Snapshot, DROP_REASONS,
+    BackendReport, CaptureReport, Drops, PeerReport, PgReport, PoolBuffer, PoolHeadroom, PoolReport, PortBuffer,
+    PortReport, QueueReport, Snapshot, DROP_REASONS,
 };
 use controlplane::NUM_TC;
 use prometheus_client::encoding::text::encode;
@@ -177,6 +191,12 @@ fn describe(prefix: &str, field: &str) -> Option<&'static str> {
         ("pool", "peak_ingress_shared_cells") => "peak of the shared cells in use, ingress side",
         ("pool", "egress_shared_cells") => "shared cells in use, as the egress side counts them",
         ("pool", "peak_egress_shared_cells") => "peak of the shared cells in use, egress side",
+        ("buffer_pool", "size_cells") => "cells of the named pool (its shared space; reserves are outside it)",
+        ("buffer_pool", "used_cells") => "cells of the named pool in use now, as its side (ingress PGs, egress queues) counts them",
+        ("buffer_pool", "peak_used_cells") => "peak of the cells of the named pool in use",
+        ("buffer_pool_headroom", "size_cells") => "cells of the ingress pool's shared headroom pool",
+        ("buffer_pool_headroom", "used_cells") => "cells of the shared headroom pool lossless PGs use now",
+        ("buffer_pool_headroom", "peak_used_cells") => "peak of the cells of the shared headroom pool in use",
         _ => return None,
     })
 }
@@ -294,10 +314,12 @@ impl Metrics {
             ports,
             totals: _,
             buffer: pool,
+            pools,
         } = snap;
         for port in ports {
             let PortReport {
                 id,
+                name,
                 rx_packets,
                 rx_bytes,
                 tx_packets,
@@ -325,6 +347,10 @@ impl Metrics {
             } = port;
             let mut labels = base.clone();
             labels.push(("port".into(), id.to_string()));
+            // The port's name beside its id (the module doc says why both).
+            if let Some(n) = name {
+                labels.push(("name".into(), n.clone()));
+            }
             if let Some(b) = backend {
                 self.backend(&labels, b);
             }
@@ -508,6 +534,44 @@ impl Metrics {
                 ("peak_egress_shared_cells", peak_egress_shared_cells.into()),
             ],
         );
+        for p in pools {
+            let PoolReport {
+                name,
+                kind,
+                size_cells,
+                used_cells,
+                peak_used_cells,
+                headroom,
+            } = p;
+            let mut l = base.clone();
+            l.push(("pool".into(), name.clone()));
+            l.push(("type".into(), kind.clone()));
+            self.numbers(
+                "buffer_pool",
+                &l,
+                &[
+                    ("size_cells", (*size_cells).into()),
+                    ("used_cells", (*used_cells).into()),
+                    ("peak_used_cells", (*peak_used_cells).into()),
+                ],
+            );
+            if let Some(PoolHeadroom {
+                size_cells,
+                used_cells,
+                peak_used_cells,
+            }) = *headroom
+            {
+                self.numbers(
+                    "buffer_pool_headroom",
+                    &l,
+                    &[
+                        ("size_cells", size_cells.into()),
+                        ("used_cells", used_cells.into()),
+                        ("peak_used_cells", peak_used_cells.into()),
+                    ],
+                );
+            }
+        }
     }
 
     /// The OpenMetrics text exposition.
@@ -592,7 +656,38 @@ mod tests {
                 total_cells: 16384,
                 ..Default::default()
             },
+            pools: vec![
+                PoolReport {
+                    name: "ingress_lossless_pool".into(),
+                    kind: "ingress".into(),
+                    size_cells: 90827,
+                    used_cells: 40,
+                    peak_used_cells: 50,
+                    headroom: Some(PoolHeadroom {
+                        size_cells: 22357,
+                        used_cells: 6,
+                        peak_used_cells: 7,
+                    }),
+                },
+                PoolReport {
+                    name: "egress_lossy_pool".into(),
+                    kind: "egress".into(),
+                    size_cells: 1000,
+                    ..Default::default()
+                },
+            ],
         }
+    }
+
+    /// [`snapshot`] with a second port, named as a SONiC import names it.
+    fn named_snapshot() -> Snapshot {
+        let mut s = snapshot();
+        let mut p = s.ports[0].clone();
+        p.id = 8;
+        p.name = Some("Ethernet8".into());
+        p.rx_packets = 70;
+        s.ports.push(p);
+        s
     }
 
     #[test]
@@ -671,16 +766,19 @@ mod tests {
 
     #[test]
     fn each_field_has_the_metric_its_json_name_implies_and_nothing_else_is_exported() {
-        let snap = snapshot();
+        let snap = named_snapshot();
         let v = serde_json::to_value(&snap).unwrap();
         let mut want = Vec::new();
         for p in v["ports"].as_array().unwrap() {
-            let labels = format!("switch=\"s1\",port=\"{}\"", p["id"]);
+            let mut labels = format!("switch=\"s1\",port=\"{}\"", p["id"]);
+            if let Some(name) = p.get("name") {
+                labels += &format!(",name={name}");
+            }
             want.extend(expected(
                 "port",
                 p.as_object().unwrap(),
                 &labels,
-                &["id", "queues", "pgs"],
+                &["id", "name", "queues", "pgs"],
             ));
             for (list, key) in [("queues", "queue"), ("pgs", "pg")] {
                 for item in p[list].as_array().unwrap() {
@@ -690,6 +788,16 @@ mod tests {
             }
         }
         want.extend(expected("pool", v["buffer"].as_object().unwrap(), "switch=\"s1\"", &[]));
+        for p in v["pools"].as_array().unwrap() {
+            let labels = format!("switch=\"s1\",pool={},type={}", p["name"], p["type"]);
+            want.extend(expected(
+                "buffer_pool",
+                p.as_object().unwrap(),
+                &labels,
+                &["name", "type"],
+            ));
+        }
+        assert!(want.iter().any(|(n, _)| n == "rocesw_buffer_pool_headroom_size_cells"));
 
         let mut m = Metrics::default();
         m.add_snapshot("s1", &snap);
@@ -704,6 +812,66 @@ mod tests {
             assert!(found, "no {name}{{{labels}}} in:\n{text}");
         }
         assert_eq!(samples.len(), want.len(), "exported beyond the snapshot:\n{text}");
+    }
+
+    /// Issue 37: a named port's series carry `name` beside `port` (its queues' and PGs' too), an
+    /// unnamed port's none; each named pool is a series of its own, by name and type.
+    #[test]
+    fn a_named_port_carries_its_name_beside_its_id() {
+        let mut m = Metrics {
+            cell_bytes: Some(96),
+            ..Default::default()
+        };
+        m.add_snapshot("s1", &named_snapshot());
+        let text = m.encode();
+        for (series, want) in [
+            (
+                r#"rocesw_port_rx_packets_total{switch="s1",port="8",name="Ethernet8"}"#,
+                70.0,
+            ),
+            (r#"rocesw_port_rx_packets_total{switch="s1",port="2"}"#, 7.0),
+            (
+                r#"rocesw_queue_tx_packets_total{switch="s1",port="8",name="Ethernet8",queue="3"}"#,
+                6.0,
+            ),
+            (
+                r#"rocesw_pg_xoff_sent_total{switch="s1",port="8",name="Ethernet8",pg="3"}"#,
+                1.0,
+            ),
+            (
+                r#"rocesw_port_drops_total{switch="s1",port="8",name="Ethernet8",reason="headroom_overflow"}"#,
+                3.0,
+            ),
+            (
+                r#"rocesw_buffer_pool_used_cells{switch="s1",pool="ingress_lossless_pool",type="ingress"}"#,
+                40.0,
+            ),
+            (
+                r#"rocesw_buffer_pool_size_bytes{switch="s1",pool="ingress_lossless_pool",type="ingress"}"#,
+                90827.0 * 96.0,
+            ),
+            (
+                r#"rocesw_buffer_pool_headroom_peak_used_cells{switch="s1",pool="ingress_lossless_pool",type="ingress"}"#,
+                7.0,
+            ),
+            (
+                r#"rocesw_buffer_pool_size_cells{switch="s1",pool="egress_lossy_pool",type="egress"}"#,
+                1000.0,
+            ),
+        ] {
+            assert_eq!(value(&text, series), Some(want), "{series} in:\n{text}");
+        }
+        assert!(
+            !text.contains(r#"port="2",name="#),
+            "an unnamed port has no name label:\n{text}"
+        );
+        assert!(
+            !text.contains(r#"rocesw_buffer_pool_headroom_size_cells{switch="s1",pool="egress_lossy_pool""#),
+            "{text}"
+        );
+        for help in text.lines().filter(|l| l.starts_with("# HELP rocesw_buffer_pool")) {
+            assert!(!help.contains("PROTOCOL.md"), "a HELP without a description: {help}");
+        }
     }
 
     /// The value of `series` (name and labels exactly) in an exposition.

@@ -590,6 +590,11 @@ impl Switch {
     pub fn pool_use(&self) -> PoolUse {
         self.pool.usage()
     }
+    /// Pool `i` of direction `dir` (its index among the config's pools of that direction), in
+    /// cells: (size, use, peak use), and for an ingress pool its shared headroom pool's.
+    pub fn pool_figures(&self, dir: controlplane::model::PoolDir, i: usize) -> ([u32; 3], [u32; 3]) {
+        self.pool.pool(dir, i)
+    }
     /// Bytes per buffer cell, a power of two.
     pub fn cell_bytes(&self) -> u32 {
         self.pool.cell_bytes()

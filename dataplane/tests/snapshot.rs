@@ -99,6 +99,69 @@ fn the_switch_snapshot_reads_back_exactly_as_the_shared_type() {
     }
 }
 
+/// Issue 37: a SONiC config's switch reports its ports by name and each of its pools (the
+/// ingress pool's shared headroom pool too) with the figures of the incast it holds, and that
+/// reads back exactly as well; the end-of-run table names the ports.
+#[test]
+fn a_sonic_switch_reports_port_names_and_its_pools() {
+    let json = std::fs::read_to_string(repo_root().join("configs/sonic/spectrum1-t1.json")).unwrap();
+    let cfg = controlplane::load_str(&json).unwrap().config;
+    let mut sw = Switch::new(&cfg, 1);
+    sw.receive(3, &announce(3, 0).unwrap(), 0);
+    // DSCP 3: AZURE's lossless TC 3; nothing transmitted, so the incast stays in the buffer and
+    // its three PGs fill the ingress pool to their dynamic limits, then their headroom.
+    for src in 0..3 {
+        let b = burst32(src, 3, 3);
+        for _ in 0..100 {
+            sw.receive_burst(src as usize, b.iter().map(Vec::as_slice), 1_000);
+        }
+    }
+    let snap = sw.snapshot(2_000);
+    let names: Vec<_> = snap.ports.iter().map(|p| p.name.as_deref().unwrap()).collect();
+    assert_eq!(names[..4], ["Ethernet0", "Ethernet4", "Ethernet8", "Ethernet12"]);
+    let pools: Vec<(&str, &str)> = snap.pools.iter().map(|p| (p.name.as_str(), p.kind.as_str())).collect();
+    assert_eq!(
+        pools,
+        [
+            ("ingress_lossless_pool", "ingress"),
+            ("egress_lossless_pool", "egress"),
+            ("egress_lossy_pool", "egress")
+        ]
+    );
+    let ingress = &snap.pools[0];
+    // 8719360 B and a 2146304 B shared headroom pool in 96 B cells, rounded up.
+    assert_eq!(ingress.size_cells, 90827);
+    let hr = ingress.headroom.expect("the ingress pool's shared headroom pool");
+    assert_eq!(hr.size_cells, 22358);
+    assert!(
+        ingress.used_cells > 0 && ingress.peak_used_cells >= ingress.used_cells,
+        "{ingress:?}"
+    );
+    assert!(hr.used_cells > 0, "the incast reached headroom: {hr:?}");
+    assert!(snap.pools[1].used_cells > 0, "{:?}", snap.pools[1]);
+    // With one pool per direction the sums are the pools' own figures.
+    assert_eq!(snap.buffer.ingress_shared_cells, ingress.used_cells);
+    let text = serde_json::to_string_pretty(&snap).unwrap();
+    let sent: Value = serde_json::from_str(&text).unwrap();
+    let read: Snapshot = serde_json::from_str(&text).unwrap();
+    if let Some(d) = first_difference(&sent, &serde_json::to_value(&read).unwrap(), "") {
+        panic!("the switch's snapshot and controlplane::snapshot disagree at {d}");
+    }
+    assert_eq!(read, snap);
+    let table = dataplane::report::human_summary(&snap, "uptime", 2_000);
+    let row = table
+        .lines()
+        .find(|l| l.starts_with("Ethernet12 "))
+        .unwrap_or_else(|| panic!("{table}"));
+    assert!(row.split_whitespace().nth(2).unwrap() == "0", "nothing sent: {row}");
+    // The port column as wide as the longest name, names left-aligned.
+    assert!(
+        table.lines().nth(1).unwrap().starts_with("port          rx_pkts"),
+        "{table}"
+    );
+    assert!(table.contains("\nEthernet0        3200 "), "{table}");
+}
+
 #[test]
 fn the_fdb_answer_reads_back_exactly_as_the_protocol_type() {
     let (sw, now) = busy_switch();

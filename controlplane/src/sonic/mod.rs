@@ -12,6 +12,17 @@ pub mod import;
 pub mod platform;
 
 pub use db::{looks_like_config_db, ConfigDb, DbError, Origin};
+
+/// The line of an imported config's header that says its comments are origins: each value's
+/// trailing comment is where it came from (`BUFFER_PROFILE|pg_lossless_100000_5m_profile|xoff`).
+/// A hand-written config's comments are notes, so readers of origins (`rocectl show buffer`)
+/// take comments as origins only in a text that carries this line.
+pub const ORIGINS_LINE: &str = "# Each value's comment names where it came from (TABLE|key|field).";
+
+/// Whether a rocesw TOML is an import whose comments are origins ([`ORIGINS_LINE`]).
+pub fn comments_are_origins(toml: &str) -> bool {
+    toml.lines().any(|l| l.trim_end() == ORIGINS_LINE)
+}
 pub use import::{ImportOptions, Imported};
 
 /// Reads and imports a config_db.json's text: every problem, each naming its origin.

@@ -81,9 +81,10 @@ impl Printer {
                         format!("q{}:{}", q.queue, controlplane::units::human_bytes(bytes))
                     })
                     .collect();
+                // `p3`, or the port's name (`Ethernet8`) where the config gives one.
+                let who = p.name.clone().unwrap_or_else(|| format!("p{}", p.id));
                 line += &format!(
-                    " | p{} rx {:.3}Gb/s tx {:.3}Gb/s {} +ce {} +cnp {} +pfc_tx {} +pfc_rx {} paused {:.1}ms",
-                    p.id,
+                    " | {who} rx {:.3}Gb/s tx {:.3}Gb/s {} +ce {} +cnp {} +pfc_tx {} +pfc_rx {} paused {:.1}ms",
                     c.rx_bytes.saturating_sub(o.rx_bytes) as f64 * 8.0 / dt / 1e9,
                     c.tx_bytes.saturating_sub(o.tx_bytes) as f64 * 8.0 / dt / 1e9,
                     if queues.is_empty() {

@@ -42,7 +42,7 @@ pub fn text(outcome: &RunOutcome, cfg: &controlplane::Config) -> String {
             let _ = writeln!(
                 o,
                 "port {}: emulated peer held {held} frames while paused ({}); {} stalled reads",
-                p.id,
+                p.label(),
                 by_prio.join(", "),
                 peer.stalled_reads
             );
@@ -52,7 +52,7 @@ pub fn text(outcome: &RunOutcome, cfg: &controlplane::Config) -> String {
             let _ = writeln!(
                 o,
                 "port {}: the emulated NIC paused its host {backpressure} times (XOFF sent to the host: it wrote faster than the port's line rate)",
-                p.id
+                p.label()
             );
         }
     }
@@ -76,7 +76,7 @@ pub fn text(outcome: &RunOutcome, cfg: &controlplane::Config) -> String {
                 o,
                 "port {} ({}): driver counters: imissed {}, ierrors {}, oerrors {}, rx_nombuf {}; \
                  {} sends found no free mbuf",
-                p.id,
+                p.label(),
                 d.split(',').next().unwrap_or(d),
                 st.imissed,
                 st.ierrors,
@@ -121,7 +121,7 @@ fn backend_losses(p: &controlplane::PortConfig, st: &crate::io::PortStats) -> Op
     if st.rx_oversize > 0 {
         parts.push(format!("{} {skipped}", st.rx_oversize));
     }
-    (!parts.is_empty()).then(|| format!("port {}: {}", p.id, parts.join(", ")))
+    (!parts.is_empty()).then(|| format!("port {}: {}", p.label(), parts.join(", ")))
 }
 
 /// With several workers, how much traffic crossed between them, and what to do about it: the
@@ -136,7 +136,7 @@ fn crossing(o: &mut String, s: &controlplane::snapshot::Snapshot) {
         .ports
         .iter()
         .filter(|p| p.crossed_out > 0)
-        .map(|p| format!("port {}: {}", p.id, p.crossed_out))
+        .map(|p| format!("port {}: {}", p.label(), p.crossed_out))
         .collect();
     let _ = writeln!(
         o,

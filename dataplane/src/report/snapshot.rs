@@ -10,7 +10,10 @@ use crate::switch::Switch;
 use crate::wire::Malformed;
 use controlplane::NUM_TC;
 
-pub use controlplane::snapshot::{Drops, PgReport, PoolBuffer, PortBuffer, PortReport, QueueReport, Snapshot, Totals};
+pub use controlplane::snapshot::{
+    Drops, PgReport, PoolBuffer, PoolHeadroom, PoolReport, PortBuffer, PortColumn, PortReport, QueueReport, Snapshot,
+    Totals,
+};
 
 /// The dataplane's half of the shared snapshot type: building it from a `Switch`
 /// (`Switch::snapshot`).
@@ -87,6 +90,7 @@ impl Build for Snapshot {
                 }
                 PortReport {
                     id: sw.port_id(i),
+                    name: sw.config().ports.get(i).and_then(|p| p.name.clone()),
                     rx_packets: c.rx_packets,
                     rx_bytes: c.rx_bytes,
                     tx_packets: c.tx_packets,
@@ -120,8 +124,43 @@ impl Build for Snapshot {
             ports,
             totals,
             buffer: sw.pool_use(),
+            pools: pools(sw),
         }
     }
+}
+
+/// The config's named pools with their figures, in the config's order (none without
+/// `[buffer.pool.NAME]`: `buffer` is then the one pool).
+fn pools(sw: &Switch) -> Vec<PoolReport> {
+    use controlplane::model::PoolDir;
+    let mut index = [0usize; 2];
+    sw.config()
+        .buffer
+        .pools
+        .iter()
+        .map(|p| {
+            let side = usize::from(p.dir == PoolDir::Egress);
+            let i = index[side];
+            index[side] += 1;
+            let ([size, used, peak], [h_size, h_used, h_peak]) = sw.pool_figures(p.dir, i);
+            PoolReport {
+                name: p.name.clone(),
+                kind: match p.dir {
+                    PoolDir::Ingress => "ingress",
+                    PoolDir::Egress => "egress",
+                }
+                .to_string(),
+                size_cells: size,
+                used_cells: used,
+                peak_used_cells: peak,
+                headroom: (h_size > 0).then_some(PoolHeadroom {
+                    size_cells: h_size,
+                    used_cells: h_used,
+                    peak_used_cells: h_peak,
+                }),
+            }
+        })
+        .collect()
 }
 
 fn port_buffer(u: &PortUse) -> PortBuffer {
@@ -161,18 +200,25 @@ pub fn human_summary(s: &Snapshot, clock: &str, duration_ns: u64) -> String {
     use std::fmt::Write;
     let mut out = String::new();
     let _ = writeln!(out, "{clock} {:.3} ms", duration_ns as f64 / 1e6);
+    let col = PortColumn::of(&s.ports);
     let _ = writeln!(
         out,
-        "{:>4} {:>10} {:>10} {:>8} {:>8} {:>14} {:>14}  drops",
-        "port", "rx_pkts", "tx_pkts", "ecn_ce", "paused", "pfc_tx", "pfc_rx"
+        "{} {:>10} {:>10} {:>8} {:>8} {:>14} {:>14}  drops",
+        col.pad("port"),
+        "rx_pkts",
+        "tx_pkts",
+        "ecn_ce",
+        "paused",
+        "pfc_tx",
+        "pfc_rx"
     );
     for p in &s.ports {
         let paused: u64 = p.paused_ns.iter().sum();
         let drops: Vec<String> = p.drops.0.iter().map(|(k, v)| format!("{k}={v}")).collect();
         let _ = writeln!(
             out,
-            "{:>4} {:>10} {:>10} {:>8} {:>7.1}us {:>14} {:>14}  {}",
-            p.id,
+            "{} {:>10} {:>10} {:>8} {:>7.1}us {:>14} {:>14}  {}",
+            col.pad(&p.label()),
             p.rx_packets,
             p.tx_packets,
             p.ecn_marked,
@@ -237,7 +283,24 @@ pub fn merge_shards(mut parts: Vec<Snapshot>, owners: &[u8]) -> Snapshot {
         buffer.egress_shared_cells += b.egress_shared_cells;
         buffer.peak_egress_shared_cells += b.peak_egress_shared_cells;
     }
-    Snapshot { ports, totals, buffer }
+    // Each named pool likewise: every shard reports every pool, in the config's order.
+    let mut pools = parts.first().map(|p| p.pools.clone()).unwrap_or_default();
+    for part in parts.iter().skip(1) {
+        for (p, o) in pools.iter_mut().zip(&part.pools) {
+            p.used_cells += o.used_cells;
+            p.peak_used_cells += o.peak_used_cells;
+            if let (Some(h), Some(oh)) = (&mut p.headroom, o.headroom) {
+                h.used_cells += oh.used_cells;
+                h.peak_used_cells += oh.peak_used_cells;
+            }
+        }
+    }
+    Snapshot {
+        ports,
+        totals,
+        buffer,
+        pools,
+    }
 }
 
 #[cfg(test)]
@@ -255,5 +318,46 @@ mod tests {
             }
         }
         assert_eq!(ours, controlplane::snapshot::DROP_REASONS);
+    }
+
+    /// Shards' snapshots merge into one: each port (its name too) from its owner, each named
+    /// pool's use summed over the shards as the whole buffer's is.
+    #[test]
+    fn shards_merge_names_and_pools() {
+        let part = |used: u32, hr: u32| Snapshot {
+            ports: vec![
+                PortReport {
+                    id: 0,
+                    name: Some("Ethernet0".into()),
+                    rx_packets: u64::from(used),
+                    ..Default::default()
+                },
+                PortReport {
+                    id: 4,
+                    name: Some("Ethernet4".into()),
+                    rx_packets: u64::from(used),
+                    ..Default::default()
+                },
+            ],
+            pools: vec![PoolReport {
+                name: "ingress_lossless_pool".into(),
+                kind: "ingress".into(),
+                size_cells: 1000,
+                used_cells: used,
+                peak_used_cells: used + 1,
+                headroom: Some(PoolHeadroom {
+                    size_cells: 100,
+                    used_cells: hr,
+                    peak_used_cells: hr,
+                }),
+            }],
+            ..Default::default()
+        };
+        let m = merge_shards(vec![part(10, 2), part(30, 5)], &[0, 1]);
+        assert_eq!(m.ports[0].name.as_deref(), Some("Ethernet0"));
+        assert_eq!((m.ports[0].rx_packets, m.ports[1].rx_packets), (10, 30));
+        let p = &m.pools[0];
+        assert_eq!((p.size_cells, p.used_cells, p.peak_used_cells), (1000, 40, 42));
+        assert_eq!(p.headroom.map(|h| (h.size_cells, h.used_cells)), Some((100, 7)));
     }
 }

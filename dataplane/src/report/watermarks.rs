@@ -61,6 +61,7 @@ impl Watermarks {
             since_ms,
             ports: peaks.ports,
             buffer: peaks.buffer,
+            pools: peaks.pools,
         }
     }
 
@@ -101,6 +102,7 @@ mod tests {
                 peak_used_cells: peak,
                 ..Default::default()
             },
+            pools: Vec::new(),
         }
     }
 

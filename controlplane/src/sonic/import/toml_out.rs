@@ -125,11 +125,12 @@ pub(super) fn write_toml(t: &TomlParts<'_>) -> String {
         out,
         "# Imported from a SONiC config_db.json{} by rocesw (rocectl sonic import).\n\
          # Platform: {}: {} B cells; {}.\n\
-         # Each value's comment names where it came from (TABLE|key|field).",
+         {}",
         t.source.map(|s| format!(" ({s})")).unwrap_or_default(),
         t.platform.name,
         t.platform.cell_bytes,
-        t.platform.source
+        t.platform.source,
+        crate::sonic::ORIGINS_LINE
     );
     for n in t.notes {
         let _ = writeln!(out, "# note: {n}");

@@ -155,11 +155,15 @@ pub enum Command {
     },
     /// Show a running switch's counters, queues, PGs, PFC, buffer, watermarks, MAC table or config.
     #[command(
-        after_help = "Examples:\n  rocectl show pfc\n  rocectl show watermarks --persistent\n  rocectl show config --switch leaf1 > leaf1.toml"
+        after_help = "Examples:\n  rocectl show pfc\n  rocectl show queues Ethernet8 Ethernet12\n  rocectl show buffer Ethernet0\n  rocectl show watermarks --persistent\n  rocectl show config --switch leaf1 > leaf1.toml"
     )]
     Show {
         /// What to show.
         what: Show,
+        /// Only these ports, by name (`Ethernet8`, as the config names them) or id (`8`); every
+        /// port by default. Not for `config`.
+        #[arg(value_name = "PORT")]
+        ports: Vec<String>,
         /// The switch's answer as JSON instead of a table.
         #[arg(long)]
         json: bool,
@@ -519,7 +523,9 @@ pub enum Show {
     Pgs,
     /// PFC frames sent and received per priority, and the time paused.
     Pfc,
-    /// The shared buffer pool and per-port watermarks.
+    /// The pools (type, mode, size, shared headroom pool, use and peak), each port's use, and
+    /// per port and PG the values in force (pool, min, limit, headroom, XON) with where each
+    /// came from (a SONiC import's BUFFER_PROFILE|…|field, a key of the config, default).
     Buffer,
     /// The MAC table.
     Fdb,

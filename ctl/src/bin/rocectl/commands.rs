@@ -2,7 +2,7 @@
 //! (`render`).
 
 use crate::cli::Show;
-use crate::render::{has_levels, header, render, render_rates, Levels};
+use crate::render::{has_levels, header, render, render_buffer, render_rates, Levels, PortNames};
 use crate::target::{connect, err};
 use controlplane::protocol::{self, ApplyData, Endpoint, Op};
 use controlplane::snapshot::Snapshot;
@@ -185,14 +185,51 @@ fn since_start(c: &mut protocol::Client) -> Result<String, String> {
     })
 }
 
+/// The ids of the ports a user named (`Ethernet8` or `8`) among `known` (id, name), in the
+/// order named; `None` when none is named (every port). An unknown one is an error listing the
+/// ports.
+fn port_filter(known: &[(u16, Option<&str>)], wanted: &[String]) -> Result<Option<Vec<u16>>, String> {
+    if wanted.is_empty() {
+        return Ok(None);
+    }
+    let ids = wanted
+        .iter()
+        .map(|w| controlplane::model::find_port(known, w, "the switch"))
+        .collect::<Result<Vec<u16>, String>>()?;
+    Ok(Some(ids))
+}
+
+fn ports_of(s: &Snapshot) -> Vec<(u16, Option<&str>)> {
+    s.ports.iter().map(|p| (p.id, p.name.as_deref())).collect()
+}
+
+fn unexpected(e: serde_json::Error) -> String {
+    format!("unexpected answer from the switch: {e}")
+}
+
+fn print_json(v: &impl serde::Serialize) -> Result<(), String> {
+    println!("{}", serde_json::to_string_pretty(v).map_err(|e| e.to_string())?);
+    Ok(())
+}
+
+/// `rocectl show WHAT [PORT...]`: the switch's answer as a table, or as JSON. PORTs (names or
+/// ids) keep only those ports' rows, in the tables and in the JSON (totals, the pool and the
+/// pools stay the switch's).
 pub fn show(
     socket: &Endpoint,
     what: Show,
+    ports: &[String],
     json: bool,
     kind: protocol::WatermarkKind,
     cells: bool,
 ) -> Result<(), String> {
+    if matches!(what, Show::Config) && !ports.is_empty() {
+        return Err("show config prints the whole switch's config: it takes no PORT".into());
+    }
     let mut c = connect(socket)?;
+    if matches!(what, Show::Buffer) {
+        return show_buffer(&mut c, ports, json, cells);
+    }
     let op = match what {
         Show::Fdb => Op::Fdb,
         Show::Watermarks => Op::Watermarks { kind },
@@ -201,32 +238,115 @@ pub fn show(
     };
     let data = c.call(op).map_err(err)?;
     let at = std::time::SystemTime::now();
-    if json {
-        println!("{}", serde_json::to_string_pretty(&data).map_err(|e| e.to_string())?);
-        return Ok(());
-    }
-    if matches!(what, Show::Config | Show::Fdb) {
-        // The config is the TOML as it runs (to save and apply again); the MAC table has ages.
-        print!("{}", render(what, &data, Levels::Cells)?);
-        return Ok(());
-    }
-    let levels = levels(&mut c, cells)?;
-    println!(
-        "{}",
-        header(at, &since_start(&mut c)?, has_levels(what).then_some(levels))
-    );
-    if matches!(what, Show::Counters | Show::Queues | Show::Pgs | Show::Pfc) {
-        let now: Snapshot =
-            serde_json::from_value(data).map_err(|e| format!("unexpected answer from the switch: {e}"))?;
-        let (shown, note) = crate::baseline::apply(socket, now);
-        if let Some(note) = note {
-            println!("({note})");
+    match what {
+        Show::Config => {
+            if json {
+                return print_json(&data);
+            }
+            // The TOML as it runs (to save and apply again).
+            print!("{}", render(what, &data, Levels::Cells, &PortNames::new())?);
+            Ok(())
         }
-        let data = serde_json::to_value(&shown).map_err(|e| e.to_string())?;
-        print!("{}", render(what, &data, levels)?);
-        return Ok(());
+        Show::Fdb => {
+            // The MAC table speaks port ids: the counters name them (and resolve PORTs).
+            let snap: Snapshot = c.call_as(Op::Counters).map_err(err)?;
+            let mut rows: Vec<protocol::FdbRow> = serde_json::from_value(data.clone()).map_err(unexpected)?;
+            let filter = port_filter(&ports_of(&snap), ports)?;
+            if let Some(ids) = &filter {
+                rows.retain(|r| ids.contains(&r.port));
+            }
+            if json {
+                return match filter {
+                    Some(_) => print_json(&rows),
+                    None => print_json(&data),
+                };
+            }
+            let names: PortNames = snap
+                .ports
+                .iter()
+                .filter_map(|p| Some((p.id, p.name.clone()?)))
+                .collect();
+            let rows = serde_json::to_value(&rows).map_err(|e| e.to_string())?;
+            print!("{}", render(what, &rows, Levels::Cells, &names)?);
+            Ok(())
+        }
+        Show::Watermarks => {
+            let mut w: protocol::WatermarksData = serde_json::from_value(data.clone()).map_err(unexpected)?;
+            let known: Vec<(u16, Option<&str>)> = w.ports.iter().map(|p| (p.id, p.name.as_deref())).collect();
+            let data = match port_filter(&known, ports)? {
+                Some(ids) => {
+                    w.ports.retain(|p| ids.contains(&p.id));
+                    serde_json::to_value(&w).map_err(|e| e.to_string())?
+                }
+                None => data,
+            };
+            if json {
+                return print_json(&data);
+            }
+            let levels = levels(&mut c, cells)?;
+            println!("{}", header(at, &since_start(&mut c)?, Some(levels)));
+            print!("{}", render(what, &data, levels, &PortNames::new())?);
+            Ok(())
+        }
+        Show::Counters | Show::Queues | Show::Pgs | Show::Pfc | Show::Buffer => {
+            let now: Snapshot = serde_json::from_value(data.clone()).map_err(unexpected)?;
+            let filter = port_filter(&ports_of(&now), ports)?;
+            let only = |mut s: Snapshot| {
+                if let Some(ids) = &filter {
+                    s.ports.retain(|p| ids.contains(&p.id));
+                }
+                s
+            };
+            if json {
+                // The switch's own figures (no baseline), as it sent them unless PORTs were given.
+                return match filter {
+                    Some(_) => print_json(&only(now)),
+                    None => print_json(&data),
+                };
+            }
+            let levels = levels(&mut c, cells)?;
+            println!(
+                "{}",
+                header(at, &since_start(&mut c)?, has_levels(what).then_some(levels))
+            );
+            let (shown, note) = crate::baseline::apply(socket, now);
+            if let Some(note) = note {
+                println!("({note})");
+            }
+            let data = serde_json::to_value(only(shown)).map_err(|e| e.to_string())?;
+            print!("{}", render(what, &data, levels, &PortNames::new())?);
+            Ok(())
+        }
     }
-    print!("{}", render(what, &data, levels)?);
+}
+
+/// `rocectl show buffer`: the counters and the running config together (`buffer.rs`).
+fn show_buffer(c: &mut protocol::Client, ports: &[String], json: bool, cells: bool) -> Result<(), String> {
+    let snap: Snapshot = c.call_as(Op::Counters).map_err(err)?;
+    let at = std::time::SystemTime::now();
+    let running: protocol::ConfigData = c.call_as(Op::GetConfig).map_err(err)?;
+    let loaded = controlplane::load_str(&running.toml).map_err(|e| {
+        format!(
+            "the running config does not load in this rocectl (a newer switch?), so the values in force are \
+             unknown (`rocectl show counters --json` has the buffer figures): {e}"
+        )
+    })?;
+    let mut view = crate::buffer::BufferView::new(&snap, &loaded.config, &running.toml);
+    if let Some(ids) = port_filter(&ports_of(&snap), ports)? {
+        view.keep_ports(&ids);
+    }
+    if json {
+        return print_json(&view);
+    }
+    let levels = if cells {
+        Levels::Cells
+    } else {
+        Levels::Bytes {
+            cell: u64::from(loaded.config.buffer.cell_bytes),
+        }
+    };
+    println!("{}", header(at, &since_start(c)?, Some(levels)));
+    print!("{}", render_buffer(&view, levels));
     Ok(())
 }
 

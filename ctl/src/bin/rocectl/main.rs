@@ -11,6 +11,7 @@
 //! a flag is not an interface they should depend on.
 
 mod baseline;
+mod buffer;
 mod capture;
 mod cli;
 mod commands;
@@ -69,11 +70,12 @@ fn main() -> ExitCode {
         }
         Command::Show {
             what,
+            ports,
             json,
             persistent,
             cells,
             ..
-        } => each(&targets, |s| show(s, what, json, kind(persistent), cells)),
+        } => each(&targets, |s| show(s, what, &ports, json, kind(persistent), cells)),
         Command::Clear {
             what: ClearWhat::Counters,
             persistent,

@@ -1,9 +1,11 @@
 //! The tables of `show` and `watch`, drawn from the switch's answers.
 
+use crate::buffer::{BufferView, Limit};
 use crate::cli::Show;
 use controlplane::protocol::{self, FdbRow, WatermarksData};
-use controlplane::snapshot::{Drops, PortPeaks, PortReport, Snapshot};
+use controlplane::snapshot::{Drops, PortColumn, PortPeaks, PortReport, Snapshot};
 use controlplane::{units, vlarb_admit};
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 /// How buffer levels and watermarks are shown: in bytes by default (cells × the cell size,
@@ -48,13 +50,20 @@ pub fn has_levels(what: Show) -> bool {
     matches!(what, Show::Queues | Show::Pgs | Show::Buffer | Show::Watermarks)
 }
 
-pub fn render(what: Show, data: &serde_json::Value, levels: Levels) -> Result<String, String> {
+/// The names of a switch's ports, by id (the ports the config names): what the tables whose
+/// answer has ids only (`fdb`) name them by.
+pub type PortNames = BTreeMap<u16, String>;
+
+/// A table of the switch's answer `data` to `what`'s request. `show buffer` is drawn from its
+/// own view instead ([`render_buffer`]).
+pub fn render(what: Show, data: &serde_json::Value, levels: Levels, names: &PortNames) -> Result<String, String> {
     let bad = |e: serde_json::Error| format!("unexpected answer from the switch: {e}");
     match what {
         Show::Fdb => {
             let rows: Vec<FdbRow> = serde_json::from_value(data.clone()).map_err(bad)?;
-            return Ok(render_fdb(&rows));
+            return Ok(render_fdb(&rows, names));
         }
+        Show::Buffer => return Err("show buffer is drawn from the config and the counters together".into()),
         Show::Config => return Ok(data["toml"].as_str().unwrap_or_default().to_string()),
         Show::Watermarks => {
             let w: WatermarksData = serde_json::from_value(data.clone()).map_err(bad)?;
@@ -68,8 +77,7 @@ pub fn render(what: Show, data: &serde_json::Value, levels: Levels) -> Result<St
         Show::Queues => render_queues(&s, levels),
         Show::Pgs => render_pgs(&s, levels),
         Show::Pfc => render_pfc(&s),
-        Show::Buffer => render_buffer(&s, levels),
-        Show::Fdb | Show::Config | Show::Watermarks => unreachable!(),
+        Show::Buffer | Show::Fdb | Show::Config | Show::Watermarks => unreachable!(),
     })
 }
 
@@ -77,6 +85,7 @@ pub fn render(what: Show, data: &serde_json::Value, levels: Levels) -> Result<St
 /// one column per PG or queue, in bytes (or cells).
 fn render_watermarks(w: &WatermarksData, l: Levels) -> String {
     let (ports, pool) = (&w.ports, &w.buffer);
+    let col = PortColumn::new(ports.iter().map(|p| (p.id, p.name.as_deref())));
     let mut o = String::new();
     let _ = writeln!(
         o,
@@ -95,7 +104,7 @@ fn render_watermarks(w: &WatermarksData, l: Levels) -> String {
     );
     let grid = |o: &mut String, title: &str, label: &str, row: &dyn Fn(&PortPeaks) -> Vec<(u8, u32)>| {
         let _ = writeln!(o, "\n{title}");
-        let _ = write!(o, "{:>4}", "port");
+        let _ = write!(o, "{}", col.pad("port"));
         for i in 0..8 {
             let _ = write!(o, " {:>8}", format!("{label}{i}"));
         }
@@ -107,7 +116,7 @@ fn render_watermarks(w: &WatermarksData, l: Levels) -> String {
                     *c = Some(v);
                 }
             }
-            let _ = write!(o, "{:>4}", p.id);
+            let _ = write!(o, "{}", col.pad(&p.label()));
             for c in cells {
                 let _ = write!(o, " {:>8}", c.map_or("-".into(), |v| l.of(v)));
             }
@@ -123,12 +132,12 @@ fn render_watermarks(w: &WatermarksData, l: Levels) -> String {
     grid(&mut o, "Egress queues (peak):", "Q", &|p| {
         p.queues.iter().map(|q| (q.queue, q.peak_cells)).collect()
     });
-    let _ = writeln!(o, "\n{:>4} {:>14} {:>14}", "port", "ingress peak", "egress peak");
+    let _ = writeln!(o, "\n{} {:>14} {:>14}", col.pad("port"), "ingress peak", "egress peak");
     for p in ports {
         let _ = writeln!(
             o,
-            "{:>4} {:>14} {:>14}",
-            p.id,
+            "{} {:>14} {:>14}",
+            col.pad(&p.label()),
             l.of(p.buffer.peak_ingress_cells),
             l.of(p.buffer.peak_egress_cells)
         );
@@ -140,6 +149,13 @@ fn render_watermarks(w: &WatermarksData, l: Levels) -> String {
         l.of(pool.peak_ingress_shared_cells),
         l.of(pool.peak_egress_shared_cells)
     );
+    for p in &w.pools {
+        let _ = write!(o, "pool {} ({}): {} (peak)", p.name, p.kind, l.of(p.peak_used_cells));
+        if let Some(h) = p.headroom {
+            let _ = write!(o, ", shared headroom pool {} (peak)", l.of(h.peak_used_cells));
+        }
+        o.push('\n');
+    }
     o
 }
 
@@ -152,17 +168,23 @@ fn drops(d: &Drops) -> String {
 }
 
 fn render_counters(s: &Snapshot) -> String {
+    let col = PortColumn::of(&s.ports);
     let mut o = String::new();
     let _ = writeln!(
         o,
-        "{:>4} {:>12} {:>14} {:>12} {:>14} {:>10}  drops",
-        "port", "rx_pkts", "rx_bytes", "tx_pkts", "tx_bytes", "ecn_ce"
+        "{} {:>12} {:>14} {:>12} {:>14} {:>10}  drops",
+        col.pad("port"),
+        "rx_pkts",
+        "rx_bytes",
+        "tx_pkts",
+        "tx_bytes",
+        "ecn_ce"
     );
     for p in &s.ports {
         let _ = writeln!(
             o,
-            "{:>4} {:>12} {:>14} {:>12} {:>14} {:>10}  {}",
-            p.id,
+            "{} {:>12} {:>14} {:>12} {:>14} {:>10}  {}",
+            col.pad(&p.label()),
             p.rx_packets,
             p.rx_bytes,
             p.tx_packets,
@@ -181,7 +203,11 @@ fn render_counters(s: &Snapshot) -> String {
         .filter(|p| p.crossed_out > 0)
         .map(|p| {
             let per_frame = p.crossed_out as f64 / p.rx_packets.max(1) as f64;
-            format!("port {} {} ({per_frame:.2} per frame it received)", p.id, p.crossed_out)
+            format!(
+                "port {} {} ({per_frame:.2} per frame it received)",
+                p.label(),
+                p.crossed_out
+            )
         })
         .collect();
     if !crossed.is_empty() {
@@ -195,15 +221,31 @@ fn render_counters(s: &Snapshot) -> String {
     if s.ports.iter().any(|p| p.backend.is_some()) {
         let _ = writeln!(
             o,
-            "\n{:>4} {:<16} {:<20} {:>12} {:>10} {:>10} {:>10} {:>10} {:>10}",
-            "port", "driver", "device", "kernel_drops", "imissed", "ierrors", "oerrors", "rx_nombuf", "tx_nombuf"
+            "\n{} {:<16} {:<20} {:>12} {:>10} {:>10} {:>10} {:>10} {:>10}",
+            col.pad("port"),
+            "driver",
+            "device",
+            "kernel_drops",
+            "imissed",
+            "ierrors",
+            "oerrors",
+            "rx_nombuf",
+            "tx_nombuf"
         );
         for p in &s.ports {
             let Some(b) = &p.backend else { continue };
             let _ = writeln!(
                 o,
-                "{:>4} {:<16} {:<20} {:>12} {:>10} {:>10} {:>10} {:>10} {:>10}",
-                p.id, b.driver, b.device, b.rx_kernel_drops, b.imissed, b.ierrors, b.oerrors, b.rx_nombuf, b.tx_nombuf
+                "{} {:<16} {:<20} {:>12} {:>10} {:>10} {:>10} {:>10} {:>10}",
+                col.pad(&p.label()),
+                b.driver,
+                b.device,
+                b.rx_kernel_drops,
+                b.imissed,
+                b.ierrors,
+                b.oerrors,
+                b.rx_nombuf,
+                b.tx_nombuf
             );
         }
     }
@@ -211,11 +253,20 @@ fn render_counters(s: &Snapshot) -> String {
 }
 
 fn render_queues(s: &Snapshot, l: Levels) -> String {
+    let col = PortColumn::of(&s.ports);
     let mut o = String::new();
     let _ = writeln!(
         o,
-        "{:>4} {:>5} {:>12} {:>14} {:>10} {:>10} {:>9} {:>9} {:>9}",
-        "port", "queue", "tx_pkts", "tx_bytes", "dropped", "ecn_ce", "depth_pkt", "depth", "peak"
+        "{} {:>5} {:>12} {:>14} {:>10} {:>10} {:>9} {:>9} {:>9}",
+        col.pad("port"),
+        "queue",
+        "tx_pkts",
+        "tx_bytes",
+        "dropped",
+        "ecn_ce",
+        "depth_pkt",
+        "depth",
+        "peak"
     );
     let mut idle = 0;
     for p in &s.ports {
@@ -226,8 +277,8 @@ fn render_queues(s: &Snapshot, l: Levels) -> String {
             }
             let _ = writeln!(
                 o,
-                "{:>4} {:>5} {:>12} {:>14} {:>10} {:>10} {:>9} {:>9} {:>9}",
-                p.id,
+                "{} {:>5} {:>12} {:>14} {:>10} {:>10} {:>9} {:>9} {:>9}",
+                col.pad(&p.label()),
                 q.queue,
                 q.tx_packets,
                 q.tx_bytes,
@@ -250,20 +301,26 @@ fn render_queues(s: &Snapshot, l: Levels) -> String {
     let edf: Vec<_> = s
         .ports
         .iter()
-        .flat_map(|p| p.queues.iter().map(move |q| (p.id, q)))
+        .flat_map(|p| p.queues.iter().map(move |q| (p.label(), q)))
         .filter(|(_, q)| q.edf_order_errors + q.edf_deadline_misses > 0)
         .collect();
     if !edf.is_empty() {
         let _ = writeln!(
             o,
-            "\n{:>4} {:>5} {:>14} {:>16}",
-            "port", "queue", "order_errors", "deadline_misses"
+            "\n{} {:>5} {:>14} {:>16}",
+            col.pad("port"),
+            "queue",
+            "order_errors",
+            "deadline_misses"
         );
-        for (id, q) in edf {
+        for (label, q) in edf {
             let _ = writeln!(
                 o,
-                "{:>4} {:>5} {:>14} {:>16}",
-                id, q.queue, q.edf_order_errors, q.edf_deadline_misses
+                "{} {:>5} {:>14} {:>16}",
+                col.pad(&label),
+                q.queue,
+                q.edf_order_errors,
+                q.edf_deadline_misses
             );
         }
     }
@@ -271,11 +328,22 @@ fn render_queues(s: &Snapshot, l: Levels) -> String {
 }
 
 fn render_pgs(s: &Snapshot, l: Levels) -> String {
+    let col = PortColumn::of(&s.ports);
     let mut o = String::new();
     let _ = writeln!(
         o,
-        "{:>4} {:>3} {:>12} {:>10} {:>8} {:>8} {:>8} {:>8} {:>9} {:>8} {:>8}",
-        "port", "pg", "rx_pkts", "dropped", "xoff", "xon", "min", "shared", "headroom", "peak", "peak_hr"
+        "{} {:>3} {:>12} {:>10} {:>8} {:>8} {:>8} {:>8} {:>9} {:>8} {:>8}",
+        col.pad("port"),
+        "pg",
+        "rx_pkts",
+        "dropped",
+        "xoff",
+        "xon",
+        "min",
+        "shared",
+        "headroom",
+        "peak",
+        "peak_hr"
     );
     let mut idle = 0;
     for p in &s.ports {
@@ -286,8 +354,8 @@ fn render_pgs(s: &Snapshot, l: Levels) -> String {
             }
             let _ = writeln!(
                 o,
-                "{:>4} {:>3} {:>12} {:>10} {:>8} {:>8} {:>8} {:>8} {:>9} {:>8} {:>8}",
-                p.id,
+                "{} {:>3} {:>12} {:>10} {:>8} {:>8} {:>8} {:>8} {:>9} {:>8} {:>8}",
+                col.pad(&p.label()),
                 g.pg,
                 g.rx_packets,
                 g.dropped_packets,
@@ -316,15 +384,16 @@ fn render_pgs(s: &Snapshot, l: Levels) -> String {
 /// each priority of a port's egress was paused and the watchdog's storms, where there were any.
 fn render_pfc(s: &Snapshot) -> String {
     let mut o = String::new();
+    let col = PortColumn::of(&s.ports).at_least(9);
     let at = |v: &[u64], i: usize| v.get(i).copied().unwrap_or(0);
     let grid = |o: &mut String, title: &str, cell: &dyn Fn(&PortReport, usize) -> String| {
-        let _ = write!(o, "{title:>9}");
+        let _ = write!(o, "{}", col.pad(title));
         for prio in 0..8 {
             let _ = write!(o, " {:>10}", format!("PFC{prio}"));
         }
         o.push('\n');
         for p in &s.ports {
-            let _ = write!(o, "{:>9}", p.id);
+            let _ = write!(o, "{}", col.pad(&p.label()));
             for prio in 0..8 {
                 let _ = write!(o, " {:>10}", cell(p, prio));
             }
@@ -348,7 +417,7 @@ fn render_pfc(s: &Snapshot) -> String {
         .ports
         .iter()
         .filter(|p| p.pause_rx > 0)
-        .map(|p| format!("port {}: {}", p.id, p.pause_rx))
+        .map(|p| format!("port {}: {}", p.label(), p.pause_rx))
         .collect();
     if !pauses.is_empty() {
         let _ = writeln!(o, "\n802.3x PAUSE received (not obeyed): {}", pauses.join(", "));
@@ -356,14 +425,76 @@ fn render_pfc(s: &Snapshot) -> String {
     o
 }
 
-fn render_buffer(s: &Snapshot, l: Levels) -> String {
-    let b = &s.buffer;
+/// A size of the config (exact, as the config would write it: `23KiB`), or in cells with
+/// `--cells` (rounded up, as the switch charges them).
+fn config_size(l: Levels, bytes: u64, cell: u32) -> String {
+    match l {
+        Levels::Bytes { .. } => units::format_size(bytes),
+        Levels::Cells => bytes.div_ceil(u64::from(cell.max(1))).to_string(),
+    }
+}
+
+fn limit_text(limit: &Limit, l: Levels, cell: u32) -> String {
+    match *limit {
+        Limit::Dynamic {
+            alpha,
+            dynamic_th: Some(th),
+        } => format!("dynamic_th {th} (alpha {alpha})"),
+        Limit::Dynamic {
+            alpha,
+            dynamic_th: None,
+        } => format!("alpha {alpha}"),
+        Limit::Static { bytes } => format!("static_th {}", config_size(l, bytes, cell)),
+        Limit::Unlimited => "unlimited".to_string(),
+    }
+}
+
+/// Rows of cells as a table: every column but the last padded to its widest cell (the last,
+/// an origin, is left as it is); columns whose index is in `right` right-aligned.
+fn table(rows: &[Vec<String>], right: &[usize]) -> String {
+    let cols = rows.iter().map(Vec::len).max().unwrap_or(0);
+    let width: Vec<usize> = (0..cols)
+        .map(|c| {
+            rows.iter()
+                .filter_map(|r| r.get(c))
+                .map(|x| x.chars().count())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let mut o = String::new();
+    for r in rows {
+        let mut line = String::new();
+        for (c, x) in r.iter().enumerate() {
+            if c > 0 {
+                line.push_str("  ");
+            }
+            if c + 1 == r.len() {
+                line.push_str(x);
+            } else if right.contains(&c) {
+                let _ = write!(line, "{x:>w$}", w = width[c]);
+            } else {
+                let _ = write!(line, "{x:<w$}", w = width[c]);
+            }
+        }
+        o.push_str(line.trim_end());
+        o.push('\n');
+    }
+    o
+}
+
+/// `rocectl show buffer`, as SONiC's `show buffer configuration` and `show buffer_pool
+/// watermark` together: the whole buffer, each pool (type, mode, size, shared headroom pool,
+/// use and peak now, where its size came from), each port's use, and per port and PG the
+/// values in force with where each came from (`buffer.rs`).
+pub fn render_buffer(v: &BufferView, l: Levels) -> String {
+    let cell = v.cell_bytes;
+    let b = &v.buffer;
     let mut o = String::new();
     let _ = writeln!(
         o,
-        "pool: {}, {} shared; used {} (peak {}); ingress shared {} (peak {}); egress shared {} (peak {})",
+        "buffer: {} in {cell} B cells; used {} (peak {}); ingress shared {} (peak {}); egress shared {} (peak {})",
         l.of(b.total_cells),
-        l.of(b.shared_cells),
         l.of(b.used_cells),
         l.of(b.peak_used_cells),
         l.of(b.ingress_shared_cells),
@@ -371,35 +502,119 @@ fn render_buffer(s: &Snapshot, l: Levels) -> String {
         l.of(b.egress_shared_cells),
         l.of(b.peak_egress_shared_cells)
     );
+    let live = |c: Option<u32>| c.map_or_else(|| "-".to_string(), |c| l.of(c));
+    let mut rows = vec![[
+        "pool", "type", "mode", "size", "headroom", "used", "peak", "hr_used", "hr_peak", "origin",
+    ]
+    .map(String::from)
+    .to_vec()];
+    for p in &v.pools {
+        let mut origin = p.size_bytes.origin.clone();
+        if let Some(h) = &p.headroom_bytes {
+            let _ = write!(origin, "; headroom: {}", h.origin);
+        }
+        rows.push(vec![
+            p.name.clone(),
+            p.kind.clone(),
+            p.mode.value.clone().unwrap_or_else(|| "-".into()),
+            config_size(l, p.size_bytes.value, cell),
+            p.headroom_bytes
+                .as_ref()
+                .map_or_else(|| "-".into(), |h| config_size(l, h.value, cell)),
+            live(p.used_cells),
+            live(p.peak_used_cells),
+            live(p.headroom_used_cells),
+            live(p.peak_headroom_used_cells),
+            origin,
+        ]);
+    }
+    o.push('\n');
+    o.push_str(&table(&rows, &[3, 4, 5, 6, 7, 8]));
+
+    let col = PortColumn::new(v.ports.iter().map(|p| (p.id, p.name.as_deref())));
     let _ = writeln!(
         o,
-        "{:>4} {:>12} {:>12} {:>12} {:>12}",
-        "port", "ingress", "peak_in", "egress", "peak_out"
+        "\n{} {:>12} {:>12} {:>12} {:>12}",
+        col.pad("port"),
+        "ingress",
+        "peak_in",
+        "egress",
+        "peak_out"
     );
-    for p in &s.ports {
-        let u = &p.buffer;
+    for p in &v.ports {
+        let label = controlplane::model::port_label(p.id, p.name.as_deref());
+        let u = p.buffer.unwrap_or_default();
         let _ = writeln!(
             o,
-            "{:>4} {:>12} {:>12} {:>12} {:>12}",
-            p.id,
+            "{} {:>12} {:>12} {:>12} {:>12}",
+            col.pad(&label),
             l.of(u.ingress_cells),
             l.of(u.peak_ingress_cells),
             l.of(u.egress_cells),
             l.of(u.peak_egress_cells)
         );
     }
+
+    let mut rows = vec![["port", "pg", "field", "value", "origin"].map(String::from).to_vec()];
+    let mut hidden = 0;
+    for p in &v.ports {
+        let label = controlplane::model::port_label(p.id, p.name.as_deref());
+        for g in &p.pgs {
+            if !g.configured {
+                hidden += 1;
+                continue;
+            }
+            let mut row = |field: &str, value: String, origin: &str| {
+                rows.push(vec![
+                    label.clone(),
+                    g.pg.to_string(),
+                    field.to_string(),
+                    value,
+                    origin.to_string(),
+                ]);
+            };
+            row("pool", g.pool.value.clone(), &g.pool.origin);
+            row(
+                "min (size)",
+                config_size(l, g.min_bytes.value, cell),
+                &g.min_bytes.origin,
+            );
+            row("limit", limit_text(&g.limit.value, l, cell), &g.limit.origin);
+            for (field, x) in [
+                ("headroom (xoff)", &g.headroom_bytes),
+                ("xon", &g.xon_bytes),
+                ("xon_offset", &g.xon_offset_bytes),
+            ] {
+                if let Some(x) = x {
+                    row(field, config_size(l, x.value, cell), &x.origin);
+                }
+            }
+        }
+    }
+    o.push_str("\nPGs: the values in force and where each came from\n");
+    o.push_str(&table(&rows, &[1]));
+    if hidden > 0 {
+        let _ = writeln!(
+            o,
+            "({hidden} lossy PGs with nothing configured but their pool not shown; --json has every PG)"
+        );
+    }
     o
 }
 
-fn render_fdb(rows: &[FdbRow]) -> String {
+fn render_fdb(rows: &[FdbRow], names: &PortNames) -> String {
+    let col = PortColumn::new(rows.iter().map(|r| (r.port, names.get(&r.port).map(String::as_str))));
     let mut o = String::new();
-    let _ = writeln!(o, "{:<17} {:>4} {:>7} {:>9}", "mac", "port", "type", "age_s");
+    let _ = writeln!(o, "{:<17} {} {:>7} {:>9}", "mac", col.pad("port"), "type", "age_s");
     for r in rows {
         let _ = writeln!(
             o,
-            "{:<17} {:>4} {:>7} {:>9.1}",
+            "{:<17} {} {:>7} {:>9.1}",
             r.mac,
-            r.port,
+            col.pad(&controlplane::model::port_label(
+                r.port,
+                names.get(&r.port).map(String::as_str)
+            )),
             if r.is_static { "static" } else { "learnt" },
             r.age_ns as f64 / 1e9
         );
@@ -417,10 +632,11 @@ pub fn render_rates(prev: Option<&Snapshot>, s: &Snapshot, secs: f64, levels: Le
         Some(t) if secs > 0.0 => now.saturating_sub(t) as f64 / secs,
         _ => 0.0,
     };
+    let col = PortColumn::of(&s.ports);
     let _ = writeln!(
         o,
-        "{:>4} {:>9} {:>9} {:>9} {:>9} {:>8} {:>8} {:>8} {:>8} {:>7} {:>9} {:>9}",
-        "port",
+        "{} {:>9} {:>9} {:>9} {:>9} {:>8} {:>8} {:>8} {:>8} {:>7} {:>9} {:>9}",
+        col.pad("port"),
         "rx_Mpps",
         "rx_Gbps",
         "tx_Mpps",
@@ -446,8 +662,8 @@ pub fn render_rates(prev: Option<&Snapshot>, s: &Snapshot, secs: f64, levels: Le
             .fold(0.0, f64::max);
         let _ = writeln!(
             o,
-            "{:>4} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {:>8.0} {:>8.0} {:>8.0} {:>8.0} {:>6.0}% {:>9} {:>9}",
-            p.id,
+            "{} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {:>8.0} {:>8.0} {:>8.0} {:>8.0} {:>6.0}% {:>9} {:>9}",
+            col.pad(&p.label()),
             rate(p.rx_packets, before.map(|b| b.rx_packets)) / 1e6,
             rate(p.rx_bytes, before.map(|b| b.rx_bytes)) * 8.0 / 1e9,
             rate(p.tx_packets, before.map(|b| b.tx_packets)) / 1e6,
@@ -475,8 +691,8 @@ pub fn render_rates(prev: Option<&Snapshot>, s: &Snapshot, secs: f64, levels: Le
             }
             let _ = writeln!(
                 rows,
-                "{:>4} {:>5} {:>9.3} {:>9.3} {:>8.0} {:>8.0} {:>9} {:>9} {:>9}",
-                p.id,
+                "{} {:>5} {:>9.3} {:>9.3} {:>8.0} {:>8.0} {:>9} {:>9} {:>9}",
+                col.pad(&p.label()),
                 q.queue,
                 tx / 1e6,
                 rate(q.tx_bytes, b.map(|b| b.tx_bytes)) * 8.0 / 1e9,
@@ -491,8 +707,16 @@ pub fn render_rates(prev: Option<&Snapshot>, s: &Snapshot, secs: f64, levels: Le
     if !rows.is_empty() {
         let _ = writeln!(
             o,
-            "\n{:>4} {:>5} {:>9} {:>9} {:>8} {:>8} {:>9} {:>9} {:>9}",
-            "port", "queue", "tx_Mpps", "tx_Gbps", "ecn/s", "drops/s", "depth_pkt", "depth", "peak"
+            "\n{} {:>5} {:>9} {:>9} {:>8} {:>8} {:>9} {:>9} {:>9}",
+            col.pad("port"),
+            "queue",
+            "tx_Mpps",
+            "tx_Gbps",
+            "ecn/s",
+            "drops/s",
+            "depth_pkt",
+            "depth",
+            "peak"
         );
         o.push_str(&rows);
     }
@@ -634,6 +858,11 @@ pub fn admission_json(a: &vlarb_admit::Admission, refused: &[(String, vlarb_admi
 mod tests {
     use super::*;
 
+    /// [`render`] of a switch whose ports have no names (the fdb's ids stay ids).
+    fn r(what: Show, data: &serde_json::Value, levels: Levels) -> Result<String, String> {
+        render(what, data, levels, &PortNames::new())
+    }
+
     fn snapshot() -> Snapshot {
         use controlplane::snapshot::{PgReport, PoolBuffer, PortBuffer, QueueReport, Totals};
         let q = |i: u8, tx: u64| QueueReport {
@@ -709,7 +938,14 @@ mod tests {
                 egress_shared_cells: 0,
                 peak_egress_shared_cells: 0,
             },
+            pools: Vec::new(),
         }
+    }
+
+    /// `show buffer`'s view of [`snapshot`] on the built-in default profile (ports 0-3).
+    fn default_view() -> BufferView {
+        let cfg = controlplane::load_str(controlplane::DEFAULT_PROFILE).unwrap().config;
+        BufferView::new(&snapshot(), &cfg, controlplane::DEFAULT_PROFILE)
     }
 
     /// The switch's answer to `counters`, as JSON.
@@ -720,13 +956,13 @@ mod tests {
     #[test]
     fn tables_render_the_switch_answer() {
         let data = canned();
-        let c = render(Show::Counters, &data, Levels::Cells).unwrap();
+        let c = r(Show::Counters, &data, Levels::Cells).unwrap();
         assert!(c.lines().next().unwrap().contains("rx_bytes"), "{c}");
         assert!(c.contains("egress_limit=4 no_route=1"), "{c}");
         assert_eq!(c.lines().count(), 3, "{c}");
         let mut crossing = snapshot();
         crossing.ports[1].crossed_out = 76;
-        let c = render(Show::Counters, &serde_json::to_value(crossing).unwrap(), Levels::Cells).unwrap();
+        let c = r(Show::Counters, &serde_json::to_value(crossing).unwrap(), Levels::Cells).unwrap();
         assert_eq!(
             c.lines().last().unwrap(),
             "crossed to another worker (a flooded frame once per copy): port 1 76 (0.75 per frame it received)",
@@ -736,7 +972,7 @@ mod tests {
         // times what it received; that read "700.0 % of its rx". Now it says what it is of.
         let mut flooding = snapshot();
         flooding.ports[0].crossed_out = 7 * flooding.ports[0].rx_packets;
-        let c = render(Show::Counters, &serde_json::to_value(flooding).unwrap(), Levels::Cells).unwrap();
+        let c = r(Show::Counters, &serde_json::to_value(flooding).unwrap(), Levels::Cells).unwrap();
         let last = c.lines().last().unwrap();
         assert!(
             last.ends_with("(7.00 per frame it received)") && !last.contains('%'),
@@ -750,7 +986,7 @@ mod tests {
             oerrors: 2,
             ..Default::default()
         });
-        let c = render(
+        let c = r(
             Show::Counters,
             &serde_json::to_value(with_backend).unwrap(),
             Levels::Cells,
@@ -771,7 +1007,7 @@ mod tests {
             ]),
             "{c}"
         );
-        let q = render(Show::Queues, &data, Levels::Cells).unwrap();
+        let q = r(Show::Queues, &data, Levels::Cells).unwrap();
         assert!(
             q.lines()
                 .nth(1)
@@ -781,7 +1017,7 @@ mod tests {
             "{q}"
         );
         assert!(q.contains("2 queues that never held a packet"), "{q}");
-        let g = render(Show::Pgs, &data, Levels::Cells).unwrap();
+        let g = r(Show::Pgs, &data, Levels::Cells).unwrap();
         assert!(
             g.lines()
                 .nth(1)
@@ -790,7 +1026,7 @@ mod tests {
                 .eq(["0", "3", "100", "0", "3", "3", "0", "12", "7", "90", "20"]),
             "{g}"
         );
-        let p = render(Show::Pfc, &data, Levels::Cells).unwrap();
+        let p = r(Show::Pfc, &data, Levels::Cells).unwrap();
         let rows: Vec<Vec<&str>> = p.lines().map(|l| l.split_whitespace().collect()).collect();
         assert_eq!(rows[0][..3], ["port", "rx", "PFC0"], "{p}");
         assert_eq!(rows[0].len(), 10, "port, rx and every priority: {p}");
@@ -805,17 +1041,18 @@ mod tests {
         let paused = rows.iter().position(|r| r.first() == Some(&"paused")).unwrap();
         assert_eq!(rows[paused + 1][4], "2.500", "{p}");
         assert!(!p.contains("storms"), "no storms, no storm grid: {p}");
-        let b = render(Show::Buffer, &data, Levels::Cells).unwrap();
-        assert!(b.starts_with("pool: 16384, 15000 shared; used 44 (peak 500)"), "{b}");
+        let b = render_buffer(&default_view(), Levels::Cells);
+        assert!(b.starts_with("buffer: 16384 in 256 B cells; used 44 (peak 500)"), "{b}");
         assert!(
             b.lines()
-                .nth(2)
+                .skip_while(|l| !l.contains("peak_in"))
+                .nth(1)
                 .unwrap()
                 .split_whitespace()
                 .eq(["0", "11", "22", "33", "44"]),
             "{b}"
         );
-        let f = render(
+        let f = r(
             Show::Fdb,
             &serde_json::json!([{"mac": "02:00:00:00:00:01", "port": 1, "is_static": false, "age_ns": 1500000000u64}]),
             Levels::Cells,
@@ -828,8 +1065,9 @@ mod tests {
             since_ms: 1500,
             ports: peaks.ports,
             buffer: peaks.buffer,
+            pools: peaks.pools,
         };
-        let w = render(Show::Watermarks, &serde_json::to_value(w).unwrap(), Levels::Cells).unwrap();
+        let w = r(Show::Watermarks, &serde_json::to_value(w).unwrap(), Levels::Cells).unwrap();
         assert!(w.starts_with("persistent watermarks, in cells, since 1.5 s ago"), "{w}");
         let pg_row = w
             .lines()
@@ -843,7 +1081,7 @@ mod tests {
             "{w}"
         );
         assert!(w.contains("pool: used 500, ingress shared 90, egress shared 0"), "{w}");
-        assert!(render(Show::Counters, &serde_json::json!([1]), Levels::Cells)
+        assert!(r(Show::Counters, &serde_json::json!([1]), Levels::Cells)
             .unwrap_err()
             .contains("unexpected"));
     }
@@ -894,16 +1132,16 @@ mod tests {
     fn levels_are_bytes_unless_cells_are_asked_for() {
         let data = canned();
         let bytes = Levels::Bytes { cell: 256 };
-        let q = render(Show::Queues, &data, bytes).unwrap();
+        let q = r(Show::Queues, &data, bytes).unwrap();
         let row: Vec<&str> = q.lines().nth(1).unwrap().split_whitespace().collect();
         assert_eq!(&row[6..], ["1", "1.0KiB", "10.0KiB"], "{q}");
         assert!(q.contains("depth and peak in bytes"), "{q}");
-        let g = render(Show::Pgs, &data, bytes).unwrap();
+        let g = r(Show::Pgs, &data, bytes).unwrap();
         let row: Vec<&str> = g.lines().nth(1).unwrap().split_whitespace().collect();
         assert_eq!(&row[6..], ["0B", "3.0KiB", "1.8KiB", "22.5KiB", "5.0KiB"], "{g}");
-        let b = render(Show::Buffer, &data, bytes).unwrap();
+        let b = render_buffer(&default_view(), bytes);
         assert!(
-            b.starts_with("pool: 4.0MiB, 3.7MiB shared; used 11.0KiB (peak 125.0KiB)"),
+            b.starts_with("buffer: 4.0MiB in 256 B cells; used 11.0KiB (peak 125.0KiB)"),
             "{b}"
         );
         let peaks = snapshot().peaks();
@@ -912,12 +1150,13 @@ mod tests {
             since_ms: 1500,
             ports: peaks.ports,
             buffer: peaks.buffer,
+            pools: peaks.pools,
         };
         let w = serde_json::to_value(w).unwrap();
-        let wb = render(Show::Watermarks, &w, bytes).unwrap();
+        let wb = r(Show::Watermarks, &w, bytes).unwrap();
         assert!(wb.starts_with("user watermarks, in bytes, since 1.5 s ago"), "{wb}");
         assert!(wb.contains("pool: used 125.0KiB, ingress shared 22.5KiB"), "{wb}");
-        let wc = render(Show::Watermarks, &w, Levels::Cells).unwrap();
+        let wc = r(Show::Watermarks, &w, Levels::Cells).unwrap();
         assert!(wc.starts_with("user watermarks, in cells, since 1.5 s ago"), "{wc}");
         assert!(wc.contains("pool: used 500, ingress shared 90"), "{wc}");
 
@@ -933,6 +1172,306 @@ mod tests {
         assert_eq!(
             header(at, "since start 12.3 s", None),
             "at 07:31:02 UTC, since start 12.3 s"
+        );
+    }
+
+    /// [`snapshot`] as a SONiC import's switch reports it: its ports named.
+    fn named() -> Snapshot {
+        let mut s = snapshot();
+        s.ports[0].name = Some("Ethernet0".into());
+        s.ports[1].id = 120;
+        s.ports[1].name = Some("Ethernet120".into());
+        s
+    }
+
+    /// Issue 37: where the config names its ports, every table names them, in a column as wide
+    /// as the longest name (`Ethernet120`), left-aligned, the other columns where they were.
+    #[test]
+    fn tables_name_ports_where_the_config_names_them() {
+        let data = serde_json::to_value(named()).unwrap();
+        let row = |t: &str, label: &str| -> Vec<String> {
+            t.lines()
+                .find(|l| l.starts_with(&format!("{label:<11} ")))
+                .unwrap_or_else(|| panic!("no row of {label} (padded to 11) in:\n{t}"))
+                .split_whitespace()
+                .map(String::from)
+                .collect()
+        };
+        for what in [Show::Counters, Show::Queues, Show::Pgs] {
+            let t = r(what, &data, Levels::Cells).unwrap();
+            assert!(t.starts_with(&format!("{:<11} ", "port")), "{t}");
+            assert_eq!(row(&t, "Ethernet0")[0], "Ethernet0");
+            assert_eq!(row(&t, "Ethernet120")[0], "Ethernet120");
+            // The header's columns end where the rows' do.
+            let (head, first) = (t.lines().next().unwrap(), t.lines().nth(1).unwrap());
+            assert_eq!(
+                head.split_whitespace().nth(1).map(|h| head.find(h).unwrap() + h.len()),
+                first
+                    .split_whitespace()
+                    .nth(1)
+                    .map(|v| first[11..].find(v).unwrap() + 11 + v.len()),
+                "second column aligned:\n{t}"
+            );
+        }
+        let q = r(Show::Queues, &data, Levels::Cells).unwrap();
+        assert_eq!(row(&q, "Ethernet120")[..3], ["Ethernet120", "3", "90"], "{q}");
+        let mut crossing = named();
+        crossing.ports[1].crossed_out = 76;
+        let c = r(Show::Counters, &serde_json::to_value(crossing).unwrap(), Levels::Cells).unwrap();
+        assert!(c.contains("port Ethernet120 76 (0.75 per frame it received)"), "{c}");
+        let p = r(Show::Pfc, &data, Levels::Cells).unwrap();
+        assert_eq!(row(&p, "Ethernet0")[4], "0", "{p}");
+        assert!(p.lines().filter(|l| l.starts_with("Ethernet120 ")).count() >= 3, "{p}");
+        let peaks = named().peaks();
+        let w = WatermarksData {
+            kind: protocol::WatermarkKind::User,
+            since_ms: 1,
+            ports: peaks.ports,
+            buffer: peaks.buffer,
+            pools: vec![controlplane::snapshot::PoolReportPeaks {
+                name: "ingress_lossless_pool".into(),
+                kind: "ingress".into(),
+                peak_used_cells: 50,
+                headroom: Some(controlplane::snapshot::PoolHeadroomPeaks { peak_used_cells: 4 }),
+            }],
+        };
+        let w = r(Show::Watermarks, &serde_json::to_value(w).unwrap(), Levels::Cells).unwrap();
+        assert_eq!(row(&w, "Ethernet0")[..5], ["Ethernet0", "-", "-", "-", "90"], "{w}");
+        assert!(
+            w.contains("\npool ingress_lossless_pool (ingress): 50 (peak), shared headroom pool 4 (peak)\n"),
+            "{w}"
+        );
+        assert!(w.lines().any(|l| l.starts_with("Ethernet120 ")), "{w}");
+        let names: PortNames = [(120, "Ethernet120".to_string())].into();
+        let f = render(
+            Show::Fdb,
+            &serde_json::json!([
+                {"mac": "02:00:00:00:00:01", "port": 120, "is_static": false, "age_ns": 0},
+                {"mac": "02:00:00:00:00:02", "port": 7, "is_static": true, "age_ns": 0}
+            ]),
+            Levels::Cells,
+            &names,
+        )
+        .unwrap();
+        assert!(f.contains("02:00:00:00:00:01 Ethernet120  learnt"), "{f}");
+        assert!(f.contains(&format!("02:00:00:00:00:02 {:<11}  static", "7")), "{f}");
+        let t = render_rates(None, &named(), 0.0, Levels::Cells);
+        assert_eq!(row(&t, "Ethernet120")[0], "Ethernet120", "{t}");
+        // Unnamed ports print as they always did.
+        let plain = r(Show::Queues, &canned(), Levels::Cells).unwrap();
+        assert!(plain.starts_with("port queue"), "{plain}");
+        assert!(plain.lines().nth(1).unwrap().starts_with("   0     3"), "{plain}");
+    }
+
+    /// The imported TOML of configs/sonic/spectrum1-t1.json, with `edit` applied: its switch's
+    /// config and its text.
+    fn sonic(edit: impl Fn(String) -> String) -> (controlplane::Config, String) {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../configs/sonic/spectrum1-t1.json");
+        let json = std::fs::read_to_string(path).unwrap();
+        let toml = controlplane::sonic::import_text(&json, &Default::default())
+            .unwrap()
+            .toml;
+        let toml = edit(toml);
+        let cfg = controlplane::load_str(&toml).unwrap_or_else(|e| panic!("{e}")).config;
+        (cfg, toml)
+    }
+
+    /// The row of `show buffer`'s PG table for `port`'s PG `pg` and `field`: (value, origin).
+    fn pg_row(t: &str, port: &str, pg: u8, field: &str) -> (String, String) {
+        let line = t
+            .lines()
+            .skip_while(|l| !l.starts_with("PGs:"))
+            .find(|l| {
+                let mut w = l.split_whitespace();
+                w.next() == Some(port) && w.next() == Some(&pg.to_string()) && l.contains(&format!("  {field}  "))
+            })
+            .unwrap_or_else(|| panic!("no {port} PG {pg} {field} in:\n{t}"));
+        let rest = line[line.find(&format!("  {field}  ")).unwrap() + field.len() + 4..].trim_start();
+        let (value, origin) = rest.split_once("  ").unwrap();
+        (value.to_string(), origin.trim().to_string())
+    }
+
+    /// Issue 37: `show buffer` gives each pool and, per port and PG, each value in force with
+    /// where it came from: the SONiC origin the import wrote beside it, the per-port override's
+    /// over the global one, `default` where nothing gives it, `computed:` with the formula's
+    /// inputs (and their origins) where the config computes it.
+    #[test]
+    fn show_buffer_says_where_each_value_came_from() {
+        // Ethernet24's PG3 headroom left to the formula.
+        let (cfg, text) = sonic(|t| {
+            t.replacen(
+                "headroom = \"78848B\"                # BUFFER_PROFILE|pg_lossless_100000_300m_profile|xoff",
+                "headroom = \"auto\"",
+                1,
+            )
+        });
+        assert!(text.contains("headroom = \"auto\""), "the edit took");
+        let mut snap = named();
+        snap.ports = cfg
+            .ports
+            .iter()
+            .map(|p| PortReport {
+                id: p.id,
+                name: p.name.clone(),
+                ..Default::default()
+            })
+            .collect();
+        snap.pools = vec![controlplane::snapshot::PoolReport {
+            name: "ingress_lossless_pool".into(),
+            kind: "ingress".into(),
+            size_cells: 90827,
+            used_cells: 40,
+            peak_used_cells: 50,
+            headroom: Some(controlplane::snapshot::PoolHeadroom {
+                size_cells: 22358,
+                used_cells: 3,
+                peak_used_cells: 4,
+            }),
+        }];
+        let view = BufferView::new(&snap, &cfg, &text);
+        let t = render_buffer(&view, Levels::Bytes { cell: 96 });
+        // The pools, by name: type, mode, size, shared headroom pool, use and peak, origin.
+        let pool = |name: &str| -> Vec<&str> {
+            t.lines()
+                .find(|l| l.starts_with(&format!("{name} ")))
+                .unwrap_or_else(|| panic!("no pool {name}:\n{t}"))
+                .split_whitespace()
+                .collect()
+        };
+        assert_eq!(
+            pool("ingress_lossless_pool")[..10],
+            [
+                "ingress_lossless_pool",
+                "ingress",
+                "dynamic",
+                "8515KiB",
+                "2096KiB",
+                "3.8KiB",
+                "4.7KiB",
+                "288B",
+                "384B",
+                "BUFFER_POOL|ingress_lossless_pool|size;"
+            ],
+            "{t}"
+        );
+        assert_eq!(
+            pool("egress_lossy_pool")[..9],
+            [
+                "egress_lossy_pool",
+                "egress",
+                "dynamic",
+                "8515KiB",
+                "-",
+                "-",
+                "-",
+                "-",
+                "-"
+            ],
+            "a pool the switch does not report has no figures: {t}"
+        );
+        // A 5 m port: its own [port.pg.3] gives the headroom; the rest is the global [pg.3].
+        assert_eq!(
+            pg_row(&t, "Ethernet0", 3, "headroom (xoff)"),
+            (
+                "23KiB".into(),
+                "BUFFER_PROFILE|pg_lossless_100000_5m_profile|xoff".into()
+            )
+        );
+        assert_eq!(
+            pg_row(&t, "Ethernet8", 3, "headroom (xoff)"),
+            (
+                "29KiB".into(),
+                "BUFFER_PROFILE|pg_lossless_100000_40m_profile|xoff".into()
+            )
+        );
+        assert_eq!(
+            pg_row(&t, "Ethernet0", 3, "limit"),
+            (
+                "dynamic_th 0 (alpha 1)".into(),
+                "BUFFER_PROFILE|pg_lossless_100000_40m_profile|dynamic_th".into()
+            )
+        );
+        assert_eq!(
+            pg_row(&t, "Ethernet0", 0, "pool"),
+            (
+                "ingress_lossless_pool".into(),
+                "BUFFER_PROFILE|ingress_lossy_profile|pool".into()
+            )
+        );
+        assert_eq!(pg_row(&t, "Ethernet0", 3, "xon"), ("0B".into(), "default".into()));
+        // The formula's inputs, each with its origin; the value is the config's own.
+        let (value, origin) = pg_row(&t, "Ethernet24", 3, "headroom (xoff)");
+        let p24 = &cfg.ports[cfg.port_index(cfg.port_id_of("Ethernet24").unwrap()).unwrap()];
+        assert_eq!(value, units::format_size(p24.headroom_bytes[3]));
+        assert_eq!(
+            origin,
+            "computed: 100G (PORT|Ethernet24|speed), 300m (CABLE_LENGTH|AZURE|Ethernet24), mtu 9100 (PORT|Ethernet24|mtu)"
+        );
+        // PG 4 of the same port keeps its profile's headroom.
+        assert!(pg_row(&t, "Ethernet24", 4, "headroom (xoff)")
+            .1
+            .ends_with("300m_profile|xoff"));
+        // Lossy PGs with nothing but a pool are left out, and said so.
+        assert!(!t.lines().any(|l| l.starts_with("Ethernet0    1 ")), "{t}");
+        assert!(
+            t.contains("(40 lossy PGs with nothing configured but their pool not shown"),
+            "{t}"
+        );
+
+        // --json: the same values and origins, with the keys that give them.
+        let j = serde_json::to_value(&view).unwrap();
+        let pg3 = &j["ports"][0]["pgs"][3];
+        assert_eq!(pg3["headroom_bytes"]["value"], 23552);
+        assert_eq!(
+            pg3["headroom_bytes"]["origin"],
+            "BUFFER_PROFILE|pg_lossless_100000_5m_profile|xoff"
+        );
+        assert_eq!(pg3["headroom_bytes"]["key"], "port[0].pg.3.headroom");
+        assert_eq!(pg3["limit"]["value"]["dynamic"]["dynamic_th"], 0);
+        assert_eq!(pg3["xon_bytes"]["origin"], "default");
+        assert!(pg3["xon_bytes"].get("key").is_none());
+        assert_eq!(j["ports"][0]["name"], "Ethernet0");
+        assert_eq!(j["pools"][0]["headroom_bytes"]["value"], 2146304);
+        assert_eq!(j["ports"][0]["pgs"].as_array().unwrap().len(), 8, "every PG");
+
+        // --cells: the config's sizes in cells, rounded up as the switch charges them.
+        let c = render_buffer(&view, Levels::Cells);
+        assert_eq!(pg_row(&c, "Ethernet0", 3, "headroom (xoff)").0, "246");
+    }
+
+    /// A hand-written config's comments are notes, not origins: each value's origin is its
+    /// key, a port's own key over the global one; the one pool of a config without pools
+    /// shows as its two views.
+    #[test]
+    fn show_buffer_of_a_hand_written_config_names_keys() {
+        let text = controlplane::DEFAULT_PROFILE.replacen(
+            "[[port]]\nid = 1\n",
+            "[[port]]\nid = 1\nname = \"uplink\"\npg.3.alpha = \"1/4\"\n",
+            1,
+        );
+        let cfg = controlplane::load_str(&text).unwrap().config;
+        let view = BufferView::new(&snapshot(), &cfg, &text);
+        let t = render_buffer(&view, Levels::Bytes { cell: 256 });
+        assert_eq!(
+            pg_row(&t, "0", 3, "limit"),
+            ("dynamic_th -3 (alpha 0.125)".into(), "pg.3.alpha".into())
+        );
+        assert_eq!(
+            pg_row(&t, "uplink", 3, "limit"),
+            ("dynamic_th -2 (alpha 0.25)".into(), "port[1].pg.3.alpha".into())
+        );
+        assert_eq!(
+            pg_row(&t, "0", 3, "headroom (xoff)").1,
+            "computed: 25G (port_defaults.speed), 15m (port_defaults.cable), mtu 1500 (port_defaults.mtu)"
+        );
+        assert_eq!(pg_row(&t, "0", 3, "pool"), ("shared".into(), "default".into()));
+        assert_eq!(pg_row(&t, "0", 3, "xon_offset").1, "pg.3.xon_offset");
+        let shared: Vec<&str> = t.lines().filter(|l| l.starts_with("shared ")).collect();
+        assert_eq!(shared.len(), 2, "{t}");
+        assert!(shared[0].split_whitespace().take(2).eq(["shared", "ingress"]), "{t}");
+        assert!(
+            shared[0].contains("computed: buffer.size less every min and headroom"),
+            "{t}"
         );
     }
 }
