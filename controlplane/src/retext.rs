@@ -16,13 +16,16 @@ pub fn rewrite(old_text: &str, new: &Table) -> Result<String, String> {
     let Ok(mut doc) = old_text.parse::<DocumentMut>() else {
         return toml::to_string(new).map_err(|e| format!("cannot write the config: {e}"));
     };
-    sync(doc.as_table_mut(), false, new);
+    let origins = crate::sonic::comments_are_origins(old_text);
+    sync(doc.as_table_mut(), false, new, origins);
     Ok(doc.to_string())
 }
 
 /// Makes `t` hold exactly `new`. `inline`: `t` is (inside) an inline table or a dotted-key
 /// table, where a new sub-table must be an inline value, not a `[section]`.
-fn sync(t: &mut dyn TableLike, inline: bool, new: &Table) {
+/// `origins`: the text's comments name where each value came from (an imported config_db.json):
+/// a changed value's comment then says it was changed, and from what.
+fn sync(t: &mut dyn TableLike, inline: bool, new: &Table, origins: bool) {
     let gone: Vec<String> = t
         .iter()
         .map(|(k, _)| k.to_string())
@@ -39,7 +42,7 @@ fn sync(t: &mut dyn TableLike, inline: bool, new: &Table) {
         match (item, v) {
             (Item::Table(sub), Value::Table(nt)) => {
                 let dotted = sub.is_dotted();
-                sync(sub, dotted, nt);
+                sync(sub, dotted, nt, origins);
                 if nt.is_empty() {
                     // An empty table is only there if it has a header of its own.
                     sub.set_dotted(false);
@@ -48,7 +51,7 @@ fn sync(t: &mut dyn TableLike, inline: bool, new: &Table) {
             }
             (Item::Value(toml_edit::Value::InlineTable(sub)), Value::Table(nt)) => {
                 let keys_before: Vec<String> = sub.iter().map(|(k, _)| k.to_string()).collect();
-                sync(sub, true, nt);
+                sync(sub, true, nt, origins);
                 if !sub.iter().map(|(k, _)| k).eq(keys_before.iter().map(String::as_str)) {
                     // Keys came or went: re-space the one line (`{ a = 1, b = 2 }`).
                     sub.fmt();
@@ -65,7 +68,7 @@ fn sync(t: &mut dyn TableLike, inline: bool, new: &Table) {
                     let Value::Table(nt) = nv else { continue };
                     match at.and_then(|i| old.get_mut(i)).and_then(Option::take) {
                         Some(mut sub) => {
-                            sync(&mut sub, false, nt);
+                            sync(&mut sub, false, nt, origins);
                             out.push(sub);
                         }
                         None => out.push(to_table(nt)),
@@ -81,7 +84,7 @@ fn sync(t: &mut dyn TableLike, inline: bool, new: &Table) {
             {
                 for (sub, nv) in aot.iter_mut().zip(arr) {
                     if let Value::Table(nt) = nv {
-                        sync(sub, false, nt);
+                        sync(sub, false, nt, origins);
                     }
                 }
             }
@@ -89,6 +92,28 @@ fn sync(t: &mut dyn TableLike, inline: bool, new: &Table) {
                 if to_toml(old) != *v {
                     // Same key, new value: keep the line's comment, in its column if it fits.
                     let mut decor = old.decor().clone();
+                    if origins {
+                        // The origin was the old value's: say what it was, and where from.
+                        if let Some(origin) = decor.suffix().and_then(|s| s.as_str()).and_then(|s| s.split_once('#')) {
+                            let was = {
+                                let mut bare = old.clone();
+                                bare.decor_mut().clear();
+                                bare.to_string()
+                            };
+                            let origin = origin.1.trim();
+                            let origin = origin.strip_prefix("changed, was ").map_or(origin, |rest| {
+                                rest.split_once(" (").map_or(rest, |(_, o)| o.trim_end_matches(')'))
+                            });
+                            decor.set_suffix(format!(
+                                "{}# changed, was {} ({origin})",
+                                decor
+                                    .suffix()
+                                    .and_then(|s| s.as_str())
+                                    .map_or("  ", |s| &s[..s.find('#').unwrap_or(0)]),
+                                was.trim()
+                            ));
+                        }
+                    }
                     let mut new_value = to_value(v);
                     let (old_len, new_len) = (bare_len(old), bare_len(&new_value));
                     if let Some(suffix) = decor.suffix().and_then(|s| s.as_str()) {
@@ -286,6 +311,42 @@ pmax = 0.2
         }
         assert!(out.contains("alpha = \"1/16\" } # port 1's own"), "{out}");
         assert!(!out.contains("alpha = \"1/8\""), "{out}");
+    }
+
+    /// In an import whose comments are origins, a changed value's comment says what it was and
+    /// where that came from (once, however often it changes); a hand-written note stays as it is.
+    #[test]
+    fn a_changed_imported_value_says_what_it_was() {
+        let old = format!(
+            "{}\n[pg.3]\nalpha = \"1\"                      # BUFFER_PROFILE|p|dynamic_th\n",
+            crate::sonic::ORIGINS_LINE
+        );
+        let mut t: Table = old.parse().unwrap();
+        t["pg"]["3"]
+            .as_table_mut()
+            .unwrap()
+            .insert("alpha".into(), Value::String("1/2".into()));
+        let once = rewrite(&old, &t).unwrap();
+        assert!(
+            once.contains("alpha = \"1/2\"") && once.contains("# changed, was \"1\" (BUFFER_PROFILE|p|dynamic_th)"),
+            "{once}"
+        );
+        t["pg"]["3"]
+            .as_table_mut()
+            .unwrap()
+            .insert("alpha".into(), Value::String("1/4".into()));
+        let twice = rewrite(&once, &t).unwrap();
+        assert!(
+            twice.contains("# changed, was \"1/2\" (BUFFER_PROFILE|p|dynamic_th)"),
+            "{twice}"
+        );
+        let note = "[pg.3]\nalpha = \"1\"  # a note\n";
+        let mut t: Table = note.parse().unwrap();
+        t["pg"]["3"]
+            .as_table_mut()
+            .unwrap()
+            .insert("alpha".into(), Value::String("1/2".into()));
+        assert!(rewrite(note, &t).unwrap().contains("# a note"));
     }
 
     /// A `[[port]]` removed or added keeps every other port's lines and comments with it; a
