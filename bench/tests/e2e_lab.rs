@@ -257,39 +257,46 @@ fn lossless_incast_loses_nothing_with_pfc_ecn_and_cnps() {
     assert_eq!(o.undrained, 0);
 }
 
-/// Issue 37: a production switch's config_db.json (the project's Spectrum-1-style T1: AZURE
-/// maps, lossless PGs 3-4, its pools and buffer profiles) runs the lab's traffic on its own
-/// ports: a 3→1 incast on DSCP 3, AZURE's lossless class, loses nothing, and the frames were
-/// where the file puts them (PG 3, queue 3).
+/// Issue 37: a production switch's config_db.json (the project's Spectrum-1 and Tomahawk 2
+/// T1 configs: AZURE maps, lossless PGs 3-4, their pools and buffer profiles) runs the lab's
+/// traffic on its own ports: a 3→1 incast on DSCP 3, AZURE's lossless class, loses nothing,
+/// and the frames were where the file puts them (PG 3, queue 3).
 #[test]
 fn a_sonic_config_runs_the_lab_incast_without_loss() {
-    let g = lab_up_from(4, "configs/sonic/spectrum1-t1.json");
-    let cfg = config(&g);
-    let names: Vec<_> = cfg.ports.iter().map(|p| p.name.clone().unwrap_or_default()).collect();
-    assert_eq!(names, ["Ethernet0", "Ethernet4", "Ethernet8", "Ethernet12"]);
-    let sw = Switch::start(cfg);
-    let report = json_of(
-        incast_at(
-            &g,
-            SPEED,
-            "1.5",
-            &["--burst-us", "50", "--dscp", "3", "--prio-map", "3=3,4=4"],
-        )
-        .output()
-        .unwrap(),
-    );
-    let o = sw.stop();
-    let t = &report["totals"];
-    assert_eq!(t["lost"], 0, "lossless traffic lost: {t}\n{}", where_lost(&o));
-    assert_eq!(t["bad_icrc"], 0);
-    assert_eq!(t["out_of_order"], 0);
-    assert!(t["rx_packets"].as_u64().unwrap() > 10_000, "{t}");
-    assert_eq!(o.snapshot.totals.drops.total(), 0, "switch drops: {}", where_lost(&o));
-    let pg3: u64 = o.snapshot.ports[1..4].iter().map(|p| p.pgs[3].rx_packets).sum();
-    assert!(pg3 > 10_000, "the incast did not arrive in PG 3: {pg3} frames");
-    let q3 = o.snapshot.ports[0].queues[3].tx_packets;
-    assert!(q3 > 10_000, "the incast did not leave by queue 3: {q3} frames");
-    assert_eq!(o.undrained, 0);
+    for file in ["configs/sonic/spectrum1-t1.json", "configs/sonic/tomahawk2-t1.json"] {
+        let g = lab_up_from(4, file);
+        let cfg = config(&g);
+        let names: Vec<_> = cfg.ports.iter().map(|p| p.name.clone().unwrap_or_default()).collect();
+        assert_eq!(names, ["Ethernet0", "Ethernet4", "Ethernet8", "Ethernet12"], "{file}");
+        let sw = Switch::start(cfg);
+        let report = json_of(
+            incast_at(
+                &g,
+                SPEED,
+                "1.5",
+                &["--burst-us", "50", "--dscp", "3", "--prio-map", "3=3,4=4"],
+            )
+            .output()
+            .unwrap(),
+        );
+        let o = sw.stop();
+        let t = &report["totals"];
+        assert_eq!(t["lost"], 0, "{file}: lossless traffic lost: {t}\n{}", where_lost(&o));
+        assert_eq!(t["bad_icrc"], 0, "{file}");
+        assert_eq!(t["out_of_order"], 0, "{file}");
+        assert!(t["rx_packets"].as_u64().unwrap() > 10_000, "{file}: {t}");
+        assert_eq!(
+            o.snapshot.totals.drops.total(),
+            0,
+            "{file}: switch drops: {}",
+            where_lost(&o)
+        );
+        let pg3: u64 = o.snapshot.ports[1..4].iter().map(|p| p.pgs[3].rx_packets).sum();
+        assert!(pg3 > 10_000, "{file}: the incast did not arrive in PG 3: {pg3} frames");
+        let q3 = o.snapshot.ports[0].queues[3].tx_packets;
+        assert!(q3 > 10_000, "{file}: the incast did not leave by queue 3: {q3} frames");
+        assert_eq!(o.undrained, 0, "{file}");
+    }
 }
 
 /// Busy loops that keep every core occupied while a test runs, so the switch and the hosts
