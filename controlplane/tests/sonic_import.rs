@@ -65,7 +65,7 @@ fn spectrum1_config_loads_with_its_platforms_rules() {
     assert_eq!(ingress.len(), 1);
     assert_eq!(
         (ingress[0].size_bytes, ingress[0].headroom_bytes),
-        (8_719_360, 2_146_304)
+        (8_719_360, 323_520)
     );
     assert_eq!(c.buffer.pools_of(PoolDir::Egress).count(), 2);
     // PG 3: with a shared headroom pool, size is the reserve (= xon) and xoff the headroom cap,

@@ -129,10 +129,10 @@ fn a_sonic_switch_reports_port_names_and_its_pools() {
         ]
     );
     let ingress = &snap.pools[0];
-    // 8719360 B and a 2146304 B shared headroom pool in 96 B cells, rounded up.
+    // 8719360 B and a 323520 B shared headroom pool in 96 B cells, rounded up.
     assert_eq!(ingress.size_cells, 90827);
     let hr = ingress.headroom.expect("the ingress pool's shared headroom pool");
-    assert_eq!(hr.size_cells, 22358);
+    assert_eq!(hr.size_cells, 3370);
     assert!(
         ingress.used_cells > 0 && ingress.peak_used_cells >= ingress.used_cells,
         "{ingress:?}"

@@ -1345,7 +1345,7 @@ mod tests {
                 "ingress",
                 "dynamic",
                 "8515KiB",
-                "2096KiB",
+                "323520B",
                 "3.8KiB",
                 "4.7KiB",
                 "288B",
@@ -1431,7 +1431,7 @@ mod tests {
         assert_eq!(pg3["xon_bytes"]["origin"], "default");
         assert!(pg3["xon_bytes"].get("key").is_none());
         assert_eq!(j["ports"][0]["name"], "Ethernet0");
-        assert_eq!(j["pools"][0]["headroom_bytes"]["value"], 2146304);
+        assert_eq!(j["pools"][0]["headroom_bytes"]["value"], 323520);
         assert_eq!(j["ports"][0]["pgs"].as_array().unwrap().len(), 8, "every PG");
 
         // --cells: the config's sizes in cells, rounded up as the switch charges them.
