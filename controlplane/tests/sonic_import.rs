@@ -63,10 +63,7 @@ fn spectrum1_config_loads_with_its_platforms_rules() {
     // Pools: one ingress pool with a shared headroom pool, two egress pools.
     let ingress: Vec<_> = c.buffer.pools_of(PoolDir::Ingress).collect();
     assert_eq!(ingress.len(), 1);
-    assert_eq!(
-        (ingress[0].size_bytes, ingress[0].headroom_bytes),
-        (8_719_360, 323_520)
-    );
+    assert_eq!((ingress[0].size_bytes, ingress[0].headroom_bytes), (8_719_360, 323_520));
     assert_eq!(c.buffer.pools_of(PoolDir::Egress).count(), 2);
     // PG 3: with a shared headroom pool, size is the reserve (= xon) and xoff the headroom cap,
     // by cable: 5 m, 40 m, 300 m.

@@ -7,6 +7,11 @@
 //!   the switch: at start, and after the switch restarted. A restart is noticed because the
 //!   connection drops (a heartbeat `hello` every poll interval); reconnection is retried every
 //!   poll interval, so a restarted switch is back on the desired config within about two.
+//! * A change made behind its back (`rocectl set`, `patch`, `apply` by someone else) is a drift:
+//!   the running config, read at every poll, no longer says what the file says. It is said
+//!   (a log line naming the keys, `rocectl_daemon_drift` and `rocectl_daemon_drifts_total`) and,
+//!   as `--on-drift` chooses, left (`warn`), undone (`restore`, SONiC's `config reload`) or
+//!   written into the file (`adopt`, SONiC's `config save`).
 //! * The daemon holds no state the switch needs: killing it leaves the switch forwarding on its
 //!   last config, and a new daemon simply re-applies.
 //! * Optionally serves Prometheus metrics on a loopback address (`metrics.rs`): each scrape
@@ -53,7 +58,7 @@
 
 use crate::metrics::Metrics;
 use controlplane::loopback::PeerKey;
-use controlplane::protocol::{ApplyData, Client, ClientError, Endpoint, Op};
+use controlplane::protocol::{ApplyData, Client, ClientError, ConfigData, Endpoint, Op};
 use controlplane::snapshot::Snapshot;
 use std::collections::{BTreeMap, HashMap};
 use std::net::{SocketAddr, TcpListener};
@@ -75,8 +80,37 @@ pub struct DaemonOptions {
     pub name: String,
     /// Loopback address to serve Prometheus metrics on; None: no metrics.
     pub metrics: Option<SocketAddr>,
-    /// How often the file is read and the switch is sent a heartbeat `hello`.
+    /// How often the file is read and the switch's running config compared with it.
     pub poll: Duration,
+    /// What to do when the switch's running config drifts from the file (a `rocectl set`
+    /// behind the daemon's back).
+    pub on_drift: DriftAction,
+}
+
+/// What the daemon does when the switch's running config no longer says what the file says
+/// (someone ran `rocectl set`, `patch` or `apply` behind its back). As SONiC: the running
+/// config and the saved file may differ until `config reload` (restore) or `config save`
+/// (adopt); the daemon says so either way.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DriftAction {
+    /// Say it (log, `rocectl_daemon_drift`) and leave both as they are.
+    Warn,
+    /// Put the file's config back on the switch (`config reload`).
+    Restore,
+    /// Write the switch's running config into the file (`config save`); the file is replaced
+    /// whole, atomically. Not for a config_db.json file (the running config is its TOML).
+    Adopt,
+}
+
+impl DriftAction {
+    /// The name `--on-drift` takes.
+    pub fn name(self) -> &'static str {
+        match self {
+            DriftAction::Warn => "warn",
+            DriftAction::Restore => "restore",
+            DriftAction::Adopt => "adopt",
+        }
+    }
 }
 
 /// The daemon's own state, shared with the metrics thread.
@@ -99,6 +133,10 @@ pub struct DaemonState {
     /// The buffer cell of the config last applied (0 before the first): the metrics give
     /// levels in bytes with it.
     pub cell_bytes: AtomicU64,
+    /// Whether the switch's running config differs from the file now.
+    pub drift: AtomicBool,
+    /// Drifts seen (each change behind the daemon's back counts once).
+    pub drifts: AtomicU64,
 }
 
 /// Runs until `stop` is set. Fails only on a bad start (unreadable or invalid file, metrics
@@ -139,6 +177,10 @@ pub fn run(opts: DaemonOptions, stop: Arc<AtomicBool>) -> Result<(), String> {
     let mut need_apply = true;
     // Said once per outage, not once per poll.
     let mut waiting_said = false;
+    // The switch's config version after the daemon's last apply, and the drifted version
+    // last reported (each drift is said once).
+    let mut applied_version: Option<u64> = None;
+    let mut drift_said: Option<u64> = None;
     while !stop.load(Ordering::Relaxed) {
         // 1. The file: a new valid content becomes desired once complete and settled; a bad
         //    one is refused once.
@@ -229,10 +271,82 @@ pub fn run(opts: DaemonOptions, stop: Arc<AtomicBool>) -> Result<(), String> {
                 Err(_) => {}
             }
         } else if let Some(c) = client.as_mut() {
-            if c.call(Op::Hello).is_err() {
-                eprintln!("rocectl daemon: lost the switch at {}; retrying", opts.socket);
-                client = None;
-                waiting_said = true;
+            // The heartbeat: the running config, compared with the file's.
+            match c.call_as::<ConfigData>(Op::GetConfig) {
+                Err(_) => {
+                    eprintln!("rocectl daemon: lost the switch at {}; retrying", opts.socket);
+                    client = None;
+                    waiting_said = true;
+                }
+                Ok(running) if !need_apply && applied_version.is_some_and(|v| v != running.version) => {
+                    let drift = Drift {
+                        file: &opts.config,
+                        desired: &desired,
+                        running: &running,
+                    };
+                    match drift.keys() {
+                        // Applied again as it was (another daemon, a script): nothing differs.
+                        None => {
+                            applied_version = Some(running.version);
+                            state.drift.store(false, Ordering::Relaxed);
+                        }
+                        Some(keys) => {
+                            if drift_said != Some(running.version) {
+                                drift_said = Some(running.version);
+                                state.drifts.fetch_add(1, Ordering::Relaxed);
+                                eprintln!(
+                                    "rocectl daemon: DRIFT: the switch's running config (version {}) is not {}: {} \
+                                     (changed behind the daemon, e.g. rocectl set); --on-drift {}",
+                                    running.version,
+                                    opts.config.display(),
+                                    keys.join(", "),
+                                    opts.on_drift.name()
+                                );
+                            }
+                            state.drift.store(true, Ordering::Relaxed);
+                            match opts.on_drift {
+                                DriftAction::Warn => {}
+                                DriftAction::Restore => match c.call_as::<ApplyData>(Op::Apply {
+                                    toml: desired.clone(),
+                                    if_version: Some(running.version),
+                                }) {
+                                    Ok(d) => {
+                                        applied_version = Some(d.version);
+                                        state.drift.store(false, Ordering::Relaxed);
+                                        eprintln!(
+                                            "rocectl daemon: restored {} on the switch ({})",
+                                            opts.config.display(),
+                                            keys.join(", ")
+                                        );
+                                    }
+                                    Err(e) => {
+                                        eprintln!("rocectl daemon: could not restore {}: {e}", opts.config.display())
+                                    }
+                                },
+                                DriftAction::Adopt => match drift.adopt() {
+                                    Ok(text) => {
+                                        seen = text.clone();
+                                        desired = text;
+                                        pending = None;
+                                        applied_version = Some(running.version);
+                                        state.drift.store(false, Ordering::Relaxed);
+                                        eprintln!(
+                                            "rocectl daemon: adopted the switch's running config into {} ({})",
+                                            opts.config.display(),
+                                            keys.join(", ")
+                                        );
+                                    }
+                                    Err(e) => {
+                                        eprintln!("rocectl daemon: cannot adopt the drift: {e}");
+                                        // Said once: the next poll compares against this version.
+                                        applied_version = Some(running.version);
+                                    }
+                                },
+                            }
+                        }
+                    }
+                }
+                Ok(_) => {}
             }
         }
         state.dataplane_up.store(client.is_some(), Ordering::Relaxed);
@@ -243,6 +357,8 @@ pub fn run(opts: DaemonOptions, stop: Arc<AtomicBool>) -> Result<(), String> {
             }) {
                 Ok(d) => {
                     need_apply = false;
+                    applied_version = Some(d.version);
+                    state.drift.store(false, Ordering::Relaxed);
                     state.applies_ok.fetch_add(1, Ordering::Relaxed);
                     if let Ok(l) = controlplane::load_str(&desired) {
                         state
@@ -277,6 +393,60 @@ pub fn run(opts: DaemonOptions, stop: Arc<AtomicBool>) -> Result<(), String> {
         std::thread::sleep(opts.poll);
     }
     Ok(())
+}
+
+/// The switch's running config against the file's.
+struct Drift<'a> {
+    file: &'a std::path::Path,
+    desired: &'a str,
+    running: &'a ConfigData,
+}
+
+impl Drift<'_> {
+    /// The config keys that differ, or None when the two say the same (a config_db.json file
+    /// is compared as the TOML it imports to).
+    fn keys(&self) -> Option<Vec<String>> {
+        let table = |text: &str| -> Option<toml::Table> { controlplane::config_toml(text).ok()?.parse().ok() };
+        let (want, have) = (table(self.desired)?, table(&self.running.toml)?);
+        let keys = controlplane::patch::changed_keys(&want, &have);
+        (!keys.is_empty()).then_some(keys)
+    }
+
+    /// Writes the running config over the file, atomically (a temporary file beside it, then
+    /// a rename, its permissions kept); returns the text written.
+    fn adopt(&self) -> Result<String, String> {
+        if controlplane::sonic::looks_like_config_db(self.desired) {
+            return Err(format!(
+                "{} is a config_db.json and the running config is rocesw TOML: send the change back with `rocectl sonic export`",
+                self.file.display()
+            ));
+        }
+        let dir = self
+            .file
+            .parent()
+            .filter(|d| !d.as_os_str().is_empty())
+            .unwrap_or(std::path::Path::new("."));
+        let name = self
+            .file
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let tmp = dir.join(format!(".{name}.rocectl-adopt.{}", std::process::id()));
+        let write = || -> std::io::Result<()> {
+            let mut f = std::fs::OpenOptions::new().write(true).create_new(true).open(&tmp)?;
+            if let Ok(meta) = std::fs::metadata(self.file) {
+                f.set_permissions(meta.permissions())?;
+            }
+            std::io::Write::write_all(&mut f, self.running.toml.as_bytes())?;
+            f.sync_all()?;
+            std::fs::rename(&tmp, self.file)
+        };
+        write().map_err(|e| {
+            let _ = std::fs::remove_file(&tmp);
+            format!("cannot write {}: {e}", self.file.display())
+        })?;
+        Ok(self.running.toml.clone())
+    }
 }
 
 /// Why `new` looks like `old` cut short rather than edited: it drops a whole section (table
@@ -690,6 +860,18 @@ pub fn render_metrics(client: &mut Option<Client>, socket: &Endpoint, name: &str
         } else {
             0.0
         },
+    );
+    m.gauge(
+        "rocectl_daemon_drift",
+        "1 while the switch's running config differs from the file (changed behind the daemon)",
+        base.clone(),
+        if state.drift.load(Ordering::Relaxed) { 1.0 } else { 0.0 },
+    );
+    m.counter(
+        "rocectl_daemon_drifts",
+        "changes of the switch's running config made behind the daemon",
+        base.clone(),
+        state.drifts.load(Ordering::Relaxed) as f64,
     );
     m.gauge(
         "rocectl_daemon_last_apply_timestamp_seconds",

@@ -112,6 +112,11 @@ fn running_kmax(socket: &Path) -> String {
 /// `rocectl daemon` on `socket` keeping `config`, metrics on a free loopback port; its log
 /// lines are collected as they come.
 fn start_daemon(socket: &Path, config: &Path, poll_ms: u32) -> (Proc, Arc<Mutex<Vec<String>>>) {
+    start_daemon_with(socket, config, poll_ms, &[])
+}
+
+/// [`start_daemon`] with more daemon options.
+fn start_daemon_with(socket: &Path, config: &Path, poll_ms: u32, extra: &[&str]) -> (Proc, Arc<Mutex<Vec<String>>>) {
     let mut d = Command::new(rocectl())
         .arg("--socket")
         .arg(socket)
@@ -124,6 +129,7 @@ fn start_daemon(socket: &Path, config: &Path, poll_ms: u32) -> (Proc, Arc<Mutex<
             "--config",
         ])
         .arg(config)
+        .args(extra)
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
@@ -1645,4 +1651,84 @@ fn a_fifo_in_place_of_the_config_wedges_nothing() {
     wait_for("the new file to be applied", Duration::from_secs(10), || {
         running_kmax(&socket) == "300KB"
     });
+}
+
+/// Issue 39 item 3: a `rocectl set` behind the daemon's back is a drift. `warn` says it (the
+/// log names the key, `rocectl_daemon_drift` is 1) and leaves both; `restore` puts the file's
+/// value back; `adopt` writes the running config into the file, which the daemon then keeps.
+#[test]
+fn a_change_behind_the_daemon_is_said_and_restored_or_adopted() {
+    for action in ["warn", "restore", "adopt"] {
+        let dir = tempfile::tempdir().unwrap();
+        let socket = dir.path().join("sw.sock");
+        let desired = dir.path().join("desired.toml");
+        std::fs::write(&desired, config_text(dir.path(), kmax("250KB"))).unwrap();
+        let _sw = start_switch(&desired, &socket);
+        let (_daemon, log) = start_daemon_with(&socket, &desired, 50, &["--on-drift", action]);
+        wait_for("the daemon's first apply", Duration::from_secs(20), || {
+            log.lock()
+                .unwrap()
+                .iter()
+                .any(|l| l.contains("rocectl daemon: applied"))
+        });
+        let (ok, _, err) = ctl_at(
+            &rocectl(),
+            &socket,
+            &["set", "ecn", "--profile", "roce", "--kmax", "333KB"],
+        );
+        assert!(ok, "{action}: {err}");
+        wait_for("the drift in the daemon's log", Duration::from_secs(20), || {
+            log.lock()
+                .unwrap()
+                .iter()
+                .any(|l| l.contains("DRIFT") && l.contains("ecn.roce.kmax"))
+        });
+        let said = |what: &str| log.lock().unwrap().iter().any(|l| l.contains(what));
+        match action {
+            "warn" => {
+                std::thread::sleep(Duration::from_millis(300));
+                assert_eq!(running_kmax(&socket), "333KB", "warn leaves the switch");
+                let file = std::fs::read_to_string(&desired).unwrap();
+                assert!(file.contains("kmax = \"250KB\""), "warn leaves the file");
+                let drifts = log.lock().unwrap().iter().filter(|l| l.contains("DRIFT")).count();
+                assert_eq!(drifts, 1, "said once: {:?}", log.lock().unwrap());
+                let addr = log
+                    .lock()
+                    .unwrap()
+                    .iter()
+                    .find_map(|l| {
+                        l.split("metrics on http://")
+                            .nth(1)
+                            .map(|a| a.trim_end_matches("/metrics").to_string())
+                    })
+                    .expect("metrics address");
+                let (_, body) = http_get(&addr, "/metrics");
+                assert_eq!(metric(&body, "rocectl_daemon_drift", &[]), 1.0, "{body}");
+                assert_eq!(metric(&body, "rocectl_daemon_drifts_total", &[]), 1.0, "{body}");
+            }
+            "restore" => {
+                wait_for("the file's kmax back on the switch", Duration::from_secs(20), || {
+                    running_kmax(&socket) == "250KB"
+                });
+                wait_for("the restore in the log", Duration::from_secs(5), || said("restored"));
+            }
+            _ => {
+                wait_for("the running kmax in the file", Duration::from_secs(20), || {
+                    std::fs::read_to_string(&desired).unwrap().contains("kmax = \"333KB\"")
+                });
+                wait_for("the adoption in the log", Duration::from_secs(5), || said("adopted"));
+                std::thread::sleep(Duration::from_millis(300));
+                assert_eq!(running_kmax(&socket), "333KB", "adopt keeps the switch as it is");
+                // The adopted file is the daemon's from now on: an edit of it still applies.
+                let text = std::fs::read_to_string(&desired)
+                    .unwrap()
+                    .replace("kmax = \"333KB\"", "kmax = \"300KB\"");
+                std::fs::write(&desired, text).unwrap();
+                wait_for("the edit of the adopted file", Duration::from_secs(20), || {
+                    running_kmax(&socket) == "300KB"
+                });
+                assert!(!said("cannot adopt"), "{:?}", log.lock().unwrap());
+            }
+        }
+    }
 }

@@ -226,7 +226,13 @@ pub enum Command {
         /// Do not serve metrics.
         #[arg(long)]
         no_metrics: bool,
-        /// How often the file is checked and the switch is heartbeated.
+        /// What to do when the switch's running config drifts from the file (a `rocectl set`
+        /// behind the daemon): `warn` says it (log, the rocectl_daemon_drift metric) and leaves
+        /// both; `restore` puts the file's config back (SONiC's `config reload`); `adopt` writes
+        /// the running config into the file (SONiC's `config save`; not for a config_db.json).
+        #[arg(long, value_name = "ACTION", default_value = "warn", value_parser = ["warn", "restore", "adopt"])]
+        on_drift: String,
+        /// How often the file is checked and the switch's running config compared with it.
         #[arg(long, value_name = "MS", default_value_t = 250, value_parser = clap::value_parser!(u64).range(20..=60_000))]
         poll_ms: u64,
         /// The `switch` label of the metrics (default: the socket's file name).

@@ -121,6 +121,7 @@ pub fn daemon(
     metrics: Option<std::net::SocketAddr>,
     poll_ms: u64,
     name: Option<String>,
+    on_drift: ctl::daemon::DriftAction,
 ) -> Result<(), String> {
     let _ = tracing_subscriber::fmt()
         .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()))
@@ -143,6 +144,7 @@ pub fn daemon(
             name,
             metrics,
             poll: Duration::from_millis(poll_ms),
+            on_drift,
         },
         stop,
     )

@@ -188,10 +188,23 @@ fn main() -> ExitCode {
             no_metrics,
             poll_ms,
             name,
+            on_drift,
             ..
         } => live(|| {
             let socket = single("daemon")?;
-            commands::daemon(socket, config, (!no_metrics).then_some(metrics), poll_ms, name)
+            let on_drift = match on_drift.as_str() {
+                "restore" => ctl::daemon::DriftAction::Restore,
+                "adopt" => ctl::daemon::DriftAction::Adopt,
+                _ => ctl::daemon::DriftAction::Warn,
+            };
+            commands::daemon(
+                socket,
+                config,
+                (!no_metrics).then_some(metrics),
+                poll_ms,
+                name,
+                on_drift,
+            )
         }),
     }
 }
