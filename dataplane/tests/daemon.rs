@@ -1690,6 +1690,18 @@ fn a_change_behind_the_daemon_is_said_and_restored_or_adopted() {
                 assert_eq!(running_kmax(&socket), "333KB", "warn leaves the switch");
                 let file = std::fs::read_to_string(&desired).unwrap();
                 assert!(file.contains("kmax = \"250KB\""), "warn leaves the file");
+                // `show config --against FILE` says where the two differ.
+                let (ok, out, err) = ctl_at(
+                    &rocectl(),
+                    &socket,
+                    &["show", "config", "--against", desired.to_str().unwrap()],
+                );
+                assert!(ok, "{err}");
+                assert!(
+                    out.contains("differs from")
+                        && out.contains("#   ecn.roce.kmax: \"250KB\" in the file, \"333KB\" running"),
+                    "{out}"
+                );
                 let drifts = log.lock().unwrap().iter().filter(|l| l.contains("DRIFT")).count();
                 assert_eq!(drifts, 1, "said once: {:?}", log.lock().unwrap());
                 let addr = log

@@ -173,6 +173,10 @@ pub enum Command {
         /// Buffer levels and watermarks in cells (default: bytes, cells × the cell size).
         #[arg(long)]
         cells: bool,
+        /// With `config`: also say where the running config differs from FILE (e.g. the file
+        /// `rocectl daemon` keeps the switch on: a change behind its back shows here).
+        #[arg(long, value_name = "FILE")]
+        against: Option<PathBuf>,
         #[command(flatten)]
         connection: ConnectionArgs,
     },

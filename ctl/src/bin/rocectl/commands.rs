@@ -217,6 +217,71 @@ fn print_json(v: &impl serde::Serialize) -> Result<(), String> {
 /// `rocectl show WHAT [PORT...]`: the switch's answer as a table, or as JSON. PORTs (names or
 /// ids) keep only those ports' rows, in the tables and in the JSON (totals, the pool and the
 /// pools stay the switch's).
+/// `show config --against FILE`: the running config, after a comment per key where it differs
+/// from FILE (its value there and here); `--json`: `{toml, version, differs: [{key, file,
+/// running}]}`.
+pub fn show_config_against(socket: &Endpoint, file: &std::path::Path, json: bool) -> Result<(), String> {
+    let text = controlplane::files::read_text(file)?;
+    let table = |text: &str, what: &str| -> Result<toml::Table, String> {
+        controlplane::config_toml(text)
+            .map_err(|e| format!("{what}: {e}"))?
+            .parse::<toml::Table>()
+            .map_err(|e| format!("{what}: not TOML: {e}"))
+    };
+    let want = table(&text, &file.display().to_string())?;
+    let mut c = connect(socket)?;
+    let running: protocol::ConfigData = c.call_as(Op::GetConfig).map_err(err)?;
+    let have = table(&running.toml, "the running config")?;
+    let value = |t: &toml::Table, key: &str| -> String {
+        let mut v: Option<&toml::Value> = None;
+        let mut here = Some(t);
+        for part in key.split('.') {
+            v = here.and_then(|t| t.get(part));
+            here = v.and_then(toml::Value::as_table);
+        }
+        match v {
+            None => "(not set)".into(),
+            Some(v) if v.is_array() || v.is_table() => "(differs)".into(),
+            Some(v) => v.to_string(),
+        }
+    };
+    let differs: Vec<serde_json::Value> = controlplane::patch::changed_keys(&want, &have)
+        .into_iter()
+        .map(|k| serde_json::json!({"file": value(&want, &k), "running": value(&have, &k), "key": k}))
+        .collect();
+    if json {
+        return print_json(&serde_json::json!({
+            "toml": running.toml, "version": running.version, "against": file.display().to_string(), "differs": differs
+        }));
+    }
+    let mut out = String::new();
+    if differs.is_empty() {
+        out += &format!(
+            "# the running config (version {}) says what {} says\n",
+            running.version,
+            file.display()
+        );
+    } else {
+        out += &format!(
+            "# the running config (version {}) differs from {} in {} key(s):\n",
+            running.version,
+            file.display(),
+            differs.len()
+        );
+        for d in &differs {
+            out += &format!(
+                "#   {}: {} in the file, {} running\n",
+                d["key"].as_str().unwrap_or_default(),
+                d["file"].as_str().unwrap_or_default(),
+                d["running"].as_str().unwrap_or_default()
+            );
+        }
+    }
+    out += &running.toml;
+    print!("{out}");
+    Ok(())
+}
+
 pub fn show(
     socket: &Endpoint,
     what: Show,

@@ -74,8 +74,18 @@ fn main() -> ExitCode {
             json,
             persistent,
             cells,
+            against,
             ..
-        } => each(&targets, |s| show(s, what, &ports, json, kind(persistent), cells)),
+        } => match against {
+            Some(file) if matches!(what, cli::Show::Config) => {
+                each(&targets, |s| commands::show_config_against(s, &file, json))
+            }
+            Some(_) => {
+                eprintln!("rocectl: --against is for `show config`");
+                return ExitCode::from(2);
+            }
+            None => each(&targets, |s| show(s, what, &ports, json, kind(persistent), cells)),
+        },
         Command::Clear {
             what: ClearWhat::Counters,
             persistent,
