@@ -82,7 +82,7 @@ fn main() -> ExitCode {
             }
             Some(_) => {
                 eprintln!("rocectl: --against is for `show config`");
-                return ExitCode::from(2);
+                ExitCode::from(2)
             }
             None => each(&targets, |s| show(s, what, &ports, json, kind(persistent), cells)),
         },
