@@ -67,6 +67,12 @@ fn incast_from_captures(workers: usize) {
     let (ok, err) = run(&cfg, &summary);
     assert!(ok, "rocesw run failed: {err}");
     assert!(err.contains("rocesw: switching 4 ports"), "{err}");
+    // Two workers with no core of their own: the placement advice comes first.
+    assert_eq!(
+        workers > 1,
+        err.contains("waits whenever either is descheduled"),
+        "{workers} worker(s): {err}"
+    );
     let s: Value = serde_json::from_str(&std::fs::read_to_string(&summary).unwrap()).unwrap();
 
     let inputs: Vec<Vec<(u64, Vec<u8>)>> = (0..4)
