@@ -182,21 +182,6 @@ pub fn placement_advice(workers: usize, cores: &[Option<usize>], available: usiz
     ))
 }
 
-#[cfg(test)]
-mod placement_tests {
-    use super::placement_advice;
-
-    #[test]
-    fn several_workers_without_cores_of_their_own_are_told() {
-        assert_eq!(placement_advice(1, &[None], 2), None);
-        assert_eq!(placement_advice(2, &[Some(2), Some(3)], 8), None);
-        let shared = placement_advice(2, &[Some(0), Some(1)], 2).unwrap();
-        assert!(shared.starts_with("2 workers on 2 cores:"), "{shared}");
-        let loose = placement_advice(2, &[Some(2), None], 8).unwrap();
-        assert!(loose.starts_with("1 of 2 workers not pinned"), "{loose}");
-    }
-}
-
 /// The queue the control thread feeds and the workers drain.
 pub type ControlQueue = ArrayQueue<ControlRequest>;
 
@@ -454,5 +439,20 @@ fn finish(mut ends: Vec<ShardEnd>, shared: &Shared) -> RunOutcome {
         tx_dropped,
         backends,
         wires_behind_ns: ends.iter().map(|e| e.wires_behind_ns).max().unwrap_or(0),
+    }
+}
+
+#[cfg(test)]
+mod placement_tests {
+    use super::placement_advice;
+
+    #[test]
+    fn several_workers_without_cores_of_their_own_are_told() {
+        assert_eq!(placement_advice(1, &[None], 2), None);
+        assert_eq!(placement_advice(2, &[Some(2), Some(3)], 8), None);
+        let shared = placement_advice(2, &[Some(0), Some(1)], 2).unwrap();
+        assert!(shared.starts_with("2 workers on 2 cores:"), "{shared}");
+        let loose = placement_advice(2, &[Some(2), None], 8).unwrap();
+        assert!(loose.starts_with("1 of 2 workers not pinned"), "{loose}");
     }
 }
