@@ -211,10 +211,7 @@ pub const LOG_LEVELS: [&str; 6] = ["off", "error", "warn", "info", "debug", "tra
 pub fn check_log(level: &str, target: Option<&str>) -> Result<String, String> {
     let lower = level.to_ascii_lowercase();
     if !LOG_LEVELS.contains(&lower.as_str()) {
-        return Err(format!(
-            "log level {level:?} is not one of {}",
-            LOG_LEVELS.join(", ")
-        ));
+        return Err(format!("log level {level:?} is not one of {}", LOG_LEVELS.join(", ")));
     }
     if let Some(t) = target {
         let ident = |p: &str| {
@@ -1012,7 +1009,10 @@ mod tests {
         assert_eq!(check_log("DEBUG", None).unwrap(), "debug");
         assert_eq!(check_log("off", Some("dataplane::runtime::shard")).unwrap(), "off");
         let e = check_log("verbose", None).unwrap_err();
-        assert!(e.contains("\"verbose\" is not one of off, error, warn, info, debug, trace"), "{e}");
+        assert!(
+            e.contains("\"verbose\" is not one of off, error, warn, info, debug, trace"),
+            "{e}"
+        );
         for bad in ["", "a=b", "dataplane::", "::x", "a,b", "1x", "a b"] {
             let e = check_log("info", Some(bad)).unwrap_err();
             assert!(e.contains("is not a module path"), "{bad:?}: {e}");

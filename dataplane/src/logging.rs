@@ -39,7 +39,9 @@ pub fn init(default: &str) {
 /// The filter in force, as directives (`warn,dataplane::runtime=debug`); `None` when this
 /// process did not install its log with [`init`] (a library user's switch).
 pub fn filter() -> Option<String> {
-    FILTER.get().map(|(_, text)| text.lock().unwrap_or_else(|e| e.into_inner()).clone())
+    FILTER
+        .get()
+        .map(|(_, text)| text.lock().unwrap_or_else(|e| e.into_inner()).clone())
 }
 
 /// Sets the log level (`controlplane::protocol::check_log` checks it first), as
@@ -132,7 +134,10 @@ mod tests {
     fn directives_name_their_targets() {
         assert_eq!(directive_target("warn"), None);
         assert_eq!(directive_target("dataplane=debug"), Some("dataplane"));
-        assert_eq!(directive_target("dataplane::runtime[run]=info"), Some("dataplane::runtime"));
+        assert_eq!(
+            directive_target("dataplane::runtime[run]=info"),
+            Some("dataplane::runtime")
+        );
         // A bare word that is not a level is a target at every level.
         assert_eq!(directive_target("mio"), Some("mio"));
     }

@@ -337,7 +337,11 @@ fn the_command_writes_the_same_summary_twice_and_explains_itself() {
         let (mut frames, mut at) = (0, 24);
         while at + 16 <= pcap.len() {
             let len: [u8; 4] = pcap[at + 8..at + 12].try_into().unwrap();
-            let len = if big { u32::from_be_bytes(len) } else { u32::from_le_bytes(len) };
+            let len = if big {
+                u32::from_be_bytes(len)
+            } else {
+                u32::from_le_bytes(len)
+            };
             at += 16 + len as usize;
             frames += 1;
         }
@@ -345,7 +349,10 @@ fn the_command_writes_the_same_summary_twice_and_explains_itself() {
             .lines()
             .find(|l| l.starts_with(&format!("wrote {}: ", out.join("h7.pcap").display())))
             .unwrap_or_else(|| panic!("no line for the pcap: {report}"));
-        assert!(frames > 0 && line.contains(&format!("link h7-leaf1:3, {frames} frames (h7 → leaf1:3 ")), "{line}");
+        assert!(
+            frames > 0 && line.contains(&format!("link h7-leaf1:3, {frames} frames (h7 → leaf1:3 ")),
+            "{line}"
+        );
         summaries.push((
             std::fs::read(out.join("summary.json")).unwrap(),
             std::fs::read(out.join("h7.pcap")).unwrap(),

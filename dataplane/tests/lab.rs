@@ -273,7 +273,9 @@ fn down_removes_the_state_directory_it_created_when_empty() {
     assert_eq!(report.dirs_removed, vec![dir.clone(), top.clone()], "{report}");
     assert!(!top.exists(), "{report}");
     assert!(
-        report.to_string().contains(&format!("removed its empty state directory {}", dir.display())),
+        report
+            .to_string()
+            .contains(&format!("removed its empty state directory {}", dir.display())),
         "{report}"
     );
 

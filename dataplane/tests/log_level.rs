@@ -59,7 +59,10 @@ fn start(dir: &Path, socket: &Path) -> Switch {
     let sw = Switch { child, stderr };
     let t0 = Instant::now();
     while UnixStream::connect(socket).is_err() {
-        assert!(t0.elapsed() < Duration::from_secs(20), "the control socket never appeared");
+        assert!(
+            t0.elapsed() < Duration::from_secs(20),
+            "the control socket never appeared"
+        );
         std::thread::sleep(Duration::from_millis(50));
     }
     sw
@@ -151,7 +154,10 @@ fn rocectl_log_reads_and_changes_the_filter_of_a_running_switch() {
     // ...and by the switch, from any client, with the filter unchanged.
     let bad = call(&socket, json!({"v":1,"id":4,"op":"log","level":"loud"}));
     assert_eq!(bad["ok"], false, "{bad}");
-    assert!(bad["error"].as_str().unwrap().contains("\"loud\" is not one of"), "{bad}");
+    assert!(
+        bad["error"].as_str().unwrap().contains("\"loud\" is not one of"),
+        "{bad}"
+    );
     let bad = call(
         &socket,
         json!({"v":1,"id":5,"op":"log","level":"debug","target":"a,b=trace"}),
@@ -169,7 +175,8 @@ fn rocectl_log_reads_and_changes_the_filter_of_a_running_switch() {
     assert_eq!(out, "log filter changed: warn\n");
     let seen = lines_within(&sw, Duration::from_secs(2));
     assert!(
-        seen.iter().all(|l| !l.contains("log filter changed by a control client")),
+        seen.iter()
+            .all(|l| !l.contains("log filter changed by a control client")),
         "at warn the change is not logged: {seen:#?}"
     );
 }

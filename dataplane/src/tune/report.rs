@@ -141,10 +141,7 @@ pub fn apply_hint(o: &TuneOutcome, fragment: &std::path::Path) -> String {
     if lost.is_empty() {
         return format!("Apply to a running switch: rocectl patch {}", fragment.display());
     }
-    let list: Vec<String> = lost
-        .iter()
-        .map(|(p, t)| format!("{p}: {}", t.join(", ")))
-        .collect();
+    let list: Vec<String> = lost.iter().map(|(p, t)| format!("{p}: {}", t.join(", "))).collect();
     format!(
         "not offered for a running switch: the best setting misses targets the configs as given met \
          ({}); tune.json has every result, and `rocectl patch {}` would apply it anyway",
