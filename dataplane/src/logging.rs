@@ -79,8 +79,9 @@ pub fn set_level(level: &str, target: Option<&str>) -> Result<String, String> {
 fn directive_target(d: &str) -> Option<&str> {
     let head = d.split('=').next().unwrap_or(d);
     let head = head.split('[').next().unwrap_or(head).trim();
-    let is_level = controlplane::protocol::LOG_LEVELS.contains(&head.to_ascii_lowercase().as_str());
-    (!head.is_empty() && !(is_level && !d.contains('='))).then_some(head)
+    let bare_level =
+        !d.contains('=') && controlplane::protocol::LOG_LEVELS.contains(&head.to_ascii_lowercase().as_str());
+    (!head.is_empty() && !bare_level).then_some(head)
 }
 
 thread_local! {
