@@ -11,7 +11,8 @@
 //!   `watermarks {kind}` and `clear_watermarks {kind}` (user or persistent, as SONiC keeps them),
 //!   `auth {token}` (first on a TCP connection, see [`Endpoint`]), `capture {port, ...}`
 //!   (acknowledged with [`CaptureStarted`], then [`CaptureData`] pushes carrying the capture's
-//!   id until one says how it ended) and `capture_stop`.
+//!   id until one says how it ended), `capture_stop` and `log {level, target}` (the log filter:
+//!   read, or set as `ovs-appctl vlog/set` does, [`LogData`]).
 //! * `apply` and `patch` are all or nothing: the resulting config is validated as a whole, then
 //!   the switch applies it between two bursts or refuses it with a reason; nothing changes on
 //!   any error. Both answer [`ApplyData`]: the warnings and the dotted keys whose value changed.
@@ -187,6 +188,51 @@ pub enum Op {
     /// End this connection's capture: the frames already captured are still sent, then the
     /// last push (`end: "stopped"`), then this request's answer `{"stopped":true}`.
     CaptureStop,
+    /// The switch's log filter ([`LogData`]), as `ovs-appctl vlog/set`: without `level`, read
+    /// it; with `level` alone, every target logs at that level (the whole filter becomes it);
+    /// with `target` too, that target (a module path, `dataplane::runtime`) logs at `level`
+    /// and the rest of the filter stays. Levels: [`LOG_LEVELS`]. Takes effect at once.
+    Log {
+        /// One of [`LOG_LEVELS`].
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        level: Option<String>,
+        /// A module path; needs `level`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        target: Option<String>,
+    },
+}
+
+/// The levels `log` takes, quietest first.
+pub const LOG_LEVELS: [&str; 6] = ["off", "error", "warn", "info", "debug", "trace"];
+
+/// Checks a `log` request's level and target, as the server and `rocectl log` both do: the
+/// level (any case) one of [`LOG_LEVELS`], returned in lower case; the target a Rust module
+/// path (`dataplane::runtime`: identifiers joined by `::`).
+pub fn check_log(level: &str, target: Option<&str>) -> Result<String, String> {
+    let lower = level.to_ascii_lowercase();
+    if !LOG_LEVELS.contains(&lower.as_str()) {
+        return Err(format!("log level {level:?} is not one of {}", LOG_LEVELS.join(", ")));
+    }
+    if let Some(t) = target {
+        let ident = |p: &str| {
+            p.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+                && p.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+        };
+        if !t.split("::").all(ident) {
+            return Err(format!(
+                "log target {t:?} is not a module path (identifiers joined by ::, e.g. dataplane::runtime)"
+            ));
+        }
+    }
+    Ok(lower)
+}
+
+/// `log`'s answer: the filter in force (after the change, if one was asked), as tracing
+/// directives (`warn,dataplane::runtime=debug`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LogData {
+    /// The directives, comma-separated.
+    pub filter: String,
 }
 
 /// Default memory of one capture's ring in the switch (frame bytes), when `ring` is not given.
@@ -937,6 +983,14 @@ mod tests {
                 duration_ms: None,
             },
             Op::CaptureStop,
+            Op::Log {
+                level: None,
+                target: None,
+            },
+            Op::Log {
+                level: Some("debug".into()),
+                target: Some("dataplane::runtime".into()),
+            },
         ] {
             let r = Request { id: 7, op };
             assert_eq!(Request::parse(&r.to_line()).unwrap(), r);
@@ -946,6 +1000,28 @@ mod tests {
             Request {
                 id: 3,
                 op: Op::GetConfig
+            }
+        );
+    }
+
+    #[test]
+    fn log_levels_and_targets_are_checked() {
+        assert_eq!(check_log("DEBUG", None).unwrap(), "debug");
+        assert_eq!(check_log("off", Some("dataplane::runtime::shard")).unwrap(), "off");
+        let e = check_log("verbose", None).unwrap_err();
+        assert!(
+            e.contains("\"verbose\" is not one of off, error, warn, info, debug, trace"),
+            "{e}"
+        );
+        for bad in ["", "a=b", "dataplane::", "::x", "a,b", "1x", "a b"] {
+            let e = check_log("info", Some(bad)).unwrap_err();
+            assert!(e.contains("is not a module path"), "{bad:?}: {e}");
+        }
+        assert_eq!(
+            Request::parse(r#"{"v":1,"id":5,"op":"log"}"#).unwrap().op,
+            Op::Log {
+                level: None,
+                target: None
             }
         );
     }

@@ -223,6 +223,7 @@ fn only_commands_that_talk_to_a_switch_list_connection_options() {
         &["patch"],
         &["watch"],
         &["daemon"],
+        &["log"],
         &["set", "ecn"],
         &["set", "dscp"],
     ] {

@@ -15,6 +15,7 @@ pub mod egress;
 pub mod fabric;
 pub mod ingress;
 pub mod io;
+pub mod logging;
 pub mod mmu;
 pub mod nic;
 pub mod pfc;

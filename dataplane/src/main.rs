@@ -13,7 +13,8 @@ use std::process::ExitCode;
     about = "A userspace, poll-mode soft switch for RoCEv2 lossless Ethernet"
 )]
 struct Cli {
-    /// Log filter (error, warn, info, debug, trace, or tracing directives); also RUST_LOG.
+    /// Log filter (error, warn, info, debug, trace, or tracing directives); RUST_LOG, when set,
+    /// wins. A running switch's changes live: `rocectl log LEVEL [TARGET]`.
     #[arg(long, global = true, default_value = "warn")]
     log: String,
     #[command(subcommand)]
@@ -326,14 +327,9 @@ fn resolve_inputs(cfg: &controlplane::Config, inputs: Vec<(String, PathBuf)>) ->
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(&cli.log));
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        // Colour codes only for a terminal: a log file or a pipe gets plain text.
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .init();
+    // RUST_LOG, else --log; `rocectl log` changes it in a running switch; virtual time in the
+    // lines of a run in virtual time.
+    dataplane::logging::init(&cli.log);
     let result = match cli.command {
         Command::Conform(ConformCommand::Sonic(args)) => {
             dataplane::conform::cli::run(args).map(|passed| if passed { ExitCode::SUCCESS } else { ExitCode::from(1) })
@@ -453,7 +449,7 @@ fn run(cmd: Command) -> Result<()> {
                 duration_ns: duration,
                 dcqcn: no_dcqcn.then_some(false),
                 watchdog: no_watchdog.then_some(false),
-                pcaps,
+                pcaps: pcaps.clone(),
                 progress: if quiet {
                     None
                 } else {
@@ -468,9 +464,10 @@ fn run(cmd: Command) -> Result<()> {
             std::fs::write(&summary, json + "\n").with_context(|| format!("cannot write {}", summary.display()))?;
             if !quiet {
                 out(&format!(
-                    "{}wrote {}\n",
+                    "{}wrote {}\n{}",
                     dataplane::fabric::human_report(&outcome),
-                    summary.display()
+                    summary.display(),
+                    dataplane::fabric::pcaps_written(&topo, &outcome, &pcaps)?
                 ))?;
             }
             Ok(())

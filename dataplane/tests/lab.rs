@@ -244,6 +244,8 @@ fn up_creates_hosts_and_config_and_down_removes_them() {
         "{report}"
     );
     assert_eq!(report.files_removed.len(), 2, "{report}");
+    // The state dir was there before `up`: it stays.
+    assert!(report.dirs_removed.is_empty() && g.dir.path().is_dir(), "{report}");
     assert_no_trace(&g.name);
     assert_eq!(
         std::fs::read_dir(g.dir.path()).unwrap().count(),
@@ -256,6 +258,34 @@ fn up_creates_hosts_and_config_and_down_removes_them() {
     let again = lab::down(&g.name, g.dir.path()).unwrap();
     assert!(!again.found, "{again}");
     assert!(again.interfaces_removed.is_empty() && again.namespaces_removed.is_empty());
+}
+
+/// Issue 39 item 6: `down` removes the state directory (and any parent) that `up` created, once
+/// empty, and says so; a directory holding anything else stays.
+#[test]
+fn down_removes_the_state_directory_it_created_when_empty() {
+    let g = Guard::new();
+    let top = g.dir.path().join("run");
+    let dir = top.join("lab");
+    let spec = g.spec(1);
+    lab::up(&spec, Some(&base_config()), &dir).unwrap();
+    let report = lab::down(&g.name, &dir).unwrap();
+    assert_eq!(report.dirs_removed, vec![dir.clone(), top.clone()], "{report}");
+    assert!(!top.exists(), "{report}");
+    assert!(
+        report
+            .to_string()
+            .contains(&format!("removed its empty state directory {}", dir.display())),
+        "{report}"
+    );
+
+    // Something else left in it: the directory stays, with its parent.
+    lab::up(&spec, Some(&base_config()), &dir).unwrap();
+    std::fs::write(dir.join("notes.txt"), "mine").unwrap();
+    let report = lab::down(&g.name, &dir).unwrap();
+    assert!(report.found && report.dirs_removed.is_empty(), "{report}");
+    assert!(dir.join("notes.txt").is_file());
+    assert_no_trace(&g.name);
 }
 
 #[test]

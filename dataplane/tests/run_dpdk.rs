@@ -24,8 +24,15 @@ struct Run {
 
 /// Runs `rocesw run` for `secs` seconds (then it drains and exits), at most 60 s.
 fn run(cfg: &Path, summary: &Path, secs: f64) -> Run {
+    run_with(cfg, summary, &["--duration", &secs.to_string()])
+}
+
+/// Runs `rocesw run` with `args` until it ends by itself, at most 60 s.
+fn run_with(cfg: &Path, summary: &Path, args: &[&str]) -> Run {
     let mut child = Command::new(env!("CARGO_BIN_EXE_rocesw"))
-        .args(["run", "--no-control", "--duration", &secs.to_string(), "--config"])
+        .args(["run", "--no-control"])
+        .args(args)
+        .arg("--config")
         .arg(cfg)
         .arg("--summary")
         .arg(summary)
@@ -468,6 +475,98 @@ fn a_sigterm_during_start_up_ends_the_run_cleanly() {
         );
         assert!(summary.exists(), "SIGTERM after {delay:?} ms: no summary\n{err}");
     }
+}
+
+/// Issue 39 item 5: a run on net_pcap ports reading their rx_pcap once (no `infinite_rx=1`)
+/// and no --duration ends by itself once the driver has read every capture and the queues
+/// have drained, with every frame received and sent, and says at start that it will (it ran
+/// for 10 minutes before). One port replaying its capture for ever (`infinite_rx=1`): the run
+/// says at start that it will not end, naming the port, and how to stop it; SIGTERM does.
+#[test]
+fn a_run_on_net_pcap_captures_ends_when_they_do() {
+    let dir = tempfile::tempdir().unwrap();
+    let examples = repo_root().join("examples/incast");
+    let device = |id: u16, extra: &str| {
+        format!(
+            "dpdk = \"net_pcap{id},rx_pcap={},tx_pcap={}{extra}\"",
+            examples.join(format!("port{id}.pcap")).display(),
+            dir.path().join(format!("out{id}.pcap")).display()
+        )
+    };
+    let cfg = ports_config(dir.path(), |id| device(id, ""), "");
+    let summary = dir.path().join("summary.json");
+    let t0 = Instant::now();
+    let r = run_with(&cfg, &summary, &[]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("rocesw: the run ends once every input is read and the queues have drained"),
+        "{}",
+        r.stderr
+    );
+    assert!(t0.elapsed() < Duration::from_secs(30), "took {:?}", t0.elapsed());
+    let s: Value = serde_json::from_str(&std::fs::read_to_string(&summary).unwrap()).unwrap();
+    let total_in: usize = (0..4)
+        .map(|i| read_pcap(&examples.join(format!("port{i}.pcap"))).len())
+        .sum();
+    assert_eq!(s["switch"]["totals"]["rx_packets"], total_in as u64, "every frame read");
+    assert_eq!(s["undrained"], 0);
+    let written: usize = (0..4)
+        .map(|i| read_pcap(&dir.path().join(format!("out{i}.pcap"))).len())
+        .sum();
+    assert_eq!(
+        s["switch"]["totals"]["tx_packets"], written as u64,
+        "every frame sent was written"
+    );
+    assert!(written > 0);
+
+    // Port 2 replays its capture for ever: said at start; SIGTERM ends the run cleanly.
+    let cfg = ports_config(
+        dir.path(),
+        |id| device(id, if id == 2 { ",infinite_rx=1" } else { "" }),
+        "",
+    );
+    let mut child = Command::new(env!("CARGO_BIN_EXE_rocesw"))
+        .args(["run", "--no-control", "--config"])
+        .arg(&cfg)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let err = child.stderr.take().unwrap();
+    let (tx, lines) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        use std::io::BufRead;
+        for l in std::io::BufReader::new(err).lines().map_while(Result::ok) {
+            let _ = tx.send(l);
+        }
+    });
+    let want = "rocesw: this run does not end by itself (port 2: net_pcap2 replays its capture for ever \
+                (infinite_rx=1)): Ctrl-C or SIGTERM stops it (--duration SECS bounds it)";
+    let mut seen = Vec::new();
+    let t0 = Instant::now();
+    while !seen.iter().any(|l: &String| l == want) {
+        match lines.recv_timeout(Duration::from_secs(30)) {
+            Ok(l) => seen.push(l),
+            Err(_) => {
+                let _ = child.kill();
+                panic!("never said it will not end:\n{}", seen.join("\n"));
+            }
+        }
+    }
+    // Still running well after the finite inputs were read.
+    std::thread::sleep(Duration::from_secs(2));
+    assert!(child.try_wait().unwrap().is_none(), "{}", seen.join("\n"));
+    // SAFETY: kill has no memory preconditions; the pid is our child, not yet waited for.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGTERM) }, 0);
+    while child.try_wait().unwrap().is_none() {
+        if t0.elapsed() > Duration::from_secs(60) {
+            let _ = child.kill();
+            panic!("rocesw did not stop after SIGTERM");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(child.wait().unwrap().code(), Some(0));
 }
 
 #[test]

@@ -137,6 +137,51 @@ fn the_fragment_is_valid_for_rocectl_patch() {
     assert_eq!(ecn.pmax, best.pmax);
 }
 
+/// Issue 39 item 6: `rocectl patch` is offered for a running switch only when the setting
+/// loses none of the targets the configs as given met, pattern by pattern; otherwise the hint
+/// names what it loses, and says it is not offered (in the fragment's header too).
+#[test]
+fn rocectl_patch_is_offered_only_for_a_setting_that_loses_no_target() {
+    let topo = shipped_topology();
+    let mut o = tune::run(&topo, &small_set(&topo), &small_opts(2)).unwrap();
+    let frag = Path::new("out/tuned.toml");
+    assert!(o.best.fragment.is_some(), "a setting won: {}", o.best.label);
+    // Everything the baseline met, the winner meets too.
+    for (b, a) in o.baseline.results.clone().iter().zip(o.best.results.iter_mut()) {
+        a.met.goodput |= b.met.goodput;
+        a.met.pfc |= b.met.pfc;
+        a.met.latency |= b.met.latency;
+    }
+    assert!(tune::report::losses(&o).is_empty());
+    assert_eq!(
+        tune::report::apply_hint(&o, frag),
+        "Apply to a running switch: rocectl patch out/tuned.toml"
+    );
+    // The winner misses latency on the second pattern where the configs as given met it.
+    o.baseline.results[1].met.latency = true;
+    o.best.results[1].met.latency = false;
+    let name = o.patterns[1].clone();
+    assert_eq!(tune::report::losses(&o), vec![(name.clone(), vec!["latency"])]);
+    let hint = tune::report::apply_hint(&o, frag);
+    assert!(
+        hint.starts_with("not offered for a running switch: the best setting misses targets the configs as given met")
+            && hint.contains(&format!("({name}: latency)")),
+        "{hint}"
+    );
+    assert!(!hint.contains("Apply to a running switch"), "{hint}");
+    let dir = tempfile::tempdir().unwrap();
+    let outs = output::Outputs::new(dir.path(), None);
+    output::write(dir.path(), &outs, &o, &hint).unwrap();
+    let text = std::fs::read_to_string(&outs.fragment).unwrap();
+    assert!(text.contains(&format!("# {hint}")), "{text}");
+    // No setting beat the configs as given: nothing to apply.
+    o.best = o.baseline.clone();
+    assert_eq!(
+        tune::report::apply_hint(&o, frag),
+        "no setting beat the configs as given: nothing to apply to a running switch"
+    );
+}
+
 /// A switch that marks every RoCE packet (Kmin = Kmax = 1 KB, Pmax 1) throttles DCQCN to a
 /// crawl; the search must find a setting that meets strictly more targets.
 #[test]

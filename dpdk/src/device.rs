@@ -125,6 +125,42 @@ impl DeviceSpec {
         out
     }
 
+    /// Where the port's received frames come from, as far as the device string says: whether
+    /// a run can know when they end ([`RxSource`]).
+    pub fn rx_source(&self) -> RxSource {
+        let driver = self.canonical_name();
+        if self.pci {
+            return RxSource::Endless(format!("{} is a NIC", self.name()));
+        }
+        if driver.trim_end_matches(|c: char| c.is_ascii_digit()) != "net_pcap" {
+            return RxSource::Endless(format!(
+                "{} ({}) receives from a device",
+                self.name(),
+                self.driver().unwrap_or("?")
+            ));
+        }
+        let args = self.args();
+        let files: Vec<&str> = args.iter().filter(|(k, _)| *k == "rx_pcap").map(|(_, v)| *v).collect();
+        if let Some((k, v)) = args
+            .iter()
+            .find(|(k, _)| matches!(*k, "iface" | "rx_iface" | "rx_iface_in"))
+        {
+            return RxSource::Endless(format!("{} reads interface {v} ({k})", self.name()));
+        }
+        if args.iter().any(|(k, v)| *k == "infinite_rx" && *v != "0") {
+            return RxSource::Endless(format!("{} replays its capture for ever (infinite_rx=1)", self.name()));
+        }
+        match files.as_slice() {
+            [] => RxSource::Nothing,
+            [one] => RxSource::File(one.into()),
+            _ => RxSource::Endless(format!(
+                "{} has {} rx_pcap files (one receive queue each; the switch reads the first)",
+                self.name(),
+                files.len()
+            )),
+        }
+    }
+
     /// For a virtual device, the driver its name asks for: the name without the instance
     /// number (`net_ring0` → `net_ring`). DPDK matches drivers by name prefix, so this is a
     /// good guess for messages, not an authority.
@@ -134,6 +170,19 @@ impl DeviceSpec {
         }
         Some(self.name().trim_end_matches(|c: char| c.is_ascii_digit()))
     }
+}
+
+/// Where a port's received frames come from ([`DeviceSpec::rx_source`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RxSource {
+    /// A capture file the driver reads once, as fast as it is polled (`net_pcap`'s `rx_pcap`
+    /// without `infinite_rx=1`): its frames end.
+    File(std::path::PathBuf),
+    /// Nothing: the device receives no frames (`net_pcap` with only a `tx_pcap`).
+    Nothing,
+    /// A source with no end the switch can see (a NIC, an interface, a capture replayed for
+    /// ever), with what it is, for messages.
+    Endless(String),
 }
 
 /// Something a device takes for itself ([`DeviceSpec::claims`]).
@@ -269,6 +318,30 @@ pub fn driver_installed(pmd_dir: &Path, driver: &str) -> Option<bool> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_run_knows_which_inputs_end() {
+        let src = |d: &str| DeviceSpec::parse(d).unwrap().rx_source();
+        assert_eq!(
+            src("net_pcap0,rx_pcap=/tmp/in.pcap,tx_pcap=/tmp/out.pcap"),
+            RxSource::File("/tmp/in.pcap".into())
+        );
+        assert_eq!(
+            src("eth_pcap1,rx_pcap=a.pcap,infinite_rx=0"),
+            RxSource::File("a.pcap".into())
+        );
+        assert_eq!(src("net_pcap0,tx_pcap=/tmp/out.pcap"), RxSource::Nothing);
+        let endless = |d: &str, why: &str| match src(d) {
+            RxSource::Endless(w) => assert!(w.contains(why), "{d}: {w}"),
+            other => panic!("{d}: {other:?}"),
+        };
+        endless("net_pcap0,rx_pcap=a.pcap,infinite_rx=1", "infinite_rx=1");
+        endless("net_pcap0,iface=eth1", "reads interface eth1");
+        endless("net_pcap0,rx_iface=eth1,tx_pcap=o.pcap", "reads interface eth1");
+        endless("net_pcap0,rx_pcap=a.pcap,rx_pcap=b.pcap", "2 rx_pcap files");
+        endless("net_ring0", "net_ring0 (net_ring) receives from a device");
+        endless("0000:3b:00.0", "is a NIC");
+    }
 
     #[test]
     fn vdevs_parse() {

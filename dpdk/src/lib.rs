@@ -16,7 +16,7 @@ mod error;
 pub mod vhost;
 
 pub use args::{EalArgs, NO_HUGE_MEMORY_MB, PROGRAM};
-pub use device::{driver_installed, Claim, DeviceSpec};
+pub use device::{driver_installed, Claim, DeviceSpec, RxSource};
 pub use error::{Error, ErrorKind};
 
 #[cfg(feature = "dpdk")]

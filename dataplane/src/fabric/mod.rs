@@ -527,6 +527,31 @@ fn pcap_links(topo: &Topology, pcaps: &[(String, PathBuf)]) -> Result<Vec<usize>
         .collect()
 }
 
+/// What `--pcap` wrote, a line per file: the file, its link as the topology names it, and the
+/// frames in it each way (`rocesw fabric` prints it after the summary).
+pub fn pcaps_written(topo: &Topology, outcome: &FabricOutcome, pcaps: &[(String, PathBuf)]) -> Result<String> {
+    let mut out = String::new();
+    for (i, (_, path)) in pcap_links(topo, pcaps)?.into_iter().zip(pcaps) {
+        let (link, l) = (&topo.links[i], &outcome.links[i]);
+        // The ends as written: the '-' where `name` and `reverse_name` agree (names may hold '-').
+        let (a, b) = link
+            .name
+            .match_indices('-')
+            .map(|(k, _)| (&link.name[..k], &link.name[k + 1..]))
+            .find(|(a, b)| link.reverse_name == format!("{b}-{a}"))
+            .unwrap_or(("a", "b"));
+        out += &format!(
+            "wrote {}: link {}, {} frames ({a} → {b} {}, {b} → {a} {})\n",
+            path.display(),
+            l.name,
+            l.forward.frames + l.reverse.frames,
+            l.forward.frames,
+            l.reverse.frames
+        );
+    }
+    Ok(out)
+}
+
 /// Refuses, before anything is written, an output (`summary`, each `--pcap`) that is an input
 /// (the topology at `topology`, a switch's config) or another output, however the paths are
 /// spelt: the check every command that writes files shares ([`controlplane::files`]).
@@ -672,11 +697,14 @@ pub fn run(topo: &Topology, opts: &FabricOptions) -> Result<FabricOutcome> {
     // Nodes touched at this instant, and whether their own wake-up fired.
     let mut dirty: Vec<(Node, bool)> = Vec::new();
     let mut last_progress = 0u64;
+    // Log lines from here on carry the virtual time.
+    let clock = crate::logging::VirtualClock::start();
     while let Some(Reverse((t, _, _))) = fab.heap.peek() {
         if *t > duration {
             break;
         }
         now = *t;
+        clock.set(now);
         // Everything due at `now` first, then each node it touched, once.
         while let Some(Reverse((t, _, _))) = fab.heap.peek() {
             if *t != now {

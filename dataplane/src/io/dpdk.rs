@@ -279,8 +279,16 @@ impl DpdkRuntime {
             returned: 0,
             lcore_checked: false,
             stats: PortStats::default(),
+            input_end: None,
         })
     }
+}
+
+/// A port whose input ends (`net_pcap`'s `rx_pcap` read once): how many frames the driver
+/// will take from it, and the count to take one off once it has.
+struct InputEnd {
+    records: u64,
+    left: super::InputsLeft,
 }
 
 /// An open, started DPDK port.
@@ -299,9 +307,39 @@ pub struct DpdkPort {
     /// Whether the polling thread was made a DPDK lcore (see `ensure_lcore`).
     lcore_checked: bool,
     stats: PortStats,
+    /// Set while a finite input is being read (see [`DpdkPort::end_input_after`]).
+    input_end: Option<InputEnd>,
 }
 
 impl DpdkPort {
+    /// Makes this port take one off `left` once its driver has read `records` frames
+    /// (received, or refused for want of an mbuf or as erroneous: each frame of a `net_pcap`
+    /// `rx_pcap` ends as one of them), so a run whose inputs all end can stop. Checked only when
+    /// a receive burst comes back empty, so it costs a busy port nothing.
+    pub fn end_input_after(&mut self, records: u64, left: &super::InputsLeft) {
+        let end = InputEnd {
+            records,
+            left: left.clone(),
+        };
+        if records == 0 {
+            end.left.one_done();
+        } else {
+            self.input_end = Some(end);
+        }
+    }
+
+    /// After an empty receive burst: whether the input has ended, and if so, says so once.
+    #[cold]
+    fn check_input_end(&mut self) {
+        let Some(end) = &self.input_end else { return };
+        let Ok(d) = self.port.stats() else { return };
+        if d.ipackets + d.rx_nombuf + d.ierrors >= end.records {
+            tracing::debug!(port = %self.label, records = end.records, "input read to its end");
+            end.left.one_done();
+            self.input_end = None;
+        }
+    }
+
     /// The driver's name (`net_pcap`, `mlx5_pci`...).
     pub fn driver(&self) -> &str {
         self.port.driver_name()
@@ -403,6 +441,9 @@ impl PortBackend for DpdkPort {
         self.ensure_lcore();
         debug_assert!(max >= self.rx.capacity(), "a DPDK port delivers whole bursts");
         if self.port.rx_burst(&mut self.rx) == 0 {
+            if self.input_end.is_some() {
+                self.check_input_end();
+            }
             return Ok(0);
         }
         Ok(self.deliver_borrowed(f))
@@ -416,6 +457,9 @@ impl PortBackend for DpdkPort {
         debug_assert!(max >= self.rx.capacity(), "a DPDK port delivers whole bursts");
         let n = self.port.rx_burst(&mut self.rx);
         if n == 0 {
+            if self.input_end.is_some() {
+                self.check_input_end();
+            }
             return Ok(0);
         }
         // Reserve the whole burst before lending any of it: several workers lend from one
@@ -569,6 +613,10 @@ impl PortBackend for DpdkPort {
 
 impl Drop for DpdkPort {
     fn drop(&mut self) {
+        // A port closed before its input ended no longer keeps the run going.
+        if let Some(end) = self.input_end.take() {
+            end.left.one_done();
+        }
         // Lent mbufs that came back since the last flush are no longer the switch's.
         HELD.fetch_sub(std::mem::take(&mut self.returned), Ordering::Relaxed);
     }

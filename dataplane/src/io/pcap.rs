@@ -64,8 +64,9 @@ impl PcapClock {
 }
 
 /// Counts the inputs not yet read to their end, so the caller can stop a run whose every
-/// port is a finished capture. Start it at the number of ports with an input; each port takes
-/// one off when its input ends (or when it is dropped first).
+/// port is a finished capture (a capture-file port's, or a DPDK `net_pcap` port's `rx_pcap`).
+/// Start it at the number of ports with an input; each port takes one off when its input ends
+/// (or when it is dropped first).
 #[derive(Clone, Debug, Default)]
 pub struct InputsLeft(Arc<AtomicUsize>);
 
@@ -78,6 +79,49 @@ impl InputsLeft {
     /// Inputs not yet read to their end; 0 means every capture is done.
     pub fn get(&self) -> usize {
         self.0.load(Ordering::Acquire)
+    }
+
+    /// One input has ended: called once by the port that read it.
+    pub(crate) fn one_done(&self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// The records in a classic pcap file (nanosecond or microsecond, either byte order): what a
+/// DPDK `net_pcap` port with this `rx_pcap` will receive before its input ends. Reads only the
+/// record headers.
+pub fn count_records(path: &std::path::Path) -> io::Result<u64> {
+    use std::io::{Read, Seek, SeekFrom};
+    let named = |e: io::Error| io::Error::new(e.kind(), format!("{}: {e}", path.display()));
+    let mut f = BufReader::new(File::open(path).map_err(named)?);
+    let mut header = [0u8; 24];
+    f.read_exact(&mut header).map_err(named)?;
+    let little = match u32::from_le_bytes(header[..4].try_into().expect("4 bytes")) {
+        0xa1b2_c3d4 | 0xa1b2_3c4d => true,
+        0xd4c3_b2a1 | 0x4d3c_b2a1 => false,
+        m => {
+            return Err(invalid(format!(
+                "{}: not a classic pcap file (magic {m:#010x}; a pcapng file? `editcap -F pcap` converts it)",
+                path.display()
+            )))
+        }
+    };
+    let mut records = 0u64;
+    let mut rec = [0u8; 16];
+    loop {
+        match f.read_exact(&mut rec) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Ok(records),
+            Err(e) => return Err(named(e)),
+        }
+        let b: [u8; 4] = rec[8..12].try_into().expect("4 bytes");
+        let caplen = if little {
+            u32::from_le_bytes(b)
+        } else {
+            u32::from_be_bytes(b)
+        };
+        f.seek(SeekFrom::Current(i64::from(caplen))).map_err(named)?;
+        records += 1;
     }
 }
 
@@ -204,7 +248,7 @@ impl PcapPort {
             }
         }
         self.input = None;
-        self.left.0.fetch_sub(1, Ordering::AcqRel);
+        self.left.one_done();
     }
 
     /// Capture time (ns) up to which frames are due now: one clock read per burst.
@@ -294,7 +338,37 @@ impl Drop for PcapPort {
             }
         }
         if self.input.take().is_some() {
-            self.left.0.fetch_sub(1, Ordering::AcqRel);
+            self.left.one_done();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `count_records` counts what a `net_pcap` port will read, in either byte order, and
+    /// refuses a file that is not a classic pcap, naming it.
+    #[test]
+    fn records_are_counted_in_either_byte_order() {
+        let dir = tempfile::tempdir().unwrap();
+        for little in [true, false] {
+            let u32b = |v: u32| if little { v.to_le_bytes() } else { v.to_be_bytes() };
+            let mut bytes = u32b(0xa1b2_3c4d).to_vec();
+            bytes.extend_from_slice(&[0; 20]);
+            for len in [60u32, 0, 1514] {
+                bytes.extend_from_slice(&[0; 8]);
+                bytes.extend_from_slice(&u32b(len));
+                bytes.extend_from_slice(&u32b(len));
+                bytes.extend(std::iter::repeat_n(0u8, len as usize));
+            }
+            let p = dir.path().join(format!("{little}.pcap"));
+            std::fs::write(&p, &bytes).unwrap();
+            assert_eq!(count_records(&p).unwrap(), 3);
+        }
+        let p = dir.path().join("x.pcapng");
+        std::fs::write(&p, [0x0a, 0x0d, 0x0d, 0x0a].repeat(8)).unwrap();
+        let e = count_records(&p).unwrap_err().to_string();
+        assert!(e.contains("x.pcapng: not a classic pcap file"), "{e}");
     }
 }

@@ -198,7 +198,10 @@ pub fn run(cfg: &Config, opts: &ReplayOptions) -> Result<ReplayOutcome> {
     let mut input_bytes = 0u64;
     let mut last_progress = 0u64;
     let (mut moved, mut last_moved) = ((0u64, 0u64), 0u64);
+    // Log lines from here on carry the virtual time.
+    let clock = crate::logging::VirtualClock::start();
     loop {
+        clock.set(now);
         let mut progressed = false;
         // Changes due now apply before anything else at this instant: a frame arriving at the
         // same nanosecond is handled under the new config.

@@ -182,6 +182,9 @@ mod tests {
         let t = text(&clean, &cfg);
         assert_eq!(t, crate::report::human_summary(&clean.snapshot, "uptime", 2_000_000));
         assert!(t.starts_with("uptime 2.000 ms\n"), "{t}");
+        // A long run's uptime reads in seconds.
+        let long = crate::report::human_summary(&clean.snapshot, "uptime", 605_997_546_000);
+        assert!(long.starts_with("uptime 605.998 s\n"), "{long}");
         let lossy = RunOutcome {
             undrained: 3,
             tx_dropped: 5,

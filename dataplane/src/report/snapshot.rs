@@ -194,12 +194,22 @@ fn list(v: &[u64; NUM_TC]) -> String {
     }
 }
 
+/// A duration for people: milliseconds below a second (a replay's virtual time is often a
+/// few), seconds from there on (a switch's uptime: `605.998 s`, not `605997.546 ms`).
+pub fn human_duration(ns: u64) -> String {
+    if ns < 1_000_000_000 {
+        format!("{:.3} ms", ns as f64 / 1e6)
+    } else {
+        format!("{:.3} s", ns as f64 / 1e9)
+    }
+}
+
 /// A short table for people; `summary.json` has everything.
 /// `clock` names what `duration_ns` is ("virtual time" in replay, "uptime" in real time).
 pub fn human_summary(s: &Snapshot, clock: &str, duration_ns: u64) -> String {
     use std::fmt::Write;
     let mut out = String::new();
-    let _ = writeln!(out, "{clock} {:.3} ms", duration_ns as f64 / 1e6);
+    let _ = writeln!(out, "{clock} {}", human_duration(duration_ns));
     let col = PortColumn::of(&s.ports);
     let _ = writeln!(
         out,

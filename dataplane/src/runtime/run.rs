@@ -44,8 +44,9 @@ pub struct RunArgs {
     /// Do not open a control socket.
     #[arg(long, conflicts_with_all = ["control", "control_tcp"])]
     pub no_control: bool,
-    /// When every port is a capture-file port: keep running after the inputs end (by
-    /// default the run drains and stops then), e.g. to inspect it with `rocectl`.
+    /// When every port's input is a capture (a capture-file port, or a DPDK `net_pcap` with an
+    /// `rx_pcap` and no `infinite_rx=1`): keep running after the inputs end (by default the run
+    /// drains and stops then), e.g. to inspect it with `rocectl`.
     #[arg(long)]
     pub keep_running: bool,
 }
@@ -150,15 +151,44 @@ pub fn run(args: RunArgs) -> Result<()> {
             controlplane::files::refuse_unwritable_output("--summary", f).map_err(anyhow::Error::msg)?;
         }
     }
-    let dpdk_ports = open_dpdk_ports(&cfg)?;
-    let inputs: Vec<&std::path::Path> = cfg
+    // What feeds each port, and whether it ends: a capture file does (a capture-file port's
+    // input, a DPDK net_pcap's rx_pcap), a device or an interface does not.
+    let feeds: Vec<Feed> = cfg.ports.iter().map(feed_of).collect();
+    let inputs = feeds
+        .iter()
+        .filter(|f| matches!(f, Feed::Capture | Feed::DpdkFile(_)))
+        .count();
+    let endless = feeds.iter().find_map(|f| match f {
+        Feed::Endless(why) => Some(why.clone()),
+        _ => None,
+    });
+    let dpdk_ends: std::collections::BTreeMap<u16, u64> = cfg
         .ports
         .iter()
-        .filter_map(|p| p.pcap.as_ref()?.input.as_deref())
+        .zip(&feeds)
+        .filter_map(|(p, f)| match f {
+            Feed::DpdkFile(n) => Some((p.id, *n)),
+            _ => None,
+        })
         .collect();
     let pcap_clock = crate::io::PcapClock::new();
-    let inputs_left = crate::io::InputsLeft::new(inputs.len());
-    if !keep_running && !inputs.is_empty() && cfg.ports.iter().all(|p| p.pcap.is_some()) {
+    let inputs_left = crate::io::InputsLeft::new(inputs);
+    let dpdk_ports = open_dpdk_ports(&cfg, &dpdk_ends, &inputs_left)?;
+    match (&endless, keep_running, duration) {
+        (_, _, Some(_)) => {}
+        (Some(why), _, None) => eprintln!(
+            "rocesw: this run does not end by itself ({why}): Ctrl-C or SIGTERM stops it \
+             (--duration SECS bounds it)"
+        ),
+        (None, true, None) => {
+            eprintln!("rocesw: --keep-running: the run goes on after its inputs end; Ctrl-C or SIGTERM stops it")
+        }
+        (None, false, None) if inputs > 0 => {
+            eprintln!("rocesw: the run ends once every input is read and the queues have drained")
+        }
+        (None, false, None) => {}
+    }
+    if !keep_running && inputs > 0 && endless.is_none() {
         // Nothing but captures feeds this switch: once they are all read, stop (and drain).
         let (stop, left) = (stop.clone(), inputs_left.clone());
         std::thread::spawn(move || {
@@ -241,12 +271,64 @@ pub fn run(args: RunArgs) -> Result<()> {
     printed
 }
 
+/// What feeds a port, for whether the run ends by itself.
+#[derive(Debug, Clone, PartialEq)]
+enum Feed {
+    /// A capture-file port's input (`pcap.input`), read to its end.
+    Capture,
+    /// A DPDK port's `rx_pcap`, read once: that many frames.
+    #[cfg_attr(not(feature = "dpdk"), allow(dead_code))]
+    DpdkFile(u64),
+    /// Nothing: no frames come in (an output-only capture port or `net_pcap`).
+    Nothing,
+    /// Frames with no end the switch can see, and why, for the start-up line.
+    Endless(String),
+}
+
+fn feed_of(p: &controlplane::PortConfig) -> Feed {
+    if let Some(pc) = &p.pcap {
+        return if pc.input.is_some() {
+            Feed::Capture
+        } else {
+            Feed::Nothing
+        };
+    }
+    if let Some(device) = &p.dpdk {
+        #[cfg(feature = "dpdk")]
+        {
+            use dpdk::RxSource;
+            return match dpdk::DeviceSpec::parse(device).map(|s| s.rx_source()) {
+                Ok(RxSource::File(f)) => match crate::io::pcap::count_records(&f) {
+                    Ok(n) => Feed::DpdkFile(n),
+                    Err(e) => Feed::Endless(format!("port {}: cannot count the frames of its rx_pcap: {e}", p.id)),
+                },
+                Ok(RxSource::Nothing) => Feed::Nothing,
+                Ok(RxSource::Endless(why)) => Feed::Endless(format!("port {}: {why}", p.id)),
+                Err(e) => Feed::Endless(format!("port {}: {e}", p.id)),
+            };
+        }
+        #[cfg(not(feature = "dpdk"))]
+        return Feed::Endless(format!("port {}: DPDK device {device}", p.id));
+    }
+    Feed::Endless(format!(
+        "port {} receives from interface {}",
+        p.id,
+        p.interface.as_deref().unwrap_or("?")
+    ))
+}
+
 /// The backends of a config's DPDK ports, by port id, opened before anything else starts.
 type DpdkPorts = std::cell::RefCell<std::collections::BTreeMap<u16, Box<dyn crate::io::PortBackend + Send>>>;
 
 /// Starts DPDK (once) and opens every DPDK port of `cfg`, reporting each one's driver and link;
-/// without the `dpdk` feature, refuses a config that has any.
-fn open_dpdk_ports(cfg: &controlplane::Config) -> Result<DpdkPorts> {
+/// without the `dpdk` feature, refuses a config that has any. A port in `ends` (id → frames
+/// of its `rx_pcap`) takes one off `left` once it has read them.
+#[cfg_attr(not(feature = "dpdk"), allow(unused_variables))]
+fn open_dpdk_ports(
+    cfg: &controlplane::Config,
+    ends: &std::collections::BTreeMap<u16, u64>,
+    left: &crate::io::InputsLeft,
+) -> Result<DpdkPorts> {
     let ports = DpdkPorts::default();
     let Some(first) = cfg.ports.iter().find(|p| p.dpdk.is_some()) else {
         return Ok(ports);
@@ -273,9 +355,12 @@ fn open_dpdk_ports(cfg: &controlplane::Config) -> Result<DpdkPorts> {
         );
         for p in cfg.ports.iter().filter(|p| p.dpdk.is_some()) {
             let device = p.dpdk.as_deref().unwrap_or_default();
-            let port = rt
+            let mut port = rt
                 .open(p)
                 .map_err(|e| anyhow::anyhow!("port {} (dpdk = {device:?}): {e}", p.id))?;
+            if let Some(&records) = ends.get(&p.id) {
+                port.end_input_after(records, left);
+            }
             // The configured speed is the one the switch sends at (and times PFC with); a
             // virtual device's driver reports a nominal one (net_vhost: 10 Gb/s), said second.
             eprintln!(

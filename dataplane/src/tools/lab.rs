@@ -17,7 +17,8 @@
 //! `up` records every namespace and interface it creates in `<state dir>/NAME.json` as it goes
 //! (so even an interrupted `up` can be undone) and writes the switch config for the lab to
 //! `<state dir>/NAME.toml`: the base config with its `[[port]]` tables replaced by one port per
-//! host (a SONiC config_db.json base keeps its ports: host i is cabled to the i-th). `down` removes exactly what the state file lists, and nothing else.
+//! host (a SONiC config_db.json base keeps its ports: host i is cabled to the i-th). `down` removes exactly what the state file lists, and nothing else: the state dir too
+//! (and its parents) where `up` created it, once empty.
 
 use crate::tools::gen::{host_ip, host_mac};
 use anyhow::{anyhow, bail, Context, Result};
@@ -139,6 +140,8 @@ pub struct DownReport {
     pub namespaces_removed: Vec<String>,
     /// The lab's files deleted (state file, config).
     pub files_removed: Vec<PathBuf>,
+    /// Directories `up` created for its state and `down` removed, empty (deepest first).
+    pub dirs_removed: Vec<PathBuf>,
     /// Interfaces and namespaces in the state file that no longer existed.
     pub already_gone: Vec<String>,
     /// Interfaces in the state file that exist but are no longer veths: someone else's, left alone.
@@ -160,6 +163,9 @@ impl fmt::Display for DownReport {
             self.namespaces_removed.join(" "),
             self.files_removed.len()
         )?;
+        for d in &self.dirs_removed {
+            write!(f, "; removed its empty state directory {}", d.display())?;
+        }
         if !self.already_gone.is_empty() {
             write!(f, "; already gone: {}", self.already_gone.join(" "))?;
         }
@@ -185,6 +191,10 @@ struct State {
     /// The config file, once written.
     config_path: Option<PathBuf>,
     hosts: Vec<LabHost>,
+    /// The directories `up` created to hold the state file (the state dir and any missing
+    /// parent), deepest first: `down` removes each that is empty then. Absent in older files.
+    #[serde(default)]
+    created_dirs: Vec<PathBuf>,
 }
 
 /// Fails unless this process may create network namespaces.
@@ -418,6 +428,12 @@ pub fn up(spec: &LabSpec, base_config: Option<&Path>, state_dir: &Path) -> Resul
     let config_text = lab_config(spec, &base_text, &base_name)?;
     let hosts: Vec<LabHost> = (0..spec.hosts).map(|i| plan_host(name, i)).collect();
 
+    // The directories this `up` creates, deepest first: `down` removes them when empty.
+    let created_dirs: Vec<PathBuf> = state_dir
+        .ancestors()
+        .take_while(|d| !d.as_os_str().is_empty() && !d.exists())
+        .map(Path::to_path_buf)
+        .collect();
     fs::create_dir_all(state_dir).with_context(|| format!("{}: cannot create", state_dir.display()))?;
     let state_path = state_path(name, state_dir);
     let config_path = config_path(name, state_dir);
@@ -450,6 +466,7 @@ pub fn up(spec: &LabSpec, base_config: Option<&Path>, state_dir: &Path) -> Resul
         interfaces: Vec::new(),
         config_path: None,
         hosts: hosts.clone(),
+        created_dirs,
     };
     let result = (|| -> Result<()> {
         save_state(&state_path, &state)?;
@@ -474,6 +491,7 @@ pub fn up(spec: &LabSpec, base_config: Option<&Path>, state_dir: &Path) -> Resul
         Err(e) => {
             let mut report = teardown(&state);
             remove_file(&state_path, &mut report);
+            remove_empty_dirs(&state.created_dirs, &mut report);
             Err(e.context(format!(
                 "`{}` failed and was rolled back ({report})",
                 lab_command("up", name, state_dir)
@@ -503,7 +521,20 @@ pub fn down(name: &str, state_dir: &Path) -> Result<DownReport> {
         remove_file(config, &mut report);
     }
     remove_file(&state_path, &mut report);
+    remove_empty_dirs(&state.created_dirs, &mut report);
     Ok(report)
+}
+
+/// Removes, deepest first, each directory `up` created that is empty now; one that is not (another
+/// lab's files, anything else) stays, with its parents.
+fn remove_empty_dirs(dirs: &[PathBuf], report: &mut DownReport) {
+    for d in dirs {
+        match fs::remove_dir(d) {
+            Ok(()) => report.dirs_removed.push(d.clone()),
+            Err(e) if e.kind() == ErrorKind::NotFound => {}
+            Err(_) => break,
+        }
+    }
 }
 
 /// The lab `name` as `up` left it.

@@ -205,10 +205,7 @@ pub fn run(args: TuneArgs) -> Result<()> {
     if let Some(b) = BAR.get() {
         b.finish_and_clear();
     }
-    let hint = format!(
-        "Apply to a running switch: rocectl patch {}",
-        outputs.fragment.display()
-    );
+    let hint = report::apply_hint(&outcome, &outputs.fragment);
     output::write(&args.output_dir, &outputs, &outcome, &hint)?;
     if let Some(json) = &args.sonic {
         let text = controlplane::files::read_text(json).map_err(anyhow::Error::msg)?;

@@ -108,6 +108,48 @@ fn and_list<S: AsRef<str>>(items: &[S]) -> String {
     }
 }
 
+/// The targets the best setting misses on a pattern where the configs as given met them:
+/// (pattern, the targets), in pattern order; empty when the setting loses nothing.
+pub fn losses(o: &TuneOutcome) -> Vec<(String, Vec<&'static str>)> {
+    o.patterns
+        .iter()
+        .zip(o.baseline.results.iter().zip(&o.best.results))
+        .filter_map(|(name, (b, a))| {
+            let lost: Vec<&'static str> = [
+                (b.met.goodput && !a.met.goodput, "goodput"),
+                (b.met.pfc && !a.met.pfc, "PFC"),
+                (b.met.latency && !a.met.latency, "latency"),
+            ]
+            .into_iter()
+            .filter_map(|(lost, what)| lost.then_some(what))
+            .collect();
+            (!lost.is_empty()).then(|| (name.clone(), lost))
+        })
+        .collect()
+}
+
+/// What to do with the fragment at `fragment`: "apply to a running switch: rocectl patch …"
+/// only when the best setting loses none of the targets the configs as given met, pattern by
+/// pattern (a live switch carries all of that traffic at once, and more targets met in all is
+/// no comfort to the pattern that lost one); otherwise which it loses, and that it is not
+/// offered; with no setting better than the configs as given, that there is nothing to apply.
+pub fn apply_hint(o: &TuneOutcome, fragment: &std::path::Path) -> String {
+    if o.best.fragment.is_none() {
+        return "no setting beat the configs as given: nothing to apply to a running switch".into();
+    }
+    let lost = losses(o);
+    if lost.is_empty() {
+        return format!("Apply to a running switch: rocectl patch {}", fragment.display());
+    }
+    let list: Vec<String> = lost.iter().map(|(p, t)| format!("{p}: {}", t.join(", "))).collect();
+    format!(
+        "not offered for a running switch: the best setting misses targets the configs as given met \
+         ({}); tune.json has every result, and `rocectl patch {}` would apply it anyway",
+        list.join("; "),
+        fragment.display()
+    )
+}
+
 /// The report on stdout.
 pub fn table(o: &TuneOutcome) -> String {
     let mut out = String::new();

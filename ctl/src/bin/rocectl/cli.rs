@@ -301,6 +301,26 @@ pub enum Command {
         #[command(flatten)]
         connection: ConnectionArgs,
     },
+    /// The running switch's log filter, or a change of it that takes effect at once (as
+    /// `ovs-appctl vlog/set`): LEVEL alone sets every target to it; LEVEL TARGET sets that
+    /// module only, the rest of the filter unchanged. Without arguments it shows the filter.
+    #[command(
+        after_help = "Examples:\n  rocectl log                              # the filter now, e.g. warn\n  \
+                      rocectl log debug dataplane::runtime     # that module at debug, the rest as it was\n  \
+                      rocectl log warn                         # back to warn everywhere\n\n\
+                      The switch logs on its standard error (`rocesw run --log` sets the filter at start)."
+    )]
+    Log {
+        /// off, error, warn, info, debug or trace (any case).
+        #[arg(value_parser = log_level)]
+        level: Option<String>,
+        /// The module whose level changes (a Rust module path, e.g. dataplane::runtime,
+        /// dataplane::runtime::control_server); default: all of them.
+        #[arg(requires = "level", value_parser = log_target)]
+        target: Option<String>,
+        #[command(flatten)]
+        connection: ConnectionArgs,
+    },
     /// Live view until interrupted: per port rates, ECN marks, PFC sent and received, drops,
     /// time paused and buffer use; per busy queue its rate, marks, drops and depth.
     Watch {
@@ -332,6 +352,7 @@ impl Command {
             Command::Vlarb(_) => "vlarb",
             Command::Sonic(_) => "sonic",
             Command::Capture { .. } => "capture",
+            Command::Log { .. } => "log",
         }
     }
 
@@ -350,7 +371,8 @@ impl Command {
             | Command::Patch { connection, .. }
             | Command::Daemon { connection, .. }
             | Command::Watch { connection, .. }
-            | Command::Capture { connection, .. } => Some(connection),
+            | Command::Capture { connection, .. }
+            | Command::Log { connection, .. } => Some(connection),
             Command::Set(set) => Some(&set.connection),
         }
     }
@@ -565,6 +587,14 @@ fn length(s: &str) -> Result<f64, String> {
 
 fn size(s: &str) -> Result<u64, String> {
     units::parse_size(s).map_err(|e| e.to_string())
+}
+
+fn log_level(s: &str) -> Result<String, String> {
+    controlplane::protocol::check_log(s, None)
+}
+
+fn log_target(s: &str) -> Result<String, String> {
+    controlplane::protocol::check_log("info", Some(s)).map(|_| s.to_string())
 }
 
 fn duration(s: &str) -> Result<std::time::Duration, String> {

@@ -437,6 +437,23 @@ fn report_change(answer: &ApplyData) {
     }
 }
 
+/// `rocectl log [LEVEL [TARGET]]`: the switch's log filter, changed first if LEVEL is given
+/// (clap checked both).
+pub fn log(socket: &Endpoint, level: Option<&str>, target: Option<&str>) -> Result<(), String> {
+    let mut c = connect(socket)?;
+    let op = Op::Log {
+        level: level.map(str::to_string),
+        target: target.map(str::to_string),
+    };
+    let data: protocol::LogData = c.call_as(op).map_err(err)?;
+    if level.is_some() {
+        println!("log filter changed: {}", data.filter);
+    } else {
+        println!("log filter: {}", data.filter);
+    }
+    Ok(())
+}
+
 /// `rocectl set`: reads the running config, edits it and applies the whole result, but only if
 /// nobody changed the config in between (`if_version`); if somebody did, reads it again and
 /// redoes the edit on top of their change, so concurrent `set`s all take effect.

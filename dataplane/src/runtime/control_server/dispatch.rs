@@ -147,6 +147,19 @@ impl Server {
                 s.stop_reply = Some(id);
                 return None;
             }
+            Op::Log { level, target } => match (level, target) {
+                (None, None) => crate::logging::filter()
+                    .map(|filter| json(&protocol::LogData { filter }))
+                    .ok_or_else(|| {
+                        "this switch's log filter is not known (its process did not start it through rocesw)"
+                            .to_string()
+                    }),
+                (None, Some(t)) => Err(format!("log: a target ({t}) needs a level")),
+                (Some(level), target) => crate::logging::set_level(&level, target.as_deref()).map(|filter| {
+                    tracing::info!(%filter, "log filter changed by a control client");
+                    json(&protocol::LogData { filter })
+                }),
+            },
             Op::Subscribe { interval_ms } => {
                 let every = Duration::from_millis(interval_ms);
                 if let Some(c) = self.conns.get_mut(&token) {
