@@ -355,7 +355,8 @@ impl Fabric<'_> {
         })
     }
 
-    /// The timeline's counters at `now`, the top of an instant a bucket boundary has passed.
+    /// The timeline's counters at `now`: a bucket boundary no later than the instant about to
+    /// be handled, with nothing handled since the one before it.
     fn sample_timeline(&mut self, now: u64) {
         let Some(mut tl) = self.timeline.take() else { return };
         for (s, sw) in self.switches.iter().enumerate() {
@@ -769,8 +770,15 @@ pub fn run(topo: &Topology, opts: &FabricOptions) -> Result<FabricOutcome> {
             break;
         }
         now = *t;
-        if fab.timeline.as_ref().is_some_and(|tl| tl.sample_due(now)) {
-            fab.sample_timeline(now);
+        // At each bucket boundary the clock passed: nothing happened between the last instant
+        // and `now`, so what the timers accrued up to each boundary is known exactly there.
+        while let Some(b) = fab
+            .timeline
+            .as_ref()
+            .filter(|tl| tl.sample_due(now))
+            .map(|tl| tl.next_boundary())
+        {
+            fab.sample_timeline(b);
         }
         // Everything due at `now` first, then each node it touched, once.
         while let Some(Reverse((t, _, _))) = fab.heap.peek() {
@@ -837,7 +845,15 @@ pub fn run(topo: &Topology, opts: &FabricOptions) -> Result<FabricOutcome> {
         }
     }
     let watchdog = fab.switches.iter().any(|s| s.config().pfc.watchdog.is_some());
-    // The last sample: what the instants since the one before did, to their bucket.
+    // The last samples: the boundaries up to the end, then what is left, to its bucket.
+    while let Some(b) = fab
+        .timeline
+        .as_ref()
+        .filter(|tl| tl.sample_due(end))
+        .map(|tl| tl.next_boundary())
+    {
+        fab.sample_timeline(b);
+    }
     fab.sample_timeline(end);
     let timeline = fab.timeline.take().map(|tl| {
         let title = format!(

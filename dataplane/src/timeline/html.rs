@@ -38,7 +38,7 @@ pub fn page(t: &Timeline, json: &str) -> String {
 <body data-rendered="pending">
 <header><h1>rocesw {kind}: {title}</h1><p id="summary"></p></header>
 <section class="panel" id="queues" data-ok="pending"><h2>Queue depth and CE marks</h2>
-<p class="note">Each egress queue that held something: the deepest it got in each bucket (line, bytes) and the frames CE-marked leaving it (red bars, frames per bucket).</p><div class="body"></div></section>
+<p class="note">Each egress queue that built up: the deepest it got in each bucket (line, bytes) and the frames CE-marked leaving it (red bars, frames per bucket).</p><div class="body"></div></section>
 <section class="panel" id="pfc" data-ok="pending"><h2>PFC</h2>
 <p class="note">Per port and priority: when the port's PG was in XOFF (it sent XOFF, until its XON; blue) and when its egress was paused by PFC it received (orange). PFC watchdog: storm ▼ (red), restore ▲ (green).</p><div class="body"></div></section>{fabric}
 <footer>Written by rocesw; the data is in the JSON file beside this page.</footer>

@@ -124,6 +124,9 @@ pub struct Recorder {
     counters: Vec<Counter>,
     flows: Vec<(String, usize, usize)>,
     links: Vec<(String, usize)>,
+    /// Two of the largest frame any watched port takes: a queue that never got this deep
+    /// (a frame leaving while the next waits) did not build up.
+    built_up_bytes: u64,
 }
 
 impl Recorder {
@@ -145,6 +148,7 @@ impl Recorder {
             counters: Vec::new(),
             flows: Vec::new(),
             links: Vec::new(),
+            built_up_bytes: 0,
         }
     }
 
@@ -190,6 +194,13 @@ impl Recorder {
             }
         }
         let cfg = sw.config();
+        let largest = cfg
+            .ports
+            .iter()
+            .map(|p| u64::from(p.max_frame_bytes))
+            .max()
+            .unwrap_or(0);
+        self.built_up_bytes = self.built_up_bytes.max(2 * largest);
         self.switches.push(SwitchProbe {
             name: name.to_string(),
             port_ids: (0..n).map(|p| sw.port_id(p)).collect(),
@@ -251,6 +262,12 @@ impl Recorder {
     #[inline]
     pub fn sample_due(&self, now: u64) -> bool {
         now >= self.next_boundary
+    }
+
+    /// The next bucket boundary: a loop whose clock jumped over several samples at each one
+    /// passed, so that time-integrated counters (time paused) land where they accrued.
+    pub fn next_boundary(&self) -> u64 {
+        self.next_boundary
     }
 
     /// Ends a sample begun when [`Recorder::sample_due`] said so.
@@ -392,6 +409,7 @@ impl Recorder {
         let used = self.used.max(1);
         let cut = |v: &[u64]| v[..used].to_vec();
         let mut queues = Vec::new();
+        let mut queues_not_built_up = 0;
         for (s, sw) in self.switches.iter().enumerate() {
             for (port, id) in sw.port_ids.iter().enumerate() {
                 for q in 0..NUM_TC {
@@ -399,6 +417,10 @@ impl Recorder {
                     let ce = cut(&self.series[self.counters[sw.ce[port * NUM_TC + q]].series].v);
                     let peak = depth.iter().copied().max().unwrap_or(0);
                     if peak == 0 {
+                        continue;
+                    }
+                    if peak < self.built_up_bytes {
+                        queues_not_built_up += 1;
                         continue;
                     }
                     queues.push(QueueSeries {
@@ -471,7 +493,7 @@ impl Recorder {
                 label: label.clone(),
                 paused_fraction: cut(&self.series[self.counters[*c].series].v)
                     .into_iter()
-                    .map(|x| (x as f64 / self.width_ns as f64).min(8.0))
+                    .map(|x| x as f64 / self.width_ns as f64)
                     .collect(),
             })
             .collect();
@@ -481,7 +503,9 @@ impl Recorder {
             bucket_ns: self.width_ns,
             buckets: used,
             end_ns,
+            built_up_bytes: self.built_up_bytes,
             queues,
+            queues_not_built_up,
             pfc,
             marks,
             marks_left_off: self.marks_left_off,
@@ -524,8 +548,13 @@ pub struct Timeline {
     pub buckets: usize,
     /// Virtual time the run ended, ns.
     pub end_ns: u64,
-    /// Every egress queue that held something, deepest first.
+    /// A queue built up if it held this many bytes at some time: two of the largest frame a
+    /// port takes (less is a frame leaving while the next one waits).
+    pub built_up_bytes: u64,
+    /// Every egress queue that built up, deepest first.
     pub queues: Vec<QueueSeries>,
+    /// Queues that held something but never built up: not in `queues`.
+    pub queues_not_built_up: usize,
     /// Every (port, priority) that sent XOFF or was paused, as bars.
     pub pfc: Vec<PfcRow>,
     /// PFC watchdog storms and restorations.

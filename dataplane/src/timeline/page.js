@@ -71,7 +71,10 @@
   var panels = {
     queues: function (body) {
       var qs = D.queues;
-      if (!qs.length) return note(body, "No queue held anything.");
+      if (D.queues_not_built_up)
+        note(body, D.queues_not_built_up + " more queues held something but never " + fmtBytes(D.built_up_bytes) +
+          " (two of the largest frame): not drawn.");
+      if (!qs.length) return note(body, "No queue built up (held " + fmtBytes(D.built_up_bytes) + " or more).");
       var shown = qs.slice(0, 12);
       if (qs.length > shown.length)
         note(body, "The " + shown.length + " deepest of " + qs.length + " queues (all are in the JSON).");
@@ -217,7 +220,7 @@
   };
 
   document.getElementById("summary").textContent = "Ran " + fmtT(D.end_ns) + " of virtual time; " + N +
-    " buckets of " + fmtT(W) + ". Queues that held something: " + D.queues.length + "; PFC rows: " + D.pfc.length +
+    " buckets of " + fmtT(W) + ". Queues that built up: " + D.queues.length + "; PFC rows: " + D.pfc.length +
     "; watchdog events: " + (D.marks.length + D.marks_left_off) + ".";
   Array.prototype.forEach.call(document.querySelectorAll("section.panel"), function (sec) {
     var body = sec.querySelector(".body");
