@@ -325,7 +325,8 @@ fn the_pages_render_in_a_browser() {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
-    let page = dir.path().join("incast.html");
+    // In a folder not there yet: created, as --output-dir is.
+    let page = dir.path().join("pages/incast.html");
     let mut args = incast_args(&repo_root().join("configs/default.toml"), &dir.path().join("out"));
     args.extend(["--timeline".into(), page.display().to_string()]);
     let o = rocesw(&args.iter().map(String::as_str).collect::<Vec<_>>());

@@ -643,9 +643,13 @@ pub struct LinkSeries {
 }
 
 impl Timeline {
-    /// Writes the page at `page` and the data beside it ([`data_path`]).
+    /// Writes the page at `page` and the data beside it ([`data_path`]), creating the folder
+    /// if missing.
     pub fn write(&self, page: &Path) -> Result<()> {
         let json_path = data_path(page)?;
+        if let Some(dir) = page.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+        }
         let json = serde_json::to_string(self)?;
         std::fs::write(&json_path, format!("{json}\n"))
             .with_context(|| format!("cannot write {}", json_path.display()))?;
