@@ -98,6 +98,8 @@ struct SwitchProbe {
     depth: Vec<usize>,
     ce: Vec<usize>,
     xoff_last: Vec<u8>,
+    /// Per port: the priorities whose pause bar is open.
+    pause_open: Vec<u8>,
     pg_prios: [u8; NUM_TC],
     wd_last: Vec<([u64; NUM_TC], [u64; NUM_TC])>,
     /// Rows: port × priority × (xoff, paused).
@@ -208,6 +210,7 @@ impl Recorder {
             depth,
             ce,
             xoff_last: vec![0; n],
+            pause_open: vec![0; n],
             pg_prios: sw.pg_priorities(),
             wd_last: (0..n)
                 .map(|p| (*sw.watchdog_counts(p).0, *sw.watchdog_counts(p).1))
@@ -320,6 +323,10 @@ impl Recorder {
         for port in 0..sw.num_ports() {
             for q in 0..NUM_TC {
                 let d = sw.queue_use(port, q).bytes;
+                if d == 0 {
+                    // Nothing to raise (most queues, most rounds): the series stays untouched.
+                    continue;
+                }
                 let k = self.switches[s].depth[port * NUM_TC + q];
                 let v = &mut self.series[k].v[i];
                 *v = (*v).max(d);
@@ -358,22 +365,28 @@ impl Recorder {
             // Pause obeyed: a bar from when it was first seen to when it runs out (an XON
             // ends it when it arrives, which is a round of this switch).
             let until = sw.port_paused_until(port);
-            for (prio, &u) in until.iter().enumerate() {
-                let row = &mut self.rows[base + prio * 2 + 1];
-                if u > now {
-                    match row.bars.last_mut() {
-                        Some(b) if row.open && b[1] >= now => b[1] = u,
-                        _ => {
-                            row.push([now, u]);
-                            row.open = true;
+            // Only a port paused now or with a bar still open has a row to look at.
+            if self.switches[s].pause_open[port] != 0 || until.iter().any(|&u| u > now) {
+                let mut open = 0u8;
+                for (prio, &u) in until.iter().enumerate() {
+                    let row = &mut self.rows[base + prio * 2 + 1];
+                    if u > now {
+                        match row.bars.last_mut() {
+                            Some(b) if row.open && b[1] >= now => b[1] = u,
+                            _ => {
+                                row.push([now, u]);
+                                row.open = true;
+                            }
                         }
+                    } else if row.open {
+                        if let Some(b) = row.bars.last_mut() {
+                            b[1] = b[1].min(now).min(u.max(b[0]));
+                        }
+                        row.open = false;
                     }
-                } else if row.open {
-                    if let Some(b) = row.bars.last_mut() {
-                        b[1] = b[1].min(now).min(u.max(b[0]));
-                    }
-                    row.open = false;
+                    open |= u8::from(row.open) << prio;
                 }
+                self.switches[s].pause_open[port] = open;
             }
             let (storms, restores) = sw.watchdog_counts(port);
             let last = self.switches[s].wd_last[port];
@@ -478,25 +491,34 @@ impl Recorder {
                 let b = cut(&self.series[self.counters[*bytes].series].v);
                 FlowSeries {
                     label: label.clone(),
-                    rate_bps: b.iter().map(|&x| (x * 8) as f64 * 1e9 / self.width_ns as f64).collect(),
+                    rate_bps: b
+                        .iter()
+                        .map(|&x| ((x * 8) as f64 * 1e9 / self.width_ns as f64).round() as u64)
+                        .collect(),
                     dcqcn_bps: cut(&self.series[*rate].v)
                         .into_iter()
-                        .map(|x| (x != NONE).then_some(x as f64))
+                        .map(|x| (x != NONE).then_some(x))
                         .collect(),
                 }
             })
             .collect();
-        let links = self
-            .links
-            .iter()
-            .map(|(label, c)| LinkSeries {
+        let mut links = Vec::new();
+        let mut links_never_paused = 0;
+        for (label, c) in &self.links {
+            let ns = cut(&self.series[self.counters[*c].series].v);
+            if ns.iter().all(|&x| x == 0) {
+                links_never_paused += 1;
+                continue;
+            }
+            links.push(LinkSeries {
                 label: label.clone(),
-                paused_fraction: cut(&self.series[self.counters[*c].series].v)
-                    .into_iter()
-                    .map(|x| x as f64 / self.width_ns as f64)
+                paused_ns: ns.iter().sum(),
+                paused_fraction: ns
+                    .iter()
+                    .map(|&x| (x as f64 * 1e4 / self.width_ns as f64).round() / 1e4)
                     .collect(),
-            })
-            .collect();
+            });
+        }
         Timeline {
             kind: self.kind,
             title,
@@ -511,6 +533,7 @@ impl Recorder {
             marks_left_off: self.marks_left_off,
             flows,
             links,
+            links_never_paused,
         }
     }
 }
@@ -563,8 +586,11 @@ pub struct Timeline {
     pub marks_left_off: u64,
     /// Fabric: per flow, the rate it was delivered at.
     pub flows: Vec<FlowSeries>,
-    /// Fabric: per link direction, the share of each bucket its sender was paused.
+    /// Fabric: per link direction whose sender was paused at some time, the share of each
+    /// bucket it was.
     pub links: Vec<LinkSeries>,
+    /// Fabric: link directions never paused (not in `links`).
+    pub links_never_paused: usize,
 }
 
 /// One egress queue over time.
@@ -626,10 +652,11 @@ pub struct MarkOut {
 pub struct FlowSeries {
     /// Its id, source and destination.
     pub label: String,
-    /// Per bucket: payload delivered to its receiver, bits per second.
-    pub rate_bps: Vec<f64>,
-    /// Per bucket: its sender's DCQCN rate at the bucket's end (null: not sampled or DCQCN off).
-    pub dcqcn_bps: Vec<Option<f64>>,
+    /// Per bucket: payload delivered to its receiver, bits per second (rounded).
+    pub rate_bps: Vec<u64>,
+    /// Per bucket: its sender's DCQCN rate at the bucket's end, bits per second (null: not
+    /// sampled, or DCQCN off).
+    pub dcqcn_bps: Vec<Option<u64>>,
 }
 
 /// One fabric link direction over time.
@@ -637,8 +664,10 @@ pub struct FlowSeries {
 pub struct LinkSeries {
     /// `a→b`: the direction whose sender was paused.
     pub label: String,
-    /// Per bucket: time paused (summed over priorities) over the bucket's width; above 1 when
-    /// several priorities were paused at once.
+    /// Time paused in all, ns (summed over priorities).
+    pub paused_ns: u64,
+    /// Per bucket: time paused (summed over priorities) over the bucket's width, to four
+    /// decimals; above 1 when several priorities were paused at once.
     pub paused_fraction: Vec<f64>,
 }
 

@@ -196,6 +196,7 @@
         return { label: l.label, v: l.paused_fraction, total: l.paused_fraction.reduce(function (a, b) { return a + b; }, 0) };
       }).filter(function (l) { return l.total > 0; });
       ls.sort(function (a, b) { return b.total - a.total; });
+      if (D.links_never_paused) note(body, D.links_never_paused + " link directions were never paused: not drawn.");
       if (!ls.length) return note(body, "No link was paused.");
       var MAXR = 60;
       if (ls.length > MAXR) note(body, "The " + MAXR + " most paused of " + ls.length + " link directions.");
