@@ -948,4 +948,120 @@ mod tests {
         assert_eq!(closing[0].who, heavy);
         assert!(!slots.open.contains_key(&heavy_idle[0]) && slots.open.contains_key(&heavy_idle[1]));
     }
+
+    /// Metric names in OpenMetrics `text`, each with the label names its series carry.
+    fn families(text: &str) -> std::collections::BTreeMap<String, std::collections::BTreeSet<String>> {
+        let mut out: std::collections::BTreeMap<String, std::collections::BTreeSet<String>> = Default::default();
+        for line in text.lines().filter(|l| !l.starts_with('#') && !l.is_empty()) {
+            let name_end = line.find(['{', ' ']).unwrap_or(line.len());
+            let labels = out.entry(line[..name_end].to_string()).or_default();
+            if let Some(body) = line[name_end..].strip_prefix('{') {
+                for pair in body.split("\",") {
+                    if let Some((k, _)) = pair.split_once('=') {
+                        labels.insert(k.trim_start_matches(',').to_string());
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// Names made of `[a-z0-9_]` that start with `prefix` in `expr`.
+    fn names_in<'a>(expr: &'a str, prefix: &str) -> Vec<&'a str> {
+        let mut out = Vec::new();
+        let mut rest = expr;
+        while let Some(at) = rest.find(prefix) {
+            let tail = &rest[at..];
+            let len = tail
+                .find(|c: char| !(c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_'))
+                .unwrap_or(tail.len());
+            out.push(&tail[..len]);
+            rest = &tail[len..];
+        }
+        out
+    }
+
+    /// Every string under a key `key` in `v`.
+    fn strings_under<'a>(v: &'a serde_json::Value, key: &str, out: &mut Vec<&'a str>) {
+        match v {
+            serde_json::Value::Object(m) => {
+                for (k, x) in m {
+                    match x {
+                        serde_json::Value::String(s) if k == key => out.push(s),
+                        _ => strings_under(x, key, out),
+                    }
+                }
+            }
+            serde_json::Value::Array(a) => a.iter().for_each(|x| strings_under(x, key, out)),
+            _ => {}
+        }
+    }
+
+    /// docs/grafana/rocesw.json asks only for what `rocectl daemon` serves: every metric name
+    /// in its queries is a series the daemon renders (from a snapshot with every kind of row,
+    /// plus the daemon's own), and every label it groups or filters by is on that metric.
+    #[test]
+    fn the_grafana_dashboard_asks_only_for_served_metrics() {
+        let state = DaemonState {
+            cell_bytes: AtomicU64::new(256),
+            ..Default::default()
+        };
+        let gone = Endpoint::Unix(std::path::PathBuf::from("/nonexistent/rocesw-test.sock"));
+        let daemon = render_metrics(&mut None, &gone, "s1", &state);
+        let mut m = Metrics::default();
+        m.cell_bytes = Some(256);
+        m.add_snapshot("s1", &crate::metrics::tests::snapshot());
+        let mut served = families(&daemon);
+        served.extend(families(&m.encode()));
+        assert!(served.contains_key("rocectl_daemon_dataplane_up"), "{served:?}");
+        assert!(served.contains_key("rocesw_queue_ecn_marked_total"), "{served:?}");
+
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/grafana/rocesw.json");
+        let dash: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+        let mut exprs = Vec::new();
+        strings_under(&dash["panels"], "expr", &mut exprs);
+        strings_under(&dash["templating"], "query", &mut exprs);
+        assert!(exprs.len() >= 12, "{exprs:?}");
+        let mut asked = 0;
+        for expr in exprs {
+            let names: Vec<&str> = ["rocesw_", "rocectl_"].iter().flat_map(|p| names_in(expr, p)).collect();
+            for name in &names {
+                assert!(served.contains_key(*name), "{expr}: {name} is not served");
+                asked += 1;
+            }
+            // Labels: `by (a, b)`, `{a=~"..."}`, and label_values(metric, a).
+            let mut labels: Vec<String> = Vec::new();
+            for part in expr.split("by (").skip(1) {
+                let inner = &part[..part.find(')').unwrap()];
+                labels.extend(inner.split(',').map(|l| l.trim().to_string()));
+            }
+            for part in expr.split('{').skip(1) {
+                let inner = &part[..part.find('}').unwrap()];
+                if inner.contains('=') {
+                    labels.extend(
+                        inner
+                            .split(',')
+                            .map(|m| m.split(['=', '!', '~']).next().unwrap().trim().to_string()),
+                    );
+                }
+            }
+            if let Some(args) = expr.strip_prefix("label_values(") {
+                labels.push(
+                    args.trim_end_matches(')')
+                        .rsplit(',')
+                        .next()
+                        .unwrap()
+                        .trim()
+                        .to_string(),
+                );
+            }
+            for label in labels {
+                assert!(
+                    names.iter().all(|n| served[*n].contains(&label)),
+                    "{expr}: label {label} is not on every metric it names"
+                );
+            }
+        }
+        assert!(asked >= 15, "{asked}");
+    }
 }

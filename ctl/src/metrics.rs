@@ -592,12 +592,14 @@ impl Metrics {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use controlplane::snapshot::Totals;
     use serde_json::Value;
 
-    fn snapshot() -> Snapshot {
+    /// A snapshot with every kind of row (a port with queues, PGs, a peer, a backend and a
+    /// capture; pools with and without shared headroom); also the daemon's tests'.
+    pub(crate) fn snapshot() -> Snapshot {
         let mut drops = Drops::default();
         drops.add("headroom_overflow", 3);
         drops.add("malformed", 1);

@@ -24,6 +24,7 @@ pub mod report;
 pub mod runtime;
 pub mod shard;
 pub mod switch;
+pub mod timeline;
 pub mod tools;
 pub mod tune;
 pub mod wire;

@@ -67,6 +67,12 @@ enum Command {
         /// into one port, e.g. tx = "off"), to replay a live-tuning experiment.
         #[arg(long, value_name = "FILE")]
         schedule: Option<PathBuf>,
+        /// Also write a timeline page, FILE.html (one self-contained file: open it in a
+        /// browser, no network needed) and its data beside it as FILE.json: queue depths and
+        /// CE marks over time, PFC per port and priority (XOFF and pause as bars, watchdog
+        /// storms and restorations). Bounded: at most 400 time buckets, however long the run.
+        #[arg(long, value_name = "FILE.html")]
+        timeline: Option<PathBuf>,
         /// No progress bar and no human summary (summary.json is still written).
         #[arg(long, short)]
         quiet: bool,
@@ -118,6 +124,13 @@ enum Command {
         /// profile (configs/default.toml as shipped), so fabric runs from any directory.
         #[arg(long, value_name = "FILE")]
         default_config: Option<PathBuf>,
+        /// Also write a timeline page, FILE.html (one self-contained file: open it in a
+        /// browser, no network needed) and its data beside it as FILE.json: queue depths and
+        /// CE marks, PFC per switch port and priority with watchdog marks, each flow's rate
+        /// (and DCQCN's) with a fairness index, and a heat map of pause time per link.
+        /// Bounded: at most 400 time buckets, however long the run.
+        #[arg(long, value_name = "FILE.html")]
+        timeline: Option<PathBuf>,
         /// No progress bar and no report on stdout (summary.json is still written).
         #[arg(long, short)]
         quiet: bool,
@@ -357,11 +370,13 @@ fn run(cmd: Command) -> Result<()> {
             seed,
             peer_ignores_pfc,
             schedule,
+            timeline,
             quiet,
         } => {
             let cfg = load_config(&config)?;
             let inputs = resolve_inputs(&cfg, inputs)?;
             let summary = output_dir.join("summary.json");
+            let timeline_data = timeline.as_deref().map(dataplane::timeline::data_path).transpose()?;
             {
                 // Every file written (the summary, a capture per port) against every file read
                 // (the config, the schedule, the captures), before anything is written.
@@ -382,6 +397,10 @@ fn run(cmd: Command) -> Result<()> {
                         .zip(&ports)
                         .map(|(p, o)| (format!("port {} output", p.id), o.as_path())),
                 );
+                if let (Some(page), Some(data)) = (&timeline, &timeline_data) {
+                    outs.push(("the timeline (--timeline)".to_string(), page));
+                    outs.push(("the timeline's data".to_string(), data));
+                }
                 controlplane::files::refuse_aliased_outputs(&ins, &outs).map_err(anyhow::Error::msg)?;
             }
             let schedule = match schedule {
@@ -399,11 +418,17 @@ fn run(cmd: Command) -> Result<()> {
                     Some(dataplane::replay::progress::report)
                 },
                 schedule,
+                timeline: timeline.is_some(),
             };
             let outcome = replay::run(&cfg, &opts)?;
             dataplane::replay::progress::finish();
             let json = serde_json::to_string_pretty(&outcome)?;
             std::fs::write(&summary, json + "\n").with_context(|| format!("cannot write {}", summary.display()))?;
+            let mut wrote_timeline = String::new();
+            if let (Some(page), Some(t)) = (&timeline, &outcome.timeline) {
+                t.write(page)?;
+                wrote_timeline = format!(", the timeline {}", page.display());
+            }
             if !quiet {
                 let changes: String = outcome
                     .schedule
@@ -422,7 +447,7 @@ fn run(cmd: Command) -> Result<()> {
                     })
                     .collect();
                 out(&format!(
-                    "{changes}{}wrote {} and {} port captures\n",
+                    "{changes}{}wrote {}{wrote_timeline} and {} port captures\n",
                     dataplane::report::human_summary(&outcome.snapshot, "virtual time", outcome.duration_ns),
                     summary.display(),
                     outcome.outputs.len()
@@ -439,17 +464,19 @@ fn run(cmd: Command) -> Result<()> {
             no_watchdog,
             pcaps,
             default_config,
+            timeline,
             quiet,
         } => {
             let topo = dataplane::fabric::topology::load(&topology, default_config.as_deref(), seed)?;
             let summary = output_dir.join("summary.json");
-            dataplane::fabric::refuse_aliased_outputs(&topology, &topo, Some(&summary), &pcaps)?;
+            dataplane::fabric::refuse_aliased_outputs(&topology, &topo, Some(&summary), &pcaps, timeline.as_deref())?;
             let opts = dataplane::fabric::FabricOptions {
                 seed,
                 duration_ns: duration,
                 dcqcn: no_dcqcn.then_some(false),
                 watchdog: no_watchdog.then_some(false),
                 pcaps: pcaps.clone(),
+                timeline: timeline.is_some(),
                 progress: if quiet {
                     None
                 } else {
@@ -462,9 +489,14 @@ fn run(cmd: Command) -> Result<()> {
             dataplane::fabric::progress::finish();
             let json = serde_json::to_string_pretty(&outcome)?;
             std::fs::write(&summary, json + "\n").with_context(|| format!("cannot write {}", summary.display()))?;
+            let mut wrote_timeline = String::new();
+            if let (Some(page), Some(t)) = (&timeline, &outcome.timeline) {
+                t.write(page)?;
+                wrote_timeline = format!(" and the timeline {}", page.display());
+            }
             if !quiet {
                 out(&format!(
-                    "{}wrote {}\n{}",
+                    "{}wrote {}{wrote_timeline}\n{}",
                     dataplane::fabric::human_report(&outcome),
                     summary.display(),
                     dataplane::fabric::pcaps_written(&topo, &outcome, &pcaps)?

@@ -551,6 +551,26 @@ impl Switch {
         let p = &self.egress.ports[port];
         p.pause.total_paused(now, &p.counters.paused_ns)
     }
+    /// When each priority of port index `port`'s egress stops being paused by the PFC it
+    /// received (at or before `now` when it is not paused). For reports, never the packet path.
+    pub fn port_paused_until(&self, port: usize) -> [u64; NUM_TC] {
+        let p = &self.egress.ports[port];
+        std::array::from_fn(|prio| p.pause.until(prio))
+    }
+    /// Port index `port`'s PGs in XOFF, one bit per PG.
+    pub fn pg_xoff_mask(&self, port: usize) -> u8 {
+        let g = &self.ingress.ports[port].pfc_gen;
+        (0..NUM_TC).fold(0, |m, pg| m | (u8::from(g.is_xoff(pg)) << pg))
+    }
+    /// The priorities each PG's PFC frames name, one bit per priority.
+    pub fn pg_priorities(&self) -> [u8; NUM_TC] {
+        self.ingress.pg_prios
+    }
+    /// Port index `port`'s PFC watchdog storms and restorations so far, per priority.
+    pub fn watchdog_counts(&self, port: usize) -> (&[u64; NUM_TC], &[u64; NUM_TC]) {
+        let c = &self.egress.ports[port].counters;
+        (&c.watchdog_storms, &c.watchdog_restores)
+    }
     /// Port index `port`'s egress queue counters.
     pub fn queue_counters(&self, port: usize) -> &[QueueCounters; NUM_TC] {
         &self.egress.ports[port].queue_counters

@@ -64,6 +64,7 @@ fn a_scheduled_kmax_change_applies_at_its_time_and_replays_identically() {
             peer_ignores_pfc: false,
             progress: None,
             schedule: schedule.clone(),
+            timeline: false,
         };
         replay::run(&base, &opts).unwrap()
     };

@@ -60,6 +60,9 @@ pub struct FabricOptions {
     pub pcaps: Vec<(String, PathBuf)>,
     /// Called now and then with (virtual ns done, virtual ns total).
     pub progress: Option<fn(u64, u64)>,
+    /// Record a timeline (`--timeline`): [`FabricOutcome::timeline`]. Off, the loop only tests
+    /// this once per instant and per switch step.
+    pub timeline: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -204,6 +207,9 @@ pub struct FabricOutcome {
     pub drops: u64,
     /// Completion times of the finite flows, per power-of-two size bucket.
     pub fct_by_size: Vec<fct::SizeFct>,
+    /// What happened over time, with [`FabricOptions::timeline`]; not in summary.json.
+    #[serde(skip)]
+    pub timeline: Option<crate::timeline::Timeline>,
 }
 
 struct Host {
@@ -239,6 +245,7 @@ struct Fabric<'t> {
     host_by_ip: std::collections::HashMap<[u8; 4], usize>,
     events: u64,
     last_ns: u64,
+    timeline: Option<crate::timeline::Recorder>,
 }
 
 /// A flow's QP number is this plus its index.
@@ -320,6 +327,61 @@ impl Fabric<'_> {
         let h = mix(tuple_hash ^ self.hash_seed[s]);
         let p = ports[(h % ports.len() as u64) as usize];
         frame[..6].copy_from_slice(&topology::port_mac(s, p));
+    }
+
+    /// Payload bytes flow `i`'s receiver got so far (whole messages, plus the packets of the
+    /// one under way at the MTU).
+    fn delivered(&self, i: usize) -> u64 {
+        let topo = self.topo;
+        let f = &topo.flows[i];
+        let qpn = FLOW_QPN_BASE + i as u32;
+        let Some(r) = self.hosts[f.dst]
+            .receiver
+            .flows
+            .iter()
+            .find(|r| r.qpn == qpn && r.src_ip == topo.hosts[f.src].ip)
+        else {
+            return 0;
+        };
+        let msg = match f.size {
+            FlowSize::Bytes(b) => b,
+            FlowSize::Long => topo.nic.long_message,
+        };
+        let mtu = topo.nic.mtu as u64;
+        let npk = msg.div_ceil(mtu);
+        ((r.packets / npk) * msg + (r.packets % npk) * mtu).min(match f.size {
+            FlowSize::Bytes(b) => b,
+            FlowSize::Long => u64::MAX,
+        })
+    }
+
+    /// The timeline's counters at `now`: a bucket boundary no later than the instant about to
+    /// be handled, with nothing handled since the one before it.
+    fn sample_timeline(&mut self, now: u64) {
+        let Some(mut tl) = self.timeline.take() else { return };
+        for (s, sw) in self.switches.iter().enumerate() {
+            tl.sample_switch(s, sw);
+        }
+        for i in 0..self.topo.flows.len() {
+            let f = &self.topo.flows[i];
+            let rate = self.hosts[f.src]
+                .senders
+                .iter()
+                .find(|x| x.0 == i)
+                .and_then(|(_, s, _)| s.qps[0].dcqcn.as_ref().map(|d| d.rate()));
+            tl.sample_flow(i, self.delivered(i), rate);
+        }
+        for (li, l) in self.topo.links.iter().enumerate() {
+            for (dir, from) in [(0, l.a), (1, l.b)] {
+                let paused = match from {
+                    End::Switch(s, p) => self.switches[s].port_paused_ns(p, now),
+                    End::Host(h) => self.hosts[h].pause.total_paused(now),
+                };
+                tl.sample_link(li * 2 + dir, &paused);
+            }
+        }
+        tl.end_sample(now);
+        self.timeline = Some(tl);
     }
 
     fn deliver(&mut self, now: u64, node: Node, port: usize, mut frame: Vec<u8>) {
@@ -445,6 +507,9 @@ impl Fabric<'_> {
             sent += sw.transmit(p, now, &mut sink);
         }
         let next = sw.next_event(now);
+        if let Some(tl) = self.timeline.as_mut() {
+            tl.observe_switch(s, sw, now);
+        }
         self.switches = switches;
         (sent > 0, next)
     }
@@ -560,6 +625,7 @@ pub fn refuse_aliased_outputs(
     topo: &Topology,
     summary: Option<&Path>,
     pcaps: &[(String, PathBuf)],
+    timeline: Option<&Path>,
 ) -> Result<()> {
     pcap_links(topo, pcaps)?;
     let mut inputs: Vec<(String, &Path)> = vec![("topology".to_string(), topology)];
@@ -574,6 +640,11 @@ pub fn refuse_aliased_outputs(
     }
     for (name, p) in pcaps {
         outputs.push((format!("--pcap {name}"), p.as_path()));
+    }
+    let data = timeline.map(crate::timeline::data_path).transpose()?;
+    if let (Some(page), Some(data)) = (timeline, &data) {
+        outputs.push(("the timeline (--timeline)".to_string(), page));
+        outputs.push(("the timeline's data".to_string(), data));
     }
     controlplane::files::refuse_aliased_outputs(&inputs, &outputs).map_err(anyhow::Error::msg)
 }
@@ -687,7 +758,29 @@ pub fn run(topo: &Topology, opts: &FabricOptions) -> Result<FabricOutcome> {
         host_by_ip: topo.hosts.iter().enumerate().map(|(i, h)| (h.ip, i)).collect(),
         events: 0,
         last_ns: 0,
+        timeline: None,
     };
+    if opts.timeline {
+        let mut tl = crate::timeline::Recorder::new("fabric", duration);
+        for (spec, sw) in topo.switches.iter().zip(&fab.switches) {
+            tl.add_switch(&spec.name, sw);
+        }
+        for (i, f) in topo.flows.iter().enumerate() {
+            tl.add_flow(format!(
+                "flow {i} {}→{}",
+                topo.hosts[f.src].name, topo.hosts[f.dst].name
+            ));
+        }
+        let end_name = |e: End| match e {
+            End::Host(h) => topo.hosts[h].name.clone(),
+            End::Switch(s, p) => format!("{}:{}", topo.switches[s].name, fab.switches[s].port_id(p)),
+        };
+        for l in &topo.links {
+            tl.add_link(format!("{}→{}", end_name(l.a), end_name(l.b)));
+            tl.add_link(format!("{}→{}", end_name(l.b), end_name(l.a)));
+        }
+        fab.timeline = Some(tl);
+    }
     for h in 0..topo.hosts.len() {
         if let Some(t) = fab.hosts[h].senders.iter().map(|s| s.2).min() {
             fab.wake_at(Node::Host(h), t);
@@ -705,6 +798,16 @@ pub fn run(topo: &Topology, opts: &FabricOptions) -> Result<FabricOutcome> {
         }
         now = *t;
         clock.set(now);
+        // At each bucket boundary the clock passed: nothing happened between the last instant
+        // and `now`, so what the timers accrued up to each boundary is known exactly there.
+        while let Some(b) = fab
+            .timeline
+            .as_ref()
+            .filter(|tl| tl.sample_due(now))
+            .map(|tl| tl.next_boundary())
+        {
+            fab.sample_timeline(b);
+        }
         // Everything due at `now` first, then each node it touched, once.
         while let Some(Reverse((t, _, _))) = fab.heap.peek() {
             if *t != now {
@@ -770,7 +873,29 @@ pub fn run(topo: &Topology, opts: &FabricOptions) -> Result<FabricOutcome> {
         }
     }
     let watchdog = fab.switches.iter().any(|s| s.config().pfc.watchdog.is_some());
-    Ok(outcome(&mut fab, end, opts.seed, dcqcn, watchdog))
+    // The last samples: the boundaries up to the end, then what is left, to its bucket.
+    while let Some(b) = fab
+        .timeline
+        .as_ref()
+        .filter(|tl| tl.sample_due(end))
+        .map(|tl| tl.next_boundary())
+    {
+        fab.sample_timeline(b);
+    }
+    fab.sample_timeline(end);
+    let timeline = fab.timeline.take().map(|tl| {
+        let title = format!(
+            "{} switches, {} hosts, {} flows, seed {}",
+            topo.switches.len(),
+            topo.hosts.len(),
+            topo.flows.len(),
+            opts.seed
+        );
+        tl.finish(title, end)
+    });
+    let mut o = outcome(&mut fab, end, opts.seed, dcqcn, watchdog);
+    o.timeline = timeline;
+    Ok(o)
 }
 
 fn outcome(fab: &mut Fabric<'_>, end: u64, seed: u64, dcqcn: bool, watchdog: bool) -> FabricOutcome {
@@ -887,6 +1012,7 @@ fn outcome(fab: &mut Fabric<'_>, end: u64, seed: u64, dcqcn: bool, watchdog: boo
         switches,
         drops,
         fct_by_size,
+        timeline: None,
     }
 }
 

@@ -66,6 +66,11 @@ impl PauseRx {
         self.timers.until(usize::from(p & 7))
     }
 
+    /// Time paused per priority up to `now`, the pauses still running included.
+    pub fn total_paused(&self, now: u64) -> [u64; 8] {
+        self.timers.total_paused(now, &self.paused_ns)
+    }
+
     /// Adds the pauses still open at `now` to `paused_ns` (end of run).
     pub fn finish(&mut self, now: u64) {
         self.timers.close(now, &mut self.paused_ns);

@@ -35,6 +35,9 @@ pub struct ReplayOptions {
     /// Config changes at virtual times (ns from the replay's start), in time order: the
     /// reproducible form of live tuning (`rocesw replay --schedule`).
     pub schedule: schedule::Schedule,
+    /// Record a timeline (`--timeline`): [`ReplayOutcome::timeline`]. Off, the loop only tests
+    /// this once per round.
+    pub timeline: bool,
 }
 
 /// A change of the schedule as the replay applied it (or could not: its time came after the
@@ -68,6 +71,9 @@ pub struct ReplayOutcome {
     /// The switch's counters at the end, flattened into the summary beside these fields.
     #[serde(flatten)]
     pub snapshot: Snapshot,
+    /// What happened over time, with [`ReplayOptions::timeline`]; not in summary.json.
+    #[serde(skip)]
+    pub timeline: Option<crate::timeline::Timeline>,
 }
 
 struct Outputs<'a> {
@@ -200,9 +206,20 @@ pub fn run(cfg: &Config, opts: &ReplayOptions) -> Result<ReplayOutcome> {
     let (mut moved, mut last_moved) = ((0u64, 0u64), 0u64);
     // Log lines from here on carry the virtual time.
     let clock = crate::logging::VirtualClock::start();
+    let mut timeline = opts.timeline.then(|| {
+        let mut r = crate::timeline::Recorder::new("replay", 0);
+        r.add_switch("", &sw);
+        r
+    });
     loop {
         clock.set(now);
         let mut progressed = false;
+        if let Some(tl) = timeline.as_mut() {
+            if tl.sample_due(now) {
+                tl.sample_switch(0, &sw);
+                tl.end_sample(now);
+            }
+        }
         // Changes due now apply before anything else at this instant: a frame arriving at the
         // same nanosecond is handled under the new config.
         while let Some(at) = schedule.next_at().filter(|&at| at <= now) {
@@ -227,6 +244,9 @@ pub fn run(cfg: &Config, opts: &ReplayOptions) -> Result<ReplayOutcome> {
         }
         if let Some(e) = out.error.take() {
             return Err(e);
+        }
+        if let Some(tl) = timeline.as_mut() {
+            tl.observe_switch(0, &sw, now);
         }
         if let Some(report) = opts.progress {
             if input_bytes - last_progress > 1 << 20 {
@@ -323,6 +343,17 @@ pub fn run(cfg: &Config, opts: &ReplayOptions) -> Result<ReplayOutcome> {
             keys: c.keys.clone(),
         })
         .collect();
+    let end = last_ns.max(now);
+    let timeline = timeline.map(|mut tl| {
+        tl.sample_switch(0, &sw);
+        let title = opts
+            .inputs
+            .iter()
+            .map(|(id, p)| format!("port {id} ← {}", p.file_name().unwrap_or_default().to_string_lossy()))
+            .collect::<Vec<_>>()
+            .join(", ");
+        tl.finish(format!("replay of {title}"), end)
+    });
     Ok(ReplayOutcome {
         seed: opts.seed,
         duration_ns: last_ns,
@@ -330,6 +361,7 @@ pub fn run(cfg: &Config, opts: &ReplayOptions) -> Result<ReplayOutcome> {
         input_frames_skipped_snaplen: skipped,
         outputs: names,
         schedule,
-        snapshot: sw.snapshot(last_ns.max(now)),
+        snapshot: sw.snapshot(end),
+        timeline,
     })
 }

@@ -64,6 +64,7 @@ pub fn replay(cfg: &Config, dir: &Path, inputs: &[(u16, PathBuf)], seed: u64, pe
         peer_ignores_pfc,
         progress: None,
         schedule: Default::default(),
+        timeline: false,
     };
     replay::run(cfg, &opts).expect("replay runs")
 }

@@ -1,0 +1,51 @@
+//! The timeline page: one HTML file, its style, script and data inline, so it opens from disk
+//! with no network. The script draws each panel as SVG and marks it `data-ok="1"` once drawn
+//! (`"0"` and `data-error` if drawing threw), which the browser test reads back.
+
+use super::Timeline;
+
+const STYLE: &str = include_str!("page.css");
+const SCRIPT: &str = include_str!("page.js");
+
+/// Text safe inside HTML elements and attributes.
+fn escape(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+/// The page for `t`, whose JSON is `json` (embedded as is, with `<` escaped so no string in
+/// it can end the script element).
+pub fn page(t: &Timeline, json: &str) -> String {
+    let title = escape(&t.title);
+    let data = json.replace('<', "\\u003c");
+    let fabric = if t.kind == "fabric" {
+        r#"
+<section class="panel" id="flows" data-ok="pending"><h2>Flow rates</h2>
+<p class="note">Payload each flow's receiver got per bucket (solid), its sender's DCQCN rate (dotted), and Jain's fairness index over the flows delivering in each bucket (1 = equal shares).</p><div class="body"></div></section>
+<section class="panel" id="heat" data-ok="pending"><h2>Pause time per link</h2>
+<p class="note">Each link direction whose sender was paused: the share of each bucket it spent paused (summed over priorities).</p><div class="body"></div></section>"#
+    } else {
+        ""
+    };
+    format!(
+        r#"<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>rocesw {kind} timeline: {title}</title>
+<style>{STYLE}</style></head>
+<body data-rendered="pending">
+<header><h1>rocesw {kind}: {title}</h1><p id="summary"></p></header>
+<section class="panel" id="queues" data-ok="pending"><h2>Queue depth and CE marks</h2>
+<p class="note">Each egress queue that built up: the deepest it got in each bucket (line, bytes) and the frames CE-marked leaving it (red bars, frames per bucket).</p><div class="body"></div></section>
+<section class="panel" id="pfc" data-ok="pending"><h2>PFC</h2>
+<p class="note">Per port and priority: when the port's PG was in XOFF (it sent XOFF, until its XON; blue) and when its egress was paused by PFC it received (orange). PFC watchdog: storm ▼ (red), restore ▲ (green).</p><div class="body"></div></section>{fabric}
+<footer>Written by rocesw; the data is in the JSON file beside this page.</footer>
+<script id="timeline-data" type="application/json">{data}</script>
+<script>{SCRIPT}</script>
+</body></html>
+"#,
+        kind = t.kind,
+    )
+}
