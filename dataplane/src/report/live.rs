@@ -13,7 +13,8 @@
 //! Rates and paused time are the last interval's; counts (marked `+`) are everything since the
 //! previous block, so a skipped second hides nothing (the header says over how long when that
 //! is longer than the interval); queue depths and "paused now" are as of now. Units as
-//! `rocectl show` and `watch` (README, "Units"): bits in Gb/s, buffer levels in bytes (cells ×
+//! `rocectl show` and `watch` (README, "Units"), but bit rates below 1 Gb/s in Mb/s or kb/s
+//! (a 10M lab port's traffic would read 0.000Gb/s); buffer levels in bytes (cells ×
 //! the cell size) with B/KiB/MiB suffixes, times in ms.
 
 use crate::report::Snapshot;
@@ -21,7 +22,7 @@ use controlplane::NUM_TC;
 
 /// The legend printed before the first block.
 pub const LEGEND: &str = "--stats: a block when something changes (and every 10 s while traffic flows): since start, \
-                          interval; then a line per port that is busy: rx/tx Gb/s over the interval | queues: depths \
+                          interval; then a line per port that is busy: rx/tx rates over the interval (Gb/s, Mb/s, kb/s) | queues: depths \
                           now, in bytes | +ce CE-marked, +cnp CNPs sent, +pfc_tx/+pfc_rx PFC frames sent/received, \
                           +drop frames lost (rx_ring: lost in the port's receive ring before the switch read them), \
                           counted since the previous block | paused: ms this port's egress was held by received PFC \
@@ -96,6 +97,20 @@ fn octave(x: u64) -> u32 {
         0
     } else {
         64 - x.leading_zeros()
+    }
+}
+
+/// A bit rate as people read one: `1.234Gb/s`, below that `262.1Mb/s` or `12.5kb/s`
+/// (a 10M lab port's traffic shows), `0` for none.
+fn bit_rate(bps: f64) -> String {
+    if bps >= 1e9 {
+        format!("{:.3}Gb/s", bps / 1e9)
+    } else if bps >= 1e6 {
+        format!("{:.1}Mb/s", bps / 1e6)
+    } else if bps > 0.0 {
+        format!("{:.1}kb/s", bps / 1e3)
+    } else {
+        "0".into()
     }
 }
 
@@ -210,9 +225,9 @@ impl Printer {
             // `p3`, or the port's name (`Ethernet8`) where the config gives one.
             let who = p.name.clone().unwrap_or_else(|| format!("p{}", p.id));
             let mut line = format!(
-                "  {who} rx {:.3} tx {:.3} Gb/s",
-                d.rx_bytes as f64 * 8.0 / dt / 1e9,
-                d.tx_bytes as f64 * 8.0 / dt / 1e9,
+                "  {who} rx {} tx {}",
+                bit_rate(d.rx_bytes as f64 * 8.0 / dt),
+                bit_rate(d.tx_bytes as f64 * 8.0 / dt),
             );
             if !queues.is_empty() {
                 line += &format!(" | {}", queues.join(" "));
@@ -307,7 +322,7 @@ mod tests {
         let block = printer.line(&s, S).unwrap();
         assert_eq!(
             block,
-            "since start 1.0 s, interval 1.0 s\n  p0 rx 0.000 tx 0.000 Gb/s | +ce 3 +pfc_tx 7 +pfc_rx 2"
+            "since start 1.0 s, interval 1.0 s\n  p0 rx 0 tx 0 | +ce 3 +pfc_tx 7 +pfc_rx 2"
         );
         // Nothing more happened: the switch is idle now, which is news once.
         assert_eq!(
@@ -326,8 +341,8 @@ mod tests {
         assert_eq!(
             lossy,
             format!(
-                "since start 4.5 s, interval 1.5 s (counts: last 2.5 s)\n  p1 rx 0.000 tx 0.000 Gb/s | +drop 42 (rx_ring 40)\n  \
-                 p2 rx 0.000 tx 0.000 Gb/s | q3:{depth}"
+                "since start 4.5 s, interval 1.5 s (counts: last 2.5 s)\n  p1 rx 0 tx 0 | +drop 42 (rx_ring 40)\n  \
+                 p2 rx 0 tx 0 | q3:{depth}"
             )
         );
         assert!(lossy.lines().all(|l| l.len() < 100), "short lines: {lossy}");
@@ -351,7 +366,7 @@ mod tests {
         assert!(step(&mut s, 0).is_none());
         let first = step(&mut s, 100_000_000).unwrap();
         assert!(
-            first.contains("p0 rx 0.800 tx 0.000 Gb/s") && first.contains("p3 rx 0.000 tx 0.800"),
+            first.contains("p0 rx 800.0Mb/s tx 0\n") && first.contains("p3 rx 0 tx 800.0Mb/s"),
             "{first}"
         );
         // Steady, and a few percent off: nothing new.
@@ -365,7 +380,7 @@ mod tests {
             "{beat}"
         );
         // Twice the rate is news.
-        assert!(step(&mut s, 200_000_000).unwrap().contains("p0 rx 1.600"));
+        assert!(step(&mut s, 200_000_000).unwrap().contains("p0 rx 1.600Gb/s tx 0"));
         assert_eq!(step(&mut s, 200_000_000), None);
         // Received PFC holding priority 3 of port 3 now.
         s.ports[3].paused_now[3] = true;
@@ -373,7 +388,7 @@ mod tests {
         s.ports[3].pfc_rx[3] += 5;
         let paused = step(&mut s, 200_000_000).unwrap();
         assert!(
-            paused.contains("p3 rx 0.000 tx 1.600 Gb/s | +pfc_rx 5 | paused 250.0ms, now p3"),
+            paused.contains("p3 rx 0 tx 1.600Gb/s | +pfc_rx 5 | paused 250.0ms, now p3"),
             "{paused}"
         );
         // The watchdog declares a storm: news; it stays: not.
