@@ -404,8 +404,11 @@ impl Metrics {
             ] {
                 self.per_priority("port", field, &labels, v);
             }
+            // As in the JSON: only while some priority is paused or stormed.
             for (field, v) in [("paused_now", paused_now), ("storm_now", storm_now)] {
-                self.per_priority("port", field, &labels, &v.map(u64::from));
+                if v.contains(&true) {
+                    self.per_priority("port", field, &labels, &v.map(u64::from));
+                }
             }
             if let Some(PeerReport {
                 held_frames,
@@ -652,9 +655,11 @@ mod tests {
                     xoff_sent: 1,
                     ..Default::default()
                 }],
+                paused_now: [false, false, false, true, false, false, false, false],
                 peer: Some(controlplane::snapshot::PeerReport {
                     stalled_reads: 2,
                     depth_frames: 5,
+                    behind_ns: 3_000_000,
                     ..Default::default()
                 }),
                 backend: Some(BackendReport {
@@ -662,6 +667,7 @@ mod tests {
                     device: "net_vhost0".into(),
                     imissed: 12,
                     oerrors: 4,
+                    link_up: Some(true),
                     ..Default::default()
                 }),
                 capture: Some(controlplane::snapshot::CaptureReport { frames: 9, dropped: 1 }),
@@ -762,7 +768,8 @@ mod tests {
                 None => format!("rocesw_{prefix}_{k}"),
             };
             match v {
-                Value::Number(_) => out.push((name, labels.to_string())),
+                // A state (`link_up`) is a 0/1 gauge.
+                Value::Number(_) | Value::Bool(_) => out.push((name, labels.to_string())),
                 Value::Array(a) => {
                     out.extend((0..a.len()).map(|i| (name.clone(), format!("{labels},priority=\"{i}\""))))
                 }
@@ -778,7 +785,7 @@ mod tests {
                         .map(|r| (format!("rocesw_{prefix}_drops"), format!("{labels},reason=\"{r}\""))),
                 ),
                 Value::Object(m) => out.extend(expected(&format!("{prefix}_{k}"), m, labels, &[])),
-                _ => panic!("{k}: a snapshot holds numbers, lists of numbers and objects"),
+                _ => panic!("{k}: a snapshot holds numbers, states, lists of them and objects"),
             }
         }
         out

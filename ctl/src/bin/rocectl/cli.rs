@@ -173,6 +173,11 @@ pub enum Command {
         /// Buffer levels and watermarks in cells (default: bytes, cells × the cell size).
         #[arg(long)]
         cells: bool,
+        /// With `interfaces` and `queues`: the rates are over this many milliseconds, between
+        /// two snapshots taken that far apart (so the command takes that long); 0 for no rates
+        /// (one snapshot). `--json` takes one snapshot and has no rates, except `interfaces`.
+        #[arg(long, value_name = "MS", default_value_t = 1000, value_parser = clap::value_parser!(u64).range(0..=60_000))]
+        interval_ms: u64,
         #[command(flatten)]
         connection: ConnectionArgs,
     },
@@ -517,11 +522,18 @@ pub struct AdmitArgs {
 pub enum Show {
     /// Per port: packets and bytes each way, ECN marks, drops by reason.
     Counters,
-    /// Per egress queue: transmitted, dropped, ECN-marked, depth and peak.
+    /// Per port, as SONiC's `show interfaces status` and `counters`: link state (as the
+    /// backend last read it; capture files have none), backend, speed, MTU, peer (emulated or
+    /// wire), and rx/tx rates and utilisation over `--interval-ms`.
+    Interfaces,
+    /// Per egress queue: transmitted, dropped, ECN-marked, depth and peak, and the rates over
+    /// `--interval-ms`.
     Queues,
     /// Per ingress priority group: received, dropped, XOFF/XON sent, cells in use and peaks.
     Pgs,
-    /// PFC frames sent and received per priority, and the time paused.
+    /// PFC frames sent and received per priority, the time paused (`*`: paused right now), and
+    /// the PFC watchdog per port and PFC priority (as SONiC's `show pfcwd stats`: storms
+    /// detected and restored, in a storm now or not).
     Pfc,
     /// The pools (type, mode, size, shared headroom pool, use and peak), each port's use, and
     /// per port and PG the values in force (pool, min, limit, headroom, XON) with where each

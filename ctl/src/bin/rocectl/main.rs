@@ -74,8 +74,11 @@ fn main() -> ExitCode {
             json,
             persistent,
             cells,
+            interval_ms,
             ..
-        } => each(&targets, |s| show(s, what, &ports, json, kind(persistent), cells)),
+        } => each(&targets, |s| {
+            show(s, what, &ports, json, kind(persistent), cells, interval_ms)
+        }),
         Command::Clear {
             what: ClearWhat::Counters,
             persistent,
