@@ -100,20 +100,6 @@ fn octave(x: u64) -> u32 {
     }
 }
 
-/// A bit rate as people read one: `1.234Gb/s`, below that `262.1Mb/s` or `12.5kb/s`
-/// (a 10M lab port's traffic shows), `0` for none.
-fn bit_rate(bps: f64) -> String {
-    if bps >= 1e9 {
-        format!("{:.3}Gb/s", bps / 1e9)
-    } else if bps >= 1e6 {
-        format!("{:.1}Mb/s", bps / 1e6)
-    } else if bps > 0.0 {
-        format!("{:.1}kb/s", bps / 1e3)
-    } else {
-        "0".into()
-    }
-}
-
 fn mask(v: &[bool; NUM_TC]) -> u8 {
     v.iter().enumerate().fold(0, |m, (i, &b)| m | (u8::from(b) << i))
 }
@@ -226,8 +212,8 @@ impl Printer {
             let who = p.name.clone().unwrap_or_else(|| format!("p{}", p.id));
             let mut line = format!(
                 "  {who} rx {} tx {}",
-                bit_rate(d.rx_bytes as f64 * 8.0 / dt),
-                bit_rate(d.tx_bytes as f64 * 8.0 / dt),
+                controlplane::units::human_bit_rate(d.rx_bytes as f64 * 8.0 / dt),
+                controlplane::units::human_bit_rate(d.tx_bytes as f64 * 8.0 / dt),
             );
             if !queues.is_empty() {
                 line += &format!(" | {}", queues.join(" "));

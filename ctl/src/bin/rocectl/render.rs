@@ -606,7 +606,7 @@ pub fn interface_rows(
 /// `show interfaces`' table.
 pub fn render_interfaces(rows: &[InterfaceRow]) -> String {
     let opt = |v: Option<String>| v.unwrap_or_else(|| "-".into());
-    let bits = |b: Option<f64>| opt(b.map(|b| format!("{:.3}Gb/s", b / 1e9)));
+    let bits = |b: Option<f64>| opt(b.map(units::human_bit_rate));
     let pct = |u: Option<f64>| opt(u.map(|u| format!("{u:.1}%")));
     let mut t = vec![[
         "port", "link", "backend", "device", "speed", "mtu", "peer", "rx_rate", "rx_util", "tx_rate", "tx_util",
@@ -1494,13 +1494,13 @@ mod tests {
                 &peer,
                 "2.500Gb/s",
                 "10.0%",
-                "0.000Gb/s",
+                "0",
                 "0.0%"
             ],
             "{t}"
         );
         assert_eq!(&lines[2][..2], ["1", "none"], "{t}");
-        assert_eq!(&lines[2][7..], ["0.000Gb/s", "0.0%", "0.013Gb/s", "0.1%"], "{t}");
+        assert_eq!(&lines[2][7..], ["0", "0.0%", "12.5Mb/s", "0.1%"], "{t}");
         let v = serde_json::to_value(&rows).unwrap();
         assert_eq!(v[0]["rx_util"], 10.0);
         assert_eq!(v[1].get("name"), None);
