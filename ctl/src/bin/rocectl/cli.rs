@@ -153,9 +153,9 @@ pub enum Command {
         #[arg(long, default_value = "256B", value_parser = size)]
         cell: u64,
     },
-    /// Show a running switch's counters, queues, PGs, PFC, buffer, watermarks, MAC table or config.
+    /// Show a running switch's counters, interfaces, queues, PGs, PFC, buffer, watermarks, MAC table or config.
     #[command(
-        after_help = "Examples:\n  rocectl show pfc\n  rocectl show queues Ethernet8 Ethernet12\n  rocectl show buffer Ethernet0\n  rocectl show watermarks --persistent\n  rocectl show config --switch leaf1 > leaf1.toml"
+        after_help = "Examples:\n  rocectl show pfc\n  rocectl show interfaces --interval-ms 500\n  rocectl show queues Ethernet8 Ethernet12\n  rocectl show buffer Ethernet0\n  rocectl show watermarks --persistent\n  rocectl show config --switch leaf1 > leaf1.toml"
     )]
     Show {
         /// What to show.
