@@ -150,6 +150,16 @@ pub struct PortReport {
     pub watchdog_storms: [u64; NUM_TC],
     /// Restorations after a storm, per priority.
     pub watchdog_restores: [u64; NUM_TC],
+    /// Priorities whose egress on this port is held by received PFC at the snapshot's instant
+    /// (a pause running now, whether or not frames wait behind it). Left out of the JSON while
+    /// none is, so summaries without pauses read as before and older ones parse.
+    #[serde(default, skip_serializing_if = "none_set")]
+    pub paused_now: [bool; NUM_TC],
+    /// Priorities whose egress queue on this port the PFC watchdog holds in a storm now
+    /// (detected and not yet restored: SONiC's `show pfcwd stats` "stormed"). Left out of the
+    /// JSON while none is.
+    #[serde(default, skip_serializing_if = "none_set")]
+    pub storm_now: [bool; NUM_TC],
     /// Buffer cells held by frames that entered / will leave through this port, with peaks.
     pub buffer: PortBuffer,
     /// One report per egress queue, queue 0 first.
@@ -200,6 +210,12 @@ pub struct PeerReport {
     /// its wire). Not the switch's PFC: those are `PortReport::pfc_tx`.
     #[serde(default)]
     pub backpressure_xoff: [u64; NUM_TC],
+    /// How far this emulated wire's time is behind real time now, ns: a worker that cannot
+    /// keep up with its wires lets them fall behind rather than leave their hosts unread
+    /// (what the end of a run reports as "fell up to N ms behind"). 0 while it keeps up; the
+    /// same for every emulated port of one worker.
+    #[serde(default)]
+    pub behind_ns: u64,
 }
 
 /// A port's backend (AF_PACKET, capture files, a DPDK driver) and its own loss counters, as
@@ -226,6 +242,11 @@ pub struct BackendReport {
     /// DPDK: frames not sent because the mbuf pool was empty (lost after leaving their
     /// queue: raise `[run.dpdk] mbufs`).
     pub tx_nombuf: u64,
+    /// The link as the backend last read it (about once a second): up (administratively up
+    /// and running, for an interface; the driver's link for DPDK). Absent where the backend
+    /// has no link (capture files) and from switches older than the field.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub link_up: Option<bool>,
 }
 
 /// A port's buffer use in cells, both views (ingress and egress), with peaks.
@@ -299,6 +320,10 @@ pub struct QueueReport {
 
 fn is_zero(v: &u64) -> bool {
     *v == 0
+}
+
+fn none_set(v: &[bool; NUM_TC]) -> bool {
+    !v.contains(&true)
 }
 
 /// An ingress priority group.
@@ -1023,6 +1048,39 @@ mod tests {
         let mut acc = plain.peaks();
         acc.raise_to(&p);
         assert_eq!(acc.pools, p.pools, "an accumulator without pools takes them whole");
+    }
+
+    /// What holds a port now (received PFC, a watchdog storm, a wire behind real time) is in
+    /// the JSON only while it holds, and a summary written before these fields parses as
+    /// nothing holding.
+    #[test]
+    fn states_now_are_there_only_while_they_hold_and_old_summaries_parse() {
+        let mut s = Snapshot {
+            ports: vec![port(1, 5)],
+            ..Default::default()
+        };
+        s.ports[0].peer = Some(PeerReport::default());
+        s.ports[0].backend = Some(BackendReport::default());
+        let v = serde_json::to_value(&s).unwrap();
+        let p = &v["ports"][0];
+        assert!(p.get("paused_now").is_none() && p.get("storm_now").is_none(), "{p}");
+        assert!(p["backend"].get("link_up").is_none(), "{p}");
+        // An older switch's port: no `behind_ns` in its peer either.
+        let mut old = v.clone();
+        old["ports"][0]["peer"].as_object_mut().unwrap().remove("behind_ns");
+        assert_eq!(serde_json::from_value::<Snapshot>(old).unwrap(), s);
+        s.ports[0].paused_now[3] = true;
+        s.ports[0].storm_now[4] = true;
+        s.ports[0].peer.as_mut().unwrap().behind_ns = 570_000_000;
+        s.ports[0].backend.as_mut().unwrap().link_up = Some(false);
+        let v = serde_json::to_value(&s).unwrap();
+        let p = &v["ports"][0];
+        assert_eq!(p["paused_now"][3], true);
+        assert_eq!(p["paused_now"][2], false);
+        assert_eq!(p["storm_now"][4], true);
+        assert_eq!(p["peer"]["behind_ns"], 570_000_000u64);
+        assert_eq!(p["backend"]["link_up"], false);
+        assert_eq!(serde_json::from_value::<Snapshot>(v).unwrap(), s);
     }
 
     /// A user names a port by name or id; an unknown one is refused listing every port.

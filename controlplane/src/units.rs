@@ -293,6 +293,21 @@ pub fn human_bytes(bytes: u64) -> String {
     format!("{bytes}B")
 }
 
+/// A measured bit rate for people: `1.234Gb/s`, below that `262.1Mb/s` or `12.5kb/s` (so a
+/// 10M lab port's traffic does not read 0.000Gb/s), `0` for none; one word, for a table cell.
+/// `rocesw run --stats` and `rocectl show interfaces` (README: "Units").
+pub fn human_bit_rate(bps: f64) -> String {
+    if bps >= 1e9 {
+        format!("{:.3}Gb/s", bps / 1e9)
+    } else if bps >= 1e6 {
+        format!("{:.1}Mb/s", bps / 1e6)
+    } else if bps > 0.0 {
+        format!("{:.1}kb/s", bps / 1e3)
+    } else {
+        "0".into()
+    }
+}
+
 /// The time of day of `t` in UTC, `HH:MM:SS UTC`: the header of `rocectl show` and `watch`.
 pub fn utc_clock(t: std::time::SystemTime) -> String {
     let s = t.duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs()) % 86_400;
@@ -311,6 +326,10 @@ mod tests {
         assert_eq!(human_bytes(90 * 256), "22.5KiB");
         assert_eq!(human_bytes(3 << 20), "3.0MiB");
         assert_eq!(human_bytes(5 << 30), "5.0GiB");
+        assert_eq!(human_bit_rate(0.0), "0");
+        assert_eq!(human_bit_rate(253_900.0), "253.9kb/s");
+        assert_eq!(human_bit_rate(312e6), "312.0Mb/s");
+        assert_eq!(human_bit_rate(2.5e9), "2.500Gb/s");
         let t = std::time::UNIX_EPOCH + std::time::Duration::from_secs(20_000 * 86_400 + 7 * 3600 + 31 * 60 + 2);
         assert_eq!(utc_clock(t), "07:31:02 UTC");
     }

@@ -113,7 +113,12 @@ pub struct Metrics {
 
 /// A level, not a running total: the buffer in use now, queue depths, and peaks (watermarks).
 fn is_level(field: &str) -> bool {
-    field.contains("cells") || field.starts_with("depth") || field.starts_with("peak") || field.contains("watermark")
+    field.contains("cells")
+        || field.starts_with("depth")
+        || field.starts_with("peak")
+        || field.contains("watermark")
+        || field.ends_with("_now")
+        || matches!(field, "behind_ns" | "link_up")
 }
 
 /// What a number of the snapshot is, for the metric's HELP line (`prefix` as in its name:
@@ -145,6 +150,10 @@ fn describe(prefix: &str, field: &str) -> Option<&'static str> {
         }
         ("port", "watchdog_storms") => "PFC storms the watchdog detected, per priority",
         ("port", "watchdog_restores") => "queues the PFC watchdog restored after a storm, per priority",
+        ("port", "paused_now") => "1 while received PFC pauses the port's egress on the priority now",
+        ("port", "storm_now") => "1 while the PFC watchdog holds the priority's queue in a storm now",
+        ("port_peer", "behind_ns") => "how far the emulated wire's time is behind real time now",
+        ("port_backend", "link_up") => "1 while the port's link is up, as the backend last read it",
         ("port_peer", "held_frames") => "frames that waited at the emulated peer while PFC paused them, per priority",
         ("port_peer", "held_ns") => "time frames waited at the emulated peer while paused, per priority",
         ("port_peer", "stalled_reads") => "polls that did not read the port because the emulated peer was full",
@@ -289,6 +298,7 @@ impl Metrics {
             oerrors,
             rx_nombuf,
             tx_nombuf,
+            link_up,
         } = b;
         let mut l = labels.clone();
         l.push(("driver".into(), driver.clone()));
@@ -305,6 +315,9 @@ impl Metrics {
                 ("tx_nombuf", *tx_nombuf),
             ],
         );
+        if let Some(up) = link_up {
+            self.numbers("port_backend", &l, &[("link_up", u64::from(*up))]);
+        }
     }
 
     /// Adds a `counters` snapshot of the switch called `switch`.
@@ -338,6 +351,8 @@ impl Metrics {
                 crossed_out,
                 watchdog_storms,
                 watchdog_restores,
+                paused_now,
+                storm_now,
                 buffer,
                 queues,
                 pgs,
@@ -389,6 +404,12 @@ impl Metrics {
             ] {
                 self.per_priority("port", field, &labels, v);
             }
+            // As in the JSON: only while some priority is paused or stormed.
+            for (field, v) in [("paused_now", paused_now), ("storm_now", storm_now)] {
+                if v.contains(&true) {
+                    self.per_priority("port", field, &labels, &v.map(u64::from));
+                }
+            }
             if let Some(PeerReport {
                 held_frames,
                 held_ns,
@@ -396,6 +417,7 @@ impl Metrics {
                 depth_frames,
                 depth_bytes,
                 backpressure_xoff,
+                behind_ns,
             }) = peer
             {
                 self.per_priority("port_peer", "held_frames", &labels, held_frames);
@@ -408,6 +430,7 @@ impl Metrics {
                         ("stalled_reads", *stalled_reads),
                         ("depth_frames", *depth_frames),
                         ("depth_bytes", *depth_bytes),
+                        ("behind_ns", *behind_ns),
                     ],
                 );
             }
@@ -634,9 +657,11 @@ pub(crate) mod tests {
                     xoff_sent: 1,
                     ..Default::default()
                 }],
+                paused_now: [false, false, false, true, false, false, false, false],
                 peer: Some(controlplane::snapshot::PeerReport {
                     stalled_reads: 2,
                     depth_frames: 5,
+                    behind_ns: 3_000_000,
                     ..Default::default()
                 }),
                 backend: Some(BackendReport {
@@ -644,6 +669,7 @@ pub(crate) mod tests {
                     device: "net_vhost0".into(),
                     imissed: 12,
                     oerrors: 4,
+                    link_up: Some(true),
                     ..Default::default()
                 }),
                 capture: Some(controlplane::snapshot::CaptureReport { frames: 9, dropped: 1 }),
@@ -744,7 +770,8 @@ pub(crate) mod tests {
                 None => format!("rocesw_{prefix}_{k}"),
             };
             match v {
-                Value::Number(_) => out.push((name, labels.to_string())),
+                // A state (`link_up`) is a 0/1 gauge.
+                Value::Number(_) | Value::Bool(_) => out.push((name, labels.to_string())),
                 Value::Array(a) => {
                     out.extend((0..a.len()).map(|i| (name.clone(), format!("{labels},priority=\"{i}\""))))
                 }
@@ -760,7 +787,7 @@ pub(crate) mod tests {
                         .map(|r| (format!("rocesw_{prefix}_drops"), format!("{labels},reason=\"{r}\""))),
                 ),
                 Value::Object(m) => out.extend(expected(&format!("{prefix}_{k}"), m, labels, &[])),
-                _ => panic!("{k}: a snapshot holds numbers, lists of numbers and objects"),
+                _ => panic!("{k}: a snapshot holds numbers, states, lists of them and objects"),
             }
         }
         out

@@ -571,6 +571,13 @@ impl Switch {
         let c = &self.egress.ports[port].counters;
         (&c.watchdog_storms, &c.watchdog_restores)
     }
+    /// Per priority: whether port index `port`'s egress is paused by received PFC at `now`, and
+    /// whether the PFC watchdog holds the priority's queue in a storm.
+    pub fn port_pause_state(&self, port: usize, now: u64) -> ([bool; NUM_TC], [bool; NUM_TC]) {
+        let (paused, storm) = self.egress.pause_state(port, now);
+        let bits = |m: u8| std::array::from_fn(|p| m & (1 << p) != 0);
+        (bits(paused), bits(storm))
+    }
     /// Port index `port`'s egress queue counters.
     pub fn queue_counters(&self, port: usize) -> &[QueueCounters; NUM_TC] {
         &self.egress.ports[port].queue_counters

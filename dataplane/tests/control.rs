@@ -374,10 +374,39 @@ fn rocectl_against(socket: &Path) {
     let v: Value = serde_json::from_str(&out).unwrap();
     assert_eq!(v["ports"].as_array().unwrap().len(), 4);
     assert_eq!(v["ports"][2]["backend"]["device"], "t2");
-    for what in ["queues", "pgs", "pfc", "buffer", "fdb"] {
-        let (ok, out, err) = run(&["show", what]);
+    for what in ["queues", "pgs", "pfc", "buffer", "fdb", "interfaces"] {
+        let (ok, out, err) = run(&["show", what, "--interval-ms", "100"]);
         assert!(ok && !out.is_empty(), "{what}: {err}");
     }
+    // Issue 39: interfaces as SONiC shows them: link as the backend knows it, speed, MTU and
+    // peer from the running config, rates over the interval; `--json` as structured rows.
+    let (ok, out, err) = run(&["show", "interfaces", "--interval-ms", "200"]);
+    assert!(ok, "{err}");
+    assert!(out.lines().next().unwrap().contains(", rates over 0.2 s"), "{out}");
+    let row: Vec<&str> = out.lines().nth(2).unwrap().split_whitespace().collect();
+    assert_eq!(row[..6], ["0", "up", "memory", "t0", "25G", "1500"], "{out}");
+    assert!(
+        (row[7] == "0" || row[7].ends_with("b/s")) && row[8].ends_with('%'),
+        "{out}"
+    );
+    let (ok, out, err) = run(&["show", "interfaces", "2", "--json", "--interval-ms", "0"]);
+    assert!(ok, "{err}");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v.as_array().unwrap().len(), 1, "{v}");
+    assert_eq!(
+        (v[0]["id"].as_u64(), v[0]["link"].as_str()),
+        (Some(2), Some("up")),
+        "{v}"
+    );
+    assert_eq!(v[0]["speed_bps"], 25_000_000_000u64, "{v}");
+    assert!(v[0].get("rx_bps").is_none(), "no interval, no rates: {v}");
+    let (ok, out, err) = run(&["show", "pfc"]);
+    assert!(ok, "{err}");
+    assert!(
+        out.lines()
+            .any(|l| l.split_whitespace().eq(["0", "3", "operational", "0", "0"])),
+        "the watchdog of port 0's PFC priority 3: {out}"
+    );
     let (ok, out, err) = run(&["set", "ecn", "--profile", "roce", "--kmax", "250KB"]);
     assert!(ok, "{err}");
     assert!(out.contains("changed: ecn.roce.kmax"), "{out}");

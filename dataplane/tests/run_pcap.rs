@@ -11,8 +11,15 @@ use std::time::{Duration, Instant};
 
 /// Runs `rocesw run` to its end (it stops by itself once every capture is read), at most 60 s.
 fn run(cfg: &Path, summary: &Path) -> (bool, String) {
+    run_with(cfg, summary, &[])
+}
+
+/// [`run`] with more options (`--stats`).
+fn run_with(cfg: &Path, summary: &Path, extra: &[&str]) -> (bool, String) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_rocesw"))
-        .args(["run", "--no-control", "--config"])
+        .args(["run", "--no-control"])
+        .args(extra)
+        .arg("--config")
         .arg(cfg)
         .arg("--summary")
         .arg(summary)
@@ -282,5 +289,66 @@ fn dpdk_ports_need_the_dpdk_build() {
     assert!(
         err.contains("port 0 (dpdk = \"net_null0\"): this rocesw was built without DPDK support: cargo build --release --features dpdk"),
         "{err}"
+    );
+}
+
+/// Issue 39: `--stats` says which priorities received PFC holds right now, while it holds, and
+/// the summary's snapshot carries it (`paused_now`). Port 1's host sends one XOFF for priority
+/// 3 at the start; at 10 Mb/s its 65535 quanta hold port 1's egress for 3.36 s, longer than
+/// the run (its drain gives up after 2.5 s), so the lossless frames port 0 sends it wait.
+#[test]
+fn stats_say_which_priorities_are_paused_now() {
+    let dir = tempfile::tempdir().unwrap();
+    let input0 = dir.path().join("in0.pcap");
+    let input1 = dir.path().join("in1.pcap");
+    write_pcap(&input0, burst32(0, 1, 26).into_iter().map(|f| (0, f)).collect());
+    let mut xoff = vec![0u8; 60];
+    dataplane::wire::pfc::encode_pfc(&mut xoff, dataplane::tools::gen::host_mac(1), 1 << 3, [0xffff; 8]);
+    write_pcap(&input1, vec![(0, xoff)]);
+    let out = |id| dir.path().join(format!("out{id}.pcap"));
+    let cfg = ports_config(
+        dir.path(),
+        |id| {
+            let pcap = match id {
+                0 => format!("pcap = {{ input = {input0:?}, output = {:?} }}", out(id)),
+                1 => format!("pcap = {{ input = {input1:?}, output = {:?} }}", out(id)),
+                _ => format!("pcap = {{ output = {:?} }}", out(id)),
+            };
+            format!("speed = \"10M\"\n{pcap}")
+        },
+        "[run]\ndrain_timeout = \"2500ms\"\n",
+    );
+    // No watchdog: it would call the pause a storm after 200 ms and flush the queue.
+    let text = std::fs::read_to_string(&cfg).unwrap();
+    let without: String = text
+        .lines()
+        .filter(|l| !l.starts_with("watchdog"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    assert_ne!(text.len(), without.len(), "the profile's watchdog line");
+    std::fs::write(&cfg, without).unwrap();
+    let summary = dir.path().join("summary.json");
+    let (ok, err) = run_with(&cfg, &summary, &["--stats"]);
+    assert!(ok, "rocesw run failed: {err}");
+    eprintln!("{err}");
+    // A block a second while it changes, each line short; port 1's says priority 3 is held.
+    let paused: Vec<&str> = err.lines().filter(|l| l.starts_with("  p1 ")).collect();
+    assert!(
+        paused.iter().any(|l| l.contains(", now p3")),
+        "no --stats line says port 1 is paused on priority 3 now:\n{err}"
+    );
+    assert!(
+        err.lines().filter(|l| l.starts_with("  p")).all(|l| l.len() < 120),
+        "short lines:\n{err}"
+    );
+    let s: Value = serde_json::from_str(&std::fs::read_to_string(&summary).unwrap()).unwrap();
+    let p1 = &s["switch"]["ports"][1];
+    assert_eq!(p1["pfc_rx"][3], 1, "{p1}");
+    assert_eq!(p1["paused_now"][3], true, "still paused when the run ended: {p1}");
+    assert_eq!(p1["paused_now"][0], false, "{p1}");
+    assert!(s["undrained"].as_u64().unwrap() > 0, "the paused frames waited: {s}");
+    assert!(
+        s["switch"]["ports"][0].get("paused_now").is_none(),
+        "a port nothing pauses leaves it out"
     );
 }

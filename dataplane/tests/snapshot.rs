@@ -174,3 +174,52 @@ fn the_fdb_answer_reads_back_exactly_as_the_protocol_type() {
         panic!("the switch's fdb rows and controlplane::protocol::FdbRow disagree at {d}");
     }
 }
+
+/// Issue 39: a snapshot says which priorities received PFC holds right now, and which the
+/// PFC watchdog holds in a storm; both clear once the pause runs out and the storm is restored.
+#[test]
+fn paused_and_stormed_now_follow_the_pfc_received() {
+    let cfg = default_config();
+    let wd = cfg
+        .pfc
+        .watchdog
+        .clone()
+        .expect("the default profile has the watchdog on");
+    let mut sw = Switch::new(&cfg, 1);
+    sw.receive(3, &announce(3, 0).unwrap(), 0);
+    let mut xoff = [0u8; 64];
+    let n = dataplane::wire::pfc::encode_pfc(
+        &mut xoff,
+        dataplane::tools::gen::host_mac(3),
+        1 << 3,
+        [0, 0, 0, 65535, 0, 0, 0, 0],
+    );
+    sw.receive(3, &xoff[..n], 1_000);
+    // Lossless frames for port 3, held there by the pause.
+    let b = burst32(0, 3, 26);
+    sw.receive_burst(0, b.iter().map(Vec::as_slice), 2_000);
+    let s = sw.snapshot(3_000);
+    let p3 = &s.ports[3];
+    assert_eq!(p3.paused_now, [false, false, false, true, false, false, false, false]);
+    assert!(!p3.storm_now.contains(&true), "{:?}", p3.storm_now);
+    assert!(!s.ports[0].paused_now.contains(&true), "port 0 received no PFC");
+    // The host keeps pausing (65535 quanta are 1.3 ms at 25G) past the detection time.
+    let mut t = 1_000;
+    while t < wd.detection_ns + 10_000_000 {
+        t += 1_000_000;
+        sw.receive(3, &xoff[..n], t);
+        sw.poll(t);
+    }
+    let s = sw.snapshot(t);
+    assert_eq!(s.ports[3].watchdog_storms[3], 1);
+    assert!(s.ports[3].storm_now[3] && s.ports[3].paused_now[3], "{:?}", s.ports[3]);
+    // The PFC stops: the pause runs out, then the watchdog restores the queue.
+    let mut later = t;
+    while later < t + wd.restoration_ns + 10_000_000 {
+        later += 1_000_000;
+        sw.poll(later);
+    }
+    let s = sw.snapshot(later);
+    assert_eq!(s.ports[3].watchdog_restores[3], 1);
+    assert!(!s.ports[3].paused_now.contains(&true) && !s.ports[3].storm_now.contains(&true));
+}

@@ -858,6 +858,18 @@ impl Egress {
         (queues & !overridden, valid_until)
     }
 
+    /// For reports: the priorities port index `port` is paused on by received PFC at `now`,
+    /// and those whose queue the watchdog holds in a storm, as masks.
+    pub(crate) fn pause_state(&self, port: usize, now: u64) -> (u8, u8) {
+        let p = &self.ports[port];
+        let (paused, _) = p.pause.paused_prios(now);
+        let stormed = p.watchdog.as_ref().map_or(0, |w| w.storms());
+        let storm_prios = (0..NUM_TC)
+            .filter(|&q| stormed & (1 << q) != 0)
+            .fold(0u8, |m, q| m | self.queue_prios[q]);
+        (paused, storm_prios)
+    }
+
     /// Bit mask of queues that may send at `t_ns`, given the paused ones.
     #[inline]
     fn eligible(&mut self, port: usize, t_ns: u64, paused: u8) -> u8 {

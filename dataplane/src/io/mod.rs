@@ -121,6 +121,8 @@ impl PortStats {
             oerrors: self.oerrors,
             rx_nombuf: self.rx_nombuf,
             tx_nombuf: self.tx_nombuf,
+            // The port's, filled in by `runtime::port_io::PortIo::report`.
+            link_up: None,
         }
     }
 }
@@ -182,6 +184,11 @@ pub trait PortBackend {
     /// calls: meant for a few times per second. Also how a vanished interface is noticed when no
     /// traffic is sent (`recv_burst` makes no system call).
     fn link_up(&mut self) -> bool;
+    /// Whether the port has a link at all, for reports: capture files have none (their
+    /// `link_up` is always true, which says nothing).
+    fn has_link(&self) -> bool {
+        true
+    }
     /// The interface name (or the in-memory port's label).
     fn name(&self) -> &str;
     /// What kind of port this is, for reports: `af_packet`, `pcap`, `memory`, or the DPDK

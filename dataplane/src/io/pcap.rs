@@ -316,6 +316,10 @@ impl PortBackend for PcapPort {
         true
     }
 
+    fn has_link(&self) -> bool {
+        false
+    }
+
     fn name(&self) -> &str {
         &self.name
     }

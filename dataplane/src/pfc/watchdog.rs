@@ -47,6 +47,11 @@ impl Watchdog {
         self.storm == 0 && self.stalled_since.iter().all(Option::is_none)
     }
 
+    /// Queues in a storm now (detected, not yet restored), as a mask.
+    pub fn storms(&self) -> u8 {
+        self.storm
+    }
+
     fn in_storm(&self, q: usize) -> bool {
         self.storm & (1 << q) != 0
     }

@@ -88,6 +88,7 @@ impl Build for Snapshot {
                     totals.pfc_tx[p] += c.pfc_tx[p];
                     totals.pfc_rx[p] += c.pfc_rx[p];
                 }
+                let (paused_now, storm_now) = sw.port_pause_state(i, now);
                 PortReport {
                     id: sw.port_id(i),
                     name: sw.config().ports.get(i).and_then(|p| p.name.clone()),
@@ -109,6 +110,8 @@ impl Build for Snapshot {
                     crossed_out: c.crossed_out,
                     watchdog_storms: c.watchdog_storms,
                     watchdog_restores: c.watchdog_restores,
+                    paused_now,
+                    storm_now,
                     buffer: port_buffer(&sw.port_use(i)),
                     queues,
                     pgs,

@@ -243,6 +243,8 @@ impl EmulatedPort {
             depth_frames: self.link.held_frames() as u64,
             depth_bytes: self.link.held_bytes(),
             backpressure_xoff: self.backpressure_xoff,
+            // The shard's, filled in with the snapshot (`worker::snapshot`).
+            behind_ns: 0,
         }
     }
 }

@@ -100,7 +100,10 @@ impl PortIo {
 
     /// The backend's counters, for reports.
     pub fn report(&mut self) -> BackendReport {
-        self.backend.stats().report(self.backend.driver(), self.backend.name())
+        let mut r = self.backend.stats().report(self.backend.driver(), self.backend.name());
+        // The state as last read (`check_link`, about once a second); a vanished port is down.
+        r.link_up = self.backend.has_link().then_some(self.link_up && !self.gone);
+        r
     }
 
     /// Logs a change of link state: a port coming up is worth a line as much as one going

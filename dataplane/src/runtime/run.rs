@@ -15,7 +15,10 @@ pub struct RunArgs {
     /// Seed for WRED's random marking decisions.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
-    /// Print per-port rates, queue depths, PFC and marks every second (to stderr).
+    /// Print to stderr, when something changes (checked every second; every 10 s while traffic
+    /// flows, and whenever frames are lost): a line per busy port with its rates, queue depths,
+    /// PFC, marks, drops and the priorities paused now, and how far the emulated wires are
+    /// behind real time.
     #[arg(long)]
     pub stats: bool,
     /// Write the final counters as JSON here on exit.

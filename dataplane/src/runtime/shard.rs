@@ -143,7 +143,8 @@ impl ShardWorker<'_> {
                 _ if step_ns == u64::MAX => real,
                 _ => crate::runtime::emulated::round_time(last_now, real, step_ns, self.peers_hold_frames()),
             };
-            wires_behind_ns = wires_behind_ns.max(real - now);
+            let behind_ns = real - now;
+            wires_behind_ns = wires_behind_ns.max(behind_ns);
             let mut moved = 0usize;
             if drain_deadline.is_none() && stop.load(Ordering::Relaxed) {
                 drain_deadline = Some(real + self.polling.drain_timeout.as_nanos() as u64);
@@ -168,7 +169,7 @@ impl ShardWorker<'_> {
             moved += self.cross_in(now);
             // 4. control
             if let Some(q) = self.control {
-                self.serve_control(q, now, &mut intake, &mut quiesce_reply);
+                self.serve_control(q, now, behind_ns, &mut intake, &mut quiesce_reply);
             }
             if intake == Intake::Quiesced && !self.sw.frames_waiting() {
                 if let Some(r) = quiesce_reply.take() {
@@ -193,7 +194,7 @@ impl ShardWorker<'_> {
                     io.check_link();
                 }
                 count_ring_drops(&mut self.sw, &mut self.ports);
-                self.publish_figures(me, now, stats.as_mut());
+                self.publish_figures(me, now, behind_ns, stats.as_mut());
             }
             if let Some(deadline) = drain_deadline {
                 if self.drained(me) || real >= deadline {
@@ -364,18 +365,18 @@ impl ShardWorker<'_> {
 
     /// About once a second: this shard's figures for the others to read; on shard 0, the
     /// stats hook with every shard's latest.
-    fn publish_figures(&mut self, me: usize, now: u64, stats: Option<&mut StatsHook<'_>>) {
+    fn publish_figures(&mut self, me: usize, now: u64, behind_ns: u64, stats: Option<&mut StatsHook<'_>>) {
         let shards = self.shared.shards();
         if shards == 1 {
             if let Some(hook) = stats {
-                hook(&snapshot(&self.sw, &self.ports, now), now);
+                hook(&snapshot(&self.sw, &self.ports, now, behind_ns), now);
             }
             return;
         }
         if !self.shared.stats_wanted {
             return;
         }
-        let s = snapshot(&self.sw, &self.ports, now);
+        let s = snapshot(&self.sw, &self.ports, now, behind_ns);
         *self.shared.figures[me].lock().unwrap_or_else(|e| e.into_inner()) = Some(s);
         if let Some(hook) = stats {
             let parts: Vec<Snapshot> = self
@@ -398,6 +399,7 @@ impl ShardWorker<'_> {
         &mut self,
         q: &ControlQueue,
         now: u64,
+        behind_ns: u64,
         intake: &mut Intake,
         quiesce_reply: &mut Option<std::sync::mpsc::SyncSender<Result<(), String>>>,
     ) {
@@ -421,12 +423,12 @@ impl ShardWorker<'_> {
                 }
                 ControlRequest::Snapshot { reply } => {
                     count_ring_drops(&mut self.sw, &mut self.ports);
-                    let mut s = snapshot(&self.sw, &self.ports, now);
+                    let mut s = snapshot(&self.sw, &self.ports, now, behind_ns);
                     fill_backends(&mut s, &mut self.ports);
                     let _ = reply.try_send(s);
                 }
                 ControlRequest::SnapshotAndRestartPeaks { reply } => {
-                    let s = snapshot(&self.sw, &self.ports, now);
+                    let s = snapshot(&self.sw, &self.ports, now, behind_ns);
                     self.sw.restart_peaks();
                     let _ = reply.try_send(s);
                 }

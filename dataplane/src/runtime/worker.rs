@@ -16,6 +16,7 @@ use crate::runtime::emulated::EmulatedPort;
 use crate::runtime::shard::{count_ring_drops, fill_backends, ShardEnd, ShardWorker, Shared};
 use crate::runtime::shard_port::{PeerSlot, ShardPort};
 use crate::switch::Switch;
+use controlplane::snapshot::PeerReport;
 use crossbeam_queue::ArrayQueue;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -185,12 +186,16 @@ pub fn placement_advice(workers: usize, cores: &[Option<usize>], available: usiz
 /// The queue the control thread feeds and the workers drain.
 pub type ControlQueue = ArrayQueue<ControlRequest>;
 
-/// The switch's counters with, on each port that has one, what its emulated peer held.
-pub fn snapshot(sw: &Switch, ports: &[ShardPort], now: u64) -> Snapshot {
+/// The switch's counters with, on each port that has one, what its emulated peer held;
+/// `behind_ns`: how far the shard's emulated wires are behind real time now.
+pub fn snapshot(sw: &Switch, ports: &[ShardPort], now: u64, behind_ns: u64) -> Snapshot {
     let mut s = sw.snapshot(now);
     for (report, port) in s.ports.iter_mut().zip(ports) {
         if let Some(em) = port.peer() {
-            report.peer = Some(em.report());
+            report.peer = Some(PeerReport {
+                behind_ns,
+                ..em.report()
+            });
         }
     }
     s
@@ -403,7 +408,7 @@ fn finish(mut ends: Vec<ShardEnd>, shared: &Shared) -> RunOutcome {
     let mut backends = Vec::new();
     for e in ends.iter_mut() {
         count_ring_drops(&mut e.sw, &mut e.ports);
-        let mut s = snapshot(&e.sw, &e.ports, uptime_ns);
+        let mut s = snapshot(&e.sw, &e.ports, uptime_ns, 0);
         fill_backends(&mut s, &mut e.ports);
         undrained += s
             .ports

@@ -153,9 +153,9 @@ pub enum Command {
         #[arg(long, default_value = "256B", value_parser = size)]
         cell: u64,
     },
-    /// Show a running switch's counters, queues, PGs, PFC, buffer, watermarks, MAC table or config.
+    /// Show a running switch's counters, interfaces, queues, PGs, PFC, buffer, watermarks, MAC table or config.
     #[command(
-        after_help = "Examples:\n  rocectl show pfc\n  rocectl show queues Ethernet8 Ethernet12\n  rocectl show buffer Ethernet0\n  rocectl show watermarks --persistent\n  rocectl show config --switch leaf1 > leaf1.toml"
+        after_help = "Examples:\n  rocectl show pfc\n  rocectl show interfaces --interval-ms 500\n  rocectl show queues Ethernet8 Ethernet12\n  rocectl show buffer Ethernet0\n  rocectl show watermarks --persistent\n  rocectl show config --switch leaf1 > leaf1.toml"
     )]
     Show {
         /// What to show.
@@ -177,6 +177,11 @@ pub enum Command {
         /// `rocectl daemon` keeps the switch on: a change behind its back shows here).
         #[arg(long, value_name = "FILE")]
         against: Option<PathBuf>,
+        /// With `interfaces` and `queues`: the rates are over this many milliseconds, between
+        /// two snapshots taken that far apart (so the command takes that long); 0 for no rates
+        /// (one snapshot). `--json` takes one snapshot and has no rates, except `interfaces`.
+        #[arg(long, value_name = "MS", default_value_t = 1000, value_parser = clap::value_parser!(u64).range(0..=60_000))]
+        interval_ms: u64,
         #[command(flatten)]
         connection: ConnectionArgs,
     },
@@ -549,11 +554,18 @@ pub struct AdmitArgs {
 pub enum Show {
     /// Per port: packets and bytes each way, ECN marks, drops by reason.
     Counters,
-    /// Per egress queue: transmitted, dropped, ECN-marked, depth and peak.
+    /// Per port, as SONiC's `show interfaces status` and `counters`: link state (as the
+    /// backend last read it; capture files have none), backend, speed, MTU, peer (emulated or
+    /// wire), and rx/tx rates and utilisation over `--interval-ms`.
+    Interfaces,
+    /// Per egress queue: transmitted, dropped, ECN-marked, depth and peak, and the rates over
+    /// `--interval-ms`.
     Queues,
     /// Per ingress priority group: received, dropped, XOFF/XON sent, cells in use and peaks.
     Pgs,
-    /// PFC frames sent and received per priority, and the time paused.
+    /// PFC frames sent and received per priority, the time paused (`*`: paused right now), and
+    /// the PFC watchdog per port and PFC priority (as SONiC's `show pfcwd stats`: storms
+    /// detected and restored, in a storm now or not).
     Pfc,
     /// The pools (type, mode, size, shared headroom pool, use and peak), each port's use, and
     /// per port and PG the values in force (pool, min, limit, headroom, XON) with where each

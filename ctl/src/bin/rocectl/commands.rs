@@ -2,7 +2,10 @@
 //! (`render`).
 
 use crate::cli::Show;
-use crate::render::{has_levels, header, render, render_buffer, render_rates, Levels, PortNames};
+use crate::render::{
+    has_levels, header, interface_rows, render, render_buffer, render_interfaces, render_pfc, render_queues,
+    render_rates, Levels, PfcInfo, PortNames,
+};
 use crate::target::{connect, err};
 use controlplane::protocol::{self, ApplyData, Endpoint, Op};
 use controlplane::snapshot::Snapshot;
@@ -289,6 +292,7 @@ pub fn show(
     json: bool,
     kind: protocol::WatermarkKind,
     cells: bool,
+    interval_ms: u64,
 ) -> Result<(), String> {
     if matches!(what, Show::Config) && !ports.is_empty() {
         return Err("show config prints the whole switch's config: it takes no PORT".into());
@@ -296,6 +300,9 @@ pub fn show(
     let mut c = connect(socket)?;
     if matches!(what, Show::Buffer) {
         return show_buffer(&mut c, ports, json, cells);
+    }
+    if matches!(what, Show::Interfaces) {
+        return show_interfaces(&mut c, ports, json, interval_ms);
     }
     let op = match what {
         Show::Fdb => Op::Fdb,
@@ -355,7 +362,7 @@ pub fn show(
             print!("{}", render(what, &data, levels, &PortNames::new())?);
             Ok(())
         }
-        Show::Counters | Show::Queues | Show::Pgs | Show::Pfc | Show::Buffer => {
+        Show::Counters | Show::Queues | Show::Pgs | Show::Pfc | Show::Buffer | Show::Interfaces => {
             let now: Snapshot = serde_json::from_value(data.clone()).map_err(unexpected)?;
             let filter = port_filter(&ports_of(&now), ports)?;
             let only = |mut s: Snapshot| {
@@ -371,6 +378,16 @@ pub fn show(
                     None => print_json(&data),
                 };
             }
+            // `show queues`: a second snapshot `interval_ms` later, for the rates.
+            let (first, now, at) = match what {
+                Show::Queues if interval_ms > 0 => {
+                    let (later, secs) = second_snapshot(&mut c, interval_ms)?;
+                    // The counters over the interval (none if the switch restarted meanwhile).
+                    let delta = later.since(&now).map(|d| (d, secs));
+                    (delta, later, std::time::SystemTime::now())
+                }
+                _ => (None, now, at),
+            };
             let levels = levels(&mut c, cells)?;
             println!(
                 "{}",
@@ -380,11 +397,72 @@ pub fn show(
             if let Some(note) = note {
                 println!("({note})");
             }
-            let data = serde_json::to_value(only(shown)).map_err(|e| e.to_string())?;
-            print!("{}", render(what, &data, levels, &PortNames::new())?);
+            match what {
+                Show::Queues => {
+                    let rates = first.as_ref().map(|(s, secs)| (s, *secs));
+                    print!("{}", render_queues(&only(shown), levels, rates));
+                }
+                Show::Pfc => {
+                    let info = running_config(&mut c)?.map(|cfg| PfcInfo::of(&cfg));
+                    print!("{}", render_pfc(&only(shown), info.as_ref()));
+                }
+                _ => {
+                    let data = serde_json::to_value(only(shown)).map_err(|e| e.to_string())?;
+                    print!("{}", render(what, &data, levels, &PortNames::new())?);
+                }
+            }
             Ok(())
         }
     }
+}
+
+/// Waits `interval_ms`, then takes another snapshot: it and the seconds since the call.
+fn second_snapshot(c: &mut protocol::Client, interval_ms: u64) -> Result<(Snapshot, f64), String> {
+    let t0 = Instant::now();
+    std::thread::sleep(Duration::from_millis(interval_ms));
+    let later: Snapshot = c.call_as(Op::Counters).map_err(err)?;
+    Ok((later, t0.elapsed().as_secs_f64()))
+}
+
+/// The switch's running config as this rocectl loads it, or `None` (said on stderr) if it
+/// does not load here (a newer switch).
+fn running_config(c: &mut protocol::Client) -> Result<Option<controlplane::Config>, String> {
+    let running: protocol::ConfigData = c.call_as(Op::GetConfig).map_err(err)?;
+    Ok(match controlplane::load_str(&running.toml) {
+        Ok(l) => Some(l.config),
+        Err(e) => {
+            eprintln!("rocectl: the running config does not load here, so what it says is left out: {e}");
+            None
+        }
+    })
+}
+
+/// `rocectl show interfaces`: each port's link, backend, speed, MTU, peer and rates, from two
+/// snapshots `interval_ms` apart (one, and no rates, with 0) and the running config.
+fn show_interfaces(c: &mut protocol::Client, ports: &[String], json: bool, interval_ms: u64) -> Result<(), String> {
+    let first: Snapshot = c.call_as(Op::Counters).map_err(err)?;
+    let (prev, now) = if interval_ms > 0 {
+        let (later, secs) = second_snapshot(c, interval_ms)?;
+        (Some((first, secs)), later)
+    } else {
+        (None, first)
+    };
+    let at = std::time::SystemTime::now();
+    let cfg = running_config(c)?;
+    let mut rows = interface_rows(prev.as_ref().map(|(s, secs)| (s, *secs)), &now, cfg.as_ref());
+    if let Some(ids) = port_filter(&ports_of(&now), ports)? {
+        rows.retain(|r| ids.contains(&r.id));
+    }
+    if json {
+        return print_json(&rows);
+    }
+    let span = match &prev {
+        Some((_, secs)) => format!("{}, rates over {secs:.1} s", since_start(c)?),
+        None => since_start(c)?,
+    };
+    println!("{}", header(at, &span, None));
+    print!("{}", render_interfaces(&rows));
+    Ok(())
 }
 
 /// `rocectl show buffer`: the counters and the running config together (`buffer.rs`).

@@ -75,6 +75,7 @@ fn main() -> ExitCode {
             persistent,
             cells,
             against,
+            interval_ms,
             ..
         } => match against {
             Some(file) if matches!(what, cli::Show::Config) => {
@@ -84,7 +85,9 @@ fn main() -> ExitCode {
                 eprintln!("rocectl: --against is for `show config`");
                 ExitCode::from(2)
             }
-            None => each(&targets, |s| show(s, what, &ports, json, kind(persistent), cells)),
+            None => each(&targets, |s| {
+                show(s, what, &ports, json, kind(persistent), cells, interval_ms)
+            }),
         },
         Command::Clear {
             what: ClearWhat::Counters,

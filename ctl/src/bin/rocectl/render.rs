@@ -74,10 +74,10 @@ pub fn render(what: Show, data: &serde_json::Value, levels: Levels, names: &Port
     let s: Snapshot = serde_json::from_value(data.clone()).map_err(bad)?;
     Ok(match what {
         Show::Counters => render_counters(&s),
-        Show::Queues => render_queues(&s, levels),
+        Show::Queues => render_queues(&s, levels, None),
         Show::Pgs => render_pgs(&s, levels),
-        Show::Pfc => render_pfc(&s),
-        Show::Buffer | Show::Fdb | Show::Config | Show::Watermarks => unreachable!(),
+        Show::Pfc => render_pfc(&s, None),
+        Show::Buffer | Show::Fdb | Show::Config | Show::Watermarks | Show::Interfaces => unreachable!(),
     })
 }
 
@@ -252,12 +252,19 @@ fn render_counters(s: &Snapshot) -> String {
     o
 }
 
-fn render_queues(s: &Snapshot, l: Levels) -> String {
+/// `show queues`: per queue its totals, depth and peak; with `rates` (the counters over an
+/// interval of `secs`: a later snapshot `since` an earlier one) also its rates over it, before
+/// the levels, so the peak stays the last column.
+pub fn render_queues(s: &Snapshot, l: Levels, rates: Option<(&Snapshot, f64)>) -> String {
     let col = PortColumn::of(&s.ports);
     let mut o = String::new();
+    let rate_head = match rates {
+        Some(_) => format!(" {:>9} {:>9} {:>8} {:>8}", "tx_Mpps", "tx_Gbps", "ecn/s", "drops/s"),
+        None => String::new(),
+    };
     let _ = writeln!(
         o,
-        "{} {:>5} {:>12} {:>14} {:>10} {:>10} {:>9} {:>9} {:>9}",
+        "{} {:>5} {:>12} {:>14} {:>10} {:>10}{rate_head} {:>9} {:>9} {:>9}",
         col.pad("port"),
         "queue",
         "tx_pkts",
@@ -275,9 +282,26 @@ fn render_queues(s: &Snapshot, l: Levels) -> String {
                 idle += 1;
                 continue;
             }
+            let rate_cols = match rates {
+                Some((delta, secs)) => {
+                    let d = (delta.ports.iter().find(|x| x.id == p.id))
+                        .and_then(|d| d.queues.iter().find(|x| x.queue == q.queue))
+                        .cloned()
+                        .unwrap_or_default();
+                    let rate = |n: u64| n as f64 / secs.max(1e-9);
+                    format!(
+                        " {:>9.3} {:>9.3} {:>8.0} {:>8.0}",
+                        rate(d.tx_packets) / 1e6,
+                        rate(d.tx_bytes) * 8.0 / 1e9,
+                        rate(d.ecn_marked),
+                        rate(d.dropped_packets)
+                    )
+                }
+                None => String::new(),
+            };
             let _ = writeln!(
                 o,
-                "{} {:>5} {:>12} {:>14} {:>10} {:>10} {:>9} {:>9} {:>9}",
+                "{} {:>5} {:>12} {:>14} {:>10} {:>10}{rate_cols} {:>9} {:>9} {:>9}",
                 col.pad(&p.label()),
                 q.queue,
                 q.tx_packets,
@@ -296,6 +320,9 @@ fn render_queues(s: &Snapshot, l: Levels) -> String {
             "({idle} queues that never held a packet not shown; depth_pkt in packets, depth and peak in {})",
             l.unit()
         );
+    }
+    if let Some((_, secs)) = rates {
+        let _ = writeln!(o, "(rates over the last {secs:.1} s, between two snapshots)");
     }
     // EDF ports only: what their regulated queues did with deadlines (issue 11).
     let edf: Vec<_> = s
@@ -379,10 +406,33 @@ fn render_pgs(s: &Snapshot, l: Levels) -> String {
     o
 }
 
+/// What `show pfc` needs of the running config: its PFC priorities and whether the watchdog
+/// is on (`None` where the config does not load here: the watchdog table then lists the
+/// priorities that saw PFC or a storm).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PfcInfo {
+    /// The PFC (lossless) priorities.
+    pub priorities: Vec<usize>,
+    /// Whether `[pfc] watchdog` is set.
+    pub watchdog: bool,
+}
+
+impl PfcInfo {
+    /// From a running config.
+    pub fn of(cfg: &controlplane::Config) -> Self {
+        PfcInfo {
+            priorities: (0..8).filter(|&p| cfg.pfc.enabled[p]).collect(),
+            watchdog: cfg.pfc.watchdog.is_some(),
+        }
+    }
+}
+
 /// As SONiC's `show pfc counters`: a port × PFC0-7 grid of frames received, one of frames
 /// sent, every port and priority, zeros too (an idle switch shows its shape); then the time
-/// each priority of a port's egress was paused and the watchdog's storms, where there were any.
-fn render_pfc(s: &Snapshot) -> String {
+/// each priority of a port's egress was paused, `*` on the priorities paused right now; then,
+/// as SONiC's `show pfcwd stats`, the watchdog per port and PFC priority: its status (in a
+/// storm now or not, or off) and the storms it detected and restored.
+pub fn render_pfc(s: &Snapshot, info: Option<&PfcInfo>) -> String {
     let mut o = String::new();
     let col = PortColumn::of(&s.ports).at_least(9);
     let at = |v: &[u64], i: usize| v.get(i).copied().unwrap_or(0);
@@ -403,15 +453,55 @@ fn render_pfc(s: &Snapshot) -> String {
     grid(&mut o, "port rx", &|p, i| at(&p.pfc_rx, i).to_string());
     o.push('\n');
     grid(&mut o, "port tx", &|p, i| at(&p.pfc_tx, i).to_string());
-    if s.ports.iter().any(|p| p.paused_ns.iter().any(|&n| n > 0)) {
-        o.push('\n');
-        grid(&mut o, "paused ms", &|p, i| {
-            format!("{:.3}", at(&p.paused_ns, i) as f64 / 1e6)
-        });
+    o.push('\n');
+    grid(&mut o, "paused ms", &|p, i| {
+        let now = if p.paused_now.get(i) == Some(&true) { "*" } else { "" };
+        format!("{:.3}{now}", at(&p.paused_ns, i) as f64 / 1e6)
+    });
+    if s.ports.iter().any(|p| p.paused_now.contains(&true)) {
+        let _ = writeln!(o, "(* paused by received PFC right now)");
     }
-    if s.ports.iter().any(|p| p.watchdog_storms.iter().any(|&n| n > 0)) {
-        o.push('\n');
-        grid(&mut o, "storms", &|p, i| at(&p.watchdog_storms, i).to_string());
+    // The watchdog, per port and PFC priority.
+    let prios: Vec<usize> = match info {
+        Some(i) => i.priorities.clone(),
+        None => (0..8)
+            .filter(|&i| {
+                s.ports
+                    .iter()
+                    .any(|p| at(&p.pfc_rx, i) + at(&p.watchdog_storms, i) > 0 || p.storm_now.get(i) == Some(&true))
+            })
+            .collect(),
+    };
+    let mut rows = vec![vec![
+        "port".to_string(),
+        "priority".into(),
+        "status".into(),
+        "storms_detected".into(),
+        "storms_restored".into(),
+    ]];
+    for p in &s.ports {
+        for &i in &prios {
+            let status = if p.storm_now.get(i) == Some(&true) {
+                "stormed"
+            } else if info.is_some_and(|i| !i.watchdog) {
+                "off"
+            } else {
+                "operational"
+            };
+            rows.push(vec![
+                p.label(),
+                i.to_string(),
+                status.into(),
+                at(&p.watchdog_storms, i).to_string(),
+                at(&p.watchdog_restores, i).to_string(),
+            ]);
+        }
+    }
+    o.push_str("\nPFC watchdog\n");
+    if rows.len() > 1 {
+        o.push_str(&table(&rows, &[1, 3, 4]));
+    } else {
+        o.push_str("(no PFC priority)\n");
     }
     let pauses: Vec<String> = s
         .ports
@@ -423,6 +513,122 @@ fn render_pfc(s: &Snapshot) -> String {
         let _ = writeln!(o, "\n802.3x PAUSE received (not obeyed): {}", pauses.join(", "));
     }
     o
+}
+
+/// One row of `show interfaces` (its `--json` is a list of these).
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct InterfaceRow {
+    /// The port id.
+    pub id: u16,
+    /// Its config name, if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// `up`, `down`, `none` (capture files have no link), `unknown` (no backend report).
+    pub link: String,
+    /// The backend's driver (`af_packet`, `pcap`, a DPDK driver), if the switch reports it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub backend: Option<String>,
+    /// The interface, capture label or DPDK device.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub device: Option<String>,
+    /// Line rate, from the running config.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub speed_bps: Option<u64>,
+    /// IP MTU, from the running config (largest frame less 18).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mtu: Option<u32>,
+    /// `emulated` or `wire`, from the running config.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub peer: Option<String>,
+    /// Bits per second received and sent over the interval; absent without one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rx_bps: Option<f64>,
+    /// See `rx_bps`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tx_bps: Option<f64>,
+    /// `rx_bps` as a percentage of the speed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rx_util: Option<f64>,
+    /// `tx_bps` as a percentage of the speed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tx_util: Option<f64>,
+}
+
+/// `show interfaces`' rows: each port of `s` with what the running config says of it (`cfg`,
+/// by id) and its rates since `prev`, `secs` earlier.
+pub fn interface_rows(
+    prev: Option<(&Snapshot, f64)>,
+    s: &Snapshot,
+    cfg: Option<&controlplane::Config>,
+) -> Vec<InterfaceRow> {
+    s.ports
+        .iter()
+        .map(|p| {
+            let pc = cfg.and_then(|c| c.ports.iter().find(|x| x.id == p.id));
+            let link = match &p.backend {
+                Some(b) => match b.link_up {
+                    Some(true) => "up",
+                    Some(false) => "down",
+                    None if b.driver == "pcap" => "none",
+                    None => "unknown",
+                },
+                None => "unknown",
+            };
+            let before = prev.and_then(|(b, secs)| Some((b.ports.iter().find(|x| x.id == p.id)?, secs)));
+            let rate = |now: u64, then: u64, secs: f64| now.saturating_sub(then) as f64 * 8.0 / secs.max(1e-9);
+            let rx_bps = before.map(|(b, secs)| rate(p.rx_bytes, b.rx_bytes, secs));
+            let tx_bps = before.map(|(b, secs)| rate(p.tx_bytes, b.tx_bytes, secs));
+            let util = |bps: Option<f64>| Some(bps? * 100.0 / pc?.speed_bps as f64);
+            InterfaceRow {
+                id: p.id,
+                name: p.name.clone(),
+                link: link.into(),
+                backend: p.backend.as_ref().map(|b| b.driver.clone()),
+                device: p.backend.as_ref().map(|b| b.device.clone()),
+                speed_bps: pc.map(|c| c.speed_bps),
+                mtu: pc.map(|c| c.max_frame_bytes.saturating_sub(18)),
+                peer: pc.map(|c| {
+                    match c.peer {
+                        controlplane::model::PeerKind::Emulated => "emulated",
+                        controlplane::model::PeerKind::Wire => "wire",
+                    }
+                    .to_string()
+                }),
+                rx_bps,
+                tx_bps,
+                rx_util: util(rx_bps),
+                tx_util: util(tx_bps),
+            }
+        })
+        .collect()
+}
+
+/// `show interfaces`' table.
+pub fn render_interfaces(rows: &[InterfaceRow]) -> String {
+    let opt = |v: Option<String>| v.unwrap_or_else(|| "-".into());
+    let bits = |b: Option<f64>| opt(b.map(units::human_bit_rate));
+    let pct = |u: Option<f64>| opt(u.map(|u| format!("{u:.1}%")));
+    let mut t = vec![[
+        "port", "link", "backend", "device", "speed", "mtu", "peer", "rx_rate", "rx_util", "tx_rate", "tx_util",
+    ]
+    .map(String::from)
+    .to_vec()];
+    for r in rows {
+        t.push(vec![
+            controlplane::model::port_label(r.id, r.name.as_deref()),
+            r.link.clone(),
+            opt(r.backend.clone()),
+            opt(r.device.clone()),
+            opt(r.speed_bps.map(units::format_rate)),
+            opt(r.mtu.map(|m| m.to_string())),
+            opt(r.peer.clone()),
+            bits(r.rx_bps),
+            pct(r.rx_util),
+            bits(r.tx_bps),
+            pct(r.tx_util),
+        ]);
+    }
+    table(&t, &[5, 7, 8, 9, 10])
 }
 
 /// A size of the config (exact, as the config would write it: `23KiB`), or in cells with
@@ -623,6 +829,16 @@ fn render_fdb(rows: &[FdbRow], names: &PortNames) -> String {
     o
 }
 
+/// The priorities set in `v` (`p3,p4`), `-` for none.
+fn prio_list(v: &[bool; 8]) -> String {
+    let set: Vec<String> = (0..8).filter(|&i| v[i]).map(|i| format!("p{i}")).collect();
+    if set.is_empty() {
+        "-".into()
+    } else {
+        set.join(",")
+    }
+}
+
 /// `watch`'s table: per-port rates since the previous update (0 on the first, which has no
 /// interval yet): frames in Mpps, bits in Gb/s, events per second, buffer levels now in
 /// `levels`' unit.
@@ -633,9 +849,29 @@ pub fn render_rates(prev: Option<&Snapshot>, s: &Snapshot, secs: f64, levels: Le
         _ => 0.0,
     };
     let col = PortColumn::of(&s.ports);
+    // Why figures look as they do, before them: emulated wires behind real time (the worker
+    // cannot keep up, so the ports' rates are the wires' and not the hosts'), storms now.
+    let behind = (s.ports.iter())
+        .filter_map(|p| p.peer.map(|peer| peer.behind_ns))
+        .max()
+        .unwrap_or(0);
+    if behind >= 1_000_000 {
+        let _ = writeln!(
+            o,
+            "emulated wires {:.1} ms behind real time: the worker cannot keep up with them",
+            behind as f64 / 1e6
+        );
+    }
+    let storms: Vec<String> = (s.ports.iter())
+        .filter(|p| p.storm_now.contains(&true))
+        .map(|p| format!("{} {}", p.label(), prio_list(&p.storm_now)))
+        .collect();
+    if !storms.is_empty() {
+        let _ = writeln!(o, "PFC watchdog storm now: {}", storms.join(", "));
+    }
     let _ = writeln!(
         o,
-        "{} {:>9} {:>9} {:>9} {:>9} {:>8} {:>8} {:>8} {:>8} {:>7} {:>9} {:>9}",
+        "{} {:>9} {:>9} {:>9} {:>9} {:>8} {:>8} {:>8} {:>8} {:>8} {:>7} {:>8} {:>9} {:>9}",
         col.pad("port"),
         "rx_Mpps",
         "rx_Gbps",
@@ -645,7 +881,9 @@ pub fn render_rates(prev: Option<&Snapshot>, s: &Snapshot, secs: f64, levels: Le
         "pfc_tx/s",
         "pfc_rx/s",
         "drops/s",
+        "rx_ring/s",
         "paused",
+        "held_now",
         "buf_in",
         "buf_out"
     );
@@ -662,7 +900,7 @@ pub fn render_rates(prev: Option<&Snapshot>, s: &Snapshot, secs: f64, levels: Le
             .fold(0.0, f64::max);
         let _ = writeln!(
             o,
-            "{} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {:>8.0} {:>8.0} {:>8.0} {:>8.0} {:>6.0}% {:>9} {:>9}",
+            "{} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {:>8.0} {:>8.0} {:>8.0} {:>8.0} {:>8.0} {:>6.0}% {:>8} {:>9} {:>9}",
             col.pad(&p.label()),
             rate(p.rx_packets, before.map(|b| b.rx_packets)) / 1e6,
             rate(p.rx_bytes, before.map(|b| b.rx_bytes)) * 8.0 / 1e9,
@@ -672,7 +910,9 @@ pub fn render_rates(prev: Option<&Snapshot>, s: &Snapshot, secs: f64, levels: Le
             rate(pfc_tx(p), before.map(pfc_tx)),
             rate(pfc_rx(p), before.map(pfc_rx)),
             rate(drops_now, before.map(|b| b.drops.total())),
+            rate(p.drops.get("rx_ring"), before.map(|b| b.drops.get("rx_ring"))),
             paused_frac.min(1.0) * 100.0,
+            prio_list(&p.paused_now),
             levels.of(p.buffer.ingress_cells),
             levels.of(p.buffer.egress_cells)
         );
@@ -1040,7 +1280,10 @@ mod tests {
         assert_eq!(rows[tx + 1], ["0", "0", "0", "0", "3", "0", "0", "0", "0"], "{p}");
         let paused = rows.iter().position(|r| r.first() == Some(&"paused")).unwrap();
         assert_eq!(rows[paused + 1][4], "2.500", "{p}");
-        assert!(!p.contains("storms"), "no storms, no storm grid: {p}");
+        // The watchdog table is always there; without the config, it lists the priorities
+        // that saw PFC or a storm: none here.
+        assert!(p.contains("\nPFC watchdog\n(no PFC priority)\n"), "{p}");
+        assert!(!p.contains('*'), "nothing paused now: {p}");
         let b = render_buffer(&default_view(), Levels::Cells);
         assert!(b.starts_with("buffer: 16384 in 256 B cells; used 44 (peak 500)"), "{b}");
         assert!(
@@ -1124,6 +1367,175 @@ mod tests {
         assert_eq!(q3[2], "1.500", "tx Mpps of queue 3: {t}");
         assert_eq!(q3[4], "100", "marks per second of queue 3: {t}");
         assert_eq!(&q3[7..], ["1.0KiB", "10.0KiB"], "depth and peak of 4 and 40 cells: {t}");
+
+        // Issue 39: what holds a port now, and why the figures look as they do: priority 3
+        // paused right now, the receive ring losing frames, a storm, the wires behind.
+        let mut later = canned();
+        later["ports"][0]["paused_now"] = serde_json::json!([false, false, false, true, false, false, false, false]);
+        later["ports"][0]["storm_now"] = later["ports"][0]["paused_now"].clone();
+        later["ports"][0]["drops"]["rx_ring"] = 400.into();
+        later["ports"][0]["peer"] = serde_json::to_value(controlplane::snapshot::PeerReport {
+            behind_ns: 570_000_000,
+            ..Default::default()
+        })
+        .unwrap();
+        let d: Snapshot = serde_json::from_value(later).unwrap();
+        let t = render_rates(Some(&a), &d, 2.0, bytes);
+        let mut lines = t.lines();
+        assert_eq!(
+            lines.next(),
+            Some("emulated wires 570.0 ms behind real time: the worker cannot keep up with them"),
+            "{t}"
+        );
+        assert_eq!(lines.next(), Some("PFC watchdog storm now: 0 p3"), "{t}");
+        let head: Vec<&str> = lines.next().unwrap().split_whitespace().collect();
+        let row: Vec<&str> = lines.next().unwrap().split_whitespace().collect();
+        let at = |name: &str| row[head.iter().position(|h| *h == name).unwrap()];
+        assert_eq!((at("rx_ring/s"), at("held_now")), ("200", "p3"), "{t}");
+        let other: Vec<&str> = lines.next().unwrap().split_whitespace().collect();
+        assert_eq!(other[head.iter().position(|h| *h == "held_now").unwrap()], "-", "{t}");
+    }
+
+    /// Issue 39: `show pfc` marks the priorities paused right now and gives the watchdog's
+    /// state per port and PFC priority, as SONiC's `show pfcwd stats`.
+    #[test]
+    fn show_pfc_marks_pauses_now_and_the_watchdog_state() {
+        let mut s = snapshot();
+        s.ports[0].paused_now[3] = true;
+        s.ports[0].storm_now[3] = true;
+        s.ports[0].watchdog_storms[3] = 2;
+        s.ports[0].watchdog_restores[3] = 1;
+        let info = PfcInfo {
+            priorities: vec![3, 4],
+            watchdog: true,
+        };
+        let p = render_pfc(&s, Some(&info));
+        let rows: Vec<Vec<&str>> = p.lines().map(|l| l.split_whitespace().collect()).collect();
+        let paused = rows.iter().position(|r| r.first() == Some(&"paused")).unwrap();
+        assert_eq!((rows[paused + 1][4], rows[paused + 2][4]), ("2.500*", "2.500"), "{p}");
+        assert!(p.contains("(* paused by received PFC right now)"), "{p}");
+        let wd = rows
+            .iter()
+            .position(|r| r.first() == Some(&"port") && r.get(1) == Some(&"priority"))
+            .unwrap();
+        assert_eq!(
+            rows[wd],
+            ["port", "priority", "status", "storms_detected", "storms_restored"],
+            "{p}"
+        );
+        assert_eq!(rows[wd + 1], ["0", "3", "stormed", "2", "1"], "{p}");
+        assert_eq!(rows[wd + 2], ["0", "4", "operational", "0", "0"], "{p}");
+        assert_eq!(rows[wd + 3], ["1", "3", "operational", "0", "0"], "{p}");
+        let off = render_pfc(
+            &snapshot(),
+            Some(&PfcInfo {
+                priorities: vec![3],
+                watchdog: false,
+            }),
+        );
+        assert!(
+            off.lines()
+                .any(|l| l.split_whitespace().eq(["1", "3", "off", "0", "0"])),
+            "{off}"
+        );
+    }
+
+    /// Issue 39: `show interfaces`: link as the backend knows it (capture files have none),
+    /// speed, MTU and peer from the running config, rates and utilisation between two
+    /// snapshots; none without an interval.
+    #[test]
+    fn show_interfaces_rows_and_rates() {
+        use controlplane::snapshot::BackendReport;
+        let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../configs/default.toml")).unwrap();
+        let cfg = controlplane::load_str(&text).unwrap().config;
+        let mut now = snapshot();
+        now.ports[0].name = Some("Ethernet0".into());
+        now.ports[0].backend = Some(BackendReport {
+            driver: "af_packet".into(),
+            device: "labp0".into(),
+            link_up: Some(true),
+            ..Default::default()
+        });
+        now.ports[1].backend = Some(BackendReport {
+            driver: "pcap".into(),
+            device: "pcap1".into(),
+            ..Default::default()
+        });
+        let before = now.clone();
+        now.ports[0].rx_bytes += 625_000_000;
+        now.ports[1].tx_bytes += 3_125_000;
+        let rows = interface_rows(Some((&before, 2.0)), &now, Some(&cfg));
+        let r0 = &rows[0];
+        assert_eq!(
+            (r0.link.as_str(), r0.speed_bps, r0.mtu),
+            ("up", Some(25_000_000_000), Some(1500))
+        );
+        assert_eq!(
+            (r0.rx_bps, r0.rx_util, r0.tx_util),
+            (Some(2.5e9), Some(10.0), Some(0.0))
+        );
+        assert_eq!(rows[1].link, "none", "a capture file has no link");
+        let t = render_interfaces(&rows);
+        let lines: Vec<Vec<&str>> = t.lines().map(|l| l.split_whitespace().collect()).collect();
+        assert_eq!(
+            lines[0],
+            ["port", "link", "backend", "device", "speed", "mtu", "peer", "rx_rate", "rx_util", "tx_rate", "tx_util"]
+        );
+        let peer = rows[0].peer.clone().unwrap();
+        assert_eq!(
+            lines[1],
+            [
+                "Ethernet0",
+                "up",
+                "af_packet",
+                "labp0",
+                "25G",
+                "1500",
+                &peer,
+                "2.500Gb/s",
+                "10.0%",
+                "0",
+                "0.0%"
+            ],
+            "{t}"
+        );
+        assert_eq!(&lines[2][..2], ["1", "none"], "{t}");
+        assert_eq!(&lines[2][7..], ["0", "0.0%", "12.5Mb/s", "0.1%"], "{t}");
+        let v = serde_json::to_value(&rows).unwrap();
+        assert_eq!(v[0]["rx_util"], 10.0);
+        assert_eq!(v[1].get("name"), None);
+        // One snapshot, or no config: no rates, no speed; said as `-`.
+        let bare = interface_rows(None, &now, None);
+        assert_eq!(
+            (bare[0].rx_bps, bare[0].speed_bps, bare[0].peer.as_deref()),
+            (None, None, None)
+        );
+        let t = render_interfaces(&bare);
+        assert!(
+            t.lines().nth(1).unwrap().split_whitespace().skip(4).all(|c| c == "-"),
+            "{t}"
+        );
+    }
+
+    /// Issue 39: `show queues` with two snapshots gives each queue's rates over the interval.
+    #[test]
+    fn show_queues_gives_rates_over_the_interval() {
+        let before = snapshot();
+        let mut now = before.clone();
+        now.ports[0].queues[0].tx_packets += 90;
+        now.ports[0].queues[0].tx_bytes += 50_000_000;
+        now.ports[0].queues[0].ecn_marked += 4;
+        let delta = now.since(&before).unwrap();
+        let t = render_queues(&now, Levels::Cells, Some((&delta, 0.5)));
+        let head: Vec<&str> = t.lines().next().unwrap().split_whitespace().collect();
+        assert_eq!(&head[6..10], ["tx_Mpps", "tx_Gbps", "ecn/s", "drops/s"], "{t}");
+        assert_eq!(head.last(), Some(&"peak"), "the peak stays last: {t}");
+        let row: Vec<&str> = t.lines().nth(1).unwrap().split_whitespace().collect();
+        assert_eq!(&row[..2], ["0", "3"], "{t}");
+        assert_eq!(&row[6..10], ["0.000", "0.800", "8", "0"], "{t}");
+        assert!(t.contains("(rates over the last 0.5 s, between two snapshots)"), "{t}");
+        let plain = render_queues(&now, Levels::Cells, None);
+        assert!(!plain.contains("tx_Gbps") && !plain.contains("rates over"), "{plain}");
     }
 
     /// Issue 23 item 6: levels and watermarks in bytes by default (cells × the cell size), in
