@@ -11,7 +11,8 @@ pub struct SonicArgs {
     /// The switch's config_db.json (`show runningconfiguration all`, or /etc/sonic/config_db.json).
     #[arg(long, value_name = "CONFIG_DB_JSON")]
     pub config: PathBuf,
-    /// The platform whose buffer rules apply, instead of DEVICE_METADATA's (spectrum1..4, th2).
+    /// The platform whose buffer rules apply, instead of DEVICE_METADATA's: spectrum1,
+    /// spectrum2, spectrum3, spectrum4 or tomahawk2.
     #[arg(long, value_name = "NAME")]
     pub platform: Option<String>,
     /// The platform's pg_profile_lookup.ini, for lossless PGs whose profile SONiC computes.
