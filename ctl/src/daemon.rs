@@ -278,7 +278,12 @@ pub fn run(opts: DaemonOptions, stop: Arc<AtomicBool>) -> Result<(), String> {
                     client = None;
                     waiting_said = true;
                 }
-                Ok(running) if !need_apply && applied_version.is_some_and(|v| v != running.version) => {
+                // A version neither the daemon applied nor already looked at: once per change.
+                Ok(running)
+                    if !need_apply
+                        && applied_version.is_some_and(|v| v != running.version)
+                        && drift_said != Some(running.version) =>
+                {
                     let drift = Drift {
                         file: &opts.config,
                         desired: &desired,
@@ -291,18 +296,16 @@ pub fn run(opts: DaemonOptions, stop: Arc<AtomicBool>) -> Result<(), String> {
                             state.drift.store(false, Ordering::Relaxed);
                         }
                         Some(keys) => {
-                            if drift_said != Some(running.version) {
-                                drift_said = Some(running.version);
-                                state.drifts.fetch_add(1, Ordering::Relaxed);
-                                eprintln!(
-                                    "rocectl daemon: DRIFT: the switch's running config (version {}) is not {}: {} \
-                                     (changed behind the daemon, e.g. rocectl set); --on-drift {}",
-                                    running.version,
-                                    opts.config.display(),
-                                    keys.join(", "),
-                                    opts.on_drift.name()
-                                );
-                            }
+                            drift_said = Some(running.version);
+                            state.drifts.fetch_add(1, Ordering::Relaxed);
+                            eprintln!(
+                                "rocectl daemon: DRIFT: the switch's running config (version {}) is not {}: {} \
+                                 (changed behind the daemon, e.g. rocectl set); --on-drift {}",
+                                running.version,
+                                opts.config.display(),
+                                keys.join(", "),
+                                opts.on_drift.name()
+                            );
                             state.drift.store(true, Ordering::Relaxed);
                             match opts.on_drift {
                                 DriftAction::Warn => {}
@@ -336,11 +339,7 @@ pub fn run(opts: DaemonOptions, stop: Arc<AtomicBool>) -> Result<(), String> {
                                             keys.join(", ")
                                         );
                                     }
-                                    Err(e) => {
-                                        eprintln!("rocectl daemon: cannot adopt the drift: {e}");
-                                        // Said once: the next poll compares against this version.
-                                        applied_version = Some(running.version);
-                                    }
+                                    Err(e) => eprintln!("rocectl daemon: cannot adopt the drift: {e}"),
                                 },
                             }
                         }
@@ -885,6 +884,52 @@ pub fn render_metrics(client: &mut Option<Client>, socket: &Endpoint, name: &str
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A drift is the keys that differ (none when the running config says what the file does,
+    /// a config_db.json compared as its TOML), and `adopt` never writes TOML over a
+    /// config_db.json: the file is left as it was.
+    #[test]
+    fn a_drift_names_its_keys_and_adopt_refuses_a_config_db_json() {
+        let dir = tempfile::tempdir().unwrap();
+        let json = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../configs/sonic/spectrum1-t1.json"
+        ))
+        .unwrap();
+        let file = dir.path().join("config_db.json");
+        std::fs::write(&file, &json).unwrap();
+        let toml = controlplane::config_toml(&json).unwrap().into_owned();
+        let same = ConfigData {
+            toml: toml.clone(),
+            version: 2,
+        };
+        let drift = |running: &ConfigData| {
+            Drift {
+                file: &file,
+                desired: &json,
+                running,
+            }
+            .keys()
+        };
+        assert_eq!(drift(&same), None);
+        let changed = ConfigData {
+            toml: toml.replacen("dynamic_th = 0", "dynamic_th = 1", 1),
+            version: 3,
+        };
+        assert_eq!(drift(&changed), Some(vec!["pg.3.dynamic_th".to_string()]));
+        let e = Drift {
+            file: &file,
+            desired: &json,
+            running: &changed,
+        }
+        .adopt()
+        .unwrap_err();
+        assert!(
+            e.contains("is a config_db.json") && e.contains("rocectl sonic export"),
+            "{e}"
+        );
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), json);
+    }
 
     /// Admits an idle connection of `who`: its id, how many made room for it, its busy flag.
     fn admit(slots: &mut Slots, who: PeerKey) -> (u64, usize, Arc<AtomicBool>) {

@@ -60,12 +60,12 @@ struct Storm {
 /// One switch in virtual time with a host on every port.
 pub struct Dut {
     sw: Switch,
-    cfg: Config,
     now: u64,
     /// Per port index: frames the host still has to send, with their arrival times.
     pending: Vec<VecDeque<(u64, Vec<u8>)>>,
-    /// Per port index: when the host's link is free to start its next frame.
-    link_free: Vec<u64>,
+    /// Per port index: when the host's link is free to start its next frame, in ps (frames
+    /// follow each other at line rate to the picosecond, as the emulated wire does).
+    link_free_ps: Vec<u128>,
     storms: Vec<Option<Storm>>,
     hosts: Hosts,
 }
@@ -80,10 +80,9 @@ impl Dut {
         }
         let mut d = Dut {
             sw: Switch::new(cfg, 1),
-            cfg: cfg.clone(),
             now: 0,
             pending: vec![VecDeque::new(); n],
-            link_free: vec![0; n],
+            link_free_ps: vec![0; n],
             storms: vec![None; n],
             hosts: Hosts {
                 captured: vec![None; n],
@@ -107,7 +106,7 @@ impl Dut {
 
     /// The config the switch runs now.
     pub fn config(&self) -> &Config {
-        &self.cfg
+        self.sw.config()
     }
 
     /// The switch itself (its accounting, for watermarks).
@@ -117,13 +116,13 @@ impl Dut {
 
     /// The index of the port named `name` (or with that id).
     pub fn port(&self, name: &str) -> Result<usize> {
-        let id = self.cfg.port_id_of(name).map_err(|e| anyhow!(e))?;
+        let id = self.sw.config().port_id_of(name).map_err(|e| anyhow!(e))?;
         Ok(self.sw.port_index(id).expect("a port of the config"))
     }
 
     /// A port's name as the config gives it (its id where it has none).
     pub fn name(&self, port: usize) -> String {
-        let p = &self.cfg.ports[port];
+        let p = &self.sw.config().ports[port];
         p.name.clone().unwrap_or_else(|| p.id.to_string())
     }
 
@@ -153,28 +152,21 @@ impl Dut {
     }
 
     fn queue_frame(&mut self, port: usize, frame: Vec<u8>) {
-        let speed = self.cfg.ports[port].speed_bps.max(1);
-        let start = self.link_free[port].max(self.now);
+        let speed = self.sw.config().ports[port].speed_bps.max(1);
+        let start_ps = self.link_free_ps[port].max(u128::from(self.now) * 1000);
         let wire_ps =
             (frame.len() as u128 + u128::from(WIRE_OVERHEAD_BYTES)) * 8 * 1_000_000_000_000 / u128::from(speed);
-        self.link_free[port] = start + (wire_ps / 1000) as u64 + 1;
+        self.link_free_ps[port] = start_ps + wire_ps;
+        let start = (start_ps / 1000) as u64;
         self.pending[port].push_back((start, frame));
     }
 
     /// Turns a port's transmit off or on, as the suite's "tx disable" does.
     pub fn set_tx(&mut self, port: usize, on: bool) -> Result<()> {
-        let mut cfg = self.cfg.clone();
+        let mut cfg = self.sw.config().clone();
         cfg.ports[port].tx_enabled = on;
         self.sw.reconfigure(&cfg).map_err(|e| anyhow!(e))?;
-        self.cfg = cfg;
         self.settle()
-    }
-
-    /// Takes a config change, as the control socket would (`rocectl patch`).
-    pub fn reconfigure(&mut self, cfg: &Config) -> Result<()> {
-        self.sw.reconfigure(cfg).map_err(|e| anyhow!(e))?;
-        self.cfg = cfg.clone();
-        Ok(())
     }
 
     /// Starts or stops capturing what `port` transmits; returns what was captured (the DSCP of

@@ -108,23 +108,16 @@ impl Plan {
                 .map(|i| format!("{prefix}_{i}"))
                 .find(|s| y.int(s, "pg") == Some(pg as i64))
         };
-        let frames = |set: &str, cells: i64| -> u64 {
-            let occ = match y.int(set, "cell_size") {
-                Some(cell) if cell > 0 => (len as i64 + cell - 1) / cell,
-                _ => 1,
-            };
-            (cells.max(0) / occ.max(1)) as u64
-        };
         if let Some(set) = set_for("xoff") {
             if let Some(t) = y.int(&set, "pkts_num_trig_pfc") {
-                p.trig_pfc = frames(&set, t);
+                p.trig_pfc = y.cells_as_frames(&set, t, len);
                 p.derivation.push(format!(
                     "{}.{set}.pkts_num_trig_pfc = {t}: XOFF at frame {}",
                     y.path, p.trig_pfc
                 ));
             }
             if let Some(dr) = y.int(&set, "pkts_num_trig_ingr_drp") {
-                p.trig_ingr_drp = frames(&set, dr);
+                p.trig_ingr_drp = y.cells_as_frames(&set, dr, len);
                 p.derivation.push(format!(
                     "{}.{set}.pkts_num_trig_ingr_drp = {dr}: first drop at frame {}",
                     y.path, p.trig_ingr_drp
@@ -134,7 +127,7 @@ impl Plan {
         if let Some(set) = set_for("xon") {
             if let Some(x) = y.int(&set, "pkts_num_dismiss_pfc") {
                 let h = y.int(&set, "pkts_num_hysteresis").unwrap_or(0);
-                let dismissed = frames(&set, x + h);
+                let dismissed = y.cells_as_frames(&set, x + h, len);
                 p.xon_frames = p.trig_pfc.saturating_sub(self.margins.xon + dismissed);
                 p.derivation.push(format!(
                     "{}.{set}: dismiss {x} + hysteresis {h}: XON at or below {} frames",
@@ -282,14 +275,9 @@ pub fn run(
         lossless_dscps: vec![3, 4],
         lossy_dscp: 8,
         margins,
-        trig_egr_drp_override: yaml.as_ref().and_then(|y| {
-            let e = y.int("lossy_queue_1", "pkts_num_trig_egr_drp")?;
-            let occ = match y.int("lossy_queue_1", "cell_size") {
-                Some(c) if c > 0 => (lossy_len as i64 + c - 1) / c,
-                _ => 1,
-            };
-            Some((e.max(0) / occ.max(1)) as u64)
-        }),
+        trig_egr_drp_override: yaml
+            .as_ref()
+            .and_then(|y| y.frames("lossy_queue_1", "pkts_num_trig_egr_drp", lossy_len)),
         yaml,
         wd_poll_ns: wd_poll_ms(json) * 1_000_000,
         wd_detect_wait_ns: if nvidia { 30_000_000_000 } else { 5_000_000_000 },

@@ -44,8 +44,6 @@ pub struct LossyPoints {
     pub trig_drp: u64,
     /// Whether that drop is the egress queue's (true) or the ingress PG's (false).
     pub at_egress: bool,
-    /// The queue's reserve in frames.
-    pub fill_min: u64,
     /// How the numbers came out.
     pub derivation: Vec<String>,
 }
@@ -293,7 +291,6 @@ pub fn lossy(cfg: &Config, src: usize, pg: usize, dst: usize, q: usize, len: usi
         occupancy: occ,
         trig_drp,
         at_egress,
-        fill_min: egr.min / occ,
         derivation,
     }
 }

@@ -74,6 +74,21 @@ impl Params {
         v.as_i64().or_else(|| v.as_str().and_then(|s| s.trim().parse().ok()))
     }
 
+    /// A count of set `name` (in cells of its `cell_size`, as the suite keeps them) as frames
+    /// of `len` bytes, divided as the suite divides it; without `cell_size`, frames already.
+    pub fn frames(&self, name: &str, field: &str, len: usize) -> Option<u64> {
+        Some(self.cells_as_frames(name, self.int(name, field)?, len))
+    }
+
+    /// `cells` of set `name` as frames of `len` bytes (see [`Params::frames`]).
+    pub fn cells_as_frames(&self, name: &str, cells: i64, len: usize) -> u64 {
+        let occ = match self.int(name, "cell_size") {
+            Some(cell) if cell > 0 => (len as i64 + cell - 1) / cell,
+            _ => 1,
+        };
+        (cells.max(0) / occ.max(1)) as u64
+    }
+
     /// A required integer field, or an error naming it.
     pub fn need(&self, name: &str, field: &str) -> Result<i64> {
         self.int(name, field)
