@@ -43,17 +43,25 @@ say "up role $role ip $ip kernel $(uname -r)"
 ibv_devinfo -d rxe0 | grep -E 'state|active_mtu' | sed 's/^/@@ROCESW info /'
 rdma link show | sed 's/^/@@ROCESW info /'
 
-# One step. Each attempt listens (server) or connects (client) on its own port; the client
-# retries connecting while the server is not listening yet (the two guests boot at different
-# speeds). After an attempt the guests tell each other how it ended over a TCP side channel
-# ("RC KIND"), so both take the same decision. KIND: ok; crash (rc >= 128: the process died of
-# a signal, or the timeout killed a hang); cqe (a work completion with an error status: rxe's
-# transport retries ran out, which a starved emulated vCPU causes); fail (anything else, such
-# as a data check). An attempt is retried (up to 4 in all: at load 10 here, ib_read_bw over
-# rdma_cm hung before listening on two attempts in a row) only after a crash or cqe on either
-# side, never after a fail. The switch itself is judged by vm/check.py on what it counted (no
-# drop, guests' counters equal to the switch's, no checksum or ICRC error), which a retry
-# cannot hide; check.py lists every retry.
+# One step. Each attempt listens (server) or connects (client) on its own port. A client of
+# a TCP side channel (perftest without -R, ibv_rc_pingpong) retries connecting while the server
+# is not listening yet (the two guests boot and run at different speeds): TCP's refusal says
+# so unambiguously. An rdma_cm client cannot tell "not listening yet" from a connection the
+# server took and then lost (under emulation the CM's own timeouts fire: the client saw a
+# rejection while the server's perftest held the connection, and the client's retry then
+# waited on a server that would never answer), so for rdma_cm steps (cm set) the server says
+# when its listener is up (`rdma res show cm_id`) and the client connects once.
+# After an attempt the client tells the server how it ended ("RC KIND"), then the server the
+# client, over a TCP side channel, so both take the same decision; the server's test runs in
+# the background meanwhile, and is stopped 10 s after a client that failed (it would otherwise
+# wait out its time limit for a peer that is gone). KIND: ok; crash (rc >= 128: the process
+# died of a signal, or the timeout or that stop ended a hang); cqe (a work completion with an
+# error status: rxe's transport retries ran out, which a starved emulated vCPU causes); conn
+# (the connection failed: an rdma_cm event other than ESTABLISHED, or no server); fail
+# (anything else, such as a data check). An attempt is retried (up to 4 in all) only after a
+# crash, cqe or conn on either side, never after a fail. The switch itself is judged by
+# vm/check.py on what it counted (no drop, guests' counters equal to the switch's, no checksum
+# or ICRC error), which a retry cannot hide; check.py lists every retry.
 # The listening side reads the line in a child of nc (-e): nc -l with nothing to send on its
 # stdin sometimes exits before it prints what it received (busybox 1.35, 3 times in 20 here).
 receive_rc() {
@@ -61,65 +69,116 @@ receive_rc() {
     timeout 900 nc -l -p "$1" -e sh -c 'read x; echo "$x" > "/tmp/peer-rc-$0"' "$role" </dev/null
     cat "/tmp/peer-rc-$role" 2>/dev/null
 }
+# send_line HOST PORT LINE: until the peer listens, at most 600 s.
+send_line() {
+    n=0
+    until echo "$3" | nc "$1" "$2" 2>/dev/null; do
+        n=$((n + 1)); [ $n -gt 600 ] && return 1; sleep 1
+    done
+}
 sync_port=${rocesw_sync_port:-9001}
-exchange_rc() {
-    # Prints the peer's status for this attempt ("?" when the peer never answered).
-    if [ "$role" = server ]; then
-        n=0
-        until echo "$1" | nc "$peer" "$sync_port" 2>/dev/null; do
-            n=$((n + 1)); [ $n -gt 600 ] && { echo "?"; return; }; sleep 1
-        done
-        r=$(receive_rc $((sync_port + 1)))
-    else
-        r=$(receive_rc "$sync_port")
-        n=0
-        until echo "$1" | nc "$server_ip" $((sync_port + 1)) 2>/dev/null; do
-            n=$((n + 1)); [ $n -gt 600 ] && break; sleep 1
-        done
-    fi
-    case "$r" in [0-9]*" "[a-z]*) echo "$r" ;; *) echo "? none" ;; esac
+# A peer's "RC KIND", or "? none" when it never answered.
+checked_rc() {
+    case "$1" in [0-9]*" "[a-z]*) echo "$1" ;; *) echo "? none" ;; esac
+}
+# Whether an rdma_cm listener is up on port $1.
+listening() {
+    rdma res show cm_id 2>/dev/null | grep -q "state LISTEN .*:$1 "
 }
 # How an attempt ended (see above): kind RC OUTPUT.
 kind() {
     if [ "$1" -eq 0 ]; then echo ok
     elif [ "$1" -ge 128 ]; then echo crash
-    # perftest: "Completion with error", "Failed status N"; ibv_rc_pingpong: "Failed status
-    # ... for wr_id"; rping: "cq completion failed status N".
-    else case "$2" in *"Completion with error"*|*"Failed status"*|*"completion failed status"*) echo cqe ;; *) echo fail ;; esac
+    else case "$2" in
+        # perftest: "Completion with error", "Failed status N"; ibv_rc_pingpong: "Failed status
+        # ... for wr_id"; rping: "cq completion failed status N".
+        *"Completion with error"*|*"Failed status"*|*"completion failed status"*) echo cqe ;;
+        # perftest: "Unexpected CM event bl blka N", "Unable to perform rdma_client function",
+        # "Couldn't connect to"; rping: "cma event RDMA_CM_EVENT_REJECTED", "connect error".
+        *"Unexpected CM event"*|*"RDMA_CM_EVENT_"*|*"rdma_client"*|*"connect error"*|*"Couldn't connect"*) echo conn ;;
+        *) echo fail ;;
+        esac
     fi
 }
 # An attempt's time limit, seconds. The longest steps need about 13 s at the rates measured with
-# the host at load 10 (500 x 64 KiB at 2.6 MB/s; 500 round trips of 22 ms); a client that
-# crashed leaves its server waiting this long before the retry, so it is not much longer.
+# the host at load 10 (500 x 64 KiB at 2.6 MB/s; 500 round trips of 22 ms); a hang on both
+# sides costs this long before the retry, so it is not much longer.
 step_timeout=${rocesw_step_timeout:-150}
+# Soft-RoCE's own view after each attempt (cumulative): whether a hung attempt moved packets,
+# and whether its transport timed out and retried.
+rxe_counts() {
+    for c in sent_pkts rcvd_pkts completer_retry_err duplicate_request retry_exceeded_err send_rnr_err; do
+        printf '%s=%s ' "$c" "$(cat /sys/class/infiniband/rxe0/ports/1/hw_counters/$c 2>/dev/null)"
+    done
+}
+# The server's half of an attempt: the test in the background, the client told when an rdma_cm
+# listener is up, the client's result awaited, the test stopped if the client failed. Sets rc,
+# out and reply (the client's "RC KIND").
+server_attempt() {
+    mkdir -p /tmp; rm -f /tmp/step-out
+    timeout "$step_timeout" "$@" -p "$port" >/tmp/step-out 2>&1 &
+    pid=$!
+    if [ -n "$cm" ]; then
+        n=0
+        while kill -0 "$pid" 2>/dev/null && ! listening "$port" && [ $n -lt 120 ]; do
+            n=$((n + 1)); sleep 1
+        done
+        send_line "$peer" $((sync_port + 2)) ready
+    fi
+    reply=$(checked_rc "$(receive_rc $((sync_port + 1)))")
+    case "$reply" in *" ok") ;; *)
+        n=0
+        while kill -0 "$pid" 2>/dev/null && [ $n -lt 10 ]; do n=$((n + 1)); sleep 1; done
+        kill "$pid" 2>/dev/null ;;
+    esac
+    wait "$pid"; rc=$?
+    out=$(cat /tmp/step-out)
+}
+# The client's half: waits for an rdma_cm server's word, connects (again while a TCP server is
+# not listening yet). Sets rc and out.
+client_attempt() {
+    [ -n "$cm" ] && receive_rc $((sync_port + 2)) >/dev/null
+    tries=0
+    while :; do
+        if [ -n "$no_addr" ]; then out=$(timeout "$step_timeout" "$@" -p "$port" 2>&1); else out=$(timeout "$step_timeout" "$@" -p "$port" -- "$server_ip" 2>&1); fi
+        rc=$?
+        [ $rc -eq 0 ] || [ -n "$cm" ] && break
+        case "$out" in
+        *"Couldn't connect"*|*"Connection refused"*)
+            tries=$((tries + 1))
+            echo "$out" | sed "s/^/@@ROCESW info try $name $attempt $tries rc $rc /"
+            [ $tries -lt 90 ] && { sleep 1; continue; } ;;
+        esac
+        break
+    done
+}
 step() {
     name=$1; shift
     attempt=0
     while :; do
         port=$((20000 + attempt))
+        # An attempt near its time limit says what its connection and queue pairs look like
+        # (a hang before rdma_cm connects differs from one in the middle of the traffic).
+        ( sleep $((step_timeout - 5)) 2>/dev/null || exit 0
+          { rdma res show cm_id; rdma res show qp; } 2>&1 | sed "s/^/@@ROCESW info stuck $name $attempt /" ) &
+        watcher=$!
         if [ "$role" = server ]; then
-            out=$(timeout "$step_timeout" "$@" -p "$port" 2>&1); rc=$?
+            server_attempt "$@"
+            k=$(kind "$rc" "$out")
+            send_line "$peer" "$sync_port" "$rc $k"
         else
-            tries=0
-            while :; do
-                if [ -n "$no_addr" ]; then out=$(timeout "$step_timeout" "$@" -p "$port" 2>&1); else out=$(timeout "$step_timeout" "$@" -p "$port" -- "$server_ip" 2>&1); fi
-                rc=$?
-                [ $rc -eq 0 ] && break
-                case "$out" in
-                *"Couldn't connect"*|*"Unable to perform rdma_client"*|*"Connection refused"*|\
-                *"rdma_connect"*|*"Couldn't get"*|*"connect error"*|*"REJECTED"*)
-                    tries=$((tries + 1))
-                    [ $tries -lt 90 ] && { sleep 1; continue; } ;;
-                esac
-                break
-            done
+            client_attempt "$@"
+            k=$(kind "$rc" "$out")
+            send_line "$server_ip" $((sync_port + 1)) "$rc $k"
+            reply=$(checked_rc "$(receive_rc "$sync_port")")
         fi
+        kill "$watcher" 2>/dev/null; wait "$watcher" 2>/dev/null
         echo "$out" | sed "s/^/@@ROCESW out $name /"
-        k=$(kind "$rc" "$out")
-        reply=$(exchange_rc "$rc $k"); peer_rc=${reply%% *}; peer_kind=${reply#* }
+        peer_rc=${reply%% *}; peer_kind=${reply#* }
         say "attempt $name $attempt rc $rc kind $k peer $peer_rc $peer_kind"
+        say "info rxe after $name $attempt: $(rxe_counts)"
         [ "$k" = ok ] && [ "$peer_kind" = ok ] && break
-        case "$k $peer_kind" in *crash*|*cqe*) retry=1 ;; *) retry= ;; esac
+        case "$k $peer_kind" in *crash*|*cqe*|*conn*) retry=1 ;; *) retry= ;; esac
         [ -n "$retry" ] && [ $attempt -lt 3 ] || break
         attempt=$((attempt + 1))
     done
@@ -142,13 +201,18 @@ fi
 PT="-d rxe0 -i 1 -x 1 -F -n $iters"
 
 step rc_pingpong ibv_rc_pingpong -d rxe0 -g 1 -c -s 4096 -n 100
-no_addr=1
+no_addr=1 cm=1
 step rping rping -$([ "$role" = server ] && echo s || echo c) -a "$server_ip" -C 100 -S 64 -V -v
-no_addr=
+no_addr= cm=
 for s in $sizes; do
     step "send_bw_$s" ib_send_bw $PT --tclass=$tclass -s "$s"
     step "write_bw_$s" ib_write_bw $PT --tclass=$tclass -s "$s"
-    step "read_bw_rdma_cm_$s" ib_read_bw $PT -R -T "$tclass" -s "$s"
+    # -z: perftest's exchange over an rdma_cm connection (the CM's MADs and an rdma_cm RC
+    # connection through the switch, with the ToS above), the test's QP its own at --tclass.
+    # Not -R: perftest 4.5 then connects the test QP by a second rdma_cm connection that races
+    # the server's second listen (the client, rejected, died of SIGSEGV on 3 of 8 attempts in
+    # one run here); rping covers traffic on a QP rdma_cm connected.
+    cm=1; step "read_bw_rdma_cm_$s" ib_read_bw $PT -z --tclass=$tclass -s "$s"; cm=
 done
 for s in 64 1024 4096; do
     step "send_lat_$s" ib_send_lat -d rxe0 -i 1 -x 1 -F -n "$iters" --tclass=$tclass -s "$s"

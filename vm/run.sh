@@ -8,7 +8,7 @@
 # server, so it starts first), boots the two guests vm/build-guest.sh builds from Debian's
 # packages (server 10.99.0.1 on port 0, client 10.99.0.2 on port 1), lets them run the
 # traffic vm/guest-init.sh lists (ping, ibv_rc_pingpong -c and rping -V verifying data,
-# ib_send_bw / ib_write_bw / ib_read_bw over rdma_cm / ib_send_lat over several sizes, at
+# ib_send_bw / ib_write_bw / ib_read_bw (exchange over rdma_cm) / ib_send_lat over several sizes, at
 # traffic class 106 = DSCP 26 (the RoCE class, lossless) + ECT(0)), then stops the switch and
 # checks everything with vm/check.py: every step passed on both guests, no checksum or ICRC
 # errors, each guest's interface counters equal the switch's for its port, and the guests'
@@ -21,7 +21,8 @@
 # missing), VM_ACCEL=auto|kvm|tcg (auto: KVM when /dev/kvm opens and the CPU has vmx/svm, else
 # TCG), VM_GUEST_DIR (guest image cache, default target/vm-guest: new, empty, or made by
 # build-guest.sh), VM_TIMEOUT (seconds per phase, default 1500), VM_ITERS (perftest
-# iterations, default 500), VM_SIZES (default "64 1024 4096 65536"), VM_WORK (keep logs there
+# iterations, default 500), VM_SIZES (default "64 1024 4096 65536"), VM_STEP_TIMEOUT (an
+# attempt's limit in the guests, seconds, default 150), VM_WORK (keep logs there
 # instead of a temporary directory; no `,`, `=`, `"` or `\` in it: the sockets' paths go into
 # the switch's config).
 # QEMU and the switch are stopped on every exit, failure or interrupt included.
@@ -110,7 +111,7 @@ run_phase() {
         qemu-system-x86_64 "${ACCEL_ARGS[@]}" -machine q35,memory-backend=mem -smp 1 -m $MEM \
             -object memory-backend-memfd,id=mem,size=$MEM,share=on \
             -kernel "$GUEST/vmlinuz" -initrd "$GUEST/initrd.img" \
-            -append "console=ttyS0 quiet ipv6.disable=1 panic=-1 rocesw_role=${ROLE[$i]} rocesw_ip=${IP[$i]} rocesw_peer=${IP[$peer]} rocesw_peer_mac=${MAC[$peer]} rocesw_iters=${VM_ITERS:-500} rocesw_sizes=\"${VM_SIZES:-64 1024 4096 65536}\"" \
+            -append "console=ttyS0 quiet ipv6.disable=1 panic=-1 rocesw_role=${ROLE[$i]} rocesw_ip=${IP[$i]} rocesw_peer=${IP[$peer]} rocesw_peer_mac=${MAC[$peer]} rocesw_iters=${VM_ITERS:-500} rocesw_step_timeout=${VM_STEP_TIMEOUT:-150} rocesw_sizes=\"${VM_SIZES:-64 1024 4096 65536}\"" \
             -chardev socket,id=c0,path="$dir/vm$i.sock" \
             -netdev vhost-user,id=n0,chardev=c0 \
             -device virtio-net-pci,netdev=n0,mac=${MAC[$i]},vectors=0,romfile= \

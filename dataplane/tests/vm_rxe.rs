@@ -5,7 +5,7 @@
 //! phases:
 //!
 //! - normal: ping, `ibv_rc_pingpong -c` and `rping -V` (both verify the data), `ib_send_bw`,
-//!   `ib_write_bw`, `ib_read_bw` over rdma_cm and `ib_send_lat` over several sizes, at traffic
+//!   `ib_write_bw`, `ib_read_bw` (its exchange over rdma_cm) and `ib_send_lat` over several sizes, at traffic
 //!   class 106 (DSCP 26 = the lossless RoCE class, ECT(0)): every step passes on both guests;
 //!   no IP/UDP/TCP checksum error and no ICRC complaint in either guest; each guest's
 //!   interface counters equal the switch's for its port; every ECN-capable packet a guest got
