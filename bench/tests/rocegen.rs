@@ -593,7 +593,7 @@ fn notification_point_answers_ce_with_spaced_cnps() {
         let info = parse(c, usize::MAX).unwrap();
         assert!(info.is_cnp() && verify_icrc(c, &info));
         assert_eq!(info.dscp(), Some(48));
-        assert_eq!((info.src_mac(), info.dst_mac()), (mac_r, mac_s));
+        assert_eq!((info.src_mac(c), info.dst_mac(c)), (mac_r, mac_s));
         assert_eq!(
             &c[info.l3_offset() + 12..info.l3_offset() + 20],
             &[IP_B, IP_A].concat()[..]

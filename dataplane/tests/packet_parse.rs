@@ -265,8 +265,8 @@ fn fields() {
         .build()
         .unwrap();
     let info = invariants::check(&f).unwrap();
-    assert_eq!(info.src_mac(), [2, 0, 0, 0, 0, 0xaa]);
-    assert_eq!(info.dst_mac(), [2, 0, 0, 0, 0, 0xbb]);
+    assert_eq!(info.src_mac(&f), [2, 0, 0, 0, 0, 0xaa]);
+    assert_eq!(info.dst_mac(&f), [2, 0, 0, 0, 0, 0xbb]);
     assert_eq!(
         info.vlan(),
         Some(VlanTag {
@@ -297,7 +297,7 @@ fn fields() {
         (6, 0x12_3456, 0xab_cdef, 0xffff)
     );
     assert!(info.is_roce() && !info.is_cnp() && verify_icrc(&f, &info));
-    assert!(!info.dst_is_link_local() && !info.is_mac_control() && !info.is_unknown_ethertype());
+    assert!(!info.dst_is_link_local(&f) && !info.is_mac_control() && !info.is_unknown_ethertype());
 }
 
 #[test]
@@ -334,9 +334,9 @@ fn non_ip_kinds() {
     let mut g = f.clone();
     g[..6].copy_from_slice(&[0x01, 0x80, 0xc2, 0, 0, 0x0e]);
     g.extend_from_slice(&[0x88, 0xcc]);
-    assert!(invariants::check(&g).unwrap().dst_is_link_local());
+    assert!(invariants::check(&g).unwrap().dst_is_link_local(&g));
     g[5] = 0x10;
-    assert!(!invariants::check(&g).unwrap().dst_is_link_local());
+    assert!(!invariants::check(&g).unwrap().dst_is_link_local(&g));
 }
 
 #[test]

@@ -111,8 +111,8 @@ proptest! {
         let f = b.build().unwrap();
         let info = invariants::check(&f).unwrap();
         let l2 = if b.vlan.is_some() { 18 } else { 14 };
-        prop_assert_eq!(info.src_mac(), b.src_mac);
-        prop_assert_eq!(info.dst_mac(), b.dst_mac);
+        prop_assert_eq!(info.src_mac(&f), b.src_mac);
+        prop_assert_eq!(info.dst_mac(&f), b.dst_mac);
         prop_assert_eq!(info.vlan(), b.vlan);
         prop_assert_eq!(info.l3_offset(), l2);
         prop_assert_eq!(info.dscp(), Some(b.dscp));
@@ -296,8 +296,8 @@ proptest! {
         let f = &buf[..n];
         prop_assert_eq!(decode_mac_control(f), Ok(MacControl::Pfc { enable, times }));
         let info = invariants::check(f).unwrap();
-        prop_assert!(info.is_mac_control() && info.dst_is_link_local());
-        prop_assert_eq!(info.src_mac(), src);
+        prop_assert!(info.is_mac_control() && info.dst_is_link_local(f));
+        prop_assert_eq!(info.src_mac(f), src);
         prop_assert!(f[34..].iter().all(|&b| b == 0), "padding is zero");
         // Too short anywhere before the last pause time: bad_pfc (or earlier reasons).
         for cut in 0..34 {

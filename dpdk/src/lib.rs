@@ -31,7 +31,7 @@ mod port;
 #[cfg(feature = "dpdk")]
 pub use eal::{lcore_id, Eal, LcoreGuard};
 #[cfg(feature = "dpdk")]
-pub use mbuf::{Mbuf, MbufBurst, NoRoom};
+pub use mbuf::{free_raw_bulk, Mbuf, MbufBurst, NoRoom};
 #[cfg(feature = "dpdk")]
 pub use mempool::{AllocError, Mempool};
 #[cfg(feature = "dpdk")]

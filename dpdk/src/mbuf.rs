@@ -165,6 +165,19 @@ impl std::fmt::Debug for Mbuf {
     }
 }
 
+/// Frees the mbufs `ptrs` in one call into DPDK (refused transmissions, given back whole).
+///
+/// # Safety
+/// Each pointer must be an owned mbuf of a live pool, not used afterwards.
+#[inline]
+pub unsafe fn free_raw_bulk(ptrs: &[NonNull<sys::rte_mbuf>]) {
+    if ptrs.is_empty() {
+        return;
+    }
+    // SAFETY: by the contract, each is freed exactly once; DPDK does not write the array.
+    unsafe { sys::rte_pktmbuf_free_bulk(ptrs.as_ptr().cast_mut().cast::<*mut sys::rte_mbuf>(), ptrs.len() as u32) }
+}
+
 /// A burst of mbufs: the array a receive fills and a transmit offers.
 ///
 /// Its storage is allocated once and never grows, and it is laid out exactly as the array
@@ -264,6 +277,26 @@ impl MbufBurst {
         }
     }
 
+    /// Appends the mbufs `ptrs` as they are, as many as there is room for (the first ones),
+    /// in one copy of their pointers; returns how many it took. What the switch transmits in
+    /// its own buffers reaches the transmit array this way, with no `Mbuf` made for each.
+    ///
+    /// # Safety
+    /// Each pointer must be an owned, single-segment mbuf of a live pool, used by nobody
+    /// else: the ones taken belong to the burst now, the rest stay the caller's.
+    #[inline]
+    pub unsafe fn extend_raw(&mut self, ptrs: &[NonNull<sys::rte_mbuf>]) -> usize {
+        let take = ptrs.len().min(self.spare());
+        let len = self.mbufs.len();
+        // SAFETY: `take` fits the spare capacity; `Mbuf` is a repr(transparent) non-null
+        // pointer, so the pointers' bits are the elements; the caller hands their ownership over.
+        unsafe {
+            std::ptr::copy_nonoverlapping(ptrs.as_ptr().cast::<Mbuf>(), self.mbufs.as_mut_ptr().add(len), take);
+            self.mbufs.set_len(len + take);
+        }
+        take
+    }
+
     /// The free space as DPDK's receive array: pointer and length.
     #[inline]
     pub(crate) fn spare_raw(&mut self) -> (*mut *mut sys::rte_mbuf, u16) {
@@ -348,8 +381,9 @@ mod tests {
     use crate::{Eal, EalArgs, Mempool};
 
     /// Drivers configured without scatter do not chain mbufs, so the drop path is driven
-    /// by hand: a chain built the way a scattering driver builds one. (The only test in
-    /// this binary that starts the EAL.)
+    /// by hand: a chain built the way a scattering driver builds one. Then the raw transmit
+    /// hand-over (`extend_raw`, `free_raw_bulk`). (The only test in this binary that starts
+    /// the EAL.)
     #[test]
     fn received_chains_are_dropped_counted_and_freed_whole() {
         let args = EalArgs::default_for_vdevs::<&str>(&[]).unwrap().into_vec();
@@ -384,6 +418,28 @@ mod tests {
         let firsts: Vec<u8> = burst.as_slice().iter().map(|m| m.data()[0]).collect();
         assert_eq!(firsts, [7, 0, 2], "order kept, the chain gone");
         assert_eq!(pool.in_use(), 3, "the chain was freed with its tail");
+        drop(burst);
+        assert_eq!(pool.in_use(), 0);
+
+        // The transmit side's raw hand-over (this test owns the binary's one EAL): a burst
+        // with room for two more takes the first two of four pointers, in order; the other
+        // two stay the caller's and go back to the pool in one call.
+        let mut burst = MbufBurst::new(3);
+        burst.push(pool.alloc_copy(&[10; 60]).unwrap()).unwrap();
+        let lent: Vec<NonNull<sys::rte_mbuf>> = (11u8..15)
+            .map(|i| NonNull::new(pool.alloc_copy(&[i; 60]).unwrap().into_raw()).unwrap())
+            .collect();
+        assert_eq!(pool.in_use(), 5);
+        // SAFETY: four owned single-segment mbufs, handed over; the first two taken.
+        let took = unsafe { burst.extend_raw(&lent) };
+        assert_eq!(took, 2);
+        let firsts: Vec<u8> = burst.as_slice().iter().map(|m| m.data()[0]).collect();
+        assert_eq!(firsts, [10, 11, 12]);
+        // SAFETY: the two not taken are still owned here, freed once.
+        unsafe { free_raw_bulk(&lent[took..]) };
+        assert_eq!(pool.in_use(), 3);
+        // SAFETY: an empty slice frees nothing.
+        unsafe { free_raw_bulk(&[]) };
         drop(burst);
         assert_eq!(pool.in_use(), 0);
     }

@@ -173,6 +173,12 @@ pub const OWNED_BURST: usize = 32;
 /// per frame. A fixed array: no allocation on the packet path.
 pub type OwnedBurst = arrayvec::ArrayVec<(ForeignFrame, u64), OWNED_BURST>;
 
+/// Buffers leaving one port that its backend sends as they are (its own kind, see
+/// [`crate::io::PortBackend::own_kind`]), by token only: the sink gathers these instead of
+/// [`OwnedBurst`]'s frame records when the port's backend names a kind, and the backend moves
+/// them into its transmit array in one copy ([`crate::io::PortBackend::send_own_tokens`]).
+pub type OwnTokens = arrayvec::ArrayVec<NonNull<c_void>, OWNED_BURST>;
+
 /// A received frame as a backend hands it to the switch: its bytes, or the buffer itself when
 /// the backend can give it away. The switch takes the buffer when it keeps the frame (zero
 /// copy), and otherwise copies the bytes or drops the frame; after the call the backend gets

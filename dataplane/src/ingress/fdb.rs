@@ -269,8 +269,11 @@ impl Fdb {
         self.learn_key(mac_key(mac), port, now)
     }
 
-    /// [`Fdb::learn`] by [`mac_key`].
-    #[inline]
+    /// [`Fdb::learn`] by [`mac_key`]. Always inlined into the receive path (its one caller
+    /// per frame): left to the compiler it went out of line after unrelated changes, a call
+    /// a frame that cost about 25 instructions on the DPDK path (bench/README.md, issue 40);
+    /// what is not a refresh is [`Fdb::learn_new`], out of line.
+    #[inline(always)]
     pub fn learn_key(&mut self, key: u64, port: u16, now: u64) -> Learn {
         if !self.learning {
             return Learn::Disabled;
@@ -290,6 +293,13 @@ impl Fdb {
             }
             return Learn::Refreshed;
         }
+        self.learn_new(key, port, now)
+    }
+
+    /// [`Fdb::learn_key`] for a station not refreshed in place: a new one, one that moved,
+    /// one that aged out.
+    #[inline(never)]
+    fn learn_new(&mut self, key: u64, port: u16, now: u64) -> Learn {
         let learnt = self.insert(key, port, now, Origin::Learnt);
         if self.announce && matches!(learnt, Learn::New | Learn::Moved) {
             self.queue_announcement(key, port, now);

@@ -534,6 +534,31 @@ impl PortBackend for DpdkPort {
         (refused, None)
     }
 
+    fn own_kind(&self) -> Option<&'static ForeignKind> {
+        Some(&MBUF)
+    }
+
+    /// The mbufs straight into the transmit array, one copy of their pointers for the burst;
+    /// what finds no room is freed in one call.
+    unsafe fn send_own_tokens(&mut self, tokens: &[NonNull<c_void>]) -> u64 {
+        // SAFETY: `NonNull<c_void>` and `NonNull<rte_mbuf>` are the same pointer; by the
+        // contract each is an owned, single-segment mbuf lent by recv_frames (MBUF's kind).
+        let mbufs =
+            unsafe { std::slice::from_raw_parts(tokens.as_ptr().cast::<NonNull<dpdk::sys::rte_mbuf>>(), tokens.len()) };
+        // SAFETY: as above; the ones taken are the burst's now.
+        let took = unsafe { self.tx.extend_raw(mbufs) };
+        let refused = &mbufs[took..];
+        let (took, refused_n) = (took as u64, refused.len() as u64);
+        self.stats.tx_frames += took;
+        self.stats.tx_zero_copy += took;
+        self.stats.tx_ring_full += refused_n;
+        // Every token leaves the switch's hold: sent now, or freed below.
+        self.returned += tokens.len() as isize;
+        // SAFETY: the rest are still owned here, freed once and not used again.
+        unsafe { dpdk::free_raw_bulk(refused) };
+        refused_n
+    }
+
     fn send(&mut self, frame: &[u8]) -> Result<bool, PortError> {
         if self.tx.spare() == 0 {
             self.stats.tx_ring_full += 1;

@@ -23,8 +23,10 @@ pub mod pcap;
 pub use afpacket::{AfPacket, AfPacketOptions};
 pub use pcap::{InputsLeft, PcapClock, PcapPort};
 
-pub use crate::buffers::foreign::{ForeignFrame, ForeignKind, OwnedBurst, RxFrame};
+pub use crate::buffers::foreign::{ForeignFrame, ForeignKind, OwnTokens, OwnedBurst, RxFrame};
 use std::collections::VecDeque;
+use std::ffi::c_void;
+use std::ptr::NonNull;
 
 /// Why a port cannot be used any more.
 #[derive(Debug, thiserror::Error)]
@@ -168,6 +170,30 @@ pub trait PortBackend {
             }
         }
         (refused, error)
+    }
+    /// The kind of lent buffer this backend sends as it is, if one (DPDK: its mbufs). The
+    /// sink then gathers such frames as bare tokens and hands them over with
+    /// [`PortBackend::send_own_tokens`]: no frame record written and read back per frame. None
+    /// by default: frames go through [`PortBackend::send_owned_burst`].
+    fn own_kind(&self) -> Option<&'static ForeignKind> {
+        None
+    }
+    /// Queues the buffers `tokens` for transmission, in order, as many as the transmit array
+    /// has room for, and releases the rest (each counted as `send_owned`'s `Ok(false)`: ring
+    /// full). Returns how many it did not queue. Only called on a backend whose
+    /// [`PortBackend::own_kind`] is `Some`; the default releases them all.
+    ///
+    /// # Safety
+    /// Each token must be a buffer of the kind `own_kind` names, owned by the caller, which
+    /// hands it over and never uses it again.
+    unsafe fn send_own_tokens(&mut self, tokens: &[NonNull<c_void>]) -> u64 {
+        if let Some(kind) = self.own_kind() {
+            for &t in tokens {
+                // SAFETY: by the contract, an owned buffer of this kind, released once.
+                unsafe { (kind.release)(t) };
+            }
+        }
+        tokens.len() as u64
     }
     /// Queues one frame for transmission; `Ok(false)` if it could not be queued (ring full, or
     /// larger than the port can send; both counted in [`PortStats`]), and the caller counts a

@@ -262,7 +262,7 @@ impl Receiver {
                         src: dst_ip,
                         dst: src_ip,
                     };
-                    f.cnp = Some(build_cnp(info.dst_mac(), info.src_mac(), ip, qpn));
+                    f.cnp = Some(build_cnp(info.dst_mac(frame), info.src_mac(frame), ip, qpn));
                 }
                 return f.cnp.as_deref();
             }

@@ -265,8 +265,6 @@ pub struct UdpPorts {
 /// so the layout can shrink without touching callers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FrameInfo {
-    dst: [u8; 6],
-    src: [u8; 6],
     vlan: Option<VlanTag>,
     ether_type: u16,
     l3_offset: u16,
@@ -288,8 +286,6 @@ pub struct FrameInfo {
 impl FrameInfo {
     /// Nothing parsed yet: the starting value for [`parse_into`].
     pub const EMPTY: FrameInfo = FrameInfo {
-        dst: [0; 6],
-        src: [0; 6],
         vlan: None,
         ether_type: 0,
         l3_offset: 0,
@@ -303,16 +299,23 @@ impl FrameInfo {
         bth: None,
     };
 
-    /// Destination MAC address.
+    /// Destination MAC address of `frame`, the frame this was parsed from. Read from the
+    /// frame, not stored: the receive path reads the MACs from the frame anyway (as FDB keys),
+    /// and writing them into every parse result cost instructions a frame for the few callers
+    /// that want them as bytes (bench/README.md, issue 40).
     #[inline]
-    pub fn dst_mac(&self) -> [u8; 6] {
-        self.dst
+    pub fn dst_mac(&self, frame: &[u8]) -> [u8; 6] {
+        frame.first_chunk::<6>().copied().unwrap_or_default()
     }
 
-    /// Source MAC address.
+    /// Source MAC address of `frame` (see [`FrameInfo::dst_mac`]).
     #[inline]
-    pub fn src_mac(&self) -> [u8; 6] {
-        self.src
+    pub fn src_mac(&self, frame: &[u8]) -> [u8; 6] {
+        frame
+            .get(6..12)
+            .and_then(|m| m.first_chunk::<6>())
+            .copied()
+            .unwrap_or_default()
     }
 
     /// The 802.1Q tag, if the frame has one.
@@ -373,9 +376,9 @@ impl FrameInfo {
     /// 01:80:c2:00:00:00..=0f (STP, PAUSE/PFC, LACP, LLDP, 802.1X...), which a bridge must
     /// never forward.
     #[inline]
-    pub fn dst_is_link_local(&self) -> bool {
+    pub fn dst_is_link_local(&self, frame: &[u8]) -> bool {
         let mut b = [0u8; 8];
-        b[2..].copy_from_slice(&self.dst);
+        b[2..].copy_from_slice(&self.dst_mac(frame));
         is_link_local_key(u64::from_be_bytes(b))
     }
 
@@ -589,8 +592,6 @@ fn parse_plain_ipv4(frame: &[u8], info: &mut FrameInfo) -> Option<Result<(), Mal
     // (0x1fff), both in the one 16-bit field after the identification.
     let fragment = u16::from_be_bytes([h[L3 + 6], h[L3 + 7]]) & 0x3fff != 0;
     *info = FrameInfo {
-        dst: [h[0], h[1], h[2], h[3], h[4], h[5]],
-        src: [h[6], h[7], h[8], h[9], h[10], h[11]],
         vlan: None,
         ether_type: ETHERTYPE_IPV4,
         l3_offset: L3 as u16,
@@ -642,8 +643,6 @@ fn parse_udp(payload: &[u8], l4_offset: usize, info: &mut FrameInfo) -> Result<(
 fn parse_headers(frame: &[u8], info: &mut FrameInfo) -> Result<(), Malformed> {
     let eth = Ethernet2HeaderSlice::from_slice(frame).map_err(|_| Malformed::Runt)?;
     *info = FrameInfo {
-        dst: eth.destination(),
-        src: eth.source(),
         vlan: None,
         ether_type: eth.ether_type().0,
         l3_offset: ETH_HEADER_LEN as u16,
@@ -858,8 +857,6 @@ mod tests {
         }
         let eth = Ethernet2HeaderSlice::from_slice(frame).map_err(|_| Malformed::Runt)?;
         let mut info = FrameInfo {
-            dst: eth.destination(),
-            src: eth.source(),
             vlan: None,
             ether_type: eth.ether_type().0,
             l3_offset: ETH_HEADER_LEN as u16,
