@@ -273,7 +273,7 @@ pub fn run(mode: &str, p: &Params, input: &[Arrival]) -> Result<Outcome> {
             return;
         }
         let Ok(info) = wire::parse(f, usize::MAX) else { return };
-        if let (Some(bth), Some(dscp)) = (info.bth(), info.dscp()) {
+        if let (Some(bth), Some(dscp)) = (info.bth(f), info.dscp()) {
             departed.borrow_mut().push((bth.dest_qp(), bth.psn(), at, dscp));
         }
     };
@@ -296,7 +296,7 @@ pub fn run(mode: &str, p: &Params, input: &[Arrival]) -> Result<Outcome> {
         }
         now = now.max(a.at);
         let info = wire::parse(&a.frame, usize::MAX)?;
-        let bth = info.bth().context("a RoCE frame")?;
+        let bth = info.bth(&a.frame).context("a RoCE frame")?;
         let dscp = info.dscp().unwrap_or(0);
         let deadline = budget(dscp).map_or(0, |b| a.at + b);
         arrived.insert((bth.dest_qp(), bth.psn()), (a.at, deadline, i));

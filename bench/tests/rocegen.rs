@@ -582,7 +582,7 @@ fn notification_point_answers_ce_with_spaced_cnps() {
     // 400 µs of CE on each QP → one CNP per 50 µs per QP: at 0, 60, 120, ... (10 µs grid).
     let per_qp = |qp: u32| {
         cnps.iter()
-            .filter(|(_, c)| parse(c, usize::MAX).unwrap().bth().unwrap().dest_qp() == qp)
+            .filter(|(_, c)| parse(c, usize::MAX).unwrap().bth(c).unwrap().dest_qp() == qp)
             .map(|(t, _)| *t)
             .collect::<Vec<_>>()
     };

@@ -76,7 +76,7 @@ fn sink(out: &mut Out) -> impl FnMut(usize, &[u8], u64) + '_ {
             return;
         }
         let Ok(info) = wire::parse(f, usize::MAX) else { return };
-        if let Some(bth) = info.bth() {
+        if let Some(bth) = info.bth(f) {
             let label = if info.l3_kind() == wire::L3Kind::Ipv6 {
                 let o = info.l3_offset();
                 u32::from(f[o + 1] & 0x0f) << 16 | u32::from(f[o + 2]) << 8 | u32::from(f[o + 3])

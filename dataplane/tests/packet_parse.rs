@@ -291,7 +291,7 @@ fn fields() {
         (Some(0xc001), Some(4791), Some(38))
     );
     assert_eq!(info.bth_offset(), Some(46));
-    let bth = info.bth().unwrap();
+    let bth = info.bth(&f).unwrap();
     assert_eq!(
         (bth.opcode(), bth.dest_qp(), bth.psn(), bth.pkey()),
         (6, 0x12_3456, 0xab_cdef, 0xffff)
@@ -353,7 +353,7 @@ fn fragments_have_no_l4() {
         let info = invariants::check(&g).unwrap();
         assert!(info.is_fragment(), "{what}");
         assert_eq!(info.ip_proto(), Some(17));
-        assert!(info.udp().is_none() && info.bth().is_none(), "{what}");
+        assert!(info.udp().is_none() && info.bth(&g).is_none(), "{what}");
     }
     // A later fragment whose "UDP header" would be garbage is not malformed.
     let mut g = f.clone();
@@ -431,7 +431,7 @@ fn cnp_is_recognised() {
         let f = dataplane::wire::build_cnp([2, 0, 0, 0, 0, 2], [2, 0, 0, 0, 0, 1], ip, 0x1234);
         let info = invariants::check(&f).unwrap();
         assert!(info.is_cnp() && info.is_roce());
-        let bth = info.bth().unwrap();
+        let bth = info.bth(&f).unwrap();
         assert!(bth.becn() && !bth.fecn());
         assert_eq!(
             (bth.opcode(), bth.dest_qp(), bth.psn(), bth.pad_count()),

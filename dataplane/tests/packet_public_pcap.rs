@@ -46,7 +46,7 @@ fn every_rocev2_frame_parses_and_its_icrc_verifies() {
         assert_eq!(info.udp_dport(), Some(4791));
         assert_eq!(info.dscp(), Some(0), "frame {i}");
         assert_eq!(info.ecn(), Some(Ecn::Ect0), "frame {i}");
-        let bth = info.bth().unwrap();
+        let bth = info.bth(f).unwrap();
         assert_eq!(bth.tver(), 0);
         *opcodes.entry(bth.opcode()).or_insert(0) += 1;
         let stored = wire::icrc::stored_icrc(f, &info).unwrap();

@@ -49,7 +49,7 @@ fn after_pause(pause: &[u8]) -> (Vec<(u32, u64)>, Switch) {
         for p in 0..3 {
             sw.transmit(p, now, &mut |port: usize, f: &[u8], at: u64| {
                 if port == OUT {
-                    if let Some(bth) = wire::parse(f, usize::MAX).ok().and_then(|i| i.bth()) {
+                    if let Some(bth) = wire::parse(f, usize::MAX).ok().and_then(|i| i.bth(f)) {
                         sent.push((bth.psn(), at));
                     }
                 }

@@ -59,7 +59,7 @@ fn lossless_incast_loses_nothing_sends_pfc_and_marks_ce() {
     let mut ce = 0;
     for (_, f, info) in &roce {
         assert!(verify_icrc(f, info), "ICRC broken");
-        let bth = info.bth().unwrap();
+        let bth = info.bth(f).unwrap();
         let want = next_psn.entry(bth.dest_qp()).or_insert(0u32);
         assert_eq!(bth.psn(), *want, "reordered or lost on QP {:#x}", bth.dest_qp());
         *want += 1;

@@ -191,7 +191,7 @@ proptest! {
                 return;
             }
             let Ok(info) = wire::parse(f, usize::MAX) else { return };
-            let (Some(bth), Some(dscp)) = (info.bth(), info.dscp()) else { return };
+            let (Some(bth), Some(dscp)) = (info.bth(f), info.dscp()) else { return };
             if info.is_roce() {
                 sent.borrow_mut().push(Sent { at, queue: usize::from(dscp / 8), id: (bth.dest_qp(), bth.psn()), len: f.len() });
             }

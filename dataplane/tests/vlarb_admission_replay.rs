@@ -142,7 +142,7 @@ fn replay(cfg: &controlplane::Config, speed_bps: u64, arrivals: &[Arrival]) -> (
     let mut times = Times::new();
     for (at, _, f) in arrivals {
         let info = wire::parse(f, usize::MAX).unwrap();
-        let bth = info.bth().unwrap();
+        let bth = info.bth(f).unwrap();
         if bth.dest_qp() >= 100 {
             times.insert((bth.dest_qp() - 100, bth.psn()), (*at, None));
         }
@@ -152,7 +152,7 @@ fn replay(cfg: &controlplane::Config, speed_bps: u64, arrivals: &[Arrival]) -> (
             return;
         }
         let Ok(info) = wire::parse(f, usize::MAX) else { return };
-        let Some(bth) = info.bth() else { return };
+        let Some(bth) = info.bth(f) else { return };
         if bth.dest_qp() >= 100 {
             let wire_bits = (f.len() as u64 + WIRE_OVERHEAD_BYTES) * 8;
             let last_bit = at + (wire_bits * 1_000_000_000).div_ceil(speed_bps);

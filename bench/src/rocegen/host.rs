@@ -187,7 +187,7 @@ pub fn run_host(spec: HostSpec, role: HostRole, cfg: TrafficConfig, start: Start
             } else if info.is_cnp() {
                 rx.cnps_received += 1;
                 if let (Some(s), Some((src, _))) = (&mut sender, ipv4_addrs(frame, &info)) {
-                    s.on_cnp(src, info.bth().map_or(0, |b| b.dest_qp()), t);
+                    s.on_cnp(src, info.bth(frame).map_or(0, |b| b.dest_qp()), t);
                 }
             } else if info.is_roce() {
                 rx.roce_data += 1;

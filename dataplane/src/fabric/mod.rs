@@ -416,7 +416,7 @@ impl Fabric<'_> {
                 }
             }
         } else if info.is_cnp() {
-            let qpn = info.bth().map_or(0, |b| b.dest_qp());
+            let qpn = info.bth(frame).map_or(0, |b| b.dest_qp());
             if let Some((src, _)) = ipv4_addrs(frame, &info) {
                 if let Some((_, s, _)) = host
                     .senders

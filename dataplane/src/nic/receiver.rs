@@ -200,7 +200,7 @@ impl Receiver {
             self.other.not_ipv4 += 1;
             return None;
         };
-        let bth = info.bth()?;
+        let bth = info.bth(frame)?;
         let qpn = bth.dest_qp();
         let key = (src_ip, dst_ip, qpn);
         let i = match self.index.get(&key) {

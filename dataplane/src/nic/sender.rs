@@ -577,7 +577,7 @@ mod tests {
                     || now,
                     |f| {
                         let info = parse(f, usize::MAX).unwrap();
-                        let bth = info.bth().unwrap();
+                        let bth = info.bth(f).unwrap();
                         let off = info.bth_offset().unwrap()
                             + 12
                             + if bth.opcode() == opcode::RC_RDMA_WRITE_FIRST {

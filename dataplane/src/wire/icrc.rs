@@ -41,7 +41,7 @@ pub const ICRC_LRH_SEED: u32 = 0xdebb_20e3;
 /// (l3 offset, fixed IP header length, l4 offset, ICRC offset).
 #[inline]
 fn icrc_layout(frame: &[u8], info: &FrameInfo) -> Option<(usize, usize, usize, usize)> {
-    info.bth()?;
+    info.bth(frame)?;
     let l3 = info.l3_offset();
     let fixed = match info.l3_kind() {
         L3Kind::Ipv4 => 20,

@@ -101,7 +101,7 @@ fn check_offsets(frame: &[u8], info: &FrameInfo) {
         }
     }
 
-    match info.bth() {
+    match info.bth(frame) {
         Some(bth) => {
             let at = info.bth_offset().unwrap();
             assert_eq!(bth.to_bytes()[..], frame[at..at + Bth::LEN]);
