@@ -194,6 +194,35 @@ fn a_sonic_switch_is_shown_and_measured_by_port_names() {
     assert_eq!(j["ports"].as_array().unwrap().len(), 1, "{j}");
     assert_eq!(j["ports"][0]["name"], "Ethernet0");
 
+    // `rocectl capture` by name too: a second of Ethernet8 (port 8) into a pcap; an unknown
+    // name is refused before anything is captured or written.
+    let cap = d.join("eth8.pcap");
+    let (ok, _, err) = ctl(
+        &socket,
+        &[
+            "capture",
+            "--port",
+            "Ethernet8",
+            "--tx",
+            "--duration",
+            "1s",
+            "-w",
+            cap.to_str().unwrap(),
+        ],
+    );
+    assert!(ok && err.contains("capturing port 8 "), "{err}");
+    assert!(cap.exists(), "{err}");
+    let never = d.join("never.pcap");
+    let (ok, _, err) = ctl(
+        &socket,
+        &["capture", "--port", "Ethernet9", "-w", never.to_str().unwrap()],
+    );
+    assert!(
+        !ok && err.contains("\"Ethernet9\" is not a port of the switch"),
+        "{err}"
+    );
+    assert!(!never.exists());
+
     // `show buffer`: the pools by name, and a 5 m port's PG3 xoff from its SONiC profile.
     let buffer = show(&socket, &["buffer"]);
     for pool in ["ingress_lossless_pool", "egress_lossless_pool", "egress_lossy_pool"] {

@@ -27,7 +27,8 @@ use std::time::{Duration, Instant};
 
 /// What `rocectl capture` was asked.
 pub struct CaptureOptions {
-    pub port: u16,
+    /// A port's name or id, as the user gave it.
+    pub port: String,
     pub direction: CaptureDirection,
     pub count: Option<u64>,
     pub duration: Option<Duration>,
@@ -73,9 +74,10 @@ pub fn capture(ep: &Endpoint, o: CaptureOptions) -> Result<(), String> {
     }
     let mut c = connect(ep)?;
     c.set_timeout(Some(SILENCE)).map_err(err)?;
+    let port = crate::commands::port_id(&mut c, &o.port)?;
     let id = c
         .send(Op::Capture {
-            port: o.port,
+            port,
             direction: o.direction,
             snaplen: o.snaplen,
             ring: o.ring,

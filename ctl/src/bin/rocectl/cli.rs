@@ -266,14 +266,15 @@ pub enum Command {
                       counted as dropped and reported at the end (and in `show counters --json`, ports[].capture).\n\n\
                       Examples:\n  rocectl capture --port 3 --tx -w port3-tx.pcap\n  \
                       rocectl capture --port 0 --rx --count 1000 -w port0-rx.pcap\n  \
+                      rocectl capture --port Ethernet8 --duration 5s -w eth8.pcap      # by name (a SONiC config's)\n  \
                       rocectl capture --port 3 --duration 10s -w port3.pcap --tcp 127.0.0.1:7700 --token-file token\n  \
                       tshark -r port3-tx.pcap -Y 'ip.dsfield.ecn == 3'      # CE-marked frames\n  \
                       tshark -r port0.pcap -Y 'macc.opcode == 0x0101 || infiniband.bth.opcode == 129'   # PFC, CNPs"
     )]
     Capture {
-        /// The port to capture (its `id` in the config).
-        #[arg(long)]
-        port: u16,
+        /// The port to capture: its name (`Ethernet8`, as the config names it) or its id (`8`).
+        #[arg(long, value_name = "PORT")]
+        port: String,
         /// Only the frames the port receives.
         #[arg(long, conflicts_with = "tx")]
         rx: bool,

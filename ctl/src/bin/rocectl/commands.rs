@@ -204,6 +204,13 @@ fn port_filter(known: &[(u16, Option<&str>)], wanted: &[String]) -> Result<Optio
     Ok(Some(ids))
 }
 
+/// The id of the port a user named (`Ethernet8` or `8`) on the switch behind `c`; an unknown
+/// one is an error listing the ports.
+pub fn port_id(c: &mut protocol::Client, wanted: &str) -> Result<u16, String> {
+    let snap: Snapshot = c.call_as(Op::Counters).map_err(err)?;
+    controlplane::model::find_port(&ports_of(&snap), wanted, "the switch")
+}
+
 fn ports_of(s: &Snapshot) -> Vec<(u16, Option<&str>)> {
     s.ports.iter().map(|p| (p.id, p.name.as_deref())).collect()
 }
