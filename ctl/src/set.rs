@@ -23,7 +23,7 @@ pub enum Set {
     /// Retune WRED-ECN: a profile by name, or the one a queue uses (globally, or on one port:
     /// that queue then gets its own profile).
     #[command(
-        after_help = "Examples:\n  rocectl set ecn --profile roce --kmax 200KB\n  rocectl set ecn --port 3 --queue 3 --kmin 50KB --kmax 200KB --pmax 0.1"
+        after_help = "Examples:\n  rocectl set ecn --profile roce --kmax 200KB\n  rocectl set ecn --port 3 --queue 3 --kmin 50KB --kmax 200KB --pmax 0.1\n  rocectl set ecn --port Ethernet8 --queue 3 --kmax 300KB      # a port by its config name"
     )]
     #[command(group(clap::ArgGroup::new("which").required(true).args(["profile", "queue"])))]
     Ecn(Ecn),
@@ -99,9 +99,9 @@ pub struct Ecn {
     /// The egress queue whose profile to change (0-7).
     #[arg(long, value_parser = clap::value_parser!(u8).range(0..8))]
     pub queue: Option<u8>,
-    /// Only on this port (its id), with --queue.
+    /// Only on this port, with --queue: its name (`Ethernet8`) or id.
     #[arg(long, requires = "queue")]
-    pub port: Option<u16>,
+    pub port: Option<String>,
     /// Queue length where marking starts: bytes, or 100KB (100 000), 100KiB or 100k
     /// (102 400).
     #[arg(long)]
@@ -130,9 +130,9 @@ pub struct Ecn {
 /// `rocectl set alpha` (the subcommand's help is on [`Set::Alpha`]).
 #[derive(Args, Debug, Clone)]
 pub struct Alpha {
-    /// Only on this port (its id).
+    /// Only on this port: its name (`Ethernet8`) or id.
     #[arg(long)]
-    pub port: Option<u16>,
+    pub port: Option<String>,
     /// The ingress PG whose shared limit to change (0-7); or --queue.
     #[arg(long, value_parser = clap::value_parser!(u8).range(0..8), required_unless_present = "queue", conflicts_with = "queue")]
     pub pg: Option<u8>,
@@ -146,9 +146,9 @@ pub struct Alpha {
 /// `rocectl set pg` (the subcommand's help is on [`Set::Pg`]).
 #[derive(Args, Debug, Clone)]
 pub struct Pg {
-    /// Only on this port (its id).
+    /// Only on this port: its name (`Ethernet8`) or id.
     #[arg(long)]
-    pub port: Option<u16>,
+    pub port: Option<String>,
     /// The ingress PG (0-7).
     #[arg(long, value_parser = clap::value_parser!(u8).range(0..8))]
     pub pg: u8,
@@ -169,9 +169,9 @@ pub struct Pg {
 /// `rocectl set queue` (the subcommand's help is on [`Set::Queue`]).
 #[derive(Args, Debug, Clone)]
 pub struct Queue {
-    /// Only on this port (its id).
+    /// Only on this port: its name (`Ethernet8`) or id.
     #[arg(long)]
-    pub port: Option<u16>,
+    pub port: Option<String>,
     /// The egress queue (0-7).
     #[arg(long, value_parser = clap::value_parser!(u8).range(0..8))]
     pub queue: u8,
@@ -204,9 +204,9 @@ pub struct Queue {
 /// `rocectl set edf` (the subcommand's help is on [`Set::Edf`]).
 #[derive(Args, Debug, Clone)]
 pub struct Edf {
-    /// Only on this port (its id): its own `edf` table, over the defaults.
+    /// Only on this port (its name, `Ethernet8`, or id): its own `edf` table, over the defaults.
     #[arg(long)]
-    pub port: Option<u16>,
+    pub port: Option<String>,
     /// Also make EDF the scheduler (`scheduler = "edf"`) of every port (or of --port).
     #[arg(long)]
     pub enable: bool,
@@ -281,9 +281,9 @@ pub struct Watchdog {
 /// `rocectl set scheduler` (the subcommand's help is on [`Set::Scheduler`]).
 #[derive(Args, Debug, Clone)]
 pub struct Scheduler {
-    /// Only on this port (its id); otherwise [port_defaults].
+    /// Only on this port (its name, `Ethernet8`, or id); otherwise [port_defaults].
     #[arg(long)]
-    pub port: Option<u16>,
+    pub port: Option<String>,
     /// `sp_wdrr` (strict priority + WDRR by the queues' sched and weight), `vlarb`, or
     /// `edf` (its budgets: `rocectl set edf`).
     #[arg(long)]
@@ -333,6 +333,24 @@ fn table<'a>(t: &'a mut Table, key: &str) -> Result<&'a mut Table, String> {
         .or_insert_with(|| Value::Table(Table::new()))
         .as_table_mut()
         .ok_or_else(|| format!("`{key}` in the running config is not a table"))
+}
+
+/// The id of the port a `--port` names (`Ethernet8` or `8`) among the running config's
+/// `[[port]]`s; an unknown one is an error listing them.
+fn port_id(root: &Table, which: Option<&str>) -> Result<Option<u16>, String> {
+    let Some(which) = which else { return Ok(None) };
+    let ports: Vec<(u16, Option<&str>)> = root
+        .get("port")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_table)
+        .filter_map(|p| {
+            let id = u16::try_from(p.get("id")?.as_integer()?).ok()?;
+            Some((id, p.get("name").and_then(Value::as_str)))
+        })
+        .collect();
+    controlplane::model::find_port(&ports, which, "the switch").map(Some)
 }
 
 /// The `[[port]]` table with this id.
@@ -415,7 +433,7 @@ impl Ecn {
         let Ecn {
             profile,
             queue,
-            port: on_port,
+            port: port_arg,
             kmin,
             kmax,
             pmax,
@@ -424,6 +442,7 @@ impl Ecn {
             mark_at,
             non_ect,
         } = self;
+        let on_port = &port_id(root, port_arg.as_deref())?;
         let mut fields = Table::new();
         for (k, v) in [
             ("kmin", kmin),
@@ -485,11 +504,12 @@ impl Ecn {
 impl Alpha {
     fn edit(&self, root: &mut Table) -> Result<(), String> {
         let Alpha {
-            port: on_port,
+            port: port_arg,
             pg,
             queue,
             value,
         } = self;
+        let on_port = &port_id(root, port_arg.as_deref())?;
         let (section, n) = match (pg, queue) {
             (Some(g), _) => ("pg", *g),
             (None, Some(q)) => ("queue", *q),
@@ -503,13 +523,14 @@ impl Alpha {
 impl Pg {
     fn edit(&self, root: &mut Table) -> Result<(), String> {
         let Pg {
-            port: on_port,
+            port: port_arg,
             pg,
             min,
             static_limit,
             headroom,
             xon_offset,
         } = self;
+        let on_port = &port_id(root, port_arg.as_deref())?;
         if min.is_none() && static_limit.is_none() && headroom.is_none() && xon_offset.is_none() {
             return none("pg");
         }
@@ -527,7 +548,7 @@ impl Pg {
 impl Queue {
     fn edit(&self, root: &mut Table) -> Result<(), String> {
         let Queue {
-            port: on_port,
+            port: port_arg,
             queue,
             min,
             static_limit,
@@ -538,6 +559,7 @@ impl Queue {
             shaper_burst,
             no_shaper,
         } = self;
+        let on_port = &port_id(root, port_arg.as_deref())?;
         let t = numbered(root, *on_port, "queue", *queue)?;
         let before = t.clone();
         put(t, "min", min);
@@ -570,7 +592,7 @@ impl Queue {
 impl Edf {
     fn edit(&self, root: &mut Table) -> Result<(), String> {
         let Edf {
-            port: on_port,
+            port: port_arg,
             enable,
             mode,
             budget,
@@ -580,6 +602,7 @@ impl Edf {
             tag,
             tag_unit,
         } = self;
+        let on_port = &port_id(root, port_arg.as_deref())?;
         let parent = match on_port {
             Some(p) => port(root, *p)?,
             None => table(root, "port_defaults")?,
@@ -692,12 +715,13 @@ impl Watchdog {
 impl Scheduler {
     fn edit(&self, root: &mut Table) -> Result<(), String> {
         let Scheduler {
-            port: on_port,
+            port: port_arg,
             kind,
             high,
             low,
             high_limit,
         } = self;
+        let on_port = &port_id(root, port_arg.as_deref())?;
         if kind.is_none() && high.is_none() && low.is_none() && high_limit.is_none() {
             return none("scheduler");
         }
@@ -776,7 +800,7 @@ pmax = 0.2
         Set::Ecn(Ecn {
             profile: profile.map(Into::into),
             queue,
-            port,
+            port: port.map(|p| p.to_string()),
             kmin: None,
             kmax: Some(kmax.into()),
             pmax: Some("0.1".into()),
@@ -808,7 +832,7 @@ pmax = 0.2
             .contains("nope"));
         assert!(after(ecn(None, Some(3), Some(9), "1KB"))
             .unwrap_err()
-            .contains("no port 9"));
+            .contains("\"9\" is not a port of the switch (ports: 0, 3)"));
         assert!(after(ecn(None, Some(0), None, "1KB"))
             .unwrap_err()
             .contains("no ECN profile"));
@@ -837,6 +861,34 @@ pmax = 0.2
         assert!(e.contains("not bits"), "{e}");
     }
 
+    /// `--port` by name, as a config imported from SONiC names its ports; by id still; an
+    /// unknown name is refused listing the ports with their names.
+    #[test]
+    fn a_port_is_named_by_its_name_or_its_id() {
+        let named = "[[port]]\nid = 0\nname = \"Ethernet0\"\n[[port]]\nid = 8\nname = \"Ethernet8\"\n";
+        let alpha = |port: &str| {
+            Set::Alpha(Alpha {
+                port: Some(port.into()),
+                pg: Some(3),
+                queue: None,
+                value: "1/4".into(),
+            })
+        };
+        for which in ["Ethernet8", "8"] {
+            let mut t: Table = named.parse().unwrap();
+            edit(&mut t, &alpha(which)).unwrap();
+            assert_eq!(t["port"][1]["pg"]["3"]["alpha"].as_str(), Some("1/4"), "{which}");
+            assert!(t["port"][0].get("pg").is_none(), "{which}: Ethernet0 untouched");
+        }
+        let mut t: Table = named.parse().unwrap();
+        let e = edit(&mut t, &alpha("Ethernet9")).unwrap_err();
+        assert!(
+            e.contains("\"Ethernet9\" is not a port of the switch (ports: 0 (Ethernet0), 8 (Ethernet8))"),
+            "{e}"
+        );
+        assert_eq!(t, named.parse::<Table>().unwrap(), "nothing changed");
+    }
+
     #[test]
     fn limits_are_one_kind() {
         let t = after(Set::Alpha(Alpha {
@@ -849,7 +901,7 @@ pmax = 0.2
         assert_eq!(t["pg"]["3"]["alpha"].as_str(), Some("1/4"));
         assert!(t["pg"]["3"].get("static").is_none(), "alpha replaced the static limit");
         let t = after(Set::Alpha(Alpha {
-            port: Some(0),
+            port: Some("0".into()),
             pg: Some(3),
             queue: None,
             value: "1".into(),
@@ -863,7 +915,7 @@ pmax = 0.2
     fn scheduler_kind_and_vlarb_tables() {
         let set = |port: Option<u16>, kind: Option<&str>, high: Option<&str>, low: Option<&str>, limit: Option<i64>| {
             Set::Scheduler(Scheduler {
-                port,
+                port: port.map(|p| p.to_string()),
                 kind: kind.map(Into::into),
                 high: high.map(Into::into),
                 low: low.map(Into::into),
@@ -896,7 +948,7 @@ pmax = 0.2
             .contains("at least one"));
         assert!(after(set(Some(9), Some("vlarb"), None, None, None))
             .unwrap_err()
-            .contains("no port 9"));
+            .contains("\"9\" is not a port of the switch (ports: 0, 3)"));
     }
 
     #[test]
@@ -919,9 +971,9 @@ pmax = 0.2
         assert_eq!(d["edf"]["budget"]["3"].as_str(), Some("50us"));
         assert_eq!(d["edf"]["budget"]["5"].as_str(), Some("1ms"));
         assert_eq!(d["edf"]["dscp_budget"]["24"].as_str(), Some("20us"));
-        let edf = |port, no_budget: Vec<u8>, budget: Vec<String>| {
+        let edf = |port: Option<u16>, no_budget: Vec<u8>, budget: Vec<String>| {
             Set::Edf(Edf {
-                port,
+                port: port.map(|p| p.to_string()),
                 enable: false,
                 mode: None,
                 budget,
@@ -942,7 +994,9 @@ pmax = 0.2
         assert_eq!(p3["edf"]["budget"]["2"].as_str(), Some("10us"));
         assert_eq!(p3["edf"]["tag"].as_str(), Some("flow_label"));
         assert!(t.get("port_defaults").is_none(), "only port 3's own table");
-        assert!(after(edf(Some(99), vec![], vec![])).unwrap_err().contains("no port 99"));
+        assert!(after(edf(Some(99), vec![], vec![]))
+            .unwrap_err()
+            .contains("\"99\" is not a port of the switch"));
         assert!(after(edf(None, vec![], vec!["3:50us".into()]))
             .unwrap_err()
             .contains("not N=DURATION"));
@@ -972,7 +1026,7 @@ pmax = 0.2
         .unwrap_err()
         .contains("DSCP=TC"));
         let t = after(Set::Queue(Queue {
-            port: Some(3),
+            port: Some("3".into()),
             queue: 1,
             min: None,
             static_limit: None,
