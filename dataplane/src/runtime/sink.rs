@@ -300,21 +300,57 @@ mod tests {
         Tokens(Vec<u8>),
     }
 
-    /// A backend that records its calls (frames named by their first byte).
-    struct Recorder(Arc<Mutex<Vec<Call>>>);
+    /// A backend that records its calls (frames named by their first byte). With `own` set
+    /// it sends buffers of kind `OWN` as they are (as DPDK its mbufs): takes the first `own`
+    /// tokens of each hand-over and refuses the rest.
+    struct Recorder {
+        calls: Arc<Mutex<Vec<Call>>>,
+        own: Option<usize>,
+    }
+
+    impl Recorder {
+        fn plain(calls: &Arc<Mutex<Vec<Call>>>) -> Box<Recorder> {
+            Box::new(Recorder {
+                calls: calls.clone(),
+                own: None,
+            })
+        }
+        fn owner(calls: &Arc<Mutex<Vec<Call>>>, room: usize) -> Box<Recorder> {
+            Box::new(Recorder {
+                calls: calls.clone(),
+                own: Some(room),
+            })
+        }
+    }
 
     impl PortBackend for Recorder {
         fn recv_burst(&mut self, _max: usize, _f: &mut dyn FnMut(&[u8])) -> Result<usize, PortError> {
             Ok(0)
         }
         fn send(&mut self, frame: &[u8]) -> Result<bool, PortError> {
-            self.0.lock().unwrap().push(Call::Copy(frame[0]));
+            self.calls.lock().unwrap().push(Call::Copy(frame[0]));
             Ok(true)
         }
         fn send_owned_burst(&mut self, frames: &mut OwnedBurst) -> (u64, Option<PortError>) {
             let firsts = frames.drain(..).map(|(f, _)| f.bytes()[0]).collect();
-            self.0.lock().unwrap().push(Call::Burst(firsts));
+            self.calls.lock().unwrap().push(Call::Burst(firsts));
             (0, None)
+        }
+        fn own_kind(&self) -> Option<&'static ForeignKind> {
+            self.own.map(|_| &OWN)
+        }
+        unsafe fn send_own_tokens(&mut self, tokens: &[std::ptr::NonNull<std::ffi::c_void>]) -> u64 {
+            // SAFETY: tokens of `OWN`, boxes of `lent_as`, handed over: read, then released.
+            let firsts = tokens
+                .iter()
+                .map(|t| unsafe { t.cast::<Vec<u8>>().as_ref()[0] })
+                .collect();
+            self.calls.lock().unwrap().push(Call::Tokens(firsts));
+            for &t in tokens {
+                // SAFETY: each token was handed over here, and is released once.
+                unsafe { release_counted(t) };
+            }
+            tokens.len().saturating_sub(self.own.unwrap_or(0)) as u64
         }
         fn tx_room(&mut self) -> usize {
             64
@@ -348,7 +384,7 @@ mod tests {
         LIVE.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
     }
     static PLAIN: crate::io::ForeignKind = crate::io::ForeignKind { release, owner: 1 };
-    /// The kind of buffer [`Owner`] sends as it is.
+    /// The kind of buffer an owning [`Recorder`] sends as it is.
     static OWN: crate::io::ForeignKind = crate::io::ForeignKind {
         release: release_counted,
         owner: 2,
@@ -375,60 +411,6 @@ mod tests {
         unsafe { ForeignFrame::new(data, 60, token, kind) }
     }
 
-    /// A backend that sends buffers of kind `OWN` as they are (as DPDK its mbufs): records
-    /// its calls as [`Recorder`] does, takes the first `room` tokens of each hand-over and
-    /// refuses the rest.
-    struct Owner {
-        calls: Arc<Mutex<Vec<Call>>>,
-        room: usize,
-    }
-
-    impl PortBackend for Owner {
-        fn recv_burst(&mut self, _max: usize, _f: &mut dyn FnMut(&[u8])) -> Result<usize, PortError> {
-            Ok(0)
-        }
-        fn send(&mut self, frame: &[u8]) -> Result<bool, PortError> {
-            self.calls.lock().unwrap().push(Call::Copy(frame[0]));
-            Ok(true)
-        }
-        fn send_owned_burst(&mut self, frames: &mut OwnedBurst) -> (u64, Option<PortError>) {
-            let firsts = frames.drain(..).map(|(f, _)| f.bytes()[0]).collect();
-            self.calls.lock().unwrap().push(Call::Burst(firsts));
-            (0, None)
-        }
-        fn own_kind(&self) -> Option<&'static ForeignKind> {
-            Some(&OWN)
-        }
-        unsafe fn send_own_tokens(&mut self, tokens: &[std::ptr::NonNull<std::ffi::c_void>]) -> u64 {
-            // SAFETY: tokens of `OWN`, boxes of `lent`, handed over: read, then released.
-            let firsts = tokens
-                .iter()
-                .map(|t| unsafe { t.cast::<Vec<u8>>().as_ref()[0] })
-                .collect();
-            self.calls.lock().unwrap().push(Call::Tokens(firsts));
-            for &t in tokens {
-                // SAFETY: each token was handed over here, and is released once.
-                unsafe { release_counted(t) };
-            }
-            tokens.len().saturating_sub(self.room) as u64
-        }
-        fn tx_room(&mut self) -> usize {
-            64
-        }
-        fn flush(&mut self) -> Result<(), PortError> {
-            Ok(())
-        }
-        fn link_up(&mut self) -> bool {
-            true
-        }
-        fn name(&self) -> &str {
-            "owner"
-        }
-        fn stats(&mut self) -> PortStats {
-            PortStats::default()
-        }
-    }
-
     /// Frames in their own buffers reach the backend together, but never after a frame sent
     /// as a copy behind them: lent 1, 2, copied 3, lent 4, 5 on one port arrive as the bursts
     /// [1, 2], then 3, then [4, 5] (handed over when the sink goes); a frame for another port
@@ -439,7 +421,7 @@ mod tests {
         let mut ports: Vec<ShardPort> = calls
             .iter()
             .enumerate()
-            .map(|(i, c)| ShardPort::Direct(PortIo::new(i, i as u16, Box::new(Recorder(c.clone())))))
+            .map(|(i, c)| ShardPort::Direct(PortIo::new(i, i as u16, Recorder::plain(c))))
             .collect();
         let mut sink = PortSink::new(&mut ports);
         sink.transmit_owned(0, lent(1), 10);
@@ -464,11 +446,7 @@ mod tests {
     #[test]
     fn own_buffers_reach_the_backend_as_tokens_in_order() {
         let calls = Arc::new(Mutex::new(Vec::new()));
-        let backend = Owner {
-            calls: calls.clone(),
-            room: 1,
-        };
-        let mut ports = vec![ShardPort::Direct(PortIo::new(0, 0, Box::new(backend)))];
+        let mut ports = vec![ShardPort::Direct(PortIo::new(0, 0, Recorder::owner(&calls, 1)))];
         let _one_at_a_time = COUNTING.lock().unwrap_or_else(|e| e.into_inner());
         let mut sink = PortSink::new(&mut ports);
         sink.transmit_owned(0, lent_as(1, &OWN), 0);
@@ -500,11 +478,7 @@ mod tests {
     #[test]
     fn own_buffers_for_a_port_that_is_gone_are_released() {
         let calls = Arc::new(Mutex::new(Vec::new()));
-        let backend = Owner {
-            calls: calls.clone(),
-            room: 32,
-        };
-        let mut ports = vec![ShardPort::Direct(PortIo::new(0, 0, Box::new(backend)))];
+        let mut ports = vec![ShardPort::Direct(PortIo::new(0, 0, Recorder::owner(&calls, 32)))];
         ports[0].io_mut().unwrap().gone = true;
         let _one_at_a_time = COUNTING.lock().unwrap_or_else(|e| e.into_inner());
         let mut sink = PortSink::new(&mut ports);
@@ -526,7 +500,7 @@ mod tests {
     #[test]
     fn a_burst_for_a_port_that_is_gone_counts_its_frames_dropped() {
         let calls = Arc::new(Mutex::new(Vec::new()));
-        let mut ports = vec![ShardPort::Direct(PortIo::new(0, 0, Box::new(Recorder(calls.clone()))))];
+        let mut ports = vec![ShardPort::Direct(PortIo::new(0, 0, Recorder::plain(&calls)))];
         ports[0].io_mut().unwrap().gone = true;
         let mut sink = PortSink::new(&mut ports);
         for id in 1..=3 {
