@@ -132,6 +132,31 @@ fn unknown_ecn_profile_names_both() {
     has(&p, &["queue.3.ecn", "\"rocee\"", "ecn.rocee", "defined: roce"]);
 }
 
+/// Issue 46 item 5: a port named like another port's id (`1` on port 0, next to port id 1)
+/// is refused, naming both; the same in any spelling the port lookups read as that id; a name
+/// that is its own port's id, or an id no port has, stays valid.
+#[test]
+fn a_port_named_like_another_ports_id_is_refused() {
+    for name in ["1", " 1", "01", "+1"] {
+        let text = BASE.replacen("[[port]]\nid = 0", &format!("[[port]]\nid = 0\nname = {name:?}"), 1);
+        let p = problems(&text);
+        has(
+            &p,
+            &[
+                &format!("port[0].name: {name:?} is the id of port[1] (1)"),
+                "may not be another port's id",
+                "\"Ethernet0\"",
+            ],
+        );
+    }
+    // Its own id, or an id no port has: one port either way.
+    ok(&BASE.replacen("[[port]]\nid = 1", "[[port]]\nid = 1\nname = \"1\"", 1));
+    ok(&BASE.replacen("[[port]]\nid = 0", "[[port]]\nid = 0\nname = \"8\"", 1));
+    // The lookup that made it matter: by name first.
+    let ports = [(0u16, Some("8")), (8, None)];
+    assert_eq!(controlplane::model::find_port(&ports, "8", "the config"), Ok(0));
+}
+
 #[test]
 fn ports_ids_count_speed_mtu_cable() {
     let p = problems(&BASE.replace("[[port]]\nid = 1", "[[port]]\nid = 0"));

@@ -316,7 +316,28 @@ pub(super) fn resolve_ports(cx: &mut Ctx, file: &ConfigFile) -> Vec<PortDraft> {
             mtu: mtu.unwrap_or(DEFAULT_MTU),
         });
     }
+    check_names_are_not_ids(cx, file, &ids);
     out
+}
+
+/// A port's name may not read as another port's id. Everything that takes a port by name or id
+/// (`model::find_port`: `rocectl set --port`, `capture --port`, `replay --input 8=`) tries the
+/// name first, so a port named `8` next to port id 8 made that port unreachable by its id, and
+/// `--input 8=` fed the other port without a word. Refused here, where the config is read; a
+/// name that reads as its own port's id (`8` on port 8) names that port either way and stays.
+fn check_names_are_not_ids(cx: &mut Ctx, file: &ConfigFile, ids: &BTreeMap<u16, usize>) {
+    for (i, p) in file.ports.iter().enumerate() {
+        let Some(name) = &p.name else { continue };
+        let Ok(as_id) = name.trim().parse::<u16>() else { continue };
+        if let Some(&j) = ids.get(&as_id).filter(|&&j| j != i) {
+            cx.error(format!(
+                "port[{i}].name: {name:?} is the id of port[{j}] ({as_id}); a port's name may not be \
+                 another port's id, or `--port {as_id}` and `--input {as_id}=` could mean either: \
+                 name it otherwise (e.g. \"Ethernet{}\", as SONiC would)",
+                p.id
+            ));
+        }
+    }
 }
 
 fn check_speed(cx: &mut Ctx, path: &str, v: &Scalar, s: Option<u64>) -> Option<u64> {
