@@ -442,6 +442,19 @@ fn tiny_buffer_is_an_error() {
 fn ucloud_check_warns_when_a_lossless_queue_is_limited() {
     let l = ok(&BASE.replace("ecn = \"roce\"", "ecn = \"roce\"\nstatic = \"64KiB\""));
     has(&l.warnings, &["queue.3", "lossless PG 3", "make queue.3 unlimited"]);
+    // Issue 46 item 7: what it says can happen is what the switch does. The egress side never
+    // refuses an admitted lossless frame (dataplane mmu::egress: only lossy frames meet the
+    // queue's limit there), so no warning may say they can be dropped at egress; what does
+    // happen is the queue going past its limit into the egress pool the lossy queues share.
+    let w = l.warnings.iter().find(|w| w.contains("lossless PG 3")).unwrap();
+    assert!(!w.contains("may be dropped") && !w.contains("can be dropped"), "{w}");
+    assert!(
+        w.contains("never drops an admitted lossless frame at egress")
+            && w.contains("the queue grows past its limit")
+            && w.contains("lossy queues")
+            && w.contains("drop sooner"),
+        "{w}"
+    );
     // Unlimited (the default for a lossless queue) never warns.
     assert!(ok(BASE).warnings.is_empty());
 }

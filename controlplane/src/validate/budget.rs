@@ -242,10 +242,13 @@ pub(super) fn check_budget(cx: &mut Ctx, c: &Config, size_text: Option<&Scalar>)
                 };
                 cx.warn(format!(
                     "queue.{q}{on}: lossless PG {g} can hold {words} = {hold} cells, more than \
-                     queue {q}'s limit (shared {q_shared} + min {q_min} = {} cells); lossless \
-                     frames may be dropped at egress: make queue.{q} unlimited or lower pg.{g}'s \
-                     limit",
-                    q_shared.saturating_add(q_min)
+                     queue {q}'s limit (shared {q_shared} + min {q_min} = {limit} cells). The switch \
+                     never drops an admitted lossless frame at egress (the PG's XOFF and headroom \
+                     hold the senders back), so the queue grows past its limit, up to {hold} cells, \
+                     taking the rest from the egress pool it shares: the lossy queues drawing on \
+                     that pool find less room and drop sooner. To keep queue {q} within its limit, \
+                     lower pg.{g}'s limit; to say what already happens, make queue.{q} unlimited",
+                    limit = q_shared.saturating_add(q_min)
                 ));
             }
         }
