@@ -41,6 +41,11 @@
 //! every query. An unnamed port has no `name` label (to Prometheus an empty label is no label),
 //! so a config without names exports exactly what it did before.
 //!
+//! **Names are data.** Port, pool and switch names come from config files (a SONiC
+//! config_db.json's keys among them) and may hold any character: every label value is written
+//! through [`escape_label_value`] (`\\`, `\"`, `\n`, as the exposition format says), never as
+//! given, so no name can end its series, add one, or make a strict scraper reject the scrape.
+//!
 //! The snapshot is read through its shared type, each struct destructured without `..`: a field
 //! added to `controlplane::snapshot` does not compile here until it is exported, and the test
 //! below checks each number of a serialized snapshot against the metric its name implies.
@@ -51,12 +56,57 @@ use controlplane::snapshot::{
 };
 use controlplane::NUM_TC;
 use prometheus_client::encoding::text::encode;
-use prometheus_client::encoding::{EncodeMetric, MetricEncoder, NoLabelSet};
+use prometheus_client::encoding::{
+    EncodeLabel, EncodeLabelSet, EncodeLabelValue, EncodeMetric, LabelSetEncoder, LabelValueEncoder, MetricEncoder,
+    NoLabelSet,
+};
 use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::Registry;
 use std::collections::{BTreeMap, HashMap};
 
 type Labels = Vec<(String, String)>;
+
+/// Writes `value` as a label value of the exposition text must be written, between its
+/// quotes: a backslash as `\\`, a double quote as `\"`, a newline as `\n`, everything else
+/// (unicode, `}`, `,`, `=`) as it is (OpenMetrics 1.0, `escaped-char`; the Prometheus text format
+/// the same). Every label value the daemon serves goes through it ([`EscapedLabels`]): port,
+/// pool and switch names are config data, and prometheus-client writes label values as given
+/// (its issue #151), so a name with a quote and a newline in it used to end its series and add
+/// others of its own, and a trailing backslash made the whole scrape unparsable.
+pub fn escape_label_value(value: &str, out: &mut impl std::fmt::Write) -> std::fmt::Result {
+    let mut rest = value;
+    while let Some(i) = rest.find(['\\', '"', '\n']) {
+        out.write_str(&rest[..i])?;
+        out.write_str(match rest.as_bytes()[i] {
+            b'\\' => "\\\\",
+            b'"' => "\\\"",
+            _ => "\\n",
+        })?;
+        rest = &rest[i + 1..];
+    }
+    out.write_str(rest)
+}
+
+/// A series' labels as the encoder writes them: each value through [`escape_label_value`].
+struct EscapedLabels<'a>(&'a Labels);
+
+/// One label value, escaped.
+struct EscapedValue<'a>(&'a str);
+
+impl EncodeLabelValue for EscapedValue<'_> {
+    fn encode(&self, encoder: &mut LabelValueEncoder) -> Result<(), std::fmt::Error> {
+        escape_label_value(self.0, encoder)
+    }
+}
+
+impl EncodeLabelSet for EscapedLabels<'_> {
+    fn encode(&self, mut encoder: LabelSetEncoder) -> Result<(), std::fmt::Error> {
+        for (key, value) in self.0 {
+            (key.as_str(), EscapedValue(value)).encode(encoder.encode_label())?;
+        }
+        Ok(())
+    }
+}
 
 /// One metric family: its series in the order they were first added (ports as the snapshot
 /// lists them, priorities 0-7...), so every scrape lists them in the same order.
@@ -81,7 +131,8 @@ impl Series {
 impl EncodeMetric for Series {
     fn encode(&self, mut encoder: MetricEncoder) -> Result<(), std::fmt::Error> {
         for (labels, v) in &self.rows {
-            let mut e = encoder.encode_family(labels)?;
+            let escaped = EscapedLabels(labels);
+            let mut e = encoder.encode_family(&escaped)?;
             if self.gauge {
                 e.encode_gauge(v)?;
             } else {
@@ -619,6 +670,7 @@ pub(crate) mod tests {
     use super::*;
     use controlplane::snapshot::Totals;
     use serde_json::Value;
+    use std::collections::BTreeSet;
 
     /// A snapshot with every kind of row (a port with queues, PGs, a peer, a backend and a
     /// capture; pools with and without shared headroom); also the daemon's tests'.
@@ -1007,5 +1059,151 @@ pub(crate) mod tests {
         assert!(text.contains("# TYPE rocesw_pool_used_bytes gauge"), "{text}");
         // A queue's own byte figures stay the only ones.
         assert_eq!(text.matches("# TYPE rocesw_queue_depth_bytes gauge").count(), 1);
+    }
+
+    /// One sample of a strictly read exposition: its metric name, its labels (values
+    /// unescaped), its value.
+    type Sample = (String, Vec<(String, String)>, f64);
+
+    /// Reads OpenMetrics text strictly, as a scraper that rejects the whole scrape on one bad
+    /// line does: every line is a `# HELP`/`# TYPE`/`# UNIT` comment, a sample or the final
+    /// `# EOF`; a sample is a metric name, optional `{key="value",...}` whose values may escape
+    /// only `\\`, `\"` and `\n`, one space and a number. The first line it rejects is the error.
+    pub(crate) fn strict_samples(text: &str) -> Result<Vec<Sample>, String> {
+        let body = text.strip_suffix("# EOF\n").ok_or("the exposition does not end in `# EOF`")?;
+        let is_name = |s: &str, colon: bool| {
+            s.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_' || (colon && c == ':'))
+                && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || (colon && c == ':'))
+        };
+        let mut out = Vec::new();
+        for line in body.split_terminator('\n') {
+            let bad = |why: &str| Err(format!("{why}: {line:?}"));
+            if let Some(c) = line.strip_prefix("# ") {
+                let mut w = c.splitn(3, ' ');
+                let (kind, name) = (w.next().unwrap_or(""), w.next().unwrap_or(""));
+                if !["HELP", "TYPE", "UNIT"].contains(&kind) || !is_name(name, true) {
+                    return bad("not a HELP, TYPE or UNIT line");
+                }
+                continue;
+            }
+            let name_end = line
+                .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == ':'))
+                .unwrap_or(line.len());
+            let name = &line[..name_end];
+            if !is_name(name, true) {
+                return bad("no metric name");
+            }
+            let mut rest = &line[name_end..];
+            let mut labels: Vec<(String, String)> = Vec::new();
+            if let Some(r) = rest.strip_prefix('{') {
+                rest = r;
+                loop {
+                    if let Some(r) = rest.strip_prefix('}') {
+                        rest = r;
+                        break;
+                    }
+                    let Some(eq) = rest.find('=') else { return bad("a label without =") };
+                    let key = &rest[..eq];
+                    if !is_name(key, false) || labels.iter().any(|(k, _)| k == key) {
+                        return bad("a bad or repeated label name");
+                    }
+                    let Some(r) = rest[eq + 1..].strip_prefix('"') else { return bad("an unquoted label value") };
+                    let mut value = String::new();
+                    let mut chars = r.char_indices();
+                    let end = loop {
+                        match chars.next() {
+                            None => return bad("an unterminated label value"),
+                            Some((i, '"')) => break i,
+                            Some((_, '\\')) => match chars.next() {
+                                Some((_, '\\')) => value.push('\\'),
+                                Some((_, '"')) => value.push('"'),
+                                Some((_, 'n')) => value.push('\n'),
+                                _ => return bad("an escape other than \\\\, \\\" or \\n"),
+                            },
+                            Some((_, c)) => value.push(c),
+                        }
+                    };
+                    labels.push((key.to_string(), value));
+                    rest = &r[end + 1..];
+                    if let Some(r) = rest.strip_prefix(',') {
+                        rest = r;
+                    } else if !rest.starts_with('}') {
+                        return bad("labels not separated by ,");
+                    }
+                }
+            }
+            let Some(v) = rest.strip_prefix(' ') else { return bad("no space before the value") };
+            let Ok(v) = v.parse::<f64>() else { return bad("a value that is not a number") };
+            out.push((name.to_string(), labels, v));
+        }
+        Ok(out)
+    }
+
+    /// Issue 46 item 2: names are data. Port, pool and switch names with a backslash (also
+    /// trailing), quotes, newlines, `}` and unicode, one of them shaped to inject a series,
+    /// each come back exact from a strict reading of the scrape, and the scrape has exactly
+    /// the series it has with plain names: nothing injected, nothing lost.
+    #[test]
+    fn hostile_names_are_label_values_never_syntax() {
+        let hostile = [
+            "trailing\\",
+            "Ethernet\"8\"",
+            "x\"} 1\nrocesw_injected_total{switch=\"evil",
+            "two\nlines",
+            "brace}",
+            "a\\\"b\\n",
+            "Ethernet\u{2160}·ポート",
+        ];
+        let build = |names: &[String], pool: &str, switch: &str| {
+            let mut s = named_snapshot();
+            let template = s.ports[1].clone();
+            for (i, n) in names.iter().enumerate() {
+                let mut p = template.clone();
+                p.id = 9 + i as u16;
+                p.name = Some(n.clone());
+                s.ports.push(p);
+            }
+            s.pools[0].name = pool.to_string();
+            let mut m = Metrics {
+                cell_bytes: Some(96),
+                ..Default::default()
+            };
+            m.add_snapshot(switch, &s);
+            m.encode()
+        };
+        let names: Vec<String> = hostile.iter().map(|n| n.to_string()).collect();
+        let plain: Vec<String> = (0..names.len()).map(|i| format!("p{i}")).collect();
+        let (pool, switch) = ("pool \"lossless\"\\\n}", "sw\\\"1\n}");
+        let text = build(&names, pool, switch);
+        let samples = strict_samples(&text).unwrap_or_else(|e| panic!("{e}\nin:\n{text}"));
+        let baseline = strict_samples(&build(&plain, "pool", "s1")).unwrap();
+        assert_eq!(samples.len(), baseline.len(), "series injected or lost:\n{text}");
+        let families = |s: &[Sample]| s.iter().map(|(n, _, _)| n.clone()).collect::<BTreeSet<_>>();
+        assert_eq!(families(&samples), families(&baseline), "{text}");
+        let label = |labels: &[(String, String)], key: &str| {
+            labels.iter().find(|(k, _)| k == key).map(|(_, v)| v.clone())
+        };
+        for (_, labels, _) in &samples {
+            assert_eq!(label(labels, "switch").as_deref(), Some(switch), "{labels:?}");
+        }
+        for (i, n) in hostile.iter().enumerate() {
+            let port = (9 + i).to_string();
+            let of_port: Vec<&Sample> =
+                samples.iter().filter(|(_, l, _)| label(l, "port") == Some(port.clone())).collect();
+            let want = baseline
+                .iter()
+                .filter(|(_, l, _)| label(l, "port") == Some(port.clone()))
+                .count();
+            assert_eq!(of_port.len(), want, "port {port}");
+            for (_, labels, _) in of_port {
+                assert_eq!(label(labels, "name").as_deref(), Some(*n), "{labels:?}");
+            }
+        }
+        let pools = samples.iter().filter(|(_, l, _)| label(l, "pool").as_deref() == Some(pool));
+        assert!(pools.count() >= 3, "the hostile pool's series:\n{text}");
+        // The one function writes exactly the three escapes.
+        let mut s = String::new();
+        escape_label_value("a\\b\"c\nd}é", &mut s).unwrap();
+        assert_eq!(s, "a\\\\b\\\"c\\nd}é");
     }
 }
