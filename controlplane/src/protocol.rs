@@ -609,6 +609,21 @@ pub struct ApplyData {
 /// config's version begins: a client that sees it may read the config again and retry.
 pub const VERSION_CHANGED: &str = "the running config changed since it was read";
 
+/// How the refusal of a change begins when the switch's data plane did not take it in time
+/// (its workers did not answer within the control server's reply timeout: a switch still
+/// setting up, or one very busy). Not a verdict on the change: asked again later, it applies.
+pub const NOT_ANSWERED: &str = "the switch did not answer within";
+
+/// How the refusal begins when the switch's control queue to its workers is full.
+pub const BUSY: &str = "the switch is busy";
+
+/// Whether a refusal says only that the switch could not take the request yet
+/// ([`NOT_ANSWERED`], [`BUSY`]), so that the same request asked again later may well succeed,
+/// rather than that the request itself is refused.
+pub fn not_yet(refusal: &str) -> bool {
+    refusal.starts_with(NOT_ANSWERED) || refusal.starts_with(BUSY)
+}
+
 /// How the line begins that the switch sends a TCP connection it closes before it
 /// authenticated, to make room for a newer one (`MAX_TCP_UNAUTHENTICATED` connections waiting
 /// to authenticate): a client that sees it (or the connection closing before the answer to its

@@ -7,6 +7,11 @@
 //!   the switch: at start, and after the switch restarted. A restart is noticed because the
 //!   connection drops (a heartbeat `hello` every poll interval); reconnection is retried every
 //!   poll interval, so a restarted switch is back on the desired config within about two.
+//! * A switch that cannot take the apply yet (its data plane still setting up: the switch
+//!   answers that it did not answer in time, `protocol::not_yet`) is asked again with back-off
+//!   ([`APPLY_RETRY_FIRST`] doubling to [`APPLY_RETRY_MAX`]), each wait said at info level;
+//!   drift detection starts with the first apply the switch takes. Taken as a refusal, as it
+//!   once was, the file was never applied and no later drift was seen.
 //! * A change made behind its back (`rocectl set`, `patch`, `apply` by someone else) is a drift:
 //!   the running config, read at every poll, no longer says what the file says. It is said
 //!   (a log line naming the keys, `rocectl_daemon_drift` and `rocectl_daemon_drifts_total`) and,
@@ -69,6 +74,21 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 /// How long a content that looks cut short must stay unchanged before it is applied.
 pub const SETTLE: Duration = Duration::from_secs(2);
+
+/// The first wait before an apply the switch could not take yet is asked again (a switch
+/// still setting up its data plane: `protocol::not_yet`); each next wait doubles, up to
+/// [`APPLY_RETRY_MAX`].
+pub const APPLY_RETRY_FIRST: Duration = Duration::from_millis(250);
+
+/// The longest wait between two tries of an apply the switch could not take yet.
+pub const APPLY_RETRY_MAX: Duration = Duration::from_secs(8);
+
+/// The wait before the `n`-th retry (counted from 1) of an apply the switch could not take yet.
+pub fn apply_retry_wait(n: u32) -> Duration {
+    APPLY_RETRY_FIRST
+        .saturating_mul(1 << n.saturating_sub(1).min(16))
+        .min(APPLY_RETRY_MAX)
+}
 
 /// What the daemon is told.
 pub struct DaemonOptions {
@@ -181,6 +201,9 @@ pub fn run(opts: DaemonOptions, stop: Arc<AtomicBool>) -> Result<(), String> {
     // last reported (each drift is said once).
     let mut applied_version: Option<u64> = None;
     let mut drift_said: Option<u64> = None;
+    // An apply the switch could not take yet (still starting): tries so far, and when the
+    // next one is due.
+    let mut apply_retry: Option<(u32, Instant)> = None;
     while !stop.load(Ordering::Relaxed) {
         // 1. The file: a new valid content becomes desired once complete and settled; a bad
         //    one is refused once.
@@ -277,6 +300,7 @@ pub fn run(opts: DaemonOptions, stop: Arc<AtomicBool>) -> Result<(), String> {
                     eprintln!("rocectl daemon: lost the switch at {}; retrying", opts.socket);
                     client = None;
                     waiting_said = true;
+                    apply_retry = None;
                 }
                 // A version neither the daemon applied nor already looked at: once per change.
                 Ok(running)
@@ -349,13 +373,21 @@ pub fn run(opts: DaemonOptions, stop: Arc<AtomicBool>) -> Result<(), String> {
             }
         }
         state.dataplane_up.store(client.is_some(), Ordering::Relaxed);
-        if let (true, Some(c)) = (need_apply, client.as_mut()) {
+        let apply_due = apply_retry.is_none_or(|(_, at)| Instant::now() >= at);
+        if let (true, true, Some(c)) = (need_apply, apply_due, client.as_mut()) {
             match c.call_as::<ApplyData>(Op::Apply {
                 toml: desired.clone(),
                 if_version: None,
             }) {
                 Ok(d) => {
                     need_apply = false;
+                    if let Some((tries, _)) = apply_retry.take() {
+                        tracing::info!(
+                            "the switch took {} after {tries} tr{}: drift detection is on",
+                            opts.config.display(),
+                            if tries == 1 { "y" } else { "ies" }
+                        );
+                    }
                     applied_version = Some(d.version);
                     state.drift.store(false, Ordering::Relaxed);
                     state.applies_ok.fetch_add(1, Ordering::Relaxed);
@@ -376,7 +408,31 @@ pub fn run(opts: DaemonOptions, stop: Arc<AtomicBool>) -> Result<(), String> {
                         eprintln!("rocectl daemon: warning: {w}");
                     }
                 }
+                // Not refused: the switch could not take it yet (its data plane is still
+                // setting up, or busy). Asked again with back-off until it answers; drift
+                // detection starts with the first apply it takes.
+                Err(ClientError::Refused(why)) if controlplane::protocol::not_yet(&why) => {
+                    let tries = apply_retry.map_or(0, |(n, _)| n) + 1;
+                    let wait = apply_retry_wait(tries);
+                    if tries == 1 {
+                        tracing::info!(
+                            "waiting for the switch to take {} ({why}): it may still be starting; \
+                             asking again with back-off, first in {} ms, up to every {} s",
+                            opts.config.display(),
+                            wait.as_millis(),
+                            APPLY_RETRY_MAX.as_secs()
+                        );
+                    } else {
+                        tracing::info!(
+                            "still waiting for the switch to take {} (try {tries}: {why}); next try in {} ms",
+                            opts.config.display(),
+                            wait.as_millis()
+                        );
+                    }
+                    apply_retry = Some((tries, Instant::now() + wait));
+                }
                 Err(ClientError::Refused(why)) => {
+                    apply_retry = None;
                     // Valid on its own but not applicable live (e.g. other ports): the switch
                     // keeps its config; the next edit is tried again.
                     need_apply = false;
@@ -386,6 +442,7 @@ pub fn run(opts: DaemonOptions, stop: Arc<AtomicBool>) -> Result<(), String> {
                 Err(e) => {
                     eprintln!("rocectl daemon: apply failed ({e}); retrying");
                     client = None;
+                    apply_retry = None;
                 }
             }
         }

@@ -186,12 +186,13 @@ impl Server {
     /// Hands a request to the workers and waits for the answer.
     pub(super) fn ask<T>(&mut self, req: ControlRequest, rx: &Receiver<T>) -> Result<T, String> {
         if self.queue.push(req).is_err() {
-            return Err("the switch is busy (its control queue is full); try again".into());
+            return Err(format!("{} (its control queue is full); try again", protocol::BUSY));
         }
         match rx.recv_timeout(REPLY_TIMEOUT) {
             Ok(v) => Ok(v),
             Err(RecvTimeoutError::Timeout) => Err(format!(
-                "the switch did not answer within {} s",
+                "{} {} s",
+                protocol::NOT_ANSWERED,
                 REPLY_TIMEOUT.as_secs()
             )),
             Err(RecvTimeoutError::Disconnected) => Err("the switch is stopping".into()),

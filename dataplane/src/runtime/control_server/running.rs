@@ -54,7 +54,7 @@ impl Server {
             reply: tx,
         };
         if self.queue.push(req).is_err() {
-            return Err("the switch is busy (its control queue is full); try again".into());
+            return Err(format!("{} (its control queue is full); try again", protocol::BUSY));
         }
         match rx.recv_timeout(REPLY_TIMEOUT) {
             Ok(Ok(())) => {
@@ -75,7 +75,8 @@ impl Server {
             Err(RecvTimeoutError::Timeout) => {
                 self.late.push((rx, change));
                 Err(format!(
-                    "the switch did not answer within {} s (the change may still apply; check get_config)",
+                    "{} {} s (the change may still apply; check get_config)",
+                    protocol::NOT_ANSWERED,
                     REPLY_TIMEOUT.as_secs()
                 ))
             }
