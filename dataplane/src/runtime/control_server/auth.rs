@@ -282,6 +282,27 @@ mod tests {
         assert!(g.blocked(ip("::1"), t0).is_none());
     }
 
+    /// Issue 46 item 8, the kernel's answer injected: `nobody`'s wrong tokens from sockets the
+    /// kernel reports as uid 0 while they close are the unknown peer's, logged so and counted
+    /// there; root's back-off never grows from them.
+    #[test]
+    fn a_closing_peer_reported_as_uid_0_never_costs_root() {
+        use controlplane::loopback::owner_uid;
+        const LAST_ACK: u8 = 9;
+        let mut g = AuthGuard::default();
+        let t0 = Instant::now();
+        let root = PeerKey::User(0);
+        for k in 0..50u64 {
+            let closing = PeerKey::from_parts("127.0.0.2".parse().unwrap(), owner_uid(LAST_ACK, 0, 0));
+            assert_eq!(closing.to_string(), "127.0.0.1 (user unknown)");
+            g.failed(closing, true, t0 + Duration::from_millis(5 * k));
+        }
+        let now = t0 + Duration::from_millis(250);
+        assert_eq!(g.blocked(root, now), None, "root pays for nobody's closing sockets");
+        assert!(!g.peers.contains_key(&root));
+        assert!(g.blocked(ip("127.0.0.1"), now).is_some(), "the unknown peer escaped the back-off");
+    }
+
     /// Issue 41 item 4: keyed by address, one guesser on the host kept every loopback client
     /// in back-off, the token holder included. Keyed by the socket's user, whatever address
     /// each picks: the guesser's user waits, another user's client does not, nor does a peer
