@@ -205,15 +205,28 @@ pub enum Op {
 /// The levels `log` takes, quietest first.
 pub const LOG_LEVELS: [&str; 6] = ["off", "error", "warn", "info", "debug", "trace"];
 
+/// The longest log filter a switch keeps (its directives joined by commas, in bytes): a `log`
+/// request that would make it longer is refused, and the filter stays. Each target has one
+/// directive (a new level for it replaces the old), so only ever more targets grow it; this
+/// is room for dozens of module paths, and a client naming target after target can no longer
+/// grow it (and the work every log call does to match it) without bound.
+pub const MAX_LOG_FILTER: usize = 1024;
+
 /// Checks a `log` request's level and target, as the server and `rocectl log` both do: the
 /// level (any case) one of [`LOG_LEVELS`], returned in lower case; the target a Rust module
-/// path (`dataplane::runtime`: identifiers joined by `::`).
+/// path (`dataplane::runtime`: identifiers joined by `::`) that fits in [`MAX_LOG_FILTER`].
 pub fn check_log(level: &str, target: Option<&str>) -> Result<String, String> {
     let lower = level.to_ascii_lowercase();
     if !LOG_LEVELS.contains(&lower.as_str()) {
         return Err(format!("log level {level:?} is not one of {}", LOG_LEVELS.join(", ")));
     }
     if let Some(t) = target {
+        if t.len() + 1 + lower.len() > MAX_LOG_FILTER {
+            return Err(format!(
+                "log target of {} bytes is too long: the whole filter is at most {MAX_LOG_FILTER} bytes",
+                t.len()
+            ));
+        }
         let ident = |p: &str| {
             p.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
                 && p.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')

@@ -46,32 +46,58 @@ pub fn filter() -> Option<String> {
 
 /// Sets the log level (`controlplane::protocol::check_log` checks it first), as
 /// `ovs-appctl vlog/set`: without `target` the whole filter becomes `level`; with it, that
-/// target's directive is replaced (or added) and the others stay. The filter now in force.
+/// target's directive is replaced (or added) and the others stay ([`next_filter`]). The filter
+/// now in force.
 pub fn set_level(level: &str, target: Option<&str>) -> Result<String, String> {
-    let level = controlplane::protocol::check_log(level, target)?;
     let Some((handle, text)) = FILTER.get() else {
+        controlplane::protocol::check_log(level, target)?;
         return Err("this switch's log filter cannot change (its process did not start it through rocesw)".into());
     };
     let mut text = text.lock().unwrap_or_else(|e| e.into_inner());
-    let next = match target {
-        None => level,
-        Some(t) => {
-            let mut kept: Vec<&str> = text
-                .split(',')
-                .map(str::trim)
-                .filter(|d| !d.is_empty() && directive_target(d) != Some(t))
-                .collect();
-            let new = format!("{t}={level}");
-            kept.push(&new);
-            kept.join(",")
-        }
-    };
+    let next = next_filter(&text, level, target)?;
     let filter = EnvFilter::try_new(&next).map_err(|e| format!("log filter {next:?}: {e}"))?;
     handle
         .reload(filter)
         .map_err(|e| format!("the log filter could not change: {e}"))?;
     *text = next;
     Ok(text.clone())
+}
+
+/// The filter `current` becomes when `target` (all of them if `None`) is set to `level`: one
+/// directive per target, a target's new level replacing its old directive where it stood,
+/// the others kept in their order; refused, with `current` left as it is, if the result would
+/// be longer than [`controlplane::protocol::MAX_LOG_FILTER`] bytes.
+pub fn next_filter(current: &str, level: &str, target: Option<&str>) -> Result<String, String> {
+    let level = controlplane::protocol::check_log(level, target)?;
+    let next = match target {
+        None => level,
+        Some(t) => {
+            let new = format!("{t}={level}");
+            let mut out: Vec<&str> = Vec::new();
+            let mut placed = false;
+            for d in current.split(',').map(str::trim).filter(|d| !d.is_empty()) {
+                if directive_target(d) != Some(t) {
+                    out.push(d);
+                } else if !placed {
+                    out.push(&new);
+                    placed = true;
+                }
+            }
+            if !placed {
+                out.push(&new);
+            }
+            out.join(",")
+        }
+    };
+    let max = controlplane::protocol::MAX_LOG_FILTER;
+    if next.len() > max {
+        return Err(format!(
+            "the log filter would be {} bytes, more than the {max} a switch keeps; the filter stays \
+             {current:?} (set a level for all targets, `rocectl log LEVEL`, to start it again)",
+            next.len()
+        ));
+    }
+    Ok(next)
 }
 
 /// The target a directive names (`dataplane::runtime[span]=debug` → `dataplane::runtime`);
@@ -130,6 +156,46 @@ impl FormatTime for Timer {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 46 item 6: a target's directive is replaced where it stood, never added again;
+    /// the filter never grows past its cap, and a change that would is refused clearly with
+    /// the filter unchanged.
+    #[test]
+    fn the_filter_keeps_one_directive_per_target_and_is_capped() {
+        let mut f = "warn".to_string();
+        for level in ["debug", "info", "trace", "DEBUG"] {
+            f = next_filter(&f, level, Some("dataplane::runtime")).unwrap();
+            f = next_filter(&f, level, Some("mio")).unwrap();
+        }
+        assert_eq!(f, "warn,dataplane::runtime=debug,mio=debug");
+        // A directive with a span filter names the same target: replaced, not duplicated.
+        let f = next_filter("info,dataplane::runtime[run]=trace,mio=warn", "off", Some("dataplane::runtime")).unwrap();
+        assert_eq!(f, "info,dataplane::runtime=off,mio=warn");
+        // Target after target: refused at the cap, the filter as it was.
+        let max = controlplane::protocol::MAX_LOG_FILTER;
+        let mut f = "warn".to_string();
+        let mut refused = None;
+        for i in 0..10_000 {
+            match next_filter(&f, "debug", Some(&format!("module_number_{i}"))) {
+                Ok(next) => f = next,
+                Err(e) => {
+                    refused = Some((i, e));
+                    break;
+                }
+            }
+        }
+        let (i, e) = refused.expect("the filter grew without bound");
+        assert!(f.len() <= max && f.len() > max - 40, "{} bytes", f.len());
+        assert!(i > 20, "room for dozens of targets, refused at {i}");
+        assert!(e.contains(&format!("more than the {max}")) && e.contains("stays"), "{e}");
+        // Those already there still change, and a level for all starts it again.
+        let again = next_filter(&f, "off", Some("module_number_0")).unwrap();
+        assert_eq!(again.len(), f.len() - "debug".len() + "off".len());
+        assert_eq!(next_filter(&f, "info", None).unwrap(), "info");
+        // A target longer than the whole filter may be is refused as such.
+        let e = next_filter("warn", "info", Some(&"a".repeat(max))).unwrap_err();
+        assert!(e.contains("too long"), "{e}");
+    }
 
     #[test]
     fn directives_name_their_targets() {

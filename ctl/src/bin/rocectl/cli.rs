@@ -309,7 +309,9 @@ pub enum Command {
     },
     /// The running switch's log filter, or a change of it that takes effect at once (as
     /// `ovs-appctl vlog/set`): LEVEL alone sets every target to it; LEVEL TARGET sets that
-    /// module only, the rest of the filter unchanged. Without arguments it shows the filter.
+    /// module only (its one directive replaced), the rest of the filter unchanged. Without
+    /// arguments it shows the filter. The filter is at most 1,024 bytes; a change that would
+    /// make it longer is refused and changes nothing.
     #[command(
         after_help = "Examples:\n  rocectl log                              # the filter now, e.g. warn\n  \
                       rocectl log debug dataplane::runtime     # that module at debug, the rest as it was\n  \
