@@ -122,8 +122,10 @@ fn emulated_links_do_not_allocate() {
             std::hint::black_box(em.backpressure(end, end));
         }
     };
-    // Warm up until the peers hold frames (their queues are reserved up front regardless).
-    for _ in 0..200 {
+    // Warm up until the peers hold frames (their queues are reserved up front regardless)
+    // and the size classes holding the 1 KiB frames have grown to what the buffer holds
+    // (after 200 rounds they still took one more 64 KiB chunk in the next 2000).
+    for _ in 0..2000 {
         round(&mut sw, &mut emu, now);
         now += ROUND_NS;
     }
