@@ -1,24 +1,27 @@
-//! What the switch allocates for a config, computed once here so validation refuses what could
-//! not be allocated and `Switch::new` sizes its buffers from the same figures: a config that
-//! `rocectl check` passes must not abort a replay or `rocesw run` on allocation.
+//! What the switch allocates for a config, computed once here so that `rocectl check` and
+//! `rocesw run` state (and refuse, when the machine cannot hold it) the memory a config needs,
+//! and `Switch::new` sizes its buffers from the same figures.
 //!
-//! The switch allocates everything at start-up (nothing on the packet path), and all of it
-//! grows with the buffer, not with ports × queues:
+//! Frames are stored by what they take (`dataplane::buffers::pool`):
 //!
-//! * packet slots: one per frame the buffer can hold (every queued frame holds at least one
-//!   cell), each as large as the largest frame, like a DPDK mempool of max-size mbufs, with its
-//!   free-list entry and its record of a backend's buffer (zero copy); plus one burst of
-//!   slots per queue per port on top of the buffer's cells (the only part that grows with
-//!   ports);
-//! * descriptors: one per packet slot, with a 4-byte link (the egress queues are lists linked
-//!   through the slots, `dataplane::egress::queues`). A queue with a dynamic or no limit may
-//!   take the whole shared pool, but all the queues together hold at most one frame per slot,
-//!   so one store serves every queue of every port. (Per-queue rings, before, each as long as
-//!   the pool, grew with ports × 8 queues × buffer cells: gigabytes for a 64 MiB buffer of
-//!   64 B cells over a few dozen ports.)
+//! * **heads**: every packet slot has a head of one cell (rounded up to 64 B): a frame that
+//!   fits in one cell lives there, addressed by its slot number, as before. There are as many
+//!   slots as the buffer has cells (every queued frame holds at least one cell) plus one burst
+//!   per queue per port on top (the only part that grows with ports), so the heads take the
+//!   buffer's bytes (× the cell's rounding to 64 B: at most 4/3 for 96 B or 144 B cells);
+//! * **larger frames** live in buffers of a few size classes ([`size_classes`], each at most a
+//!   quarter larger than the frames it holds), carved from 64 KiB chunks as the traffic first
+//!   needs them and kept for reuse: memory then follows the largest frames the buffer actually
+//!   held, not every frame it could hold × the largest frame. Nothing of it is allocated at
+//!   start-up; a new chunk is one allocation per chunk's worth of frames, never one a frame;
+//! * **descriptors**: one per packet slot, with a 4-byte link (the egress queues are lists
+//!   linked through the slots, `dataplane::egress::queues`), EDF's links and the flood groups.
 //!
-//! What makes a large buffer of small cells expensive is now the packet slots: a 64 B cell
-//! still costs a max-frame slot.
+//! In real time (`rocesw run`) the heads and descriptors are faulted in at start-up: that is
+//! [`Footprint::total_bytes`], what `rocectl check` states and compares with what the machine
+//! has ([`machine_available`]). In virtual time (replay, fabric, tune, conform) the heads are
+//! left to the kernel's lazily mapped pages and handed out lowest first, so memory follows the
+//! peak that was actually buffered.
 
 use crate::model::{Config, NUM_TC};
 use crate::units::format_size;
@@ -36,17 +39,38 @@ pub const EDF_LINK_BYTES: u64 = 8;
 /// a group record (6 B) with its place in the free list, one per slot since each open group
 /// holds a slot.
 pub const FLOOD_BYTES: u64 = 4 + 6 + 4;
-/// Bytes each packet slot costs besides its frame: its place in the free list (a slot number)
-/// and its record of a port backend's buffer it may hold instead of a copy (zero copy: 24 B;
-/// `dataplane::buffers::pool` asserts both fit at compile time).
+/// Bytes each packet slot costs besides its head: its place in the free list (a slot number)
+/// and its record of a buffer its frame is in instead of the head: a port backend's (zero
+/// copy) or a larger size class's (24 B; `dataplane::buffers::pool` asserts both fit at
+/// compile time).
 pub const SLOT_BOOKKEEPING_BYTES: u64 = 4 + 24;
 /// Frames of one burst (the dataplane's `TX_BURST`): each port and queue gets one burst of
 /// slots on top of the buffer's cells.
 pub const BURST_FRAMES: u64 = 32;
-/// The largest `buffer.size` accepted: switch ASICs carry tens of MiB; more is a typo.
+/// The largest `buffer.size` accepted: switch ASICs carry tens to hundreds of MiB; more is a
+/// typo.
 pub const MAX_BUFFER_BYTES: u64 = 1 << 30;
-/// The most memory a config may make the switch allocate at start-up.
-pub const MAX_ALLOC_BYTES: u64 = 4 << 30;
+/// Bytes of a chunk the larger size classes carve their buffers from.
+pub const CHUNK_BYTES: u64 = 64 << 10;
+
+/// Bytes of a slot's head for cells of `cell_bytes`: one cell, rounded up to a cache line.
+pub fn head_bytes(cell_bytes: u32) -> u64 {
+    u64::from(cell_bytes.max(1)).next_multiple_of(64)
+}
+
+/// The buffer sizes frames longer than a head are kept in, smallest first: multiples of 64,
+/// each at most a quarter (or 64 B) larger than the one below, the last `max_frame` rounded
+/// up to 64. A frame goes to the smallest that holds it.
+pub fn size_classes(head: u64, max_frame: u64) -> Vec<u64> {
+    let top = max_frame.next_multiple_of(64);
+    let mut sizes = Vec::new();
+    let mut s = head;
+    while s < top {
+        s = (s + 64).max((s + s / 4) / 64 * 64).min(top);
+        sizes.push(s);
+    }
+    sizes
+}
 
 /// The start-up allocation for a config, in its parts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -54,22 +78,33 @@ pub struct Footprint {
     /// Packet slots, and descriptors: every frame the buffer can hold (each holds at least one
     /// cell) plus a burst per queue per port.
     pub slots: u64,
-    /// Bytes of one packet slot: the largest frame, rounded up to a cache line.
+    /// The largest frame a slot takes, rounded up to a cache line.
     pub slot_bytes: u64,
-    /// Packet slots, their free list and their records of backends' buffers.
+    /// Bytes of one slot's head: one cell, rounded up to a cache line.
+    pub head_bytes: u64,
+    /// The slots' heads, their free list and their records of buffers elsewhere.
     pub packet_bytes: u64,
     /// The descriptor store all egress queues share: slots × (descriptor + link + EDF link +
     /// flood group).
     pub desc_bytes: u64,
-    /// `packet_bytes + desc_bytes`: what one shard allocates (each worker owning a port has one).
+    /// `packet_bytes + desc_bytes`: what one shard allocates and faults in at start-up in real
+    /// time (each worker owning a port has one).
     pub total_bytes: u64,
+    /// What one shard touches at start-up in virtual time, before any frame: everything but
+    /// the heads, which fill as frames arrive.
+    pub fixed_bytes: u64,
+    /// The most the larger size classes can grow to, if the buffer is in turn filled with
+    /// frames of each class (a class keeps its buffers for reuse).
+    pub large_most_bytes: u64,
 }
 
 /// What a config makes one shard allocate at start-up, part by part.
 pub fn footprint(cfg: &Config) -> Footprint {
-    let cells = cfg.buffer.total_bytes / u64::from(cfg.buffer.cell_bytes.max(1));
+    let cell = u64::from(cfg.buffer.cell_bytes.max(1));
+    let cells = cfg.buffer.total_bytes / cell;
     let ports = cfg.ports.len() as u64;
-    let slots = cells.saturating_add(BURST_FRAMES * NUM_TC as u64 * ports);
+    let burst = BURST_FRAMES * NUM_TC as u64 * ports;
+    let slots = cells.saturating_add(burst);
     let max_frame = cfg
         .ports
         .iter()
@@ -77,14 +112,28 @@ pub fn footprint(cfg: &Config) -> Footprint {
         .max()
         .unwrap_or(1518);
     let slot_bytes = max_frame.next_multiple_of(64);
-    let packet_bytes = slots.saturating_mul(slot_bytes + SLOT_BOOKKEEPING_BYTES);
+    let head = head_bytes(cfg.buffer.cell_bytes);
+    let packet_bytes = slots.saturating_mul(head + SLOT_BOOKKEEPING_BYTES);
     let desc_bytes = slots.saturating_mul(DESC_BYTES + LINK_BYTES + EDF_LINK_BYTES + FLOOD_BYTES);
+    // A class holds frames longer than the class below it, so at least that many bytes'
+    // cells each: the buffer holds at most cells / that many of them (plus the bursts).
+    let mut below = head;
+    let mut large_most_bytes = 0u64;
+    for size in size_classes(head, max_frame) {
+        let frames = (cells / (below + 1).div_ceil(cell)).saturating_add(burst).min(slots);
+        let chunk = CHUNK_BYTES.max(size) / size * size;
+        large_most_bytes = large_most_bytes.saturating_add((frames * size).next_multiple_of(chunk));
+        below = size;
+    }
     Footprint {
         slots,
         slot_bytes,
+        head_bytes: head,
         packet_bytes,
         desc_bytes,
         total_bytes: packet_bytes.saturating_add(desc_bytes),
+        fixed_bytes: slots.saturating_mul(SLOT_BOOKKEEPING_BYTES).saturating_add(desc_bytes),
+        large_most_bytes,
     }
 }
 
@@ -99,11 +148,22 @@ pub fn shards(cfg: &Config) -> u64 {
     used.len().max(1) as u64
 }
 
-/// Why a config's allocation is refused, naming the field and the figures; None when it fits.
+/// Why a config's buffer is refused whatever the machine, naming the field; None when it is
+/// within what a switch carries.
 pub fn refusal(cfg: &Config, size_text: &str) -> Option<String> {
+    (cfg.buffer.total_bytes > MAX_BUFFER_BYTES).then(|| {
+        format!(
+            "buffer.size ({size_text}) is above the largest buffer the switch takes, {}",
+            format_size(MAX_BUFFER_BYTES)
+        )
+    })
+}
+
+/// What `rocesw run` allocates at start-up for a config, all shards together, in words: the
+/// figure `rocectl check` states.
+pub fn statement(cfg: &Config) -> String {
     let f = footprint(cfg);
     let shards = shards(cfg);
-    let total = f.total_bytes.saturating_mul(shards);
     let each = if shards > 1 {
         format!(
             " ({} MiB for each of its {shards} workers' shards)",
@@ -112,28 +172,60 @@ pub fn refusal(cfg: &Config, size_text: &str) -> Option<String> {
     } else {
         String::new()
     };
-    if cfg.buffer.total_bytes > MAX_BUFFER_BYTES {
-        return Some(format!(
-            "buffer.size ({size_text}) is above the largest buffer the switch takes, {}",
-            format_size(MAX_BUFFER_BYTES)
-        ));
-    }
-    (total > MAX_ALLOC_BYTES).then(|| {
+    format!(
+        "needs {} MiB at start-up{each}: {} packet slots with {} B heads ({} MiB, the buffer's \
+         {} MiB in {} B cells) and their descriptors ({} MiB); frames longer than a head take \
+         buffers of their size as the traffic needs them, at most {} MiB more",
+        f.total_bytes.saturating_mul(shards) >> 20,
+        f.slots,
+        f.head_bytes,
+        f.packet_bytes >> 20,
+        cfg.buffer.total_bytes >> 20,
+        cfg.buffer.cell_bytes,
+        f.desc_bytes >> 20,
+        f.large_most_bytes.saturating_mul(shards) >> 20
+    )
+}
+
+/// Why the machine cannot start a config in real time, with the figures, given the bytes it
+/// has available (`machine_available`); None when it can.
+pub fn machine_refusal(cfg: &Config, available: u64) -> Option<String> {
+    let need = footprint(cfg).total_bytes.saturating_mul(shards(cfg));
+    (need > available).then(|| {
         format!(
-            "buffer.size ({size_text}) in {}B cells over {} ports needs {} MiB at start-up{each}, \
-             above the limit of {}: {} packet slots of {} B, one per frame the buffer can hold \
-             ({} MiB), and their descriptors ({} MiB); use a smaller buffer.size or a larger \
-             buffer.cell",
-            cfg.buffer.cell_bytes,
-            cfg.ports.len(),
-            total >> 20,
-            format_size(MAX_ALLOC_BYTES),
-            f.slots,
-            f.slot_bytes,
-            f.packet_bytes >> 20,
-            f.desc_bytes >> 20
+            "the config {}, above the {} MiB this machine has available; use a smaller \
+             buffer.size, a larger buffer.cell or fewer workers",
+            statement(cfg),
+            available >> 20
         )
     })
+}
+
+/// The memory this machine (or the control group it runs in) has available for a new
+/// process: /proc/meminfo's MemAvailable, capped by the cgroup's limit less its use. None
+/// where neither can be read.
+pub fn machine_available() -> Option<u64> {
+    let meminfo = std::fs::read_to_string("/proc/meminfo").ok().and_then(|m| {
+        m.lines()
+            .find_map(|l| l.strip_prefix("MemAvailable:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+            .map(|kb| kb << 10)
+    });
+    let read = |p: &str| {
+        std::fs::read_to_string(p)
+            .ok()
+            .and_then(|s| s.trim().parse::<u64>().ok())
+    };
+    let cgroup = read("/sys/fs/cgroup/memory.max")
+        .map(|max| max.saturating_sub(read("/sys/fs/cgroup/memory.current").unwrap_or(0)))
+        .or_else(|| {
+            read("/sys/fs/cgroup/memory/memory.limit_in_bytes")
+                .map(|max| max.saturating_sub(read("/sys/fs/cgroup/memory/memory.usage_in_bytes").unwrap_or(0)))
+        });
+    match (meminfo, cgroup) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
 }
 
 #[cfg(test)]
@@ -179,25 +271,48 @@ mod tests {
     }
 
     #[test]
-    fn a_config_refused_for_its_rings_is_accepted_and_large_buffers_are_still_refused() {
-        // 64 MiB in 64 B cells over 32 ports: 1.6 GB of packet slots, and before, 4.3 GB of
-        // per-queue descriptor rings on top, refused (over 4 GiB).
-        let cfg = load("64MiB", "64B", 32).unwrap_or_else(|e| panic!("should load: {e}"));
-        assert!(footprint(&cfg).total_bytes < MAX_ALLOC_BYTES);
+    fn heads_take_the_buffers_bytes_and_only_the_machine_refuses_a_large_one() {
+        // An SN5600's pools (ingress lossless + egress lossless, 291,872,832 B) in 192 B cells
+        // over 64 ports: refused before (13.4 GiB of 9152 B slots); now its heads are its bytes.
+        let cfg = load("291872832B", "192B", 64).unwrap_or_else(|e| panic!("should load: {e}"));
+        let f = footprint(&cfg);
+        let cells = 291_872_832 / 192;
+        assert_eq!(f.slots, cells + 64 * 8 * 32);
+        assert_eq!(f.head_bytes, 192);
+        assert!(f.packet_bytes <= 291_872_832 * 3 / 2, "{f:?}");
+        assert!(f.total_bytes < 2 * 291_872_832, "{f:?}");
+        // Heads round a cell up to a cache line: 144 B cells take 192 B heads (4/3).
+        assert_eq!(footprint(&load("1MiB", "144B", 2).unwrap()).head_bytes, 192);
         // Above 1 GiB: refused whatever the cell.
         let e = load("2GiB", "4KiB", 2).unwrap_err();
         assert!(
             e.contains("buffer.size (2GiB) is above the largest buffer the switch takes, 1GiB"),
             "{e}"
         );
-        // 1 GiB in 64 B cells: its 16 Mi max-frame packet slots alone are over 4 GiB.
-        let e = load("1GiB", "64B", 2).unwrap_err();
+        // 1 GiB in 64 B cells loads (before: refused, over 4 GiB); a machine with less than its
+        // start-up memory refuses it with the figures.
+        let big = load("1GiB", "64B", 2).unwrap_or_else(|e| panic!("should load: {e}"));
+        let why = machine_refusal(&big, 1 << 30).expect("1 GiB cannot hold it");
         assert!(
-            e.contains("buffer.size (1GiB) in 64B cells over 2 ports needs")
-                && e.contains("16777728 packet slots of 1536 B, one per frame the buffer can hold"),
-            "{e}"
+            why.contains("needs 2208 MiB at start-up: 16777728 packet slots with 64 B heads")
+                && why.contains("above the 1024 MiB this machine has available"),
+            "{why}"
         );
-        // 1 GiB in large cells fits.
-        assert!(load("1GiB", "4KiB", 2).is_ok());
+        assert_eq!(machine_refusal(&big, 3 << 30), None);
+    }
+
+    #[test]
+    fn size_classes_are_at_most_a_quarter_larger_than_their_frames() {
+        let c = size_classes(192, 9152);
+        assert_eq!(c.first(), Some(&256));
+        assert_eq!(c.last(), Some(&9152));
+        let mut below = 192;
+        for &s in &c {
+            assert!(s % 64 == 0 && s > below, "{c:?}");
+            // The smallest frame this class holds is below + 1 bytes.
+            assert!(s <= (below + 64).max((below + below / 4) / 64 * 64 + 64), "{c:?}");
+            below = s;
+        }
+        assert!(size_classes(9216, 9152).is_empty(), "a head holds every frame");
     }
 }

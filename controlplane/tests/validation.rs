@@ -165,10 +165,10 @@ fn ports_ids_count_speed_mtu_cable() {
     let p = problems("[buffer]\nsize = \"4MiB\"\n");
     has(&p, &["port: at least one [[port]] is required"]);
 
-    let many: String = (0..65)
+    let many: String = (0..513)
         .map(|i| format!("[[port]]\nid = {i}\nspeed = \"10G\"\n"))
         .collect();
-    has(&problems(&many), &["65 ports", "at most 64"]);
+    has(&problems(&many), &["513 ports", "at most 512"]);
 
     let p = problems("[[port]]\nid = 70000\nspeed = \"0G\"\nmtu = 9217\ncable = \"-1m\"\n[[port]]\nid = 1\n");
     has(&p, &["port[0].id: 70000 is out of range 0..=65535"]);
@@ -830,23 +830,27 @@ fn a_buffer_the_switch_cannot_allocate_is_refused() {
         &p,
         &["buffer.size (64GiB)", "above the largest buffer the switch takes, 1GiB"],
     );
-    // 512 MiB in 64 B cells is under 1 GiB but needs 8 Mi packet slots of 1536 B (and as
-    // many descriptors, with their links and EDF links: 32 B each): 12.5 GiB.
-    let p = problems(&with("[buffer]\nsize = \"512MiB\"\ncell = \"64B\""));
-    has(
-        &p,
-        &[
-            "buffer.size (512MiB) in 64B cells over 2 ports needs 12880 MiB at start-up",
-            "limit of 4GiB",
-            "8389120 packet slots of 1536 B, one per frame the buffer can hold (12512 MiB)",
-            "their descriptors (368 MiB)",
-        ],
+    // 512 MiB in 64 B cells was refused (12.5 GiB of 1536 B packet slots, above a fixed
+    // 4 GiB): its slots' heads are now its bytes, and only a machine without the memory
+    // refuses it (`rocectl check`, `rocesw run`), with the figures.
+    let l = ok(&with("[buffer]\nsize = \"512MiB\"\ncell = \"64B\""));
+    let f = controlplane::memory::footprint(&l.config);
+    assert_eq!(f.slots, (512 << 20) / 64 + 32 * 8 * 2);
+    assert_eq!(
+        f.packet_bytes,
+        f.slots * (64 + controlplane::memory::SLOT_BOOKKEEPING_BYTES)
+    );
+    let why = controlplane::memory::machine_refusal(&l.config, 512 << 20).expect("512 MiB is too little");
+    assert!(
+        why.contains("needs 1104 MiB at start-up: 8389120 packet slots with 64 B heads")
+            && why.contains("above the 512 MiB this machine has available"),
+        "{why}"
     );
     // What the switch allocates is what validation computed.
     let l = ok(&with("[buffer]\nsize = \"64MiB\"\ncell = \"64B\""));
     let f = controlplane::memory::footprint(&l.config);
     assert_eq!(f.slots, (64 << 20) / 64 + 32 * 8 * 2);
-    assert!(f.total_bytes < controlplane::memory::MAX_ALLOC_BYTES);
+    assert!(f.total_bytes < 2 * (64 << 20) + f.desc_bytes, "{f:?}");
 }
 
 #[test]
@@ -1210,4 +1214,52 @@ fn sonic_names_get_a_hint_to_rocesws_key() {
         .unwrap_err()
         .to_string();
     assert!(e.contains("unknown field `bogus`") && !e.contains("hint"), "{e}");
+}
+
+/// `n` ports named as SONiC names them (Ethernet0, Ethernet4, ...), ids the numbers.
+fn many_ports(n: usize) -> String {
+    let ports: String = (0..n)
+        .map(|i| format!("[[port]]\nid = {}\nname = \"Ethernet{}\"\n", 4 * i, 4 * i))
+        .collect();
+    format!("[buffer]\nsize = \"64MiB\"\n\n[port_defaults]\nspeed = \"100G\"\n\n{ports}")
+}
+
+#[test]
+fn five_hundred_and_twelve_ports_load_and_513_are_refused_before_any_port_is_checked() {
+    let l = ok(&many_ports(512));
+    assert_eq!(l.config.ports.len(), 512);
+    assert_eq!(l.config.ports[511].name.as_deref(), Some("Ethernet2044"));
+    assert_eq!(l.config.ports[511].id, 2044);
+    let p = problems(&many_ports(513));
+    assert_eq!(p, ["port: 513 ports configured, at most 512 are supported"]);
+    // 12,000 ports, each of them wrong twice (the same id, an MTU of 1): refused for the count
+    // alone, no port's checks run.
+    let dup: String = (0..12_000).map(|_| "[[port]]\nid = 7\nmtu = 1\n").collect();
+    let p = problems(&format!("[port_defaults]\nspeed = \"25G\"\n{dup}"));
+    assert_eq!(p, ["port: 12000 ports configured, at most 512 are supported"]);
+}
+
+#[test]
+fn a_sonic_file_of_12000_ports_is_refused_for_its_count_alone() {
+    let ports: Vec<String> = (0..12_000)
+        .map(|i| format!("\"Ethernet{}\": {{\"speed\": \"bogus\", \"lanes\": \"{i}\"}}", 4 * i))
+        .collect();
+    let json = format!(
+        "{{\"DEVICE_METADATA\": {{\"localhost\": {{\"hwsku\": \"Mellanox-SN2700\"}}}}, \"PORT\": {{{}}}}}",
+        ports.join(", ")
+    );
+    let e = load_str(&json).expect_err("12,000 ports");
+    assert_eq!(
+        e.problems().iter().filter(|p| p.contains("Ethernet")).count(),
+        0,
+        "no port's problems: {:?}",
+        &e.problems()[..e.problems().len().min(3)]
+    );
+    assert!(
+        e.problems()
+            .iter()
+            .any(|p| p == "PORT: 12000 ports, at most 512 are supported"),
+        "{:?}",
+        e.problems()
+    );
 }

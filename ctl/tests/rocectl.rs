@@ -1278,3 +1278,30 @@ fn a_closed_output_pipe_ends_rocectl_quietly() {
     assert_eq!(code, Some(1), "{err}");
     assert!(err.starts_with("rocectl: "), "{err}");
 }
+
+/// Issue 50: an SN5600's buffer (ingress + egress lossless pools, 192 B cells) over 64 ports
+/// was refused (13.4 GiB of max-frame slots above a fixed 4 GiB); `check` now passes it and
+/// states what `rocesw run` allocates at start-up.
+#[test]
+fn check_states_the_start_up_memory_of_an_sn5600_sized_config() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("sn5600.toml");
+    let default = std::fs::read_to_string(config("default.toml")).unwrap();
+    let four = "[[port]]\nid = 0\n\n[[port]]\nid = 1\n\n[[port]]\nid = 2\n\n[[port]]\nid = 3\n\n";
+    assert!(default.contains(four), "configs/default.toml changed shape");
+    let ports: String = (0..64)
+        .map(|i| format!("[[port]]\nid = {}\nname = \"Ethernet{}\"\n\n", 4 * i, 4 * i))
+        .collect();
+    let text = default
+        .replace(four, &ports)
+        .replace("cell = \"256B\"", "cell = \"192B\"")
+        .replace("size = \"4MiB\"", "size = \"291872768B\"")
+        .replace("mtu = 1500", "mtu = 9100");
+    std::fs::write(&path, text).unwrap();
+    let (ok, out, err) = rocectl(&["check", path.to_str().unwrap()]);
+    assert!(ok, "{err}");
+    assert!(
+        out.contains("memory: rocesw run needs 389 MiB at start-up: 1536554 packet slots with 192 B heads"),
+        "{out}"
+    );
+}

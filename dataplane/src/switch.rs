@@ -133,8 +133,9 @@ impl Switch {
         let (pool, pg_accounts, queue_accounts) = mmu::build(cfg);
         // Every queued frame holds at least one cell, so the buffer bounds the frames held;
         // headroom for one burst per queue per port on top. The egress queues' descriptors take
-        // one entry per packet slot. Validation refused configs whose allocation is too large
-        // from the same figures (controlplane::memory).
+        // one entry per packet slot. A slot's head holds a one-cell frame, longer ones go to
+        // size classes grown as needed; `rocectl check` and `rocesw run` state (and refuse,
+        // beyond the machine) the same figures (controlplane::memory).
         let mem = controlplane::memory::footprint(cfg);
         debug_assert_eq!(
             mem.slots,
@@ -142,11 +143,12 @@ impl Switch {
         );
         let slots = mem.slots as usize;
         let max_frame = mem.slot_bytes as usize;
+        let head = mem.head_bytes as usize;
         Switch {
             ingress: Ingress::new(cfg, pg_accounts, slots),
             egress: Egress::new(cfg, queue_accounts, slots, seed),
             pool,
-            packets: PacketPool::new(slots, max_frame),
+            packets: PacketPool::with_heads(slots, head, max_frame),
             cfg: cfg.clone(),
             shard: link(slots, cfg.ports.len()),
         }
@@ -658,6 +660,17 @@ impl Switch {
     pub fn free_buffers(&self) -> usize {
         self.packets.available()
     }
+    /// Faults the packet slots' heads in now (`rocesw run`: no page fault on the packet path);
+    /// replay and the simulations leave them to fill as frames arrive.
+    pub fn prefault(&mut self) {
+        self.packets.prefault();
+    }
+
+    /// Bytes the packet pool's size classes hold for frames longer than a head.
+    pub fn class_bytes(&self) -> usize {
+        self.packets.class_bytes()
+    }
+
     /// Packet slots in all: the most frames the switch can hold at once.
     pub fn buffer_capacity(&self) -> usize {
         self.packets.capacity()
@@ -787,5 +800,57 @@ mod tests {
             [true, true, true, true, true, true, false, false, false, false],
             "CE marks in the order sent"
         );
+    }
+
+    /// 512 ports (SONiC names up to Ethernet2044): a frame from an unknown host on the last
+    /// port floods to the other 511, and the reply comes back to it alone. Frames longer than
+    /// a head (1000 B in 256 B cells) come and go through the size classes.
+    #[test]
+    fn five_hundred_and_twelve_ports_forward_and_flood() {
+        let default = include_str!("../../configs/default.toml");
+        let ports: String = (0..512)
+            .map(|i| format!("[[port]]\nid = {}\nname = \"Ethernet{}\"\n\n", 4 * i, 4 * i))
+            .collect();
+        let four = "[[port]]\nid = 0\n\n[[port]]\nid = 1\n\n[[port]]\nid = 2\n\n[[port]]\nid = 3\n\n";
+        assert!(default.contains(four), "configs/default.toml changed shape");
+        let text = default
+            .replace(four, &ports)
+            .replace("size = \"4MiB\"", "size = \"64MiB\"");
+        let cfg = controlplane::load_str(&text).expect("512 ports load").config;
+        assert_eq!(cfg.ports.len(), 512);
+        assert_eq!(cfg.ports[511].name.as_deref(), Some("Ethernet2044"));
+        let mut sw = Switch::new(&cfg, 1);
+        assert_eq!(sw.packets.head_size(), 256);
+
+        // Host 1 on the last port, to host 2, unknown: flooded to every other port.
+        let there = frames(0, crate::wire::Ecn::NotEct, 1000, 1);
+        sw.receive_burst(511, there.iter().map(|f| &f[..]), 0);
+        let mut sent = vec![0u32; 512];
+        for port in 0..512 {
+            sw.transmit(port, 1_000_000, &mut |p: usize, f: &[u8], _: u64| {
+                assert_eq!(f, &there[0][..]);
+                sent[p] += 1;
+            });
+        }
+        assert_eq!(sent[511], 0);
+        assert!(sent[..511].iter().all(|&n| n == 1), "one copy to each other port");
+        assert!(sw.class_bytes() > 0, "1000 B frames live in a size class");
+
+        // Host 2's reply on port 3 goes to the last port alone (learnt there).
+        let back: Vec<Vec<u8>> = frames(0, crate::wire::Ecn::NotEct, 64, 1)
+            .into_iter()
+            .map(|mut f| {
+                let (dst, src) = f.split_at_mut(6);
+                dst.swap_with_slice(&mut src[..6]);
+                f
+            })
+            .collect();
+        sw.receive_burst(3, back.iter().map(|f| &f[..]), 2_000_000);
+        let mut got = Vec::new();
+        for port in 0..512 {
+            sw.transmit(port, 3_000_000, &mut |p: usize, _: &[u8], _: u64| got.push(p));
+        }
+        assert_eq!(got, [511]);
+        assert_eq!(sw.free_buffers(), sw.buffer_capacity(), "every slot back");
     }
 }

@@ -15,7 +15,7 @@ pub const DEFAULT_BUFFER_BYTES: u64 = 4 << 20;
 /// Smallest `buffer.size`, in cells.
 pub const MIN_BUFFER_CELLS: u64 = 64;
 /// Most `[[port]]` tables a config may have.
-pub const MAX_PORTS: usize = 64;
+pub const MAX_PORTS: usize = 512;
 /// `cable` unless given, in metres.
 pub const DEFAULT_CABLE_M: f64 = 15.0;
 /// Longest `cable` accepted, in metres (10 km).

@@ -43,6 +43,18 @@ use sched::resolve_schedulers;
 
 /// Resolves a parsed file into the model, or every reason it cannot be.
 pub fn resolve(file: &ConfigFile) -> Result<Loaded, ConfigError> {
+    // Before any per-port work: a file of thousands of ports is refused at once, not after
+    // every port's checks.
+    if file.ports.len() > defaults::MAX_PORTS {
+        return Err(ConfigError::new(
+            ConfigErrorKind::Invalid,
+            vec![format!(
+                "port: {} ports configured, at most {} are supported",
+                file.ports.len(),
+                defaults::MAX_PORTS
+            )],
+        ));
+    }
     let mut cx = Ctx::default();
 
     let e0 = cx.errors.len();

@@ -1,19 +1,35 @@
-//! Packet buffers: one arena of fixed-size slots allocated at start-up, like a DPDK mempool.
-//! Frames stay in their slot from reception to transmission; only a small descriptor moves
-//! through the queues. The MMU bounds how many frames can be held, so the pool is sized from it
-//! and never grows.
+//! Packet buffers, stored by what a frame takes. Every packet slot has a *head* of one cell
+//! (rounded up to a cache line), addressed by its slot number: a frame that fits in one cell
+//! lives there, and only a small descriptor moves through the queues, as in a DPDK mempool. A
+//! longer frame lives in a buffer of the smallest *size class* that holds it
+//! (`controlplane::memory::size_classes`, at most a quarter larger than the frame), carved from
+//! 64 KiB chunks the first time the traffic needs that many, and kept for reuse. The MMU bounds
+//! how many frames can be held (one per cell at most), so the slots are sized from it; the
+//! heads then take the buffer's bytes, and the larger buffers follow what was actually held.
+//!
+//! Why size classes and not an ASIC's chain of cells: a chained frame is not contiguous, and
+//! everything after the pool reads and writes a frame as one slice (parsing, ECN and tag
+//! rewrites in place, a crossing frame lent to another shard by its address, a backend's
+//! transmit); a head of one cell keeps the smallest frames exactly where they were, at no cost
+//! a frame (docs/design-history.md, "Packet storage").
+//!
+//! The heads are allocated as lazily mapped pages and handed out lowest first: in virtual time
+//! memory follows the peak that was buffered. `rocesw run` faults them in at start-up
+//! ([`PacketPool::prefault`]), so no page fault waits on the packet path.
 //!
 //! A slot may also hold a frame in a buffer its port backend owns (a DPDK mbuf, received
 //! without a copy: [`super::foreign`]). The slot then refers to that buffer instead of its
-//! arena bytes; `get`, `get_mut` and `clone_slot` read and write it the same way, `free`
-//! releases it, and `take_foreign` hands it to the transmitting backend. The pipeline never
-//! knows which kind a slot holds.
+//! head, through the same per-slot record as a larger buffer; `get`, `get_mut` and
+//! `clone_slot` read and write it the same way, `free` releases it, and `take_foreign` hands
+//! it to the transmitting backend. The pipeline never knows where a slot's frame is.
+
+use std::ptr::NonNull;
 
 use super::foreign::{self, Foreign, ForeignFrame};
 
 /// A frame leaving its slot ([`PacketPool::take`]).
 pub enum Taken<'a> {
-    /// A copy in the arena: send these bytes.
+    /// A copy in the pool: send these bytes.
     Arena(&'a [u8]),
     /// A backend's buffer, now the caller's.
     Foreign(ForeignFrame),
@@ -26,43 +42,119 @@ const _: () = assert!(
         == controlplane::memory::SLOT_BOOKKEEPING_BYTES
 );
 
-/// The packet slots of one switch (or shard): fixed-size, allocated and faulted in at start-up,
-/// handed out by index.
+/// One size class: buffers of `size` bytes, carved from chunks as they are needed.
+#[derive(Debug)]
+struct Class {
+    size: usize,
+    /// Free buffers, the lowest on top.
+    free: Vec<NonNull<u8>>,
+    /// Where the buffers are; a chunk's heap block never moves, so pointers into it hold.
+    chunks: Vec<Box<[u8]>>,
+}
+
+// SAFETY: the pointers in `free` point into `chunks`, which the class owns and moves with it.
+unsafe impl Send for Class {}
+
+impl Class {
+    /// A new chunk's buffers on the free list: one allocation for a chunk's worth of frames.
+    #[cold]
+    #[inline(never)]
+    fn grow(&mut self) -> Option<NonNull<u8>> {
+        let chunk_bytes = controlplane::memory::CHUNK_BYTES as usize;
+        let n = (chunk_bytes / self.size).max(1);
+        let mut chunk = vec![0u8; n * self.size].into_boxed_slice();
+        let base = chunk.as_mut_ptr();
+        self.free.reserve(n);
+        for i in (1..n).rev() {
+            // SAFETY: i * size + size <= the chunk's length.
+            self.free
+                .push(NonNull::new(unsafe { base.add(i * self.size) }).expect("in a chunk"));
+        }
+        self.chunks.push(chunk);
+        NonNull::new(base)
+    }
+}
+
+/// The packet slots of one switch (or shard): a head each, handed out by index, and the
+/// larger buffers frames longer than a head are kept in.
 #[derive(Debug)]
 pub struct PacketPool {
-    arena: Box<[u8]>,
-    slot_size: usize,
+    heads: Box<[u8]>,
+    head_size: usize,
+    /// The longest frame taken (a multiple of 64).
+    max_frame: usize,
+    slots: usize,
     free: Vec<u32>,
-    /// Per slot: the backend's buffer it holds instead of arena bytes, if any.
-    foreign: Box<[Option<Foreign>]>,
-    /// Slots holding a foreign buffer.
+    /// Per slot: the buffer its frame is in instead of its head, if any: a backend's or one of
+    /// the size classes'.
+    elsewhere: Box<[Option<Foreign>]>,
+    /// Slots whose frame is elsewhere: while none is, no look at `elsewhere`.
+    elsewhere_held: usize,
+    /// Of those, slots holding a frame in a backend's buffer.
     foreign_held: usize,
+    /// The size classes, smallest first.
+    classes: Vec<Class>,
+    /// By a frame's length in 64 B units (rounded up): its class, for frames longer than a head.
+    class_of: Box<[u8]>,
 }
 
 impl PacketPool {
-    /// `slots` slots of at least `slot_size` bytes (rounded up to 64, a cache line), all free.
+    /// `slots` slots of at least `slot_size` bytes (rounded up to 64, a cache line), all free:
+    /// every frame fits in a head (tests, benches).
     pub fn new(slots: usize, slot_size: usize) -> Self {
-        let slot_size = slot_size.next_multiple_of(64);
-        let mut arena = vec![0u8; slots * slot_size];
-        // Fault the pages in now, like a DPDK mempool on hugepages, not on the packet path.
-        std::hint::black_box(&mut arena);
-        arena.fill(0);
-        let mut foreign = vec![None; slots];
-        std::hint::black_box(&mut foreign);
-        foreign.fill(None);
+        Self::with_heads(slots, slot_size, slot_size)
+    }
+
+    /// `slots` slots with heads of `head_size` bytes, taking frames up to `max_frame` bytes
+    /// (both rounded up to 64); the longer ones in size classes. The heads are mapped, not yet
+    /// touched: see [`Self::prefault`].
+    pub fn with_heads(slots: usize, head_size: usize, max_frame: usize) -> Self {
+        let head_size = head_size.max(1).next_multiple_of(64);
+        let max_frame = max_frame.max(1).next_multiple_of(64);
+        let sizes = controlplane::memory::size_classes(head_size as u64, max_frame as u64);
+        assert!(sizes.len() < usize::from(u8::MAX), "size classes fit a byte");
+        let class_of: Box<[u8]> = (0..=max_frame / 64)
+            .map(|units| sizes.iter().position(|&s| s >= units as u64 * 64).unwrap_or(0) as u8)
+            .collect();
         PacketPool {
-            arena: arena.into_boxed_slice(),
-            slot_size,
-            // Popped from the end: hand out low slots first, which keeps replays' memory warm.
+            // Zeroed: lazily mapped pages, which cost memory only once written.
+            heads: vec![0u8; slots * head_size].into_boxed_slice(),
+            head_size,
+            max_frame,
+            slots,
+            // Popped from the end: hand out low slots first, which keeps memory warm and, in
+            // virtual time, as small as the peak held.
             free: (0..slots as u32).rev().collect(),
-            foreign: foreign.into_boxed_slice(),
+            elsewhere: vec![None; slots].into_boxed_slice(),
+            elsewhere_held: 0,
             foreign_held: 0,
+            classes: sizes
+                .into_iter()
+                .map(|s| Class {
+                    size: s as usize,
+                    free: Vec::new(),
+                    chunks: Vec::new(),
+                })
+                .collect(),
+            class_of,
         }
     }
 
-    /// Bytes per slot: the longest frame a slot takes (a multiple of 64).
+    /// Faults every head in now, like a DPDK mempool on hugepages, not on the packet path
+    /// (`rocesw run`).
+    pub fn prefault(&mut self) {
+        std::hint::black_box(&mut self.heads);
+        self.heads.fill(0);
+    }
+
+    /// The longest frame a slot takes (a multiple of 64).
     pub fn slot_size(&self) -> usize {
-        self.slot_size
+        self.max_frame
+    }
+
+    /// Bytes of a slot's head: frames up to this long live in it.
+    pub fn head_size(&self) -> usize {
+        self.head_size
     }
 
     /// Free slots.
@@ -72,7 +164,7 @@ impl PacketPool {
 
     /// Slots in all.
     pub fn capacity(&self) -> usize {
-        self.arena.len() / self.slot_size
+        self.slots
     }
 
     /// Slots holding a frame in a backend's buffer (zero copy) rather than a copy.
@@ -80,107 +172,160 @@ impl PacketPool {
         self.foreign_held
     }
 
+    /// Bytes the size classes have carved so far (all in use or kept for reuse).
+    pub fn class_bytes(&self) -> usize {
+        self.classes.iter().flat_map(|c| c.chunks.iter()).map(|c| c.len()).sum()
+    }
+
     /// Copies `frame` into a free slot. None when the pool is empty or the frame does not fit.
     #[inline]
     pub fn alloc_copy(&mut self, frame: &[u8]) -> Option<u32> {
-        if frame.len() > self.slot_size {
+        if frame.len() > self.head_size {
+            return self.alloc_long(frame.as_ptr(), frame.len());
+        }
+        let slot = self.free.pop()?;
+        let start = slot as usize * self.head_size;
+        self.heads[start..start + frame.len()].copy_from_slice(frame);
+        Some(slot)
+    }
+
+    /// A frame longer than a head: a slot and a buffer of its size class, `len` bytes copied
+    /// from `src` into it.
+    #[inline(never)]
+    fn alloc_long(&mut self, src: *const u8, len: usize) -> Option<u32> {
+        if len > self.max_frame {
             return None;
         }
         let slot = self.free.pop()?;
-        let start = slot as usize * self.slot_size;
-        self.arena[start..start + frame.len()].copy_from_slice(frame);
+        let c = usize::from(self.class_of[len.div_ceil(64)]);
+        let class = &mut self.classes[c];
+        let buf = match class.free.pop() {
+            Some(b) => b,
+            None => match class.grow() {
+                Some(b) => b,
+                None => {
+                    self.free.push(slot);
+                    return None;
+                }
+            },
+        };
+        // SAFETY: `src` holds `len` bytes (the caller's frame, or another slot's, never this
+        // free buffer); `buf` holds the class's size, at least `len`.
+        unsafe { std::ptr::copy_nonoverlapping(src, buf.as_ptr(), len) };
+        self.elsewhere[slot as usize] = Some(Foreign::pool_own(buf, c));
+        self.elsewhere_held += 1;
         Some(slot)
     }
 
     /// Keeps `frame` in a free slot without copying it: the slot holds the backend's buffer
     /// until it is freed or taken. Gives the frame back when the pool is empty or the frame is
-    /// longer than a slot (the switch never holds a frame it could not have copied).
+    /// longer than a slot takes (the switch never holds a frame it could not have copied).
     /// Always inlined: once a frame on the zero-copy path, where an out-of-line call moved
     /// the whole `ForeignFrame` through the stack.
     #[inline(always)]
     pub fn alloc_foreign(&mut self, frame: ForeignFrame) -> Result<u32, ForeignFrame> {
-        if frame.len() > self.slot_size {
+        if frame.len() > self.max_frame {
             return Err(frame);
         }
         let Some(slot) = self.free.pop() else {
             return Err(frame);
         };
         let (buf, _) = frame.into_slot();
-        self.foreign[slot as usize] = Some(buf);
+        self.elsewhere[slot as usize] = Some(buf);
+        self.elsewhere_held += 1;
         self.foreign_held += 1;
         Ok(slot)
     }
 
     /// Copies the first `len` bytes of slot `src` into a new slot (flooding): a flood copy
-    /// always gets its own arena slot, whatever buffer the original is in.
+    /// always gets its own copy in the pool, whatever buffer the original is in.
     #[inline]
     pub fn clone_slot(&mut self, src: u32, len: usize) -> Option<u32> {
-        let slot = self.free.pop()?;
-        let d = slot as usize * self.slot_size;
-        match self.foreign_of(src) {
-            // SAFETY: the slot owns the buffer, which holds at least `len` bytes (the length
-            // the descriptor records); it is not the arena, so the ranges do not overlap.
-            Some(f) => self.arena[d..d + len].copy_from_slice(unsafe { f.bytes(len) }),
-            None => {
-                let s = src as usize * self.slot_size;
-                self.arena.copy_within(s..s + len, d);
-            }
+        let from = self.get(src, len).as_ptr();
+        if len > self.head_size {
+            return self.alloc_long(from, len);
         }
+        let slot = self.free.pop()?;
+        let d = slot as usize * self.head_size;
+        let to = self.heads[d..d + len].as_mut_ptr();
+        // SAFETY: `from` holds `len` bytes of slot `src`, which is held, so not this free
+        // slot's head: the ranges do not overlap, and nothing freed `src` since the read.
+        unsafe { std::ptr::copy_nonoverlapping(from, to, len) };
         Some(slot)
     }
 
-    /// The foreign buffer slot `slot` holds, if any. Pools that hold none (replay, AF_PACKET,
-    /// capture files) answer from one field, without reading the per-slot table.
+    /// The buffer slot `slot`'s frame is in instead of its head, if any. Pools that hold none
+    /// (replay of short frames, AF_PACKET, capture files) answer from one field, without
+    /// reading the per-slot table.
     #[inline(always)]
-    fn foreign_of(&self, slot: u32) -> Option<Foreign> {
-        if self.foreign_held == 0 {
+    fn elsewhere_of(&self, slot: u32) -> Option<Foreign> {
+        if self.elsewhere_held == 0 {
             return None;
         }
-        self.foreign[slot as usize]
+        self.elsewhere[slot as usize]
     }
 
     /// The first `len` bytes of the frame in `slot`, wherever it is kept; `len` must be the length
     /// it was queued with.
     #[inline]
     pub fn get(&self, slot: u32, len: usize) -> &[u8] {
-        if let Some(f) = self.foreign_of(slot) {
+        if let Some(f) = self.elsewhere_of(slot) {
             // SAFETY: the slot owns the buffer; `len` is the frame's length as queued.
             return unsafe { f.bytes(len) };
         }
-        let start = slot as usize * self.slot_size;
-        &self.arena[start..start + len]
+        let start = slot as usize * self.head_size;
+        &self.heads[start..start + len]
     }
 
     /// As [`Self::get`], writable: ECN marks, DSCP and tag rewrites happen in place.
     #[inline]
     pub fn get_mut(&mut self, slot: u32, len: usize) -> &mut [u8] {
-        if let Some(f) = self.foreign_of(slot) {
+        if let Some(f) = self.elsewhere_of(slot) {
             // SAFETY: as in `get`, and `&mut self` makes the access exclusive.
             return unsafe { f.bytes_mut(len) };
         }
-        let start = slot as usize * self.slot_size;
-        &mut self.arena[start..start + len]
+        let start = slot as usize * self.head_size;
+        &mut self.heads[start..start + len]
+    }
+
+    /// Gives back what slot `slot` held elsewhere (its record already cleared): a class's
+    /// buffer to its free list; a backend's buffer is the caller's.
+    #[inline]
+    fn forget(&mut self, slot: u32, f: Foreign) -> bool {
+        self.elsewhere[slot as usize] = None;
+        self.elsewhere_held -= 1;
+        match f.own_class() {
+            Some(c) => {
+                self.classes[c].free.push(f.data());
+                true
+            }
+            None => {
+                self.foreign_held -= 1;
+                false
+            }
+        }
     }
 
     /// Frees a slot; a backend's buffer it held is released.
     #[inline]
     pub fn free(&mut self, slot: u32) {
         debug_assert!(self.free.len() < self.capacity(), "double free of slot {slot}");
-        if let Some(f) = self.foreign_of(slot) {
-            self.foreign[slot as usize] = None;
-            self.foreign_held -= 1;
-            // SAFETY: the slot owned the buffer and no longer refers to it.
-            unsafe { foreign::release(f) };
+        if let Some(f) = self.elsewhere_of(slot) {
+            if !self.forget(slot, f) {
+                // SAFETY: the slot owned the buffer and no longer refers to it.
+                unsafe { foreign::release(f) };
+            }
         }
         // Never reallocates: capacity was reserved for every slot at construction.
         self.free.push(slot);
     }
 
     /// If slot `slot` holds a backend's buffer (a frame of `len` bytes), frees the slot and
-    /// hands the buffer over instead of releasing it; an arena slot is left as it is.
+    /// hands the buffer over instead of releasing it; a frame in the pool is left as it is.
     #[inline]
     pub fn take_foreign(&mut self, slot: u32, len: usize) -> Option<ForeignFrame> {
-        self.foreign_of(slot)?;
+        let f = self.elsewhere_of(slot)?;
+        f.own_class().is_none().then_some(())?;
         match self.take(slot, len) {
             Taken::Foreign(f) => Some(f),
             Taken::Arena(_) => None,
@@ -195,14 +340,17 @@ impl PacketPool {
         debug_assert!(self.free.len() < self.capacity(), "double free of slot {slot}");
         // Never reallocates: capacity was reserved for every slot at construction.
         self.free.push(slot);
-        if let Some(f) = self.foreign_of(slot) {
-            self.foreign[slot as usize] = None;
-            self.foreign_held -= 1;
+        if let Some(f) = self.elsewhere_of(slot) {
+            if self.forget(slot, f) {
+                // SAFETY: the class's buffer is free but untouched until the next allocation,
+                // which needs `&mut self`, which this borrow holds.
+                return Taken::Arena(unsafe { f.bytes(len) });
+            }
             // SAFETY: taken out of its slot, so owned here; `len` is the frame's queued length.
             return Taken::Foreign(unsafe { ForeignFrame::from_slot(f, len) });
         }
-        let start = slot as usize * self.slot_size;
-        Taken::Arena(&self.arena[start..start + len])
+        let start = slot as usize * self.head_size;
+        Taken::Arena(&self.heads[start..start + len])
     }
 }
 
@@ -213,9 +361,11 @@ impl Drop for PacketPool {
         if self.foreign_held == 0 {
             return;
         }
-        for f in self.foreign.iter_mut().filter_map(Option::take) {
-            // SAFETY: owned by the slot, which is going away.
-            unsafe { foreign::release(f) };
+        for f in self.elsewhere.iter_mut().filter_map(Option::take) {
+            if f.own_class().is_none() {
+                // SAFETY: owned by the slot, which is going away.
+                unsafe { foreign::release(f) };
+            }
         }
     }
 }
@@ -237,6 +387,80 @@ mod tests {
         assert!(p.alloc_copy(&[9; 128]).is_some());
         p.free(b);
         assert_eq!(p.available(), 1);
+    }
+
+    /// Frames longer than a head go to the smallest size class that holds them, and come
+    /// back out of it whole; freed buffers are reused, not grown again.
+    #[test]
+    fn long_frames_live_in_size_classes_and_their_buffers_are_reused() {
+        let mut p = PacketPool::with_heads(8, 192, 9118);
+        assert_eq!((p.head_size(), p.slot_size(), p.class_bytes()), (192, 9152, 0));
+        let short: Vec<u8> = (0..192u32).map(|i| i as u8).collect();
+        let long: Vec<u8> = (0..1000u32).map(|i| (i * 7) as u8).collect();
+        let jumbo = vec![0xab; 9118];
+        let a = p.alloc_copy(&short).unwrap();
+        assert_eq!(p.class_bytes(), 0, "a one-cell frame stays in its head");
+        let b = p.alloc_copy(&long).unwrap();
+        let c = p.alloc_copy(&jumbo).unwrap();
+        let grown = p.class_bytes();
+        assert!(grown >= 1000 + 9152, "{grown}");
+        assert_eq!(p.get(a, 192), &short[..]);
+        assert_eq!(p.get(b, 1000), &long[..]);
+        assert_eq!(p.get(c, 9118), &jumbo[..]);
+        p.get_mut(b, 1000)[999] = 1;
+        // A flood copy of a long frame is a long frame of its own.
+        let d = p.clone_slot(b, 1000).unwrap();
+        assert_eq!(p.get(d, 1000)[999], 1);
+        assert_eq!(p.get(d, 1000)[..999], long[..999]);
+        // Not a backend's buffer: take_foreign leaves it; take hands the bytes out.
+        assert!(p.take_foreign(b, 1000).is_none());
+        match p.take(b, 1000) {
+            Taken::Arena(f) => assert_eq!(f[..999], long[..999]),
+            Taken::Foreign(_) => panic!("a size class's buffer is no backend's"),
+        }
+        p.free(c);
+        p.free(d);
+        p.free(a);
+        assert_eq!(p.available(), 8);
+        // The same frames again take the buffers freed: nothing grows.
+        for _ in 0..3 {
+            let s = [
+                p.alloc_copy(&long).unwrap(),
+                p.alloc_copy(&long).unwrap(),
+                p.alloc_copy(&jumbo).unwrap(),
+            ];
+            s.into_iter().for_each(|s| p.free(s));
+        }
+        assert_eq!(p.class_bytes(), grown);
+        // Longer than the largest frame: refused, nothing taken.
+        assert!(p.alloc_copy(&[0; 9153]).is_none());
+        assert_eq!(p.available(), 8);
+    }
+
+    /// The heads are lazily mapped: a pool sized for a large buffer costs nothing resident until
+    /// frames arrive (virtual time), and `prefault` touches them all (real time). Counted by
+    /// mincore(2) over the heads themselves, whatever other tests allocate meanwhile.
+    #[test]
+    #[cfg(target_os = "linux")]
+    fn heads_cost_memory_only_once_written_unless_prefaulted() {
+        fn resident(b: &[u8]) -> usize {
+            let page = 4096;
+            let start = b.as_ptr() as usize / page * page;
+            let len = b.as_ptr() as usize + b.len() - start;
+            let mut v = vec![0u8; len.div_ceil(page)];
+            // SAFETY: the range covers `b`'s pages, mapped while `b` lives; `v` has a byte a page.
+            let r = unsafe { libc::mincore(start as *mut libc::c_void, len, v.as_mut_ptr()) };
+            assert_eq!(r, 0, "mincore");
+            v.iter().filter(|&&x| x & 1 == 1).count() * page
+        }
+        // 1.5 Mi slots of 192 B: an SN5600's buffer, 281 MiB of heads.
+        let mut p = PacketPool::with_heads(1_536_000, 192, 9118);
+        let a = p.alloc_copy(&[7; 100]).unwrap();
+        assert_eq!(p.get(a, 100), &[7; 100]);
+        let lazy = resident(&p.heads);
+        assert!(lazy <= 64 << 10, "one frame, a page or so resident: {lazy}");
+        p.prefault();
+        assert!(resident(&p.heads) >= p.heads.len() - 4096);
     }
 
     /// A backend's buffer for the tests: a leaked boxed frame, released by dropping the box

@@ -198,7 +198,7 @@ fn send(
 fn send_release(peers: &mut Peers<'_>, in_port: usize, pg: usize, cells: u32, dropped: bool, slot: u32, group: u32) {
     let home = std::mem::replace(&mut peers.shard.homes[slot as usize], Release::NO_HOME);
     peers.shard.outbox_for(in_port).push_release(Release {
-        in_port: in_port as u8,
+        in_port: in_port as u16,
         pg: pg as u8,
         dropped,
         cells: cells as u16,
@@ -642,7 +642,7 @@ impl Egress {
             slot,
             deadline: now,
             len: len as u16,
-            in_port: in_port as u8,
+            in_port: in_port as u16,
             pg: pg as u8,
             cells: cells as u16,
             flags: if ect { Desc::ECT } else { 0 } | if class.cnp { Desc::CNP } else { 0 } | flood,

@@ -31,9 +31,10 @@ pub(crate) struct Desc {
     /// its arrival time (a budget of 0), read when the port becomes EDF (`retune_edf`).
     pub deadline: u64,
     pub len: u16,
-    pub in_port: u8,
-    pub pg: u8,
+    /// The ingress port's index: up to 512 ports (`controlplane::validate::MAX_PORTS`).
+    pub in_port: u16,
     pub cells: u16,
+    pub pg: u8,
     /// [`Desc::ECT`], [`Desc::CNP`], [`Desc::WRED_DONE`], [`Desc::TAGGED`], [`Desc::FLOOD`]: bits rather than
     /// bools so that the deadline fits in the 16 bytes the memory estimate counts.
     pub flags: u8,

@@ -46,7 +46,7 @@ impl RunFrame {
             slot: self.slot,
             deadline: now,
             len: self.len,
-            in_port: in_port as u8,
+            in_port: in_port as u16,
             pg: pg as u8,
             cells: self.cells,
             flags: self.flags,

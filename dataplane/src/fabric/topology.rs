@@ -414,20 +414,20 @@ fn build(file: File, dir: &Path, default_config: Option<&Path>, seed: u64) -> Re
             routes: Vec::new(),
         });
     }
-    // Every switch allocates its buffer at start-up: together they may take what one switch
-    // may (`rocesw run` and `rocectl check` refuse a config above it).
+    // In virtual time a switch touches its descriptors at start-up and its packet buffers as
+    // frames arrive: the descriptors of every switch together must fit what the machine has.
     let need = switches
         .iter()
-        .map(|s| controlplane::memory::footprint(&s.config).total_bytes)
+        .map(|s| controlplane::memory::footprint(&s.config).fixed_bytes)
         .fold(0, u64::saturating_add);
-    if need > controlplane::memory::MAX_ALLOC_BYTES {
+    if let Some(avail) = controlplane::memory::machine_available().filter(|&a| need > a) {
         bail!(
-            "the {} switches need {} MiB at start-up together (their buffers' packet slots and \
-             descriptors), above the limit of {} MiB: use fewer switches, or configs with a smaller \
-             buffer.size or a larger buffer.cell",
+            "the {} switches need {} MiB at start-up together (their packet slots' records and \
+             descriptors), above the {} MiB this machine has available: use fewer switches, or \
+             configs with a smaller buffer.size or a larger buffer.cell",
             switches.len(),
             need >> 20,
-            controlplane::memory::MAX_ALLOC_BYTES >> 20
+            avail >> 20
         );
     }
     let mut hosts = Vec::new();
@@ -602,11 +602,13 @@ fn build(file: File, dir: &Path, default_config: Option<&Path>, seed: u64) -> Re
 }
 
 impl Topology {
-    /// What the switches allocate at start-up together ([`controlplane::memory::footprint`]).
+    /// What the switches touch at start-up together in virtual time
+    /// ([`controlplane::memory::Footprint::fixed_bytes`]); their packet buffers fill as frames
+    /// arrive.
     pub fn memory_bytes(&self) -> u64 {
         self.switches
             .iter()
-            .map(|s| controlplane::memory::footprint(&s.config).total_bytes)
+            .map(|s| controlplane::memory::footprint(&s.config).fixed_bytes)
             .fold(0, u64::saturating_add)
     }
 

@@ -23,8 +23,9 @@ struct Group {
     /// Copies still held, plus one while the flood is sending them.
     refs: u16,
     cells: u16,
-    in_port: u8,
-    pg: u8,
+    /// The port index the frame came in on (up to 8191) and its PG: `in_port << 3 | pg`, so
+    /// a record stays 6 bytes (`controlplane::memory::FLOOD_BYTES`) with 512 ports.
+    src: u16,
 }
 
 /// What a group that ended gives back to its PG.
@@ -64,8 +65,7 @@ impl FloodGroups {
         self.groups[g as usize] = Group {
             refs: 1,
             cells: cells as u16,
-            in_port: in_port as u8,
-            pg: pg as u8,
+            src: (in_port as u16) << 3 | (pg & 7) as u16,
         };
         Some(g)
     }
@@ -89,8 +89,8 @@ impl FloodGroups {
         }
         self.free.push(g);
         Some(GroupEnd {
-            in_port: grp.in_port as usize,
-            pg: grp.pg as usize,
+            in_port: usize::from(grp.src >> 3),
+            pg: usize::from(grp.src & 7),
             cells: u32::from(grp.cells),
         })
     }

@@ -135,6 +135,13 @@ pub fn run(args: RunArgs) -> Result<()> {
             p.id
         );
     }
+    // The buffers are allocated and faulted in at start-up: refused before anything starts
+    // when the machine (or its cgroup) has less available, with the figures.
+    if let Some(why) =
+        controlplane::memory::machine_available().and_then(|avail| controlplane::memory::machine_refusal(&cfg, avail))
+    {
+        anyhow::bail!("{why}");
+    }
     // Before any port opens (a `pcap` output is created when its port opens, a DPDK
     // `tx_pcap` when the EAL probes the device): no output may be an input or another output,
     // however the paths are spelt, whatever kind of port writes it.

@@ -301,11 +301,13 @@ pub fn run(
     let coordinator_done = AtomicBool::new(false);
     let mut workers_of_shards: Vec<ShardWorker<'_>> = Vec::with_capacity(shards);
     for (s, ports) in ports.into_iter().enumerate() {
-        let sw = if shards == 1 {
+        let mut sw = if shards == 1 {
             Switch::new(cfg, opts.seed)
         } else {
             Switch::shard(cfg, opts.seed, s as u8, shards as u8, &owners)
         };
+        // Real time: the slots' heads are faulted in now, not on the packet path.
+        sw.prefault();
         let control = if shards == 1 {
             opts.control.as_deref()
         } else {

@@ -76,8 +76,8 @@ impl Switch {
         self.shard.outbox_for(out).push_frame(Crossing {
             frame,
             len: len as u16,
-            in_port: port as u8,
-            out: out as u8,
+            in_port: port as u16,
+            out: out as u16,
             class: *class,
             info: *info,
             group,

@@ -83,9 +83,9 @@ pub struct Crossing {
     /// Frame length, bytes.
     pub len: u16,
     /// Ingress port index (its shard gets the release).
-    pub in_port: u8,
+    pub in_port: u16,
     /// Egress port index, owned by the receiving shard.
-    pub out: u8,
+    pub out: u16,
     /// Priority, PG and queue as the ingress shard classified it.
     pub class: Class,
     /// The parse result, so the egress shard does not parse again.
@@ -102,7 +102,7 @@ pub struct Crossing {
 #[derive(Clone, Copy, Debug)]
 pub struct Release {
     /// Ingress port index of the frame.
-    pub in_port: u8,
+    pub in_port: u16,
     /// The PG that was charged for it.
     pub pg: u8,
     /// Whether it was dropped rather than sent (the PG counts the drop).
@@ -464,7 +464,7 @@ mod tests {
     use super::*;
     use crate::ingress::flood::NO_GROUP;
 
-    fn release(in_port: u8, pg: u8, cells: u16) -> Release {
+    fn release(in_port: u16, pg: u8, cells: u16) -> Release {
         Release {
             in_port,
             pg,

@@ -45,7 +45,7 @@ pub struct TuneArgs {
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
     /// Simulations at once (default, and at most: the machine's cores; fewer when that many
-    /// fabrics would need more than 4 GiB of switch buffers together).
+    /// fabrics' start-up memory would take more than half of what the machine has available).
     #[arg(long, value_name = "N")]
     pub threads: Option<usize>,
     /// Most simulations, the baseline's included (a smaller budget runs a prefix of the same
@@ -154,17 +154,20 @@ pub fn options(args: &TuneArgs) -> Result<TuneOptions> {
 pub fn run(args: TuneArgs) -> Result<()> {
     let mut opts = options(&args)?;
     let topo = crate::fabric::topology::load(&args.topology, args.default_config.as_deref(), args.seed)?;
-    // Each thread holds a whole fabric: together they stay within what one switch may take.
+    // Each thread holds a whole fabric: together their start-up memory stays within half of
+    // what the machine has available (the other half for the frames they buffer).
     let per_sim = topo.memory_bytes();
-    let fit = usize::try_from(controlplane::memory::MAX_ALLOC_BYTES / per_sim.max(1)).unwrap_or(usize::MAX);
-    if opts.threads > fit.max(1) {
-        eprintln!(
-            "rocesw tune: using {} threads: each simulation's switches need {} MiB, and the threads together stay within {} MiB",
-            fit.max(1),
-            per_sim >> 20,
-            controlplane::memory::MAX_ALLOC_BYTES >> 20
-        );
-        opts.threads = fit.max(1);
+    if let Some(avail) = controlplane::memory::machine_available() {
+        let fit = usize::try_from(avail / 2 / per_sim.max(1)).unwrap_or(usize::MAX);
+        if opts.threads > fit.max(1) {
+            eprintln!(
+                "rocesw tune: using {} threads: each simulation's switches need {} MiB at start-up, and the threads together stay within half of the {} MiB available",
+                fit.max(1),
+                per_sim >> 20,
+                avail >> 20
+            );
+            opts.threads = fit.max(1);
+        }
     }
     let mut set = match &args.patterns {
         Some(p) => patterns::load(p, &topo)?,

@@ -172,6 +172,7 @@ pub(super) fn read_buffers(
 ) -> (Bindings, Bindings) {
     let mut pgs: Bindings = ports.iter().map(|_| Default::default()).collect();
     let mut queues: Bindings = ports.iter().map(|_| Default::default()).collect();
+    let index = super::port_index(ports);
     let pattern = traffic_pattern(db, p);
     for (table, bindings, ingress) in [("BUFFER_PG", &mut pgs, true), ("BUFFER_QUEUE", &mut queues, false)] {
         for (key, f) in db.table(table) {
@@ -193,7 +194,7 @@ pub(super) fn read_buffers(
                 continue;
             };
             for name in &names {
-                let Some(pi) = ports.iter().position(|x| &x.name == name) else {
+                let Some(&pi) = index.get(name.as_str()) else {
                     p.error(
                         Origin::new(table, key, ""),
                         format!("{name} is not a port of the PORT table"),

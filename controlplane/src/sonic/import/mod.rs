@@ -82,20 +82,28 @@ pub struct Imported {
 struct Problems {
     errors: Vec<String>,
     notes: Vec<String>,
+    /// The errors and notes given, to give each once in constant time (a file of many ports
+    /// gives many).
+    seen: std::collections::HashSet<String>,
+}
+
+/// Each port's place by its name: one look-up a binding, not a scan of the ports.
+fn port_index(ports: &[Port]) -> std::collections::HashMap<&str, usize> {
+    ports.iter().enumerate().map(|(i, x)| (x.name.as_str(), i)).collect()
 }
 
 impl Problems {
     /// Each problem once, however many bindings lead to it.
     fn error(&mut self, at: impl std::fmt::Display, msg: impl std::fmt::Display) {
         let e = format!("{at}: {msg}");
-        if !self.errors.contains(&e) {
+        if self.seen.insert(format!("e{e}")) {
             self.errors.push(e);
         }
     }
 
     fn note(&mut self, msg: impl Into<String>) {
         let m = msg.into();
-        if !self.notes.contains(&m) {
+        if self.seen.insert(format!("n{m}")) {
             self.notes.push(m);
         }
     }
@@ -195,6 +203,14 @@ struct Wred {
 
 /// Imports `db` under `opts`. Every problem found is returned at once, each naming its origin.
 pub fn import(db: &ConfigDb, opts: &ImportOptions) -> Result<Imported, Vec<String>> {
+    // Before any per-port work: thousands of ports are refused at once.
+    let n = db.table("PORT").count();
+    if n > crate::validate::MAX_PORTS {
+        return Err(vec![format!(
+            "PORT: {n} ports, at most {} are supported",
+            crate::validate::MAX_PORTS
+        )]);
+    }
     let mut p = Problems::default();
     let platform = choose_platform(db, opts, &mut p);
     let lookup = opts

@@ -97,8 +97,10 @@ pub(super) fn read_ports(db: &ConfigDb, p: &mut Problems) -> Vec<Port> {
     if out.is_empty() && p.errors.is_empty() {
         p.error("PORT", "no ports: a switch config needs the PORT table");
     }
-    order.sort();
-    out.sort_by_key(|port| order.iter().position(|o| o.3 == port.name));
+    // File order by index, then lanes (names are distinct, so the order is total): one sort.
+    let mut keyed: Vec<_> = order.into_iter().zip(out).collect();
+    keyed.sort_by(|a, b| a.0.cmp(&b.0));
+    let mut out: Vec<Port> = keyed.into_iter().map(|(_, port)| port).collect();
     // Ids: the number in each name when every name has a distinct one, else the position.
     let nums: BTreeSet<u16> = out.iter().map(|p| p.id).collect();
     if nums.len() != out.len() || out.iter().any(|p| p.id == u16::MAX) {

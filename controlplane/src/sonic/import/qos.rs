@@ -93,6 +93,7 @@ pub(super) fn read_queues(
     p: &mut Problems,
 ) -> Vec<[Option<Sched>; 8]> {
     let mut out: Vec<[Option<Sched>; 8]> = ports.iter().map(|_| Default::default()).collect();
+    let index = super::port_index(ports);
     for (name, f) in db.table("SCHEDULER") {
         p.known(
             "SCHEDULER",
@@ -179,7 +180,7 @@ pub(super) fn read_queues(
             }
         }
         for name in &names {
-            let Some(pi) = ports.iter().position(|x| &x.name == name) else {
+            let Some(&pi) = index.get(name.as_str()) else {
                 p.error(
                     Origin::new("QUEUE", key, ""),
                     format!("{name} is not a port of the PORT table"),

@@ -126,8 +126,9 @@ impl Subcommand for SetCommand {
 
 #[derive(Subcommand)]
 pub enum Command {
-    /// Validate a config file offline: every error with its field, then the budget warnings.
-    /// Exit 0 when valid (warnings allowed), 1 when invalid.
+    /// Validate a config file offline: every error with its field, then the budget warnings,
+    /// and the memory `rocesw run` allocates at start-up for it (refused when this machine, or
+    /// its cgroup, has less available). Exit 0 when valid (warnings allowed), 1 when invalid.
     Check {
         /// The TOML config to check.
         file: PathBuf,

@@ -26,6 +26,14 @@ pub fn check(file: &Path, verbose: bool) -> ExitCode {
                 eprintln!("{}: invalid:\n  {e}", file.display());
                 return ExitCode::FAILURE;
             }
+            // What `rocesw run` allocates at start-up: refused here, as there, only when the
+            // machine has less available.
+            if let Some(why) = controlplane::memory::machine_available()
+                .and_then(|avail| controlplane::memory::machine_refusal(&loaded.config, avail))
+            {
+                eprintln!("{}: invalid:\n  {why}", file.display());
+                return ExitCode::FAILURE;
+            }
             for w in &loaded.warnings {
                 println!("warning: {w}");
             }
@@ -39,6 +47,7 @@ pub fn check(file: &Path, verbose: bool) -> ExitCode {
                 loaded.warnings.len(),
                 if loaded.warnings.len() == 1 { "" } else { "s" }
             );
+            println!("memory: rocesw run {}", controlplane::memory::statement(c));
             if verbose {
                 for p in &c.ports {
                     let hr: Vec<String> = (0..controlplane::NUM_TC)
