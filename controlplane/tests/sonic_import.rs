@@ -189,10 +189,12 @@ fn errors_name_table_key_and_field() {
             "\"platform\": \"x86_64-acme_9000-r0\"",
             "DEVICE_METADATA|localhost|platform",
         ),
+        // pfc_enable is per port (qosorch applies it so): one port without priority 4 keeps
+        // a lossless profile on PG 4, which is the contradiction named.
         (
             "\"pfc_enable\": \"3,4\"",
             "\"pfc_enable\": \"3\"",
-            "differs from PORT_QOS_MAP|",
+            "has an xoff (lossless), but no PFC priority of Ethernet0 (its pfc_enable) maps to PG 4",
         ),
         (
             "\"Ethernet8\": \"40m\"",

@@ -107,6 +107,10 @@ pub struct ConfigDb {
     tables: BTreeMap<String, BTreeMap<String, Fields>>,
     /// Tables present in the file that no part of the switch reads (BGP, interfaces, ...).
     pub ignored: Vec<String>,
+    /// Fields of read tables whose value is not a string (`null`, a number, an object), with
+    /// what it is: left out of the entries. A reader that needs such a field refuses it (the
+    /// importer's `read_fields`); a field nothing reads stays ignored, as SONiC ignores it.
+    pub non_strings: Vec<(Origin, &'static str)>,
 }
 
 /// Whether the whole document looks like a config_db.json rather than a rocesw TOML or some
@@ -196,10 +200,16 @@ impl ConfigDb {
         for (field, value) in fields {
             let at = Origin::new(table, key, field);
             let serde_json::Value::String(s) = value else {
-                return Err(DbError::Shape {
-                    at: at.to_string(),
-                    expected: "a string is expected (config_db.json stores every value as a string, e.g. \"100000\")",
-                });
+                let kind = match value {
+                    serde_json::Value::Null => "null",
+                    serde_json::Value::Bool(_) => "a boolean",
+                    serde_json::Value::Number(_) => "a number",
+                    serde_json::Value::Array(_) => "an array",
+                    serde_json::Value::Object(_) => "an object",
+                    serde_json::Value::String(_) => "a string",
+                };
+                self.non_strings.push((at, kind));
+                continue;
             };
             if let Some(first) = entry.get(field) {
                 if first != s {

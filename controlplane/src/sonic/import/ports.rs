@@ -89,6 +89,7 @@ pub(super) fn read_ports(db: &ConfigDb, p: &mut Problems) -> Vec<Port> {
             id: num.unwrap_or(u16::MAX),
             speed_mbps,
             mtu,
+            mtu_given: f.contains_key("mtu"),
             lanes,
             cable: None,
             admin_up,
