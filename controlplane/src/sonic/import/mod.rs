@@ -146,6 +146,8 @@ struct Port {
     mtu: u32,
     /// Whether PORT gives the mtu (else SONiC's default).
     mtu_given: bool,
+    /// Whether PORT gives the speed (else the file's most common, said in a note).
+    speed_given: bool,
     lanes: usize,
     cable: Option<(String, f64)>,
     admin_up: bool,

@@ -38,6 +38,9 @@ pub(super) const PORT_FIELDS: &[&str] = &[
 pub(super) fn read_ports(db: &ConfigDb, p: &mut Problems) -> Vec<Port> {
     let mut out = Vec::new();
     let mut order = Vec::new();
+    // Ports the file gives no speed (port_config.ini without a speed column, no neighbour to
+    // set one): the ASIC's default, which the file does not say.
+    let mut speedless: Vec<String> = Vec::new();
     for (name, f) in db.table("PORT") {
         p.known("PORT", name, f, PORT_FIELDS);
         let speed = int(p, "PORT", name, f, "speed");
@@ -48,8 +51,8 @@ pub(super) fn read_ports(db: &ConfigDb, p: &mut Problems) -> Vec<Port> {
                 continue;
             }
             None if !f.contains_key("speed") => {
-                p.error(Origin::new("PORT", name, "speed"), "missing (Mb/s, e.g. \"100000\")");
-                continue;
+                speedless.push(name.to_string());
+                0
             }
             None => continue,
         };
@@ -90,6 +93,7 @@ pub(super) fn read_ports(db: &ConfigDb, p: &mut Problems) -> Vec<Port> {
             speed_mbps,
             mtu,
             mtu_given: f.contains_key("mtu"),
+            speed_given: f.contains_key("speed"),
             lanes,
             cable: None,
             admin_up,
@@ -97,6 +101,31 @@ pub(super) fn read_ports(db: &ConfigDb, p: &mut Problems) -> Vec<Port> {
     }
     if out.is_empty() && p.errors.is_empty() {
         p.error("PORT", "no ports: a switch config needs the PORT table");
+    }
+    if !speedless.is_empty() {
+        let given: Vec<u64> = out.iter().map(|x| x.speed_mbps).filter(|&s| s > 0).collect();
+        let most = given
+            .iter()
+            .copied()
+            .max_by_key(|s| (given.iter().filter(|t| *t == s).count(), *s));
+        match most {
+            Some(s) => {
+                for port in out.iter_mut().filter(|x| x.speed_mbps == 0) {
+                    port.speed_mbps = s;
+                }
+                p.note(format!(
+                    "{} port{} with no speed (the ASIC's default, which the file does not give) run at the file's most common speed, {s} Mb/s: {}",
+                    speedless.len(),
+                    if speedless.len() == 1 { "" } else { "s" },
+                    speedless.join(", ")
+                ));
+            }
+            None => {
+                for name in &speedless {
+                    p.error(Origin::new("PORT", name, "speed"), "missing (Mb/s, e.g. \"100000\")");
+                }
+            }
+        }
     }
     order.sort();
     out.sort_by_key(|port| order.iter().position(|o| o.3 == port.name));

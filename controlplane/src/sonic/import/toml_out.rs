@@ -277,7 +277,11 @@ fn document(t: &TomlParts<'_>) -> DocumentMut {
             &mut pt,
             "speed",
             speed(port.speed_mbps),
-            &format!("PORT|{}|speed", port.name),
+            &if port.speed_given {
+                format!("PORT|{}|speed", port.name)
+            } else {
+                format!("PORT|{} has no speed: the file's most common", port.name)
+            },
         );
         set(
             &mut pt,
