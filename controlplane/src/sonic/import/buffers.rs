@@ -294,7 +294,7 @@ pub(super) fn read_buffers(
                 continue;
             }
             match lookup_pg(port, lookup, pools, platform, p) {
-                Lookup::Made(buf) => pgs[pi][usize::from(g)] = Some(buf),
+                Lookup::Made(buf) => pgs[pi][usize::from(g)] = Some(*buf),
                 Lookup::NoRow(what) => {
                     // buffermgrd makes no PG for a speed and cable its table lacks: the PG
                     // stays lossy on that port.
@@ -503,7 +503,7 @@ pub(super) fn dynamic_pg(
 /// What the lookup table gives a lossless PG with no profile.
 pub(super) enum Lookup {
     /// The PG, made as buffermgrd makes it.
-    Made(Buf),
+    Made(Box<Buf>),
     /// The table has no row for the port's speed and cable (which, in words).
     NoRow(String),
     /// No table, or the port has no cable length to look up.
@@ -562,7 +562,7 @@ pub(super) fn lookup_pg(
     };
     buf.from.min = buf.field("size");
     lossless_pg(&f, &mut buf, &name, pools, platform, p);
-    Lookup::Made(buf)
+    Lookup::Made(Box::new(buf))
 }
 
 /// BUFFER_PORT_*_PROFILE_LIST: a port-level quota per pool, which rocesw does not model; said

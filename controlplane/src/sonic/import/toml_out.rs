@@ -101,7 +101,7 @@ fn speed(mbps: u64) -> String {
 fn index_map(map: &[u8]) -> InlineTable {
     let mut t = InlineTable::new();
     for (i, v) in map.iter().enumerate() {
-        t.insert(&i.to_string(), Value::from(i64::from(*v)));
+        t.insert(i.to_string(), Value::from(i64::from(*v)));
     }
     t.fmt();
     t
