@@ -177,7 +177,9 @@ pub fn sonic_hint(key: &str) -> Option<&'static str> {
         "restoration_time" => {
             "SONiC's restoration_time is rocesw's `restoration` in [pfc.watchdog], a duration (\"200ms\")"
         }
-        "pfc_enable" => "SONiC's pfc_enable is rocesw's [pfc] priorities = [3, 4]",
+        "pfc_enable" => {
+            "SONiC's pfc_enable is rocesw's [pfc] priorities = [3, 4] (a port's own: `pfc = [3]` under its [[port]])"
+        }
         "port_qos_map" => "SONiC's PORT_QOS_MAP is rocesw's [pfc] priorities and the [classify] maps",
         "dscp_to_tc_map" => "SONiC's DSCP_TO_TC_MAP is rocesw's [classify.dscp_to_tc]",
         "dot1p_to_tc_map" => "SONiC's DOT1P_TO_TC_MAP is rocesw's [classify.pcp_to_tc]",

@@ -135,6 +135,10 @@ pub struct PortConfig {
     /// Whether the port transmits data (`tx = "off"`: SAI's PKT_TX_ENABLE = false; its PFC
     /// frames still go, as a MAC sends its control frames).
     pub tx_enabled: bool,
+    /// This port's PFC-enabled priorities (`[[port]] pfc`, else `[pfc] priorities`): what its
+    /// PGs send XOFF for and what a PFC frame it receives may pause. Always a subset of
+    /// `PfcConfig::enabled`.
+    pub pfc_enabled: [bool; NUM_TC],
 }
 
 /// A port's scheduler kind and its own settings. Strict priority + WDRR reads its modes and

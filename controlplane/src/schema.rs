@@ -227,6 +227,9 @@ pub struct PortSection {
     pub vlarb: Option<VlArbSection>,
     /// This port's EDF settings, key by key over `[port_defaults.edf]`.
     pub edf: Option<EdfSection>,
+    /// This port's PFC-enabled priorities, over `[pfc] priorities` (SONiC's per-port
+    /// `pfc_enable`): a subset of them; `[]` makes every PG of the port lossy.
+    pub pfc: Option<Vec<i64>>,
     /// This port's own PG settings, field by field over the global `[pg.N]`.
     #[serde(default)]
     pub pg: BTreeMap<String, PgSection>,

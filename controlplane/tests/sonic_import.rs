@@ -189,10 +189,12 @@ fn errors_name_table_key_and_field() {
             "\"platform\": \"x86_64-acme_9000-r0\"",
             "DEVICE_METADATA|localhost|platform",
         ),
+        // pfc_enable is per port (qosorch applies it so): one port without priority 4 keeps
+        // a lossless profile on PG 4, which is the contradiction named.
         (
             "\"pfc_enable\": \"3,4\"",
             "\"pfc_enable\": \"3\"",
-            "differs from PORT_QOS_MAP|",
+            "has an xoff (lossless), but no PFC priority of Ethernet0 (its pfc_enable) maps to PG 4",
         ),
         (
             "\"Ethernet8\": \"40m\"",
@@ -269,6 +271,31 @@ fn lossless_profiles_come_from_the_lookup_table_when_the_file_has_none() {
         i.toml.contains("pg_profile_lookup.ini:"),
         "the row is named as the origin"
     );
+    // A table without the 100G 300m row: buffermgrd makes no PG for Ethernet24 and 28 (their
+    // cables are 300m), so their PGs 3 and 4 are lossy, said once; the others keep theirs.
+    let table: String = read("pg_profile_lookup_spectrum1.ini")
+        .lines()
+        .filter(|l| !(l.split_whitespace().next() == Some("100000") && l.contains("300m")))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let opts = ImportOptions {
+        pg_lookup: Some((table, "pg_profile_lookup.ini".into())),
+        ..ImportOptions::default()
+    };
+    let i = import_text(&stripped, &opts).unwrap_or_else(|e| panic!("{e:#?}"));
+    let notes: Vec<&String> = i.notes.iter().filter(|n| n.contains("has no row for")).collect();
+    assert_eq!(notes.len(), 1, "{:?}", i.notes);
+    assert!(
+        notes[0].contains("Ethernet24 (100000 Mb/s, 300m), Ethernet28"),
+        "{}",
+        notes[0]
+    );
+    let c = load_str(&i.toml).unwrap().config;
+    for p in &c.ports {
+        let far = matches!(p.name.as_deref(), Some("Ethernet24" | "Ethernet28"));
+        assert_eq!(p.pgs[3].lossless, !far, "{:?}", p.name);
+        assert_eq!(p.pfc_enabled[3], !far, "{:?}", p.name);
+    }
 }
 
 /// The dynamic buffer model (`"profile": "NULL"`): the headroom NVIDIA's formula gives.
@@ -553,4 +580,22 @@ fn a_running_switch_keeps_the_imported_toml() {
     assert!(!reason.contains("invalid config: TOML"), "{reason}");
     let same = r.prepare(Edit::Whole(&json)).unwrap();
     assert!(same.text.starts_with("# Imported from a SONiC config_db.json"));
+}
+
+/// A value that is not a string: refused where rocesw reads the field, ignored where it does
+/// not (a real render has `"region": null` in DEVICE_METADATA).
+#[test]
+fn non_strings_matter_only_where_read() {
+    let json = read("spectrum1-t1.json");
+    let e = errors(&nudged(&json, "\"speed\": \"100000\"", "\"speed\": 100000"));
+    assert!(
+        e.contains("PORT|Ethernet0|speed: a number: a string is expected"),
+        "{e}"
+    );
+    let ignored = nudged(
+        &json,
+        "\"speed\": \"100000\"",
+        "\"alias\": null, \"description\": {}, \"speed\": \"100000\"",
+    );
+    assert_eq!(load(&ignored), load(&json));
 }

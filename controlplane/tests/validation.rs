@@ -1263,3 +1263,20 @@ fn a_sonic_file_of_12000_ports_is_refused_for_its_count_alone() {
         e.problems()
     );
 }
+
+/// `[[port]] pfc`: a port's own PFC priorities, a subset of `[pfc] priorities` (SONiC's per-port
+/// `pfc_enable`). Its PGs those priorities leave out are lossy on it (no headroom, the global
+/// table's lossless-only settings set aside); a priority the switch lacks is refused.
+#[test]
+fn a_port_can_turn_pfc_off() {
+    let text = BASE.replace("[[port]]\nid = 1\n", "[[port]]\nid = 1\npfc = []\n")
+        + "\n[pg.3]\nheadroom = \"40KB\"\nxon_offset = \"2KB\"\n";
+    let c = ok(&text).config;
+    assert!(c.ports[0].pfc_enabled[3] && c.ports[0].pgs[3].lossless);
+    assert_eq!(c.ports[0].headroom_bytes[3], 40_000);
+    assert_eq!(c.ports[1].pfc_enabled, [false; 8]);
+    assert!(!c.ports[1].pgs[3].lossless);
+    assert_eq!(c.ports[1].headroom_bytes[3], 0);
+    let e = problems(&BASE.replace("[[port]]\nid = 1\n", "[[port]]\nid = 1\npfc = [3, 5]\n"));
+    has(&e, &["port[1].pfc[1]", "priority 5 is not one of pfc.priorities"]);
+}

@@ -37,6 +37,25 @@ fn check_accepts_the_shipped_profiles() {
     }
 }
 
+/// `check` takes a rendered config_db.json with the platform and lookup table `sonic import`
+/// takes (issue 45): the file names no platform, so without `--platform` it is refused naming
+/// the field; the flags on a TOML config are refused.
+#[test]
+fn check_takes_a_sonic_files_platform() {
+    let file = config("sonic/rendered/acs-msn2700-t1.json");
+    let lookup = config("sonic/rendered/acs-msn2700.pg_profile_lookup.ini");
+    let (ok, out, err) = rocectl(&["check", &file, "--platform", "spectrum1", "--pg-lookup", &lookup]);
+    assert!(ok, "{err}");
+    assert!(out.contains("valid (32 ports"), "{out}");
+    let (ok, _, err) = rocectl(&["check", &file]);
+    assert!(!ok && err.contains("DEVICE_METADATA|localhost|platform"), "{err}");
+    let (ok, _, err) = rocectl(&["check", &config("default.toml"), "--platform", "spectrum1"]);
+    assert!(
+        !ok && err.contains("--platform and --pg-lookup are for a SONiC config_db.json"),
+        "{err}"
+    );
+}
+
 /// `check -v` shows each port's scheduler: the kind, and a vlarb port's tables as OpenSM
 /// writes them with the limit in bytes.
 #[test]

@@ -14,10 +14,17 @@ const OUT: usize = 2;
 
 /// Three 10G ports; DSCP 0 → queue 0 (lossy), DSCP 24 → queue 3 (PFC).
 fn config() -> Config {
-    let text = "[port_defaults]\nspeed = \"10G\"\n[[port]]\nid = 0\n[[port]]\nid = 1\n[[port]]\nid = 2\n\
-                [classify]\ntrust = \"dscp\"\ndefault_tc = 0\ndscp_to_tc = { 0 = 0, 24 = 3 }\n\
-                [pfc]\npriorities = [3]\n";
-    load_str(text).unwrap_or_else(|e| panic!("{e}")).config
+    config_with("")
+}
+
+/// [`config`] with `out` added to OUT's `[[port]]` table (`pfc = []`).
+fn config_with(out: &str) -> Config {
+    let text = format!(
+        "[port_defaults]\nspeed = \"10G\"\n[[port]]\nid = 0\n[[port]]\nid = 1\n[[port]]\nid = 2\n{out}\n\
+         [classify]\ntrust = \"dscp\"\ndefault_tc = 0\ndscp_to_tc = {{ 0 = 0, 24 = 3 }}\n\
+         [pfc]\npriorities = [3]\n"
+    );
+    load_str(&text).unwrap_or_else(|e| panic!("{e}")).config
 }
 
 fn frame(dscp: u8, psn: u32) -> Vec<u8> {
@@ -37,7 +44,11 @@ fn frame(dscp: u8, psn: u32) -> Vec<u8> {
 /// (PSN 0) and a lossless one (PSN 3) for OUT at 2 µs; runs for 100 µs: (PSN, departure) of
 /// what OUT sent, and the switch.
 fn after_pause(pause: &[u8]) -> (Vec<(u32, u64)>, Switch) {
-    let mut sw = Switch::new(&config(), 1);
+    after_pause_on(&config(), pause)
+}
+
+fn after_pause_on(cfg: &Config, pause: &[u8]) -> (Vec<(u32, u64)>, Switch) {
+    let mut sw = Switch::new(cfg, 1);
     sw.receive(OUT, &announce(OUT as u16, 0).unwrap(), 0);
     sw.receive(OUT, pause, 1_000);
     sw.receive(0, &frame(0, 0), 2_000);
@@ -100,4 +111,25 @@ fn pfc_for_a_priority_with_pfc_still_pauses_its_queue() {
     assert_eq!(psns(&sent), [0], "queue 3 paused, queue 0 not: {sent:?}");
     assert_eq!(pause_ignored(&sw), 1);
     assert_eq!(sw.snapshot(0).totals.drops.get("pause_ignored"), 1);
+}
+
+/// A port whose own `pfc` leaves priority 3 out (SONiC: no `pfc_enable` on that port, issue 45)
+/// obeys no PFC for it: its queue 3 sends at once and the frame counts as ignored, while the
+/// switch's other ports keep priority 3 lossless.
+#[test]
+fn a_port_without_pfc_of_its_own_ignores_pfc() {
+    let cfg = config_with("pfc = []");
+    assert_eq!(cfg.ports[OUT].pfc_enabled, [false; 8]);
+    assert!(cfg.ports[0].pfc_enabled[3] && cfg.ports[0].pgs[3].lossless);
+    assert!(!cfg.ports[OUT].pgs[3].lossless && cfg.ports[OUT].headroom_bytes[3] == 0);
+    let mut buf = [0u8; 64];
+    let n = wire::pfc::encode_pfc(&mut buf, [2, 0, 0, 0, 0, 9], 1 << 3, [65535; 8]);
+    let (sent, sw) = after_pause_on(&cfg, &buf[..n]);
+    assert_eq!(
+        psns(&sent),
+        [0, 3],
+        "queue 3 not paused on a port without PFC: {sent:?}"
+    );
+    assert!(sent.iter().all(|s| s.1 < 10_000), "{sent:?}");
+    assert_eq!(pause_ignored(&sw), 1);
 }

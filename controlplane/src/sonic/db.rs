@@ -107,6 +107,10 @@ pub struct ConfigDb {
     tables: BTreeMap<String, BTreeMap<String, Fields>>,
     /// Tables present in the file that no part of the switch reads (BGP, interfaces, ...).
     pub ignored: Vec<String>,
+    /// Fields of read tables whose value is not a string (`null`, a number, an object), with
+    /// what it is: left out of the entries. A reader that needs such a field refuses it (the
+    /// importer's `read_fields`); a field nothing reads stays ignored, as SONiC ignores it.
+    pub non_strings: Vec<(Origin, &'static str)>,
 }
 
 /// Whether the whole document looks like a config_db.json rather than a rocesw TOML or some
@@ -196,10 +200,16 @@ impl ConfigDb {
         for (field, value) in fields {
             let at = Origin::new(table, key, field);
             let serde_json::Value::String(s) = value else {
-                return Err(DbError::Shape {
-                    at: at.to_string(),
-                    expected: "a string is expected (config_db.json stores every value as a string, e.g. \"100000\")",
-                });
+                let kind = match value {
+                    serde_json::Value::Null => "null",
+                    serde_json::Value::Bool(_) => "a boolean",
+                    serde_json::Value::Number(_) => "a number",
+                    serde_json::Value::Array(_) => "an array",
+                    serde_json::Value::Object(_) => "an object",
+                    serde_json::Value::String(_) => "a string",
+                };
+                self.non_strings.push((at, kind));
+                continue;
             };
             if let Some(first) = entry.get(field) {
                 if first != s {
@@ -359,11 +369,14 @@ mod tests {
 
     #[test]
     fn values_must_be_strings_in_read_tables_only() {
-        let e = ConfigDb::parse(r#"{"PORT": {"Ethernet0": {"speed": 100000}}}"#, all).unwrap_err();
-        assert!(
-            e.to_string().starts_with("PORT|Ethernet0|speed: a string is expected"),
-            "{e}"
+        // A value that is not a string is set aside with what it is: the importer refuses it
+        // where it reads the field, and ignores it elsewhere (a `null` region).
+        let db = ConfigDb::parse(r#"{"PORT": {"Ethernet0": {"speed": 100000, "mtu": "9100"}}}"#, all).unwrap();
+        assert_eq!(
+            db.non_strings,
+            [(Origin::new("PORT", "Ethernet0", "speed"), "a number")]
         );
+        assert_eq!(db.entry("PORT", "Ethernet0").unwrap().len(), 1);
         let db = ConfigDb::parse(r#"{"VLAN": {"Vlan1": {"members": ["a"]}}}"#, |t| t == "PORT").unwrap();
         assert_eq!(db.ignored, ["VLAN"]);
         for bad in ["[]", "1", r#"{"PORT": []}"#, r#"{"PORT": {"E": 3}}"#] {

@@ -16,6 +16,7 @@ pub(super) struct PortQos {
     pub(super) pgs: [PgProfile; NUM_TC],
     pub(super) queues: [QueueProfile; NUM_TC],
     pub(super) headroom: [(HeadroomSpec, String); NUM_TC],
+    pub(super) pfc_enabled: [bool; NUM_TC],
 }
 
 pub(super) fn resolve_headroom(
@@ -67,6 +68,7 @@ pub(super) fn resolve_headroom(
                 queues: qos.queues,
                 scheduler: SchedulerConfig::default(),
                 tx_enabled: p.tx_enabled,
+                pfc_enabled: qos.pfc_enabled,
             }
         })
         .collect();

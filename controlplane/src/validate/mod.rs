@@ -41,6 +41,30 @@ use profiles::{overlay, resolve_cnp, resolve_cnp_queue, resolve_pgs, resolve_que
 use run::{assign_workers, resolve_run};
 use sched::resolve_schedulers;
 
+/// `[[port]] pfc`: the port's PFC priorities, a subset of `[pfc] priorities` (a port can turn
+/// PFC off, as SONiC's per-port `pfc_enable` does; a priority lossless on one port only would
+/// need its own maps). Not given: the switch's.
+fn resolve_port_pfc(cx: &mut Ctx, i: usize, given: Option<&[i64]>, pfc: &PfcConfig) -> [bool; NUM_TC] {
+    let Some(list) = given else {
+        return pfc.enabled;
+    };
+    let mut enabled = [false; NUM_TC];
+    for (j, p) in list.iter().enumerate() {
+        let path = format!("port[{i}].pfc[{j}]");
+        if let Some(p) = cx.idx(&path, *p, 7, "priority") {
+            if !pfc.enabled[usize::from(p)] {
+                cx.error(format!(
+                    "{path}: priority {p} is not one of pfc.priorities; a port's pfc can only \
+                     leave out priorities the switch has (add it to pfc.priorities)"
+                ));
+                continue;
+            }
+            enabled[usize::from(p)] = true;
+        }
+    }
+    enabled
+}
+
 /// Resolves a parsed file into the model, or every reason it cannot be.
 pub fn resolve(file: &ConfigFile) -> Result<Loaded, ConfigError> {
     // Before any per-port work: a file of thousands of ports is refused at once, not after
@@ -76,18 +100,46 @@ pub fn resolve(file: &ConfigFile) -> Result<Loaded, ConfigError> {
     let mut per_port: Vec<PortQos> = Vec::with_capacity(ports.len());
     let global_ok = cx.errors.len() == e1;
     for (i, p) in file.ports.iter().enumerate().take(ports.len()) {
-        if !global_ok || (p.pg.is_empty() && p.queue.is_empty()) {
+        let port_pfc = resolve_port_pfc(&mut cx, i, p.pfc.as_deref(), &pfc);
+        if !global_ok || (p.pg.is_empty() && p.queue.is_empty() && port_pfc == pfc.enabled) {
             per_port.push(PortQos {
                 pgs: pgs.clone(),
                 queues: queues.clone(),
                 headroom: headroom_specs.clone(),
+                pfc_enabled: port_pfc,
             });
             continue;
         }
         let warned = cx.warnings.len();
-        let pg_map = overlay(&file.pg, &p.pg, PgSection::overlaid);
+        // The port's own PFC priorities decide which of its PGs are lossless; its queues keep
+        // the switch's (what other ports' lossless frames wait in).
+        let port_loss = Losslessness {
+            pg: std::array::from_fn(|g| (0..NUM_TC).any(|t| port_pfc[t] && usize::from(classify.tc_to_pg[t]) == g)),
+            queue: loss.queue,
+        };
+        let mut pg_map = overlay(&file.pg, &p.pg, PgSection::overlaid);
+        // A PG lossless on the switch but lossy on this port: the global table's lossless-only
+        // settings (headroom, xon, xon_offset) do not apply to it; the port's own would.
+        for (k, s) in pg_map.iter_mut() {
+            let Some(g) = k.trim().parse::<usize>().ok().filter(|&g| g < NUM_TC) else {
+                continue;
+            };
+            if loss.pg[g] && !port_loss.pg[g] {
+                let own = p.pg.iter().find(|(ok, _)| ok.trim().parse::<usize>().ok() == Some(g));
+                let own = own.map(|(_, o)| o);
+                if own.is_none_or(|o| o.headroom.is_none()) {
+                    s.headroom = None;
+                }
+                if own.is_none_or(|o| o.xon.is_none()) {
+                    s.xon = None;
+                }
+                if own.is_none_or(|o| o.xon_offset.is_none()) {
+                    s.xon_offset = None;
+                }
+            }
+        }
         let q_map = overlay(&file.queue, &p.queue, QueueSection::overlaid);
-        let (ppgs, specs) = resolve_pgs(&mut cx, &format!("port[{i}].pg"), &pg_map, &loss, &buffer);
+        let (ppgs, specs) = resolve_pgs(&mut cx, &format!("port[{i}].pg"), &pg_map, &port_loss, &buffer);
         let (pqueues, used) = resolve_queues(
             &mut cx,
             &format!("port[{i}].queue"),
@@ -111,6 +163,7 @@ pub fn resolve(file: &ConfigFile) -> Result<Loaded, ConfigError> {
             pgs: ppgs,
             queues: pqueues,
             headroom: specs,
+            pfc_enabled: port_pfc,
         });
     }
     for name in ecn.keys() {

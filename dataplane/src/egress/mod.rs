@@ -215,8 +215,6 @@ pub struct Egress {
     descs: DescStore,
     /// Priorities (bit mask) whose frames sit in each queue: what a received PFC pauses.
     queue_prios: [u8; NUM_TC],
-    /// Priorities with PFC (`[pfc] priorities`): the only ones a received PFC frame pauses.
-    pfc_prios: u8,
     /// Per packet slot holding a flooded copy ([`Desc::FLOOD`]): its flood group, at the
     /// shard owning the frame's ingress port (`ingress::flood`).
     flood_of: Box<[u32]>,
@@ -260,7 +258,6 @@ impl Egress {
             ports,
             descs: DescStore::new(packet_slots),
             queue_prios,
-            pfc_prios: pfc_priorities(cfg),
             flood_of: vec![NO_GROUP; packet_slots].into_boxed_slice(),
         }
     }
@@ -284,7 +281,6 @@ impl Egress {
             };
         }
         self.queue_prios = queue_prios;
-        self.pfc_prios = pfc_priorities(cfg);
     }
 
     /// Drops a frame that was about to be queued: counted on the egress port and queue (where a
@@ -802,8 +798,9 @@ impl Egress {
     /// watchdog's view. Its other priorities, and 802.3x PAUSE, are counted and ignored
     /// (`DropReason::PauseIgnored`): lossy queues never pause, so no peer can hold them.
     pub(crate) fn receive_mac_control(&mut self, port: usize, frame: &[u8], now: u64) -> Result<(), wire::Malformed> {
-        let pfc_prios = self.pfc_prios;
         let p = &mut self.ports[port];
+        // The port's own PFC priorities (a subset of the switch's).
+        let pfc_prios = p.pfc_prios;
         match wire::pfc::decode_mac_control(frame)? {
             MacControl::Pfc { enable, times } => {
                 if enable & !pfc_prios != 0 {

@@ -114,6 +114,9 @@ pub struct EgressPort {
     pub(crate) backlogged: bool,
     /// Whether the port transmits data (`[[port]] tx`); PFC frames go either way.
     pub(crate) tx_enabled: bool,
+    /// This port's priorities with PFC (bit mask, `PortConfig::pfc_enabled`): the only ones a
+    /// PFC frame it receives pauses.
+    pub(crate) pfc_prios: u8,
     /// PFC frames to send, ahead of all data (asked for by this port's ingress side).
     pub(crate) pfc_out: Ring<PfcRequest>,
     pub(crate) pause: PauseState,
@@ -153,6 +156,7 @@ impl EgressPort {
             cnp_policer: None,
             busy_until_ns: 0,
             tx_enabled: true,
+            pfc_prios: 0,
             busy_sub_ps: 0,
             backlogged: false,
             pfc_out: Ring::with_capacity(PFC_BACKLOG),
@@ -190,6 +194,7 @@ impl EgressPort {
     /// shaper or policer full, a new WRED profile at an average of zero).
     pub(crate) fn set_qos(&mut self, p: &PortConfig, cfg: &Config) {
         self.tx_enabled = p.tx_enabled;
+        self.pfc_prios = (0..NUM_TC).filter(|&t| p.pfc_enabled[t]).fold(0u8, |m, t| m | 1 << t);
         self.speed_bps = p.speed_bps.max(1);
         self.rate = LinkRate::new(p.speed_bps);
         self.sched.retune(p);

@@ -145,6 +145,15 @@ pub(super) fn read_profile(db: &ConfigDb, name: &str, pools: &[Pool], p: &mut Pr
         }
     }
     let min = bytes(p, "BUFFER_PROFILE", name, f, "size").unwrap_or(0);
+    let origin = format!("BUFFER_PROFILE|{name}");
+    let from = Derivation {
+        min: if f.contains_key("size") {
+            format!("{origin}|size")
+        } else {
+            format!("{origin} has no size: 0")
+        },
+        ..Derivation::default()
+    };
     Some((
         f.clone(),
         Buf {
@@ -154,8 +163,9 @@ pub(super) fn read_profile(db: &ConfigDb, name: &str, pools: &[Pool], p: &mut Pr
             headroom: None,
             xon: None,
             xon_offset: None,
-            origin: format!("BUFFER_PROFILE|{name}"),
+            origin,
             profile: Some(name.to_string()),
+            from,
         },
     ))
 }
@@ -165,7 +175,7 @@ pub(super) fn read_buffers(
     db: &ConfigDb,
     ports: &[Port],
     pools: &[Pool],
-    lossless_pgs: &BTreeSet<u8>,
+    lossless_pgs: &mut [BTreeSet<u8>],
     platform: &Platform,
     lookup: Option<&(Vec<LookupRow>, String)>,
     p: &mut Problems,
@@ -203,7 +213,7 @@ pub(super) fn read_buffers(
                 };
                 let port = &ports[pi];
                 for &i in &indices {
-                    let lossless = ingress && lossless_pgs.contains(&i);
+                    let lossless = ingress && lossless_pgs[pi].contains(&i);
                     let buf = if value == "NULL" {
                         // The dynamic model: headroom computed by the switch's own formula.
                         if !lossless {
@@ -248,7 +258,7 @@ pub(super) fn read_buffers(
                                 if lossless {
                                     format!("PG {i} is lossless (pfc_enable), but BUFFER_PROFILE|{name} has no xoff")
                                 } else {
-                                    format!("BUFFER_PROFILE|{name} has an xoff (lossless), but no PFC priority maps to PG {i}")
+                                    format!("BUFFER_PROFILE|{name} has an xoff (lossless), but no PFC priority of {} (its pfc_enable) maps to PG {i}", port.name)
                                 },
                             );
                             continue;
@@ -278,14 +288,23 @@ pub(super) fn read_buffers(
     }
     // Lossless PGs the file gives no profile for: the traditional model's buffermgrd makes
     // them from the lookup table by speed and cable.
+    let mut no_row: Vec<String> = Vec::new();
     for (pi, port) in ports.iter().enumerate() {
-        for &g in lossless_pgs {
+        for g in lossless_pgs[pi].clone() {
             if pgs[pi][usize::from(g)].is_some() {
                 continue;
             }
             match lookup_pg(port, lookup, pools, platform, p) {
-                Some(buf) => pgs[pi][usize::from(g)] = Some(buf),
-                None => p.error(
+                Lookup::Made(buf) => pgs[pi][usize::from(g)] = Some(*buf),
+                Lookup::NoRow(what) => {
+                    // buffermgrd makes no PG for a speed and cable its table lacks: the PG
+                    // stays lossy on that port.
+                    lossless_pgs[pi].remove(&g);
+                    if !no_row.contains(&what) {
+                        no_row.push(what);
+                    }
+                }
+                Lookup::NoTable => p.error(
                     Origin::new("BUFFER_PG", &format!("{}|{g}", port.name), "profile"),
                     format!(
                         "missing: PG {g} is lossless on {} (pfc_enable); give it a profile, or --pg-lookup pg_profile_lookup.ini to make one as buffermgrd would",
@@ -294,6 +313,12 @@ pub(super) fn read_buffers(
                 ),
             }
         }
+    }
+    if let (false, Some((_, file))) = (no_row.is_empty(), lookup) {
+        p.note(format!(
+            "{file} has no row for {}: no lossless PG there, as buffermgrd makes none (those PGs are lossy)",
+            no_row.join(", ")
+        ));
     }
     (pgs, queues)
 }
@@ -311,10 +336,21 @@ pub(super) fn lossless_pg(
     let xon = bytes(p, "BUFFER_PROFILE", name, f, "xon");
     let xon_offset = bytes(p, "BUFFER_PROFILE", name, f, "xon_offset");
     let shp = pools.iter().any(|x| x.name == buf.pool && x.xoff > 0);
+    let pl = platform.name;
+    buf.from.headroom = buf.field("xoff");
+    buf.from.xon_offset = if f.contains_key("xon_offset") {
+        buf.field("xon_offset")
+    } else {
+        format!("{} has no xon_offset: 0 (the default)", buf.origin)
+    };
     match platform.size_meaning {
         SizeMeaning::XonPlusXoff => {
             if shp {
                 // size = xon; the xoff comes from the shared headroom pool.
+                buf.from.min = format!(
+                    "{} (on {pl} size is xon; the xoff is in the shared headroom pool)",
+                    buf.field("size")
+                );
             } else if buf.min < xoff {
                 p.error(
                     Origin::new("BUFFER_PROFILE", name, "size"),
@@ -325,14 +361,27 @@ pub(super) fn lossless_pg(
                 );
             } else {
                 buf.min -= xoff;
+                buf.from.min = format!(
+                    "size − xoff: {} − {} (on {pl} size is xon + xoff)",
+                    buf.field("size"),
+                    buf.field("xoff")
+                );
             }
             // Spectrum's XON point is its XOFF point (xon and xoff thresholds coincide).
             buf.xon_offset = Some(xon_offset.unwrap_or(0));
             buf.xon = None;
+            if !f.contains_key("xon_offset") {
+                buf.from.xon_offset = format!("{} has no xon_offset: 0, XON at the XOFF point as on {pl}", buf.origin);
+            }
         }
         SizeMeaning::MinBesideXoff => {
             buf.xon = xon;
             buf.xon_offset = Some(xon_offset.unwrap_or(0));
+            buf.from.xon = if f.contains_key("xon") {
+                buf.field("xon")
+            } else {
+                format!("{} has no xon: 0, the offset alone decides", buf.origin)
+            };
         }
     }
     buf.headroom = Some(xoff);
@@ -422,6 +471,16 @@ pub(super) fn dynamic_pg(
         lanes: port.lanes,
     };
     let c = headroom::nvidia(&asic, platform.cell_bytes, line, pattern, shp);
+    let from = Derivation {
+        min: if shp {
+            "the formula's size (the xoff is in the shared headroom pool)".to_string()
+        } else {
+            "the formula's size − xoff".to_string()
+        },
+        headroom: "the formula's xoff".to_string(),
+        xon: String::new(),
+        xon_offset: "0: XON at the XOFF point, as the formula assumes".to_string(),
+    };
     Some(Buf {
         pool: pool.name.clone(),
         min: if shp { c.size } else { c.size - c.xoff },
@@ -438,7 +497,18 @@ pub(super) fn dynamic_pg(
             platform.name, port.speed_mbps, port.mtu, c.xon, c.xoff, c.size
         ),
         profile: None,
+        from,
     })
+}
+
+/// What the lookup table gives a lossless PG with no profile.
+pub(super) enum Lookup {
+    /// The PG, made as buffermgrd makes it.
+    Made(Box<Buf>),
+    /// The table has no row for the port's speed and cable (which, in words).
+    NoRow(String),
+    /// No table, or the port has no cable length to look up.
+    NoTable,
 }
 
 /// The traditional model's lossless PG from a `pg_profile_lookup.ini` row.
@@ -448,23 +518,26 @@ pub(super) fn lookup_pg(
     pools: &[Pool],
     platform: &Platform,
     p: &mut Problems,
-) -> Option<Buf> {
-    let (rows, file) = lookup?;
-    let cable = port.cable.as_ref().map(|(_, m)| format!("{}m", *m as u64))?;
+) -> Lookup {
+    let Some((rows, file)) = lookup else {
+        return Lookup::NoTable;
+    };
+    let Some(cable) = port.cable.as_ref().map(|(_, m)| format!("{}m", *m as u64)) else {
+        return Lookup::NoTable;
+    };
     let Some(row) = rows
         .iter()
         .find(|r| r.speed_mbps == port.speed_mbps && r.cable == cable)
     else {
-        p.error(
-            file,
-            format!("no row for {} ({} Mb/s, {cable})", port.name, port.speed_mbps),
-        );
-        return None;
+        return Lookup::NoRow(format!("{} ({} Mb/s, {cable})", port.name, port.speed_mbps));
     };
-    let pool = pools
+    let Some(pool) = pools
         .iter()
         .find(|x| x.ingress && x.name == "ingress_lossless_pool")
-        .or_else(|| pools.iter().find(|x| x.ingress))?;
+        .or_else(|| pools.iter().find(|x| x.ingress))
+    else {
+        return Lookup::NoTable;
+    };
     let mut f = Fields::new();
     f.insert("size".into(), row.size.to_string());
     f.insert("xon".into(), row.xon.to_string());
@@ -486,9 +559,11 @@ pub(super) fn lookup_pg(
         xon_offset: None,
         origin: format!("{file}:{} ({} {cable})", row.line, row.speed_mbps),
         profile: None,
+        from: Derivation::default(),
     };
+    buf.from.min = buf.field("size");
     lossless_pg(&f, &mut buf, &name, pools, platform, p);
-    Some(buf)
+    Lookup::Made(Box::new(buf))
 }
 
 /// BUFFER_PORT_*_PROFILE_LIST: a port-level quota per pool, which rocesw does not model; said

@@ -81,6 +81,21 @@ pub(super) fn read_maps(db: &ConfigDb, ports: &[Port], p: &mut Problems) -> Maps
                 continue;
             }
             let at = Origin::new("PORT_QOS_MAP", key, field).to_string();
+            if field == "pfc_enable" {
+                // Per port, as qosorch applies it.
+                let mut prios = Vec::new();
+                for s in value.split(',').filter(|s| !s.trim().is_empty()) {
+                    match s.trim().parse::<u8>() {
+                        Ok(n) if n < 8 && !prios.contains(&n) => prios.push(n),
+                        _ => p.error(&at, format!("{s:?} is not a priority 0..=7 (or given twice)")),
+                    }
+                }
+                prios.sort_unstable();
+                for n in &names {
+                    m.port_pfc.insert(n.clone(), (prios.clone(), at.clone()));
+                }
+                continue;
+            }
             match seen.get(field.as_str()) {
                 Some((v, first)) if v != value => p.error(
                     at,
@@ -123,17 +138,32 @@ pub(super) fn read_maps(db: &ConfigDb, ports: &[Port], p: &mut Problems) -> Maps
             m.tc_to_pg_from = Some(format!("{at} → TC_TO_PRIORITY_GROUP_MAP|{name}"));
         }
     }
-    if let Some((v, at)) = seen.get("pfc_enable") {
-        let mut prios = Vec::new();
-        for s in v.split(',').filter(|s| !s.trim().is_empty()) {
-            match s.trim().parse::<u8>() {
-                Ok(n) if n < 8 && !prios.contains(&n) => prios.push(n),
-                _ => p.error(at, format!("{s:?} is not a priority 0..=7 (or given twice)")),
-            }
-        }
-        prios.sort_unstable();
-        m.pfc_priorities = prios;
-        m.pfc_from = Some(at.clone());
+    // The switch's PFC priorities: every port's (a port's own are a subset, written with it).
+    let mut union: Vec<u8> = m.port_pfc.values().flat_map(|(v, _)| v.iter().copied()).collect();
+    union.sort_unstable();
+    union.dedup();
+    let sets: BTreeSet<&Vec<u8>> = m.port_pfc.values().map(|(v, _)| v).collect();
+    m.pfc_from = match (sets.len(), m.port_pfc.values().next()) {
+        (1, Some((_, at))) if m.port_pfc.len() == ports.len() => Some(at.clone()),
+        (0, _) => None,
+        _ => Some(format!(
+            "every port's PORT_QOS_MAP|…|pfc_enable together ({} ports give one); a port with fewer writes its own pfc",
+            m.port_pfc.len()
+        )),
+    };
+    m.pfc_priorities = union;
+    let without: Vec<&str> = ports
+        .iter()
+        .filter(|x| m.port_pfc.get(&x.name).is_none_or(|(v, _)| v.is_empty()))
+        .map(|x| x.name.as_str())
+        .collect();
+    if !without.is_empty() && !m.pfc_priorities.is_empty() {
+        p.note(format!(
+            "{} port{} with no PORT_QOS_MAP pfc_enable, lossy as on SONiC (no PFC, no lossless PG): {}",
+            without.len(),
+            if without.len() == 1 { "" } else { "s" },
+            without.join(", ")
+        ));
     }
     // rocesw pauses a received priority's queue through tc_to_queue, and sends PFC for a
     // priority from the PG tc_to_pg gives it: the two PFC maps must say the same.

@@ -8,7 +8,6 @@ use super::db::{expand_key, reference, references, ConfigDb, Fields, Origin};
 use super::headroom::{self, LookupRow, TrafficPattern};
 use super::platform::{self, Platform, SizeMeaning};
 use std::collections::{BTreeMap, BTreeSet};
-use std::fmt::Write as _;
 
 mod buffers;
 mod maps;
@@ -153,6 +152,10 @@ struct Port {
     id: u16,
     speed_mbps: u64,
     mtu: u32,
+    /// Whether PORT gives the mtu (else SONiC's default).
+    mtu_given: bool,
+    /// Whether PORT gives the speed (else the file's most common, said in a note).
+    speed_given: bool,
     lanes: usize,
     cable: Option<(String, f64)>,
     admin_up: bool,
@@ -180,6 +183,30 @@ struct Buf {
     origin: String,
     /// The BUFFER_PROFILE it came from, when it did (not a lookup row or the formula).
     profile: Option<String>,
+    /// How each value was derived, in words that name only fields the source has.
+    from: Derivation,
+}
+
+/// Where each of a [`Buf`]'s values came from: the field it was read from, or how it was
+/// computed (`size − xoff`), or that it is a default because the source has no such field.
+#[derive(Debug, Clone, PartialEq, Default)]
+struct Derivation {
+    min: String,
+    headroom: String,
+    xon: String,
+    xon_offset: String,
+}
+
+impl Buf {
+    /// `field` of this buffer's source: `BUFFER_PROFILE|x|field` for a profile, `SOURCE: field`
+    /// for a lookup row or the formula.
+    fn field(&self, field: &str) -> String {
+        if self.profile.is_some() {
+            format!("{}|{field}", self.origin)
+        } else {
+            format!("{}: {field}", self.origin)
+        }
+    }
 }
 
 /// A queue's scheduling as the QUEUE and SCHEDULER tables give it.
@@ -231,20 +258,33 @@ pub fn import(db: &ConfigDb, opts: &ImportOptions) -> Result<Imported, Vec<Strin
         Some(pl) => pl,
         None => return Err(p.errors),
     };
-    let lossless_pgs: BTreeSet<u8> = maps
-        .pfc_priorities
+    // Per port: its PFC priorities and the PGs they make lossless.
+    let mut port_prios: Vec<Vec<u8>> = ports
         .iter()
-        .map(|&pr| maps.tc_to_pg[usize::from(pr)])
+        .map(|x| maps.port_pfc.get(&x.name).map(|(v, _)| v.clone()).unwrap_or_default())
+        .collect();
+    let mut lossless_pgs: Vec<BTreeSet<u8>> = port_prios
+        .iter()
+        .map(|prios| prios.iter().map(|&pr| maps.tc_to_pg[usize::from(pr & 7)]).collect())
         .collect();
     // Every profile is checked, bound or not: a reference to a missing pool is wrong wherever
     // it is.
     for (name, _) in db.table("BUFFER_PROFILE") {
         let _ = buffers::read_profile(db, name, &pools, &mut p);
     }
-    let (pgs, queues) = read_buffers(db, &ports, &pools, &lossless_pgs, platform, lookup.as_ref(), &mut p);
+    let (pgs, queues) = read_buffers(db, &ports, &pools, &mut lossless_pgs, platform, lookup.as_ref(), &mut p);
+    // A PG buffermgrd made no profile for is lossy: its priorities leave the port's PFC.
+    for (prios, lossless) in port_prios.iter_mut().zip(&lossless_pgs) {
+        prios.retain(|&pr| lossless.contains(&maps.tc_to_pg[usize::from(pr & 7)]));
+    }
+    let port_pfc: Vec<Option<Vec<u8>>> = port_prios
+        .into_iter()
+        .map(|v| (v != maps.pfc_priorities).then_some(v))
+        .collect();
     let scheds = read_queues(db, &ports, &wred, &mut p);
     let watchdog = read_watchdog(db, &ports, &mut p);
     port_lists(db, &mut p);
+    non_strings(db, &mut p);
     if !db.ignored.is_empty() {
         p.note(format!(
             "tables a data plane does not need, not read: {}",
@@ -264,9 +304,11 @@ pub fn import(db: &ConfigDb, opts: &ImportOptions) -> Result<Imported, Vec<Strin
         scheds: &scheds,
         wred: &wred,
         watchdog: &watchdog,
+        port_pfc: &port_pfc,
         notes: &p.notes,
         source: opts.source.as_deref(),
-    });
+    })
+    .map_err(|e| vec![e])?;
     Ok(Imported {
         toml,
         platform,
@@ -293,6 +335,31 @@ pub fn import(db: &ConfigDb, opts: &ImportOptions) -> Result<Imported, Vec<Strin
             })
             .collect(),
     })
+}
+
+/// Whether the importer reads `field` of `table`: a value it does not read is ignored whatever
+/// it is (a `null` region in DEVICE_METADATA), as SONiC ignores it.
+fn reads_field(table: &str, field: &str) -> bool {
+    match table {
+        "DEVICE_METADATA" => field == "platform",
+        "PORT" => ["speed", "mtu", "index", "lanes", "admin_status"].contains(&field),
+        "PORT_QOS_MAP" => !["pfcwd_sw_enable", "tc_to_dscp_map", "scheduler"].contains(&field),
+        _ => true,
+    }
+}
+
+/// Values that are not strings: an error where the importer reads them, else nothing.
+fn non_strings(db: &ConfigDb, p: &mut Problems) {
+    for (at, kind) in &db.non_strings {
+        if reads_field(&at.table, &at.field) {
+            p.error(
+                at,
+                format!(
+                    "{kind}: a string is expected (config_db.json stores every value as a string, e.g. \"100000\")"
+                ),
+            );
+        }
+    }
 }
 
 fn choose_platform(db: &ConfigDb, opts: &ImportOptions, p: &mut Problems) -> Option<&'static Platform> {
@@ -326,8 +393,8 @@ fn choose_platform(db: &ConfigDb, opts: &ImportOptions, p: &mut Problems) -> Opt
     })
 }
 
-/// The maps and PFC settings a whole switch shares (rocesw classifies with one set of maps:
-/// ports that name different ones are refused).
+/// The maps a whole switch shares (rocesw classifies with one set of maps: ports that name
+/// different ones are refused), and each port's PFC priorities.
 #[derive(Debug, Default)]
 struct Maps {
     dscp_to_tc: Option<(String, [u8; 64])>,
@@ -338,6 +405,8 @@ struct Maps {
     tc_to_pg_from: Option<String>,
     pfc_priorities: Vec<u8>,
     pfc_from: Option<String>,
+    /// Each port's own `pfc_enable` (by name) with its origin; a port not here has none.
+    port_pfc: BTreeMap<String, (Vec<u8>, String)>,
 }
 
 /// A BUFFER_POOL as a `[buffer.pool.NAME]`.

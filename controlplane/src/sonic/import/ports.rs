@@ -38,6 +38,9 @@ pub(super) const PORT_FIELDS: &[&str] = &[
 pub(super) fn read_ports(db: &ConfigDb, p: &mut Problems) -> Vec<Port> {
     let mut out = Vec::new();
     let mut order = Vec::new();
+    // Ports the file gives no speed (port_config.ini without a speed column, no neighbour to
+    // set one): the ASIC's default, which the file does not say.
+    let mut speedless: Vec<String> = Vec::new();
     for (name, f) in db.table("PORT") {
         p.known("PORT", name, f, PORT_FIELDS);
         let speed = int(p, "PORT", name, f, "speed");
@@ -48,8 +51,8 @@ pub(super) fn read_ports(db: &ConfigDb, p: &mut Problems) -> Vec<Port> {
                 continue;
             }
             None if !f.contains_key("speed") => {
-                p.error(Origin::new("PORT", name, "speed"), "missing (Mb/s, e.g. \"100000\")");
-                continue;
+                speedless.push(name.to_string());
+                0
             }
             None => continue,
         };
@@ -89,6 +92,8 @@ pub(super) fn read_ports(db: &ConfigDb, p: &mut Problems) -> Vec<Port> {
             id: num.unwrap_or(u16::MAX),
             speed_mbps,
             mtu,
+            mtu_given: f.contains_key("mtu"),
+            speed_given: f.contains_key("speed"),
             lanes,
             cable: None,
             admin_up,
@@ -96,6 +101,32 @@ pub(super) fn read_ports(db: &ConfigDb, p: &mut Problems) -> Vec<Port> {
     }
     if out.is_empty() && p.errors.is_empty() {
         p.error("PORT", "no ports: a switch config needs the PORT table");
+    }
+    if !speedless.is_empty() {
+        // One count per speed (linear in the ports): the most common, the fastest on a tie.
+        let mut counts: BTreeMap<u64, usize> = BTreeMap::new();
+        for s in out.iter().map(|x| x.speed_mbps).filter(|&s| s > 0) {
+            *counts.entry(s).or_default() += 1;
+        }
+        let most = counts.iter().max_by_key(|(s, n)| (**n, **s)).map(|(s, _)| *s);
+        match most {
+            Some(s) => {
+                for port in out.iter_mut().filter(|x| x.speed_mbps == 0) {
+                    port.speed_mbps = s;
+                }
+                p.note(format!(
+                    "{} port{} with no speed (the ASIC's default, which the file does not give) run at the file's most common speed, {s} Mb/s: {}",
+                    speedless.len(),
+                    if speedless.len() == 1 { "" } else { "s" },
+                    speedless.join(", ")
+                ));
+            }
+            None => {
+                for name in &speedless {
+                    p.error(Origin::new("PORT", name, "speed"), "missing (Mb/s, e.g. \"100000\")");
+                }
+            }
+        }
     }
     // File order by index, then lanes (names are distinct, so the order is total): one sort.
     let mut keyed: Vec<_> = order.into_iter().zip(out).collect();

@@ -1,6 +1,14 @@
 //! The imported config as TOML, every value with its origin in a comment.
+//!
+//! Names come from a file the user did not write (DESIGN.md, "Names are data"): the document
+//! is built with toml_edit's own types (tables, keys, values, and decor for the comments),
+//! never by formatting strings, so a name is always a quoted key or a string value. Comments
+//! are the one place text goes in raw: [`comment`] keeps each on its line. The text written is
+//! then read back ([`check_same_switch`]): a TOML that would describe another switch is an
+//! error, never a silent difference.
 
 use super::*;
+use toml_edit::{Array, ArrayOfTables, DocumentMut, InlineTable, Item, Table, Value};
 
 /// What the TOML is written from.
 pub(super) struct TomlParts<'a> {
@@ -13,94 +21,164 @@ pub(super) struct TomlParts<'a> {
     pub(super) scheds: &'a [[Option<Sched>; 8]],
     pub(super) wred: &'a BTreeMap<String, Wred>,
     pub(super) watchdog: &'a Watchdog,
+    /// Per port (by position): its own PFC priorities where they differ from the switch's.
+    pub(super) port_pfc: &'a [Option<Vec<u8>>],
     pub(super) notes: &'a [String],
     pub(super) source: Option<&'a str>,
 }
 
-/// `key = value` with its origin in a comment, aligned.
-pub(super) fn kv(out: &mut String, key: &str, value: &str, origin: &str) {
-    let line = format!("{key} = {value}");
+/// `text` made safe for one comment line: control characters (a newline would end the
+/// comment and start TOML) are written escaped, as Rust's `escape_debug` writes them.
+pub(super) fn comment(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if c.is_control() {
+            out.extend(c.escape_debug());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// The column origins are aligned to, as the earlier writer did.
+const ORIGIN_COLUMN: usize = 34;
+
+/// `key = v` in `t`, with `origin` as its trailing comment (none if empty).
+fn set(t: &mut Table, key: &str, v: impl Into<Value>, origin: &str) {
+    let mut v: Value = v.into();
+    v.decor_mut().set_prefix(" ");
+    t.insert(key, Item::Value(v));
     if origin.is_empty() {
-        let _ = writeln!(out, "{line}");
-    } else {
-        let _ = writeln!(out, "{line:<34} # {origin}");
+        return;
+    }
+    // Align the comments: the width of `key = value` as toml_edit will write it.
+    let width = t
+        .get_key_value(key)
+        .map(|(k, item)| k.display_repr().len() + 3 + item.to_string().trim().len())
+        .unwrap_or(0);
+    let pad = " ".repeat(ORIGIN_COLUMN.saturating_sub(width) + 1);
+    if let Some(Item::Value(v)) = t.get_mut(key) {
+        v.decor_mut().set_suffix(format!("{pad}# {}", comment(origin)));
     }
 }
 
-pub(super) fn size(b: u64) -> String {
-    format!("\"{b}B\"")
+/// Comment lines above `key` of `t`.
+fn note_above(t: &mut Table, key: &str, lines: &[String]) {
+    if let Some(mut k) = t.key_mut(key) {
+        let text: String = lines.iter().map(|l| format!("# {}\n", comment(l))).collect();
+        k.leaf_decor_mut().set_prefix(text);
+    }
 }
 
-pub(super) fn speed(mbps: u64) -> String {
+/// A new table written with its own header, after a blank line.
+fn section() -> Table {
+    let mut t = Table::new();
+    t.decor_mut().set_prefix("\n");
+    t
+}
+
+/// A sub-table only there to hold others (`[port.pg]` holding `[port.pg.3]`).
+fn implicit() -> Table {
+    let mut t = Table::new();
+    t.set_implicit(true);
+    t
+}
+
+fn size(b: u64) -> String {
+    format!("{b}B")
+}
+
+fn speed(mbps: u64) -> String {
     if mbps.is_multiple_of(1000) {
-        format!("\"{}G\"", mbps / 1000)
+        format!("{}G", mbps / 1000)
     } else {
-        format!("\"{mbps}M\"")
+        format!("{mbps}M")
     }
 }
 
-/// The lines of a buffer table (`[pg.N]`, a port's `[port.pg.N]`).
-pub(super) fn buf_lines(out: &mut String, b: &Buf) {
-    buf_lines_over(out, b, None);
+/// An inline `{ 0 = a, 1 = b, ... }` of a map.
+fn index_map(map: &[u8]) -> InlineTable {
+    let mut t = InlineTable::new();
+    for (i, v) in map.iter().enumerate() {
+        t.insert(i.to_string(), Value::from(i64::from(*v)));
+    }
+    t.fmt();
+    t
 }
 
-/// The lines of `b` that differ from `base` (all of them without one): a port's own table
+/// The keys of a buffer table (`[pg.N]`, a port's `[port.pg.N]`).
+fn buf_keys(t: &mut Table, b: &Buf) {
+    buf_keys_over(t, b, None);
+}
+
+/// The keys of `b` that differ from `base` (all of them without one): a port's own table
 /// then says only where it departs from the global one, so a change of the global table (a
 /// tuned dynamic_th) reaches every port that does not set that value itself.
-pub(super) fn buf_lines_over(out: &mut String, b: &Buf, base: Option<&Buf>) {
-    let o = &b.origin;
+fn buf_keys_over(t: &mut Table, b: &Buf, base: Option<&Buf>) {
     let differs = |f: &dyn Fn(&Buf) -> String| base.is_none_or(|c| f(c) != f(b));
     if differs(&|x| x.pool.clone()) {
-        kv(out, "pool", &format!("{:?}", b.pool), &format!("{o}|pool"));
+        set(t, "pool", b.pool.as_str(), &b.field("pool"));
     }
     if differs(&|x| x.min.to_string()) {
-        kv(out, "min", &size(b.min), &format!("{o}|size"));
+        set(t, "min", size(b.min), &b.from.min);
     }
     if differs(&|x| format!("{:?}", x.limit)) {
         match b.limit {
-            Limit::DynamicTh(t) => kv(out, "dynamic_th", &t.to_string(), &format!("{o}|dynamic_th")),
-            Limit::Static(s) => kv(out, "static", &size(s), &format!("{o}|static_th")),
-            Limit::Unlimited => kv(out, "unlimited", "true", &format!("{o}: dynamic_th 7 or static_th 0")),
+            Limit::DynamicTh(th) => set(t, "dynamic_th", th, &b.field("dynamic_th")),
+            Limit::Static(s) => set(t, "static", size(s), &b.field("static_th")),
+            Limit::Unlimited => set(
+                t,
+                "unlimited",
+                true,
+                &format!("{}: dynamic_th 7 or static_th 0", b.origin),
+            ),
         }
     }
     if differs(&|x| format!("{:?}", x.headroom)) {
         if let Some(h) = b.headroom {
-            kv(out, "headroom", &size(h), &format!("{o}|xoff"));
+            set(t, "headroom", size(h), &b.from.headroom);
         }
     }
     // No xon is xon 0 (the offset alone decides), which a port says over a global xon.
     let has_xon = b.xon.is_some() || base.is_some_and(|c| c.xon.is_some());
     if has_xon && differs(&|x| format!("{:?}", x.xon)) {
-        kv(out, "xon", &size(b.xon.unwrap_or(0)), &format!("{o}|xon"));
+        let from = if b.xon.is_some() {
+            b.from.xon.clone()
+        } else {
+            format!("{} has no xon: 0, the offset alone decides", b.origin)
+        };
+        set(t, "xon", size(b.xon.unwrap_or(0)), &from);
     }
     if differs(&|x| format!("{:?}", x.xon_offset)) {
         if let Some(x) = b.xon_offset {
-            kv(out, "xon_offset", &size(x), &format!("{o}|xon_offset"));
+            set(t, "xon_offset", size(x), &b.from.xon_offset);
         }
     }
 }
 
-pub(super) fn sched_lines(out: &mut String, s: &Sched) {
+fn sched_keys(t: &mut Table, s: &Sched) {
     let o = &s.origin;
+    let named = o.starts_with("SCHEDULER|");
+    let field = |f: &str| if named { format!("{o}|{f}") } else { o.clone() };
     if s.strict {
-        kv(out, "sched", "\"strict\"", &format!("{o}|type"));
+        set(t, "sched", "strict", &field("type"));
     } else {
-        kv(out, "sched", "\"wdrr\"", &format!("{o}|type"));
-        kv(out, "weight", &s.weight.to_string(), &format!("{o}|weight"));
+        set(t, "sched", "wdrr", &field("type"));
+        set(t, "weight", i64::from(s.weight), &field("weight"));
     }
     if let Some((rate, burst)) = s.shaper {
-        kv(
-            out,
-            "shaper",
-            &format!("{{ rate = \"{rate}\", burst = \"{burst}B\" }}"),
-            &format!("{o}|pir, pbs"),
-        );
+        let mut sh = InlineTable::new();
+        sh.insert("rate", Value::from(rate.to_string()));
+        sh.insert("burst", Value::from(size(burst)));
+        sh.fmt();
+        set(t, "shaper", sh, &format!("{o}|pir (bytes/s × 8), {o}|pbs"));
     }
     if let Some(e) = &s.ecn {
-        kv(
-            out,
+        set(
+            t,
             "ecn",
-            &format!("{e:?}"),
+            e.as_str(),
             &format!("QUEUE|…|wred_profile → WRED_PROFILE|{e}"),
         );
     }
@@ -119,226 +197,369 @@ pub(super) fn common<T: PartialEq + Clone>(items: impl Iterator<Item = Option<T>
     best.map(|(v, _)| v.clone())
 }
 
-pub(super) fn write_toml(t: &TomlParts<'_>) -> String {
-    let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "# Imported from a SONiC config_db.json{} by rocesw (rocectl sonic import).\n\
-         # Platform: {}: {} B cells; {}.\n\
-         {}",
-        t.source.map(|s| format!(" ({s})")).unwrap_or_default(),
-        t.platform.name,
-        t.platform.cell_bytes,
-        t.platform.source,
-        crate::sonic::ORIGINS_LINE
-    );
+/// The TOML of `t`, read back and checked to describe the same switch.
+pub(super) fn write_toml(t: &TomlParts<'_>) -> Result<String, String> {
+    let text = document(t).to_string();
+    check_same_switch(&text, t)?;
+    Ok(text)
+}
+
+fn document(t: &TomlParts<'_>) -> DocumentMut {
+    let mut doc = DocumentMut::new();
+    let root = doc.as_table_mut();
+
+    let mut header = vec![
+        format!(
+            "Imported from a SONiC config_db.json{} by rocesw (rocectl sonic import).",
+            t.source.map(|s| format!(" ({s})")).unwrap_or_default()
+        ),
+        format!(
+            "Platform: {}: {} B cells; {}.",
+            t.platform.name, t.platform.cell_bytes, t.platform.source
+        ),
+    ];
     for n in t.notes {
-        let _ = writeln!(out, "# note: {n}");
+        header.push(format!("note: {n}"));
     }
-    out.push_str("\n[buffer]\n");
-    kv(
-        &mut out,
+    let mut head: String = header.iter().map(|l| format!("# {}\n", comment(l))).collect();
+    // The origins line verbatim (a constant, no name in it): readers look for it.
+    head.push_str(crate::sonic::ORIGINS_LINE);
+    head.push_str("\n\n");
+
+    let mut buffer = Table::new();
+    buffer.decor_mut().set_prefix(head);
+    set(
+        &mut buffer,
         "cell",
-        &format!("\"{}B\"", t.platform.cell_bytes),
+        format!("{}B", t.platform.cell_bytes),
         &format!("{}'s MMU cell", t.platform.name),
     );
+    let mut pools = implicit();
     for pool in t.pools {
-        let _ = writeln!(out, "\n[buffer.pool.{}]", pool.name);
+        let mut pt = section();
         let o = format!("BUFFER_POOL|{}", pool.name);
-        kv(
-            &mut out,
+        set(
+            &mut pt,
             "type",
-            if pool.ingress { "\"ingress\"" } else { "\"egress\"" },
+            if pool.ingress { "ingress" } else { "egress" },
             &format!("{o}|type"),
         );
-        kv(&mut out, "size", &size(pool.size), &format!("{o}|size"));
-        kv(
-            &mut out,
+        set(&mut pt, "size", size(pool.size), &format!("{o}|size"));
+        set(
+            &mut pt,
             "mode",
-            if pool.dynamic { "\"dynamic\"" } else { "\"static\"" },
+            if pool.dynamic { "dynamic" } else { "static" },
             &format!("{o}|mode"),
         );
         if pool.xoff > 0 {
-            kv(
-                &mut out,
+            set(
+                &mut pt,
                 "headroom",
-                &size(pool.xoff),
+                size(pool.xoff),
                 &format!("{o}|xoff (shared headroom pool)"),
             );
         }
+        pools.insert(&pool.name, Item::Table(pt));
     }
+    buffer.insert("pool", Item::Table(pools));
+    root.insert("buffer", Item::Table(buffer));
 
     // Ports, with their own PG and queue tables where they differ from the common ones.
     let common_pg: [Option<Buf>; 8] = std::array::from_fn(|g| common(t.pgs.iter().map(|p| p[g].clone())));
     let common_q: [Option<Buf>; 8] = std::array::from_fn(|q| common(t.queues.iter().map(|p| p[q].clone())));
     let common_s: [Option<Sched>; 8] = std::array::from_fn(|q| common(t.scheds.iter().map(|p| p[q].clone())));
+    let mut ports = ArrayOfTables::new();
     for (pi, port) in t.ports.iter().enumerate() {
-        out.push_str("\n[[port]]\n");
-        kv(&mut out, "id", &port.id.to_string(), "");
-        kv(
-            &mut out,
-            "name",
-            &format!("{:?}", port.name),
-            &format!("PORT|{}", port.name),
-        );
-        kv(
-            &mut out,
+        let mut pt = section();
+        set(&mut pt, "id", i64::from(port.id), "");
+        set(&mut pt, "name", port.name.as_str(), &format!("PORT|{}", port.name));
+        set(
+            &mut pt,
             "speed",
-            &speed(port.speed_mbps),
-            &format!("PORT|{}|speed", port.name),
+            speed(port.speed_mbps),
+            &if port.speed_given {
+                format!("PORT|{}|speed", port.name)
+            } else {
+                format!("PORT|{} has no speed: the file's most common", port.name)
+            },
         );
-        kv(
-            &mut out,
+        set(
+            &mut pt,
             "mtu",
-            &port.mtu.to_string(),
-            &format!("PORT|{}|mtu", port.name),
+            i64::from(port.mtu),
+            &if port.mtu_given {
+                format!("PORT|{}|mtu", port.name)
+            } else {
+                format!("PORT|{} has no mtu: 9100, SONiC's default", port.name)
+            },
         );
         if let Some((origin, m)) = &port.cable {
-            kv(&mut out, "cable", &format!("\"{m}m\""), origin);
+            set(&mut pt, "cable", format!("{m}m"), origin);
         }
+        if let Some(Some(prios)) = t.port_pfc.get(pi) {
+            let from = match t.maps.port_pfc.get(&port.name) {
+                Some((given, at)) if given == prios => at.clone(),
+                Some((_, at)) => format!("{at}, less the priorities whose PG has no buffer"),
+                None => format!("{} has no PORT_QOS_MAP pfc_enable: no PFC, as on SONiC", port.name),
+            };
+            let arr: Array = prios.iter().map(|&p| i64::from(p)).collect();
+            set(&mut pt, "pfc", arr, &from);
+        }
+        let mut own_pg = implicit();
         for (g, common) in common_pg.iter().enumerate() {
             if let Some(b) = &t.pgs[pi][g] {
                 if common.as_ref() != Some(b) {
-                    let _ = writeln!(out, "[port.pg.{g}]");
-                    buf_lines_over(&mut out, b, common.as_ref());
+                    let mut gt = Table::new();
+                    buf_keys_over(&mut gt, b, common.as_ref());
+                    own_pg.insert(&g.to_string(), Item::Table(gt));
                 }
             }
         }
+        if !own_pg.is_empty() {
+            pt.insert("pg", Item::Table(own_pg));
+        }
+        let mut own_q = implicit();
         for q in 0..8 {
             let (b, s) = (&t.queues[pi][q], &t.scheds[pi][q]);
             let buf_differs = b.is_some() && b != &common_q[q];
             let sched_differs = s.is_some() && s != &common_s[q];
             if buf_differs || sched_differs {
-                let _ = writeln!(out, "[port.queue.{q}]");
+                let mut qt = Table::new();
                 if let Some(b) = b.as_ref().filter(|_| buf_differs) {
-                    buf_lines_over(&mut out, b, common_q[q].as_ref());
+                    buf_keys_over(&mut qt, b, common_q[q].as_ref());
                 }
                 if let Some(s) = s.as_ref().filter(|_| sched_differs) {
-                    sched_lines(&mut out, s);
+                    sched_keys(&mut qt, s);
                 }
+                own_q.insert(&q.to_string(), Item::Table(qt));
             }
         }
+        if !own_q.is_empty() {
+            pt.insert("queue", Item::Table(own_q));
+        }
+        ports.push(pt);
     }
+    root.insert("port", Item::ArrayOfTables(ports));
 
     // Classification.
-    out.push_str("\n[classify]\n");
+    let mut classify = section();
     let m = t.maps;
     if let Some((origin, map)) = &m.dscp_to_tc {
-        kv(&mut out, "trust", "\"dscp\"", origin);
-        let _ = writeln!(out, "# {origin}");
-        let entries: Vec<String> = map.iter().enumerate().map(|(d, tc)| format!("{d} = {tc}")).collect();
-        let _ = writeln!(out, "dscp_to_tc = {{ {} }}", entries.join(", "));
+        set(&mut classify, "trust", "dscp", origin);
+        set(&mut classify, "dscp_to_tc", index_map(map), "");
+        note_above(&mut classify, "dscp_to_tc", std::slice::from_ref(origin));
     } else if m.dot1p_to_tc.is_some() {
-        kv(&mut out, "trust", "\"pcp\"", "PORT_QOS_MAP|*|dot1p_to_tc_map");
+        set(&mut classify, "trust", "pcp", "PORT_QOS_MAP|*|dot1p_to_tc_map");
     }
     if let Some((origin, map)) = &m.dot1p_to_tc {
-        let _ = writeln!(out, "# {origin}");
-        let entries: Vec<String> = map.iter().enumerate().map(|(d, tc)| format!("{d} = {tc}")).collect();
-        let _ = writeln!(out, "pcp_to_tc = {{ {} }}", entries.join(", "));
+        set(&mut classify, "pcp_to_tc", index_map(map), "");
+        note_above(&mut classify, "pcp_to_tc", std::slice::from_ref(origin));
     }
     for (key, map, origin) in [
         ("tc_to_queue", &m.tc_to_queue, &m.tc_to_queue_from),
         ("tc_to_pg", &m.tc_to_pg, &m.tc_to_pg_from),
     ] {
-        if let Some(o) = origin {
-            let _ = writeln!(out, "# {o}");
-        }
-        let entries: Vec<String> = map.iter().enumerate().map(|(d, v)| format!("{d} = {v}")).collect();
-        let _ = writeln!(out, "{key} = {{ {} }}", entries.join(", "));
+        set(&mut classify, key, index_map(map), "");
+        let from = origin
+            .clone()
+            .unwrap_or_else(|| format!("no {key}_map in PORT_QOS_MAP: the identity"));
+        note_above(&mut classify, key, &[from]);
     }
+    root.insert("classify", Item::Table(classify));
 
     // PFC and the watchdog.
-    out.push_str("\n[pfc]\n");
-    let prios: Vec<String> = m.pfc_priorities.iter().map(u8::to_string).collect();
-    kv(
-        &mut out,
+    let mut pfc = section();
+    let prios: Array = m.pfc_priorities.iter().map(|&p| i64::from(p)).collect();
+    set(
+        &mut pfc,
         "priorities",
-        &format!("[{}]", prios.join(", ")),
+        prios,
         m.pfc_from.as_deref().unwrap_or("no pfc_enable: no lossless priority"),
     );
     match &t.watchdog.on {
         Some((d, r, action, origin)) => {
-            kv(
-                &mut out,
+            let mut w = InlineTable::new();
+            w.insert("detection", Value::from(format!("{d}ms")));
+            w.insert("restoration", Value::from(format!("{r}ms")));
+            w.insert("action", Value::from(action.as_str()));
+            w.fmt();
+            set(
+                &mut pfc,
                 "watchdog",
-                &format!("{{ detection = \"{d}ms\", restoration = \"{r}ms\", action = \"{action}\" }}"),
+                w,
                 &format!("{origin}|detection_time, restoration_time, action"),
             );
         }
-        None => kv(&mut out, "watchdog", "{ enabled = false }", "no PFC_WD entry"),
+        None => {
+            let mut w = InlineTable::new();
+            w.insert("enabled", Value::from(false));
+            w.fmt();
+            set(&mut pfc, "watchdog", w, "no PFC_WD entry");
+        }
     }
     if let Some(ms) = t.watchdog.poll_ms {
-        let _ = writeln!(
-            out,
-            "# PFC_WD|GLOBAL|POLL_INTERVAL = {ms} ms: rocesw's watchdog looks every round (finer)"
-        );
+        pfc.decor_mut().set_suffix(format!(
+            "\n# PFC_WD|GLOBAL|POLL_INTERVAL = {ms} ms: rocesw's watchdog looks every round (finer)"
+        ));
     }
+    root.insert("pfc", Item::Table(pfc));
 
     // CNPs: where SONiC's maps put DSCP 48, unpoliced (SONiC has no CNP policer).
     let cnp_tc = m.dscp_to_tc.as_ref().map_or(0, |(_, map)| map[48]);
-    out.push_str("\n[cnp]\n");
-    kv(
-        &mut out,
+    let mut cnp = section();
+    set(
+        &mut cnp,
         "queue",
-        &m.tc_to_queue[usize::from(cnp_tc)].to_string(),
+        i64::from(m.tc_to_queue[usize::from(cnp_tc)]),
         "where the maps put DSCP 48 (CNPs); no policer (SONiC has none)",
     );
+    root.insert("cnp", Item::Table(cnp));
 
     // Global PG and queue tables: the profiles most ports use.
+    let mut pg = implicit();
     for (g, common) in common_pg.iter().enumerate() {
-        let _ = writeln!(out, "\n[pg.{g}]");
+        let mut gt = section();
         match common {
-            Some(b) => buf_lines(&mut out, b),
+            Some(b) => buf_keys(&mut gt, b),
             None => {
                 // No buffer bound: the first ingress pool, no reserve (SONiC would give the PG
                 // nothing; traffic reaches it only if a map sends a TC there).
                 if let Some(pool) = t.pools.iter().find(|x| x.ingress) {
-                    kv(
-                        &mut out,
+                    set(
+                        &mut gt,
                         "pool",
-                        &format!("{:?}", pool.name),
+                        pool.name.as_str(),
                         "no BUFFER_PG for this PG: the first ingress pool",
                     );
                 }
             }
         }
+        pg.insert(&g.to_string(), Item::Table(gt));
     }
+    root.insert("pg", Item::Table(pg));
+    let mut queue = implicit();
     for q in 0..8 {
-        let _ = writeln!(out, "\n[queue.{q}]");
+        let mut qt = section();
         match &common_q[q] {
-            Some(b) => buf_lines(&mut out, b),
+            Some(b) => buf_keys(&mut qt, b),
             None => {
                 if let Some(pool) = t.pools.iter().find(|x| !x.ingress) {
-                    kv(
-                        &mut out,
+                    set(
+                        &mut qt,
                         "pool",
-                        &format!("{:?}", pool.name),
+                        pool.name.as_str(),
                         "no BUFFER_QUEUE for this queue: the first egress pool",
                     );
                 }
             }
         }
         if let Some(s) = &common_s[q] {
-            sched_lines(&mut out, s);
+            sched_keys(&mut qt, s);
+        }
+        queue.insert(&q.to_string(), Item::Table(qt));
+    }
+    root.insert("queue", Item::Table(queue));
+    if !t.wred.is_empty() {
+        let mut ecn = implicit();
+        for (name, w) in t.wred {
+            let mut et = section();
+            let o = format!("WRED_PROFILE|{name}");
+            set(&mut et, "kmin", size(w.kmin), &format!("{o}|green_min_threshold"));
+            set(&mut et, "kmax", size(w.kmax), &format!("{o}|green_max_threshold"));
+            set(
+                &mut et,
+                "pmax",
+                w.pmax_percent as f64 / 100.0,
+                &format!("{o}|green_drop_probability (%)"),
+            );
+            set(
+                &mut et,
+                "non_ect",
+                if w.drop_non_ect { "drop" } else { "pass" },
+                &format!("{o}|wred_green_enable"),
+            );
+            ecn.insert(name, Item::Table(et));
+        }
+        root.insert("ecn", Item::Table(ecn));
+    }
+    doc
+}
+
+/// Reads `text` back as plain TOML and checks it describes the switch `t` describes: the same
+/// ports (ids, names, speeds, in order), pools, WRED profiles and tables, nothing else. A name
+/// that had become TOML syntax would show here as a port, pool or table the file never had.
+fn check_same_switch(text: &str, t: &TomlParts<'_>) -> Result<(), String> {
+    let fail = |what: String| {
+        Err(format!(
+            "the TOML written for this file would describe a different switch ({what}); \
+             this is a bug in the importer, nothing was written"
+        ))
+    };
+    let back: toml::Table = match toml::from_str(text) {
+        Ok(b) => b,
+        Err(e) => return fail(format!("it does not read back: {}", crate::syntax_message(&e))),
+    };
+    let mut top: Vec<&str> = back.keys().map(String::as_str).collect();
+    top.sort_unstable();
+    let mut want = vec!["buffer", "classify", "cnp", "pfc", "pg", "port", "queue"];
+    if !t.wred.is_empty() {
+        want.push("ecn");
+    }
+    want.sort_unstable();
+    if top != want {
+        return fail(format!("tables {top:?}, expected {want:?}"));
+    }
+    let ports: Vec<(i64, String, String)> = back
+        .get("port")
+        .and_then(toml::Value::as_array)
+        .map(|a| {
+            a.iter()
+                .map(|p| {
+                    let s = |k: &str| p.get(k).and_then(toml::Value::as_str).unwrap_or("").to_string();
+                    (
+                        p.get("id").and_then(toml::Value::as_integer).unwrap_or(-1),
+                        s("name"),
+                        s("speed"),
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let expected: Vec<(i64, String, String)> = t
+        .ports
+        .iter()
+        .map(|p| (i64::from(p.id), p.name.clone(), speed(p.speed_mbps)))
+        .collect();
+    if ports != expected {
+        return fail(format!(
+            "{} ports read back, {} in the file, or their names differ",
+            ports.len(),
+            expected.len()
+        ));
+    }
+    let names = |path: &[&str]| -> Vec<String> {
+        let mut v = Some(&back);
+        for k in path {
+            v = v.and_then(|t| t.get(*k)).and_then(toml::Value::as_table);
+        }
+        v.map(|t| t.keys().cloned().collect()).unwrap_or_default()
+    };
+    let mut pools: Vec<String> = t.pools.iter().map(|p| p.name.clone()).collect();
+    pools.sort();
+    if names(&["buffer", "pool"]) != pools {
+        return fail(format!("pools {:?}, expected {pools:?}", names(&["buffer", "pool"])));
+    }
+    let wred: Vec<String> = t.wred.keys().cloned().collect();
+    if names(&["ecn"]) != wred {
+        return fail(format!("ECN profiles {:?}, expected {wred:?}", names(&["ecn"])));
+    }
+    let eight: Vec<String> = (0..8).map(|i| i.to_string()).collect();
+    let mut sorted = eight.clone();
+    sorted.sort();
+    for table in ["pg", "queue"] {
+        if names(&[table]) != sorted {
+            return fail(format!("{table} tables {:?}", names(&[table])));
         }
     }
-    for (name, w) in t.wred {
-        let _ = writeln!(out, "\n[ecn.{name}]");
-        let o = format!("WRED_PROFILE|{name}");
-        kv(&mut out, "kmin", &size(w.kmin), &format!("{o}|green_min_threshold"));
-        kv(&mut out, "kmax", &size(w.kmax), &format!("{o}|green_max_threshold"));
-        kv(
-            &mut out,
-            "pmax",
-            &format!("{}", w.pmax_percent as f64 / 100.0),
-            &format!("{o}|green_drop_probability (%)"),
-        );
-        kv(
-            &mut out,
-            "non_ect",
-            if w.drop_non_ect { "\"drop\"" } else { "\"pass\"" },
-            &format!("{o}|wred_green_enable"),
-        );
-    }
-    out
+    Ok(())
 }

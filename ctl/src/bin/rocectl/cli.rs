@@ -130,11 +130,14 @@ pub enum Command {
     /// and the memory `rocesw run` allocates at start-up for it (refused when this machine, or
     /// its cgroup, has less available). Exit 0 when valid (warnings allowed), 1 when invalid.
     Check {
-        /// The TOML config to check.
+        /// The config to check: rocesw's TOML, or a SONiC config_db.json (told by its content).
         file: PathBuf,
         /// Also print the resolved buffer figures (cells, headroom per port and PG).
         #[arg(long, short)]
         verbose: bool,
+        /// For a config_db.json: the platform and lookup table, as `sonic import` takes them.
+        #[command(flatten)]
+        sonic: SonicArgs,
     },
     /// PFC headroom for a lossless PG: what still arrives after XOFF, with the working shown.
     #[command(

@@ -16,8 +16,31 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 /// `rocectl check`.
-pub fn check(file: &Path, verbose: bool) -> ExitCode {
-    match controlplane::load_file(file) {
+/// `file` loaded as `check` reads it: a config_db.json with `--platform` / `--pg-lookup` as
+/// `sonic import` takes them; either flag on a TOML config is refused.
+fn load_checked(file: &Path, sonic: &crate::cli::SonicArgs) -> Result<controlplane::Loaded, controlplane::ConfigError> {
+    use controlplane::{ConfigError, ConfigErrorKind};
+    if sonic.platform.is_none() && sonic.pg_lookup.is_none() {
+        return controlplane::load_file(file);
+    }
+    let io = |e: String| ConfigError::new(ConfigErrorKind::Io, vec![e]);
+    let text = controlplane::files::read_text(file).map_err(io)?;
+    if !controlplane::sonic::looks_like_config_db(&text) {
+        return Err(io(format!(
+            "{}: --platform and --pg-lookup are for a SONiC config_db.json; this is a rocesw TOML",
+            file.display()
+        )));
+    }
+    let opts = crate::sonic::options(file, sonic).map_err(io)?;
+    let imported = controlplane::sonic::import_text(&text, &opts).map_err(|mut problems| {
+        problems.insert(0, "a SONiC config_db.json that cannot be imported:".to_string());
+        ConfigError::new(ConfigErrorKind::Invalid, problems)
+    })?;
+    controlplane::load_str(&imported.toml)
+}
+
+pub fn check(file: &Path, verbose: bool, sonic: &crate::cli::SonicArgs) -> ExitCode {
+    match load_checked(file, sonic) {
         Ok(loaded) => {
             // A config whose ports would write over what they or the config read cannot run:
             // `rocesw run` refuses it, so `check` must not call it valid.

@@ -54,7 +54,7 @@ fn main() -> ExitCode {
     // Commands that talk to one switch at a time.
     let single = |what: &str| single(&targets, what);
     match cli.command {
-        Command::Check { file, verbose } => commands::check(&file, verbose),
+        Command::Check { file, verbose, sonic } => commands::check(&file, verbose, &sonic),
         Command::Headroom {
             speed,
             cable,

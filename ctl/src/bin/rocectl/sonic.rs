@@ -30,7 +30,7 @@ pub fn run(cmd: Sonic) -> ExitCode {
     }
 }
 
-fn options(file: &Path, args: &SonicArgs) -> Result<ImportOptions, String> {
+pub(crate) fn options(file: &Path, args: &SonicArgs) -> Result<ImportOptions, String> {
     let pg_lookup = match &args.pg_lookup {
         Some(p) => Some((files::read_text(p)?, p.display().to_string())),
         None => None,
