@@ -1,5 +1,6 @@
 //! What `Switch::new` allocates is what `controlplane::memory::footprint` says, the figure
-//! validation refuses configs by: memory that grows with the buffer, not with ports × queues.
+//! `rocectl check` states and `rocesw run` compares with the machine's available memory:
+//! memory that grows with the buffer, not with ports × queues.
 
 use dataplane::Switch;
 mod counting_alloc;
