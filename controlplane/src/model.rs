@@ -48,10 +48,17 @@ pub struct BufferConfig {
     /// first, each direction in name order: a PG's `pool` indexes the ingress ones, a queue's
     /// the egress ones. Empty: one pool per direction, what the reserves leave of the buffer.
     pub pools: Vec<PoolConfig>,
+    /// Slices of the MMU (Broadcom's XPEs/ITMs; 1 elsewhere): each pool's size is split evenly
+    /// among them, and a port's PGs and queues are accounted in its slice
+    /// (`PortConfig::slice`), against that slice's share of the pool only.
+    pub slices: u8,
 }
 
 /// Pools per direction at most: SONiC configures one or two (lossless, lossy).
 pub const MAX_POOLS: usize = 4;
+
+/// Slices of the MMU at most (Tomahawk 2 has four XPEs).
+pub const MAX_SLICES: usize = 4;
 
 /// Which side's accounting a pool holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -135,6 +142,8 @@ pub struct PortConfig {
     /// Whether the port transmits data (`tx = "off"`: SAI's PKT_TX_ENABLE = false; its PFC
     /// frames still go, as a MAC sends its control frames).
     pub tx_enabled: bool,
+    /// The MMU slice its PGs and queues are accounted in (`BufferConfig::slices`; 0 with one).
+    pub slice: u8,
 }
 
 /// A port's scheduler kind and its own settings. Strict priority + WDRR reads its modes and

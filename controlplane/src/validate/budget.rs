@@ -67,6 +67,7 @@ pub(super) fn resolve_headroom(
                 queues: qos.queues,
                 scheduler: SchedulerConfig::default(),
                 tx_enabled: p.tx_enabled,
+                slice: p.slice,
             }
         })
         .collect();

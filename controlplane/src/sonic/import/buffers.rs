@@ -152,10 +152,12 @@ pub(super) fn read_profile(db: &ConfigDb, name: &str, pools: &[Pool], p: &mut Pr
             min,
             limit,
             headroom: None,
+            headroom_note: None,
             xon: None,
             xon_offset: None,
             origin: format!("BUFFER_PROFILE|{name}"),
             profile: Some(name.to_string()),
+            made: None,
         },
     ))
 }
@@ -334,7 +336,9 @@ pub(super) fn lossless_pg(
             buf.xon_offset = Some(xon_offset.unwrap_or(0));
         }
     }
-    buf.headroom = Some(xoff);
+    let (headroom, note) = platform.usable_headroom(xoff, shp);
+    buf.headroom = Some(headroom);
+    buf.headroom_note = note;
 }
 
 pub(super) fn traffic_pattern(db: &ConfigDb, p: &mut Problems) -> TrafficPattern {
@@ -429,7 +433,8 @@ pub(super) fn dynamic_pg(
         } else {
             Limit::DynamicTh(th)
         },
-        headroom: Some(c.xoff),
+        headroom: Some(platform.usable_headroom(c.xoff, shp).0),
+        headroom_note: platform.usable_headroom(c.xoff, shp).1,
         xon: None,
         xon_offset: Some(0),
         origin: format!(
@@ -437,6 +442,7 @@ pub(super) fn dynamic_pg(
             platform.name, port.speed_mbps, port.mtu, c.xon, c.xoff, c.size
         ),
         profile: None,
+        made: None,
     })
 }
 
@@ -481,12 +487,19 @@ pub(super) fn lookup_pg(
             Limit::DynamicTh(row.dynamic_th)
         },
         headroom: None,
+        headroom_note: None,
         xon: None,
         xon_offset: None,
         origin: format!("{file}:{} ({} {cable})", row.line, row.speed_mbps),
-        profile: None,
+        profile: Some(name.clone()),
+        made: None,
     };
     lossless_pg(&f, &mut buf, &name, pools, platform, p);
+    // The profile buffermgrd makes of the row (buffermgr.cpp: pool, xon, xoff, size,
+    // dynamic_th, and xon_offset where the row has one).
+    f.insert("pool".into(), pool.name.clone());
+    f.insert("dynamic_th".into(), row.dynamic_th.to_string());
+    buf.made = Some(f);
     Some(buf)
 }
 

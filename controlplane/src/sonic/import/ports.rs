@@ -90,6 +90,7 @@ pub(super) fn read_ports(db: &ConfigDb, p: &mut Problems) -> Vec<Port> {
             speed_mbps,
             mtu,
             lanes,
+            first_lane,
             cable: None,
             admin_up,
         });

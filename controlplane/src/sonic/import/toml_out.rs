@@ -65,7 +65,8 @@ pub(super) fn buf_lines_over(out: &mut String, b: &Buf, base: Option<&Buf>) {
     }
     if differs(&|x| format!("{:?}", x.headroom)) {
         if let Some(h) = b.headroom {
-            kv(out, "headroom", &size(h), &format!("{o}|xoff"));
+            let note = b.headroom_note.as_deref().unwrap_or("");
+            kv(out, "headroom", &size(h), &format!("{o}|xoff{note}"));
         }
     }
     // No xon is xon 0 (the offset alone decides), which a port says over a global xon.
@@ -142,6 +143,14 @@ pub(super) fn write_toml(t: &TomlParts<'_>) -> String {
         &format!("\"{}B\"", t.platform.cell_bytes),
         &format!("{}'s MMU cell", t.platform.name),
     );
+    if let Some(s) = &t.platform.slices {
+        kv(
+            &mut out,
+            "slices",
+            &s.count.to_string(),
+            &format!("{}'s MMU slices (XPEs), each pool split evenly: {}", t.platform.name, s.source),
+        );
+    }
     for pool in t.pools {
         let _ = writeln!(out, "\n[buffer.pool.{}]", pool.name);
         let o = format!("BUFFER_POOL|{}", pool.name);
@@ -195,6 +204,18 @@ pub(super) fn write_toml(t: &TomlParts<'_>) -> String {
         );
         if let Some((origin, m)) = &port.cable {
             kv(&mut out, "cable", &format!("\"{m}m\""), origin);
+        }
+        if let Some(s) = &t.platform.slices {
+            let slice = s.of_lane(port.first_lane);
+            let lane = port.first_lane.map_or("no lanes: slice 0".to_string(), |l| {
+                format!("first lane {l}: pipe {}", l.saturating_sub(u64::from(s.first_lane)) / u64::from(s.lanes_per_pipe.max(1)))
+            });
+            kv(
+                &mut out,
+                "slice",
+                &slice.to_string(),
+                &format!("PORT|{}|lanes ({lane})", port.name),
+            );
         }
         for (g, common) in common_pg.iter().enumerate() {
             if let Some(b) = &t.pgs[pi][g] {
