@@ -39,12 +39,17 @@ pub const MELLANOX_YAML: &str = include_str!("../../../configs/sonic/qos_params/
 /// generator's per-ASIC overrides.
 const SPECIAL_YAML: &str = include_str!("../../../configs/sonic/qos_params/special_qos_config.yml");
 
-/// Whether a parameters text is NVIDIA's (its ASIC key is `mellanox`): its counts are computed.
+/// Whether a parameters text is NVIDIA's own (its ASIC key is `mellanox` and a topology holds
+/// the generator's `profile` section): its counts are computed. A file `--write-params` wrote
+/// for a Spectrum switch has the counts already, and is read as it is.
 pub fn is_mellanox(text: &str) -> bool {
     serde_yaml_ng::from_str::<Value>(text)
         .ok()
-        .and_then(|d| d.get("qos_params")?.get("mellanox").cloned())
-        .is_some()
+        .and_then(|d| {
+            let topos = d.get("qos_params")?.get("mellanox")?.as_object()?.clone();
+            Some(topos.values().any(|t| t.get("profile").is_some()))
+        })
+        .unwrap_or(false)
 }
 
 /// The generator's ASIC name for a platform (`spectrum1` → `spc1`).
