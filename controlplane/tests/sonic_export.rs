@@ -103,7 +103,10 @@ fn every_kind_of_change_round_trips_through_an_independent_patch() {
                 }
             })
         });
-        assert!(c.iter().any(|c| c.starts_with("SCHEDULER|") && c.ends_with("→ 30")), "{c:?}");
+        assert!(
+            c.iter().any(|c| c.starts_with("SCHEDULER|") && c.ends_with("→ 30")),
+            "{c:?}"
+        );
         // A DSCP to another traffic class, and a lossy class to another queue.
         let c = round_trip(&json, &opts, &format!("{file}: DSCP map"), |t| {
             t.classify.dscp_to_tc[10] = 2;
@@ -129,7 +132,10 @@ fn every_kind_of_change_round_trips_through_an_independent_patch() {
                 }
             })
         });
-        assert!(c.iter().any(|c| c.contains("|dynamic_th:") && c.ends_with("→ -2")), "{c:?}");
+        assert!(
+            c.iter().any(|c| c.contains("|dynamic_th:") && c.ends_with("→ -2")),
+            "{c:?}"
+        );
         round_trip(&json, &opts, &format!("{file}: lossy PG threshold"), |t| {
             each_port(t, |p| p.pgs[0].shared = Threshold::Static { bytes: 4_000_000 })
         });
@@ -156,7 +162,10 @@ fn every_kind_of_change_round_trips_through_an_independent_patch() {
         let mut speed = base.clone();
         speed.ports[1].speed_bps = 40_000_000_000;
         let e = export(&json, &opts, &speed).unwrap_err().join("\n");
-        assert!(e.contains("speed changed") && e.contains("no field of the config_db.json export writes it"), "{e}");
+        assert!(
+            e.contains("speed changed") && e.contains("no field of the config_db.json export writes it"),
+            "{e}"
+        );
         let mut pool = base.clone();
         pool.buffer.pools[0].size_bytes += 96 * 208;
         let e = export(&json, &opts, &pool).unwrap_err().join("\n");
@@ -188,7 +197,8 @@ fn pgs_made_from_the_lookup_table_become_explicit_entries() {
         })
     });
     assert!(
-        c.iter().any(|c| c.starts_with("BUFFER_PROFILE|pg_lossless_") && c.contains("added")),
+        c.iter()
+            .any(|c| c.starts_with("BUFFER_PROFILE|pg_lossless_") && c.contains("added")),
         "{c:?}"
     );
     assert!(c.iter().any(|c| c.starts_with("BUFFER_PG|Ethernet0|3: added")), "{c:?}");

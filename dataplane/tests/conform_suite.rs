@@ -88,9 +88,19 @@ fn tomahawk2_passes_with_the_suites_yaml_where_the_yaml_agrees_with_itself() {
         serde_yaml_ng::from_str(&read("configs/sonic/qos_params/qos_params.th2.yaml")).unwrap();
     let t1 = yaml["qos_params"]["th2"]["topo-t1-64-lag"].clone();
     yaml["qos_params"]["th2"] = serde_json::json!({ "topo-t1-64-lag": t1 });
-    let params = (serde_yaml_ng::to_string(&yaml).unwrap(), "qos_params.th2.yaml".to_string());
+    let params = (
+        serde_yaml_ng::to_string(&yaml).unwrap(),
+        "qos_params.th2.yaml".to_string(),
+    );
     // Ethernet16: a 300 m port (pg_lossless_100000_300m_profile).
-    let (o, text) = run("tomahawk2-t1.json", &json, None, "tomahawk2", Some(params), Some("Ethernet16"));
+    let (o, text) = run(
+        "tomahawk2-t1.json",
+        &json,
+        None,
+        "tomahawk2",
+        Some(params),
+        Some("Ethernet16"),
+    );
     assert_eq!(
         failed(&o),
         vec![

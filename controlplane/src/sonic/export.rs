@@ -38,16 +38,15 @@ pub fn export(original: &str, opts: &ImportOptions, target: &Config) -> Result<E
         .config;
     let db = ConfigDb::parse(original, |t: &str| {
         t.starts_with("BUFFER_") || ["QUEUE", "SCHEDULER", "PORT_QOS_MAP"].contains(&t)
-    }).map_err(|e| vec![e.to_string()])?;
+    })
+    .map_err(|e| vec![e.to_string()])?;
     let mut x = Exporter {
         want: BTreeMap::new(),
         errors: Vec::new(),
         covered: base.clone(),
         made: BTreeMap::new(),
     };
-    if base.ports.len() != target.ports.len()
-        || base.ports.iter().zip(&target.ports).any(|(a, b)| a.name != b.name)
-    {
+    if base.ports.len() != target.ports.len() || base.ports.iter().zip(&target.ports).any(|(a, b)| a.name != b.name) {
         x.errors.push(
             "the target config's ports are not the file's (a port added, removed or renamed): the PORT table is not exported"
                 .to_string(),
@@ -152,7 +151,15 @@ fn port_index(c: &Config, name: &str) -> Option<usize> {
 impl Exporter {
     #[allow(clippy::too_many_arguments)]
     fn ask(&mut self, table: &str, key: &str, field: &str, value: String, who: &str, changed: bool) {
-        ask(&mut self.want, (table, key), field, value, who, changed, &mut self.errors);
+        ask(
+            &mut self.want,
+            (table, key),
+            field,
+            value,
+            who,
+            changed,
+            &mut self.errors,
+        );
     }
 
     /// Each PG's profile: its threshold; a lossless one's xoff, size, xon, xon_offset.
@@ -165,7 +172,9 @@ impl Exporter {
             if let Some(made) = imported.made_profiles.get(profile) {
                 let e = self.made.entry(profile.clone()).or_insert_with(|| {
                     (
-                        made.iter().map(|(k, v)| (k.clone(), Value::String(v.clone()))).collect(),
+                        made.iter()
+                            .map(|(k, v)| (k.clone(), Value::String(v.clone())))
+                            .collect(),
                         Vec::new(),
                     )
                 });
@@ -203,8 +212,22 @@ impl Exporter {
                     if pooled { "2 ×" } else { "a fixed overhead short" }
                 ));
             }
-            self.ask("BUFFER_PROFILE", profile, "xoff", xoff.to_string(), &who, xoff != old_xoff);
-            self.ask("BUFFER_PROFILE", profile, "size", size.to_string(), &who, size != old_size);
+            self.ask(
+                "BUFFER_PROFILE",
+                profile,
+                "xoff",
+                xoff.to_string(),
+                &who,
+                xoff != old_xoff,
+            );
+            self.ask(
+                "BUFFER_PROFILE",
+                profile,
+                "size",
+                size.to_string(),
+                &who,
+                size != old_size,
+            );
             let c = &mut self.covered.ports[pi];
             c.pgs[g].min_bytes = n.min_bytes;
             c.headroom_bytes[g] = new.headroom_bytes[g];
@@ -234,7 +257,9 @@ impl Exporter {
     /// Each queue's BUFFER_QUEUE profile: its threshold and reserve (`size`).
     fn queue_profiles(&mut self, db: &ConfigDb, base: &Config, target: &Config) {
         for (key, f) in db.table("BUFFER_QUEUE") {
-            let Ok((ports, queues)) = expand_key(key, 7) else { continue };
+            let Ok((ports, queues)) = expand_key(key, 7) else {
+                continue;
+            };
             let Some(Ok(profile)) = f.get("profile").map(|v| reference(v, "BUFFER_PROFILE")) else {
                 continue;
             };
@@ -272,7 +297,10 @@ impl Exporter {
             let Some(pi) = port_index(base, port) else { continue };
             let q = usize::from(*q);
             let who = format!("{port} queue {q}");
-            let (Some(o), n) = (base.ports[pi].queues[q].ecn.as_ref(), target.ports[pi].queues[q].ecn.as_ref()) else {
+            let (Some(o), n) = (
+                base.ports[pi].queues[q].ecn.as_ref(),
+                target.ports[pi].queues[q].ecn.as_ref(),
+            ) else {
                 continue;
             };
             let Some(n) = n else {
@@ -323,7 +351,9 @@ impl Exporter {
     /// Each queue's SCHEDULER (QUEUE|port|q's `scheduler`): strict or DWRR, and the weight.
     fn schedulers(&mut self, db: &ConfigDb, base: &Config, target: &Config) {
         for (key, f) in db.table("QUEUE") {
-            let Ok((ports, queues)) = expand_key(key, 7) else { continue };
+            let Ok((ports, queues)) = expand_key(key, 7) else {
+                continue;
+            };
             let Some(Ok(name)) = f.get("scheduler").map(|v| reference(v, "SCHEDULER")) else {
                 continue;
             };
@@ -337,7 +367,10 @@ impl Exporter {
                         SchedMode::Strict => "STRICT",
                         SchedMode::Wdrr { .. } => "DWRR",
                     };
-                    let file_type = db.entry("SCHEDULER", &name).and_then(|s| s.get("type")).map(String::as_str);
+                    let file_type = db
+                        .entry("SCHEDULER", &name)
+                        .and_then(|s| s.get("type"))
+                        .map(String::as_str);
                     // WRR and DWRR are one kind to rocesw: a type the file says is kept.
                     let same_kind = kind(o) == kind(n);
                     let value = match (n, file_type) {
@@ -350,7 +383,14 @@ impl Exporter {
                             SchedMode::Wdrr { weight } => Some(weight),
                             SchedMode::Strict => None,
                         };
-                        self.ask("SCHEDULER", &name, "weight", weight.to_string(), &who, old != Some(weight));
+                        self.ask(
+                            "SCHEDULER",
+                            &name,
+                            "weight",
+                            weight.to_string(),
+                            &who,
+                            old != Some(weight),
+                        );
                     }
                     self.covered.ports[pi].queues[q].sched = n;
                 }
@@ -362,9 +402,24 @@ impl Exporter {
     fn maps(&mut self, db: &ConfigDb, base: &Config, target: &Config) {
         let (o, n) = (&base.classify, &target.classify);
         let kinds: [(&str, &str, Vec<u8>, Vec<u8>); 3] = [
-            ("dscp_to_tc_map", "DSCP_TO_TC_MAP", o.dscp_to_tc.to_vec(), n.dscp_to_tc.to_vec()),
-            ("tc_to_queue_map", "TC_TO_QUEUE_MAP", o.tc_to_queue.to_vec(), n.tc_to_queue.to_vec()),
-            ("tc_to_pg_map", "TC_TO_PRIORITY_GROUP_MAP", o.tc_to_pg.to_vec(), n.tc_to_pg.to_vec()),
+            (
+                "dscp_to_tc_map",
+                "DSCP_TO_TC_MAP",
+                o.dscp_to_tc.to_vec(),
+                n.dscp_to_tc.to_vec(),
+            ),
+            (
+                "tc_to_queue_map",
+                "TC_TO_QUEUE_MAP",
+                o.tc_to_queue.to_vec(),
+                n.tc_to_queue.to_vec(),
+            ),
+            (
+                "tc_to_pg_map",
+                "TC_TO_PRIORITY_GROUP_MAP",
+                o.tc_to_pg.to_vec(),
+                n.tc_to_pg.to_vec(),
+            ),
         ];
         for (field, table, old, new) in kinds {
             let names: std::collections::BTreeSet<String> = db
@@ -416,7 +471,11 @@ impl Exporter {
             differ(format!("{name} tx"), &a.tx_enabled, &b.tx_enabled);
             for g in 0..crate::NUM_TC {
                 differ(format!("{name} PG {g}"), &a.pgs[g], &b.pgs[g]);
-                differ(format!("{name} PG {g} headroom"), &a.headroom_bytes[g], &b.headroom_bytes[g]);
+                differ(
+                    format!("{name} PG {g} headroom"),
+                    &a.headroom_bytes[g],
+                    &b.headroom_bytes[g],
+                );
                 differ(format!("{name} queue {g}"), &a.queues[g], &b.queues[g]);
             }
         }
@@ -540,7 +599,9 @@ fn insert_entry(v: &mut Value, table: &str, key: &str, fields: serde_json::Map<S
 /// Every place the file gives `table|key`'s fields: the nested entry first, then the flat one
 /// (or redis-dump's wrapped value).
 fn entries_mut<'a>(v: &'a mut Value, table: &str, key: &str) -> Vec<&'a mut serde_json::Map<String, Value>> {
-    let Some(top) = v.as_object_mut() else { return Vec::new() };
+    let Some(top) = v.as_object_mut() else {
+        return Vec::new();
+    };
     let flat = format!("{table}|{key}");
     let mut out = Vec::new();
     for (k, e) in top.iter_mut() {

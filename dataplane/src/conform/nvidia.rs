@@ -149,7 +149,11 @@ pub fn generate(text: &str, json_text: &str, imported: &Imported, src: &str, spe
     let lossy_in = cells(static_th(&db, profile(&db, imported, &lossy_in_name)?, &lossy_in_name)?);
     let lossy_out_name =
         queue_profile(&db, src, 0).ok_or_else(|| anyhow!("{src}'s queue 0 has no BUFFER_QUEUE profile"))?;
-    let lossy_out = cells(static_th(&db, profile(&db, imported, &lossy_out_name)?, &lossy_out_name)?);
+    let lossy_out = cells(static_th(
+        &db,
+        profile(&db, imported, &lossy_out_name)?,
+        &lossy_out_name,
+    )?);
     let trig_egr_drp = lossy_out.min(lossy_in) + 1;
 
     let doc: Value = serde_yaml_ng::from_str(text).context("NVIDIA's parameters: not YAML")?;

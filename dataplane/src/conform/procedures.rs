@@ -451,7 +451,9 @@ pub fn hdrm_pool_size(d: &mut Dut, plan: &Plan) -> Result<TestResult> {
     // With an MMU in slices (XPEs) each slice has its share of the headroom pool, and only
     // the PGs of one slice's ports draw on it: the sources are the first source's slice's.
     let shp = pool.headroom_bytes / cell / u64::from(cfg.buffer.slices.max(1));
-    let slice = (0..cfg.ports.len()).find(|&p| p != dst).map_or(0, |p| cfg.ports[p].slice);
+    let slice = (0..cfg.ports.len())
+        .find(|&p| p != dst)
+        .map_or(0, |p| cfg.ports[p].slice);
     let srcs: Vec<usize> = (0..cfg.ports.len())
         .filter(|&p| p != dst && cfg.ports[p].slice == slice)
         .take(7)

@@ -623,7 +623,11 @@ fn sliced_cfg() -> Config {
 /// Frames from `inp` PG 3 to `out` queue 3 until the PG asks for XOFF: its shared cells then.
 fn shared_at_xoff(mmu: &mut Mmu, inp: usize, out: usize) -> u32 {
     for _ in 0..100_000 {
-        if mmu.admit(inp, 3, out, 3, 11, 1024).expect("lossless: no drop before XOFF").wants_xoff {
+        if mmu
+            .admit(inp, 3, out, 3, 11, 1024)
+            .expect("lossless: no drop before XOFF")
+            .wants_xoff
+        {
             return mmu.pg(inp, 3).shared;
         }
     }
@@ -649,7 +653,11 @@ fn slices_split_every_pool_and_keep_apart() {
     let first_whole = shared_at_xoff(&mut one, 0, 1);
     let first_sliced = shared_at_xoff(&mut four, 0, 1);
     assert!(first_whole.abs_diff(pool / 9) <= 11, "{first_whole} of {pool}");
-    assert!(first_sliced.abs_diff(pool / 4 / 9) <= 11, "{first_sliced} of {}", pool / 4);
+    assert!(
+        first_sliced.abs_diff(pool / 4 / 9) <= 11,
+        "{first_sliced} of {}",
+        pool / 4
+    );
     // A second PG: on the whole pool it sees less (the first holds part of it); in its own
     // slice it sees a quarter untouched, as the first did.
     let second_whole = shared_at_xoff(&mut one, 2, 3);
@@ -657,7 +665,10 @@ fn slices_split_every_pool_and_keep_apart() {
     assert!(second_whole < first_whole, "{second_whole} < {first_whole}");
     assert_eq!(second_sliced, first_sliced);
     assert_eq!(four.pool.ingress[lossless].shared, first_sliced);
-    assert_eq!(four.pool.ingress[lossless + controlplane::MAX_POOLS].shared, second_sliced);
+    assert_eq!(
+        four.pool.ingress[lossless + controlplane::MAX_POOLS].shared,
+        second_sliced
+    );
     assert_eq!(four.audit(), Vec::<String>::new());
     // A port's slice must be one of the buffer's.
     let bad = pooled_text().replacen("[[port]]\n", "[[port]]\nslice = 1\n", 1);

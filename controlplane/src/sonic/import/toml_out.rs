@@ -148,7 +148,10 @@ pub(super) fn write_toml(t: &TomlParts<'_>) -> String {
             &mut out,
             "slices",
             &s.count.to_string(),
-            &format!("{}'s MMU slices (XPEs), each pool split evenly: {}", t.platform.name, s.source),
+            &format!(
+                "{}'s MMU slices (XPEs), each pool split evenly: {}",
+                t.platform.name, s.source
+            ),
         );
     }
     for pool in t.pools {
@@ -208,7 +211,10 @@ pub(super) fn write_toml(t: &TomlParts<'_>) -> String {
         if let Some(s) = &t.platform.slices {
             let slice = s.of_lane(port.first_lane);
             let lane = port.first_lane.map_or("no lanes: slice 0".to_string(), |l| {
-                format!("first lane {l}: pipe {}", l.saturating_sub(u64::from(s.first_lane)) / u64::from(s.lanes_per_pipe.max(1)))
+                format!(
+                    "first lane {l}: pipe {}",
+                    l.saturating_sub(u64::from(s.first_lane)) / u64::from(s.lanes_per_pipe.max(1))
+                )
             });
             kv(
                 &mut out,
