@@ -27,6 +27,9 @@ pub fn live_change_refusal(old: &Config, new: &Config) -> Option<String> {
     if old.buffer.cell_bytes != new.buffer.cell_bytes {
         return Some(format!("buffer.cell {restart}"));
     }
+    if old.buffer.slices != new.buffer.slices {
+        return Some(format!("buffer.slices {restart}"));
+    }
     // Cells already charged to a pool go back to it: which pools there are, which PG or
     // queue draws on which, and whether a pool's PGs take headroom from a shared headroom pool
     // stay as they started. Sizes may change (`SharedPool::resize`).
@@ -43,6 +46,9 @@ pub fn live_change_refusal(old: &Config, new: &Config) -> Option<String> {
         ));
     }
     for (o, n) in old.ports.iter().zip(&new.ports) {
+        if o.slice != n.slice {
+            return Some(format!("slice (port {}) {restart}", o.id));
+        }
         for i in 0..crate::NUM_TC {
             if o.pgs[i].pool != n.pgs[i].pool {
                 return Some(format!("pg.{i}.pool (port {}) {restart}", o.id));

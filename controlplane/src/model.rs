@@ -48,10 +48,17 @@ pub struct BufferConfig {
     /// first, each direction in name order: a PG's `pool` indexes the ingress ones, a queue's
     /// the egress ones. Empty: one pool per direction, what the reserves leave of the buffer.
     pub pools: Vec<PoolConfig>,
+    /// Slices of the MMU (Broadcom's XPEs/ITMs; 1 elsewhere): each pool's size is split evenly
+    /// among them, and a port's PGs and queues are accounted in its slice
+    /// (`PortConfig::slice`), against that slice's share of the pool only.
+    pub slices: u8,
 }
 
 /// Pools per direction at most: SONiC configures one or two (lossless, lossy).
 pub const MAX_POOLS: usize = 4;
+
+/// Slices of the MMU at most (Tomahawk 2 has four XPEs).
+pub const MAX_SLICES: usize = 4;
 
 /// Which side's accounting a pool holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -139,6 +146,8 @@ pub struct PortConfig {
     /// PGs send XOFF for and what a PFC frame it receives may pause. Always a subset of
     /// `PfcConfig::enabled`.
     pub pfc_enabled: [bool; NUM_TC],
+    /// The MMU slice its PGs and queues are accounted in (`BufferConfig::slices`; 0 with one).
+    pub slice: u8,
 }
 
 /// A port's scheduler kind and its own settings. Strict priority + WDRR reads its modes and

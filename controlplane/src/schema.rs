@@ -112,6 +112,10 @@ pub struct BufferSection {
     /// one pool shared by every PG and queue, what the reserves leave of `size`).
     #[serde(default)]
     pub pool: BTreeMap<String, PoolSection>,
+    /// Slices of the MMU (Broadcom's XPEs or ITMs, 1..=4; default 1): every pool's size is
+    /// split evenly among them, and a port's PGs and queues are accounted in its own slice
+    /// (`[[port]] slice`).
+    pub slices: Option<i64>,
 }
 
 /// `[buffer.pool.NAME]`: one shared pool of one direction.
@@ -223,6 +227,9 @@ pub struct PortSection {
     /// `"off"`: the port transmits no data (its queues fill, as SAI's PKT_TX_ENABLE = false
     /// makes them, which SONiC's QoS tests use to fill a buffer); `"on"` (default).
     pub tx: Option<String>,
+    /// The MMU slice (`[buffer] slices`) this port's PGs and queues are accounted in: its
+    /// pipe's XPE on a Broadcom ASIC (default 0).
+    pub slice: Option<i64>,
     /// This port's VL arbitration settings, field by field over `[port_defaults.vlarb]`.
     pub vlarb: Option<VlArbSection>,
     /// This port's EDF settings, key by key over `[port_defaults.edf]`.

@@ -1,14 +1,19 @@
-//! Settings back to the switch: what a rocesw config changed of an imported config_db.json's
-//! buffers and WRED (each lossless PG's dynamic_th and headroom, each queue's ECN thresholds),
-//! written where the import read them (the same origins, nested or flat entries as the file
-//! has them) and given as an RFC 6902 JSON Patch, what SONiC's `config apply-patch` takes, plus
-//! a readable diff. The inverse of the import on the same origins: a patch touches only what
+//! Settings back to the switch: what a rocesw config changed of an imported config_db.json
+//! (each PG's and queue's buffer profile: thresholds, reserves, a lossless PG's xoff and xon;
+//! the WRED profiles' green thresholds; the schedulers' kind and weight; the DSCP → TC, TC →
+//! queue and TC → PG maps), written where the import read them (the same origins; an entry the
+//! file gives both nested and flat patched in both, as the import reads both) and given as an
+//! RFC 6902 JSON Patch, what SONiC's `config apply-patch` takes, plus a readable diff. A PG
+//! whose profile buffermgrd made from `pg_profile_lookup.ini` is written as an explicit
+//! BUFFER_PROFILE and BUFFER_PG entry once a change touches it. Anything else that changed is
+//! refused by name. The inverse of the import on the same origins: a patch touches only what
 //! changed, and importing the patched file gives the config the patch came from.
 
+use super::db::{expand_key, reference, ConfigDb};
 use super::import::Imported;
 use super::platform::SizeMeaning;
 use super::{import_text, ImportOptions};
-use crate::model::{Config, PortConfig, Threshold};
+use crate::model::{Config, PortConfig, SchedMode, Threshold};
 use serde_json::Value;
 use std::collections::BTreeMap;
 
@@ -24,142 +29,458 @@ pub struct Export {
 }
 
 /// The changes that take the switch of `original` (a config_db.json's text) to `target`:
-/// every problem at once (a profile two ports share set two ways, a value SONiC cannot say).
+/// every problem at once (a profile two ports share set two ways, a value SONiC cannot say,
+/// a change no table of the file holds, each refused by name).
 pub fn export(original: &str, opts: &ImportOptions, target: &Config) -> Result<Export, Vec<String>> {
     let imported = import_text(original, opts)?;
     let base = crate::load_str(&imported.toml)
         .map_err(|e| e.problems().to_vec())?
         .config;
-    let mut errors = Vec::new();
-    // What every binding wants of each field of each entry, with the first port that asked
-    // (ports sharing a profile must want the same, changed or not) and whether any of them
-    // changed it (only those are written).
-    let mut want: Want = BTreeMap::new();
-    let port_of = |c: &Config, name: &str| c.ports.iter().find(|p| p.name.as_deref() == Some(name)).cloned();
-    for (port, g, profile) in &imported.pg_profiles {
-        let (Some(old), Some(new)) = (port_of(&base, port), port_of(target, port)) else {
-            errors.push(format!("the target config has no port named {port}"));
-            continue;
-        };
-        let g = usize::from(*g);
-        let who = format!("{port} PG {g}");
-        let mut ask = |field: &str, value: String, changed: bool, errors: &mut Vec<String>| {
-            ask(
-                &mut want,
-                ("BUFFER_PROFILE", profile),
-                field,
-                value,
-                &who,
-                changed,
-                errors,
-            )
-        };
-        let (o, n) = (&old.pgs[g], &new.pgs[g]);
-        match threshold_fields(n.shared) {
-            Ok((field, value)) => ask(field, value, o.shared != n.shared, &mut errors),
-            Err(e) => errors.push(format!("{who}: {e}")),
-        }
-        if !o.lossless {
-            continue;
-        }
-        let pooled = pooled(&base, &old, g);
-        let (size, xoff) = profile_sizes(&imported, &new, g, pooled);
-        let (old_size, old_xoff) = profile_sizes(&imported, &old, g, pooled);
-        ask("xoff", xoff.to_string(), xoff != old_xoff, &mut errors);
-        ask("size", size.to_string(), size != old_size, &mut errors);
-        if imported.platform.size_meaning == SizeMeaning::MinBesideXoff {
-            ask("xon", n.xon_bytes.to_string(), o.xon_bytes != n.xon_bytes, &mut errors);
-        }
-        ask(
-            "xon_offset",
-            n.xon_offset_bytes.to_string(),
-            o.xon_offset_bytes != n.xon_offset_bytes,
-            &mut errors,
+    let db = ConfigDb::parse(original, |t: &str| {
+        t.starts_with("BUFFER_") || ["QUEUE", "SCHEDULER", "PORT_QOS_MAP"].contains(&t)
+    })
+    .map_err(|e| vec![e.to_string()])?;
+    let mut x = Exporter {
+        want: BTreeMap::new(),
+        errors: Vec::new(),
+        covered: base.clone(),
+        made: BTreeMap::new(),
+    };
+    if base.ports.len() != target.ports.len() || base.ports.iter().zip(&target.ports).any(|(a, b)| a.name != b.name) {
+        x.errors.push(
+            "the target config's ports are not the file's (a port added, removed or renamed): the PORT table is not exported"
+                .to_string(),
         );
+        return Err(x.errors);
     }
-    for (port, q, wred) in &imported.queue_wred {
-        let (Some(old), Some(new)) = (port_of(&base, port), port_of(target, port)) else {
-            continue;
-        };
-        let q = usize::from(*q);
-        let who = format!("{port} queue {q}");
-        let (Some(o), n) = (old.queues[q].ecn.as_ref(), new.queues[q].ecn.as_ref()) else {
-            continue;
-        };
-        let Some(n) = n else {
-            errors.push(format!(
-                "{who}: the target config has no ECN on it; WRED_PROFILE|{wred} stays"
-            ));
-            continue;
-        };
-        let mut ask = |field: &str, value: String, changed: bool, errors: &mut Vec<String>| {
-            ask(&mut want, ("WRED_PROFILE", wred), field, value, &who, changed, errors)
-        };
-        ask(
-            "green_min_threshold",
-            n.kmin_bytes.to_string(),
-            o.kmin_bytes != n.kmin_bytes,
-            &mut errors,
-        );
-        ask(
-            "green_max_threshold",
-            n.kmax_bytes.to_string(),
-            o.kmax_bytes != n.kmax_bytes,
-            &mut errors,
-        );
-        let pct = n.pmax * 100.0;
-        if (pct - pct.round()).abs() > 1e-9 {
-            errors.push(format!(
-                "{who}: pmax {} is not a whole percentage, which is all green_drop_probability takes",
-                n.pmax
-            ));
-        } else {
-            ask(
-                "green_drop_probability",
-                format!("{}", pct.round() as u64),
-                o.pmax != n.pmax,
-                &mut errors,
-            );
-        }
-    }
-    if !errors.is_empty() {
-        return Err(errors);
+    x.pgs(&imported, &base, target);
+    x.queue_profiles(&db, &base, target);
+    x.wred(&imported, &base, target);
+    x.schedulers(&db, &base, target);
+    x.maps(&db, &base, target);
+    x.unexpressed(target);
+    if !x.errors.is_empty() {
+        return Err(x.errors);
     }
     let original_json: Value = serde_json::from_str(original).map_err(|e| vec![e.to_string()])?;
     let mut patched = original_json.clone();
     let mut changes = Vec::new();
-    for ((table, key), fields) in want {
-        let Some(entry) = entry_mut(&mut patched, &table, &key) else {
+    // Profiles made from lookup rows that a change touches are written out whole, with the
+    // BUFFER_PG entries buffermgrd would have made for them.
+    for ((table, key), fields) in &x.want {
+        let changed = fields.values().any(|w| w.2);
+        if !changed || has_entry(&patched, table, key) {
+            continue;
+        }
+        let Some((made, bindings)) = x.made.get(key).filter(|_| table == "BUFFER_PROFILE") else {
             return Err(vec![format!("{table}|{key}: not found in the file")]);
         };
-        for (field, (value, _, _)) in fields.into_iter().filter(|(_, w)| w.2) {
-            let old = entry
-                .get(&field)
-                .and_then(Value::as_str)
-                .unwrap_or("(none)")
-                .to_string();
-            if old != value {
-                changes.push(format!("{table}|{key}|{field}: {old} → {value}"));
-                entry.insert(field.clone(), Value::String(value));
-            }
-            // A profile gives one kind of threshold: the other goes.
-            let other = match field.as_str() {
-                "dynamic_th" => Some("static_th"),
-                "static_th" => Some("dynamic_th"),
-                _ => None,
-            };
-            if let Some(o) = other.filter(|o| entry.contains_key(*o)) {
-                changes.push(format!("{table}|{key}|{o}: removed"));
-                entry.remove(o);
+        insert_entry(&mut patched, table, key, made.clone());
+        changes.push(format!(
+            "{table}|{key}: added (buffermgrd made it from pg_profile_lookup.ini; now explicit)"
+        ));
+        for b in bindings {
+            let mut f = serde_json::Map::new();
+            f.insert("profile".into(), Value::String(key.clone()));
+            if !has_entry(&patched, "BUFFER_PG", b) {
+                insert_entry(&mut patched, "BUFFER_PG", b, f);
+                changes.push(format!("BUFFER_PG|{b}: added (profile {key})"));
             }
         }
     }
+    for ((table, key), fields) in x.want {
+        for (field, (value, _, _)) in fields.into_iter().filter(|(_, w)| w.2) {
+            let mut places = entries_mut(&mut patched, &table, &key);
+            if places.is_empty() {
+                return Err(vec![format!("{table}|{key}: not found in the file")]);
+            }
+            // Every place the file gives the field (nested and flat alike: the import reads
+            // both and refuses a file where they disagree); a field given nowhere goes into
+            // the first place (the nested table, where `config load` reads it).
+            let holding: Vec<usize> = (0..places.len()).filter(|&i| places[i].contains_key(&field)).collect();
+            let targets = if holding.is_empty() { vec![0] } else { holding };
+            for i in targets {
+                let entry = &mut places[i];
+                let old = entry
+                    .get(&field)
+                    .and_then(Value::as_str)
+                    .unwrap_or("(none)")
+                    .to_string();
+                if old != value {
+                    changes.push(format!("{table}|{key}|{field}: {old} → {value}"));
+                    entry.insert(field.clone(), Value::String(value.clone()));
+                }
+                // A profile gives one kind of threshold: the other goes.
+                let other = match field.as_str() {
+                    "dynamic_th" => Some("static_th"),
+                    "static_th" => Some("dynamic_th"),
+                    _ => None,
+                };
+                if let Some(o) = other.filter(|o| entry.contains_key(*o)) {
+                    changes.push(format!("{table}|{key}|{o}: removed"));
+                    entry.remove(o);
+                }
+            }
+        }
+    }
+    changes.dedup();
     let patch = json_patch::diff(&original_json, &patched);
     Ok(Export {
         patch: serde_json::to_value(patch).map_err(|e| vec![e.to_string()])?,
         changes,
         patched: serde_json::to_string_pretty(&patched).map_err(|e| vec![e.to_string()])?,
     })
+}
+
+/// What one export collects: the fields each entry must get, the problems, and `covered`:
+/// the file's config with every value export can write taken from the target, so that what
+/// still differs from the target afterwards is what the file cannot say.
+struct Exporter {
+    want: Want,
+    errors: Vec<String>,
+    covered: Config,
+    /// Profiles made from lookup rows: name → (its fields, the BUFFER_PG keys bound to it).
+    made: BTreeMap<String, (serde_json::Map<String, Value>, Vec<String>)>,
+}
+
+/// The index of the port named `name`.
+fn port_index(c: &Config, name: &str) -> Option<usize> {
+    c.ports.iter().position(|p| p.name.as_deref() == Some(name))
+}
+
+impl Exporter {
+    #[allow(clippy::too_many_arguments)]
+    fn ask(&mut self, table: &str, key: &str, field: &str, value: String, who: &str, changed: bool) {
+        ask(
+            &mut self.want,
+            (table, key),
+            field,
+            value,
+            who,
+            changed,
+            &mut self.errors,
+        );
+    }
+
+    /// Each PG's profile: its threshold; a lossless one's xoff, size, xon, xon_offset.
+    fn pgs(&mut self, imported: &Imported, base: &Config, target: &Config) {
+        for (port, g, profile) in &imported.pg_profiles {
+            let Some(pi) = port_index(base, port) else { continue };
+            let g = usize::from(*g);
+            let who = format!("{port} PG {g}");
+            let (old, new) = (&base.ports[pi], &target.ports[pi]);
+            if let Some(made) = imported.made_profiles.get(profile) {
+                let e = self.made.entry(profile.clone()).or_insert_with(|| {
+                    (
+                        made.iter()
+                            .map(|(k, v)| (k.clone(), Value::String(v.clone())))
+                            .collect(),
+                        Vec::new(),
+                    )
+                });
+                let key = format!("{port}|{g}");
+                if !e.1.contains(&key) {
+                    e.1.push(key);
+                }
+            }
+            let (o, n) = (&old.pgs[g], &new.pgs[g]);
+            match threshold_fields(n.shared) {
+                Ok((field, value)) => self.ask("BUFFER_PROFILE", profile, field, value, &who, o.shared != n.shared),
+                Err(e) => self.errors.push(format!("{who}: {e}")),
+            }
+            self.covered.ports[pi].pgs[g].shared = n.shared;
+            if !o.lossless {
+                self.ask(
+                    "BUFFER_PROFILE",
+                    profile,
+                    "size",
+                    n.min_bytes.to_string(),
+                    &who,
+                    o.min_bytes != n.min_bytes,
+                );
+                self.covered.ports[pi].pgs[g].min_bytes = n.min_bytes;
+                continue;
+            }
+            let pooled = pooled(base, old, g);
+            let (size, xoff) = profile_sizes(imported, new, g, pooled);
+            let (old_size, old_xoff) = profile_sizes(imported, old, g, pooled);
+            if profile_sizes_of(imported, size, xoff, pooled) != (new.pgs[g].min_bytes, new.headroom_bytes[g]) {
+                self.errors.push(format!(
+                    "{who}: headroom {} B cannot be said as a profile xoff on {} (headroom is {} of xoff)",
+                    new.headroom_bytes[g],
+                    imported.platform.name,
+                    if pooled { "2 ×" } else { "a fixed overhead short" }
+                ));
+            }
+            self.ask(
+                "BUFFER_PROFILE",
+                profile,
+                "xoff",
+                xoff.to_string(),
+                &who,
+                xoff != old_xoff,
+            );
+            self.ask(
+                "BUFFER_PROFILE",
+                profile,
+                "size",
+                size.to_string(),
+                &who,
+                size != old_size,
+            );
+            let c = &mut self.covered.ports[pi];
+            c.pgs[g].min_bytes = n.min_bytes;
+            c.headroom_bytes[g] = new.headroom_bytes[g];
+            if imported.platform.size_meaning == SizeMeaning::MinBesideXoff {
+                self.ask(
+                    "BUFFER_PROFILE",
+                    profile,
+                    "xon",
+                    n.xon_bytes.to_string(),
+                    &who,
+                    o.xon_bytes != n.xon_bytes,
+                );
+                self.covered.ports[pi].pgs[g].xon_bytes = n.xon_bytes;
+            }
+            self.ask(
+                "BUFFER_PROFILE",
+                profile,
+                "xon_offset",
+                n.xon_offset_bytes.to_string(),
+                &who,
+                o.xon_offset_bytes != n.xon_offset_bytes,
+            );
+            self.covered.ports[pi].pgs[g].xon_offset_bytes = n.xon_offset_bytes;
+        }
+    }
+
+    /// Each queue's BUFFER_QUEUE profile: its threshold and reserve (`size`).
+    fn queue_profiles(&mut self, db: &ConfigDb, base: &Config, target: &Config) {
+        for (key, f) in db.table("BUFFER_QUEUE") {
+            let Ok((ports, queues)) = expand_key(key, 7) else {
+                continue;
+            };
+            let Some(Ok(profile)) = f.get("profile").map(|v| reference(v, "BUFFER_PROFILE")) else {
+                continue;
+            };
+            for port in &ports {
+                let Some(pi) = port_index(base, port) else { continue };
+                for &q in &queues {
+                    let q = usize::from(q);
+                    let who = format!("{port} queue {q}");
+                    let (o, n) = (&base.ports[pi].queues[q], &target.ports[pi].queues[q]);
+                    match threshold_fields(n.shared) {
+                        Ok((field, value)) => {
+                            self.ask("BUFFER_PROFILE", &profile, field, value, &who, o.shared != n.shared)
+                        }
+                        Err(e) => self.errors.push(format!("{who}: {e}")),
+                    }
+                    self.ask(
+                        "BUFFER_PROFILE",
+                        &profile,
+                        "size",
+                        n.min_bytes.to_string(),
+                        &who,
+                        o.min_bytes != n.min_bytes,
+                    );
+                    let c = &mut self.covered.ports[pi].queues[q];
+                    c.shared = n.shared;
+                    c.min_bytes = n.min_bytes;
+                }
+            }
+        }
+    }
+
+    /// Each queue's WRED_PROFILE: the green thresholds and probability.
+    fn wred(&mut self, imported: &Imported, base: &Config, target: &Config) {
+        for (port, q, wred) in &imported.queue_wred {
+            let Some(pi) = port_index(base, port) else { continue };
+            let q = usize::from(*q);
+            let who = format!("{port} queue {q}");
+            let (Some(o), n) = (
+                base.ports[pi].queues[q].ecn.as_ref(),
+                target.ports[pi].queues[q].ecn.as_ref(),
+            ) else {
+                continue;
+            };
+            let Some(n) = n else {
+                self.errors.push(format!(
+                    "{who}: the target config has no ECN on it; WRED_PROFILE|{wred} stays"
+                ));
+                continue;
+            };
+            let (o, n) = (o.clone(), n.clone());
+            self.ask(
+                "WRED_PROFILE",
+                wred,
+                "green_min_threshold",
+                n.kmin_bytes.to_string(),
+                &who,
+                o.kmin_bytes != n.kmin_bytes,
+            );
+            self.ask(
+                "WRED_PROFILE",
+                wred,
+                "green_max_threshold",
+                n.kmax_bytes.to_string(),
+                &who,
+                o.kmax_bytes != n.kmax_bytes,
+            );
+            let pct = n.pmax * 100.0;
+            if (pct - pct.round()).abs() > 1e-9 {
+                self.errors.push(format!(
+                    "{who}: pmax {} is not a whole percentage, which is all green_drop_probability takes",
+                    n.pmax
+                ));
+            } else {
+                self.ask(
+                    "WRED_PROFILE",
+                    wred,
+                    "green_drop_probability",
+                    format!("{}", pct.round() as u64),
+                    &who,
+                    o.pmax != n.pmax,
+                );
+            }
+            if let Some(c) = self.covered.ports[pi].queues[q].ecn.as_mut() {
+                (c.kmin_bytes, c.kmax_bytes, c.pmax) = (n.kmin_bytes, n.kmax_bytes, n.pmax);
+            }
+        }
+    }
+
+    /// Each queue's SCHEDULER (QUEUE|port|q's `scheduler`): strict or DWRR, and the weight.
+    fn schedulers(&mut self, db: &ConfigDb, base: &Config, target: &Config) {
+        for (key, f) in db.table("QUEUE") {
+            let Ok((ports, queues)) = expand_key(key, 7) else {
+                continue;
+            };
+            let Some(Ok(name)) = f.get("scheduler").map(|v| reference(v, "SCHEDULER")) else {
+                continue;
+            };
+            for port in &ports {
+                let Some(pi) = port_index(base, port) else { continue };
+                for &q in &queues {
+                    let q = usize::from(q);
+                    let who = format!("{port} queue {q}");
+                    let (o, n) = (base.ports[pi].queues[q].sched, target.ports[pi].queues[q].sched);
+                    let kind = |m: SchedMode| match m {
+                        SchedMode::Strict => "STRICT",
+                        SchedMode::Wdrr { .. } => "DWRR",
+                    };
+                    let file_type = db
+                        .entry("SCHEDULER", &name)
+                        .and_then(|s| s.get("type"))
+                        .map(String::as_str);
+                    // WRR and DWRR are one kind to rocesw: a type the file says is kept.
+                    let same_kind = kind(o) == kind(n);
+                    let value = match (n, file_type) {
+                        (SchedMode::Wdrr { .. }, Some(t @ ("WRR" | "DWRR"))) if same_kind => t.to_string(),
+                        _ => kind(n).to_string(),
+                    };
+                    self.ask("SCHEDULER", &name, "type", value, &who, !same_kind);
+                    if let SchedMode::Wdrr { weight } = n {
+                        let old = match o {
+                            SchedMode::Wdrr { weight } => Some(weight),
+                            SchedMode::Strict => None,
+                        };
+                        self.ask(
+                            "SCHEDULER",
+                            &name,
+                            "weight",
+                            weight.to_string(),
+                            &who,
+                            old != Some(weight),
+                        );
+                    }
+                    self.covered.ports[pi].queues[q].sched = n;
+                }
+            }
+        }
+    }
+
+    /// The maps PORT_QOS_MAP binds: DSCP → TC, TC → queue, TC → PG.
+    fn maps(&mut self, db: &ConfigDb, base: &Config, target: &Config) {
+        let (o, n) = (&base.classify, &target.classify);
+        let kinds: [(&str, &str, Vec<u8>, Vec<u8>); 3] = [
+            (
+                "dscp_to_tc_map",
+                "DSCP_TO_TC_MAP",
+                o.dscp_to_tc.to_vec(),
+                n.dscp_to_tc.to_vec(),
+            ),
+            (
+                "tc_to_queue_map",
+                "TC_TO_QUEUE_MAP",
+                o.tc_to_queue.to_vec(),
+                n.tc_to_queue.to_vec(),
+            ),
+            (
+                "tc_to_pg_map",
+                "TC_TO_PRIORITY_GROUP_MAP",
+                o.tc_to_pg.to_vec(),
+                n.tc_to_pg.to_vec(),
+            ),
+        ];
+        for (field, table, old, new) in kinds {
+            let names: std::collections::BTreeSet<String> = db
+                .table("PORT_QOS_MAP")
+                .filter_map(|(_, f)| reference(f.get(field)?, table).ok())
+                .collect();
+            if old == new {
+                continue;
+            }
+            if names.is_empty() {
+                self.errors.push(format!(
+                    "classify: the {field} changed, but no PORT_QOS_MAP entry binds a {table} to write it to"
+                ));
+                continue;
+            }
+            for name in &names {
+                for (i, (a, b)) in old.iter().zip(&new).enumerate() {
+                    self.ask(table, name, &i.to_string(), b.to_string(), "classify", a != b);
+                }
+            }
+        }
+        let c = &mut self.covered.classify;
+        (c.dscp_to_tc, c.tc_to_queue, c.tc_to_pg) = (n.dscp_to_tc, n.tc_to_queue, n.tc_to_pg);
+    }
+
+    /// Whatever else the target changed: refused, each by name.
+    fn unexpressed(&mut self, target: &Config) {
+        let c = &self.covered;
+        let mut out = Vec::new();
+        let mut differ = |what: String, a: &dyn std::fmt::Debug, b: &dyn std::fmt::Debug| {
+            let (a, b) = (format!("{a:?}"), format!("{b:?}"));
+            if a != b {
+                out.push(format!(
+                    "{what} changed ({a} → {b}): no field of the config_db.json export writes it"
+                ));
+            }
+        };
+        differ("buffer".into(), &c.buffer, &target.buffer);
+        differ("classify".into(), &c.classify, &target.classify);
+        differ("pfc".into(), &c.pfc, &target.pfc);
+        differ("cnp".into(), &c.cnp, &target.cnp);
+        differ("fdb".into(), &c.fdb, &target.fdb);
+        for (a, b) in c.ports.iter().zip(&target.ports) {
+            let name = a.name.clone().unwrap_or_else(|| a.id.to_string());
+            differ(format!("{name} speed"), &a.speed_bps, &b.speed_bps);
+            differ(format!("{name} cable"), &a.cable_m, &b.cable_m);
+            differ(format!("{name} mtu"), &a.max_frame_bytes, &b.max_frame_bytes);
+            differ(format!("{name} scheduler"), &a.scheduler, &b.scheduler);
+            differ(format!("{name} tx"), &a.tx_enabled, &b.tx_enabled);
+            for g in 0..crate::NUM_TC {
+                differ(format!("{name} PG {g}"), &a.pgs[g], &b.pgs[g]);
+                differ(
+                    format!("{name} PG {g} headroom"),
+                    &a.headroom_bytes[g],
+                    &b.headroom_bytes[g],
+                );
+                differ(format!("{name} queue {g}"), &a.queues[g], &b.queues[g]);
+            }
+        }
+        self.errors.extend(out);
+    }
 }
 
 /// As [`export`], for a config fragment (`rocesw tune`'s, or one for `rocectl patch`) laid over
@@ -242,23 +563,60 @@ fn pooled(c: &Config, port: &PortConfig, g: usize) -> bool {
 
 /// The profile's (size, xoff) for PG `g` of `port`, by the platform's reading of `size`.
 fn profile_sizes(imported: &Imported, port: &PortConfig, g: usize, pooled: bool) -> (u64, u64) {
-    let (min, xoff) = (port.pgs[g].min_bytes, port.headroom_bytes[g]);
+    let (min, headroom) = (port.pgs[g].min_bytes, port.headroom_bytes[g]);
+    let xoff = imported.platform.xoff_of_headroom(headroom, pooled);
     match imported.platform.size_meaning {
         SizeMeaning::XonPlusXoff if !pooled => (min + xoff, xoff),
         _ => (min, xoff),
     }
 }
 
-/// The fields of `table|key` in the file, nested or flat (or redis-dump's wrapped value).
-fn entry_mut<'a>(v: &'a mut Value, table: &str, key: &str) -> Option<&'a mut serde_json::Map<String, Value>> {
-    let top = v.as_object_mut()?;
-    let flat = format!("{table}|{key}");
-    if top.contains_key(&flat) {
-        let e = top.get_mut(&flat)?;
-        if e.get("type").and_then(Value::as_str) == Some("hash") && e.get("value").is_some_and(Value::is_object) {
-            return e.get_mut("value")?.as_object_mut();
-        }
-        return e.as_object_mut();
+/// The (reserve, headroom) a profile's (size, xoff) import to ([`profile_sizes`]' inverse).
+fn profile_sizes_of(imported: &Imported, size: u64, xoff: u64, pooled: bool) -> (u64, u64) {
+    let headroom = imported.platform.usable_headroom(xoff, pooled).0;
+    match imported.platform.size_meaning {
+        SizeMeaning::XonPlusXoff if !pooled => (size - xoff, headroom),
+        _ => (size, headroom),
     }
-    top.get_mut(table)?.as_object_mut()?.get_mut(key)?.as_object_mut()
+}
+
+/// Whether the file has `table|key`, nested or flat.
+fn has_entry(v: &Value, table: &str, key: &str) -> bool {
+    v.get(format!("{table}|{key}")).is_some() || v.get(table).and_then(|t| t.get(key)).is_some()
+}
+
+/// Adds `table|key` with `fields` as a nested entry (the table made if the file has none).
+fn insert_entry(v: &mut Value, table: &str, key: &str, fields: serde_json::Map<String, Value>) {
+    let Some(top) = v.as_object_mut() else { return };
+    let t = top
+        .entry(table.to_string())
+        .or_insert_with(|| Value::Object(Default::default()));
+    if let Some(t) = t.as_object_mut() {
+        t.insert(key.to_string(), Value::Object(fields));
+    }
+}
+
+/// Every place the file gives `table|key`'s fields: the nested entry first, then the flat one
+/// (or redis-dump's wrapped value).
+fn entries_mut<'a>(v: &'a mut Value, table: &str, key: &str) -> Vec<&'a mut serde_json::Map<String, Value>> {
+    let Some(top) = v.as_object_mut() else {
+        return Vec::new();
+    };
+    let flat = format!("{table}|{key}");
+    let mut out = Vec::new();
+    for (k, e) in top.iter_mut() {
+        if *k == flat {
+            let wrapped =
+                e.get("type").and_then(Value::as_str) == Some("hash") && e.get("value").is_some_and(Value::is_object);
+            let fields = if wrapped { e.get_mut("value") } else { Some(e) };
+            if let Some(f) = fields.and_then(Value::as_object_mut) {
+                out.push(f);
+            }
+        } else if *k == table {
+            if let Some(f) = e.get_mut(key).and_then(Value::as_object_mut) {
+                out.insert(0, f);
+            }
+        }
+    }
+    out
 }

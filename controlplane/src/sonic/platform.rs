@@ -37,6 +37,41 @@ pub struct Platform {
     pub headroom: Option<AsicConstants>,
     /// Where the figures come from.
     pub source: &'static str,
+    /// How the MMU is split into slices (Broadcom's XPEs / ITMs): None where it is one.
+    pub slices: Option<Slices>,
+    /// NVIDIA: cells of a lossless PG's private headroom (`xoff`) the ASIC keeps for itself,
+    /// so the first ingress drop comes that many cells before the xoff is spent; with a
+    /// shared headroom pool the PG may instead take two xoffs of it before dropping.
+    /// Source: sonic-mgmt `tests/qos/files/mellanox/qos_param_generator.py` (b4ba9de3c9bb),
+    /// `asic_param_dic[*]['headroom_overhead']` and the `pkts_num_trig_ingr_drp` rule.
+    pub headroom_overhead_cells: Option<u32>,
+    /// sonic-mgmt's key for the ASIC in `qos_params.<key>.yaml` (`mellanox` for NVIDIA's).
+    pub qos_params_key: &'static str,
+}
+
+/// An MMU split into slices, each holding an even share of every pool; a port's PGs and
+/// queues are accounted in its pipe's slice.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Slices {
+    /// Slices (XPEs / ITMs).
+    pub count: u8,
+    /// SerDes lanes per pipe: a port's pipe is (its first lane − `first_lane`) / this.
+    pub lanes_per_pipe: u32,
+    /// The number of the ASIC's first lane in PORT's `lanes`.
+    pub first_lane: u32,
+    /// Pipes per slice: a port's slice is its pipe / this (capped at the last slice).
+    pub pipes_per_slice: u32,
+    /// Where the split comes from.
+    pub source: &'static str,
+}
+
+impl Slices {
+    /// The slice of a port whose first lane is `lane` (slice 0 when PORT gives no lanes).
+    pub fn of_lane(&self, lane: Option<u64>) -> u8 {
+        let Some(lane) = lane else { return 0 };
+        let pipe = lane.saturating_sub(u64::from(self.first_lane)) / u64::from(self.lanes_per_pipe.max(1));
+        (pipe / u64::from(self.pipes_per_slice.max(1))).min(u64::from(self.count.max(1)) - 1) as u8
+    }
 }
 
 /// The ASIC_TABLE constants NVIDIA's headroom formula reads (sonic-buildimage
@@ -69,6 +104,9 @@ pub const PLATFORMS: &[Platform] = &[
         size_meaning: SizeMeaning::XonPlusXoff,
         headroom: Some(SPECTRUM),
         source: "sonic-buildimage platform/mellanox/asic_table.j2; sonic-mgmt tests/qos/files/mellanox/qos_param_generator.py",
+        slices: None,
+        headroom_overhead_cells: Some(95),
+        qos_params_key: "mellanox",
     },
     Platform {
         name: "spectrum2",
@@ -77,6 +115,9 @@ pub const PLATFORMS: &[Platform] = &[
         size_meaning: SizeMeaning::XonPlusXoff,
         headroom: Some(SPECTRUM),
         source: "sonic-buildimage platform/mellanox/asic_table.j2",
+        slices: None,
+        headroom_overhead_cells: Some(64),
+        qos_params_key: "mellanox",
     },
     Platform {
         name: "spectrum3",
@@ -85,6 +126,9 @@ pub const PLATFORMS: &[Platform] = &[
         size_meaning: SizeMeaning::XonPlusXoff,
         headroom: Some(SPECTRUM),
         source: "sonic-buildimage platform/mellanox/asic_table.j2",
+        slices: None,
+        headroom_overhead_cells: Some(64),
+        qos_params_key: "mellanox",
     },
     Platform {
         name: "spectrum4",
@@ -96,6 +140,27 @@ pub const PLATFORMS: &[Platform] = &[
             ..SPECTRUM
         }),
         source: "sonic-buildimage platform/mellanox/asic_table.j2",
+        slices: None,
+        headroom_overhead_cells: Some(47),
+        qos_params_key: "mellanox",
+    },
+    Platform {
+        name: "tomahawk1",
+        title: "Broadcom Tomahawk (Dell S6100, Z9100; Arista 7060CX-32S)",
+        cell_bytes: 208,
+        size_meaning: SizeMeaning::MinBesideXoff,
+        headroom: None,
+        source: "sonic-mgmt tests/qos/files/qos_params.th.yaml (b4ba9de3c9bb; 208 B cells: the TH2 reading); SAI saibuffer.h",
+        slices: Some(Slices {
+            count: 4,
+            lanes_per_pipe: 32,
+            first_lane: 1,
+            pipes_per_slice: 1,
+            source: "Tomahawk's four XPEs, one per pipe of 32 lanes: sonic-mgmt tests/qos/files/qos_params.th.yaml \
+                     (b4ba9de3c9bb) fits the S6100's pools split in four (XOFF 6 + 1/2 x 10,875,072 / 208 / 4 = 6,541.5; yaml 6,542)",
+        }),
+        headroom_overhead_cells: None,
+        qos_params_key: "th",
     },
     Platform {
         name: "tomahawk2",
@@ -104,8 +169,58 @@ pub const PLATFORMS: &[Platform] = &[
         size_meaning: SizeMeaning::MinBesideXoff,
         headroom: None,
         source: "sonic-mgmt tests/qos/files/qos_params.th2.yaml (cell_size 208); SAI saibuffer.h",
+        slices: Some(Slices {
+            count: 4,
+            lanes_per_pipe: 64,
+            first_lane: 1,
+            pipes_per_slice: 1,
+            source: "Tomahawk 2's four XPEs, one per pipe of 64 lanes (DESIGN.md, \"SONiC's own numbers\"): \
+                     sonic-mgmt tests/qos/files/qos_params.th2.yaml (b4ba9de3c9bb) fits each pool split in four",
+        }),
+        headroom_overhead_cells: None,
+        qos_params_key: "th2",
     },
 ];
+
+impl Platform {
+    /// The headroom a lossless PG may fill before it drops, from its profile's `xoff`, and
+    /// what the import's comment says of it: NVIDIA's ASICs keep `headroom_overhead_cells`
+    /// of a private xoff, and let a PG with a shared headroom pool take two xoffs of it
+    /// (sonic-mgmt's generator: `pkts_num_trig_ingr_drp` is the shared limit plus the
+    /// headroom less the overhead, or plus another xoff with a shared headroom pool).
+    pub fn usable_headroom(&self, xoff: u64, shared_pool: bool) -> (u64, Option<String>) {
+        let Some(cells) = self.headroom_overhead_cells else {
+            return (xoff, None);
+        };
+        if shared_pool {
+            return (
+                2 * xoff,
+                Some(format!(
+                    " × 2: on {} a PG takes two xoffs of the shared headroom pool",
+                    self.name
+                )),
+            );
+        }
+        let overhead = u64::from(cells) * u64::from(self.cell_bytes);
+        (
+            xoff.saturating_sub(overhead),
+            Some(format!(
+                " less {}'s headroom overhead of {cells} cells ({overhead} B)",
+                self.name
+            )),
+        )
+    }
+
+    /// The profile `xoff` whose usable headroom is `headroom` ([`Platform::usable_headroom`]'s
+    /// inverse, for export).
+    pub fn xoff_of_headroom(&self, headroom: u64, shared_pool: bool) -> u64 {
+        match self.headroom_overhead_cells {
+            None => headroom,
+            Some(_) if shared_pool => headroom / 2,
+            Some(cells) => headroom + u64::from(cells) * u64::from(self.cell_bytes),
+        }
+    }
+}
 
 impl fmt::Display for Platform {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -131,6 +246,8 @@ pub fn by_sonic_platform(platform: &str) -> Option<&'static Platform> {
         "spectrum4"
     } else if p.contains("arista_7260cx3") || p.contains("z9264f") {
         "tomahawk2"
+    } else if p.contains("s6100") || p.contains("z9100") || p.contains("arista_7060_cx32s") {
+        "tomahawk1"
     } else {
         return None;
     };

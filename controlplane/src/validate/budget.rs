@@ -69,6 +69,7 @@ pub(super) fn resolve_headroom(
                 scheduler: SchedulerConfig::default(),
                 tx_enabled: p.tx_enabled,
                 pfc_enabled: qos.pfc_enabled,
+                slice: p.slice,
             }
         })
         .collect();

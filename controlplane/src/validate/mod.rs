@@ -84,6 +84,16 @@ pub fn resolve(file: &ConfigFile) -> Result<Loaded, ConfigError> {
     let e0 = cx.errors.len();
     let buffer = resolve_buffer(&mut cx, &file.buffer);
     let ports = resolve_ports(&mut cx, file);
+    for (i, p) in ports.iter().enumerate() {
+        if p.slice >= buffer.slices {
+            cx.error(format!(
+                "port[{i}].slice: {} is not a slice of the buffer ([buffer] slices = {}: 0..={})",
+                p.slice,
+                buffer.slices,
+                buffer.slices - 1
+            ));
+        }
+    }
     let sizes_ok_1 = cx.errors.len() == e0;
 
     let classify = resolve_classify(&mut cx, &file.classify, &ports);

@@ -37,10 +37,15 @@ pub(super) fn resolve_buffer(cx: &mut Ctx, s: &BufferSection) -> BufferConfig {
             format_size(min)
         ));
     }
+    let slices = match s.slices {
+        None => 1,
+        Some(n) => cx.int_in("buffer.slices", n, 1, MAX_SLICES as i64).unwrap_or(1) as u8,
+    };
     BufferConfig {
         cell_bytes,
         total_bytes,
         pools: resolve_pools(cx, &s.pool),
+        slices,
     }
 }
 
@@ -172,6 +177,7 @@ pub(super) struct PortDraft {
     pub(super) cable_m: f64,
     pub(super) mtu: u32,
     pub(super) tx_enabled: bool,
+    pub(super) slice: u8,
 }
 
 impl PortDraft {
@@ -302,9 +308,14 @@ pub(super) fn resolve_ports(cx: &mut Ctx, file: &ConfigFile) -> Vec<PortDraft> {
                 true
             }
         };
+        let slice = p
+            .slice
+            .and_then(|s| cx.int_in(&format!("{path}.slice"), s, 0, MAX_SLICES as i64 - 1))
+            .unwrap_or(0) as u8;
         out.push(PortDraft {
             id,
             tx_enabled,
+            slice,
             name: p.name.clone(),
             interface,
             pcap,

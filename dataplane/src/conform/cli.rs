@@ -12,14 +12,17 @@ pub struct SonicArgs {
     #[arg(long, value_name = "CONFIG_DB_JSON")]
     pub config: PathBuf,
     /// The platform whose buffer rules apply, instead of DEVICE_METADATA's: spectrum1,
-    /// spectrum2, spectrum3, spectrum4 or tomahawk2.
+    /// spectrum2, spectrum3, spectrum4, tomahawk2 (and the others `rocectl sonic import
+    /// --help` lists).
     #[arg(long, value_name = "NAME")]
     pub platform: Option<String>,
     /// The platform's pg_profile_lookup.ini, for lossless PGs whose profile SONiC computes.
     #[arg(long, value_name = "FILE")]
     pub pg_lookup: Option<PathBuf>,
     /// A sonic-mgmt qos_params.<asic>.yaml: the expected counts from it (the section for the
-    /// source port's <speed>_<cable>) instead of computed from the config.
+    /// source port's <speed>_<cable>) instead of computed from the config. NVIDIA's
+    /// (qos_params.mellanox.yaml) holds no counts: they are computed from the config's
+    /// profiles as sonic-mgmt's qos_param_generator.py does. `nvidia`: the bundled copy of it.
     #[arg(long, value_name = "FILE")]
     pub params: Option<PathBuf>,
     /// Run only these tests (comma-separated): DscpMappingPB, PFCtest, PFCXonTest,
@@ -59,6 +62,11 @@ pub fn run(args: SonicArgs) -> Result<bool> {
             None => None,
         },
         params: match &args.params {
+            // `nvidia`: sonic-mgmt's NVIDIA parameters, bundled, with the generator's counts.
+            Some(p) if p.as_os_str() == "nvidia" && !p.exists() => Some((
+                super::nvidia::MELLANOX_YAML.to_string(),
+                "nvidia (sonic-mgmt qos_params.mellanox.yaml, bundled)".to_string(),
+            )),
             Some(p) => Some((read(p)?, p.display().to_string())),
             None => None,
         },

@@ -12,12 +12,13 @@
 
 pub mod cli;
 pub mod dut;
+pub mod nvidia;
 pub mod params;
 pub mod procedures;
 pub mod report;
 pub mod yaml;
 
-use anyhow::{anyhow, bail, Result};
+use anyhow::{anyhow, bail, Context, Result};
 use dut::Dut;
 use params::LosslessPoints;
 use procedures::Watermark;
@@ -133,6 +134,19 @@ impl Plan {
                     "{}.{set}: dismiss {x} + hysteresis {h}: XON at or below {} frames",
                     y.path, p.xon_frames
                 ));
+                // The suite's own T for this set (its xon_N may carry a trigger count of its
+                // own, which need not be its xoff_N's), divided as the suite divides.
+                let t = y
+                    .int(&set, "pkts_num_trig_pfc")
+                    .unwrap_or((p.trig_pfc * p.occupancy) as i64);
+                let m = self.margins.xon;
+                let first = y.cells_as_frames(&set, t - x - h, len).saturating_sub(m);
+                let second = (y.cells_as_frames(&set, x + h, len) + 2 * m).saturating_sub(1);
+                p.xon_sends = Some([first, second, 1]);
+                p.derivation.push(format!(
+                    "{}.{set}: pkts_num_trig_pfc {t}: sends {first}, {second}, 1 (the suite's division)",
+                    y.path
+                ));
             }
         }
         p
@@ -233,7 +247,15 @@ pub fn run(
             let sc = speed_cable.clone().ok_or_else(|| {
                 anyhow!("--params {file}: {src_name}'s PG 3 has no pg_lossless_<speed>_<cable>_profile to pick a section by")
             })?;
-            Some(yaml::Params::parse(text, file, &sc)?)
+            if nvidia::is_mellanox(text) {
+                // NVIDIA's counts are the generator's, from this file's profiles.
+                let doc = nvidia::generate(text, json, &imported, &src_name, &sc)
+                    .with_context(|| format!("--params {file}: NVIDIA's generator"))?;
+                let generated = serde_yaml_ng::to_string(&doc)?;
+                Some(yaml::Params::parse(&generated, file, &sc)?)
+            } else {
+                Some(yaml::Params::parse(text, file, &sc)?)
+            }
         }
     };
     // The suite's defaults: NVIDIA's parameters (qos_params.mellanox.yaml) send 300 B packets
@@ -290,11 +312,7 @@ pub fn run(
             )
         })?;
         // sonic-mgmt's keys: `mellanox` for every Spectrum, the ASIC family for Broadcom.
-        let asic = match imported.platform.name {
-            n if n.starts_with("spectrum") => "mellanox",
-            "tomahawk2" => "th2",
-            n => n,
-        };
+        let asic = imported.platform.qos_params_key;
         Some(written_params(&dut, &plan, asic, sc)?.text(name)?)
     } else {
         None

@@ -29,6 +29,11 @@ pub struct LosslessPoints {
     pub xon_frames: u64,
     /// The PG's reserve, in frames (they do not count as shared).
     pub fill_min: u64,
+    /// PFCXonTest's three sends as the suite counts them from a parameters file's `xon_N`
+    /// (its own `pkts_num_trig_pfc` T, `pkts_num_dismiss_pfc` X, `pkts_num_hysteresis` H, in
+    /// cells: (T − X − H) // occupancy − margin, (X + H) // occupancy + 2·margin − 1, 1);
+    /// None: from `trig_pfc` and `xon_frames`.
+    pub xon_sends: Option<[u64; 3]>,
     /// Cells of shared pool the PG holds at XOFF (its share).
     pub shared_cells_at_xoff: u64,
     /// How the numbers came out, for `--explain`.
@@ -145,12 +150,15 @@ fn pg_account(cfg: &Config, port: usize, pg: usize, len: usize) -> (Account, u64
     (a, p.headroom_bytes[pg].div_ceil(cell), occupancy(cfg, len))
 }
 
+/// The cells of pool `index` a PG or queue sees: its MMU slice's even share of the pool (the
+/// whole pool with one slice).
 fn pool_cells(cfg: &Config, dir: PoolDir, index: u8) -> u64 {
     let cell = u64::from(cfg.buffer.cell_bytes);
-    match cfg.buffer.pools_of(dir).nth(usize::from(index)) {
+    let cells = match cfg.buffer.pools_of(dir).nth(usize::from(index)) {
         Some(p) => p.size_bytes / cell,
         None => cfg.buffer.total_bytes / cell,
-    }
+    };
+    cells / u64::from(cfg.buffer.slices.max(1))
 }
 
 /// Cells a frame of `len` bytes takes.
@@ -236,6 +244,7 @@ pub fn lossless_with(cfg: &Config, port: usize, pg: usize, len: usize, others: u
         trig_ingr_drp,
         xon_frames,
         fill_min,
+        xon_sends: None,
         shared_cells_at_xoff: shared_at_xoff,
         derivation,
     }

@@ -205,9 +205,10 @@ pub fn pfc_xon(d: &mut Dut, plan: &Plan, name: &str, dscp: u8, pg: usize) -> Res
             1,
         ])
     })();
-    let counts = match counts {
-        Ok(c) => c,
-        Err(e) => return Ok(t.error(e)),
+    let counts = match (p.xon_sends, counts) {
+        (Some(c), _) => c,
+        (None, Ok(c)) => c,
+        (None, Err(e)) => return Ok(t.error(e)),
     };
     for dst in [d1, d2, d3] {
         d.set_tx(dst, false)?;
@@ -447,8 +448,16 @@ pub fn hdrm_pool_size(d: &mut Dut, plan: &Plan) -> Result<TestResult> {
             pool.name
         )));
     }
-    let shp = pool.headroom_bytes / cell;
-    let srcs: Vec<usize> = (0..cfg.ports.len()).filter(|&p| p != dst).take(7).collect();
+    // With an MMU in slices (XPEs) each slice has its share of the headroom pool, and only
+    // the PGs of one slice's ports draw on it: the sources are the first source's slice's.
+    let shp = pool.headroom_bytes / cell / u64::from(cfg.buffer.slices.max(1));
+    let slice = (0..cfg.ports.len())
+        .find(|&p| p != dst)
+        .map_or(0, |p| cfg.ports[p].slice);
+    let srcs: Vec<usize> = (0..cfg.ports.len())
+        .filter(|&p| p != dst && cfg.ports[p].slice == slice)
+        .take(7)
+        .collect();
     let tuples: Vec<(usize, u8, usize)> = srcs
         .iter()
         .flat_map(|&s| pgs.iter().map(move |&(dscp, pg)| (s, dscp, pg)))

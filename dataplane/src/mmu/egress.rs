@@ -3,7 +3,7 @@
 //! ingress side admitted never is (its PG must reach XOFF first).
 
 use super::group::GroupTotals;
-use super::{Limit, QueueUse, SharedPool};
+use super::{slot, Limit, QueueUse, SharedPool, SLOTS};
 use crate::counters::DropReason;
 use controlplane::{PortConfig, MAX_POOLS, NUM_TC};
 
@@ -11,7 +11,7 @@ use controlplane::{PortConfig, MAX_POOLS, NUM_TC};
 struct QueueLimits {
     min: u32,
     shared: Limit,
-    /// Its egress pool.
+    /// Its egress pool's slot in the port's MMU slice (`mmu::slot`).
     pool: u8,
 }
 
@@ -31,7 +31,7 @@ impl QueueAccount {
             limits: std::array::from_fn(|q| QueueLimits {
                 min: cells(port.queues[q].min_bytes),
                 shared: Limit::from_threshold(port.queues[q].shared, cell),
-                pool: port.queues[q].pool,
+                pool: slot(port.queues[q].pool, port.slice),
             }),
             queues: Default::default(),
             cells: 0,
@@ -96,7 +96,7 @@ impl QueueAccount {
     pub(super) fn charge(&mut self, queue: usize, to_min: bool, cells: u32, bytes: u64, pool: &mut SharedPool) {
         let (ql, q) = (&self.limits[queue & 7], &mut self.queues[queue & 7]);
         let shared = if to_min { 0 } else { cells };
-        pool.egress[ql.pool as usize & (MAX_POOLS - 1)].charge(shared);
+        pool.egress[ql.pool as usize & (SLOTS - 1)].charge(shared);
         pool.used += cells;
         pool.peak_used = pool.peak_used.max(pool.used);
         q.min += cells - shared;
@@ -121,7 +121,7 @@ impl QueueAccount {
         q.bytes = q.bytes.saturating_sub(bytes);
         debug_assert!(cells <= self.cells && cells <= pool.used, "released more than is held");
         self.cells = self.cells.saturating_sub(cells);
-        pool.egress[ql.pool as usize & (MAX_POOLS - 1)].shared -= from_shared;
+        pool.egress[ql.pool as usize & (SLOTS - 1)].shared -= from_shared;
         pool.used = pool.used.saturating_sub(cells);
     }
 
@@ -150,17 +150,17 @@ impl QueueAccount {
     }
 
     /// Queues' shared cells summed per egress pool (for the pool audit).
-    pub(super) fn shared_sums(&self) -> [u64; MAX_POOLS] {
-        let mut sums = [0u64; MAX_POOLS];
+    pub(super) fn shared_sums(&self) -> [u64; SLOTS] {
+        let mut sums = [0u64; SLOTS];
         for (l, q) in self.limits.iter().zip(&self.queues) {
-            sums[l.pool as usize & (MAX_POOLS - 1)] += q.shared as u64;
+            sums[l.pool as usize & (SLOTS - 1)] += q.shared as u64;
         }
         sums
     }
 
     /// The egress pool queue `q` draws on.
     pub fn pool_of(&self, q: usize) -> usize {
-        self.limits[q & 7].pool as usize
+        self.limits[q & 7].pool as usize % MAX_POOLS
     }
 
     /// The port's total against the sum over its queues: they differ once a release clamped a

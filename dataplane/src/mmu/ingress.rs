@@ -2,7 +2,7 @@
 //! XOFF/XON conditions that follow from it. Owned by the ingress side.
 
 use super::group::GroupTotals;
-use super::{IngressRegion, Limit, PgUse, SharedPool};
+use super::{slot, IngressRegion, Limit, PgUse, SharedPool, SLOTS};
 use crate::counters::DropReason;
 use controlplane::{PortConfig, MAX_POOLS, NUM_TC};
 
@@ -15,7 +15,7 @@ struct PgLimits {
     xon_offset: u32,
     /// XON also at or below this shared use (SAI's XON_TH).
     xon: u32,
-    /// Its ingress pool.
+    /// Its ingress pool's slot in the port's MMU slice (`mmu::slot`).
     pool: u8,
     /// Its headroom comes from the pool's shared headroom pool (up to `headroom`), not a
     /// reserve of its own.
@@ -49,7 +49,7 @@ impl PgAccount {
                     },
                     xon_offset: cells(prof.xon_offset_bytes),
                     xon: cells(prof.xon_bytes),
-                    pool: prof.pool,
+                    pool: slot(prof.pool, port.slice),
                     pooled_headroom: prof.lossless && pooled_headroom(prof.pool),
                 }
             }),
@@ -150,7 +150,7 @@ impl PgAccount {
         p.peak = p.peak.max(p.total());
         p.peak_shared = p.peak_shared.max(p.shared);
         self.peak_cells = self.peak_cells.max(self.cells);
-        let side = &mut pool.ingress[self.limits[pg & 7].pool as usize & (MAX_POOLS - 1)];
+        let side = &mut pool.ingress[self.limits[pg & 7].pool as usize & (SLOTS - 1)];
         side.peak_shared = side.peak_shared.max(side.shared);
     }
 
@@ -158,7 +158,7 @@ impl PgAccount {
     #[inline]
     pub fn refund(&mut self, pg: usize, cells: u32, region: IngressRegion, pool: &mut SharedPool) {
         let (pl, pu) = (&self.limits[pg & 7], &mut self.pgs[pg & 7]);
-        let p = pl.pool as usize & (MAX_POOLS - 1);
+        let p = pl.pool as usize & (SLOTS - 1);
         match region {
             IngressRegion::Min => pu.min -= cells,
             IngressRegion::Shared => {
@@ -195,7 +195,7 @@ impl PgAccount {
     #[inline]
     pub fn release(&mut self, pg: usize, cells: u32, pool: &mut SharedPool) {
         let (pl, p) = (&self.limits[pg & 7], &mut self.pgs[pg & 7]);
-        let pi = pl.pool as usize & (MAX_POOLS - 1);
+        let pi = pl.pool as usize & (SLOTS - 1);
         let from_headroom = cells.min(p.headroom);
         if pl.pooled_headroom {
             pool.headroom[pi].shared -= from_headroom;
@@ -227,6 +227,11 @@ impl PgAccount {
 
     /// The ingress pool PG `pg` draws on.
     pub fn pool_of(&self, pg: usize) -> usize {
+        self.limits[pg & 7].pool as usize % MAX_POOLS
+    }
+
+    /// The slot (pool in the port's MMU slice) PG `pg` draws on: `SharedPool`'s index.
+    pub fn slot_of(&self, pg: usize) -> usize {
         self.limits[pg & 7].pool as usize
     }
 
@@ -262,10 +267,10 @@ impl PgAccount {
 
     /// PGs' shared cells summed per ingress pool, and their headroom drawn from each pool's
     /// shared headroom pool (for the pool audit).
-    pub(super) fn shared_sums(&self) -> ([u64; MAX_POOLS], [u64; MAX_POOLS]) {
-        let (mut shared, mut headroom) = ([0u64; MAX_POOLS], [0u64; MAX_POOLS]);
+    pub(super) fn shared_sums(&self) -> ([u64; SLOTS], [u64; SLOTS]) {
+        let (mut shared, mut headroom) = ([0u64; SLOTS], [0u64; SLOTS]);
         for (l, p) in self.limits.iter().zip(&self.pgs) {
-            let i = l.pool as usize & (MAX_POOLS - 1);
+            let i = l.pool as usize & (SLOTS - 1);
             shared[i] += p.shared as u64;
             if l.pooled_headroom {
                 headroom[i] += p.headroom as u64;

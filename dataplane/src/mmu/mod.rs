@@ -31,8 +31,19 @@ pub use pool::{PoolFigures, PoolSide, PoolSizes, SharedPool};
 pub use thresholds::Limit;
 
 use crate::counters::DropReason;
-use controlplane::model::{PoolConfig, PoolDir, MAX_POOLS};
+use controlplane::model::{PoolConfig, PoolDir, MAX_POOLS, MAX_SLICES};
 use controlplane::Config;
+
+/// The pool accounts the MMU keeps: each configured pool once per MMU slice (Broadcom's XPEs;
+/// one slice elsewhere, where a slot is its pool).
+pub const SLOTS: usize = MAX_POOLS * MAX_SLICES;
+
+/// The slot of pool `pool` in MMU slice `slice`: what a PG's or queue's account indexes
+/// [`SharedPool`] by.
+#[inline]
+pub fn slot(pool: u8, slice: u8) -> u8 {
+    pool % MAX_POOLS as u8 + MAX_POOLS as u8 * (slice % MAX_SLICES as u8)
+}
 
 /// Where an admitted frame sits on the ingress side, which decides PFC.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -82,7 +93,7 @@ impl PgUse {
     /// headroom pool, for headroom drawn from it).
     #[inline(always)]
     fn charge(&mut self, region: IngressRegion, cells: u32, p: usize, pooled_headroom: bool, pool: &mut SharedPool) {
-        let p = p & (controlplane::MAX_POOLS - 1);
+        let p = p & (SLOTS - 1);
         match region {
             IngressRegion::Min => self.min += cells,
             IngressRegion::Shared => {
@@ -149,26 +160,35 @@ pub fn build(cfg: &Config) -> (SharedPool, Vec<PgAccount>, Vec<QueueAccount>) {
     let ingress: Vec<PgAccount> = cfg.ports.iter().map(|p| PgAccount::new(p, cell, pooled)).collect();
     let egress: Vec<QueueAccount> = cfg.ports.iter().map(|p| QueueAccount::new(p, cell)).collect();
     let mut sizes = PoolSizes::default();
+    // Each pool is split evenly among the MMU's slices (one, with the whole pool, unless the
+    // platform has XPEs): a slice's PGs and queues see only its share.
+    let slices = usize::from(cfg.buffer.slices.clamp(1, MAX_SLICES as u8));
+    let split = |to: &mut [u32; SLOTS], i: usize, cells: u32| {
+        for s in 0..slices {
+            to[i + MAX_POOLS * s] = cells / slices as u32;
+        }
+    };
     let count = if ingress_pools.is_empty() {
         // One pool, both directions: what the reserves leave of the buffer.
         let reserved = ingress.iter().map(PgAccount::reserved_cells).sum::<u64>()
             + egress.iter().map(QueueAccount::reserved_cells).sum::<u64>();
         let total = cfg.buffer.total_bytes.div_ceil(cell as u64);
         let shared = total.saturating_sub(reserved).min(u32::MAX as u64) as u32;
-        (sizes.ingress[0], sizes.egress[0]) = (shared, shared);
+        split(&mut sizes.ingress, 0, shared);
+        split(&mut sizes.egress, 0, shared);
         [1, 1]
     } else {
         for (i, p) in ingress_pools.iter().take(MAX_POOLS).enumerate() {
-            sizes.ingress[i] = cells(p.size_bytes);
-            sizes.headroom[i] = cells(p.headroom_bytes);
+            split(&mut sizes.ingress, i, cells(p.size_bytes));
+            split(&mut sizes.headroom, i, cells(p.headroom_bytes));
         }
         for (i, p) in egress_pools.iter().take(MAX_POOLS).enumerate() {
-            sizes.egress[i] = cells(p.size_bytes);
+            split(&mut sizes.egress, i, cells(p.size_bytes));
         }
         [ingress_pools.len().min(MAX_POOLS), egress_pools.len().min(MAX_POOLS)]
     };
     (
-        SharedPool::new(cfg.buffer.total_bytes, cell, sizes, count),
+        SharedPool::new(cfg.buffer.total_bytes, cell, sizes, count, slices),
         ingress,
         egress,
     )
@@ -188,11 +208,11 @@ pub fn audit<'a>(
 ) -> Vec<String> {
     let mut errors = Vec::new();
     let (mut in_shared, mut in_headroom, mut out_shared, mut out_cells) =
-        ([0u64; MAX_POOLS], [0u64; MAX_POOLS], [0u64; MAX_POOLS], 0u64);
+        ([0u64; SLOTS], [0u64; SLOTS], [0u64; SLOTS], 0u64);
     for (i, a) in ins.into_iter().enumerate() {
         errors.extend(a.audit().map(|e| format!("port index {i}: {e}")));
         let (s, h) = a.shared_sums();
-        for p in 0..MAX_POOLS {
+        for p in 0..SLOTS {
             in_shared[p] += s[p];
             in_headroom[p] += h[p];
         }
@@ -207,7 +227,7 @@ pub fn audit<'a>(
     if pool.used as u64 != out_cells {
         errors.push(format!("pool holds {} cells, the egress ports {out_cells}", pool.used));
     }
-    for p in 0..MAX_POOLS {
+    for p in 0..SLOTS {
         let checks = [
             ("ingress shared", pool.ingress[p].shared, in_shared[p], "the PGs"),
             (

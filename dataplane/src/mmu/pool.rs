@@ -8,6 +8,7 @@
 //! pool `xoff`, SAI's XOFF_SIZE): its lossless PGs take their headroom from it, each up to its
 //! own limit, instead of each having headroom reserved.
 
+use super::SLOTS;
 use controlplane::model::{PoolDir, MAX_POOLS};
 
 /// One side's view of one pool's occupancy, written only by that side.
@@ -57,26 +58,27 @@ impl CellDiv {
     }
 }
 
-/// The size of every pool, in cells: the switch's build step works them out from the config.
+/// The size of every pool, in cells, per slot (a pool in one MMU slice, `mmu::slot`): the
+/// switch's build step works them out from the config.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct PoolSizes {
     /// Shared cells of each ingress pool.
-    pub ingress: [u32; MAX_POOLS],
+    pub ingress: [u32; SLOTS],
     /// Shared cells of each egress pool.
-    pub egress: [u32; MAX_POOLS],
+    pub egress: [u32; SLOTS],
     /// Cells of each ingress pool's shared headroom pool (0: none).
-    pub headroom: [u32; MAX_POOLS],
+    pub headroom: [u32; SLOTS],
 }
 
 /// What the other shards hold of every pool, as last published (`crate::shard::PoolShare`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct PoolFigures {
     /// Ingress shared use per pool.
-    pub ingress: [u32; MAX_POOLS],
+    pub ingress: [u32; SLOTS],
     /// Egress shared use per pool.
-    pub egress: [u32; MAX_POOLS],
+    pub egress: [u32; SLOTS],
     /// Shared headroom pool use per ingress pool.
-    pub headroom: [u32; MAX_POOLS],
+    pub headroom: [u32; SLOTS],
 }
 
 /// The pools both sides read. Dynamic limits are `alpha × (pool cells − this side's use of the
@@ -88,32 +90,35 @@ pub struct SharedPool {
     pub(super) sizes: PoolSizes,
     /// Pools per direction (1 without configured pools).
     pub(super) count: [usize; 2],
+    /// MMU slices (1 but on platforms with XPEs): pool `i`'s slots are `i + MAX_POOLS × s`.
+    pub(super) slices: usize,
     /// The ingress view: every PG's shared use, per pool.
-    pub ingress: [PoolSide; MAX_POOLS],
+    pub ingress: [PoolSide; SLOTS],
     /// The egress view: every queue's shared use, per pool.
-    pub egress: [PoolSide; MAX_POOLS],
+    pub egress: [PoolSide; SLOTS],
     /// Lossless PGs' headroom taken from each ingress pool's shared headroom pool.
-    pub headroom: [PoolSide; MAX_POOLS],
+    pub headroom: [PoolSide; SLOTS],
     /// Cells held by frames in the switch, each frame once (charged with its egress queue).
     pub(super) used: u32,
     pub(super) peak_used: u32,
     /// The cells each side may fill, per pool: the pool less the other shards' use as last
     /// published (`crate::shard::PoolShare`); the pool itself with one shard, so a lone switch
     /// computes exactly as it always has, and the packet path subtracts once.
-    ingress_avail: [u32; MAX_POOLS],
-    egress_avail: [u32; MAX_POOLS],
-    headroom_avail: [u32; MAX_POOLS],
+    ingress_avail: [u32; SLOTS],
+    egress_avail: [u32; SLOTS],
+    headroom_avail: [u32; SLOTS],
     others: PoolFigures,
 }
 
 impl SharedPool {
-    pub(super) fn new(total_bytes: u64, cell: u32, sizes: PoolSizes, count: [usize; 2]) -> Self {
+    pub(super) fn new(total_bytes: u64, cell: u32, sizes: PoolSizes, count: [usize; 2], slices: usize) -> Self {
         let total_cells = total_bytes.div_ceil(cell.max(1) as u64).min(u32::MAX as u64) as u32;
         SharedPool {
             cell: CellDiv::new(cell),
             total_cells,
             sizes,
             count,
+            slices: slices.clamp(1, SLOTS / MAX_POOLS),
             ingress_avail: sizes.ingress,
             egress_avail: sizes.egress,
             headroom_avail: sizes.headroom,
@@ -140,7 +145,7 @@ impl SharedPool {
     #[inline]
     pub fn set_others(&mut self, others: PoolFigures) {
         self.others = others;
-        for i in 0..MAX_POOLS {
+        for i in 0..SLOTS {
             self.ingress_avail[i] = self.sizes.ingress[i].saturating_sub(others.ingress[i]);
             self.egress_avail[i] = self.sizes.egress[i].saturating_sub(others.egress[i]);
             self.headroom_avail[i] = self.sizes.headroom[i].saturating_sub(others.headroom[i]);
@@ -151,6 +156,7 @@ impl SharedPool {
     pub fn resize(&mut self, fresh: &SharedPool) {
         self.sizes = fresh.sizes;
         self.count = fresh.count;
+        self.slices = fresh.slices;
         self.set_others(self.others);
     }
 
@@ -174,28 +180,28 @@ impl SharedPool {
     /// with.
     #[inline]
     pub fn ingress_free(&self, p: usize) -> u32 {
-        let p = p & (MAX_POOLS - 1);
+        let p = p & (SLOTS - 1);
         self.ingress_avail[p].saturating_sub(self.ingress[p].shared)
     }
 
     /// Cells egress pool `p` has left for the egress side.
     #[inline]
     pub fn egress_free(&self, p: usize) -> u32 {
-        let p = p & (MAX_POOLS - 1);
+        let p = p & (SLOTS - 1);
         self.egress_avail[p].saturating_sub(self.egress[p].shared)
     }
 
     /// Cells ingress pool `p`'s shared headroom pool has left.
     #[inline]
     pub fn headroom_free(&self, p: usize) -> u32 {
-        let p = p & (MAX_POOLS - 1);
+        let p = p & (SLOTS - 1);
         self.headroom_avail[p].saturating_sub(self.headroom[p].shared)
     }
 
-    /// Whether ingress pool `p` has a shared headroom pool.
+    /// Whether ingress slot `p` has a shared headroom pool.
     #[inline]
     pub fn has_headroom_pool(&self, p: usize) -> bool {
-        self.sizes.headroom[p & (MAX_POOLS - 1)] > 0
+        self.sizes.headroom[p & (SLOTS - 1)] > 0
     }
 
     /// Starts every peak again from the current use (a watermark clear).
@@ -212,27 +218,34 @@ impl SharedPool {
     }
 
     /// Pool `i` of direction `dir`, in cells: (size, use, peak use), and for an ingress pool
-    /// its shared headroom pool's (size, use, peak).
+    /// its shared headroom pool's (size, use, peak); summed over the MMU's slices (the peak
+    /// then bounds the pool's peak from above: the slices' peaks need not coincide; exact
+    /// with one slice, or with one slice in use, as in each of conform's tests).
     pub fn pool(&self, dir: PoolDir, i: usize) -> ([u32; 3], [u32; 3]) {
         let i = i & (MAX_POOLS - 1);
+        let sum = |sizes: &[u32; SLOTS], sides: &[PoolSide; SLOTS]| {
+            (0..self.slices).map(|s| i + MAX_POOLS * s).fold([0u32; 3], |a, k| {
+                [a[0] + sizes[k], a[1] + sides[k].shared, a[2] + sides[k].peak_shared]
+            })
+        };
         match dir {
             PoolDir::Ingress => (
-                [
-                    self.sizes.ingress[i],
-                    self.ingress[i].shared,
-                    self.ingress[i].peak_shared,
-                ],
-                [
-                    self.sizes.headroom[i],
-                    self.headroom[i].shared,
-                    self.headroom[i].peak_shared,
-                ],
+                sum(&self.sizes.ingress, &self.ingress),
+                sum(&self.sizes.headroom, &self.headroom),
             ),
-            PoolDir::Egress => (
-                [self.sizes.egress[i], self.egress[i].shared, self.egress[i].peak_shared],
-                [0; 3],
-            ),
+            PoolDir::Egress => (sum(&self.sizes.egress, &self.egress), [0; 3]),
         }
+    }
+
+    /// MMU slices (1 but on platforms with XPEs).
+    pub fn slices(&self) -> usize {
+        self.slices
+    }
+
+    /// Slots any PG or queue may use: every pool of every slice (the rest stay 0).
+    #[inline]
+    pub fn slots_in_use(&self) -> usize {
+        MAX_POOLS * self.slices
     }
 
     /// Pools of `dir` (1 without configured pools).

@@ -565,6 +565,13 @@ fn a_burst_into_an_idle_switch_is_admitted_in_one_step() {
 /// the rest in the other) and two egress pools (lossless queue 3, the rest), in 96 B cells as
 /// Spectrum-1 has them.
 fn pooled_cfg() -> Config {
+    controlplane::load_str(&pooled_text())
+        .unwrap_or_else(|e| panic!("{e}"))
+        .config
+}
+
+/// [`pooled_cfg`]'s text.
+fn pooled_text() -> String {
     let mut text = include_str!("../../../configs/default.toml")
         .replace("cell = \"256B\"", "cell = \"96B\"")
         .replace("size = \"4MiB\"", "size = \"8MiB\"")
@@ -595,9 +602,78 @@ fn pooled_cfg() -> Config {
             }
         }
     }
+    text
+}
+
+/// [`pooled_cfg`] in four MMU slices (Broadcom's XPEs), ports 0 and 1 in slice 0, port 2 in
+/// slice 1, port 3 in slice 2.
+fn sliced_cfg() -> Config {
+    let mut text = pooled_text().replacen("[buffer]\n", "[buffer]\nslices = 4\n", 1);
+    let mut at = 0;
+    for slice in [0, 0, 1, 2] {
+        let i = at + text[at..].find("[[port]]\n").expect("four ports") + "[[port]]\n".len();
+        text.insert_str(i, &format!("slice = {slice}\n"));
+        at = i;
+    }
     controlplane::load_str(&text)
         .unwrap_or_else(|e| panic!("{e}\n{text}"))
         .config
+}
+
+/// Frames from `inp` PG 3 to `out` queue 3 until the PG asks for XOFF: its shared cells then.
+fn shared_at_xoff(mmu: &mut Mmu, inp: usize, out: usize) -> u32 {
+    for _ in 0..100_000 {
+        if mmu
+            .admit(inp, 3, out, 3, 11, 1024)
+            .expect("lossless: no drop before XOFF")
+            .wants_xoff
+        {
+            return mmu.pg(inp, 3).shared;
+        }
+    }
+    panic!("no XOFF");
+}
+
+/// An MMU in slices (XPEs): each slice holds a quarter of every pool, a PG's dynamic limit is
+/// alpha × its slice's free cells, and one slice filling leaves another's limit where it was;
+/// without slices the same PGs share the whole pool.
+#[test]
+fn slices_split_every_pool_and_keep_apart() {
+    use controlplane::model::PoolDir;
+    let whole = pooled_cfg();
+    let sliced = sliced_cfg();
+    let (mut one, mut four) = (Mmu::new(&whole), Mmu::new(&sliced));
+    let lossless = one.ins[0].pool_of(3);
+    let pool = one.pool.pool(PoolDir::Ingress, lossless).0[0];
+    assert_eq!(four.pool.slices(), 4);
+    assert_eq!(four.pool.pool(PoolDir::Ingress, lossless).0[0], pool / 4 * 4);
+    assert_eq!(four.ins[0].slot_of(3), lossless);
+    assert_eq!(four.ins[2].slot_of(3), lossless + controlplane::MAX_POOLS);
+    // alpha 1/8 (the default profile's PG 3): a lone PG settles at 1/9 of what it sees.
+    let first_whole = shared_at_xoff(&mut one, 0, 1);
+    let first_sliced = shared_at_xoff(&mut four, 0, 1);
+    assert!(first_whole.abs_diff(pool / 9) <= 11, "{first_whole} of {pool}");
+    assert!(
+        first_sliced.abs_diff(pool / 4 / 9) <= 11,
+        "{first_sliced} of {}",
+        pool / 4
+    );
+    // A second PG: on the whole pool it sees less (the first holds part of it); in its own
+    // slice it sees a quarter untouched, as the first did.
+    let second_whole = shared_at_xoff(&mut one, 2, 3);
+    let second_sliced = shared_at_xoff(&mut four, 2, 3);
+    assert!(second_whole < first_whole, "{second_whole} < {first_whole}");
+    assert_eq!(second_sliced, first_sliced);
+    assert_eq!(four.pool.ingress[lossless].shared, first_sliced);
+    assert_eq!(
+        four.pool.ingress[lossless + controlplane::MAX_POOLS].shared,
+        second_sliced
+    );
+    assert_eq!(four.audit(), Vec::<String>::new());
+    // A port's slice must be one of the buffer's.
+    let bad = pooled_text().replacen("[[port]]\n", "[[port]]\nslice = 1\n", 1);
+    let e = controlplane::load_str(&bad).unwrap_err().to_string();
+    assert!(e.contains("slice: 1 is not a slice of the buffer"), "{e}");
 }
 
 /// Each PG and queue sees only its own pool: a lossy PG filling its ingress pool leaves the
@@ -691,10 +767,11 @@ fn xon_threshold_resumes_at_or_below_it() {
 }
 
 proptest! {
-    /// Cells are conserved with several pools and a shared headroom pool too.
+    /// Cells are conserved with several pools and a shared headroom pool too, in one MMU
+    /// slice or four.
     #[test]
-    fn cells_are_conserved_in_several_pools(ops in prop::collection::vec(op(), 1..400)) {
-        let cfg = pooled_cfg();
+    fn cells_are_conserved_in_several_pools(ops in prop::collection::vec(op(), 1..400), sliced in any::<bool>()) {
+        let cfg = if sliced { sliced_cfg() } else { pooled_cfg() };
         let mut mmu = Mmu::new(&cfg);
         let mut held: Vec<Held> = Vec::new();
         for op in ops {

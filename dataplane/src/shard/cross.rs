@@ -228,7 +228,7 @@ impl Switch {
     /// ([`PoolShare`]); moves what the FDB learnt into every outbox.
     pub fn exchange(&mut self, share: &PoolShare) {
         let me = self.shard.me as usize;
-        let others = share.exchange(me, &self.pool.figures());
+        let others = share.exchange(me, &self.pool.figures(), self.pool.slots_in_use());
         self.pool.set_others(others);
         self.announce();
     }

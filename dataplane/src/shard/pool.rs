@@ -11,16 +11,16 @@
 //! config. XOFF and XON stay exact: a PG's own use is counted by its one owner.
 
 use crate::mmu::PoolFigures;
-use controlplane::MAX_POOLS;
+use crate::mmu::SLOTS;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 /// One shard's figures: every pool's use on each side, on a cache line of its own.
 #[repr(align(64))]
 #[derive(Default)]
 struct Published {
-    ingress: [AtomicU32; MAX_POOLS],
-    egress: [AtomicU32; MAX_POOLS],
-    headroom: [AtomicU32; MAX_POOLS],
+    ingress: [AtomicU32; SLOTS],
+    egress: [AtomicU32; SLOTS],
+    headroom: [AtomicU32; SLOTS],
 }
 
 /// Every shard's published pool use.
@@ -36,11 +36,13 @@ impl PoolShare {
         }
     }
 
-    /// Publishes shard `me`'s use and returns the others', summed per pool.
+    /// Publishes shard `me`'s use of the first `slots` slots (the pools of every MMU slice in
+    /// use) and returns the others', summed per slot.
     #[inline]
-    pub fn exchange(&self, me: usize, mine: &PoolFigures) -> PoolFigures {
+    pub fn exchange(&self, me: usize, mine: &PoolFigures, slots: usize) -> PoolFigures {
         let own = &self.shards[me];
-        for i in 0..MAX_POOLS {
+        let slots = slots.min(SLOTS);
+        for i in 0..slots {
             own.ingress[i].store(mine.ingress[i], Ordering::Relaxed);
             own.egress[i].store(mine.egress[i], Ordering::Relaxed);
             own.headroom[i].store(mine.headroom[i], Ordering::Relaxed);
@@ -48,7 +50,7 @@ impl PoolShare {
         let mut sum = PoolFigures::default();
         for (s, p) in self.shards.iter().enumerate() {
             if s != me {
-                for i in 0..MAX_POOLS {
+                for i in 0..slots {
                     sum.ingress[i] = sum.ingress[i].saturating_add(p.ingress[i].load(Ordering::Relaxed));
                     sum.egress[i] = sum.egress[i].saturating_add(p.egress[i].load(Ordering::Relaxed));
                     sum.headroom[i] = sum.headroom[i].saturating_add(p.headroom[i].load(Ordering::Relaxed));

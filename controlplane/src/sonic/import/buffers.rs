@@ -161,11 +161,13 @@ pub(super) fn read_profile(db: &ConfigDb, name: &str, pools: &[Pool], p: &mut Pr
             min,
             limit,
             headroom: None,
+            headroom_note: None,
             xon: None,
             xon_offset: None,
             origin,
             profile: Some(name.to_string()),
             from,
+            made: None,
         },
     ))
 }
@@ -384,7 +386,9 @@ pub(super) fn lossless_pg(
             };
         }
     }
-    buf.headroom = Some(xoff);
+    let (headroom, note) = platform.usable_headroom(xoff, shp);
+    buf.headroom = Some(headroom);
+    buf.headroom_note = note;
 }
 
 pub(super) fn traffic_pattern(db: &ConfigDb, p: &mut Problems) -> TrafficPattern {
@@ -489,7 +493,8 @@ pub(super) fn dynamic_pg(
         } else {
             Limit::DynamicTh(th)
         },
-        headroom: Some(c.xoff),
+        headroom: Some(platform.usable_headroom(c.xoff, shp).0),
+        headroom_note: platform.usable_headroom(c.xoff, shp).1,
         xon: None,
         xon_offset: Some(0),
         origin: format!(
@@ -498,6 +503,7 @@ pub(super) fn dynamic_pg(
         ),
         profile: None,
         from,
+        made: None,
     })
 }
 
@@ -555,12 +561,21 @@ pub(super) fn lookup_pg(
             Limit::DynamicTh(row.dynamic_th)
         },
         headroom: None,
+        headroom_note: None,
         xon: None,
         xon_offset: None,
         origin: format!("{file}:{} ({} {cable})", row.line, row.speed_mbps),
-        profile: None,
+        profile: Some(name.clone()),
         from: Derivation::default(),
+        made: None,
     };
+    // The profile buffermgrd makes of the row (buffermgr.cpp: pool, xon, xoff, size,
+    // dynamic_th, and xon_offset where the row has one); set first, so that the buffer's
+    // origin reads as the row's, not as a BUFFER_PROFILE entry's.
+    let mut made = f.clone();
+    made.insert("pool".into(), pool.name.clone());
+    made.insert("dynamic_th".into(), row.dynamic_th.to_string());
+    buf.made = Some(made);
     buf.from.min = buf.field("size");
     lossless_pg(&f, &mut buf, &name, pools, platform, p);
     Lookup::Made(Box::new(buf))

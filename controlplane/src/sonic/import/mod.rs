@@ -74,6 +74,10 @@ pub struct Imported {
     pub pg_profiles: Vec<(String, u8, String)>,
     /// Which WRED_PROFILE each queue runs with: (port name, queue, profile).
     pub queue_wred: Vec<(String, u8, String)>,
+    /// The profiles made from `pg_profile_lookup.ini` rows, as buffermgrd names them
+    /// (`pg_lossless_<speed>_<cable>_profile`) with the fields it gives them; their PGs are in
+    /// `pg_profiles` and have no BUFFER_PG entry in the file.
+    pub made_profiles: BTreeMap<String, Fields>,
 }
 
 /// Collects every problem of a file (as validation does), each naming its origin.
@@ -157,6 +161,8 @@ struct Port {
     /// Whether PORT gives the speed (else the file's most common, said in a note).
     speed_given: bool,
     lanes: usize,
+    /// The first of PORT's `lanes`: which pipe (and MMU slice) the port is on.
+    first_lane: Option<u64>,
     cable: Option<(String, f64)>,
     admin_up: bool,
 }
@@ -177,14 +183,21 @@ struct Buf {
     limit: Limit,
     /// Lossless PGs: headroom, xon, xon_offset.
     headroom: Option<u64>,
+    /// How `headroom` follows from the profile's xoff where it is not the xoff itself
+    /// (`Platform::usable_headroom`), for its comment.
+    headroom_note: Option<String>,
     xon: Option<u64>,
     xon_offset: Option<u64>,
     /// The profile (or lookup row, or formula) it came from.
     origin: String,
-    /// The BUFFER_PROFILE it came from, when it did (not a lookup row or the formula).
+    /// The BUFFER_PROFILE it came from, when it did (not the formula); for a lookup row, the
+    /// profile buffermgrd makes of it.
     profile: Option<String>,
     /// How each value was derived, in words that name only fields the source has.
     from: Derivation,
+    /// A profile made from a lookup row: the fields buffermgrd gives it, as the file would
+    /// hold it (export writes it as an explicit entry when it changes).
+    made: Option<Fields>,
 }
 
 /// Where each of a [`Buf`]'s values came from: the field it was read from, or how it was
@@ -199,9 +212,9 @@ struct Derivation {
 
 impl Buf {
     /// `field` of this buffer's source: `BUFFER_PROFILE|x|field` for a profile, `SOURCE: field`
-    /// for a lookup row or the formula.
+    /// for a lookup row (whose profile is made, not read) or the formula.
     fn field(&self, field: &str) -> String {
-        if self.profile.is_some() {
+        if self.profile.is_some() && self.made.is_none() {
             format!("{}|{field}", self.origin)
         } else {
             format!("{}: {field}", self.origin)
@@ -323,6 +336,12 @@ pub fn import(db: &ConfigDb, opts: &ImportOptions) -> Result<Imported, Vec<Strin
                     Some((port.name.clone(), g as u8, name))
                 })
             })
+            .collect(),
+        made_profiles: pgs
+            .iter()
+            .flatten()
+            .flatten()
+            .filter_map(|b| Some((b.profile.clone()?, b.made.clone()?)))
             .collect(),
         queue_wred: ports
             .iter()

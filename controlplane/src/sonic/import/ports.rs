@@ -95,6 +95,7 @@ pub(super) fn read_ports(db: &ConfigDb, p: &mut Problems) -> Vec<Port> {
             mtu_given: f.contains_key("mtu"),
             speed_given: f.contains_key("speed"),
             lanes,
+            first_lane,
             cable: None,
             admin_up,
         });

@@ -137,7 +137,8 @@ fn buf_keys_over(t: &mut Table, b: &Buf, base: Option<&Buf>) {
     }
     if differs(&|x| format!("{:?}", x.headroom)) {
         if let Some(h) = b.headroom {
-            set(t, "headroom", size(h), &b.from.headroom);
+            let note = b.headroom_note.as_deref().unwrap_or("");
+            set(t, "headroom", size(h), &format!("{}{note}", b.from.headroom));
         }
     }
     // No xon is xon 0 (the offset alone decides), which a port says over a global xon.
@@ -234,6 +235,17 @@ fn document(t: &TomlParts<'_>) -> DocumentMut {
         format!("{}B", t.platform.cell_bytes),
         &format!("{}'s MMU cell", t.platform.name),
     );
+    if let Some(s) = &t.platform.slices {
+        set(
+            &mut buffer,
+            "slices",
+            i64::from(s.count),
+            &format!(
+                "{}'s MMU slices (XPEs), each pool split evenly: {}",
+                t.platform.name, s.source
+            ),
+        );
+    }
     let mut pools = implicit();
     for pool in t.pools {
         let mut pt = section();
@@ -304,6 +316,21 @@ fn document(t: &TomlParts<'_>) -> DocumentMut {
             };
             let arr: Array = prios.iter().map(|&p| i64::from(p)).collect();
             set(&mut pt, "pfc", arr, &from);
+        }
+        if let Some(s) = &t.platform.slices {
+            let slice = s.of_lane(port.first_lane);
+            let lane = port.first_lane.map_or("no lanes: slice 0".to_string(), |l| {
+                format!(
+                    "first lane {l}: pipe {}",
+                    l.saturating_sub(u64::from(s.first_lane)) / u64::from(s.lanes_per_pipe.max(1))
+                )
+            });
+            set(
+                &mut pt,
+                "slice",
+                i64::from(slice),
+                &format!("PORT|{}|lanes ({lane})", port.name),
+            );
         }
         let mut own_pg = implicit();
         for (g, common) in common_pg.iter().enumerate() {
