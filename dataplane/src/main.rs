@@ -31,6 +31,15 @@ enum ConformCommand {
         after_help = "Examples:\n  rocesw conform sonic --config configs/sonic/spectrum1-t1.json\n  rocesw conform sonic --config config_db.json --only PFCtest,PFCXonTest --explain\n  rocesw conform sonic --config config_db.json --params qos_params.th2.yaml --json"
     )]
     Sonic(dataplane::conform::cli::SonicArgs),
+    /// Merge the part files of a fleet run in shards (`rocesw conform sonic --config DIR
+    /// --shard I/N --output-dir D`) into the fleet report the unsharded run writes, byte for
+    /// byte (fleet.json, fleet.txt, --junit), plus shards.json (each shard's host and wall
+    /// time). Missing shards are named. Exit status 0 when every switch passed, 1 when one
+    /// failed, 2 for bad input or an incomplete set.
+    #[command(
+        after_help = "Example (a fleet in 4 shards, e.g. a Slurm array; deploy/slurm/README.md):\n  for i in 0 1 2 3; do rocesw conform sonic --config fleet/ --shard $i/4 --output-dir parts; done\n  rocesw conform merge parts --output-dir report --junit report/junit.xml"
+    )]
+    Merge(dataplane::conform::fleet::MergeArgs),
 }
 
 #[derive(Subcommand)]
@@ -346,6 +355,9 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Conform(ConformCommand::Sonic(args)) => {
             dataplane::conform::cli::run(args).map(|passed| if passed { ExitCode::SUCCESS } else { ExitCode::from(1) })
+        }
+        Command::Conform(ConformCommand::Merge(args)) => {
+            dataplane::conform::fleet::merge(args).map(|passed| if passed { ExitCode::SUCCESS } else { ExitCode::from(1) })
         }
         other => run(other).map(|()| ExitCode::SUCCESS),
     };
