@@ -45,15 +45,16 @@ trap stop EXIT
 trap 'exit 130' INT TERM
 
 # munge: a key of our own, its socket, pid and log in $t/munge (owned by munge, as munged wants).
-mkdir -p "$t/munge"
+# The key's directory is munge's alone; the socket's must be searchable by all.
+mkdir -p "$t/munge" "$t/munge-sock"
 dd if=/dev/urandom of="$t/munge/munge.key" bs=1 count=1024 status=none
-chown -R munge:munge "$t/munge"
+chown -R munge:munge "$t/munge" "$t/munge-sock"
 chmod 700 "$t/munge"
+chmod 755 "$t/munge-sock"
 chmod 400 "$t/munge/munge.key"
-sock=$t/munge/munge.sock
+sock=$t/munge-sock/munge.sock
 runuser -u munge -- munged --socket="$sock" --key-file="$t/munge/munge.key" \
     --pid-file="$t/munge/munged.pid" --log-file="$t/munge/munged.log" --seed-file="$t/munge/munged.seed"
-chmod 755 "$t/munge"
 
 # Slurm: one node (this host, its cores), one partition, root as SlurmUser.
 host=$(hostname -s)
