@@ -169,7 +169,7 @@ enum Command {
     /// queue and the alpha of every lossless PG, the same on every switch, and is checked to
     /// apply as `rocectl patch` applies it (merged, validated, taken live).
     #[command(
-        after_help = "Example (the shipped 50 patterns on the shipped 8-host switch, about 2 minutes on 2 cores):\n  rocesw tune --topology examples/tune/topology.toml --output-dir out/tune\n  rocectl patch out/tune/tuned.toml\nA quick look (under 20 seconds):\n  rocesw tune --topology examples/tune/topology.toml --output-dir out/tune --quick"
+        after_help = "Example (the shipped 50 patterns on the shipped 8-host switch, about 2 minutes on 2 cores):\n  rocesw tune --topology examples/tune/topology.toml --output-dir out/tune\n  rocectl patch out/tune/tuned.toml\nA quick look (under 20 seconds):\n  rocesw tune --topology examples/tune/topology.toml --output-dir out/tune --quick\nIn 4 shards (each round: the 4 shards, anywhere that sees parts/; deploy/ runs them on Slurm or Kubernetes):\n  for i in 0 1 2 3; do rocesw tune --topology examples/tune/topology.toml --quick --shard $i/4 --output-dir parts; done\n  rocesw tune merge parts --output-dir out/tune"
     )]
     Tune(dataplane::tune::cli::TuneArgs),
     /// Run a test suite's procedures against a config in virtual time: `conform sonic` runs
@@ -357,7 +357,8 @@ fn main() -> ExitCode {
             dataplane::conform::cli::run(args).map(|passed| if passed { ExitCode::SUCCESS } else { ExitCode::from(1) })
         }
         Command::Conform(ConformCommand::Merge(args)) => {
-            dataplane::conform::fleet::merge(args).map(|passed| if passed { ExitCode::SUCCESS } else { ExitCode::from(1) })
+            dataplane::conform::fleet::merge(args)
+                .map(|passed| if passed { ExitCode::SUCCESS } else { ExitCode::from(1) })
         }
         other => run(other).map(|()| ExitCode::SUCCESS),
     };

@@ -48,7 +48,9 @@ fn a_slurm_array_merges_to_the_unsharded_outputs() {
     }
     for b in ["munged", "slurmctld", "slurmd", "sbatch"] {
         if !have(b) {
-            return skip(&format!("{b} missing: apt-get install slurm-wlm munge (.ci/install-deps)"));
+            return skip(&format!(
+                "{b} missing: apt-get install slurm-wlm munge (.ci/install-deps)"
+            ));
         }
     }
     let started = std::time::Instant::now();
@@ -73,7 +75,12 @@ fn container_script(manifest: &Path) -> String {
         .arg(manifest)
         .output()
         .unwrap();
-    assert!(o.status.success(), "{}: {}", manifest.display(), String::from_utf8_lossy(&o.stderr));
+    assert!(
+        o.status.success(),
+        "{}: {}",
+        manifest.display(),
+        String::from_utf8_lossy(&o.stderr)
+    );
     String::from_utf8(o.stdout).unwrap()
 }
 
@@ -88,7 +95,12 @@ fn completions(manifest: &Path) -> usize {
         .arg(manifest)
         .output()
         .unwrap();
-    assert!(o.status.success(), "{}: {}", manifest.display(), String::from_utf8_lossy(&o.stderr));
+    assert!(
+        o.status.success(),
+        "{}: {}",
+        manifest.display(),
+        String::from_utf8_lossy(&o.stderr)
+    );
     String::from_utf8(o.stdout).unwrap().trim().parse().unwrap()
 }
 
@@ -122,13 +134,20 @@ fn the_kubernetes_jobs_validate_and_their_commands_merge_to_the_unsharded_output
     let v = Command::new("python3").arg(k8s.join("validate.py")).output().unwrap();
     let vt = String::from_utf8_lossy(&v.stdout).into_owned();
     assert!(v.status.success(), "{vt}");
-    assert!(vt.contains("5 documents against Kubernetes v1.33.0's schemas, 0 invalid"), "{vt}");
+    assert!(
+        vt.contains("5 documents against Kubernetes v1.33.0's schemas, 0 invalid"),
+        "{vt}"
+    );
     // A field the schema does not have is caught (strict schemas).
     let dir = tempfile::tempdir().unwrap();
     let bad = dir.path().join("bad.yaml");
     let good = std::fs::read_to_string(k8s.join("tune-shards.yaml")).unwrap();
     std::fs::write(&bad, good.replace("  parallelism: 4", "  paralellism: 4")).unwrap();
-    let v = Command::new("python3").arg(k8s.join("validate.py")).arg(&bad).output().unwrap();
+    let v = Command::new("python3")
+        .arg(k8s.join("validate.py"))
+        .arg(&bad)
+        .output()
+        .unwrap();
     assert!(
         !v.status.success() && String::from_utf8_lossy(&v.stdout).contains("'paralellism' was unexpected"),
         "{}",
@@ -166,10 +185,18 @@ fn the_kubernetes_jobs_validate_and_their_commands_merge_to_the_unsharded_output
     assert_eq!(completions(&k8s.join("conform-shards.yaml")), 4);
     for i in 0..4 {
         let o = run_script(&conform, &parts, Some(i));
-        assert!(o.status.success(), "conform index {i}: {}", String::from_utf8_lossy(&o.stderr));
+        assert!(
+            o.status.success(),
+            "conform index {i}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
     }
     let o = run_script(&container_script(&k8s.join("conform-merge.yaml")), &parts, None);
-    assert!(o.status.success(), "conform merge: {}", String::from_utf8_lossy(&o.stderr));
+    assert!(
+        o.status.success(),
+        "conform merge: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
 
     // The merged files aside; then the unsharded runs with the same options and the same
     // output paths (the fragment's header names where it was written).
@@ -213,7 +240,10 @@ fn the_kubernetes_jobs_validate_and_their_commands_merge_to_the_unsharded_output
     for (d, f) in files {
         let a = std::fs::read(parts.join(d).join(f)).unwrap();
         let b = std::fs::read(merged.join(f)).unwrap();
-        assert!(a == b, "{d}/{f}: the merge of the Jobs' parts differs from the unsharded run");
+        assert!(
+            a == b,
+            "{d}/{f}: the merge of the Jobs' parts differs from the unsharded run"
+        );
     }
     eprintln!("the tune Job ran {rounds} rounds of {n} indices; merged files equal the unsharded runs'");
 }

@@ -47,9 +47,18 @@ fn a_fleet_in_shards_merges_to_the_unsharded_report() {
     let o = rocesw(d, &a);
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
     let report = std::fs::read_to_string(d.join("u/fleet.txt")).unwrap();
-    assert!(report.contains(&format!("PASS  {}/leaf01.json (platform spectrum1)", fleet.display())), "{report}");
-    assert!(report.contains(&format!("PASS  {}/leaf02.json (platform tomahawk2)", fleet.display())), "{report}");
-    assert!(report.contains("ERROR ") && report.contains("not a SONiC config_db.json"), "{report}");
+    assert!(
+        report.contains(&format!("PASS  {}/leaf01.json (platform spectrum1)", fleet.display())),
+        "{report}"
+    );
+    assert!(
+        report.contains(&format!("PASS  {}/leaf02.json (platform tomahawk2)", fleet.display())),
+        "{report}"
+    );
+    assert!(
+        report.contains("ERROR ") && report.contains("not a SONiC config_db.json"),
+        "{report}"
+    );
     assert!(report.ends_with("fleet: 3 switches, 2 passed, 1 failed\n"), "{report}");
     let fleet_json: serde_json::Value =
         serde_json::from_slice(&std::fs::read(d.join("u/fleet.json")).unwrap()).unwrap();
@@ -58,7 +67,10 @@ fn a_fleet_in_shards_merges_to_the_unsharded_report() {
     let junit = std::fs::read_to_string(d.join("u/junit.xml")).unwrap();
     assert!(junit.contains("spine&lt;&amp;&quot;01&quot;&gt;.json"), "{junit}");
     assert!(junit.contains("<error message="), "{junit}");
-    assert!(junit.matches("<testcase ").count() >= 5, "a testcase per test and config: {junit}");
+    assert!(
+        junit.matches("<testcase ").count() >= 5,
+        "a testcase per test and config: {junit}"
+    );
 
     // Two shards: shard 0 tests configs 0 and 2, shard 1 config 1.
     let mut done = Vec::new();
@@ -67,7 +79,11 @@ fn a_fleet_in_shards_merges_to_the_unsharded_report() {
         let mut a: Vec<&str> = args.to_vec();
         a.extend(["--shard", &spec, "--output-dir", "parts"]);
         let o = rocesw(d, &a);
-        assert!(o.status.success(), "a shard succeeds when it wrote its part: {}", text(&o));
+        assert!(
+            o.status.success(),
+            "a shard succeeds when it wrote its part: {}",
+            text(&o)
+        );
         let err = String::from_utf8_lossy(&o.stderr).into_owned();
         assert!(
             err.contains(&format!("shard {i}/2: {} of the fleet's 3 configs", 2 - i)),
@@ -81,7 +97,18 @@ fn a_fleet_in_shards_merges_to_the_unsharded_report() {
             assert!(text(&m).contains("shards 1/2 have no part file"), "{}", text(&m));
         }
     }
-    let m = rocesw(d, &["conform", "merge", "parts", "--output-dir", "m", "--junit", "m/junit.xml"]);
+    let m = rocesw(
+        d,
+        &[
+            "conform",
+            "merge",
+            "parts",
+            "--output-dir",
+            "m",
+            "--junit",
+            "m/junit.xml",
+        ],
+    );
     assert_eq!(m.status.code(), Some(1), "{}", text(&m));
     for f in ["fleet.json", "fleet.txt", "junit.xml"] {
         let a = std::fs::read(d.join("u").join(f)).unwrap();
@@ -98,7 +125,14 @@ fn a_fleet_in_shards_merges_to_the_unsharded_report() {
     assert!(rocesw(d, &a).status.success());
     let m = rocesw(
         d,
-        &["conform", "merge", done[0].to_str().unwrap(), "other", "--output-dir", "m2"],
+        &[
+            "conform",
+            "merge",
+            done[0].to_str().unwrap(),
+            "other",
+            "--output-dir",
+            "m2",
+        ],
     );
     assert_eq!(m.status.code(), Some(2), "{}", text(&m));
     assert!(text(&m).contains("parts of different runs"), "{}", text(&m));
@@ -110,14 +144,31 @@ fn one_config_writes_junit_and_write_params_is_refused_for_a_fleet() {
     let d = dir.path();
     let cfg = repo().join("configs/sonic/spectrum1-t1.json");
     let c = cfg.to_str().unwrap();
-    let o = rocesw(d, &["conform", "sonic", "--config", c, "--only", "WRRtest", "--junit", "j.xml"]);
+    let o = rocesw(
+        d,
+        &[
+            "conform", "sonic", "--config", c, "--only", "WRRtest", "--junit", "j.xml",
+        ],
+    );
     assert!(o.status.success(), "{}", text(&o));
     let j = std::fs::read_to_string(d.join("j.xml")).unwrap();
-    assert!(j.contains(&format!("<testcase classname=\"{c}\" name=\"WRRtest[wrr]\"/>")), "{j}");
+    assert!(
+        j.contains(&format!("<testcase classname=\"{c}\" name=\"WRRtest[wrr]\"/>")),
+        "{j}"
+    );
     let th2 = repo().join("configs/sonic/tomahawk2-t1.json");
     let o = rocesw(
         d,
-        &["conform", "sonic", "--config", c, "--config", th2.to_str().unwrap(), "--write-params", "p.yaml"],
+        &[
+            "conform",
+            "sonic",
+            "--config",
+            c,
+            "--config",
+            th2.to_str().unwrap(),
+            "--write-params",
+            "p.yaml",
+        ],
     );
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert!(text(&o).contains("--write-params writes one config"), "{}", text(&o));

@@ -121,7 +121,11 @@ fn three_shards_merge_to_the_unsharded_files_byte_for_byte() {
     }
     assert_eq!(
         parts_of_round(&cluster.join("parts"), 1),
-        ["tune.part.r01.s0of3.json", "tune.part.r01.s1of3.json", "tune.part.r01.s2of3.json"]
+        [
+            "tune.part.r01.s0of3.json",
+            "tune.part.r01.s1of3.json",
+            "tune.part.r01.s2of3.json"
+        ]
     );
     let m = rocesw(&cluster, &["tune", "merge", "parts", "--output-dir", "out"]);
     assert_eq!(m.status.code(), Some(2), "{}", text(&m));
@@ -176,12 +180,22 @@ fn three_shards_merge_to_the_unsharded_files_byte_for_byte() {
     let o = other.run(&cluster, &["--shard", "0/3", "--output-dir", "parts", "--quiet"]);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert!(text(&o).contains("a part of another sweep"), "{}", text(&o));
-    let o = other.run(&other.root.join("c"), &["--shard", "0/3", "--output-dir", "parts", "--quiet"]);
+    let o = other.run(
+        &other.root.join("c"),
+        &["--shard", "0/3", "--output-dir", "parts", "--quiet"],
+    );
     assert!(o.status.success(), "{}", text(&o));
     let theirs = other.root.join("c/parts/tune.part.r01.s0of3.json");
     let m = rocesw(
         &cluster,
-        &["tune", "merge", "parts", theirs.to_str().unwrap(), "--output-dir", "out2"],
+        &[
+            "tune",
+            "merge",
+            "parts",
+            theirs.to_str().unwrap(),
+            "--output-dir",
+            "out2",
+        ],
     );
     assert_eq!(m.status.code(), Some(2), "{}", text(&m));
     assert!(text(&m).contains("parts of different sweeps"), "{}", text(&m));

@@ -139,7 +139,10 @@ pub fn run(args: SonicArgs) -> Result<bool> {
     };
     crate::report::print_stdout(&text)?;
     if let Some(j) = &args.junit {
-        let r = super::fleet::FleetReport::new(vec![super::fleet::SwitchResult::of(&config.display().to_string(), &report)]);
+        let r = super::fleet::FleetReport::new(vec![super::fleet::SwitchResult::of(
+            &config.display().to_string(),
+            &report,
+        )]);
         std::fs::write(j, r.junit()).map_err(|e| anyhow!("cannot write {}: {e}", j.display()))?;
     }
     Ok(report.passed())

@@ -210,7 +210,11 @@ impl FleetReport {
                     let _ = writeln!(o, "         after {}: expected {}; seen {}", d.step, d.expected, d.seen);
                 }
                 if t.failed_checks.len() > 3 {
-                    let _ = writeln!(o, "         … {} more failed checks (fleet.json)", t.failed_checks.len() - 3);
+                    let _ = writeln!(
+                        o,
+                        "         … {} more failed checks (fleet.json)",
+                        t.failed_checks.len() - 3
+                    );
                 }
             }
         }
@@ -264,10 +268,9 @@ impl FleetReport {
                 let reason = t.reason.as_deref().unwrap_or("");
                 match t.outcome.as_str() {
                     "failed" => {
-                        let first = t
-                            .failed_checks
-                            .first()
-                            .map_or(String::from("failed"), |d| format!("expected {}; seen {}", d.expected, d.seen));
+                        let first = t.failed_checks.first().map_or(String::from("failed"), |d| {
+                            format!("expected {}; seen {}", d.expected, d.seen)
+                        });
                         let _ = writeln!(
                             o,
                             "{case}>\n      <failure message=\"{}\">{}</failure>\n    </testcase>",
@@ -284,7 +287,11 @@ impl FleetReport {
                         );
                     }
                     "skipped" => {
-                        let _ = writeln!(o, "{case}>\n      <skipped message=\"{}\"/>\n    </testcase>", xml_attr(reason));
+                        let _ = writeln!(
+                            o,
+                            "{case}>\n      <skipped message=\"{}\"/>\n    </testcase>",
+                            xml_attr(reason)
+                        );
                     }
                     _ => {
                         let _ = writeln!(o, "{case}/>");
@@ -584,11 +591,22 @@ pub fn merge_parts(parts: &[(PathBuf, Part)]) -> Result<FleetReport> {
         let want: Vec<usize> = (0..p.configs.len()).filter(|k| k % p.shards == p.shard).collect();
         let got: Vec<usize> = p.entries.iter().map(|e| e.index).collect();
         if want != got {
-            bail!("{}: shard {} of {} holds configs {got:?}, not its share {want:?}", f.display(), p.shard, p.shards);
+            bail!(
+                "{}: shard {} of {} holds configs {got:?}, not its share {want:?}",
+                f.display(),
+                p.shard,
+                p.shards
+            );
         }
         for e in &p.entries {
             if e.result.config != p.configs[e.index] {
-                bail!("{}: entry {} is {}, not {}", f.display(), e.index, e.result.config, p.configs[e.index]);
+                bail!(
+                    "{}: entry {} is {}, not {}",
+                    f.display(),
+                    e.index,
+                    e.result.config,
+                    p.configs[e.index]
+                );
             }
             results.insert(e.index, e.result.clone());
         }
@@ -664,7 +682,13 @@ pub fn merge(m: MergeArgs) -> Result<bool> {
         shards.hosts.join(", ")
     );
     for l in &shards.parts {
-        let _ = write!(summary, " shard {} {:.1} s ({} configs);", l.shard, l.seconds, l.configs.len());
+        let _ = write!(
+            summary,
+            " shard {} {:.1} s ({} configs);",
+            l.shard,
+            l.seconds,
+            l.configs.len()
+        );
     }
     eprintln!("rocesw conform: {}", summary.trim_end_matches(';'));
     emit(&report, None, None, m.json)?;
@@ -706,7 +730,10 @@ mod tests {
             },
         ]);
         let x = r.junit();
-        assert!(x.contains(r#"<testsuite name="a&lt;b&gt;&amp;&quot;c&apos;.json""#), "{x}");
+        assert!(
+            x.contains(r#"<testsuite name="a&lt;b&gt;&amp;&quot;c&apos;.json""#),
+            "{x}"
+        );
         assert!(x.contains("bad \u{FFFD} input"), "{x}");
         assert!(x.contains(r#"name="PFCtest[x&lt;1]""#), "{x}");
         assert!(x.contains(r#"<failure message="expected &gt; 3; seen 1 → 1">"#), "{x}");

@@ -157,10 +157,7 @@ pub fn options(args: &TuneArgs) -> Result<TuneOptions> {
 /// The options that decide the outcome, from the command line.
 fn spec(args: &TuneArgs) -> Result<SearchSpec> {
     Ok(SearchSpec {
-        topology: args
-            .topology
-            .clone()
-            .ok_or_else(|| anyhow!("--topology is required"))?,
+        topology: args.topology.clone().ok_or_else(|| anyhow!("--topology is required"))?,
         patterns: args.patterns.clone(),
         default_config: args.default_config.clone(),
         sonic: args.sonic.clone(),
@@ -268,14 +265,24 @@ fn load(spec: &SearchSpec, threads: Option<usize>, quiet: bool) -> Result<Loaded
             set.patterns.len() * 2
         );
     }
-    Ok(Loaded { opts, topo, set, inputs })
+    Ok(Loaded {
+        opts,
+        topo,
+        set,
+        inputs,
+    })
 }
 
 /// The files' check before anything runs: no output over an input.
 fn check_outputs(l: &Loaded, spec: &SearchSpec, dir: &Path, outputs: &Outputs) -> Result<()> {
     // The default config is an input of the search, but not one an output could alias before
     // (the check as it was): keep the check's inputs as they were.
-    let inputs: Vec<(String, PathBuf)> = l.inputs.iter().filter(|(w, _)| w != "default config").cloned().collect();
+    let inputs: Vec<(String, PathBuf)> = l
+        .inputs
+        .iter()
+        .filter(|(w, _)| w != "default config")
+        .cloned()
+        .collect();
     if spec.sonic.is_some() {
         let sonic_patch = dir.join("tuned.patch.json");
         let ins: Vec<(String, &std::path::Path)> = inputs.iter().map(|(w, p)| (w.clone(), p.as_path())).collect();
@@ -457,7 +464,11 @@ fn merge(m: MergeArgs) -> Result<()> {
     let Some((_, first)) = parts.first() else {
         bail!(
             "no part files (tune.part.*.json) in {}: run the shards first (rocesw tune … --shard I/N --output-dir DIR)",
-            m.parts.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ")
+            m.parts
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
         );
     };
     let spec = first.search.clone();
@@ -468,7 +479,11 @@ fn merge(m: MergeArgs) -> Result<()> {
     if shard::digest(&spec, &l.inputs)? != digest0 {
         bail!(
             "the inputs the parts name ({}) changed since the shards ran: run the sweep again",
-            l.inputs.iter().map(|(_, p)| p.display().to_string()).collect::<Vec<_>>().join(", ")
+            l.inputs
+                .iter()
+                .map(|(_, p)| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
         );
     }
     let outputs = Outputs::new(&m.output_dir, m.fragment.as_deref());

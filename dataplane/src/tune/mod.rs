@@ -340,7 +340,9 @@ impl Engine<'_> {
             return Ok(());
         }
         self.batches += 1;
-        let missing: Vec<usize> = (0..jobs.len()).filter(|&k| !self.known.contains_key(&jobs[k])).collect();
+        let missing: Vec<usize> = (0..jobs.len())
+            .filter(|&k| !self.known.contains_key(&jobs[k]))
+            .collect();
         if !missing.is_empty() {
             let ran = match self.mode {
                 Mode::Local => {
@@ -648,7 +650,10 @@ fn search_inner(
     }
     // One batch: the finalists that fit in the budget, taken in order.
     let order = e.fitting(&order, &all);
-    let jobs: Vec<Job> = order.iter().flat_map(|s| jobs_for(Candidate::Setting(*s), &all)).collect();
+    let jobs: Vec<Job> = order
+        .iter()
+        .flat_map(|s| jobs_for(Candidate::Setting(*s), &all))
+        .collect();
     e.run_jobs(&jobs)?;
     for s in &order {
         let ev = e.evaluate(Candidate::Setting(*s), &all, "grid");
@@ -673,7 +678,10 @@ fn search_inner(
                 }
             }
             let fresh = e.fitting(&fresh, &all);
-            let jobs: Vec<Job> = fresh.iter().flat_map(|s| jobs_for(Candidate::Setting(*s), &all)).collect();
+            let jobs: Vec<Job> = fresh
+                .iter()
+                .flat_map(|s| jobs_for(Candidate::Setting(*s), &all))
+                .collect();
             e.run_jobs(&jobs)?;
             for n in fresh {
                 let ev = e.evaluate(Candidate::Setting(n), &all, &format!("climb round {round}"));

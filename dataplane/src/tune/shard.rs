@@ -36,13 +36,22 @@ pub fn parse_spec(s: &str) -> Result<(usize, usize), String> {
     let (i, n) = s
         .split_once('/')
         .ok_or_else(|| format!("{s:?}: expected I/N (shard I of N, I from 0), such as 0/4"))?;
-    let i: usize = i.trim().parse().map_err(|_| format!("{s:?}: {i:?} is not a shard index"))?;
-    let n: usize = n.trim().parse().map_err(|_| format!("{s:?}: {n:?} is not a shard count"))?;
+    let i: usize = i
+        .trim()
+        .parse()
+        .map_err(|_| format!("{s:?}: {i:?} is not a shard index"))?;
+    let n: usize = n
+        .trim()
+        .parse()
+        .map_err(|_| format!("{s:?}: {n:?} is not a shard count"))?;
     if n == 0 {
         return Err(format!("{s:?}: the shard count must be at least 1"));
     }
     if i >= n {
-        return Err(format!("{s:?}: shard indices run from 0 to {} (I/N with I below N)", n - 1));
+        return Err(format!(
+            "{s:?}: shard indices run from 0 to {} (I/N with I below N)",
+            n - 1
+        ));
     }
     Ok((i, n))
 }
@@ -165,7 +174,8 @@ pub fn read_parts(paths: &[PathBuf]) -> Result<Vec<(PathBuf, Part)>> {
     let mut out = Vec::with_capacity(files.len());
     for f in files {
         let text = controlplane::files::read_text(&f).map_err(|e| anyhow!(e))?;
-        let part: Part = serde_json::from_str(&text).with_context(|| format!("{}: not a tune part file", f.display()))?;
+        let part: Part =
+            serde_json::from_str(&text).with_context(|| format!("{}: not a tune part file", f.display()))?;
         if part.format != PART_FORMAT {
             bail!("{}: format {:?}, expected {PART_FORMAT:?}", f.display(), part.format);
         }
@@ -297,7 +307,12 @@ impl ShardsReport {
                 .parts
                 .iter()
                 .filter(|l| l.round == r)
-                .map(|l| format!("shard {} {:.1} s ({} sims, {})", l.shard, l.seconds, l.simulations, l.host))
+                .map(|l| {
+                    format!(
+                        "shard {} {:.1} s ({} sims, {})",
+                        l.shard, l.seconds, l.simulations, l.host
+                    )
+                })
                 .collect();
             t.push_str(&format!("  round {r}: {}\n", cells.join("; ")));
         }
