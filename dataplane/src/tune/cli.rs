@@ -257,20 +257,25 @@ fn load(spec: &SearchSpec, threads: Option<usize>, quiet: bool) -> Result<Loaded
     if let Some(json) = &spec.sonic {
         inputs.push(("config_db.json".to_string(), json.clone()));
     }
-    if opts.budget < set.patterns.len() * 2 {
-        bail!(
-            "--budget {}: too small to run the configs as given and one setting on the {} patterns (at least {})",
-            opts.budget,
-            set.patterns.len(),
-            set.patterns.len() * 2
-        );
-    }
     Ok(Loaded {
         opts,
         topo,
         set,
         inputs,
     })
+}
+
+/// Refuses a budget too small for the search (after the outputs' check, which comes first).
+fn check_budget(l: &Loaded) -> Result<()> {
+    if l.opts.budget < l.set.patterns.len() * 2 {
+        bail!(
+            "--budget {}: too small to run the configs as given and one setting on the {} patterns (at least {})",
+            l.opts.budget,
+            l.set.patterns.len(),
+            l.set.patterns.len() * 2
+        );
+    }
+    Ok(())
 }
 
 /// The files' check before anything runs: no output over an input.
@@ -359,6 +364,7 @@ pub fn run(args: TuneArgs) -> Result<()> {
     let l = load(&spec, args.threads, args.quiet)?;
     let outputs = Outputs::new(&dir, args.fragment.as_deref());
     check_outputs(&l, &spec, &dir, &outputs)?;
+    check_budget(&l)?;
     let started = std::time::Instant::now();
     let outcome = super::run(&l.topo, &l.set, &l.opts)?;
     if let Some(b) = BAR.get() {
@@ -381,6 +387,7 @@ fn run_shard(
 ) -> Result<()> {
     let started = std::time::Instant::now();
     let mut l = load(spec, threads, true)?;
+    check_budget(&l)?;
     if !quiet {
         l.opts.progress = Some(shard_progress);
     }
@@ -488,6 +495,7 @@ fn merge(m: MergeArgs) -> Result<()> {
     }
     let outputs = Outputs::new(&m.output_dir, m.fragment.as_deref());
     check_outputs(&l, &spec, &m.output_dir, &outputs)?;
+    check_budget(&l)?;
     let max = super::max_rounds(&l.opts);
     match super::search(&l.topo, &l.set, &l.opts, Mode::Merge, known)? {
         Searched::Done(outcome) => {
