@@ -6,7 +6,7 @@
 #   docker/make-base.sh && docker/build-image.sh [TAG]             # TAG: rocesw:local
 #
 # Binaries: $ROCESW, $ROCECTL, $ROCEGEN (default target/release/{rocesw,rocectl,rocegen}).
-# The build context is a staging directory with only bin/, configs/ and examples/incast/, not
+# The build context is a staging directory with only bin/, configs/, examples/incast/ and examples/tune/, not
 # the repository (whose target/ is gigabytes). The image is labelled with whether rocesw was
 # built with DPDK (org.rocesw.dpdk=yes|no).
 set -euo pipefail
@@ -35,6 +35,8 @@ install "${strip[@]}" -m 0755 "$ROCECTL" "$CTX/bin/rocectl"
 install "${strip[@]}" -m 0755 "$ROCEGEN" "$CTX/bin/rocegen"
 cp -r "$REPO/configs" "$CTX/configs"
 cp -r "$REPO/examples/incast" "$CTX/examples/incast"
+# The tune sweep's topology and patterns, for the Kubernetes Jobs (deploy/k8s/).
+cp -r "$REPO/examples/tune" "$CTX/examples/tune"
 dpdk=no
 # (Not grep -q: under pipefail, ldd killed by SIGPIPE would make the pipeline fail.)
 if ldd "$ROCESW" | grep librte_eal >/dev/null; then dpdk=yes; fi

@@ -31,6 +31,15 @@ enum ConformCommand {
         after_help = "Examples:\n  rocesw conform sonic --config configs/sonic/spectrum1-t1.json\n  rocesw conform sonic --config config_db.json --only PFCtest,PFCXonTest --explain\n  rocesw conform sonic --config config_db.json --params qos_params.th2.yaml --json"
     )]
     Sonic(dataplane::conform::cli::SonicArgs),
+    /// Merge the part files of a fleet run in shards (`rocesw conform sonic --config DIR
+    /// --shard I/N --output-dir D`) into the fleet report the unsharded run writes, byte for
+    /// byte (fleet.json, fleet.txt, --junit), plus shards.json (each shard's host and wall
+    /// time). Missing shards are named. Exit status 0 when every switch passed, 1 when one
+    /// failed, 2 for bad input or an incomplete set.
+    #[command(
+        after_help = "Example (a fleet in 4 shards, e.g. a Slurm array; deploy/slurm/README.md):\n  for i in 0 1 2 3; do rocesw conform sonic --config fleet/ --shard $i/4 --output-dir parts; done\n  rocesw conform merge parts --output-dir report --junit report/junit.xml"
+    )]
+    Merge(dataplane::conform::fleet::MergeArgs),
 }
 
 #[derive(Subcommand)]
@@ -160,7 +169,7 @@ enum Command {
     /// queue and the alpha of every lossless PG, the same on every switch, and is checked to
     /// apply as `rocectl patch` applies it (merged, validated, taken live).
     #[command(
-        after_help = "Example (the shipped 50 patterns on the shipped 8-host switch, about 2 minutes on 2 cores):\n  rocesw tune --topology examples/tune/topology.toml --output-dir out/tune\n  rocectl patch out/tune/tuned.toml\nA quick look (under 20 seconds):\n  rocesw tune --topology examples/tune/topology.toml --output-dir out/tune --quick"
+        after_help = "Example (the shipped 50 patterns on the shipped 8-host switch, about 2 minutes on 2 cores):\n  rocesw tune --topology examples/tune/topology.toml --output-dir out/tune\n  rocectl patch out/tune/tuned.toml\nA quick look (under 20 seconds):\n  rocesw tune --topology examples/tune/topology.toml --output-dir out/tune --quick\nIn 4 shards (each round: the 4 shards, anywhere that sees parts/; deploy/ runs them on Slurm or Kubernetes):\n  for i in 0 1 2 3; do rocesw tune --topology examples/tune/topology.toml --quick --shard $i/4 --output-dir parts; done\n  rocesw tune merge parts --output-dir out/tune"
     )]
     Tune(dataplane::tune::cli::TuneArgs),
     /// Run a test suite's procedures against a config in virtual time: `conform sonic` runs
@@ -346,6 +355,10 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Conform(ConformCommand::Sonic(args)) => {
             dataplane::conform::cli::run(args).map(|passed| if passed { ExitCode::SUCCESS } else { ExitCode::from(1) })
+        }
+        Command::Conform(ConformCommand::Merge(args)) => {
+            dataplane::conform::fleet::merge(args)
+                .map(|passed| if passed { ExitCode::SUCCESS } else { ExitCode::from(1) })
         }
         other => run(other).map(|()| ExitCode::SUCCESS),
     };

@@ -1,6 +1,6 @@
 //! `rocesw conform sonic`'s command line.
 
-use anyhow::{anyhow, Result};
+use anyhow::{anyhow, bail, Result};
 use clap::Args;
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -9,8 +9,11 @@ use std::path::PathBuf;
 #[derive(Args, Debug, Clone)]
 pub struct SonicArgs {
     /// The switch's config_db.json (`show runningconfiguration all`, or /etc/sonic/config_db.json).
-    #[arg(long, value_name = "CONFIG_DB_JSON")]
-    pub config: PathBuf,
+    /// Repeatable, and a directory stands for its *.json files (sorted by name): with more than
+    /// one config, a directory, --shard or --output-dir the run is a fleet's, reported a line
+    /// per switch with its failed checks (a config that cannot run fails its switch only).
+    #[arg(long, value_name = "CONFIG_DB_JSON", required = true)]
+    pub config: Vec<PathBuf>,
     /// The platform whose buffer rules apply, instead of DEVICE_METADATA's: spectrum1,
     /// spectrum2, spectrum3, spectrum4, tomahawk2 (and the others `rocectl sonic import
     /// --help` lists).
@@ -49,12 +52,37 @@ pub struct SonicArgs {
     /// with `--params FILE` to check it against this one's numbers.
     #[arg(long, value_name = "FILE")]
     pub write_params: Option<PathBuf>,
+    /// Test shard I of N (I from 0) of the fleet: config k of the list goes to shard k modulo
+    /// N. Writes DIR/conform.part.sIofN.json (--output-dir); `rocesw conform merge DIR
+    /// --output-dir OUT` makes the fleet report of all N.
+    #[arg(long, value_name = "I/N", value_parser = crate::tune::shard::parse_spec)]
+    pub shard: Option<(usize, usize)>,
+    /// A fleet's directory: fleet.json and fleet.txt (every switch's pass or fail and failed
+    /// checks), or with --shard this shard's part file; created if missing.
+    #[arg(long, value_name = "DIR")]
+    pub output_dir: Option<PathBuf>,
+    /// Also write the results as JUnit XML (a testsuite per config, a testcase per test), for
+    /// Jenkins, GitLab and other CI to show as tests.
+    #[arg(long, value_name = "FILE")]
+    pub junit: Option<PathBuf>,
 }
 
 /// Runs the command: the report on stdout; true when every test passed (or was skipped).
 pub fn run(args: SonicArgs) -> Result<bool> {
     let read = |p: &PathBuf| controlplane::files::read_text(p).map_err(|e| anyhow!(e));
-    let json = read(&args.config)?;
+    let configs = super::fleet::expand(&args.config)?;
+    let fleet = configs.len() > 1
+        || args.config.iter().any(|p| p.is_dir())
+        || args.shard.is_some()
+        || args.output_dir.is_some();
+    if fleet && args.write_params.is_some() {
+        bail!("--write-params writes one config's counts: give one --config file, without --shard or --output-dir");
+    }
+    if args.shard.is_some() && args.output_dir.is_none() {
+        bail!("--shard needs --output-dir (the directory its part file goes to)");
+    }
+    let config = &configs[0];
+    let json = if fleet { String::new() } else { read(config)? };
     let opts = super::Options {
         platform: args.platform.clone(),
         pg_lookup: match &args.pg_lookup {
@@ -75,8 +103,18 @@ pub fn run(args: SonicArgs) -> Result<bool> {
         dst: args.dst.clone(),
         write_params: args.write_params.is_some(),
     };
+    if fleet {
+        return super::fleet::run(
+            &configs,
+            &opts,
+            args.shard,
+            args.output_dir.as_deref(),
+            args.junit.as_deref(),
+            args.json,
+        );
+    }
     if let Some(out) = &args.write_params {
-        let mut inputs = vec![("the config".to_string(), args.config.as_path())];
+        let mut inputs = vec![("the config".to_string(), config.as_path())];
         if let Some(p) = &args.params {
             inputs.push(("the parameters".to_string(), p.as_path()));
         }
@@ -93,7 +131,7 @@ pub fn run(args: SonicArgs) -> Result<bool> {
         }
     };
     let started = std::time::Instant::now();
-    let (report, written) = super::run(&json, &args.config.display().to_string(), &opts, &mut progress)?;
+    let (report, written) = super::run(&json, &config.display().to_string(), &opts, &mut progress)?;
     if let (Some(out), Some(text)) = (&args.write_params, written) {
         std::fs::write(out, text).map_err(|e| anyhow!("cannot write {}: {e}", out.display()))?;
     }
@@ -108,5 +146,12 @@ pub fn run(args: SonicArgs) -> Result<bool> {
         t
     };
     crate::report::print_stdout(&text)?;
+    if let Some(j) = &args.junit {
+        let r = super::fleet::FleetReport::new(vec![super::fleet::SwitchResult::of(
+            &config.display().to_string(),
+            &report,
+        )]);
+        std::fs::write(j, r.junit()).map_err(|e| anyhow!("cannot write {}: {e}", j.display()))?;
+    }
     Ok(report.passed())
 }

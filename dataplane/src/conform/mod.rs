@@ -12,6 +12,7 @@
 
 pub mod cli;
 pub mod dut;
+pub mod fleet;
 pub mod nvidia;
 pub mod params;
 pub mod procedures;

@@ -2,10 +2,10 @@
 //! things from the same queue, so one median over all of them hides both.
 
 use super::FlowReport;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// The finite flows whose size is at most `up_to_bytes` (and above the previous bucket's).
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct SizeFct {
     /// The bucket's upper bound: the size rounded up to a power of two.
     pub up_to_bytes: u64,

@@ -22,6 +22,7 @@ pub mod cli;
 pub mod output;
 pub mod patterns;
 pub mod report;
+pub mod shard;
 pub mod space;
 pub mod targets;
 
@@ -146,7 +147,7 @@ impl Default for TuneOptions {
 }
 
 /// A candidate: the configs as given (`None`) or a setting.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
 pub enum Candidate {
     /// The topology's configs unchanged.
     Baseline,
@@ -248,6 +249,67 @@ pub struct Screened {
     pub shortfall: f64,
 }
 
+/// One simulation of the search: a candidate on a pattern (its index in the pattern set).
+pub type Job = (Candidate, usize);
+
+/// Where the search's simulations come from ([`search`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// Every simulation runs here.
+    Local,
+    /// Shard `index` of `count` (`rocesw tune --shard`): the search replays what is known, and
+    /// at the first batch with unknown results runs the jobs whose position in that batch is
+    /// `index` modulo `count`, then stops ([`Frontier`]).
+    Shard {
+        /// This shard, from 0.
+        index: usize,
+        /// Shards in all.
+        count: usize,
+    },
+    /// Nothing runs (`rocesw tune merge`): the search replays the known results and stops at
+    /// the first batch with one missing ([`Frontier`]).
+    Merge,
+}
+
+/// Where a [`Mode::Shard`] or [`Mode::Merge`] search stopped: the first batch some of whose
+/// results were not known.
+#[derive(Debug)]
+pub struct Frontier {
+    /// The batch, from 1: each batch's jobs depend on the results of the batches before it
+    /// (1: the configs as given and the grid's screening; 2: the finalists; then one per
+    /// climbing round).
+    pub round: usize,
+    /// The batch's jobs, in order (a shard's share is its positions modulo the shard count).
+    pub jobs: Vec<Job>,
+    /// Positions in `jobs` whose results were not known.
+    pub missing: Vec<usize>,
+    /// What this shard ran of them (empty for a merge), in job order.
+    pub ran: Vec<(Job, Measured)>,
+}
+
+impl std::fmt::Display for Frontier {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "round {}: {} of its {} simulations not known",
+            self.round,
+            self.missing.len(),
+            self.jobs.len()
+        )
+    }
+}
+
+impl std::error::Error for Frontier {}
+
+/// How a [`search`] ended.
+#[derive(Debug)]
+pub enum Searched {
+    /// Every result was known or run: the outcome.
+    Done(Box<TuneOutcome>),
+    /// It stopped at a batch with results missing ([`Mode::Shard`], [`Mode::Merge`]).
+    Stopped(Frontier),
+}
+
 struct Engine<'a> {
     base: &'a Topology,
     /// Per pattern: the base topology with that pattern's traffic.
@@ -256,7 +318,12 @@ struct Engine<'a> {
     knobs: Knobs,
     opts: &'a TuneOptions,
     sims: usize,
-    cache: BTreeMap<(Candidate, usize), Measured>,
+    cache: BTreeMap<Job, Measured>,
+    mode: Mode,
+    /// Results run elsewhere (other shards' parts, earlier rounds').
+    known: BTreeMap<Job, Measured>,
+    /// Batches with at least one job so far.
+    batches: usize,
 }
 
 impl Engine<'_> {
@@ -264,15 +331,61 @@ impl Engine<'_> {
         self.opts.budget.saturating_sub(self.sims)
     }
 
-    /// Runs every (candidate, pattern) job not cached, on the worker threads.
-    fn run_jobs(&mut self, jobs: &[(Candidate, usize)]) -> Result<()> {
-        let jobs: Vec<(Candidate, usize)> = jobs.iter().filter(|j| !self.cache.contains_key(j)).copied().collect();
+    /// Runs every (candidate, pattern) job not cached as one batch: on the worker threads, or
+    /// from the known results; a shard or a merge stops at the first batch with one unknown
+    /// (an error holding a [`Frontier`]).
+    fn run_jobs(&mut self, jobs: &[Job]) -> Result<()> {
+        let jobs: Vec<Job> = jobs.iter().filter(|j| !self.cache.contains_key(j)).copied().collect();
         if jobs.is_empty() {
             return Ok(());
         }
+        self.batches += 1;
+        let missing: Vec<usize> = (0..jobs.len())
+            .filter(|&k| !self.known.contains_key(&jobs[k]))
+            .collect();
+        if !missing.is_empty() {
+            let ran = match self.mode {
+                Mode::Local => {
+                    let ms = self.simulate_batch(&jobs)?;
+                    for (job, m) in jobs.iter().zip(ms) {
+                        self.cache.insert(*job, m);
+                    }
+                    self.sims += jobs.len();
+                    return Ok(());
+                }
+                Mode::Shard { index, count } => {
+                    let mine: Vec<Job> = missing
+                        .iter()
+                        .filter(|&&k| k % count.max(1) == index)
+                        .map(|&k| jobs[k])
+                        .collect();
+                    let ms = self.simulate_batch(&mine)?;
+                    mine.into_iter().zip(ms).collect()
+                }
+                Mode::Merge => Vec::new(),
+            };
+            return Err(anyhow::Error::new(Frontier {
+                round: self.batches,
+                jobs,
+                missing,
+                ran,
+            }));
+        }
+        for job in &jobs {
+            self.cache.insert(*job, self.known[job].clone());
+        }
+        self.sims += jobs.len();
+        Ok(())
+    }
+
+    /// Simulates `jobs` on the worker threads; the results in job order.
+    fn simulate_batch(&self, jobs: &[Job]) -> Result<Vec<Measured>> {
+        if jobs.is_empty() {
+            return Ok(Vec::new());
+        }
         // Configs per candidate, patched once.
         let mut configs: BTreeMap<Candidate, Vec<controlplane::Config>> = BTreeMap::new();
-        for (c, _) in &jobs {
+        for (c, _) in jobs {
             if let (Candidate::Setting(s), false) = (c, configs.contains_key(c)) {
                 configs.insert(*c, space::patch_all(self.base, &self.knobs.fragment(*s))?);
             }
@@ -280,9 +393,12 @@ impl Engine<'_> {
         let next = AtomicUsize::new(0);
         let slots: Mutex<Vec<Option<Result<Measured>>>> = Mutex::new((0..jobs.len()).map(|_| None).collect());
         let done = AtomicUsize::new(0);
-        let start_done = self.sims;
-        // The whole run's bound: the budget (the search may stop before it).
-        let planned = self.opts.budget.max(self.sims + jobs.len());
+        // Locally the whole run's bound: the budget (the search may stop before it); a shard's
+        // its share of this batch.
+        let (start_done, planned) = match self.mode {
+            Mode::Local => (self.sims, self.opts.budget.max(self.sims + jobs.len())),
+            _ => (0, jobs.len()),
+        };
         let (topos, set, opts) = (&self.topos, self.set, self.opts);
         let configs = &configs;
         std::thread::scope(|scope| {
@@ -300,6 +416,7 @@ impl Engine<'_> {
             }
         });
         let slots = slots.into_inner().expect("no worker panicked");
+        let mut out = Vec::with_capacity(jobs.len());
         for (job, r) in jobs.iter().zip(slots) {
             let m = r.expect("every job ran").map_err(|e| {
                 anyhow!(
@@ -311,10 +428,28 @@ impl Engine<'_> {
                     }
                 )
             })?;
-            self.cache.insert(*job, m);
-            self.sims += 1;
+            out.push(m);
         }
-        Ok(())
+        Ok(out)
+    }
+
+    /// Of `settings`, those a search taking them one by one runs on every pattern before the
+    /// budget stops it: each needs room left for all the patterns, and costs its jobs not yet
+    /// cached.
+    fn fitting(&self, settings: &[Setting], patterns: &[usize]) -> Vec<Setting> {
+        let mut sims = self.sims;
+        let mut out: Vec<Setting> = Vec::new();
+        for s in settings {
+            if self.opts.budget.saturating_sub(sims) < patterns.len() {
+                break;
+            }
+            sims += patterns
+                .iter()
+                .filter(|&&p| !self.cache.contains_key(&(Candidate::Setting(*s), p)))
+                .count();
+            out.push(*s);
+        }
+        out
     }
 
     fn evaluate(&self, c: Candidate, patterns: &[usize], stage: &str) -> Evaluated {
@@ -386,6 +521,45 @@ fn fabric_opts(seed: u64) -> FabricOptions {
 /// Runs the search. `base` is the topology whose switches are tuned; its own traffic is
 /// replaced by each pattern's.
 pub fn run(base: &Topology, set: &PatternSet, opts: &TuneOptions) -> Result<TuneOutcome> {
+    match search(base, set, opts, Mode::Local, BTreeMap::new())? {
+        Searched::Done(o) => Ok(*o),
+        Searched::Stopped(f) => Err(anyhow!("a local search stopped at {f}")),
+    }
+}
+
+/// The search with its simulations from `mode`: all run here ([`Mode::Local`], what [`run`]
+/// does), or `known` results (other shards' and earlier rounds') completed by this shard's
+/// share of the first batch that lacks some. The batches, and so the outcome, are the same
+/// whichever way the results arrive.
+pub fn search(
+    base: &Topology,
+    set: &PatternSet,
+    opts: &TuneOptions,
+    mode: Mode,
+    known: BTreeMap<Job, Measured>,
+) -> Result<Searched> {
+    match search_inner(base, set, opts, mode, known) {
+        Ok(o) => Ok(Searched::Done(Box::new(o))),
+        Err(e) => match e.downcast::<Frontier>() {
+            Ok(f) => Ok(Searched::Stopped(f)),
+            Err(e) => Err(e),
+        },
+    }
+}
+
+/// The most batches a search with `opts` has: the configs as given with the grid's
+/// screening, the finalists, and one per climbing round.
+pub fn max_rounds(opts: &TuneOptions) -> usize {
+    2 + opts.rounds
+}
+
+fn search_inner(
+    base: &Topology,
+    set: &PatternSet,
+    opts: &TuneOptions,
+    mode: Mode,
+    known: BTreeMap<Job, Measured>,
+) -> Result<TuneOutcome> {
     let knobs = Knobs::of(base)?;
     let mut topos = Vec::with_capacity(set.patterns.len());
     // The patterns' duration first: Poisson arrivals stop at it.
@@ -413,17 +587,18 @@ pub fn run(base: &Topology, set: &PatternSet, opts: &TuneOptions) -> Result<Tune
         opts,
         sims: 0,
         cache: BTreeMap::new(),
+        mode,
+        known,
+        batches: 0,
     };
     let all: Vec<usize> = (0..set.patterns.len()).collect();
-    let jobs_for = |c: Candidate, ps: &[usize]| -> Vec<(Candidate, usize)> { ps.iter().map(|&p| (c, p)).collect() };
+    let jobs_for = |c: Candidate, ps: &[usize]| -> Vec<Job> { ps.iter().map(|&p| (c, p)).collect() };
 
-    // 1. The baseline on every pattern: what "before" means.
-    e.run_jobs(&jobs_for(Candidate::Baseline, &all))?;
-    let baseline = e.evaluate(Candidate::Baseline, &all, "baseline");
-    let mut finalists: Vec<Evaluated> = Vec::new();
-
-    // 2. The grid (and the setting nearest the configs) screened on a subset, as far as the
-    // budget allows; the best few go on to every pattern.
+    // 1. The baseline on every pattern: what "before" means; and in the same batch (its jobs
+    // depend on the budget alone) 2. the grid (and the setting nearest the configs) screened
+    // on a subset, as far as the budget allows; the best few go on to every pattern.
+    let baseline_jobs = jobs_for(Candidate::Baseline, &all);
+    let after_baseline = opts.budget.saturating_sub(e.sims + baseline_jobs.len());
     let screen: Vec<usize> = all.iter().copied().step_by(opts.screen_every.max(1)).collect();
     let mut grid = vec![start];
     for s in opts.grid.settings(opts.dcqcn) {
@@ -432,15 +607,17 @@ pub fn run(base: &Topology, set: &PatternSet, opts: &TuneOptions) -> Result<Tune
         }
     }
     let reserve = opts.finalists * all.len();
-    let fit = e.remaining().saturating_sub(reserve) / screen.len().max(1);
+    let fit = after_baseline.saturating_sub(reserve) / screen.len().max(1);
     grid.truncate(fit.max(1).min(grid.len()));
-    let jobs: Vec<(Candidate, usize)> = grid
+    let jobs: Vec<Job> = grid
         .iter()
         .flat_map(|s| jobs_for(Candidate::Setting(*s), &screen))
         // Always leave room for one setting on every pattern.
-        .take(e.remaining().saturating_sub(all.len()))
+        .take(after_baseline.saturating_sub(all.len()))
         .collect();
-    e.run_jobs(&jobs)?;
+    e.run_jobs(&[baseline_jobs, jobs].concat())?;
+    let baseline = e.evaluate(Candidate::Baseline, &all, "baseline");
+    let mut finalists: Vec<Evaluated> = Vec::new();
     let mut screened: Vec<(Evaluated, Setting)> = grid
         .iter()
         .filter(|s| {
@@ -471,11 +648,14 @@ pub fn run(base: &Topology, set: &PatternSet, opts: &TuneOptions) -> Result<Tune
     if order.is_empty() {
         order.push(start);
     }
+    // One batch: the finalists that fit in the budget, taken in order.
+    let order = e.fitting(&order, &all);
+    let jobs: Vec<Job> = order
+        .iter()
+        .flat_map(|s| jobs_for(Candidate::Setting(*s), &all))
+        .collect();
+    e.run_jobs(&jobs)?;
     for s in &order {
-        if e.remaining() < all.len() {
-            break;
-        }
-        e.run_jobs(&jobs_for(Candidate::Setting(*s), &all))?;
         let ev = e.evaluate(Candidate::Setting(*s), &all, "grid");
         finalists.push(ev.clone());
         if best.as_ref().is_none_or(|b| ev.better_than(&b.0)) {
@@ -489,14 +669,21 @@ pub fn run(base: &Topology, set: &PatternSet, opts: &TuneOptions) -> Result<Tune
         for round in 1..=opts.rounds {
             let mut moved = false;
             let mut round_best: Option<(Evaluated, Setting)> = None;
+            // One batch per round: the neighbours not run yet that fit in the budget.
+            let mut fresh: Vec<Setting> = Vec::new();
             for n in at.neighbours() {
-                if finalists.iter().any(|f| f.label == n.label()) {
-                    continue;
+                let label = n.label();
+                if !finalists.iter().any(|f| f.label == label) && !fresh.iter().any(|f| f.label() == label) {
+                    fresh.push(n);
                 }
-                if e.remaining() < all.len() {
-                    break;
-                }
-                e.run_jobs(&jobs_for(Candidate::Setting(n), &all))?;
+            }
+            let fresh = e.fitting(&fresh, &all);
+            let jobs: Vec<Job> = fresh
+                .iter()
+                .flat_map(|s| jobs_for(Candidate::Setting(*s), &all))
+                .collect();
+            e.run_jobs(&jobs)?;
+            for n in fresh {
                 let ev = e.evaluate(Candidate::Setting(n), &all, &format!("climb round {round}"));
                 finalists.push(ev.clone());
                 if ev.better_than(round_best.as_ref().map_or(&here, |b| &b.0)) {

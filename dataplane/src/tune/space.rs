@@ -41,7 +41,7 @@ pub const DCQCN_DEFAULT: (usize, usize, usize) = (2, 2, 3);
 
 /// Indices into the ladders; Kmax's never below Kmin's. `dcqcn` (RAI, byte counter, CNP
 /// interval) only when the hosts' DCQCN is searched too.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize)]
 pub struct Setting {
     /// Index into [`K_KIB`].
     pub kmin: usize,

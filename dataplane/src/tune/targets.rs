@@ -25,7 +25,7 @@ use crate::fabric::topology::{End, FlowSize, Topology};
 use crate::fabric::FabricOutcome;
 use crate::nic::histogram::Histogram;
 use anyhow::{anyhow, bail, Result};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Wire overhead per frame beyond its bytes (preamble, start delimiter, FCS, inter-frame gap).
 const WIRE_OVERHEAD: u64 = crate::switch::WIRE_OVERHEAD_BYTES;
@@ -160,7 +160,7 @@ fn units_duration(v: &str) -> Result<u64> {
 }
 
 /// One pattern's run, measured.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Measured {
     /// Lowest utilisation over the bottleneck links; `None`: the pattern has none.
     pub goodput: Option<f64>,
@@ -187,7 +187,7 @@ pub struct Measured {
 }
 
 /// Which of the three targets a run met.
-#[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Default)]
 pub struct Met {
     /// Every bottleneck at the goodput fraction (true when there is none).
     pub goodput: bool,
