@@ -127,7 +127,12 @@ fn drops_and_headroom_add_up_to_the_summary() {
             .iter()
             .find(|g| (g.port, g.pg) == (p.id, 3))
             .unwrap_or_else(|| panic!("port {}'s PG 3 used headroom", p.id));
-        assert_eq!(g.peak_headroom_bytes, u64::from(pg.peak_headroom_cells) * cell, "{}", g.label);
+        assert_eq!(
+            g.peak_headroom_bytes,
+            u64::from(pg.peak_headroom_cells) * cell,
+            "{}",
+            g.label
+        );
         assert!(g.peak_headroom_bytes > 0 && g.peak_bytes >= g.peak_headroom_bytes);
         assert_eq!(g.headroom_bytes.len(), t.buckets);
     }
@@ -524,7 +529,9 @@ fn tags<'a>(html: &'a str, tag: &str) -> Vec<std::collections::HashMap<&'a str, 
 
 /// Panel `id` of a dumped page, up to the next panel.
 fn panel<'a>(dom: &'a str, id: &str) -> &'a str {
-    let at = dom.find(&format!(r#"id="{id}""#)).unwrap_or_else(|| panic!("no panel {id}"));
+    let at = dom
+        .find(&format!(r#"id="{id}""#))
+        .unwrap_or_else(|| panic!("no panel {id}"));
     let rest = &dom[at..];
     let end = rest[1..]
         .find("<section")

@@ -225,14 +225,16 @@ impl Step {
         for (port, edit) in &ports {
             let kv = edit
                 .as_table()
-                .map(|t| t.iter().map(|(k, v)| format!("{k} = {v}")).collect::<Vec<_>>().join(", "))
+                .map(|t| {
+                    t.iter()
+                        .map(|(k, v)| format!("{k} = {v}"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                })
                 .unwrap_or_default();
             parts.push(format!("port.{port}: {kv}"));
         }
-        let patch_touches_ports = self
-            .patch
-            .parse::<toml::Table>()
-            .is_ok_and(|t| t.contains_key("port"));
+        let patch_touches_ports = self.patch.parse::<toml::Table>().is_ok_and(|t| t.contains_key("port"));
         parts.extend(
             self.keys
                 .iter()

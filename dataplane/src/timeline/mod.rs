@@ -966,7 +966,11 @@ mod tests {
         let at = |ns: u64| v[(ns / wide) as usize];
         assert_eq!(at(0), 500);
         assert_eq!(at(150 * w), 500, "held through buckets where nothing was read");
-        assert_eq!(at(300 * w), 500, "the level carried in counts in the bucket it changed in");
+        assert_eq!(
+            at(300 * w),
+            500,
+            "the level carried in counts in the bucket it changed in"
+        );
         assert_eq!(at(1_000 * w), 100);
         assert_eq!(at(1_999 * w), 100);
         assert_eq!(*v.last().unwrap(), 100, "the last bucket carried 100 in, then read 0");
