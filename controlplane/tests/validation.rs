@@ -465,11 +465,64 @@ fn explicit_headroom_is_used_and_warns_when_small() {
     assert_eq!(l.config.ports[0].headroom_bytes[3], 10_240);
     has(
         &l.warnings,
-        &["pg.3.headroom (10KiB) is below the 25KiB (100 cells) computed for port 0 (25G over 15m)"],
+        &["pg.3.headroom (10KiB) is below the headroom computed for port 0, port 1: 25KiB (100 cells) for 25G over 15m"],
     );
     let l = ok(&with("[pg.3]\nheadroom = \"64KiB\""));
     assert!(l.warnings.is_empty());
     assert_eq!(l.config.ports[1].headroom_bytes[3], 65_536);
+}
+
+/// Issue 49 item 4: the warning quotes the key and value the file wrote (a port's own, or the
+/// global table's), and names every port it is short on, not only the first.
+#[test]
+fn a_small_headroom_warning_names_its_key_and_every_port() {
+    let text = r#"
+[port_defaults]
+speed = "25G"
+
+[[port]]
+id = 0
+[[port]]
+id = 1
+name = "Ethernet4"
+cable = "40m"
+[[port]]
+id = 2
+cable = "40m"
+[[port]]
+id = 3
+name = "Ethernet12"
+cable = "40m"
+[port.pg.3]
+headroom = "12KiB"
+
+[classify]
+dscp_to_tc = { 26 = 3 }
+
+[pfc]
+priorities = [3]
+
+[pg.3]
+headroom = "25KiB"
+"#;
+    let l = ok(text);
+    let w: Vec<&String> = l.warnings.iter().filter(|w| w.contains(".headroom (")).collect();
+    assert_eq!(w.len(), 2, "{w:#?}");
+    // The global value: short on the two 40 m ports that use it, port 0 (15 m) not.
+    has(
+        &l.warnings,
+        &[
+            "pg.3.headroom (25KiB) is below the headroom computed for Ethernet4 (port 1), port 2: ",
+            "over 40m",
+        ],
+    );
+    assert!(!w.iter().any(|w| w.contains("port 0")), "{w:#?}");
+    // Port 3's own value, under its own key.
+    has(
+        &l.warnings,
+        &["port[3].pg.3.headroom (12KiB) is below the headroom computed for Ethernet12 (port 3): "],
+    );
+    assert_eq!(l.config.ports[3].headroom_bytes[3], 12 * 1024);
 }
 
 #[test]

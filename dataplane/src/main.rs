@@ -55,7 +55,8 @@ enum Command {
         after_help = "Example:\n  rocesw replay --config configs/default.toml \\\n    --input 0=host0.pcap --input 1=host1.pcap --output-dir out/"
     )]
     Replay {
-        /// Switch configuration (TOML), validated before anything runs.
+        /// Switch configuration: rocesw's TOML or a SONiC config_db.json (told apart by its
+        /// content), validated before anything runs.
         #[arg(long, value_name = "FILE")]
         config: PathBuf,
         /// A capture to feed into a port, as PORT=PCAP (repeatable): the port's id from the

@@ -356,3 +356,18 @@ fn sonic_port_names_work_on_the_command_line() {
         "{err}"
     );
 }
+
+/// Issue 49 item 8: `replay --config` takes a config_db.json as well as TOML, and its help
+/// says so (it said "(TOML)").
+#[test]
+fn replay_help_says_config_takes_a_config_db_json() {
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_rocesw"))
+        .args(["replay", "--help"])
+        .output()
+        .unwrap();
+    let help = String::from_utf8(o.stdout).unwrap();
+    // The option's entry (the usage line names it too), up to the next one.
+    let at = help.find("--config <FILE>\n").expect("--config in the help");
+    let text = &help[at..at + help[at..].find("\n\n").unwrap()];
+    assert!(text.contains("config_db.json") && !text.contains("(TOML)"), "{text}");
+}

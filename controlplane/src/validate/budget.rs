@@ -17,6 +17,9 @@ pub(super) struct PortQos {
     pub(super) queues: [QueueProfile; NUM_TC],
     pub(super) headroom: [(HeadroomSpec, String); NUM_TC],
     pub(super) pfc_enabled: [bool; NUM_TC],
+    /// Where each PG's headroom was written (`pg.3.headroom`, or `port[i].pg.3.headroom` for
+    /// a port's own): the key a warning about it names.
+    pub(super) headroom_from: [String; NUM_TC],
 }
 
 pub(super) fn resolve_headroom(
@@ -25,7 +28,9 @@ pub(super) fn resolve_headroom(
     qos: Vec<PortQos>,
     cell_bytes: u32,
 ) -> Vec<PortConfig> {
-    let mut low: [Option<(u16, headroom::Headroom, String)>; NUM_TC] = std::array::from_fn(|_| None);
+    // Headroom written below what the formula gives, per key and value as written: every
+    // port it is short on, with what that port needs.
+    let mut low: BTreeMap<(String, String), Vec<(String, headroom::Headroom)>> = BTreeMap::new();
     let out = ports
         .iter()
         .zip(qos)
@@ -46,8 +51,14 @@ pub(super) fn resolve_headroom(
                 HeadroomSpec::None => 0,
                 HeadroomSpec::Auto => calc.bytes,
                 HeadroomSpec::Fixed { bytes } => {
-                    if bytes < calc.bytes && low[g].is_none() {
-                        low[g] = Some((p.id, calc, specs[g].1.clone()));
+                    if bytes < calc.bytes {
+                        let port = match &p.name {
+                            Some(n) => format!("{n} (port {})", p.id),
+                            None => format!("port {}", p.id),
+                        };
+                        low.entry((qos.headroom_from[g].clone(), specs[g].1.clone()))
+                            .or_default()
+                            .push((port, calc));
                     }
                     bytes
                 }
@@ -73,18 +84,30 @@ pub(super) fn resolve_headroom(
             }
         })
         .collect();
-    for (g, l) in low.iter().enumerate() {
-        if let Some((id, calc, text)) = l {
-            cx.warn(format!(
-                "pg.{g}.headroom ({}) is below the {} ({} cells) computed for port {id} \
-                 ({} over {}): lossless frames may be dropped",
-                text,
+    for ((key, text), short) in low {
+        // Ports that need the same are listed together: "port 0, port 1 (25KiB, …)".
+        let mut groups: Vec<(String, Vec<String>)> = Vec::new();
+        for (port, calc) in short {
+            let need = format!(
+                "{} ({} cells) for {} over {}",
                 format_size(calc.bytes),
                 calc.cells,
                 format_rate(calc.speed_bps),
                 units::format_length(calc.cable_m)
-            ));
+            );
+            match groups.iter_mut().find(|g| g.0 == need) {
+                Some(g) => g.1.push(port),
+                None => groups.push((need, vec![port])),
+            }
         }
+        let list = groups
+            .iter()
+            .map(|(need, ports)| format!("{}: {need}", ports.join(", ")))
+            .collect::<Vec<_>>()
+            .join("; ");
+        cx.warn(format!(
+            "{key} ({text}) is below the headroom computed for {list}: lossless frames may be dropped"
+        ));
     }
     out
 }

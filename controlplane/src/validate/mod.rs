@@ -117,6 +117,7 @@ pub fn resolve(file: &ConfigFile) -> Result<Loaded, ConfigError> {
                 queues: queues.clone(),
                 headroom: headroom_specs.clone(),
                 pfc_enabled: port_pfc,
+                headroom_from: std::array::from_fn(|g| format!("pg.{g}.headroom")),
             });
             continue;
         }
@@ -169,11 +170,24 @@ pub fn resolve(file: &ConfigFile) -> Result<Loaded, ConfigError> {
                 cx.warnings.push(w);
             }
         }
+        // A port's own `headroom` for a PG is its key; else the global table's.
+        let own: Vec<usize> =
+            p.pg.iter()
+                .filter(|(_, s)| s.headroom.is_some())
+                .filter_map(|(k, _)| k.trim().parse().ok())
+                .collect();
         per_port.push(PortQos {
             pgs: ppgs,
             queues: pqueues,
             headroom: specs,
             pfc_enabled: port_pfc,
+            headroom_from: std::array::from_fn(|g| {
+                if own.contains(&g) {
+                    format!("port[{i}].pg.{g}.headroom")
+                } else {
+                    format!("pg.{g}.headroom")
+                }
+            }),
         });
     }
     for name in ecn.keys() {

@@ -364,12 +364,16 @@ impl Fabric<'_> {
         }
         for i in 0..self.topo.flows.len() {
             let f = &self.topo.flows[i];
+            let delivered = self.delivered(i);
+            // A flow all delivered has no rate any more: its DCQCN line ends with it.
+            let done = matches!(f.size, FlowSize::Bytes(b) if delivered >= b);
             let rate = self.hosts[f.src]
                 .senders
                 .iter()
                 .find(|x| x.0 == i)
+                .filter(|_| !done)
                 .and_then(|(_, s, _)| s.qps[0].dcqcn.as_ref().map(|d| d.rate()));
-            tl.sample_flow(i, self.delivered(i), rate);
+            tl.sample_flow(i, delivered, rate);
         }
         for (li, l) in self.topo.links.iter().enumerate() {
             for (dir, from) in [(0, l.a), (1, l.b)] {

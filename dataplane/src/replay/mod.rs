@@ -223,9 +223,13 @@ pub fn run(cfg: &Config, opts: &ReplayOptions) -> Result<ReplayOutcome> {
         // Changes due now apply before anything else at this instant: a frame arriving at the
         // same nanosecond is handled under the new config.
         while let Some(at) = schedule.next_at().filter(|&at| at <= now) {
+            let step = schedule.taken();
             let config = schedule.take().expect("a step is due")?;
             sw.reconfigure(&config)
                 .map_err(|e| anyhow::anyhow!("schedule change at {at} ns: {e}"))?;
+            if let Some(tl) = timeline.as_mut() {
+                tl.change(now, opts.schedule.steps()[step].describe());
+            }
             progressed = true;
         }
         for port in 0..n {

@@ -216,6 +216,35 @@ fn for_each_change(text: &str, name: &str, mut f: impl FnMut(usize, &toml::Value
     Ok(())
 }
 
+impl Step {
+    /// What the step changes, for a reader: its keys, each `[change.port.NAME]` edit spelled
+    /// out (`port.Ethernet12: tx = "off"`) in place of the bare `port` key.
+    pub fn describe(&self) -> String {
+        let mut parts: Vec<String> = Vec::new();
+        let ports: toml::Table = self.ports.parse().unwrap_or_default();
+        for (port, edit) in &ports {
+            let kv = edit
+                .as_table()
+                .map(|t| {
+                    t.iter()
+                        .map(|(k, v)| format!("{k} = {v}"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                })
+                .unwrap_or_default();
+            parts.push(format!("port.{port}: {kv}"));
+        }
+        let patch_touches_ports = self.patch.parse::<toml::Table>().is_ok_and(|t| t.contains_key("port"));
+        parts.extend(
+            self.keys
+                .iter()
+                .filter(|k| ports.is_empty() || patch_touches_ports || k.as_str() != "port")
+                .cloned(),
+        );
+        parts.join("; ")
+    }
+}
+
 /// `step` prepared over `running`: the one way both passes prepare a step.
 fn prepare(running: &Running, step: &Step) -> Result<controlplane::change::Prepared, ChangeError> {
     // Written from tables that were read from TOML, so they read back; their keys were checked
@@ -344,6 +373,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!(s.steps()[0].keys, ["port"]);
+        assert_eq!(s.steps()[0].describe(), "port.Ethernet8: tx = \"off\"");
         let mut player = s.player();
         let tx = |c: &Config| c.ports.iter().map(|p| p.tx_enabled).collect::<Vec<_>>();
         let first = player.take().unwrap().unwrap();

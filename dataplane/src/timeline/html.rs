@@ -36,9 +36,15 @@ pub fn page(t: &Timeline, json: &str) -> String {
 <title>rocesw {kind} timeline: {title}</title>
 <style>{STYLE}</style></head>
 <body data-rendered="pending">
-<header><h1>rocesw {kind}: {title}</h1><p id="summary"></p></header>
+<header><h1>rocesw {kind}: {title}</h1><p id="summary"></p>
+<form id="zoom" class="note">Time range: from <input id="zoom-from" size="10" inputmode="decimal"> to <input id="zoom-to" size="10" inputmode="decimal"> µs <button type="submit">Zoom</button> <button type="button" id="zoom-all">Whole run</button> (or drag across any chart)</form>
+<ol id="changes" class="note" title="Config changes the schedule applied: the dashed lines in every chart"></ol></header>
 <section class="panel" id="queues" data-ok="pending"><h2>Queue depth and CE marks</h2>
-<p class="note">Each egress queue that built up: the deepest it got in each bucket (line, bytes) and the frames CE-marked leaving it (red bars, frames per bucket).</p><div class="body"></div></section>
+<p class="note">Each egress queue that built up: the deepest it got in each bucket, the depth it held coming into the bucket included (area, bytes, left scale), and the frames CE-marked leaving it (red bars, frames per bucket, right scale). Dashed lines: config changes.</p><div class="body"></div></section>
+<section class="panel" id="pgs" data-ok="pending"><h2>Ingress PGs and headroom</h2>
+<p class="note">Each ingress PG that built up or used headroom: what it held in each bucket, all regions (blue) and in headroom (orange), bytes.</p><div class="body"></div></section>
+<section class="panel" id="drops" data-ok="pending"><h2>Drops</h2>
+<p class="note">Per port and reason (as summary.json names it), with the total: frames dropped in each bucket (bars scaled to the row's busiest bucket).</p><div class="body"></div></section>
 <section class="panel" id="pfc" data-ok="pending"><h2>PFC</h2>
 <p class="note">Per port and priority: when the port's PG was in XOFF (it sent XOFF, until its XON; blue) and when its egress was paused by PFC it received (orange). PFC watchdog: storm ▼ (red), restore ▲ (green).</p><div class="body"></div></section>{fabric}
 <footer>Written by rocesw; the data is in the JSON file beside this page.</footer>

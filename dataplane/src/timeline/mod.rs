@@ -17,6 +17,7 @@
 
 pub mod html;
 
+use crate::counters::DropReason;
 use crate::switch::Switch;
 use anyhow::{bail, Context, Result};
 use controlplane::NUM_TC;
@@ -31,6 +32,8 @@ pub const MAX_INTERVALS: usize = 300;
 pub const MAX_MARKS: usize = 1000;
 /// "Last value" buckets that saw no sample.
 const NONE: u64 = u64::MAX;
+/// A lazily made series or counter not made yet.
+const UNSET: u32 = u32::MAX;
 
 /// The JSON written beside a timeline page: `x.html` → `x.json`. Refuses a name that does not
 /// end in `.html` or `.htm` (the data would have nowhere else to go, or overwrite the page).
@@ -90,13 +93,34 @@ impl Row {
     }
 }
 
+/// A level that holds between the moments it is read (a queue's depth, a PG's use): each
+/// bucket gets the highest level it saw, the level carried into it included, so a bucket in
+/// which nothing happened shows the level that held through it rather than nothing.
+struct Held {
+    series: usize,
+    /// The level last read.
+    level: u64,
+    /// The bucket it was read in; the buckets after it are filled with `level` when the level
+    /// next changes, or at the end.
+    at: usize,
+}
+
 struct SwitchProbe {
     name: String,
     port_ids: Vec<u16>,
     port_names: Vec<Option<String>>,
-    /// Per port × queue: its depth series and its CE counter.
-    depth: Vec<usize>,
+    cell_bytes: u64,
+    /// Per port × queue: its depth (a [`Held`], made when the queue first holds something)
+    /// and its CE counter.
+    depth: Vec<u32>,
     ce: Vec<usize>,
+    /// Per port × PG: its use, all regions, and its headroom use (each a [`Held`] made when
+    /// first non-zero).
+    pg_use: Vec<[u32; 2]>,
+    /// Per port × drop reason: the count at the last sample and its counter (made at the
+    /// first drop).
+    drops_last: Vec<[u64; DropReason::COUNT]>,
+    drop_counter: Vec<u32>,
     xoff_last: Vec<u8>,
     /// Per port: the priorities whose pause bar is open.
     pause_open: Vec<u8>,
@@ -124,6 +148,8 @@ pub struct Recorder {
     marks: Vec<Mark>,
     marks_left_off: u64,
     counters: Vec<Counter>,
+    held: Vec<Held>,
+    changes: Vec<ChangeMark>,
     flows: Vec<(String, usize, usize)>,
     links: Vec<(String, usize)>,
     /// Two of the largest frame any watched port takes: a queue that never got this deep
@@ -148,6 +174,8 @@ impl Recorder {
             marks: Vec::new(),
             marks_left_off: 0,
             counters: Vec::new(),
+            held: Vec::new(),
+            changes: Vec::new(),
             flows: Vec::new(),
             links: Vec::new(),
             built_up_bytes: 0,
@@ -169,13 +197,67 @@ impl Recorder {
         self.counters.len() - 1
     }
 
+    fn add_held(&mut self, at: usize) -> u32 {
+        let series = self.add_series(Merge::Max);
+        self.held.push(Held { series, level: 0, at });
+        (self.held.len() - 1) as u32
+    }
+
+    /// Level `h` read as `level` in bucket `i` (no earlier than the last read).
+    fn hold(&mut self, h: u32, i: usize, level: u64) {
+        let hd = &mut self.held[h as usize];
+        if level == hd.level {
+            // Unchanged: the buckets since are filled when it changes, or at the end.
+            return;
+        }
+        let v = &mut self.series[hd.series].v;
+        if hd.level > 0 {
+            for b in &mut v[hd.at + 1..=i.max(hd.at)] {
+                *b = (*b).max(hd.level);
+            }
+        }
+        v[i] = v[i].max(level);
+        hd.level = level;
+        hd.at = i;
+    }
+
+    /// Each level holds from where it was last read to the end (`used` buckets).
+    fn hold_to_end(&mut self, used: usize) {
+        for h in &self.held {
+            if h.level > 0 {
+                for b in &mut self.series[h.series].v[h.at + 1..used.max(h.at + 1)] {
+                    *b = (*b).max(h.level);
+                }
+            }
+        }
+    }
+
+    /// A level read as `level` in bucket `i`, its [`Held`] in `slot` (made here when `level`
+    /// is the first non-zero one).
+    fn hold_lazy(&mut self, slot: u32, i: usize, level: u64) -> u32 {
+        if slot == UNSET {
+            if level == 0 {
+                return UNSET;
+            }
+            let h = self.add_held(i);
+            self.hold(h, i, level);
+            return h;
+        }
+        self.hold(slot, i, level);
+        slot
+    }
+
+    /// A schedule change applied at `t_ns` (a mark across every panel), `label` saying what.
+    /// As many as the schedule has steps: the user's file bounds them.
+    pub fn change(&mut self, t_ns: u64, label: String) {
+        self.changes.push(ChangeMark { t_ns, label });
+    }
+
     /// Watches switch `sw` (named `name` in the page; "" for replay's one switch).
     pub fn add_switch(&mut self, name: &str, sw: &Switch) {
         let n = sw.num_ports();
-        let mut depth = Vec::with_capacity(n * NUM_TC);
         let mut ce = Vec::with_capacity(n * NUM_TC);
         for _ in 0..n * NUM_TC {
-            depth.push(self.add_series(Merge::Max));
             ce.push(self.add_counter());
         }
         let row_base = self.rows.len();
@@ -207,8 +289,12 @@ impl Recorder {
             name: name.to_string(),
             port_ids: (0..n).map(|p| sw.port_id(p)).collect(),
             port_names: cfg.ports.iter().map(|p| p.name.clone()).collect(),
-            depth,
+            cell_bytes: u64::from(sw.cell_bytes()),
+            depth: vec![UNSET; n * NUM_TC],
             ce,
+            pg_use: vec![[UNSET; 2]; n * NUM_TC],
+            drops_last: (0..n).map(|p| sw.port_counters(p).drops).collect(),
+            drop_counter: vec![UNSET; n * DropReason::COUNT],
             xoff_last: vec![0; n],
             pause_open: vec![0; n],
             pg_prios: sw.pg_priorities(),
@@ -249,6 +335,9 @@ impl Recorder {
                 }
                 let fill = if s.merge == Merge::Last { NONE } else { 0 };
                 s.v[MAX_BUCKETS / 2..].fill(fill);
+            }
+            for h in &mut self.held {
+                h.at /= 2;
             }
             self.width_ns *= 2;
             self.used = self.used.div_ceil(2);
@@ -296,6 +385,23 @@ impl Recorder {
                 let k = self.switches[s].ce[port * NUM_TC + q];
                 self.count(k, c.ecn_marked);
             }
+            let drops = sw.port_counters(port).drops;
+            if drops != self.switches[s].drops_last[port] {
+                for (r, &n) in drops.iter().enumerate() {
+                    let slot = port * DropReason::COUNT + r;
+                    let mut k = self.switches[s].drop_counter[slot];
+                    if k == UNSET {
+                        if n == self.switches[s].drops_last[port][r] {
+                            continue;
+                        }
+                        k = self.add_counter() as u32;
+                        self.counters[k as usize].last = self.switches[s].drops_last[port][r];
+                        self.switches[s].drop_counter[slot] = k;
+                    }
+                    self.count(k as usize, n);
+                }
+                self.switches[s].drops_last[port] = drops;
+            }
         }
     }
 
@@ -320,16 +426,27 @@ impl Recorder {
     pub fn observe_switch(&mut self, s: usize, sw: &Switch, now: u64) {
         let i = self.bucket(now);
         let prios = self.switches[s].pg_prios;
+        let cell = self.switches[s].cell_bytes;
         for port in 0..sw.num_ports() {
             for q in 0..NUM_TC {
                 let d = sw.queue_use(port, q).bytes;
-                if d == 0 {
-                    // Nothing to raise (most queues, most rounds): the series stays untouched.
+                let slot = self.switches[s].depth[port * NUM_TC + q];
+                // Never held anything (most queues): nothing to record.
+                if slot == UNSET && d == 0 {
                     continue;
                 }
-                let k = self.switches[s].depth[port * NUM_TC + q];
-                let v = &mut self.series[k].v[i];
-                *v = (*v).max(d);
+                self.switches[s].depth[port * NUM_TC + q] = self.hold_lazy(slot, i, d);
+            }
+            for pg in 0..NUM_TC {
+                let u = sw.pg_use(port, pg);
+                let (total, headroom) = (u64::from(u.total()) * cell, u64::from(u.headroom) * cell);
+                let [a, b] = self.switches[s].pg_use[port * NUM_TC + pg];
+                if a == UNSET && total == 0 {
+                    continue;
+                }
+                let a = self.hold_lazy(a, i, total);
+                let b = self.hold_lazy(b, i, headroom);
+                self.switches[s].pg_use[port * NUM_TC + pg] = [a, b];
             }
             let base = self.switches[s].row_base + port * NUM_TC * 2;
             // XOFF: PGs entering or leaving it, as the priorities their frames name.
@@ -420,13 +537,59 @@ impl Recorder {
     pub fn finish(mut self, title: String, end_ns: u64) -> Timeline {
         self.bucket(end_ns);
         let used = self.used.max(1);
+        self.hold_to_end(used);
         let cut = |v: &[u64]| v[..used].to_vec();
+        let held = |h: u32| match h {
+            UNSET => vec![0; used],
+            h => cut(&self.series[self.held[h as usize].series].v),
+        };
         let mut queues = Vec::new();
         let mut queues_not_built_up = 0;
+        let mut pgs = Vec::new();
+        let mut pgs_not_built_up = 0;
+        let mut drops = Vec::new();
         for (s, sw) in self.switches.iter().enumerate() {
             for (port, id) in sw.port_ids.iter().enumerate() {
+                for pg in 0..NUM_TC {
+                    let [a, b] = sw.pg_use[port * NUM_TC + pg];
+                    if a == UNSET {
+                        continue;
+                    }
+                    let (use_bytes, headroom_bytes) = (held(a), held(b));
+                    let peak = use_bytes.iter().copied().max().unwrap_or(0);
+                    let peak_headroom = headroom_bytes.iter().copied().max().unwrap_or(0);
+                    if peak < self.built_up_bytes && peak_headroom == 0 {
+                        pgs_not_built_up += 1;
+                        continue;
+                    }
+                    pgs.push(PgSeries {
+                        label: format!("{}PG {pg}", port_label(sw, port, *id)),
+                        switch: s,
+                        port: *id,
+                        pg: pg as u8,
+                        peak_bytes: peak,
+                        peak_headroom_bytes: peak_headroom,
+                        use_bytes,
+                        headroom_bytes,
+                    });
+                }
+                for (r, reason) in DropReason::ALL.iter().enumerate() {
+                    let k = sw.drop_counter[port * DropReason::COUNT + r];
+                    if k == UNSET {
+                        continue;
+                    }
+                    let frames = cut(&self.series[self.counters[k as usize].series].v);
+                    drops.push(DropSeries {
+                        label: format!("{}{}", port_label(sw, port, *id), reason.name()),
+                        switch: s,
+                        port: *id,
+                        reason: reason.name(),
+                        total: frames.iter().sum(),
+                        frames,
+                    });
+                }
                 for q in 0..NUM_TC {
-                    let depth = cut(&self.series[sw.depth[port * NUM_TC + q]].v);
+                    let depth = held(sw.depth[port * NUM_TC + q]);
                     let ce = cut(&self.series[self.counters[sw.ce[port * NUM_TC + q]].series].v);
                     let peak = depth.iter().copied().max().unwrap_or(0);
                     if peak == 0 {
@@ -450,6 +613,8 @@ impl Recorder {
             }
         }
         queues.sort_by_key(|q| std::cmp::Reverse(q.peak_bytes));
+        pgs.sort_by_key(|g| std::cmp::Reverse((g.peak_headroom_bytes, g.peak_bytes)));
+        drops.sort_by_key(|d| std::cmp::Reverse(d.total));
         let mut pfc = Vec::new();
         for r in self.rows.iter_mut().filter(|r| !r.bars.is_empty()) {
             let sw = &self.switches[r.switch];
@@ -528,6 +693,10 @@ impl Recorder {
             built_up_bytes: self.built_up_bytes,
             queues,
             queues_not_built_up,
+            pgs,
+            pgs_not_built_up,
+            drops,
+            changes: std::mem::take(&mut self.changes),
             pfc,
             marks,
             marks_left_off: self.marks_left_off,
@@ -578,6 +747,14 @@ pub struct Timeline {
     pub queues: Vec<QueueSeries>,
     /// Queues that held something but never built up: not in `queues`.
     pub queues_not_built_up: usize,
+    /// Every ingress PG that built up or used headroom, the most headroom first.
+    pub pgs: Vec<PgSeries>,
+    /// PGs that held something but neither built up nor used headroom: not in `pgs`.
+    pub pgs_not_built_up: usize,
+    /// Every (port, reason) that dropped frames, the most first.
+    pub drops: Vec<DropSeries>,
+    /// Config changes a schedule applied (replay's `--schedule`), in time order.
+    pub changes: Vec<ChangeMark>,
     /// Every (port, priority) that sent XOFF or was paused, as bars.
     pub pfc: Vec<PfcRow>,
     /// PFC watchdog storms and restorations.
@@ -608,10 +785,58 @@ pub struct QueueSeries {
     pub peak_bytes: u64,
     /// Frames CE-marked on leaving it.
     pub ce_total: u64,
-    /// Per bucket: the deepest it got, bytes.
+    /// Per bucket: the deepest it got, bytes, the depth carried into the bucket included (a
+    /// queue held full through a bucket in which nothing happened reads full).
     pub depth_bytes: Vec<u64>,
     /// Per bucket: frames CE-marked on leaving it.
     pub ce_marks: Vec<u64>,
+}
+
+/// One ingress PG over time.
+#[derive(Debug, Clone, Serialize)]
+pub struct PgSeries {
+    /// Switch (fabric), port and PG.
+    pub label: String,
+    /// The switch's index (0 in replay).
+    pub switch: usize,
+    /// The port's id.
+    pub port: u16,
+    /// The PG.
+    pub pg: u8,
+    /// Most it held, all regions (reserved minimum, shared, headroom), bytes.
+    pub peak_bytes: u64,
+    /// Most headroom it held, bytes.
+    pub peak_headroom_bytes: u64,
+    /// Per bucket: the most it held, all regions, bytes (the level carried in included).
+    pub use_bytes: Vec<u64>,
+    /// Per bucket: the most headroom it held, bytes.
+    pub headroom_bytes: Vec<u64>,
+}
+
+/// One port's drops for one reason over time.
+#[derive(Debug, Clone, Serialize)]
+pub struct DropSeries {
+    /// Switch (fabric), port and reason.
+    pub label: String,
+    /// The switch's index (0 in replay).
+    pub switch: usize,
+    /// The port's id.
+    pub port: u16,
+    /// The reason, as `drops` in summary.json names it.
+    pub reason: &'static str,
+    /// Frames dropped in all.
+    pub total: u64,
+    /// Per bucket: frames dropped.
+    pub frames: Vec<u64>,
+}
+
+/// A config change applied during the run.
+#[derive(Debug, Clone, Serialize)]
+pub struct ChangeMark {
+    /// When, ns.
+    pub t_ns: u64,
+    /// What changed (the keys).
+    pub label: String,
 }
 
 /// One (port, priority) of PFC: XOFF the port sent, or pause its egress obeyed.
@@ -716,6 +941,40 @@ mod tests {
             r.series[m].v[..r.used].iter().all(|&x| x > 900),
             "maxima survive merging"
         );
+    }
+
+    /// A level read once and then left alone (a paused queue: nothing happens to it) reads
+    /// in every bucket until it changes, across merges; a bucket with a change reads the
+    /// highest level it saw, the one carried in included.
+    #[test]
+    fn a_level_holds_through_buckets_where_nothing_happened() {
+        let mut r = Recorder::new("replay", 0);
+        let w = r.width_ns;
+        let i = r.bucket(w / 2);
+        let h = r.hold_lazy(UNSET, i, 500);
+        // Read again only at bucket 300 (dropping to 100) and then 2000 buckets on (0).
+        let i = r.bucket(300 * w + 1);
+        r.hold(h, i, 100);
+        let end = 2_000 * w;
+        let i = r.bucket(end);
+        r.hold(h, i, 0);
+        let used = r.used;
+        r.hold_to_end(used);
+        let wide = r.width_ns;
+        assert!(wide > w, "the buckets merged");
+        let v = &r.series[r.held[h as usize].series].v[..used];
+        let at = |ns: u64| v[(ns / wide) as usize];
+        assert_eq!(at(0), 500);
+        assert_eq!(at(150 * w), 500, "held through buckets where nothing was read");
+        assert_eq!(
+            at(300 * w),
+            500,
+            "the level carried in counts in the bucket it changed in"
+        );
+        assert_eq!(at(1_000 * w), 100);
+        assert_eq!(at(1_999 * w), 100);
+        assert_eq!(*v.last().unwrap(), 100, "the last bucket carried 100 in, then read 0");
+        assert!(v.iter().all(|&x| x >= 100), "{v:?}");
     }
 
     #[test]
