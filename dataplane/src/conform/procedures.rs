@@ -418,6 +418,9 @@ pub fn dscp_mapping(d: &mut Dut, plan: &Plan) -> Result<TestResult> {
     Ok(t)
 }
 
+/// One PG HdrmPoolSizeTest fills: (source, DSCP, PG, XOFF frame, headroom frames after it).
+pub type HdrmPg = (usize, u8, usize, u64, u64);
+
 /// HdrmPoolSizeTest's fill, by the platform's rules: which PGs, each one's XOFF frame and
 /// the headroom frames it then takes, until the shared headroom pool is out.
 #[derive(Debug, Clone)]
@@ -435,7 +438,7 @@ pub struct HdrmFill {
     /// Every (source, DSCP, PG) the suite may fill, sources first (its `sidx_dscp_pg_tuples`).
     pub tuples: Vec<(usize, u8, usize)>,
     /// The PGs filled: (source, DSCP, PG, XOFF frame, headroom frames after it).
-    pub plans: Vec<(usize, u8, usize, u64, u64)>,
+    pub plans: Vec<HdrmPg>,
     /// Cells of shared headroom left after them (less than a frame when the pool runs out).
     pub left: u64,
 }
@@ -520,7 +523,7 @@ pub fn hdrm_fill(d: &Dut, plan: &Plan) -> Result<HdrmFill, NoHdrmFill> {
 /// cannot say), the last PG `pkts_num_hdrm_partial`, counts in cells of `cell_size`. `None` when the
 /// set lacks them (as NVIDIA's file does: its generator fills them in on the testbed); then
 /// the rules' counts stand.
-fn hdrm_from_params(plan: &Plan, fill: &HdrmFill) -> Option<Result<Vec<(usize, u8, usize, u64, u64)>, String>> {
+fn hdrm_from_params(plan: &Plan, fill: &HdrmFill) -> Option<Result<Vec<HdrmPg>, String>> {
     const SET: &str = "hdrm_pool_size";
     let y = plan.yaml.as_ref()?;
     let (num, full, partial) = (
