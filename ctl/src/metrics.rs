@@ -1070,10 +1070,15 @@ pub(crate) mod tests {
     /// `# EOF`; a sample is a metric name, optional `{key="value",...}` whose values may escape
     /// only `\\`, `\"` and `\n`, one space and a number. The first line it rejects is the error.
     pub(crate) fn strict_samples(text: &str) -> Result<Vec<Sample>, String> {
-        let body = text.strip_suffix("# EOF\n").ok_or("the exposition does not end in `# EOF`")?;
+        let body = text
+            .strip_suffix("# EOF\n")
+            .ok_or("the exposition does not end in `# EOF`")?;
         let is_name = |s: &str, colon: bool| {
-            s.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_' || (colon && c == ':'))
-                && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || (colon && c == ':'))
+            s.chars()
+                .next()
+                .is_some_and(|c| c.is_ascii_alphabetic() || c == '_' || (colon && c == ':'))
+                && s.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '_' || (colon && c == ':'))
         };
         let mut out = Vec::new();
         for line in body.split_terminator('\n') {
@@ -1102,12 +1107,16 @@ pub(crate) mod tests {
                         rest = r;
                         break;
                     }
-                    let Some(eq) = rest.find('=') else { return bad("a label without =") };
+                    let Some(eq) = rest.find('=') else {
+                        return bad("a label without =");
+                    };
                     let key = &rest[..eq];
                     if !is_name(key, false) || labels.iter().any(|(k, _)| k == key) {
                         return bad("a bad or repeated label name");
                     }
-                    let Some(r) = rest[eq + 1..].strip_prefix('"') else { return bad("an unquoted label value") };
+                    let Some(r) = rest[eq + 1..].strip_prefix('"') else {
+                        return bad("an unquoted label value");
+                    };
                     let mut value = String::new();
                     let mut chars = r.char_indices();
                     let end = loop {
@@ -1132,8 +1141,12 @@ pub(crate) mod tests {
                     }
                 }
             }
-            let Some(v) = rest.strip_prefix(' ') else { return bad("no space before the value") };
-            let Ok(v) = v.parse::<f64>() else { return bad("a value that is not a number") };
+            let Some(v) = rest.strip_prefix(' ') else {
+                return bad("no space before the value");
+            };
+            let Ok(v) = v.parse::<f64>() else {
+                return bad("a value that is not a number");
+            };
             out.push((name.to_string(), labels, v));
         }
         Ok(out)
@@ -1180,16 +1193,17 @@ pub(crate) mod tests {
         assert_eq!(samples.len(), baseline.len(), "series injected or lost:\n{text}");
         let families = |s: &[Sample]| s.iter().map(|(n, _, _)| n.clone()).collect::<BTreeSet<_>>();
         assert_eq!(families(&samples), families(&baseline), "{text}");
-        let label = |labels: &[(String, String)], key: &str| {
-            labels.iter().find(|(k, _)| k == key).map(|(_, v)| v.clone())
-        };
+        let label =
+            |labels: &[(String, String)], key: &str| labels.iter().find(|(k, _)| k == key).map(|(_, v)| v.clone());
         for (_, labels, _) in &samples {
             assert_eq!(label(labels, "switch").as_deref(), Some(switch), "{labels:?}");
         }
         for (i, n) in hostile.iter().enumerate() {
             let port = (9 + i).to_string();
-            let of_port: Vec<&Sample> =
-                samples.iter().filter(|(_, l, _)| label(l, "port") == Some(port.clone())).collect();
+            let of_port: Vec<&Sample> = samples
+                .iter()
+                .filter(|(_, l, _)| label(l, "port") == Some(port.clone()))
+                .collect();
             let want = baseline
                 .iter()
                 .filter(|(_, l, _)| label(l, "port") == Some(port.clone()))
@@ -1199,7 +1213,9 @@ pub(crate) mod tests {
                 assert_eq!(label(labels, "name").as_deref(), Some(*n), "{labels:?}");
             }
         }
-        let pools = samples.iter().filter(|(_, l, _)| label(l, "pool").as_deref() == Some(pool));
+        let pools = samples
+            .iter()
+            .filter(|(_, l, _)| label(l, "pool").as_deref() == Some(pool));
         assert!(pools.count() >= 3, "the hostile pool's series:\n{text}");
         // The one function writes exactly the three escapes.
         let mut s = String::new();

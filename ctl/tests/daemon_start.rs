@@ -49,9 +49,16 @@ fn answer(sw: &Mutex<Switch>, req: Request) -> Response {
             }
             if if_version.is_some_and(|v| v != sw.running.1) {
                 sw.applies.push((if_version, false));
-                return Response::err(Some(req.id), format!("{VERSION_CHANGED} (now version {})", sw.running.1));
+                return Response::err(
+                    Some(req.id),
+                    format!("{VERSION_CHANGED} (now version {})", sw.running.1),
+                );
             }
-            let changed = if toml == sw.running.0 { vec![] } else { vec!["ecn.roce.kmax".to_string()] };
+            let changed = if toml == sw.running.0 {
+                vec![]
+            } else {
+                vec!["ecn.roce.kmax".to_string()]
+            };
             sw.running = (toml, sw.running.1 + 1);
             sw.applies.push((if_version, true));
             let data = ApplyData {
@@ -120,7 +127,15 @@ fn start_daemon(socket: &Path, config: &Path) -> (Proc, Arc<Mutex<Vec<String>>>)
     let mut child = Command::new(rocectl())
         .arg("--socket")
         .arg(socket)
-        .args(["daemon", "--no-metrics", "--poll-ms", "50", "--on-drift", "restore", "--config"])
+        .args([
+            "daemon",
+            "--no-metrics",
+            "--poll-ms",
+            "50",
+            "--on-drift",
+            "restore",
+            "--config",
+        ])
         .arg(config)
         .env_remove("RUST_LOG")
         .env_remove("ROCECTL_SWITCH")
@@ -159,9 +174,12 @@ fn a_daemon_started_with_a_starting_switch_waits_for_it_then_restores_a_later_se
 
     let (_daemon, log) = start_daemon(&socket, &desired);
     let t0 = Instant::now();
-    wait_for("the daemon to apply its file once the switch answers", Duration::from_secs(30), &log, || {
-        kmax(&sw.lock().unwrap().running.0) == "250KB"
-    });
+    wait_for(
+        "the daemon to apply its file once the switch answers",
+        Duration::from_secs(30),
+        &log,
+        || kmax(&sw.lock().unwrap().running.0) == "250KB",
+    );
     let took = t0.elapsed();
     {
         let s = sw.lock().unwrap();
@@ -169,10 +187,17 @@ fn a_daemon_started_with_a_starting_switch_waits_for_it_then_restores_a_later_se
         assert_eq!(tries, [false, false, false, false, true], "tried until it answered");
     }
     // Backed off: 250 + 500 + 1000 + 2000 ms between the five tries.
-    assert!(took >= Duration::from_millis(3500), "retried too fast: {took:?}\n{:#?}", log.lock().unwrap());
-    wait_for("the daemon's line on the applied file", Duration::from_secs(10), &log, || {
-        log.lock().unwrap().iter().any(|l| l.contains("drift detection is on"))
-    });
+    assert!(
+        took >= Duration::from_millis(3500),
+        "retried too fast: {took:?}\n{:#?}",
+        log.lock().unwrap()
+    );
+    wait_for(
+        "the daemon's line on the applied file",
+        Duration::from_secs(10),
+        &log,
+        || log.lock().unwrap().iter().any(|l| l.contains("drift detection is on")),
+    );
     {
         let l = log.lock().unwrap();
         let said = |s: &str| l.iter().filter(|x| x.contains(s)).count();
@@ -184,9 +209,14 @@ fn a_daemon_started_with_a_starting_switch_waits_for_it_then_restores_a_later_se
                 .all(|x| x.contains("INFO")),
             "{l:#?}"
         );
-        for (i, figure) in ["first in 250 ms", "next try in 500 ms", "next try in 1000 ms", "next try in 2000 ms"]
-            .iter()
-            .enumerate()
+        for (i, figure) in [
+            "first in 250 ms",
+            "next try in 500 ms",
+            "next try in 1000 ms",
+            "next try in 2000 ms",
+        ]
+        .iter()
+        .enumerate()
         {
             assert!(said(figure) == 1, "step {i}: no {figure:?} in {l:#?}");
         }
@@ -213,5 +243,8 @@ fn a_daemon_started_with_a_starting_switch_waits_for_it_then_restores_a_later_se
     });
     let s = sw.lock().unwrap();
     let restore = s.applies.last().unwrap();
-    assert!(restore.1 && restore.0.is_some(), "restored against the version it saw: {restore:?}");
+    assert!(
+        restore.1 && restore.0.is_some(),
+        "restored against the version it saw: {restore:?}"
+    );
 }

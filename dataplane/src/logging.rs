@@ -169,7 +169,12 @@ mod tests {
         }
         assert_eq!(f, "warn,dataplane::runtime=debug,mio=debug");
         // A directive with a span filter names the same target: replaced, not duplicated.
-        let f = next_filter("info,dataplane::runtime[run]=trace,mio=warn", "off", Some("dataplane::runtime")).unwrap();
+        let f = next_filter(
+            "info,dataplane::runtime[run]=trace,mio=warn",
+            "off",
+            Some("dataplane::runtime"),
+        )
+        .unwrap();
         assert_eq!(f, "info,dataplane::runtime=off,mio=warn");
         // Target after target: refused at the cap, the filter as it was.
         let max = controlplane::protocol::MAX_LOG_FILTER;
@@ -187,7 +192,10 @@ mod tests {
         let (i, e) = refused.expect("the filter grew without bound");
         assert!(f.len() <= max && f.len() > max - 40, "{} bytes", f.len());
         assert!(i > 20, "room for dozens of targets, refused at {i}");
-        assert!(e.contains(&format!("more than the {max}")) && e.contains("stays"), "{e}");
+        assert!(
+            e.contains(&format!("more than the {max}")) && e.contains("stays"),
+            "{e}"
+        );
         // Those already there still change, and a level for all starts it again.
         let again = next_filter(&f, "off", Some("module_number_0")).unwrap();
         assert_eq!(again.len(), f.len() - "debug".len() + "off".len());

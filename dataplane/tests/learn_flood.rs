@@ -219,7 +219,9 @@ fn flooded_in_virtual_time() -> Virtual {
             // 3. cross-in: learns first, then at most 8 batches.
             sw.take_learns(&links[other][me]);
             for _ in 0..8 {
-                let Some(mut batch) = links[other][me].receive() else { break };
+                let Some(mut batch) = links[other][me].receive() else {
+                    break;
+                };
                 sw.take_batch(&mut batch, now);
                 links[other][me].recycle(batch);
             }
@@ -241,12 +243,15 @@ fn flooded_in_virtual_time() -> Virtual {
             sw.flush_to(other, &links[me][other]);
         }
         let consumed = (0..4).all(|p| next[p] == input[p].len());
-        let settled = shards.iter().all(|s| s.is_idle() && s.outboxes_empty())
-            && links.iter().flatten().all(Link::is_empty);
+        let settled =
+            shards.iter().all(|s| s.is_idle() && s.outboxes_empty()) && links.iter().flatten().all(Link::is_empty);
         if consumed && settled {
             break;
         }
-        assert!(now < 10_000_000_000, "the virtual run did not settle in 10 s of virtual time");
+        assert!(
+            now < 10_000_000_000,
+            "the virtual run did not settle in 10 s of virtual time"
+        );
     }
     let snaps: Vec<_> = shards.iter().map(|s| s.snapshot(now)).collect();
     let per_port = |f: &dyn Fn(&controlplane::snapshot::PortReport) -> u64| {

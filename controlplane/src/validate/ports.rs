@@ -339,7 +339,9 @@ pub(super) fn resolve_ports(cx: &mut Ctx, file: &ConfigFile) -> Vec<PortDraft> {
 fn check_names_are_not_ids(cx: &mut Ctx, file: &ConfigFile, ids: &BTreeMap<u16, usize>) {
     for (i, p) in file.ports.iter().enumerate() {
         let Some(name) = &p.name else { continue };
-        let Ok(as_id) = name.trim().parse::<u16>() else { continue };
+        let Ok(as_id) = name.trim().parse::<u16>() else {
+            continue;
+        };
         if let Some(&j) = ids.get(&as_id).filter(|&&j| j != i) {
             cx.error(format!(
                 "port[{i}].name: {name:?} is the id of port[{j}] ({as_id}); a port's name may not be \

@@ -267,7 +267,10 @@ pub fn run(
         xoff: yint("xoff_1", "pkts_num_margin").unwrap_or(if nvidia { 4 } else { 2 }),
         xon: yint("xon_1", "pkts_num_margin").unwrap_or(if nvidia { 3 } else { 1 }),
         lossy: yint("lossy_queue_1", "pkts_num_margin").unwrap_or(if nvidia { 4 } else { 2 }),
-        hdrm: yint("hdrm_pool_size", "pkts_num_margin").unwrap_or(if nvidia { 3 } else { 2 }),
+        // The suite's HdrmPoolSizeTest reads `margin`; `pkts_num_margin` as the other sets.
+        hdrm: yint("hdrm_pool_size", "margin")
+            .or_else(|| yint("hdrm_pool_size", "pkts_num_margin"))
+            .unwrap_or(if nvidia { 3 } else { 2 }),
         // The PTF classes' defaults (2, 0, 8, 2); NVIDIA's generator sets 4 (Spectrum-1), 3, 9.
         wm_pg_shared: yint("wm_pg_shared_lossless", "pkts_num_margin").unwrap_or(if nvidia { 4 } else { 2 }),
         wm_pg_headroom: yint("wm_pg_headroom", "pkts_num_margin").unwrap_or(if nvidia { 3 } else { 0 }),
@@ -417,6 +420,41 @@ fn written_params(d: &Dut, plan: &Plan, asic: &str, speed_cable: String) -> Resu
                 common.insert(set.into(), v);
             }
         }
+    }
+    // HdrmPoolSizeTest's counts, as sonic-mgmt's `hdrm_pool_size` set holds them (in cells;
+    // `src_port_ids` and `dst_port_id` are the switch's port indices, config order).
+    // Only a pool the rules see running out: otherwise the test is skipped, and has no counts.
+    if let Some(f) = procedures::hdrm_fill(d, plan).ok().filter(|f| f.left < f.occ) {
+        let occ = f.occ;
+        let n = f.plans.len();
+        let dscps: Vec<u8> = f
+            .tuples
+            .iter()
+            .take_while(|t| t.0 == f.tuples[0].0)
+            .map(|t| t.1)
+            .collect();
+        let pgs: Vec<usize> = f
+            .tuples
+            .iter()
+            .take_while(|t| t.0 == f.tuples[0].0)
+            .map(|t| t.2)
+            .collect();
+        let mut srcs: Vec<usize> = f.plans.iter().map(|p| p.0).collect();
+        srcs.dedup();
+        // The PGs before the last take whole headroom. The suite has one count for them (the
+        // least, so that it never overfills one); each PG's is rocesw's own
+        // `pkts_num_hdrm_full_multi`, which `--params` reads first.
+        let full = f.plans[..n - 1].iter().map(|p| p.4).min().unwrap_or(0);
+        by_speed.insert(
+            "hdrm_pool_size".into(),
+            json!({"dscps": dscps, "ecn": 1, "pgs": pgs, "src_port_ids": srcs, "dst_port_id": plan.dst,
+                   "pgs_num": n, "pkts_num_trig_pfc": f.plans[0].3 * occ,
+                   "pkts_num_trig_pfc_multi": f.plans.iter().map(|p| p.3 * occ).collect::<Vec<_>>(),
+                   "pkts_num_hdrm_full": full * occ,
+                   "pkts_num_hdrm_full_multi": f.plans[..n - 1].iter().map(|p| p.4 * occ).collect::<Vec<_>>(),
+                   "pkts_num_hdrm_partial": f.plans[n - 1].4 * occ,
+                   "margin": plan.margins.hdrm, "packet_size": len, "cell_size": cell}),
+        );
     }
     let lossy_tc = usize::from(cfg.classify.dscp_to_tc[usize::from(plan.lossy_dscp)]);
     let (pg, q) = (

@@ -419,16 +419,46 @@ pub fn dscp_mapping(d: &mut Dut, plan: &Plan) -> Result<TestResult> {
     Ok(t)
 }
 
-/// HdrmPoolSizeTest (`testQosSaiHeadroomPoolSize`): PGs of several sources filled to XOFF, then
-/// their headroom until the shared headroom pool is used up: the next frame is an ingress
-/// drop; the pool's watermark follows.
-pub fn hdrm_pool_size(d: &mut Dut, plan: &Plan) -> Result<TestResult> {
-    let mut t = TestResult::new("HdrmPoolSizeTest[hdrm_pool_size]");
+/// One PG HdrmPoolSizeTest fills: (source, DSCP, PG, XOFF frame, headroom frames after it).
+pub type HdrmPg = (usize, u8, usize, u64, u64);
+
+/// HdrmPoolSizeTest's fill, by the platform's rules: which PGs, each one's XOFF frame and
+/// the headroom frames it then takes, until the shared headroom pool is out.
+#[derive(Debug, Clone)]
+pub struct HdrmFill {
+    /// The ingress pool (index among the ingress pools).
+    pub pool_index: u8,
+    /// Its name.
+    pub pool_name: String,
+    /// Its shared headroom pool, in cells.
+    pub shp: u64,
+    /// Cells per frame.
+    pub occ: u64,
+    /// The source ports (indices), in the order the suite takes them.
+    pub srcs: Vec<usize>,
+    /// Every (source, DSCP, PG) the suite may fill, sources first (its `sidx_dscp_pg_tuples`).
+    pub tuples: Vec<(usize, u8, usize)>,
+    /// The PGs filled: (source, DSCP, PG, XOFF frame, headroom frames after it).
+    pub plans: Vec<HdrmPg>,
+    /// Cells of shared headroom left after them (less than a frame when the pool runs out).
+    pub left: u64,
+}
+
+/// Why there is no [`HdrmFill`]: the test is an error, or skipped.
+pub enum NoHdrmFill {
+    /// The test cannot run on this config: why.
+    Error(String),
+    /// The test does not apply: why.
+    Skip(String),
+}
+
+/// [`HdrmFill`] of `plan` on the switch as configured.
+pub fn hdrm_fill(d: &Dut, plan: &Plan) -> Result<HdrmFill, NoHdrmFill> {
     let dst = plan.dst;
-    let cfg = d.config().clone();
+    let cfg = d.config();
     let cell = u64::from(cfg.buffer.cell_bytes);
     let len = plan.lossless_len;
-    let occ = params::occupancy(&cfg, len);
+    let occ = params::occupancy(cfg, len);
     let pgs: Vec<(u8, usize)> = plan
         .lossless_dscps
         .iter()
@@ -436,14 +466,16 @@ pub fn hdrm_pool_size(d: &mut Dut, plan: &Plan) -> Result<TestResult> {
         .filter(|&(dscp, _)| cfg.pfc.enabled[class(d, dscp).0])
         .collect();
     if pgs.is_empty() {
-        return Ok(t.error("no lossless DSCP"));
+        return Err(NoHdrmFill::Error("no lossless DSCP".into()));
     }
     let pool_index = cfg.ports[dst].pgs[pgs[0].1].pool;
     let Some(pool) = cfg.buffer.pools_of(PoolDir::Ingress).nth(usize::from(pool_index)) else {
-        return Ok(t.skip("the config has no BUFFER_POOL: no shared headroom pool to fill"));
+        return Err(NoHdrmFill::Skip(
+            "the config has no BUFFER_POOL: no shared headroom pool to fill".into(),
+        ));
     };
     if pool.headroom_bytes == 0 {
-        return Ok(t.skip(format!(
+        return Err(NoHdrmFill::Skip(format!(
             "{} has no shared headroom pool (BUFFER_POOL xoff): each PG has headroom of its own",
             pool.name
         )));
@@ -464,13 +496,12 @@ pub fn hdrm_pool_size(d: &mut Dut, plan: &Plan) -> Result<TestResult> {
         .collect();
     // Each PG's point by the rules, with the pool as the PGs before it leave it: its XOFF
     // frame, and the headroom it then has left, until the headroom pool is out.
-    let m = plan.margins.hdrm;
     let mut others = 0;
     let mut left = shp;
     let mut plans = Vec::new();
     for &(s, dscp, pg) in &tuples {
-        let p = params::lossless_with(&cfg, s, pg, len, others);
-        let (shared, in_headroom, _) = params::lossless_fill(&cfg, s, pg, len, others, p.trig_pfc);
+        let p = params::lossless_with(cfg, s, pg, len, others);
+        let (shared, in_headroom, _) = params::lossless_fill(cfg, s, pg, len, others, p.trig_pfc);
         let h = cfg.ports[s].headroom_bytes[pg].div_ceil(cell);
         left = left.saturating_sub(in_headroom);
         let fill = (h - in_headroom).min(left) / occ;
@@ -481,21 +512,116 @@ pub fn hdrm_pool_size(d: &mut Dut, plan: &Plan) -> Result<TestResult> {
             break;
         }
     }
-    if left >= occ {
-        return Ok(t.skip(format!(
-            "the shared headroom pool ({shp} cells) holds the headroom of all {} PGs the switch's other {} ports have ({} cells): it cannot run out",
-            tuples.len(),
-            srcs.len(),
-            shp - left
-        )));
+    Ok(HdrmFill {
+        pool_index,
+        pool_name: pool.name.clone(),
+        shp,
+        occ,
+        srcs,
+        tuples,
+        plans,
+        left,
+    })
+}
+
+/// HdrmPoolSizeTest's PGs as `--params`' `hdrm_pool_size` set holds them, as the suite reads
+/// it: `pgs_num` PGs of the (source, DSCP) tuples in order, each sent its XOFF count
+/// (`pkts_num_trig_pfc_multi[i]`, else `pkts_num_trig_pfc`), then `pkts_num_hdrm_full` headroom
+/// frames (`pkts_num_hdrm_full_multi[i]`, rocesw's own, where given: ports with profiles of
+/// different cable lengths have headroom of different sizes, which the suite's one count
+/// cannot say), the last PG `pkts_num_hdrm_partial`, counts in cells of `cell_size`. `None` when the
+/// set lacks them (as NVIDIA's file does: its generator fills them in on the testbed); then
+/// the rules' counts stand.
+fn hdrm_from_params(plan: &Plan, fill: &HdrmFill) -> Option<Result<Vec<HdrmPg>, String>> {
+    const SET: &str = "hdrm_pool_size";
+    let y = plan.yaml.as_ref()?;
+    let (num, full, partial) = (
+        y.int(SET, "pgs_num")?,
+        y.int(SET, "pkts_num_hdrm_full")?,
+        y.int(SET, "pkts_num_hdrm_partial")?,
+    );
+    let len = plan.lossless_len;
+    let multi = y.ints(SET, "pkts_num_trig_pfc_multi");
+    // rocesw's own, beside the suite's one count: each PG's headroom where ports differ.
+    let full_multi = y.ints(SET, "pkts_num_hdrm_full_multi");
+    let single = y.int(SET, "pkts_num_trig_pfc").filter(|&t| t > 0);
+    let num = match usize::try_from(num) {
+        Ok(n) if n >= 1 && n <= fill.tuples.len() => n,
+        _ => {
+            return Some(Err(format!(
+                "{}.{SET}.pgs_num = {num}: the switch has {} PGs to fill ({} sources × the lossless DSCPs)",
+                y.path,
+                fill.tuples.len(),
+                fill.srcs.len()
+            )))
+        }
+    };
+    let mut out = Vec::with_capacity(num);
+    for (i, &(s, dscp, pg)) in fill.tuples.iter().take(num).enumerate() {
+        let trig = match multi.as_ref().and_then(|m| m.get(i)).copied().or(single) {
+            Some(t) => y.cells_as_frames(SET, t, len),
+            None => fill.plans.get(i).map_or(0, |p| p.3),
+        };
+        let h = match full_multi.as_ref().and_then(|m| m.get(i)).copied() {
+            Some(h) if i + 1 < num => h,
+            _ if i + 1 < num => full,
+            _ => partial,
+        };
+        out.push((s, dscp, pg, trig, y.cells_as_frames(SET, h, len)));
     }
-    t.explain.push(format!(
-        "{} ({shp} cells of shared headroom) runs out after {} PGs: XOFF at frames {:?}, then headroom frames {:?}, of {occ} cell(s)",
-        pool.name,
-        plans.len(),
-        plans.iter().map(|p| p.3).collect::<Vec<_>>(),
-        plans.iter().map(|p| p.4).collect::<Vec<_>>()
-    ));
+    Some(Ok(out))
+}
+
+/// HdrmPoolSizeTest (`testQosSaiHeadroomPoolSize`): PGs of several sources filled to XOFF, then
+/// their headroom until the shared headroom pool is used up: the next frame is an ingress
+/// drop; the pool's watermark follows. The counts are the rules', or `--params`' own
+/// (`hdrm_pool_size`: a pool cut since they were written runs out before they are sent).
+pub fn hdrm_pool_size(d: &mut Dut, plan: &Plan) -> Result<TestResult> {
+    let mut t = TestResult::new("HdrmPoolSizeTest[hdrm_pool_size]");
+    let dst = plan.dst;
+    let len = plan.lossless_len;
+    let fill = match hdrm_fill(d, plan) {
+        Ok(f) => f,
+        Err(NoHdrmFill::Error(e)) => return Ok(t.error(e)),
+        Err(NoHdrmFill::Skip(e)) => return Ok(t.skip(e)),
+    };
+    let (pool_index, shp, occ, srcs) = (fill.pool_index, fill.shp, fill.occ, fill.srcs.clone());
+    let m = plan.margins.hdrm;
+    let (plans, expected) = match hdrm_from_params(plan, &fill) {
+        Some(Err(e)) => return Ok(t.error(e)),
+        Some(Ok(plans)) => {
+            let headroom: u64 = plans.iter().map(|p| p.4 * occ).sum();
+            t.explain.push(format!(
+                "{}.hdrm_pool_size: {} PGs: XOFF at frames {:?}, then headroom frames {:?}, of {occ} cell(s) \
+                 (at least {headroom} cells of {}'s {shp} cells of shared headroom)",
+                plan.yaml.as_ref().map_or("", |y| y.path.as_str()),
+                plans.len(),
+                plans.iter().map(|p| p.3).collect::<Vec<_>>(),
+                plans.iter().map(|p| p.4).collect::<Vec<_>>(),
+                fill.pool_name
+            ));
+            (plans, headroom)
+        }
+        None => {
+            let left = fill.left;
+            if left >= occ {
+                return Ok(t.skip(format!(
+                    "the shared headroom pool ({shp} cells) holds the headroom of all {} PGs the switch's other {} ports have ({} cells): it cannot run out",
+                    fill.tuples.len(),
+                    srcs.len(),
+                    shp - left
+                )));
+            }
+            t.explain.push(format!(
+                "{} ({shp} cells of shared headroom) runs out after {} PGs: XOFF at frames {:?}, then headroom frames {:?}, of {occ} cell(s)",
+                fill.pool_name,
+                fill.plans.len(),
+                fill.plans.iter().map(|p| p.3).collect::<Vec<_>>(),
+                fill.plans.iter().map(|p| p.4).collect::<Vec<_>>()
+            ));
+            (fill.plans.clone(), shp - left)
+        }
+    };
     d.set_tx(dst, false)?;
     d.clear_watermarks();
     let base = d.snapshot();
@@ -567,7 +693,6 @@ pub fn hdrm_pool_size(d: &mut Dut, plan: &Plan) -> Result<TestResult> {
         egress_drops(plan, &s, dst, &srcs),
     );
     let (_, hdrm) = d.switch().pool.pool(PoolDir::Ingress, usize::from(pool_index));
-    let expected: u64 = shp - left;
     let wm = u64::from(hdrm[2]);
     t.check(
         wm + m * occ >= expected && wm <= shp,

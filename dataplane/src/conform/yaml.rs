@@ -74,6 +74,15 @@ impl Params {
         v.as_i64().or_else(|| v.as_str().and_then(|s| s.trim().parse().ok()))
     }
 
+    /// An integer list field of set `name` (`pkts_num_trig_pfc_multi: [..]`).
+    pub fn ints(&self, name: &str, field: &str) -> Option<Vec<i64>> {
+        let items = self.set(name)?.get(field)?.as_array()?;
+        items
+            .iter()
+            .map(|v| v.as_i64().or_else(|| v.as_str().and_then(|s| s.trim().parse().ok())))
+            .collect()
+    }
+
     /// A count of set `name` (in cells of its `cell_size`, as the suite keeps them) as frames
     /// of `len` bytes, divided as the suite divides it; without `cell_size`, frames already.
     pub fn frames(&self, name: &str, field: &str, len: usize) -> Option<u64> {

@@ -159,7 +159,9 @@ pub fn daemon(
     on_drift: ctl::daemon::DriftAction,
 ) -> Result<(), String> {
     let _ = tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn,ctl=info".into()))
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn,ctl=info".into()),
+        )
         .with_writer(std::io::stderr)
         .try_init();
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));

@@ -300,7 +300,10 @@ mod tests {
         let now = t0 + Duration::from_millis(250);
         assert_eq!(g.blocked(root, now), None, "root pays for nobody's closing sockets");
         assert!(!g.peers.contains_key(&root));
-        assert!(g.blocked(ip("127.0.0.1"), now).is_some(), "the unknown peer escaped the back-off");
+        assert!(
+            g.blocked(ip("127.0.0.1"), now).is_some(),
+            "the unknown peer escaped the back-off"
+        );
     }
 
     /// Issue 41 item 4: keyed by address, one guesser on the host kept every loopback client

@@ -190,11 +190,7 @@ impl Server {
         }
         match rx.recv_timeout(REPLY_TIMEOUT) {
             Ok(v) => Ok(v),
-            Err(RecvTimeoutError::Timeout) => Err(format!(
-                "{} {} s",
-                protocol::NOT_ANSWERED,
-                REPLY_TIMEOUT.as_secs()
-            )),
+            Err(RecvTimeoutError::Timeout) => Err(format!("{} {} s", protocol::NOT_ANSWERED, REPLY_TIMEOUT.as_secs())),
             Err(RecvTimeoutError::Disconnected) => Err("the switch is stopping".into()),
         }
     }
