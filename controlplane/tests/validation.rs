@@ -731,7 +731,7 @@ fn ucloud_check_uses_each_ports_profiles() {
     assert_eq!(w.len(), 1, "{w:?}");
     has(&w, &["queue.3 on port 0:", "shared 8192 + min 0 + headroom"]);
 
-    // Three ports, one of them holding more: the senders are listed one by one.
+    // Three ports, one of them holding more: the senders are counted by their figures.
     let three = limited(BASE.replacen(
         "[[port]]\nid = 1\n",
         "[[port]]\nid = 1\npg.3 = { static = \"2MiB\" }\n[[port]]\nid = 2\n",
@@ -742,9 +742,23 @@ fn ucloud_check_uses_each_ports_profiles() {
         &w,
         &[
             "queue.3 on port 0:",
-            "shared + min + headroom cells of port 1: 8192 + 0 + ",
+            "1 ingress port × (shared 8192 + min 0 + headroom ",
         ],
     );
+
+    // 200 ports, one of them holding more: the senders by kind, the egress ports at most eight
+    // by id, so a warning stays one line and there are as many as kinds of egress port (the
+    // big sender's own queue sees one sender fewer of its kind), not one a port.
+    let many: String = (2..200).map(|i| format!("[[port]]\nid = {i}\n")).collect();
+    let wide = limited(BASE.replacen(
+        "[[port]]\nid = 1\n",
+        &format!("[[port]]\nid = 1\npg.3 = {{ static = \"2MiB\" }}\n{many}"),
+        1,
+    ));
+    let w = lossless(&ok(&wide));
+    assert!(w.len() <= 2, "{} warnings: {w:?}", w.len());
+    assert!(w.iter().all(|w| w.len() < 1200), "{w:?}");
+    has(&w, &["queue.3 on ports 0, 2, 3, 4, 5, 6, 7, 8, and 191 more:", "198 ingress ports ×"]);
 }
 
 #[test]

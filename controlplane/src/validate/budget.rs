@@ -246,25 +246,32 @@ pub(super) fn check_budget(cx: &mut Ctx, c: &Config, size_text: Option<&Scalar>)
                 if hold <= limit[0].saturating_add(limit[1]) {
                     continue;
                 }
-                let words = if senders.windows(2).all(|w| w[0].1 == w[1].1) {
-                    let [s, m, h] = senders[0].1;
-                    let n = senders.len();
-                    let ports = if n == 1 { "port" } else { "ports" };
-                    format!("{n} ingress {ports} × (shared {s} + min {m} + headroom {h} cells)")
-                } else {
-                    let each: Vec<String> = (senders.iter())
-                        .map(|(id, [s, m, h])| format!("port {id}: {s} + {m} + {h}"))
-                        .collect();
-                    format!("shared + min + headroom cells of {}", each.join(", "))
-                };
+                // Senders with the same figures are counted, not listed: the words stay one line
+                // at 512 ports, and egress ports that see the same senders share a warning.
+                let mut kinds: BTreeMap<[u64; 3], usize> = BTreeMap::new();
+                for (_, h) in &senders {
+                    *kinds.entry(*h).or_default() += 1;
+                }
+                let words: Vec<String> = (kinds.iter().rev())
+                    .map(|([s, m, h], n)| {
+                        let ports = if *n == 1 { "port" } else { "ports" };
+                        format!("{n} ingress {ports} × (shared {s} + min {m} + headroom {h} cells)")
+                    })
+                    .collect();
+                let words = words.join(" + ");
                 over.entry((words, hold, limit)).or_default().push(egress.id);
             }
             for ((words, hold, [q_shared, q_min]), ids) in over {
                 let on = if ids.len() == nports as usize {
                     String::new()
                 } else {
-                    let ids: Vec<String> = ids.iter().map(u16::to_string).collect();
-                    format!(" on port {}", ids.join(", "))
+                    // At most eight ids, then how many more: one line whatever the port count.
+                    let mut shown: Vec<String> = ids.iter().take(8).map(u16::to_string).collect();
+                    if ids.len() > 8 {
+                        shown.push(format!("and {} more", ids.len() - 8));
+                    }
+                    let ports = if ids.len() == 1 { "port" } else { "ports" };
+                    format!(" on {ports} {}", shown.join(", "))
                 };
                 cx.warn(format!(
                     "queue.{q}{on}: lossless PG {g} can hold {words} = {hold} cells, more than \
