@@ -758,7 +758,13 @@ fn ucloud_check_uses_each_ports_profiles() {
     let w = lossless(&ok(&wide));
     assert!(w.len() <= 2, "{} warnings: {w:?}", w.len());
     assert!(w.iter().all(|w| w.len() < 1200), "{w:?}");
-    has(&w, &["queue.3 on ports 0, 2, 3, 4, 5, 6, 7, 8, and 191 more:", "198 ingress ports ×"]);
+    has(
+        &w,
+        &[
+            "queue.3 on ports 0, 2, 3, 4, 5, 6, 7, 8, and 191 more:",
+            "198 ingress ports ×",
+        ],
+    );
 }
 
 #[test]
