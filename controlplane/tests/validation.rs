@@ -741,7 +741,7 @@ fn ucloud_check_uses_each_ports_profiles() {
     has(
         &w,
         &[
-            "queue.3 on port 0:",
+            "queue.3 on ports 0, 2:",
             "1 ingress port × (shared 8192 + min 0 + headroom ",
         ],
     );

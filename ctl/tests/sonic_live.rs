@@ -236,12 +236,14 @@ fn a_sonic_switch_is_shown_and_measured_by_port_names() {
         .find(|l| l.starts_with("Ethernet0 ") && l.contains("  3  headroom (xoff) "))
         .unwrap_or_else(|| panic!("no Ethernet0 PG3 xoff row:\n{buffer}"));
     assert!(
-        xoff.ends_with("  BUFFER_PROFILE|pg_lossless_100000_5m_profile|xoff"),
+        xoff.ends_with(
+            "  BUFFER_PROFILE|pg_lossless_100000_5m_profile|xoff × 2: on spectrum1 a PG takes two xoffs of the shared headroom pool"
+        ),
         "{xoff}"
     );
     assert!(
-        xoff.split_whitespace().nth(4) == Some("23KiB"),
-        "the 5 m profile's 23552 B: {xoff}"
+        xoff.split_whitespace().nth(4) == Some("46KiB"),
+        "two of the 5 m profile's 23552 B xoff (Spectrum's shared headroom pool): {xoff}"
     );
     let j: serde_json::Value = serde_json::from_str(&show(&socket, &["buffer", "Ethernet0", "--json"])).unwrap();
     assert_eq!(

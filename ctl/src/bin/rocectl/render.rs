@@ -1712,7 +1712,7 @@ mod tests {
         // Ethernet24's PG3 headroom left to the formula.
         let (cfg, text) = sonic(|t| {
             t.replacen(
-                "headroom = \"78848B\"                # BUFFER_PROFILE|pg_lossless_100000_300m_profile|xoff",
+                "headroom = \"157696B\"               # BUFFER_PROFILE|pg_lossless_100000_300m_profile|xoff × 2: on spectrum1 a PG takes two xoffs of the shared headroom pool",
                 "headroom = \"auto\"",
                 1,
             )
@@ -1785,15 +1785,15 @@ mod tests {
         assert_eq!(
             pg_row(&t, "Ethernet0", 3, "headroom (xoff)"),
             (
-                "23KiB".into(),
-                "BUFFER_PROFILE|pg_lossless_100000_5m_profile|xoff".into()
+                "46KiB".into(),
+                "BUFFER_PROFILE|pg_lossless_100000_5m_profile|xoff × 2: on spectrum1 a PG takes two xoffs of the shared headroom pool".into()
             )
         );
         assert_eq!(
             pg_row(&t, "Ethernet8", 3, "headroom (xoff)"),
             (
-                "29KiB".into(),
-                "BUFFER_PROFILE|pg_lossless_100000_40m_profile|xoff".into()
+                "58KiB".into(),
+                "BUFFER_PROFILE|pg_lossless_100000_40m_profile|xoff × 2: on spectrum1 a PG takes two xoffs of the shared headroom pool".into()
             )
         );
         assert_eq!(
@@ -1822,7 +1822,7 @@ mod tests {
         // PG 4 of the same port keeps its profile's headroom.
         assert!(pg_row(&t, "Ethernet24", 4, "headroom (xoff)")
             .1
-            .ends_with("300m_profile|xoff"));
+            .ends_with("300m_profile|xoff × 2: on spectrum1 a PG takes two xoffs of the shared headroom pool"));
         // Lossy PGs with nothing but a pool are left out, and said so.
         assert!(!t.lines().any(|l| l.starts_with("Ethernet0    1 ")), "{t}");
         assert!(
@@ -1833,10 +1833,10 @@ mod tests {
         // --json: the same values and origins, with the keys that give them.
         let j = serde_json::to_value(&view).unwrap();
         let pg3 = &j["ports"][0]["pgs"][3];
-        assert_eq!(pg3["headroom_bytes"]["value"], 23552);
+        assert_eq!(pg3["headroom_bytes"]["value"], 47104);
         assert_eq!(
             pg3["headroom_bytes"]["origin"],
-            "BUFFER_PROFILE|pg_lossless_100000_5m_profile|xoff"
+            "BUFFER_PROFILE|pg_lossless_100000_5m_profile|xoff × 2: on spectrum1 a PG takes two xoffs of the shared headroom pool"
         );
         assert_eq!(pg3["headroom_bytes"]["key"], "port[0].pg.3.headroom");
         assert_eq!(pg3["limit"]["value"]["dynamic"]["dynamic_th"], 0);
@@ -1848,7 +1848,7 @@ mod tests {
 
         // --cells: the config's sizes in cells, rounded up as the switch charges them.
         let c = render_buffer(&view, Levels::Cells);
-        assert_eq!(pg_row(&c, "Ethernet0", 3, "headroom (xoff)").0, "246");
+        assert_eq!(pg_row(&c, "Ethernet0", 3, "headroom (xoff)").0, "491");
     }
 
     /// A hand-written config's comments are notes, not origins: each value's origin is its
