@@ -178,7 +178,8 @@ impl PacketPool {
     }
 
     /// Copies `frame` into a free slot. None when the pool is empty or the frame does not fit.
-    #[inline]
+    /// Always inlined: the receive path's one allocation a frame.
+    #[inline(always)]
     pub fn alloc_copy(&mut self, frame: &[u8]) -> Option<u32> {
         if frame.len() > self.head_size {
             return self.alloc_long(frame.as_ptr(), frame.len());
@@ -190,29 +191,28 @@ impl PacketPool {
     }
 
     /// A frame longer than a head: a slot and a buffer of its size class, `len` bytes copied
-    /// from `src` into it.
-    #[inline(never)]
+    /// from `src` into it. Inlined, as the short path is: the class comes from a lookup table
+    /// and its buffer off its free list, without a bounds check; only growing is out of line.
+    #[inline(always)]
     fn alloc_long(&mut self, src: *const u8, len: usize) -> Option<u32> {
         if len > self.max_frame {
             return None;
         }
         let slot = self.free.pop()?;
-        let c = usize::from(self.class_of[len.div_ceil(64)]);
-        let class = &mut self.classes[c];
-        let buf = match class.free.pop() {
-            Some(b) => b,
-            None => match class.grow() {
-                Some(b) => b,
-                None => {
-                    self.free.push(slot);
-                    return None;
-                }
-            },
+        // SAFETY: `len <= max_frame`, and `class_of` has `max_frame / 64 + 1` entries (with
+        // `max_frame` a multiple of 64), so `len.div_ceil(64)` is within it.
+        let c = unsafe { *self.class_of.get_unchecked(len.div_ceil(64)) };
+        // SAFETY: every entry of `class_of` is an index into `classes` (built together).
+        let class = unsafe { self.classes.get_unchecked_mut(usize::from(c)) };
+        let Some(buf) = class.free.pop().or_else(|| class.grow()) else {
+            self.free.push(slot);
+            return None;
         };
         // SAFETY: `src` holds `len` bytes (the caller's frame, or another slot's, never this
         // free buffer); `buf` holds the class's size, at least `len`.
         unsafe { std::ptr::copy_nonoverlapping(src, buf.as_ptr(), len) };
-        self.elsewhere[slot as usize] = Some(Foreign::pool_own(buf, c));
+        // SAFETY: a slot off the free list is below `slots`, the length of `elsewhere`.
+        *unsafe { self.elsewhere.get_unchecked_mut(slot as usize) } = Some(Foreign::pool_own(buf, usize::from(c)));
         self.elsewhere_held += 1;
         Some(slot)
     }
@@ -290,13 +290,14 @@ impl PacketPool {
 
     /// Gives back what slot `slot` held elsewhere (its record already cleared): a class's
     /// buffer to its free list; a backend's buffer is the caller's.
-    #[inline]
+    #[inline(always)]
     fn forget(&mut self, slot: u32, f: Foreign) -> bool {
         self.elsewhere[slot as usize] = None;
         self.elsewhere_held -= 1;
         match f.own_class() {
             Some(c) => {
-                self.classes[c].free.push(f.data());
+                // SAFETY: a pool-own record's class was an index into `classes` when made.
+                unsafe { self.classes.get_unchecked_mut(c) }.free.push(f.data());
                 true
             }
             None => {
@@ -334,8 +335,9 @@ impl PacketPool {
 
     /// Frees a slot whose frame (of `len` bytes) is leaving: its bytes, valid until the next
     /// allocation, or the backend's buffer it held, handed over (one look at the slot for
-    /// both: the transmit path).
-    #[inline]
+    /// both: the transmit path). Always inlined: once a frame, and out of line it cost a call
+    /// and a return of `Taken` through memory on every transmit.
+    #[inline(always)]
     pub fn take(&mut self, slot: u32, len: usize) -> Taken<'_> {
         debug_assert!(self.free.len() < self.capacity(), "double free of slot {slot}");
         // Never reallocates: capacity was reserved for every slot at construction.
