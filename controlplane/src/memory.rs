@@ -98,6 +98,32 @@ pub struct Footprint {
     pub large_most_bytes: u64,
 }
 
+/// The most frames of each size class (smallest first) the buffer can hold at once: a class
+/// holds frames longer than the class below it, so at least that many bytes' cells each (plus
+/// a burst per queue per port, at most the slots). `rocesw run` grows each class to this at
+/// start-up, so that no frame allocates on the packet path.
+pub fn class_frames(cfg: &Config) -> Vec<u64> {
+    let cell = u64::from(cfg.buffer.cell_bytes.max(1));
+    let cells = cfg.buffer.total_bytes / cell;
+    let burst = BURST_FRAMES * NUM_TC as u64 * cfg.ports.len() as u64;
+    let slots = cells.saturating_add(burst);
+    let max_frame = cfg
+        .ports
+        .iter()
+        .map(|p| u64::from(p.max_frame_bytes))
+        .max()
+        .unwrap_or(1518);
+    let head = head_bytes(cfg.buffer.cell_bytes);
+    let mut below = head;
+    (size_classes(head, max_frame).into_iter())
+        .map(|size| {
+            let frames = (cells / (below + 1).div_ceil(cell)).saturating_add(burst).min(slots);
+            below = size;
+            frames
+        })
+        .collect()
+}
+
 /// What a config makes one shard allocate at start-up, part by part.
 pub fn footprint(cfg: &Config) -> Footprint {
     let cell = u64::from(cfg.buffer.cell_bytes.max(1));
@@ -117,14 +143,13 @@ pub fn footprint(cfg: &Config) -> Footprint {
     let desc_bytes = slots.saturating_mul(DESC_BYTES + LINK_BYTES + EDF_LINK_BYTES + FLOOD_BYTES);
     // A class holds frames longer than the class below it, so at least that many bytes'
     // cells each: the buffer holds at most cells / that many of them (plus the bursts).
-    let mut below = head;
-    let mut large_most_bytes = 0u64;
-    for size in size_classes(head, max_frame) {
-        let frames = (cells / (below + 1).div_ceil(cell)).saturating_add(burst).min(slots);
-        let chunk = CHUNK_BYTES.max(size) / size * size;
-        large_most_bytes = large_most_bytes.saturating_add((frames * size).next_multiple_of(chunk));
-        below = size;
-    }
+    let large_most_bytes = (size_classes(head, max_frame).into_iter())
+        .zip(class_frames(cfg))
+        .map(|(size, frames)| {
+            let chunk = CHUNK_BYTES.max(size) / size * size;
+            (frames * size).next_multiple_of(chunk)
+        })
+        .fold(0u64, u64::saturating_add);
     Footprint {
         slots,
         slot_bytes,
@@ -167,16 +192,17 @@ pub fn statement(cfg: &Config) -> String {
     let each = if shards > 1 {
         format!(
             " ({} MiB for each of its {shards} workers' shards)",
-            f.total_bytes >> 20
+            f.total_bytes.saturating_add(f.large_most_bytes) >> 20
         )
     } else {
         String::new()
     };
     format!(
         "needs {} MiB at start-up{each}: {} packet slots with {} B heads ({} MiB, the buffer's \
-         {} MiB in {} B cells) and their descriptors ({} MiB); frames longer than a head take \
-         buffers of their size as the traffic needs them, at most {} MiB more",
-        f.total_bytes.saturating_mul(shards) >> 20,
+         {} MiB in {} B cells) and their descriptors ({} MiB), and buffers of each size class \
+         for the frames longer than a head, as many as the buffer can hold ({} MiB; replay and \
+         the simulations grow them as the traffic needs them)",
+        f.total_bytes.saturating_add(f.large_most_bytes).saturating_mul(shards) >> 20,
         f.slots,
         f.head_bytes,
         f.packet_bytes >> 20,
@@ -190,7 +216,11 @@ pub fn statement(cfg: &Config) -> String {
 /// Why the machine cannot start a config in real time, with the figures, given the bytes it
 /// has available (`machine_available`); None when it can.
 pub fn machine_refusal(cfg: &Config, available: u64) -> Option<String> {
-    let need = footprint(cfg).total_bytes.saturating_mul(shards(cfg));
+    let f = footprint(cfg);
+    let need = f
+        .total_bytes
+        .saturating_add(f.large_most_bytes)
+        .saturating_mul(shards(cfg));
     (need > available).then(|| {
         format!(
             "the config {}, above the {} MiB this machine has available; use a smaller \

@@ -660,10 +660,13 @@ impl Switch {
     pub fn free_buffers(&self) -> usize {
         self.packets.available()
     }
-    /// Faults the packet slots' heads in now (`rocesw run`: no page fault on the packet path);
-    /// replay and the simulations leave them to fill as frames arrive.
+    /// Faults the packet slots' heads in and grows every size class to the most frames of its
+    /// size the buffer can hold (`rocesw run`: no page fault and no allocation on the packet
+    /// path); replay and the simulations leave both to grow as frames arrive.
     pub fn prefault(&mut self) {
         self.packets.prefault();
+        let frames = controlplane::memory::class_frames(&self.cfg);
+        self.packets.reserve_classes(&frames);
     }
 
     /// Bytes the packet pool's size classes hold for frames longer than a head.

@@ -135,7 +135,13 @@ fn a_short_xoff_shows_up_as_lost_lossless_frames() {
     let o = replay(&cfg, &dir.path().join("shipped"), &inputs, 1, false);
     assert_eq!(o.snapshot.totals.drops.total(), 0, "{:?}", o.snapshot.totals.drops);
     let short = nudged(&json, "\"xoff\": \"23552\"", "\"xoff\": \"11776\"");
-    let o = replay(&switch_config(&short, |t| t), &dir.path().join("short"), &inputs, 1, false);
+    let o = replay(
+        &switch_config(&short, |t| t),
+        &dir.path().join("short"),
+        &inputs,
+        1,
+        false,
+    );
     assert!(
         lost(&o, "Ethernet0") > 0 && lost(&o, "Ethernet4") > 0,
         "{:?}",

@@ -147,6 +147,23 @@ impl PacketPool {
         self.heads.fill(0);
     }
 
+    /// Grows each size class (smallest first) to hold `frames[c]` frames now, off the packet
+    /// path (`rocesw run`: [`controlplane::memory::class_frames`], as many as the buffer can
+    /// hold), so that no frame allocates later.
+    pub fn reserve_classes(&mut self, frames: &[u64]) {
+        for (class, &want) in self.classes.iter_mut().zip(frames) {
+            let want = usize::try_from(want).unwrap_or(usize::MAX).min(self.slots);
+            while class.free.len() < want {
+                let Some(first) = class.grow() else { break };
+                class.free.push(first);
+            }
+            // Lowest buffers on top, as growth on demand hands them out.
+            class
+                .free
+                .sort_unstable_by_key(|p| std::cmp::Reverse(p.as_ptr() as usize));
+        }
+    }
+
     /// The longest frame a slot takes (a multiple of 64).
     pub fn slot_size(&self) -> usize {
         self.max_frame
