@@ -746,10 +746,10 @@ fn ucloud_check_uses_each_ports_profiles() {
         ],
     );
 
-    // 200 ports, one of them holding more: the senders by kind, the egress ports at most eight
+    // 60 ports, one of them holding more: the senders by kind, the egress ports at most eight
     // by id, so a warning stays one line and there are as many as kinds of egress port (the
     // big sender's own queue sees one sender fewer of its kind), not one a port.
-    let many: String = (2..200).map(|i| format!("[[port]]\nid = {i}\n")).collect();
+    let many: String = (2..60).map(|i| format!("[[port]]\nid = {i}\n")).collect();
     let wide = limited(BASE.replacen(
         "[[port]]\nid = 1\n",
         &format!("[[port]]\nid = 1\npg.3 = {{ static = \"2MiB\" }}\n{many}"),
@@ -761,8 +761,8 @@ fn ucloud_check_uses_each_ports_profiles() {
     has(
         &w,
         &[
-            "queue.3 on ports 0, 2, 3, 4, 5, 6, 7, 8, and 191 more:",
-            "198 ingress ports ×",
+            "queue.3 on ports 0, 2, 3, 4, 5, 6, 7, 8, and 51 more:",
+            "58 ingress ports ×",
         ],
     );
 }
@@ -915,7 +915,7 @@ fn a_buffer_the_switch_cannot_allocate_is_refused() {
     );
     let why = controlplane::memory::machine_refusal(&l.config, 512 << 20).expect("512 MiB is too little");
     assert!(
-        why.contains("needs 1104 MiB at start-up: 8389120 packet slots with 64 B heads")
+        why.contains("needs 8113 MiB at start-up: 8389120 packet slots with 64 B heads")
             && why.contains("above the 512 MiB this machine has available"),
         "{why}"
     );

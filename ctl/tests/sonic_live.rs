@@ -248,7 +248,7 @@ fn a_sonic_switch_is_shown_and_measured_by_port_names() {
     let j: serde_json::Value = serde_json::from_str(&show(&socket, &["buffer", "Ethernet0", "--json"])).unwrap();
     assert_eq!(
         j["ports"][0]["pgs"][3]["headroom_bytes"]["origin"],
-        "BUFFER_PROFILE|pg_lossless_100000_5m_profile|xoff"
+        "BUFFER_PROFILE|pg_lossless_100000_5m_profile|xoff × 2: on spectrum1 a PG takes two xoffs of the shared headroom pool"
     );
     assert_eq!(j["ports"].as_array().unwrap().len(), 1, "{j}");
 
