@@ -18,6 +18,7 @@ pub mod io;
 pub mod logging;
 pub mod mmu;
 pub mod nic;
+pub mod parts;
 pub mod pfc;
 pub mod replay;
 pub mod report;

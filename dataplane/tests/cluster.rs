@@ -16,21 +16,14 @@
 //!
 //! `cargo test -p rocesw-dataplane --test cluster -- --nocapture` shows the steps.
 
-use std::path::{Path, PathBuf};
+mod common;
+
+use std::path::Path;
 use std::process::Command;
-
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
-}
-
-fn ci() -> bool {
-    std::env::var_os("CI").is_some_and(|v| !v.is_empty() && v != "false")
-}
 
 /// Skips (or under CI fails) with a reason.
 fn skip(why: &str) {
-    assert!(!ci(), "under CI this test must run: {why}");
-    eprintln!("skipped: {why}");
+    common::skip_unless_ci_requires("the cluster tests", Some(why));
 }
 
 fn have(bin: &str) -> bool {
@@ -54,7 +47,7 @@ fn a_slurm_array_merges_to_the_unsharded_outputs() {
         }
     }
     let started = std::time::Instant::now();
-    let st = Command::new(repo().join("deploy/slurm/test-slurm.sh"))
+    let st = Command::new(common::repo_root().join("deploy/slurm/test-slurm.sh"))
         .arg(env!("CARGO_BIN_EXE_rocesw"))
         .env_remove("SLURM_CONF")
         .status()
@@ -113,7 +106,7 @@ fn run_script(script: &str, parts: &Path, index: Option<usize>) -> std::process:
     c.args(["-c", script])
         .current_dir(parts)
         .env("PATH", path)
-        .env("ROCESW_SHARE", repo())
+        .env("ROCESW_SHARE", common::repo_root())
         .env("PARTS", parts);
     if let Some(i) = index {
         c.env("JOB_COMPLETION_INDEX", i.to_string());
@@ -123,7 +116,7 @@ fn run_script(script: &str, parts: &Path, index: Option<usize>) -> std::process:
 
 #[test]
 fn the_kubernetes_jobs_validate_and_their_commands_merge_to_the_unsharded_outputs() {
-    let k8s = repo().join("deploy/k8s");
+    let k8s = common::repo_root().join("deploy/k8s");
     if !Command::new("python3")
         .args(["-c", "import yaml, jsonschema, referencing"])
         .status()
@@ -157,7 +150,11 @@ fn the_kubernetes_jobs_validate_and_their_commands_merge_to_the_unsharded_output
     let parts = dir.path().join("volume");
     std::fs::create_dir_all(parts.join("fleet")).unwrap();
     for f in ["spectrum1-t1.json", "tomahawk2-t1.json"] {
-        std::fs::copy(repo().join("configs/sonic").join(f), parts.join("fleet").join(f)).unwrap();
+        std::fs::copy(
+            common::repo_root().join("configs/sonic").join(f),
+            parts.join("fleet").join(f),
+        )
+        .unwrap();
     }
     // The tune Job, once per round, every index; then its merge.
     let tune = container_script(&k8s.join("tune-shards.yaml"));
@@ -219,9 +216,9 @@ fn the_kubernetes_jobs_validate_and_their_commands_merge_to_the_unsharded_output
     let bin = env!("CARGO_BIN_EXE_rocesw");
     let o = Command::new(bin)
         .args(["tune", "--topology"])
-        .arg(repo().join("examples/tune/topology.toml"))
+        .arg(common::repo_root().join("examples/tune/topology.toml"))
         .arg("--default-config")
-        .arg(repo().join("configs/default.toml"))
+        .arg(common::repo_root().join("configs/default.toml"))
         .args(["--quick", "--threads", "1", "--quiet", "--output-dir"])
         .arg(parts.join("tune-out"))
         .output()

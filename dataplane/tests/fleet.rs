@@ -3,29 +3,7 @@
 //! for byte (fleet.json, fleet.txt, --junit); a config that cannot run fails its switch only;
 //! a merge names the missing shards, and rerunning them completes the set.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
-}
-
-fn rocesw(cwd: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_rocesw"))
-        .current_dir(cwd)
-        .args(args)
-        .output()
-        .unwrap()
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "status {:?}\nstdout:\n{}\nstderr:\n{}",
-        o.status.code(),
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
+mod common;
 
 #[test]
 fn a_fleet_in_shards_merges_to_the_unsharded_report() {
@@ -33,7 +11,7 @@ fn a_fleet_in_shards_merges_to_the_unsharded_report() {
     let d = dir.path();
     let fleet = d.join("fleet");
     std::fs::create_dir(&fleet).unwrap();
-    let sonic = repo().join("configs/sonic");
+    let sonic = common::repo_root().join("configs/sonic");
     std::fs::copy(sonic.join("spectrum1-t1.json"), fleet.join("leaf01.json")).unwrap();
     std::fs::copy(sonic.join("tomahawk2-t1.json"), fleet.join("leaf02.json")).unwrap();
     // A name that is markup in XML, and a file that is no config_db.json.
@@ -44,8 +22,8 @@ fn a_fleet_in_shards_merges_to_the_unsharded_report() {
     // Unsharded: every switch, a line each; exit 1 as one switch failed.
     let mut a: Vec<&str> = args.to_vec();
     a.extend(["--output-dir", "u", "--junit", "u/junit.xml"]);
-    let o = rocesw(d, &a);
-    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let o = common::rocesw_in(d, &a);
+    assert_eq!(o.status.code(), Some(1), "{}", common::output_text(&o));
     let report = std::fs::read_to_string(d.join("u/fleet.txt")).unwrap();
     assert!(
         report.contains(&format!("PASS  {}/leaf01.json (platform spectrum1)", fleet.display())),
@@ -78,11 +56,11 @@ fn a_fleet_in_shards_merges_to_the_unsharded_report() {
         let spec = format!("{i}/2");
         let mut a: Vec<&str> = args.to_vec();
         a.extend(["--shard", &spec, "--output-dir", "parts"]);
-        let o = rocesw(d, &a);
+        let o = common::rocesw_in(d, &a);
         assert!(
             o.status.success(),
             "a shard succeeds when it wrote its part: {}",
-            text(&o)
+            common::output_text(&o)
         );
         let err = String::from_utf8_lossy(&o.stderr).into_owned();
         assert!(
@@ -92,12 +70,16 @@ fn a_fleet_in_shards_merges_to_the_unsharded_report() {
         done.push(d.join(format!("parts/conform.part.s{i}of2.json")));
         if i == 0 {
             // Shard 1 not run yet: the merge names it.
-            let m = rocesw(d, &["conform", "merge", "parts", "--output-dir", "m"]);
-            assert_eq!(m.status.code(), Some(2), "{}", text(&m));
-            assert!(text(&m).contains("shards 1/2 have no part file"), "{}", text(&m));
+            let m = common::rocesw_in(d, &["conform", "merge", "parts", "--output-dir", "m"]);
+            assert_eq!(m.status.code(), Some(2), "{}", common::output_text(&m));
+            assert!(
+                common::output_text(&m).contains("shards 1/2 have no part file"),
+                "{}",
+                common::output_text(&m)
+            );
         }
     }
-    let m = rocesw(
+    let m = common::rocesw_in(
         d,
         &[
             "conform",
@@ -109,21 +91,25 @@ fn a_fleet_in_shards_merges_to_the_unsharded_report() {
             "m/junit.xml",
         ],
     );
-    assert_eq!(m.status.code(), Some(1), "{}", text(&m));
+    assert_eq!(m.status.code(), Some(1), "{}", common::output_text(&m));
     for f in ["fleet.json", "fleet.txt", "junit.xml"] {
         let a = std::fs::read(d.join("u").join(f)).unwrap();
         let b = std::fs::read(d.join("m").join(f)).unwrap();
         assert!(a == b, "{f} differs between the unsharded run and the merge");
     }
-    assert!(text(&m).contains("merged 2 shards on 1 host"), "{}", text(&m));
+    assert!(
+        common::output_text(&m).contains("merged 2 shards on 1 host"),
+        "{}",
+        common::output_text(&m)
+    );
     let shards: serde_json::Value = serde_json::from_slice(&std::fs::read(d.join("m/shards.json")).unwrap()).unwrap();
     assert_eq!(shards["parts"][0]["configs"].as_array().unwrap().len(), 2);
 
     // Parts of another run (other tests) do not mix.
     let mut a: Vec<&str> = vec!["conform", "sonic", "--config", fleet_arg, "--only", "PFCtest"];
     a.extend(["--shard", "1/2", "--output-dir", "other"]);
-    assert!(rocesw(d, &a).status.success());
-    let m = rocesw(
+    assert!(common::rocesw_in(d, &a).status.success());
+    let m = common::rocesw_in(
         d,
         &[
             "conform",
@@ -134,30 +120,34 @@ fn a_fleet_in_shards_merges_to_the_unsharded_report() {
             "m2",
         ],
     );
-    assert_eq!(m.status.code(), Some(2), "{}", text(&m));
-    assert!(text(&m).contains("parts of different runs"), "{}", text(&m));
+    assert_eq!(m.status.code(), Some(2), "{}", common::output_text(&m));
+    assert!(
+        common::output_text(&m).contains("parts of different runs"),
+        "{}",
+        common::output_text(&m)
+    );
 }
 
 #[test]
 fn one_config_writes_junit_and_write_params_is_refused_for_a_fleet() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let cfg = repo().join("configs/sonic/spectrum1-t1.json");
+    let cfg = common::repo_root().join("configs/sonic/spectrum1-t1.json");
     let c = cfg.to_str().unwrap();
-    let o = rocesw(
+    let o = common::rocesw_in(
         d,
         &[
             "conform", "sonic", "--config", c, "--only", "WRRtest", "--junit", "j.xml",
         ],
     );
-    assert!(o.status.success(), "{}", text(&o));
+    assert!(o.status.success(), "{}", common::output_text(&o));
     let j = std::fs::read_to_string(d.join("j.xml")).unwrap();
     assert!(
         j.contains(&format!("<testcase classname=\"{c}\" name=\"WRRtest[wrr]\"/>")),
         "{j}"
     );
-    let th2 = repo().join("configs/sonic/tomahawk2-t1.json");
-    let o = rocesw(
+    let th2 = common::repo_root().join("configs/sonic/tomahawk2-t1.json");
+    let o = common::rocesw_in(
         d,
         &[
             "conform",
@@ -170,12 +160,24 @@ fn one_config_writes_junit_and_write_params_is_refused_for_a_fleet() {
             "p.yaml",
         ],
     );
-    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
-    assert!(text(&o).contains("--write-params writes one config"), "{}", text(&o));
-    let o = rocesw(d, &["conform", "sonic", "--config", c, "--config", c]);
-    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
-    assert!(text(&o).contains("is named twice"), "{}", text(&o));
-    let o = rocesw(d, &["conform", "sonic", "--config", c, "--shard", "0/2"]);
-    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
-    assert!(text(&o).contains("--shard needs --output-dir"), "{}", text(&o));
+    assert_eq!(o.status.code(), Some(2), "{}", common::output_text(&o));
+    assert!(
+        common::output_text(&o).contains("--write-params writes one config"),
+        "{}",
+        common::output_text(&o)
+    );
+    let o = common::rocesw_in(d, &["conform", "sonic", "--config", c, "--config", c]);
+    assert_eq!(o.status.code(), Some(2), "{}", common::output_text(&o));
+    assert!(
+        common::output_text(&o).contains("is named twice"),
+        "{}",
+        common::output_text(&o)
+    );
+    let o = common::rocesw_in(d, &["conform", "sonic", "--config", c, "--shard", "0/2"]);
+    assert_eq!(o.status.code(), Some(2), "{}", common::output_text(&o));
+    assert!(
+        common::output_text(&o).contains("--shard needs --output-dir"),
+        "{}",
+        common::output_text(&o)
+    );
 }

@@ -2,6 +2,8 @@
 //! fragment is what `rocectl patch` takes, it beats a bad starting config, and bad input is
 //! refused with a clear error. Small patterns and short runs, so each test takes seconds.
 
+mod common;
+
 use dataplane::fabric::topology::{self, Topology};
 use dataplane::tune::patterns::{self, PatternSet};
 use dataplane::tune::targets::Targets;
@@ -23,26 +25,9 @@ fn shipped_topology() -> Topology {
 
 /// Four patterns, 300 µs each: an incast of long flows, a one-shot incast, messages over a
 /// long flow, and all-to-all messages.
-const PATTERNS: &str = r#"
-duration = "300us"
-[sizes]
-mix = [["4KiB", 60], ["64KiB", 30], ["256KiB", 10]]
-[[family]]
-name = "incast"
-pattern = "incast"
-degree = [3]
-size = ["long", "256KiB"]
-[[family]]
-name = "msgs"
-pattern = "all-to-all"
-hosts = [6]
-dist = ["mix"]
-load = [0.5]
-long = [0, 1]
-"#;
 
 fn small_set(topo: &Topology) -> PatternSet {
-    patterns::from_str(PATTERNS, topo).unwrap()
+    patterns::from_str(common::SMALL_TUNE_PATTERNS, topo).unwrap()
 }
 
 /// A search of a few dozen simulations.
@@ -276,14 +261,6 @@ fn bad_patterns_and_targets_get_clear_errors() {
     assert_eq!(t.goodput, 0.9);
 }
 
-fn rocesw(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_rocesw"))
-        .args(args)
-        .current_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join(".."))
-        .output()
-        .unwrap()
-}
-
 /// The command refuses to write over what it reads, and says which input it would have hit;
 /// an unknown target stops it before anything runs.
 #[test]
@@ -312,7 +289,7 @@ fn the_command_refuses_an_output_that_is_an_input() {
             "-q",
         ];
         args.extend_from_slice(extra);
-        let o = rocesw(&args);
+        let o = common::rocesw_in(&common::repo_root(), &args);
         let err = String::from_utf8_lossy(&o.stderr);
         assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
         assert!(err.contains(want), "{args:?}\nwanted: {want}\ngot: {err}");
@@ -321,17 +298,20 @@ fn the_command_refuses_an_output_that_is_an_input() {
     assert!(tor.contains("kmin = \"100KB\""), "the input is untouched");
     // The patterns file given as the output directory's JSON target.
     let pats = dir.path().join("tune.json");
-    std::fs::write(&pats, PATTERNS).unwrap();
-    let o = rocesw(&[
-        "tune",
-        "--topology",
-        "examples/tune/topology.toml",
-        "--patterns",
-        pats.to_str().unwrap(),
-        "--output-dir",
-        out,
-        "-q",
-    ]);
+    std::fs::write(&pats, common::SMALL_TUNE_PATTERNS).unwrap();
+    let o = common::rocesw_in(
+        &common::repo_root(),
+        &[
+            "tune",
+            "--topology",
+            "examples/tune/topology.toml",
+            "--patterns",
+            pats.to_str().unwrap(),
+            "--output-dir",
+            out,
+            "-q",
+        ],
+    );
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(
         err.contains("the JSON report") && err.contains("is the patterns file"),
@@ -342,7 +322,7 @@ fn the_command_refuses_an_output_that_is_an_input() {
 /// `rocesw tune --help` explains every option and shows the defaults.
 #[test]
 fn the_help_explains_the_targets_and_options() {
-    let o = rocesw(&["tune", "--help"]);
+    let o = common::rocesw_in(&common::repo_root(), &["tune", "--help"]);
     let help = String::from_utf8_lossy(&o.stdout);
     for want in [
         "--topology",
@@ -617,16 +597,19 @@ fn a_hard_link_to_an_input_is_refused() {
     std::fs::hard_link(d.join("tor.toml"), out.join("tuned.toml")).unwrap();
     let before = std::fs::read(d.join("tor.toml")).unwrap();
     // A budget too small to run: without the check it would stop there instead.
-    let o = rocesw(&[
-        "tune",
-        "--topology",
-        d.join("topology.toml").to_str().unwrap(),
-        "--output-dir",
-        out.to_str().unwrap(),
-        "--budget",
-        "10",
-        "-q",
-    ]);
+    let o = common::rocesw_in(
+        &common::repo_root(),
+        &[
+            "tune",
+            "--topology",
+            d.join("topology.toml").to_str().unwrap(),
+            "--output-dir",
+            out.to_str().unwrap(),
+            "--budget",
+            "10",
+            "-q",
+        ],
+    );
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert!(
@@ -661,18 +644,21 @@ fn a_patterns_file_is_counted_before_it_is_expanded() {
 /// Issue 21 item 14: `--threads 100000` is clamped to the machine's cores, and says so.
 #[test]
 fn threads_are_clamped_to_the_cores() {
-    let o = rocesw(&[
-        "tune",
-        "--topology",
-        "examples/tune/topology.toml",
-        "--output-dir",
-        "/nonexistent/never-written",
-        "--threads",
-        "100000",
-        "--budget",
-        "10",
-        "-q",
-    ]);
+    let o = common::rocesw_in(
+        &common::repo_root(),
+        &[
+            "tune",
+            "--topology",
+            "examples/tune/topology.toml",
+            "--output-dir",
+            "/nonexistent/never-written",
+            "--threads",
+            "100000",
+            "--budget",
+            "10",
+            "-q",
+        ],
+    );
     let err = String::from_utf8_lossy(&o.stderr);
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     assert!(
@@ -739,20 +725,23 @@ fn tune_sonic_writes_the_winner_back_as_a_json_patch() {
     )
     .unwrap();
     let out = dir.path().join("out");
-    let o = rocesw(&[
-        "tune",
-        "--topology",
-        topo_path.to_str().unwrap(),
-        "--patterns",
-        pats.to_str().unwrap(),
-        "--output-dir",
-        out.to_str().unwrap(),
-        "--budget",
-        "4",
-        "-q",
-        "--sonic",
-        json_path.to_str().unwrap(),
-    ]);
+    let o = common::rocesw_in(
+        &common::repo_root(),
+        &[
+            "tune",
+            "--topology",
+            topo_path.to_str().unwrap(),
+            "--patterns",
+            pats.to_str().unwrap(),
+            "--output-dir",
+            out.to_str().unwrap(),
+            "--budget",
+            "4",
+            "-q",
+            "--sonic",
+            json_path.to_str().unwrap(),
+        ],
+    );
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(o.status.success(), "{err}");
     let fragment = std::fs::read_to_string(out.join("tuned.toml")).unwrap();

@@ -3,47 +3,10 @@
 //! shards whose parts are missing, and rerunning those completes the set; parts of another
 //! sweep are refused. A small sweep (4 patterns of 300 µs, --quick), so it takes seconds.
 
+mod common;
+
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
-}
-
-const PATTERNS: &str = r#"
-duration = "300us"
-[sizes]
-mix = [["4KiB", 60], ["64KiB", 30], ["256KiB", 10]]
-[[family]]
-name = "incast"
-pattern = "incast"
-degree = [3]
-size = ["long", "256KiB"]
-[[family]]
-name = "msgs"
-pattern = "all-to-all"
-hosts = [6]
-dist = ["mix"]
-load = [0.5]
-long = [0, 1]
-"#;
-
-fn rocesw(cwd: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_rocesw"))
-        .current_dir(cwd)
-        .args(args)
-        .output()
-        .unwrap()
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "status {:?}\nstdout:\n{}\nstderr:\n{}",
-        o.status.code(),
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
+use std::process::Output;
 
 struct Sweep {
     _dir: tempfile::TempDir,
@@ -54,13 +17,16 @@ struct Sweep {
 fn sweep(seed: u64) -> Sweep {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().to_path_buf();
-    std::fs::write(root.join("patterns.toml"), PATTERNS).unwrap();
+    std::fs::write(root.join("patterns.toml"), common::SMALL_TUNE_PATTERNS).unwrap();
     let args = vec![
         "tune".to_string(),
         "--topology".into(),
-        repo().join("examples/tune/topology.toml").display().to_string(),
+        common::repo_root()
+            .join("examples/tune/topology.toml")
+            .display()
+            .to_string(),
         "--default-config".into(),
-        repo().join("configs/default.toml").display().to_string(),
+        common::repo_root().join("configs/default.toml").display().to_string(),
         "--patterns".into(),
         root.join("patterns.toml").display().to_string(),
         "--quick".into(),
@@ -77,7 +43,7 @@ impl Sweep {
         std::fs::create_dir_all(cwd).unwrap();
         let mut a: Vec<&str> = self.args.iter().map(String::as_str).collect();
         a.extend_from_slice(extra);
-        rocesw(cwd, &a)
+        common::rocesw_in(cwd, &a)
     }
 
     /// Runs every shard of `n` once (one round); the shards' stderr.
@@ -86,7 +52,7 @@ impl Sweep {
             .map(|i| {
                 let spec = format!("{i}/{n}");
                 let o = self.run(cwd, &["--shard", &spec, "--output-dir", "parts", "--quiet"]);
-                assert!(o.status.success(), "shard {spec}: {}", text(&o));
+                assert!(o.status.success(), "shard {spec}: {}", common::output_text(&o));
                 String::from_utf8_lossy(&o.stderr).into_owned()
             })
             .collect()
@@ -108,7 +74,7 @@ fn three_shards_merge_to_the_unsharded_files_byte_for_byte() {
     let s = sweep(7);
     let local = s.root.join("local");
     let o = s.run(&local, &["--output-dir", "out", "--quiet"]);
-    assert!(o.status.success(), "{}", text(&o));
+    assert!(o.status.success(), "{}", common::output_text(&o));
 
     let cluster = s.root.join("cluster");
     // Round 1: every shard writes its part; a merge now names round 2 as not run.
@@ -127,12 +93,13 @@ fn three_shards_merge_to_the_unsharded_files_byte_for_byte() {
             "tune.part.r01.s2of3.json"
         ]
     );
-    let m = rocesw(&cluster, &["tune", "merge", "parts", "--output-dir", "out"]);
-    assert_eq!(m.status.code(), Some(2), "{}", text(&m));
+    let m = common::rocesw_in(&cluster, &["tune", "merge", "parts", "--output-dir", "out"]);
+    assert_eq!(m.status.code(), Some(2), "{}", common::output_text(&m));
     assert!(
-        text(&m).contains("round 2 (of at most 4) has not run") && text(&m).contains("run all 3 shards again"),
+        common::output_text(&m).contains("round 2 (of at most 4) has not run")
+            && common::output_text(&m).contains("run all 3 shards again"),
         "{}",
-        text(&m)
+        common::output_text(&m)
     );
     // The remaining rounds, until the shards say the search is complete.
     let mut rounds = 1;
@@ -149,18 +116,18 @@ fn three_shards_merge_to_the_unsharded_files_byte_for_byte() {
     // A shard's part lost: the merge names the round and the shard; rerunning it completes the set.
     let lost = cluster.join("parts/tune.part.r02.s1of3.json");
     std::fs::remove_file(&lost).unwrap();
-    let m = rocesw(&cluster, &["tune", "merge", "parts", "--output-dir", "out"]);
-    assert_eq!(m.status.code(), Some(2), "{}", text(&m));
+    let m = common::rocesw_in(&cluster, &["tune", "merge", "parts", "--output-dir", "out"]);
+    assert_eq!(m.status.code(), Some(2), "{}", common::output_text(&m));
     assert!(
-        text(&m).contains("round 2 (of at most 4) lacks the parts of shards 1/3"),
+        common::output_text(&m).contains("round 2 (of at most 4) lacks the parts of shards 1/3"),
         "{}",
-        text(&m)
+        common::output_text(&m)
     );
     let o = s.run(&cluster, &["--shard", "1/3", "--output-dir", "parts", "--quiet"]);
-    assert!(o.status.success() && lost.exists(), "{}", text(&o));
+    assert!(o.status.success() && lost.exists(), "{}", common::output_text(&o));
 
-    let m = rocesw(&cluster, &["tune", "merge", "parts", "--output-dir", "out"]);
-    assert!(m.status.success(), "{}", text(&m));
+    let m = common::rocesw_in(&cluster, &["tune", "merge", "parts", "--output-dir", "out"]);
+    assert!(m.status.success(), "{}", common::output_text(&m));
     for f in ["tune.json", "tune.svg", "tuned.toml"] {
         let a = std::fs::read(local.join("out").join(f)).unwrap();
         let b = std::fs::read(cluster.join("out").join(f)).unwrap();
@@ -178,15 +145,19 @@ fn three_shards_merge_to_the_unsharded_files_byte_for_byte() {
     // A shard of another sweep (another seed) refuses the directory; a merge refuses the mix.
     let other = sweep(8);
     let o = other.run(&cluster, &["--shard", "0/3", "--output-dir", "parts", "--quiet"]);
-    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
-    assert!(text(&o).contains("a part of another sweep"), "{}", text(&o));
+    assert_eq!(o.status.code(), Some(2), "{}", common::output_text(&o));
+    assert!(
+        common::output_text(&o).contains("a part of another sweep"),
+        "{}",
+        common::output_text(&o)
+    );
     let o = other.run(
         &other.root.join("c"),
         &["--shard", "0/3", "--output-dir", "parts", "--quiet"],
     );
-    assert!(o.status.success(), "{}", text(&o));
+    assert!(o.status.success(), "{}", common::output_text(&o));
     let theirs = other.root.join("c/parts/tune.part.r01.s0of3.json");
-    let m = rocesw(
+    let m = common::rocesw_in(
         &cluster,
         &[
             "tune",
@@ -197,8 +168,12 @@ fn three_shards_merge_to_the_unsharded_files_byte_for_byte() {
             "out2",
         ],
     );
-    assert_eq!(m.status.code(), Some(2), "{}", text(&m));
-    assert!(text(&m).contains("parts of different sweeps"), "{}", text(&m));
+    assert_eq!(m.status.code(), Some(2), "{}", common::output_text(&m));
+    assert!(
+        common::output_text(&m).contains("parts of different sweeps"),
+        "{}",
+        common::output_text(&m)
+    );
 }
 
 #[test]
@@ -206,13 +181,21 @@ fn shard_specs_and_merges_without_parts_get_clear_errors() {
     let s = sweep(7);
     for (spec, want) in [("3/3", "from 0 to 2"), ("0/0", "at least 1"), ("x", "I/N")] {
         let o = s.run(&s.root, &["--shard", spec, "--output-dir", "parts"]);
-        assert_eq!(o.status.code(), Some(2), "{}", text(&o));
-        assert!(text(&o).contains(want), "--shard {spec}: {}", text(&o));
+        assert_eq!(o.status.code(), Some(2), "{}", common::output_text(&o));
+        assert!(
+            common::output_text(&o).contains(want),
+            "--shard {spec}: {}",
+            common::output_text(&o)
+        );
     }
     std::fs::create_dir_all(s.root.join("empty")).unwrap();
-    let m = rocesw(&s.root, &["tune", "merge", "empty", "--output-dir", "out"]);
-    assert_eq!(m.status.code(), Some(2), "{}", text(&m));
-    assert!(text(&m).contains("no part files"), "{}", text(&m));
-    let h = rocesw(&s.root, &["tune", "merge", "--help"]);
+    let m = common::rocesw_in(&s.root, &["tune", "merge", "empty", "--output-dir", "out"]);
+    assert_eq!(m.status.code(), Some(2), "{}", common::output_text(&m));
+    assert!(
+        common::output_text(&m).contains("no part files"),
+        "{}",
+        common::output_text(&m)
+    );
+    let h = common::rocesw_in(&s.root, &["tune", "merge", "--help"]);
     assert!(h.status.success() && String::from_utf8_lossy(&h.stdout).contains("byte for byte"));
 }

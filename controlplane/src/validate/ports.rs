@@ -201,13 +201,9 @@ pub(super) fn resolve_ports(cx: &mut Ctx, file: &ConfigFile) -> Vec<PortDraft> {
     });
     let def_mtu: Inherited<u32> = d.mtu.map(|m| check_mtu(cx, "port_defaults.mtu", m));
 
+    // The count's upper bound is `resolve`'s, checked before any per-port work.
     if file.ports.is_empty() {
         cx.error("port: at least one [[port]] is required".to_string());
-    } else if file.ports.len() > MAX_PORTS {
-        cx.error(format!(
-            "port: {} ports configured, at most {MAX_PORTS} are supported",
-            file.ports.len()
-        ));
     }
 
     let mut ids: BTreeMap<u16, usize> = BTreeMap::new();

@@ -55,7 +55,7 @@ pub struct SonicArgs {
     /// Test shard I of N (I from 0) of the fleet: config k of the list goes to shard k modulo
     /// N. Writes DIR/conform.part.sIofN.json (--output-dir); `rocesw conform merge DIR
     /// --output-dir OUT` makes the fleet report of all N.
-    #[arg(long, value_name = "I/N", value_parser = crate::tune::shard::parse_spec)]
+    #[arg(long, value_name = "I/N", value_parser = crate::parts::parse_spec)]
     pub shard: Option<(usize, usize)>,
     /// A fleet's directory: fleet.json and fleet.txt (every switch's pass or fail and failed
     /// checks), or with --shard this shard's part file; created if missing.

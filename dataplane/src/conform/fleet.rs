@@ -9,6 +9,7 @@
 //! stdout. A merge names the shards whose part is missing; rerunning those completes the set.
 
 use super::report::{Outcome, SuiteReport};
+use crate::parts::PartFile;
 use anyhow::{anyhow, bail, Context, Result};
 use clap::Args;
 use serde::{Deserialize, Serialize};
@@ -374,8 +375,27 @@ pub struct Part {
 impl Part {
     /// The file name a shard writes it under.
     pub fn file_name(&self) -> String {
-        format!("conform.part.s{}of{}.json", self.shard, self.shards)
+        format!("{}s{}of{}.json", Self::PREFIX, self.shard, self.shards)
     }
+}
+
+impl PartFile for Part {
+    const FORMAT: &'static str = PART_FORMAT;
+    const PREFIX: &'static str = "conform.part.";
+    fn format(&self) -> &str {
+        &self.format
+    }
+    fn shard(&self) -> usize {
+        self.shard
+    }
+    fn shards(&self) -> usize {
+        self.shards
+    }
+}
+
+/// Reads part files (or directories of them).
+pub fn read_parts(paths: &[PathBuf]) -> Result<Vec<(PathBuf, Part)>> {
+    crate::parts::read_parts(paths)
 }
 
 /// SHA-256 (hex) of what decides the results besides each config: the options and the list.
@@ -477,12 +497,12 @@ pub fn run(
             configs: names,
             shard: index,
             shards: count,
-            host: crate::tune::shard::hostname(),
+            host: crate::parts::hostname(),
             seconds: started.elapsed().as_secs_f64(),
             entries,
         };
         let path = dir.join(part.file_name());
-        crate::tune::shard::write_atomic(&path, &(serde_json::to_string(&part)? + "\n"))?;
+        crate::parts::write_atomic(&path, &(serde_json::to_string(&part)? + "\n"))?;
         eprintln!(
             "rocesw conform: {me}wrote {} ({} configs in {:.1} s on {}); `rocesw conform merge {} --output-dir OUT` when every shard has",
             path.display(),
@@ -533,43 +553,6 @@ pub struct MergeArgs {
     /// The fleet report as JSON on stdout instead of text.
     #[arg(long)]
     pub json: bool,
-}
-
-/// Reads part files (or directories of them).
-pub fn read_parts(paths: &[PathBuf]) -> Result<Vec<(PathBuf, Part)>> {
-    let mut files = Vec::new();
-    for p in paths {
-        if p.is_dir() {
-            let mut here: Vec<PathBuf> = std::fs::read_dir(p)
-                .with_context(|| format!("{}: cannot list", p.display()))?
-                .filter_map(|e| e.ok())
-                .map(|e| e.path())
-                .filter(|f| {
-                    f.file_name()
-                        .and_then(|n| n.to_str())
-                        .is_some_and(|n| n.starts_with("conform.part.") && n.ends_with(".json"))
-                })
-                .collect();
-            here.sort();
-            files.extend(here);
-        } else {
-            files.push(p.clone());
-        }
-    }
-    let mut out = Vec::new();
-    for f in files {
-        let text = controlplane::files::read_text(&f).map_err(|e| anyhow!(e))?;
-        let part: Part =
-            serde_json::from_str(&text).with_context(|| format!("{}: not a conform part file", f.display()))?;
-        if part.format != PART_FORMAT {
-            bail!("{}: format {:?}, expected {PART_FORMAT:?}", f.display(), part.format);
-        }
-        if part.shards == 0 || part.shard >= part.shards {
-            bail!("{}: shard {} of {}: out of range", f.display(), part.shard, part.shards);
-        }
-        out.push((f, part));
-    }
-    Ok(out)
 }
 
 /// The fleet report of a complete set of parts; an incomplete set is an error naming the

@@ -91,7 +91,7 @@ pub struct TuneArgs {
     /// tune.part.r<ROUND>.s<I>ofN.json. Run the N shards once per round (at most 2 plus the
     /// climbing rounds: 4 with --quick, 14 by default; a shard after the last round does
     /// nothing), then `rocesw tune merge DIR --output-dir OUT`.
-    #[arg(long, value_name = "I/N", value_parser = shard::parse_spec)]
+    #[arg(long, value_name = "I/N", value_parser = crate::parts::parse_spec)]
     pub shard: Option<(usize, usize)>,
 }
 
@@ -396,7 +396,7 @@ fn run_shard(
     }
     let digest = shard::digest(spec, &l.inputs)?;
     let parts = if dir.is_dir() {
-        shard::read_parts(&[dir.to_path_buf()])?
+        crate::parts::read_parts::<Part>(&[dir.to_path_buf()])?
     } else {
         Vec::new()
     };
@@ -440,7 +440,7 @@ fn run_shard(
                 shards: count,
                 round: f.round,
                 round_jobs: f.jobs.len(),
-                host: shard::hostname(),
+                host: crate::parts::hostname(),
                 seconds: started.elapsed().as_secs_f64(),
                 results: f
                     .ran
@@ -453,7 +453,7 @@ fn run_shard(
                     .collect(),
             };
             let path = dir.join(part.file_name());
-            shard::write_atomic(&path, &(serde_json::to_string(&part)? + "\n"))?;
+            crate::parts::write_atomic(&path, &(serde_json::to_string(&part)? + "\n"))?;
             eprintln!(
                 "rocesw tune: {me}: round {} (of at most {max}): ran {} of the round's {} simulations on {} in {:.1} s; wrote {}",
                 part.round,
@@ -470,7 +470,7 @@ fn run_shard(
 
 fn merge(m: MergeArgs) -> Result<()> {
     let started = std::time::Instant::now();
-    let parts = shard::read_parts(&m.parts)?;
+    let parts = crate::parts::read_parts::<Part>(&m.parts)?;
     let Some((_, first)) = parts.first() else {
         bail!(
             "no part files (tune.part.*.json) in {}: run the shards first (rocesw tune … --shard I/N --output-dir DIR)",

@@ -22,39 +22,15 @@
 
 use super::targets::Measured;
 use super::{Candidate, Job};
-use anyhow::{anyhow, bail, Context, Result};
+use crate::parts::PartFile;
+use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 /// What a part file's `format` says.
 pub const PART_FORMAT: &str = "rocesw tune part 1";
-
-/// `I/N` as `--shard` takes it: shard I (from 0) of N.
-pub fn parse_spec(s: &str) -> Result<(usize, usize), String> {
-    let (i, n) = s
-        .split_once('/')
-        .ok_or_else(|| format!("{s:?}: expected I/N (shard I of N, I from 0), such as 0/4"))?;
-    let i: usize = i
-        .trim()
-        .parse()
-        .map_err(|_| format!("{s:?}: {i:?} is not a shard index"))?;
-    let n: usize = n
-        .trim()
-        .parse()
-        .map_err(|_| format!("{s:?}: {n:?} is not a shard count"))?;
-    if n == 0 {
-        return Err(format!("{s:?}: the shard count must be at least 1"));
-    }
-    if i >= n {
-        return Err(format!(
-            "{s:?}: shard indices run from 0 to {} (I/N with I below N)",
-            n - 1
-        ));
-    }
-    Ok((i, n))
-}
 
 /// The options that decide a search's outcome, as the shards were given them: what a merge
 /// runs the search with again.
@@ -121,13 +97,28 @@ pub struct Part {
 impl Part {
     /// The file name a shard writes it under.
     pub fn file_name(&self) -> String {
-        format!("tune.part.r{:02}.s{}of{}.json", self.round, self.shard, self.shards)
+        format!(
+            "{}r{:02}.s{}of{}.json",
+            Self::PREFIX,
+            self.round,
+            self.shard,
+            self.shards
+        )
     }
 }
 
-/// Whether a file name is a part's (`tune.part.*.json`).
-pub fn is_part_name(name: &str) -> bool {
-    name.starts_with("tune.part.") && name.ends_with(".json")
+impl PartFile for Part {
+    const FORMAT: &'static str = PART_FORMAT;
+    const PREFIX: &'static str = "tune.part.";
+    fn format(&self) -> &str {
+        &self.format
+    }
+    fn shard(&self) -> usize {
+        self.shard
+    }
+    fn shards(&self) -> usize {
+        self.shards
+    }
 }
 
 /// SHA-256 over the options and each input (its role and its bytes), hex.
@@ -142,49 +133,6 @@ pub fn digest(spec: &SearchSpec, inputs: &[(String, PathBuf)]) -> Result<String>
         h.update(&bytes);
     }
     Ok(h.finalize().iter().map(|b| format!("{b:02x}")).collect())
-}
-
-/// This machine's name (the kernel's), for the shards' table.
-pub fn hostname() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .map(|s| s.trim().to_string())
-        .ok()
-        .filter(|s| !s.is_empty())
-        .unwrap_or_else(|| "unknown".into())
-}
-
-/// The part files among `paths`: each a part file, or a directory whose `tune.part.*.json`
-/// are taken (sorted by name). Unreadable or malformed parts are errors naming the file.
-pub fn read_parts(paths: &[PathBuf]) -> Result<Vec<(PathBuf, Part)>> {
-    let mut files = Vec::new();
-    for p in paths {
-        if p.is_dir() {
-            let mut here: Vec<PathBuf> = std::fs::read_dir(p)
-                .with_context(|| format!("{}: cannot list", p.display()))?
-                .filter_map(|e| e.ok())
-                .map(|e| e.path())
-                .filter(|f| f.file_name().and_then(|n| n.to_str()).is_some_and(is_part_name))
-                .collect();
-            here.sort();
-            files.extend(here);
-        } else {
-            files.push(p.clone());
-        }
-    }
-    let mut out = Vec::with_capacity(files.len());
-    for f in files {
-        let text = controlplane::files::read_text(&f).map_err(|e| anyhow!(e))?;
-        let part: Part =
-            serde_json::from_str(&text).with_context(|| format!("{}: not a tune part file", f.display()))?;
-        if part.format != PART_FORMAT {
-            bail!("{}: format {:?}, expected {PART_FORMAT:?}", f.display(), part.format);
-        }
-        if part.shards == 0 || part.shard >= part.shards {
-            bail!("{}: shard {} of {}: out of range", f.display(), part.shard, part.shards);
-        }
-        out.push((f, part));
-    }
-    Ok(out)
 }
 
 /// The parts as one sweep's: the same options, inputs and shard count, no round's shard twice
@@ -320,33 +268,9 @@ impl ShardsReport {
     }
 }
 
-/// Writes `text` to `path` through a temporary file in the same directory, so a reader (a
-/// shard of the next round, a merge) never sees half a part.
-pub fn write_atomic(path: &Path, text: &str) -> Result<()> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    let tmp = dir.join(format!(
-        ".{}.tmp{}",
-        path.file_name().and_then(|n| n.to_str()).unwrap_or("part"),
-        std::process::id()
-    ));
-    std::fs::write(&tmp, text).with_context(|| format!("cannot write {}", tmp.display()))?;
-    std::fs::rename(&tmp, path).with_context(|| format!("cannot rename {} to {}", tmp.display(), path.display()))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn shard_specs_are_checked() {
-        assert_eq!(parse_spec("0/4"), Ok((0, 4)));
-        assert_eq!(parse_spec("3/4"), Ok((3, 4)));
-        assert!(parse_spec("4/4").unwrap_err().contains("from 0 to 3"));
-        assert!(parse_spec("0/0").unwrap_err().contains("at least 1"));
-        assert!(parse_spec("1").unwrap_err().contains("I/N"));
-        assert!(parse_spec("a/2").unwrap_err().contains("not a shard index"));
-    }
 
     #[test]
     fn owners_are_positions_modulo_the_count() {

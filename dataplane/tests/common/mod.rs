@@ -20,6 +20,45 @@ pub fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
 }
 
+/// `rocesw ARGS` run in `cwd`, to its end.
+pub fn rocesw_in(cwd: &Path, args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_rocesw"))
+        .current_dir(cwd)
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+/// A finished command's status and both streams, for an assertion's message.
+pub fn output_text(o: &std::process::Output) -> String {
+    format!(
+        "status {:?}\nstdout:\n{}\nstderr:\n{}",
+        o.status.code(),
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+/// A small `rocesw tune` patterns file (two families, 300 µs each) that the tune tests share,
+/// so a sweep takes seconds.
+pub const SMALL_TUNE_PATTERNS: &str = r#"
+duration = "300us"
+[sizes]
+mix = [["4KiB", 60], ["64KiB", 30], ["256KiB", 10]]
+[[family]]
+name = "incast"
+pattern = "incast"
+degree = [3]
+size = ["long", "256KiB"]
+[[family]]
+name = "msgs"
+pattern = "all-to-all"
+hosts = [6]
+dist = ["mix"]
+load = [0.5]
+long = [0, 1]
+"#;
+
 pub fn default_config() -> Config {
     controlplane::load_file(&repo_root().join("configs/default.toml"))
         .expect("default config loads")
