@@ -23,9 +23,7 @@ fn shipped_topology() -> Topology {
     topology::load(&examples().join("topology.toml"), Some(&default_config()), 1).unwrap()
 }
 
-/// Four patterns, 300 µs each: an incast of long flows, a one-shot incast, messages over a
-/// long flow, and all-to-all messages.
-
+/// The shared small pattern set, expanded on the shipped topology.
 fn small_set(topo: &Topology) -> PatternSet {
     patterns::from_str(common::SMALL_TUNE_PATTERNS, topo).unwrap()
 }

@@ -39,8 +39,9 @@ pub fn output_text(o: &std::process::Output) -> String {
     )
 }
 
-/// A small `rocesw tune` patterns file (two families, 300 µs each) that the tune tests share,
-/// so a sweep takes seconds.
+/// A small `rocesw tune` patterns file the tune tests share, so a sweep takes seconds: four
+/// patterns, 300 µs each (an incast of long flows, a one-shot incast, messages over a long
+/// flow, and all-to-all messages).
 pub const SMALL_TUNE_PATTERNS: &str = r#"
 duration = "300us"
 [sizes]
