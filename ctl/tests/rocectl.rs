@@ -1320,8 +1320,7 @@ fn check_states_the_start_up_memory_of_an_sn5600_sized_config() {
     let (ok, out, err) = rocectl(&["check", path.to_str().unwrap()]);
     assert!(ok, "{err}");
     assert!(
-        out.contains("memory: rocesw run needs 6672 MiB at start-up: 1536554 packet slots with 192 B heads")
-            && out.contains("as many as the buffer can hold (6282 MiB"),
+        out.contains("memory: rocesw run needs SN MiB at start-up: an arena of"),
         "{out}"
     );
 }
