@@ -60,16 +60,12 @@ const NIL: u32 = u32::MAX;
 /// A chunk on the arena's free list, carved for no class.
 const NO_CLASS: u8 = u8::MAX;
 
-/// A size class of more than one unit: its buffers' free list, linked through
-/// [`PacketPool::next`].
+/// A size class of more than one unit (its free list's first buffer is in
+/// [`PacketPool::heads`], apart, so the packet path indexes a plain array of `u32`).
 #[derive(Debug, Clone, Copy)]
 struct Class {
     /// Units a buffer of the class takes.
     units: u32,
-    /// The first free buffer (its first unit), or [`NIL`].
-    head: u32,
-    /// Free buffers on the list.
-    free: usize,
     /// Buffers carved for the class (free or holding a frame).
     carved: usize,
 }
@@ -93,6 +89,9 @@ pub struct PacketPool {
     /// Classes by number; a class of `c` has `c + 1` units (class 0's entry is unused: its
     /// list is `free`).
     classes: Box<[Class]>,
+    /// By class: the first free buffer (its first unit), or [`NIL`]; the rest are linked
+    /// through `next`.
+    heads: Box<[u32]>,
     /// By a frame's length in 16 B units (rounded up): its class.
     class_of: Box<[u8]>,
     /// Per unit: the class of the buffer starting there.
@@ -147,11 +146,10 @@ impl PacketPool {
             classes: (0..classes)
                 .map(|c| Class {
                     units: c as u32 + 1,
-                    head: NIL,
-                    free: 0,
                     carved: 0,
                 })
                 .collect(),
+            heads: vec![NIL; classes].into_boxed_slice(),
             class_of,
             class_at: vec![0u8; units].into_boxed_slice(),
             next: vec![0u32; units].into_boxed_slice(),
@@ -192,14 +190,24 @@ impl PacketPool {
     }
 
     /// Units not holding a frame (free in a class, in the arena's free chunks, or the unused
-    /// end of a chunk).
+    /// end of a chunk). Walks the free lists (tests and reports: the packet path keeps no
+    /// count).
     pub fn available(&self) -> usize {
         let held0 = self.carved0 - self.free.len();
-        let held: usize = self.classes[1..]
-            .iter()
-            .map(|c| (c.carved - c.free) * c.units as usize)
+        let held: usize = (1..self.classes.len())
+            .map(|c| (self.classes[c].carved - self.list_len(c)) * self.classes[c].units as usize)
             .sum();
         self.units - held0 - held
+    }
+
+    /// Free buffers on class `c`'s list.
+    fn list_len(&self, c: usize) -> usize {
+        let (mut n, mut u) = (0, self.heads[c]);
+        while u != NIL {
+            n += 1;
+            u = self.next[u as usize];
+        }
+        n
     }
 
     /// Units in all: the most one-unit frames the pool can hold at once.
@@ -257,13 +265,12 @@ impl PacketPool {
         // SAFETY: `len <= max_frame`, and `class_of` has `max_frame / 16 + 1` entries (with
         // `max_frame` a multiple of 64), so `len.div_ceil(16)` is within it.
         let c = usize::from(unsafe { *self.class_of.get_unchecked(len.div_ceil(16)) });
-        // SAFETY: every entry of `class_of` is an index into `classes` (built together).
-        let class = unsafe { self.classes.get_unchecked_mut(c) };
-        let slot = if class.head != NIL {
-            let slot = class.head;
+        // SAFETY: every entry of `class_of` is an index into `heads` (built together).
+        let head = unsafe { self.heads.get_unchecked_mut(c) };
+        let slot = if *head != NIL {
+            let slot = *head;
             // SAFETY: a free buffer's first unit is below `units`, the length of `next`.
-            class.head = unsafe { *self.next.get_unchecked(slot as usize) };
-            class.free -= 1;
+            *head = unsafe { *self.next.get_unchecked(slot as usize) };
             slot
         } else {
             self.grow_long(c)?
@@ -326,17 +333,15 @@ impl PacketPool {
                 }
                 continue;
             }
-            let class = &mut self.classes[c];
-            let mut head = class.head;
+            let mut head = self.heads[c];
             for i in (0..buffers).rev() {
                 let b = start + i * n;
                 self.class_at[b] = c as u8;
                 self.next[b] = head;
                 head = b as u32;
             }
-            class.head = self.next[start];
-            class.free += buffers - 1;
-            class.carved += buffers;
+            self.heads[c] = self.next[start];
+            self.classes[c].carved += buffers;
             return Some(start as u32);
         }
     }
@@ -353,8 +358,8 @@ impl PacketPool {
         for &u in &self.free {
             self.tally[(u >> shift) as usize] += 1;
         }
-        for class in &self.classes[1..] {
-            let mut u = class.head;
+        for &head in &self.heads[1..] {
+            let mut u = head;
             while u != NIL {
                 self.tally[(u >> shift) as usize] += 1;
                 u = self.next[u as usize];
@@ -381,14 +386,13 @@ impl PacketPool {
         let before = self.free.len();
         self.free.retain(|&u| tally[(u >> shift) as usize] != NIL);
         self.carved0 -= before - self.free.len();
-        for class in self.classes[1..].iter_mut() {
+        for (class, head) in self.classes[1..].iter_mut().zip(&mut self.heads[1..]) {
             let mut kept = NIL;
             let mut last = NIL;
-            let mut u = class.head;
+            let mut u = *head;
             while u != NIL {
                 let after = self.next[u as usize];
                 if tally[(u >> shift) as usize] == NIL {
-                    class.free -= 1;
                     class.carved -= 1;
                 } else {
                     if last == NIL {
@@ -403,7 +407,7 @@ impl PacketPool {
             if last != NIL {
                 self.next[last as usize] = NIL;
             }
-            class.head = kept;
+            *head = kept;
         }
         // Back to the arena, the lowest on top.
         for chunk in (0..self.tally.len()).rev() {
@@ -496,13 +500,12 @@ impl PacketPool {
             return;
         }
         // SAFETY: a held slot is below `units`, the length of `class_at` and `next`; its class
-        // is an index into `classes`, written when its chunk was carved.
+        // is an index into `heads`, written when its chunk was carved.
         unsafe {
             let c = usize::from(*self.class_at.get_unchecked(slot as usize));
-            let class = self.classes.get_unchecked_mut(c);
-            *self.next.get_unchecked_mut(slot as usize) = class.head;
-            class.head = slot;
-            class.free += 1;
+            let head = self.heads.get_unchecked_mut(c);
+            *self.next.get_unchecked_mut(slot as usize) = *head;
+            *head = slot;
         }
     }
 
@@ -516,7 +519,6 @@ impl PacketPool {
     /// Frees a slot; a backend's buffer it held is released.
     #[inline]
     pub fn free(&mut self, slot: u32) {
-        debug_assert!(self.available() < self.capacity(), "double free of slot {slot}");
         if let Some(f) = self.elsewhere_of(slot) {
             self.forget(slot);
             // SAFETY: the slot owned the buffer and no longer refers to it.
