@@ -87,7 +87,11 @@ pub fn arena_units(frames: u64, max_units: u64) -> u64 {
     let fragmentation = frames / 4;
     let chunk_ends = frames.saturating_mul(max_units.max(1) - 1).div_ceil(chunk);
     let partial = max_units.max(1).saturating_mul(chunk);
-    (frames.saturating_add(fragmentation).saturating_add(chunk_ends).saturating_add(partial)).next_multiple_of(chunk)
+    (frames
+        .saturating_add(fragmentation)
+        .saturating_add(chunk_ends)
+        .saturating_add(partial))
+    .next_multiple_of(chunk)
 }
 
 /// The start-up allocation for a config, in its parts.
@@ -177,7 +181,10 @@ pub fn statement(cfg: &Config) -> String {
     let f = footprint(cfg);
     let shards = shards(cfg);
     let each = if shards > 1 {
-        format!(" ({} MiB for each of its {shards} workers' shards)", f.total_bytes >> 20)
+        format!(
+            " ({} MiB for each of its {shards} workers' shards)",
+            f.total_bytes >> 20
+        )
     } else {
         String::new()
     };
@@ -265,7 +272,10 @@ mod tests {
         let burst_slots = 30 * NUM_TC as u64 * BURST_FRAMES;
         assert!(many.slots - two.slots <= burst_slots * 3 / 2, "{two:?} {many:?}");
         let per_slot = (two.total_bytes - CHUNK_BOOKKEEPING_BYTES * (two.slots / chunk_units(24))) / two.slots;
-        assert_eq!(per_slot, 64 + SLOT_BOOKKEEPING_BYTES + DESC_BYTES + LINK_BYTES + EDF_LINK_BYTES + FLOOD_BYTES);
+        assert_eq!(
+            per_slot,
+            64 + SLOT_BOOKKEEPING_BYTES + DESC_BYTES + LINK_BYTES + EDF_LINK_BYTES + FLOOD_BYTES
+        );
         assert_eq!(
             many.desc_bytes,
             many.slots * (DESC_BYTES + LINK_BYTES + EDF_LINK_BYTES + FLOOD_BYTES)
@@ -305,9 +315,12 @@ mod tests {
         assert_eq!((f.head_bytes, f.arena_bytes), (192, f.slots * 192));
         assert!(f.arena_bytes <= 291_872_832 * 3 / 2, "{f:?}");
         assert!(f.total_bytes < 2 * 291_872_832, "{f:?}");
-        assert_eq!(statement(&cfg), "needs 518 MiB at start-up: an arena of 2005760 units of 192 B for the frames (367 \
+        assert_eq!(
+            statement(&cfg),
+            "needs 518 MiB at start-up: an arena of 2005760 units of 192 B for the frames (367 \
              MiB, 1.31x the buffer's 278 MiB in 192 B cells: every size of frame shares it) and \
-             the units' bookkeeping and descriptors (151 MiB)");
+             the units' bookkeeping and descriptors (151 MiB)"
+        );
         // Units round a cell up to 16 B: 144 B cells take 144 B units, 100 B cells 112 B.
         assert_eq!(footprint(&load("1MiB", "144B", 2).unwrap()).head_bytes, 144);
         assert_eq!(footprint(&load("1MiB", "100B", 2).unwrap()).head_bytes, 112);

@@ -137,9 +137,7 @@ impl Switch {
         // descriptors take one entry per unit. `rocectl check` and `rocesw run` state (and
         // refuse, beyond the machine) the same figures (controlplane::memory).
         let mem = controlplane::memory::footprint(cfg);
-        debug_assert!(
-            mem.slots >= u64::from(pool.total_cells()) + (TX_BURST * NUM_TC * cfg.ports.len()) as u64
-        );
+        debug_assert!(mem.slots >= u64::from(pool.total_cells()) + (TX_BURST * NUM_TC * cfg.ports.len()) as u64);
         let slots = mem.slots as usize;
         let max_frame = mem.slot_bytes as usize;
         let head = mem.head_bytes as usize;

@@ -52,7 +52,11 @@ fn a_many_port_switch_allocates_what_the_footprint_says() {
         ),
     ] {
         let bytes = allocated_by_new(cfg);
-        eprintln!("{} ports: {bytes} B allocated, {} B in the footprint", cfg.ports.len(), f.total_bytes);
+        eprintln!(
+            "{} ports: {bytes} B allocated, {} B in the footprint",
+            cfg.ports.len(),
+            f.total_bytes
+        );
         assert!(
             (f.total_bytes..f.total_bytes + OTHER_BYTES).contains(&bytes),
             "{} ports: Switch::new allocated {bytes} B, the footprint says {f:?}",
@@ -89,10 +93,9 @@ fn resident() -> u64 {
 #[cfg(target_os = "linux")]
 fn an_sn5600_sized_switch_is_resident_within_one_and_a_half_times_its_buffer_and_fixed() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let ports: String = (0..64)
-        .map(|id| format!("[[port]]\nid = {id}\nmtu = 9100\n"))
-        .collect();
-    let text = format!("[buffer]\nsize = \"291872832B\"\ncell = \"192B\"\n\n[port_defaults]\nspeed = \"100G\"\n\n{ports}");
+    let ports: String = (0..64).map(|id| format!("[[port]]\nid = {id}\nmtu = 9100\n")).collect();
+    let text =
+        format!("[buffer]\nsize = \"291872832B\"\ncell = \"192B\"\n\n[port_defaults]\nspeed = \"100G\"\n\n{ports}");
     let cfg = controlplane::load_str(&text)
         .unwrap_or_else(|e| panic!("loads: {e}"))
         .config;
@@ -115,5 +118,8 @@ fn an_sn5600_sized_switch_is_resident_within_one_and_a_half_times_its_buffer_and
     );
     assert!(grown >= f.arena_bytes, "the arena is faulted in: {grown} B");
     assert!(grown <= f.total_bytes + (16 << 20), "{grown} B resident, {f:?}");
-    assert!(grown <= buffer * 3 / 2 + fixed + (16 << 20), "{grown} B resident, {f:?}");
+    assert!(
+        grown <= buffer * 3 / 2 + fixed + (16 << 20),
+        "{grown} B resident, {f:?}"
+    );
 }

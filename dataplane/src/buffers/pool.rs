@@ -52,7 +52,8 @@ const _: () = assert!(
         == controlplane::memory::SLOT_BOOKKEEPING_BYTES
 );
 const _: () = assert!(
-    (2 * std::mem::size_of::<u32>() + std::mem::size_of::<u8>()) as u64 == controlplane::memory::CHUNK_BOOKKEEPING_BYTES
+    (2 * std::mem::size_of::<u32>() + std::mem::size_of::<u8>()) as u64
+        == controlplane::memory::CHUNK_BOOKKEEPING_BYTES
 );
 
 /// The end of a class's free list.
@@ -676,7 +677,10 @@ mod tests {
         for s in short.iter().step_by(2) {
             p.free(*s);
         }
-        assert!(p.alloc_copy(&[2; 1000]).is_none(), "512 units free, none in a free chunk");
+        assert!(
+            p.alloc_copy(&[2; 1000]).is_none(),
+            "512 units free, none in a free chunk"
+        );
         assert_eq!(p.available(), 512);
         for s in short.iter().skip(1).step_by(2) {
             p.free(*s);
