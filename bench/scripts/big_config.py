@@ -12,6 +12,10 @@ cells) with 64 ports:
     bench/scripts/big_config.py > sn5600.toml
     bench/scripts/big_config.py --ports 256 > sn5600-256.toml
     bench/scripts/big_config.py --ports 512 --size 167772160 --cell 256 --speed 100G > th5.toml
+
+With --captures DIR every port is a capture-file port (`rocesw run` with no interface): the first
+four read DIR/port0.pcap ... DIR/port3.pcap (examples/incast), the others receive nothing, and
+what they send is discarded: the real-time switch's start-up memory, measured.
 """
 import argparse
 import pathlib
@@ -23,6 +27,7 @@ ap.add_argument("--size", type=int, default=133_643_264 + 158_229_504, help="buf
 ap.add_argument("--cell", type=int, default=192, help="buffer.cell, bytes")
 ap.add_argument("--speed", default="400G", help="port_defaults.speed")
 ap.add_argument("--mtu", type=int, default=9100, help="port_defaults.mtu")
+ap.add_argument("--captures", help="capture-file ports: the first four read DIR/portN.pcap")
 a = ap.parse_args()
 
 text = (pathlib.Path(__file__).resolve().parents[2] / "configs" / "default.toml").read_text()
@@ -30,6 +35,14 @@ text = re.sub(r'(?m)^cell = .*$', f'cell = "{a.cell}B"', text, count=1)
 text = re.sub(r'(?m)^size = .*$', f'size = "{a.size}B"', text, count=1)
 text = re.sub(r'(?m)^speed = .*$', f'speed = "{a.speed}"', text, count=1)
 text = re.sub(r'(?m)^mtu = .*$', f'mtu = {a.mtu}', text, count=1)
-ports = "".join(f'[[port]]\nid = {4 * i}\nname = "Ethernet{4 * i}"\n\n' for i in range(a.ports))
+def pcap(i):
+    if a.captures is None:
+        return ""
+    if i < 4:
+        return f'pcap = {{ input = "{pathlib.Path(a.captures).resolve() / f"port{i}.pcap"}" }}\n'
+    return "pcap = {}\n"
+
+
+ports = "".join(f'[[port]]\nid = {4 * i}\nname = "Ethernet{4 * i}"\n{pcap(i)}\n' for i in range(a.ports))
 text = re.sub(r'(?ms)^\[\[port\]\].*?(?=^\[(?!\[port\]\])[a-z])', ports, text, count=1)
 print(text, end="")

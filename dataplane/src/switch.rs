@@ -131,16 +131,13 @@ impl Switch {
 
     fn with_shard(cfg: &Config, seed: u64, link: impl FnOnce(usize, usize) -> ShardLink) -> Self {
         let (pool, pg_accounts, queue_accounts) = mmu::build(cfg);
-        // Every queued frame holds at least one cell, so the buffer bounds the frames held;
-        // headroom for one burst per queue per port on top. The egress queues' descriptors take
-        // one entry per packet slot. A slot's head holds a one-cell frame, longer ones go to
-        // size classes grown as needed; `rocectl check` and `rocesw run` state (and refuse,
-        // beyond the machine) the same figures (controlplane::memory).
+        // Every queued frame holds at least as many cells as it takes units of the packet
+        // arena, so the buffer bounds the units held; headroom for one burst per queue per port
+        // and for fragmentation on top. A frame's slot is its first unit, so the egress queues'
+        // descriptors take one entry per unit. `rocectl check` and `rocesw run` state (and
+        // refuse, beyond the machine) the same figures (controlplane::memory).
         let mem = controlplane::memory::footprint(cfg);
-        debug_assert_eq!(
-            mem.slots,
-            u64::from(pool.total_cells()) + (TX_BURST * NUM_TC * cfg.ports.len()) as u64
-        );
+        debug_assert!(mem.slots >= u64::from(pool.total_cells()) + (TX_BURST * NUM_TC * cfg.ports.len()) as u64);
         let slots = mem.slots as usize;
         let max_frame = mem.slot_bytes as usize;
         let head = mem.head_bytes as usize;
@@ -660,16 +657,15 @@ impl Switch {
     pub fn free_buffers(&self) -> usize {
         self.packets.available()
     }
-    /// Faults the packet slots' heads in and grows every size class to the most frames of its
-    /// size the buffer can hold (`rocesw run`: no page fault and no allocation on the packet
-    /// path); replay and the simulations leave both to grow as frames arrive.
+    /// Faults the packet arena and its bookkeeping in (`rocesw run`: no page fault on the
+    /// packet path; the size classes take the arena's chunks without allocating); replay and
+    /// the simulations leave the arena's pages to be mapped as frames arrive.
     pub fn prefault(&mut self) {
         self.packets.prefault();
-        let frames = controlplane::memory::class_frames(&self.cfg);
-        self.packets.reserve_classes(&frames);
     }
 
-    /// Bytes the packet pool's size classes hold for frames longer than a head.
+    /// Bytes the packet pool's classes of more than one unit hold for frames longer than a
+    /// cell.
     pub fn class_bytes(&self) -> usize {
         self.packets.class_bytes()
     }

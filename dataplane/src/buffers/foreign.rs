@@ -65,48 +65,6 @@ impl Foreign {
 // SAFETY: ForeignFrame::new requires a buffer that may be used and released from any thread.
 unsafe impl Send for Foreign {}
 
-/// The kind of a record that refers to one of the packet pool's own larger buffers (a frame
-/// longer than a slot's head, `super::pool`): never released through it, and never handed
-/// to a backend as its own (no backend names this owner).
-pub(crate) static POOL_OWN: ForeignKind = ForeignKind {
-    release: never_released,
-    owner: u32::MAX,
-};
-
-/// `POOL_OWN`'s release: the pool takes its own buffers back itself.
-///
-/// # Safety
-/// Never called: a pool's own buffer is never released as a backend's.
-unsafe fn never_released(_token: NonNull<c_void>) {
-    debug_assert!(false, "a packet pool's own buffer was released as a backend's");
-}
-
-impl Foreign {
-    /// A record of the pool's own buffer at `data`, of size class `class` (kept in the token).
-    #[inline]
-    pub(crate) fn pool_own(data: NonNull<u8>, class: usize) -> Foreign {
-        Foreign {
-            data,
-            // Never dereferenced: the class number, one up so it is never null.
-            token: NonNull::new((class + 1) as *mut c_void).expect("one up is never null"),
-            kind: &POOL_OWN,
-        }
-    }
-
-    /// The size class of the pool's own buffer this record refers to, or None for a
-    /// backend's buffer.
-    #[inline]
-    pub(crate) fn own_class(self) -> Option<usize> {
-        std::ptr::eq(self.kind, &POOL_OWN).then(|| self.token.as_ptr() as usize - 1)
-    }
-
-    /// Where the bytes are.
-    #[inline]
-    pub(crate) fn data(self) -> NonNull<u8> {
-        self.data
-    }
-}
-
 /// A frame in a buffer a backend owns, owned by whoever holds this value: dropping it gives
 /// the buffer back (calls the backend's release function once).
 #[derive(Debug)]

@@ -1,29 +1,38 @@
-//! Packet buffers, stored by what a frame takes. Every packet slot has a *head* of one cell
-//! (rounded up to a cache line), addressed by its slot number: a frame that fits in one cell
-//! lives there, and only a small descriptor moves through the queues, as in a DPDK mempool. A
-//! longer frame lives in a buffer of the smallest *size class* that holds it
-//! (`controlplane::memory::size_classes`, at most a quarter larger than the frame), carved from
-//! 64 KiB chunks the first time the traffic needs that many, and kept for reuse. The MMU bounds
-//! how many frames can be held (one per cell at most), so the slots are sized from it; the
-//! heads then take the buffer's bytes, and the larger buffers follow what was actually held.
+//! Packet buffers, stored by what a frame takes, in one arena every frame size shares.
 //!
-//! Why size classes and not an ASIC's chain of cells: a chained frame is not contiguous, and
-//! everything after the pool reads and writes a frame as one slice (parsing, ECN and tag
-//! rewrites in place, a crossing frame lent to another shard by its address, a backend's
-//! transmit); a head of one cell keeps the smallest frames exactly where they were, at no cost
-//! a frame (docs/design-history.md, "Packet storage").
+//! The arena is an array of *units* of one cell each (rounded up to 16 B,
+//! `controlplane::memory::head_bytes`). A frame of L bytes takes ⌈L / unit⌉ consecutive units,
+//! and its slot number is the index of the first: every frame, short or long, is at
+//! `slot × unit` in one allocation, so the pipeline reads and writes it as one slice from its
+//! slot number alone, as in a DPDK mempool, and only a small descriptor moves through the
+//! queues. Frames are kept in *size classes*, one per unit count; class 0 (one unit: every
+//! frame up to a cell) is a stack of free units, exactly as the slots were before any frame was
+//! longer than a cell, and each longer class a list of free buffers linked through a per-unit
+//! array. A class takes a *chunk* of units (`controlplane::memory::chunk_units`) off the arena's
+//! free list when it has no free buffer: a pop, never an allocation. When the arena has none
+//! left, the chunks whose buffers are all free go back to it (`reclaim`, off the common path:
+//! it runs only when the arena is empty) and the class takes one of those. The MMU charges a
+//! frame at least as many cells as it takes units, so the frames the buffer holds never take
+//! more units than it has cells; the arena has a quarter more and room for each class's
+//! partly used chunk (`controlplane::memory::arena_units`). A frame for which there is still no
+//! room is refused as when no slot was free (`no_buffer`).
 //!
-//! The heads are allocated as lazily mapped pages and handed out lowest first: in virtual time
-//! memory follows the peak that was buffered. `rocesw run` faults them in at start-up
-//! ([`PacketPool::prefault`]), so no page fault waits on the packet path.
+//! Why an arena of units and not an ASIC's chain of cells, or size classes each grown on its
+//! own: a chained frame is not contiguous, and everything after the pool reads and writes a
+//! frame as one slice (parsing, ECN and tag rewrites in place, a crossing frame lent to another
+//! shard by its address, a backend's transmit); classes that each keep what they grew must each
+//! be grown, in real time, to all the frames of their size the buffer could hold, 24× the
+//! buffer's bytes for an SN5600 (docs/design-history.md, "Packet storage").
+//!
+//! The arena is allocated as lazily mapped pages and its chunks handed out lowest first: in
+//! virtual time memory follows the peak that was buffered. `rocesw run` faults it in at
+//! start-up ([`PacketPool::prefault`]), so no page fault waits on the packet path.
 //!
 //! A slot may also hold a frame in a buffer its port backend owns (a DPDK mbuf, received
-//! without a copy: [`super::foreign`]). The slot then refers to that buffer instead of its
-//! head, through the same per-slot record as a larger buffer; `get`, `get_mut` and
-//! `clone_slot` read and write it the same way, `free` releases it, and `take_foreign` hands
-//! it to the transmitting backend. The pipeline never knows where a slot's frame is.
-
-use std::ptr::NonNull;
+//! without a copy: [`super::foreign`]). Such a slot is a one-unit slot whose record refers to
+//! that buffer instead; `get`, `get_mut` and `clone_slot` read and write it the same way,
+//! `free` releases it, and `take_foreign` hands it to the transmitting backend. The pipeline
+//! never knows where a slot's frame is.
 
 use super::foreign::{self, Foreign, ForeignFrame};
 
@@ -35,133 +44,140 @@ pub enum Taken<'a> {
     Foreign(ForeignFrame),
 }
 
-// The control plane's memory estimate counts a free-list entry and a foreign-buffer record per
-// slot at exactly this size: a record that shrinks or grows fails here, not in a wrong estimate.
+// The control plane's memory estimate counts a unit's free-list entry, link, class and foreign
+// record, and a chunk's free-list entry, class and count, at exactly these sizes: a record that
+// shrinks or grows fails here, not in a wrong estimate.
 const _: () = assert!(
-    (std::mem::size_of::<u32>() + std::mem::size_of::<Option<Foreign>>()) as u64
+    (2 * std::mem::size_of::<u32>() + std::mem::size_of::<u8>() + std::mem::size_of::<Option<Foreign>>()) as u64
         == controlplane::memory::SLOT_BOOKKEEPING_BYTES
 );
+const _: () = assert!(
+    (2 * std::mem::size_of::<u32>() + std::mem::size_of::<u8>()) as u64
+        == controlplane::memory::CHUNK_BOOKKEEPING_BYTES
+);
 
-/// One size class: buffers of `size` bytes, carved from chunks as they are needed.
-#[derive(Debug)]
+/// The end of a class's free list.
+const NIL: u32 = u32::MAX;
+/// A chunk on the arena's free list, carved for no class.
+const NO_CLASS: u8 = u8::MAX;
+
+/// A size class of more than one unit (its free list's first buffer is in
+/// [`PacketPool::heads`], apart, so the packet path indexes a plain array of `u32`).
+#[derive(Debug, Clone, Copy)]
 struct Class {
-    size: usize,
-    /// Free buffers, the lowest on top.
-    free: Vec<NonNull<u8>>,
-    /// Where the buffers are; a chunk's heap block never moves, so pointers into it hold.
-    chunks: Vec<Box<[u8]>>,
+    /// Units a buffer of the class takes.
+    units: u32,
+    /// Buffers carved for the class (free or holding a frame).
+    carved: usize,
 }
 
-// SAFETY: the pointers in `free` point into `chunks`, which the class owns and moves with it.
-unsafe impl Send for Class {}
-
-impl Class {
-    /// A new chunk's buffers on the free list: one allocation for a chunk's worth of frames.
-    #[cold]
-    #[inline(never)]
-    fn grow(&mut self) -> Option<NonNull<u8>> {
-        let chunk_bytes = controlplane::memory::CHUNK_BYTES as usize;
-        let n = (chunk_bytes / self.size).max(1);
-        let mut chunk = vec![0u8; n * self.size].into_boxed_slice();
-        let base = chunk.as_mut_ptr();
-        self.free.reserve(n);
-        for i in (1..n).rev() {
-            // SAFETY: i * size + size <= the chunk's length.
-            self.free
-                .push(NonNull::new(unsafe { base.add(i * self.size) }).expect("in a chunk"));
-        }
-        self.chunks.push(chunk);
-        NonNull::new(base)
-    }
-}
-
-/// The packet slots of one switch (or shard): a head each, handed out by index, and the
-/// larger buffers frames longer than a head are kept in.
+/// The packet slots of one switch (or shard): the arena of units every frame is stored in, its
+/// size classes, and the records of frames kept in a backend's buffers instead.
 #[derive(Debug)]
 pub struct PacketPool {
-    heads: Box<[u8]>,
+    arena: Box<[u8]>,
+    /// Bytes of a unit (a one-unit frame's head).
     head_size: usize,
     /// The longest frame taken (a multiple of 64).
     max_frame: usize,
-    slots: usize,
+    /// Units in the arena.
+    units: usize,
+    /// Class 0's free units, the lowest on top: the one-cell frames' stack. Its capacity is
+    /// every unit, so a push never reallocates.
     free: Vec<u32>,
-    /// Per slot: the buffer its frame is in instead of its head, if any: a backend's or one of
-    /// the size classes'.
-    elsewhere: Box<[Option<Foreign>]>,
-    /// Slots whose frame is elsewhere: while none is, no look at `elsewhere`.
-    elsewhere_held: usize,
-    /// Of those, slots holding a frame in a backend's buffer.
-    foreign_held: usize,
-    /// The size classes, smallest first.
-    classes: Vec<Class>,
-    /// By a frame's length in 64 B units (rounded up): its class, for frames longer than a head.
+    /// Units carved for class 0 (free or holding a frame).
+    carved0: usize,
+    /// Classes by number; a class of `c` has `c + 1` units (class 0's entry is unused: its
+    /// list is `free`).
+    classes: Box<[Class]>,
+    /// By class: the first free buffer (its first unit), or [`NIL`]; the rest are linked
+    /// through `next`.
+    heads: Box<[u32]>,
+    /// By a frame's length in 16 B units (rounded up): its class.
     class_of: Box<[u8]>,
+    /// Per unit: the class of the buffer starting there.
+    class_at: Box<[u8]>,
+    /// Per unit: the next free buffer of its class after the one starting there.
+    next: Box<[u32]>,
+    /// log2 of a chunk's units.
+    chunk_shift: u32,
+    /// The arena's free chunks, the lowest on top.
+    chunks_free: Vec<u32>,
+    /// Per chunk: the class it is carved for, or [`NO_CLASS`].
+    chunk_class: Box<[u8]>,
+    /// Per chunk: free buffers counted by [`Self::reclaim`].
+    tally: Box<[u32]>,
+    /// Per slot: the backend's buffer its frame is in instead of the arena, if any.
+    elsewhere: Box<[Option<Foreign>]>,
+    /// Slots holding a frame in a backend's buffer: while none does, no look at `elsewhere`.
+    foreign_held: usize,
 }
 
 impl PacketPool {
     /// `slots` slots of at least `slot_size` bytes (rounded up to 64, a cache line), all free:
-    /// every frame fits in a head (tests, benches).
+    /// every frame fits in one unit (tests, benches).
     pub fn new(slots: usize, slot_size: usize) -> Self {
-        Self::with_heads(slots, slot_size, slot_size)
+        let size = slot_size.max(1).next_multiple_of(64);
+        Self::with_heads(slots, size, size)
     }
 
-    /// `slots` slots with heads of `head_size` bytes, taking frames up to `max_frame` bytes
-    /// (both rounded up to 64); the longer ones in size classes. The heads are mapped, not yet
-    /// touched: see [`Self::prefault`].
-    pub fn with_heads(slots: usize, head_size: usize, max_frame: usize) -> Self {
-        let head_size = head_size.max(1).next_multiple_of(64);
-        let max_frame = max_frame.max(1).next_multiple_of(64);
-        let sizes = controlplane::memory::size_classes(head_size as u64, max_frame as u64);
-        assert!(sizes.len() < usize::from(u8::MAX), "size classes fit a byte");
-        let class_of: Box<[u8]> = (0..=max_frame / 64)
-            .map(|units| sizes.iter().position(|&s| s >= units as u64 * 64).unwrap_or(0) as u8)
+    /// An arena of `units` units of `head_size` bytes (rounded up to 16), taking frames up to
+    /// `max_frame` bytes (rounded up to 64); a frame longer than a unit takes as many
+    /// consecutive units as it needs. The arena is mapped, not yet touched: see
+    /// [`Self::prefault`].
+    pub fn with_heads(units: usize, head_size: usize, max_frame: usize) -> Self {
+        let head_size = head_size.max(1).next_multiple_of(16);
+        let max_frame = max_frame.max(1).next_multiple_of(64).max(head_size);
+        let classes = controlplane::memory::max_units(head_size as u64, max_frame as u64) as usize;
+        assert!(classes < usize::from(NO_CLASS), "size classes fit a byte");
+        assert!(units < NIL as usize, "slot numbers fit 32 bits");
+        let chunk = controlplane::memory::chunk_units(classes as u64) as usize;
+        let chunks = units.div_ceil(chunk);
+        let class_of: Box<[u8]> = (0..=max_frame / 16)
+            .map(|u16s| ((u16s * 16).div_ceil(head_size).max(1) - 1) as u8)
             .collect();
         PacketPool {
             // Zeroed: lazily mapped pages, which cost memory only once written.
-            heads: vec![0u8; slots * head_size].into_boxed_slice(),
+            arena: vec![0u8; units * head_size].into_boxed_slice(),
             head_size,
             max_frame,
-            slots,
-            // Popped from the end: hand out low slots first, which keeps memory warm and, in
-            // virtual time, as small as the peak held.
-            free: (0..slots as u32).rev().collect(),
-            elsewhere: vec![None; slots].into_boxed_slice(),
-            elsewhere_held: 0,
-            foreign_held: 0,
-            classes: sizes
-                .into_iter()
-                .map(|s| Class {
-                    size: s as usize,
-                    free: Vec::new(),
-                    chunks: Vec::new(),
+            units,
+            free: Vec::with_capacity(units),
+            carved0: 0,
+            classes: (0..classes)
+                .map(|c| Class {
+                    units: c as u32 + 1,
+                    carved: 0,
                 })
                 .collect(),
+            heads: vec![NIL; classes].into_boxed_slice(),
             class_of,
+            class_at: vec![0u8; units].into_boxed_slice(),
+            next: vec![0u32; units].into_boxed_slice(),
+            chunk_shift: chunk.trailing_zeros(),
+            // Popped from the end: hand out low chunks first, which keeps memory warm and, in
+            // virtual time, as small as the peak held.
+            chunks_free: (0..chunks as u32).rev().collect(),
+            chunk_class: vec![NO_CLASS; chunks].into_boxed_slice(),
+            tally: vec![0u32; chunks].into_boxed_slice(),
+            elsewhere: vec![None; units].into_boxed_slice(),
+            foreign_held: 0,
         }
     }
 
-    /// Faults every head in now, like a DPDK mempool on hugepages, not on the packet path
-    /// (`rocesw run`).
+    /// Faults the whole arena and its bookkeeping in now, like a DPDK mempool on hugepages,
+    /// not on the packet path (`rocesw run`).
     pub fn prefault(&mut self) {
-        std::hint::black_box(&mut self.heads);
-        self.heads.fill(0);
-    }
-
-    /// Grows each size class (smallest first) to hold `frames[c]` frames now, off the packet
-    /// path (`rocesw run`: [`controlplane::memory::class_frames`], as many as the buffer can
-    /// hold), so that no frame allocates later.
-    pub fn reserve_classes(&mut self, frames: &[u64]) {
-        for (class, &want) in self.classes.iter_mut().zip(frames) {
-            let want = usize::try_from(want).unwrap_or(usize::MAX).min(self.slots);
-            while class.free.len() < want {
-                let Some(first) = class.grow() else { break };
-                class.free.push(first);
-            }
-            // Lowest buffers on top, as growth on demand hands them out.
-            class
-                .free
-                .sort_unstable_by_key(|p| std::cmp::Reverse(p.as_ptr() as usize));
+        std::hint::black_box(&mut self.arena);
+        self.arena.fill(0);
+        std::hint::black_box(&mut self.next);
+        self.next.fill(0);
+        std::hint::black_box(&mut self.class_at);
+        self.class_at.fill(0);
+        for e in self.free.spare_capacity_mut() {
+            e.write(0);
         }
+        std::hint::black_box(&mut self.free);
     }
 
     /// The longest frame a slot takes (a multiple of 64).
@@ -169,19 +185,35 @@ impl PacketPool {
         self.max_frame
     }
 
-    /// Bytes of a slot's head: frames up to this long live in it.
+    /// Bytes of a unit: frames up to this long take one.
     pub fn head_size(&self) -> usize {
         self.head_size
     }
 
-    /// Free slots.
+    /// Units not holding a frame (free in a class, in the arena's free chunks, or the unused
+    /// end of a chunk). Walks the free lists (tests and reports: the packet path keeps no
+    /// count).
     pub fn available(&self) -> usize {
-        self.free.len()
+        let held0 = self.carved0 - self.free.len();
+        let held: usize = (1..self.classes.len())
+            .map(|c| (self.classes[c].carved - self.list_len(c)) * self.classes[c].units as usize)
+            .sum();
+        self.units - held0 - held
     }
 
-    /// Slots in all.
+    /// Free buffers on class `c`'s list.
+    fn list_len(&self, c: usize) -> usize {
+        let (mut n, mut u) = (0, self.heads[c]);
+        while u != NIL {
+            n += 1;
+            u = self.next[u as usize];
+        }
+        n
+    }
+
+    /// Units in all: the most one-unit frames the pool can hold at once.
     pub fn capacity(&self) -> usize {
-        self.slots
+        self.units
     }
 
     /// Slots holding a frame in a backend's buffer (zero copy) rather than a copy.
@@ -189,67 +221,220 @@ impl PacketPool {
         self.foreign_held
     }
 
-    /// Bytes the size classes have carved so far (all in use or kept for reuse).
+    /// Bytes the classes of more than one unit have carved (holding frames or free in them).
     pub fn class_bytes(&self) -> usize {
-        self.classes.iter().flat_map(|c| c.chunks.iter()).map(|c| c.len()).sum()
+        let units: usize = self.classes[1..].iter().map(|c| c.carved * c.units as usize).sum();
+        units * self.head_size
     }
 
-    /// Copies `frame` into a free slot. None when the pool is empty or the frame does not fit.
-    /// Always inlined: the receive path's one allocation a frame.
+    /// Bytes of the arena's chunks carved for any class: what frames have touched.
+    pub fn carved_bytes(&self) -> usize {
+        ((self.chunk_class.len() - self.chunks_free.len()) << self.chunk_shift) * self.head_size
+    }
+
+    /// A free one-unit slot: off class 0's stack, or a chunk carved for it.
+    #[inline(always)]
+    fn pop_short(&mut self) -> Option<u32> {
+        match self.free.pop() {
+            Some(slot) => Some(slot),
+            None => self.grow_short(),
+        }
+    }
+
+    /// Copies `frame` into a free slot. None when the arena has no room or the frame does not
+    /// fit. Always inlined: the receive path's one allocation a frame.
     #[inline(always)]
     pub fn alloc_copy(&mut self, frame: &[u8]) -> Option<u32> {
         if frame.len() > self.head_size {
             return self.alloc_long(frame.as_ptr(), frame.len());
         }
-        let slot = self.free.pop()?;
+        let slot = self.pop_short()?;
         let start = slot as usize * self.head_size;
-        self.heads[start..start + frame.len()].copy_from_slice(frame);
+        self.arena[start..start + frame.len()].copy_from_slice(frame);
         Some(slot)
     }
 
-    /// A frame longer than a head: a slot and a buffer of its size class, `len` bytes copied
-    /// from `src` into it. Inlined, as the short path is: the class comes from a lookup table
-    /// and its buffer off its free list, without a bounds check; only growing is out of line.
+    /// A frame longer than a unit: a buffer of its class (as many units as it takes), `len`
+    /// bytes copied from `src` into it. Inlined, as the short path is: the class comes from a
+    /// lookup table and its buffer off its free list, without a bounds check; only growing is
+    /// out of line.
     #[inline(always)]
     fn alloc_long(&mut self, src: *const u8, len: usize) -> Option<u32> {
         if len > self.max_frame {
             return None;
         }
-        let slot = self.free.pop()?;
-        // SAFETY: `len <= max_frame`, and `class_of` has `max_frame / 64 + 1` entries (with
-        // `max_frame` a multiple of 64), so `len.div_ceil(64)` is within it.
-        let c = unsafe { *self.class_of.get_unchecked(len.div_ceil(64)) };
-        // SAFETY: every entry of `class_of` is an index into `classes` (built together).
-        let class = unsafe { self.classes.get_unchecked_mut(usize::from(c)) };
-        let Some(buf) = class.free.pop().or_else(|| class.grow()) else {
-            self.free.push(slot);
-            return None;
+        // SAFETY: `len <= max_frame`, and `class_of` has `max_frame / 16 + 1` entries (with
+        // `max_frame` a multiple of 64), so `len.div_ceil(16)` is within it.
+        let c = usize::from(unsafe { *self.class_of.get_unchecked(len.div_ceil(16)) });
+        // SAFETY: every entry of `class_of` is an index into `heads` (built together).
+        let head = unsafe { self.heads.get_unchecked_mut(c) };
+        let slot = if *head != NIL {
+            let slot = *head;
+            // SAFETY: a free buffer's first unit is below `units`, the length of `next`.
+            *head = unsafe { *self.next.get_unchecked(slot as usize) };
+            slot
+        } else {
+            self.grow_long(c)?
         };
+        let start = slot as usize * self.head_size;
+        debug_assert!(start + len <= self.arena.len());
         // SAFETY: `src` holds `len` bytes (the caller's frame, or another slot's, never this
-        // free buffer); `buf` holds the class's size, at least `len`.
-        unsafe { std::ptr::copy_nonoverlapping(src, buf.as_ptr(), len) };
-        // SAFETY: a slot off the free list is below `slots`, the length of `elsewhere`.
-        *unsafe { self.elsewhere.get_unchecked_mut(slot as usize) } = Some(Foreign::pool_own(buf, usize::from(c)));
-        self.elsewhere_held += 1;
+        // free buffer); the buffer's units hold at least `len` bytes within the arena.
+        unsafe { std::ptr::copy_nonoverlapping(src, self.arena.as_mut_ptr().add(start), len) };
         Some(slot)
     }
 
+    /// Units `start..end` of chunk `chunk` (the last may be short).
+    fn chunk_range(&self, chunk: u32) -> (usize, usize) {
+        let start = (chunk as usize) << self.chunk_shift;
+        (start, (start + (1 << self.chunk_shift)).min(self.units))
+    }
+
+    /// A chunk for a class that has no free buffer: off the arena's free list, or given back
+    /// by the classes (`reclaim`) when that is empty.
+    fn take_chunk(&mut self, class: u8) -> Option<u32> {
+        let chunk = match self.chunks_free.pop() {
+            Some(c) => c,
+            None => self.reclaim()?,
+        };
+        self.chunk_class[chunk as usize] = class;
+        Some(chunk)
+    }
+
+    /// Class 0's stack is empty: a chunk's units onto it (the lowest on top), and the lowest
+    /// handed out. No allocation: the stack's capacity is every unit.
+    #[cold]
+    #[inline(never)]
+    fn grow_short(&mut self) -> Option<u32> {
+        let chunk = self.take_chunk(0)?;
+        let (start, end) = self.chunk_range(chunk);
+        self.class_at[start..end].fill(0);
+        self.free.extend((start as u32 + 1..end as u32).rev());
+        self.carved0 += end - start;
+        Some(start as u32)
+    }
+
+    /// Class `c` has no free buffer: a chunk carved into its buffers, linked lowest first, and
+    /// the lowest handed out. None when the arena has no room even after `reclaim`.
+    #[cold]
+    #[inline(never)]
+    fn grow_long(&mut self, c: usize) -> Option<u32> {
+        let n = self.classes[c].units as usize;
+        loop {
+            let chunk = self.take_chunk(c as u8)?;
+            let (start, end) = self.chunk_range(chunk);
+            let buffers = (end - start) / n;
+            if buffers == 0 {
+                // The arena's short last chunk holds none of these: leave it to class 0.
+                self.chunk_class[chunk as usize] = NO_CLASS;
+                let rest = self.chunks_free.len();
+                self.chunks_free.insert(0, chunk);
+                if rest == 0 {
+                    return None;
+                }
+                continue;
+            }
+            let mut head = self.heads[c];
+            for i in (0..buffers).rev() {
+                let b = start + i * n;
+                self.class_at[b] = c as u8;
+                self.next[b] = head;
+                head = b as u32;
+            }
+            self.heads[c] = self.next[start];
+            self.classes[c].carved += buffers;
+            return Some(start as u32);
+        }
+    }
+
+    /// The arena is empty: every chunk whose buffers are all free leaves its class's free list
+    /// and goes back to the arena, and one of them is returned. One pass over the free lists,
+    /// no allocation; it runs only when a class must grow and the arena has nothing left, i.e.
+    /// after the traffic changed the sizes it holds. None when no chunk is wholly free.
+    #[cold]
+    #[inline(never)]
+    fn reclaim(&mut self) -> Option<u32> {
+        let shift = self.chunk_shift;
+        self.tally.fill(0);
+        for &u in &self.free {
+            self.tally[(u >> shift) as usize] += 1;
+        }
+        for &head in &self.heads[1..] {
+            let mut u = head;
+            while u != NIL {
+                self.tally[(u >> shift) as usize] += 1;
+                u = self.next[u as usize];
+            }
+        }
+        // A wholly free chunk's count becomes NIL, marking it.
+        let mut found = false;
+        for chunk in 0..self.tally.len() {
+            let c = self.chunk_class[chunk];
+            if c == NO_CLASS {
+                continue;
+            }
+            let (start, end) = self.chunk_range(chunk as u32);
+            let buffers = (end - start) / (usize::from(c) + 1);
+            if buffers > 0 && self.tally[chunk] as usize == buffers {
+                self.tally[chunk] = NIL;
+                found = true;
+            }
+        }
+        if !found {
+            return None;
+        }
+        let tally = &self.tally;
+        let before = self.free.len();
+        self.free.retain(|&u| tally[(u >> shift) as usize] != NIL);
+        self.carved0 -= before - self.free.len();
+        for (class, head) in self.classes[1..].iter_mut().zip(&mut self.heads[1..]) {
+            let mut kept = NIL;
+            let mut last = NIL;
+            let mut u = *head;
+            while u != NIL {
+                let after = self.next[u as usize];
+                if tally[(u >> shift) as usize] == NIL {
+                    class.carved -= 1;
+                } else {
+                    if last == NIL {
+                        kept = u;
+                    } else {
+                        self.next[last as usize] = u;
+                    }
+                    last = u;
+                }
+                u = after;
+            }
+            if last != NIL {
+                self.next[last as usize] = NIL;
+            }
+            *head = kept;
+        }
+        // Back to the arena, the lowest on top.
+        for chunk in (0..self.tally.len()).rev() {
+            if self.tally[chunk] == NIL {
+                self.chunk_class[chunk] = NO_CLASS;
+                self.chunks_free.push(chunk as u32);
+            }
+        }
+        self.chunks_free.pop()
+    }
+
     /// Keeps `frame` in a free slot without copying it: the slot holds the backend's buffer
-    /// until it is freed or taken. Gives the frame back when the pool is empty or the frame is
-    /// longer than a slot takes (the switch never holds a frame it could not have copied).
-    /// Always inlined: once a frame on the zero-copy path, where an out-of-line call moved
-    /// the whole `ForeignFrame` through the stack.
+    /// until it is freed or taken. Gives the frame back when the pool has no room or the
+    /// frame is longer than a slot takes (the switch never holds a frame it could not have
+    /// copied). Always inlined: once a frame on the zero-copy path, where an out-of-line call
+    /// moved the whole `ForeignFrame` through the stack.
     #[inline(always)]
     pub fn alloc_foreign(&mut self, frame: ForeignFrame) -> Result<u32, ForeignFrame> {
         if frame.len() > self.max_frame {
             return Err(frame);
         }
-        let Some(slot) = self.free.pop() else {
+        let Some(slot) = self.pop_short() else {
             return Err(frame);
         };
         let (buf, _) = frame.into_slot();
         self.elsewhere[slot as usize] = Some(buf);
-        self.elsewhere_held += 1;
         self.foreign_held += 1;
         Ok(slot)
     }
@@ -262,21 +447,21 @@ impl PacketPool {
         if len > self.head_size {
             return self.alloc_long(from, len);
         }
-        let slot = self.free.pop()?;
+        let slot = self.pop_short()?;
         let d = slot as usize * self.head_size;
-        let to = self.heads[d..d + len].as_mut_ptr();
+        let to = self.arena[d..d + len].as_mut_ptr();
         // SAFETY: `from` holds `len` bytes of slot `src`, which is held, so not this free
-        // slot's head: the ranges do not overlap, and nothing freed `src` since the read.
+        // slot's unit: the ranges do not overlap, and growing a class moves no byte.
         unsafe { std::ptr::copy_nonoverlapping(from, to, len) };
         Some(slot)
     }
 
-    /// The buffer slot `slot`'s frame is in instead of its head, if any. Pools that hold none
-    /// (replay of short frames, AF_PACKET, capture files) answer from one field, without
-    /// reading the per-slot table.
+    /// The backend's buffer slot `slot`'s frame is in, if any. Pools that hold none (every
+    /// backend but DPDK's zero copy, and shards lending no frame) answer from one field,
+    /// without reading the per-slot table.
     #[inline(always)]
     fn elsewhere_of(&self, slot: u32) -> Option<Foreign> {
-        if self.elsewhere_held == 0 {
+        if self.foreign_held == 0 {
             return None;
         }
         self.elsewhere[slot as usize]
@@ -291,7 +476,7 @@ impl PacketPool {
             return unsafe { f.bytes(len) };
         }
         let start = slot as usize * self.head_size;
-        &self.heads[start..start + len]
+        &self.arena[start..start + len]
     }
 
     /// As [`Self::get`], writable: ECN marks, DSCP and tag rewrites happen in place.
@@ -302,48 +487,54 @@ impl PacketPool {
             return unsafe { f.bytes_mut(len) };
         }
         let start = slot as usize * self.head_size;
-        &mut self.heads[start..start + len]
+        &mut self.arena[start..start + len]
     }
 
-    /// Gives back what slot `slot` held elsewhere (its record already cleared): a class's
-    /// buffer to its free list; a backend's buffer is the caller's.
+    /// Puts a slot's buffer back on its class's free list. `long`: whether it is longer than a
+    /// unit (the frame was, or its class says so).
     #[inline(always)]
-    fn forget(&mut self, slot: u32, f: Foreign) -> bool {
-        self.elsewhere[slot as usize] = None;
-        self.elsewhere_held -= 1;
-        match f.own_class() {
-            Some(c) => {
-                // SAFETY: a pool-own record's class was an index into `classes` when made.
-                unsafe { self.classes.get_unchecked_mut(c) }.free.push(f.data());
-                true
-            }
-            None => {
-                self.foreign_held -= 1;
-                false
-            }
+    fn release(&mut self, slot: u32, long: bool) {
+        if !long {
+            debug_assert_eq!(self.class_at[slot as usize], 0, "slot {slot}");
+            // Never reallocates: the capacity is every unit.
+            self.free.push(slot);
+            return;
         }
+        // SAFETY: a held slot is below `units`, the length of `class_at` and `next`; its class
+        // is an index into `heads`, written when its chunk was carved.
+        unsafe {
+            let c = usize::from(*self.class_at.get_unchecked(slot as usize));
+            let head = self.heads.get_unchecked_mut(c);
+            *self.next.get_unchecked_mut(slot as usize) = *head;
+            *head = slot;
+        }
+    }
+
+    /// Forgets the backend's buffer slot `slot` held.
+    #[inline(always)]
+    fn forget(&mut self, slot: u32) {
+        self.elsewhere[slot as usize] = None;
+        self.foreign_held -= 1;
     }
 
     /// Frees a slot; a backend's buffer it held is released.
     #[inline]
     pub fn free(&mut self, slot: u32) {
-        debug_assert!(self.free.len() < self.capacity(), "double free of slot {slot}");
         if let Some(f) = self.elsewhere_of(slot) {
-            if !self.forget(slot, f) {
-                // SAFETY: the slot owned the buffer and no longer refers to it.
-                unsafe { foreign::release(f) };
-            }
+            self.forget(slot);
+            // SAFETY: the slot owned the buffer and no longer refers to it.
+            unsafe { foreign::release(f) };
         }
-        // Never reallocates: capacity was reserved for every slot at construction.
-        self.free.push(slot);
+        // SAFETY: a held slot is below `units`.
+        let long = unsafe { *self.class_at.get_unchecked(slot as usize) } != 0;
+        self.release(slot, long);
     }
 
     /// If slot `slot` holds a backend's buffer (a frame of `len` bytes), frees the slot and
     /// hands the buffer over instead of releasing it; a frame in the pool is left as it is.
     #[inline]
     pub fn take_foreign(&mut self, slot: u32, len: usize) -> Option<ForeignFrame> {
-        let f = self.elsewhere_of(slot)?;
-        f.own_class().is_none().then_some(())?;
+        self.elsewhere_of(slot)?;
         match self.take(slot, len) {
             Taken::Foreign(f) => Some(f),
             Taken::Arena(_) => None,
@@ -356,20 +547,19 @@ impl PacketPool {
     /// and a return of `Taken` through memory on every transmit.
     #[inline(always)]
     pub fn take(&mut self, slot: u32, len: usize) -> Taken<'_> {
-        debug_assert!(self.free.len() < self.capacity(), "double free of slot {slot}");
-        // Never reallocates: capacity was reserved for every slot at construction.
-        self.free.push(slot);
         if let Some(f) = self.elsewhere_of(slot) {
-            if self.forget(slot, f) {
-                // SAFETY: the class's buffer is free but untouched until the next allocation,
-                // which needs `&mut self`, which this borrow holds.
-                return Taken::Arena(unsafe { f.bytes(len) });
-            }
+            self.forget(slot);
+            self.release(slot, false);
             // SAFETY: taken out of its slot, so owned here; `len` is the frame's queued length.
             return Taken::Foreign(unsafe { ForeignFrame::from_slot(f, len) });
         }
+        // A frame in the arena is longer than a unit exactly when it took more than one: its
+        // length as queued is its length as stored.
+        self.release(slot, len > self.head_size);
         let start = slot as usize * self.head_size;
-        Taken::Arena(&self.heads[start..start + len])
+        // The buffer is free but untouched until the next allocation, which needs `&mut self`,
+        // which this borrow holds (a free list's links are outside the arena).
+        Taken::Arena(&self.arena[start..start + len])
     }
 }
 
@@ -381,10 +571,8 @@ impl Drop for PacketPool {
             return;
         }
         for f in self.elsewhere.iter_mut().filter_map(Option::take) {
-            if f.own_class().is_none() {
-                // SAFETY: owned by the slot, which is going away.
-                unsafe { foreign::release(f) };
-            }
+            // SAFETY: owned by the slot, which is going away.
+            unsafe { foreign::release(f) };
         }
     }
 }
@@ -408,21 +596,22 @@ mod tests {
         assert_eq!(p.available(), 1);
     }
 
-    /// Frames longer than a head go to the smallest size class that holds them, and come
-    /// back out of it whole; freed buffers are reused, not grown again.
+    /// Frames longer than a unit take as many consecutive units as they need, and come back
+    /// out of them whole; freed buffers are reused, not carved again.
     #[test]
-    fn long_frames_live_in_size_classes_and_their_buffers_are_reused() {
-        let mut p = PacketPool::with_heads(8, 192, 9118);
+    fn long_frames_take_consecutive_units_and_their_buffers_are_reused() {
+        let mut p = PacketPool::with_heads(4096, 192, 9118);
         assert_eq!((p.head_size(), p.slot_size(), p.class_bytes()), (192, 9152, 0));
         let short: Vec<u8> = (0..192u32).map(|i| i as u8).collect();
         let long: Vec<u8> = (0..1000u32).map(|i| (i * 7) as u8).collect();
         let jumbo = vec![0xab; 9118];
         let a = p.alloc_copy(&short).unwrap();
-        assert_eq!(p.class_bytes(), 0, "a one-cell frame stays in its head");
+        assert_eq!(p.class_bytes(), 0, "a one-cell frame takes one unit");
         let b = p.alloc_copy(&long).unwrap();
         let c = p.alloc_copy(&jumbo).unwrap();
         let grown = p.class_bytes();
-        assert!(grown >= 1000 + 9152, "{grown}");
+        assert!(grown >= 1152 + 9216, "{grown}");
+        assert_eq!(p.available(), 4096 - 1 - 6 - 48, "1 + 6 + 48 units held");
         assert_eq!(p.get(a, 192), &short[..]);
         assert_eq!(p.get(b, 1000), &long[..]);
         assert_eq!(p.get(c, 9118), &jumbo[..]);
@@ -435,13 +624,13 @@ mod tests {
         assert!(p.take_foreign(b, 1000).is_none());
         match p.take(b, 1000) {
             Taken::Arena(f) => assert_eq!(f[..999], long[..999]),
-            Taken::Foreign(_) => panic!("a size class's buffer is no backend's"),
+            Taken::Foreign(_) => panic!("an arena buffer is no backend's"),
         }
         p.free(c);
         p.free(d);
         p.free(a);
-        assert_eq!(p.available(), 8);
-        // The same frames again take the buffers freed: nothing grows.
+        assert_eq!(p.available(), 4096);
+        // The same frames again take the buffers freed: nothing is carved again.
         for _ in 0..3 {
             let s = [
                 p.alloc_copy(&long).unwrap(),
@@ -453,15 +642,59 @@ mod tests {
         assert_eq!(p.class_bytes(), grown);
         // Longer than the largest frame: refused, nothing taken.
         assert!(p.alloc_copy(&[0; 9153]).is_none());
-        assert_eq!(p.available(), 8);
+        assert_eq!(p.available(), 4096);
     }
 
-    /// The heads are lazily mapped: a pool sized for a large buffer costs nothing resident until
-    /// frames arrive (virtual time), and `prefault` touches them all (real time). Counted by
-    /// mincore(2) over the heads themselves, whatever other tests allocate meanwhile.
+    /// The arena is shared by every size: filled with frames of one size, emptied, then filled
+    /// with frames of another, it holds as many units of the second as of the first (the
+    /// first's chunks go back to the arena), and every frame reads back as written. When the
+    /// units held leave no chunk wholly free, a frame finds no room and is refused, nothing
+    /// else disturbed.
+    #[test]
+    fn every_size_shares_the_arena_and_wholly_free_chunks_go_back_to_it() {
+        // 64 B units, frames up to 1024 B: 16 classes, chunks of 256 units; 4 chunks.
+        let mut p = PacketPool::with_heads(1024, 64, 1024);
+        let frame = |len: usize, seed: usize| -> Vec<u8> { (0..len).map(|i| (i * 31 + seed) as u8).collect() };
+        for (len, fits) in [(64, 1024), (1000, 64), (200, 256), (64, 1024), (700, 92)] {
+            let held: Vec<(u32, Vec<u8>)> = (0..)
+                .map_while(|i| {
+                    let f = frame(len, i);
+                    p.alloc_copy(&f).map(|s| (s, f))
+                })
+                .collect();
+            assert_eq!(held.len(), fits, "{len} B frames fit");
+            for (s, f) in &held {
+                assert_eq!(p.get(*s, len), &f[..], "{len} B");
+            }
+            for (s, _) in held {
+                p.free(s);
+            }
+            assert_eq!(p.available(), 1024);
+        }
+        // Every other one-unit frame kept: no chunk is wholly free, so a long frame finds no
+        // room; once they go, it does.
+        let short: Vec<u32> = (0..1024).map(|_| p.alloc_copy(&[1; 64]).unwrap()).collect();
+        for s in short.iter().step_by(2) {
+            p.free(*s);
+        }
+        assert!(
+            p.alloc_copy(&[2; 1000]).is_none(),
+            "512 units free, none in a free chunk"
+        );
+        assert_eq!(p.available(), 512);
+        for s in short.iter().skip(1).step_by(2) {
+            p.free(*s);
+        }
+        let long = p.alloc_copy(&[3; 1000]).expect("room once a chunk is free");
+        assert_eq!(p.get(long, 1000), &[3; 1000][..]);
+    }
+
+    /// The arena is lazily mapped: a pool sized for a large buffer costs nothing resident until
+    /// frames arrive (virtual time), and `prefault` touches it all (real time). Counted by
+    /// mincore(2) over the arena itself, whatever other tests allocate meanwhile.
     #[test]
     #[cfg(target_os = "linux")]
-    fn heads_cost_memory_only_once_written_unless_prefaulted() {
+    fn the_arena_costs_memory_only_once_written_unless_prefaulted() {
         fn resident(b: &[u8]) -> usize {
             let page = 4096;
             let start = b.as_ptr() as usize / page * page;
@@ -472,14 +705,16 @@ mod tests {
             assert_eq!(r, 0, "mincore");
             v.iter().filter(|&&x| x & 1 == 1).count() * page
         }
-        // 1.5 Mi slots of 192 B: an SN5600's buffer, 281 MiB of heads.
+        // 1.5 Mi units of 192 B: an SN5600's buffer, 281 MiB.
         let mut p = PacketPool::with_heads(1_536_000, 192, 9118);
         let a = p.alloc_copy(&[7; 100]).unwrap();
+        let b = p.alloc_copy(&[8; 9000]).unwrap();
         assert_eq!(p.get(a, 100), &[7; 100]);
-        let lazy = resident(&p.heads);
-        assert!(lazy <= 64 << 10, "one frame, a page or so resident: {lazy}");
+        assert_eq!(p.get(b, 9000), &[8; 9000]);
+        let lazy = resident(&p.arena);
+        assert!(lazy <= 64 << 10, "two frames, a few pages resident: {lazy}");
         p.prefault();
-        assert!(resident(&p.heads) >= p.heads.len() - 4096);
+        assert!(resident(&p.arena) >= p.arena.len() - 4096);
     }
 
     /// A backend's buffer for the tests: a leaked boxed frame, released by dropping the box

@@ -422,7 +422,7 @@ fn build(file: File, dir: &Path, default_config: Option<&Path>, seed: u64) -> Re
         .fold(0, u64::saturating_add);
     if let Some(avail) = controlplane::memory::machine_available().filter(|&a| need > a) {
         bail!(
-            "the {} switches need {} MiB at start-up together (their packet slots' records and \
+            "the {} switches need {} MiB at start-up together (their packet arenas' bookkeeping and \
              descriptors), above the {} MiB this machine has available: use fewer switches, or \
              configs with a smaller buffer.size or a larger buffer.cell",
             switches.len(),
