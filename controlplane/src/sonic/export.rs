@@ -124,12 +124,56 @@ pub fn export(original: &str, opts: &ImportOptions, target: &Config) -> Result<E
         }
     }
     changes.dedup();
+    let patched_text = serde_json::to_string_pretty(&patched).map_err(|e| vec![e.to_string()])?;
+    if !changes.is_empty() {
+        check_imports_to(&patched_text, opts, target)?;
+    }
     let patch = json_patch::diff(&original_json, &patched);
     Ok(Export {
         patch: serde_json::to_value(patch).map_err(|e| vec![e.to_string()])?,
         changes,
-        patched: serde_json::to_string_pretty(&patched).map_err(|e| vec![e.to_string()])?,
+        patched: patched_text,
     })
+}
+
+/// That the patched file imports to `target`'s ports, maps and PFC: what a change reaches
+/// through the import's rules (a port's `pfc_enable` deciding which of its PGs are lossless,
+/// and so their buffers) is checked here, not assumed. Anything else is refused by name.
+fn check_imports_to(patched: &str, opts: &ImportOptions, target: &Config) -> Result<(), Vec<String>> {
+    let again = import_text(patched, opts)
+        .and_then(|i| crate::load_str(&i.toml).map_err(|e| e.problems().to_vec()))
+        .map_err(|e| {
+            let mut p = vec!["the patched file does not import:".to_string()];
+            p.extend(e);
+            p
+        })?
+        .config;
+    let mut out = Vec::new();
+    let mut differ = |what: String, a: &dyn std::fmt::Debug, b: &dyn std::fmt::Debug| {
+        let (a, b) = (format!("{a:?}"), format!("{b:?}"));
+        if a != b {
+            out.push(format!(
+                "{what}: the patched file imports to {a}, not the target's {b}; the file cannot say this change"
+            ));
+        }
+    };
+    differ("classify".into(), &again.classify, &target.classify);
+    differ("pfc".into(), &again.pfc, &target.pfc);
+    for (a, b) in again.ports.iter().zip(&target.ports) {
+        let name = a.name.clone().unwrap_or_else(|| a.id.to_string());
+        differ(format!("{name} pfc"), &a.pfc_enabled, &b.pfc_enabled);
+        differ(format!("{name} classify"), &a.map_set, &b.map_set);
+        for g in 0..crate::NUM_TC {
+            differ(format!("{name} PG {g}"), &a.pgs[g], &b.pgs[g]);
+            differ(format!("{name} PG {g} headroom"), &a.headroom_bytes[g], &b.headroom_bytes[g]);
+            differ(format!("{name} queue {g}"), &a.queues[g], &b.queues[g]);
+        }
+    }
+    if out.is_empty() {
+        Ok(())
+    } else {
+        Err(out)
+    }
 }
 
 /// What one export collects: the fields each entry must get, the problems, and `covered`:
@@ -146,6 +190,48 @@ struct Exporter {
 /// The index of the port named `name`.
 fn port_index(c: &Config, name: &str) -> Option<usize> {
     c.ports.iter().position(|p| p.name.as_deref() == Some(name))
+}
+
+/// One PG's or queue's binding in a table such as BUFFER_QUEUE or QUEUE.
+struct Bound {
+    /// The port's name and its index in the config.
+    port: String,
+    pi: usize,
+    /// The PG or queue.
+    index: usize,
+    /// What its `field` names in the referenced table.
+    name: String,
+}
+
+/// Every binding of `table` whose `field` names an entry of `ref_table`: each port and index
+/// its keys expand to (`Ethernet0,Ethernet4|3-4`), in the file's order. Keys, references and
+/// ports the import refused or does not know are passed over: export runs on what it imported.
+fn bindings<'a>(
+    db: &'a ConfigDb,
+    c: &'a Config,
+    table: &'a str,
+    field: &'a str,
+    ref_table: &'a str,
+) -> impl Iterator<Item = Bound> + 'a {
+    db.table(table).flat_map(move |(key, f)| {
+        let expanded = expand_key(key, 7).ok();
+        let name = f.get(field).and_then(|v| reference(v, ref_table).ok());
+        let (ports, indices) = match (expanded, name.as_ref()) {
+            (Some(e), Some(_)) => e,
+            _ => Default::default(),
+        };
+        ports.into_iter().flat_map(move |port| {
+            let pi = port_index(c, &port);
+            let name = name.clone().unwrap_or_default();
+            let indices = if pi.is_some() { indices.clone() } else { Vec::new() };
+            indices.into_iter().map(move |i| Bound {
+                port: port.clone(),
+                pi: pi.unwrap_or(0),
+                index: usize::from(i),
+                name: name.clone(),
+            })
+        })
+    })
 }
 
 impl Exporter {
@@ -256,38 +342,25 @@ impl Exporter {
 
     /// Each queue's BUFFER_QUEUE profile: its threshold and reserve (`size`).
     fn queue_profiles(&mut self, db: &ConfigDb, base: &Config, target: &Config) {
-        for (key, f) in db.table("BUFFER_QUEUE") {
-            let Ok((ports, queues)) = expand_key(key, 7) else {
-                continue;
-            };
-            let Some(Ok(profile)) = f.get("profile").map(|v| reference(v, "BUFFER_PROFILE")) else {
-                continue;
-            };
-            for port in &ports {
-                let Some(pi) = port_index(base, port) else { continue };
-                for &q in &queues {
-                    let q = usize::from(q);
-                    let who = format!("{port} queue {q}");
-                    let (o, n) = (&base.ports[pi].queues[q], &target.ports[pi].queues[q]);
-                    match threshold_fields(n.shared) {
-                        Ok((field, value)) => {
-                            self.ask("BUFFER_PROFILE", &profile, field, value, &who, o.shared != n.shared)
-                        }
-                        Err(e) => self.errors.push(format!("{who}: {e}")),
-                    }
-                    self.ask(
-                        "BUFFER_PROFILE",
-                        &profile,
-                        "size",
-                        n.min_bytes.to_string(),
-                        &who,
-                        o.min_bytes != n.min_bytes,
-                    );
-                    let c = &mut self.covered.ports[pi].queues[q];
-                    c.shared = n.shared;
-                    c.min_bytes = n.min_bytes;
-                }
+        for b in bindings(db, base, "BUFFER_QUEUE", "profile", "BUFFER_PROFILE") {
+            let (pi, q, profile) = (b.pi, b.index, &b.name);
+            let who = format!("{} queue {q}", b.port);
+            let (o, n) = (&base.ports[pi].queues[q], &target.ports[pi].queues[q]);
+            match threshold_fields(n.shared) {
+                Ok((field, value)) => self.ask("BUFFER_PROFILE", profile, field, value, &who, o.shared != n.shared),
+                Err(e) => self.errors.push(format!("{who}: {e}")),
             }
+            self.ask(
+                "BUFFER_PROFILE",
+                profile,
+                "size",
+                n.min_bytes.to_string(),
+                &who,
+                o.min_bytes != n.min_bytes,
+            );
+            let c = &mut self.covered.ports[pi].queues[q];
+            c.shared = n.shared;
+            c.min_bytes = n.min_bytes;
         }
     }
 
@@ -350,51 +423,40 @@ impl Exporter {
 
     /// Each queue's SCHEDULER (QUEUE|port|q's `scheduler`): strict or DWRR, and the weight.
     fn schedulers(&mut self, db: &ConfigDb, base: &Config, target: &Config) {
-        for (key, f) in db.table("QUEUE") {
-            let Ok((ports, queues)) = expand_key(key, 7) else {
-                continue;
+        for b in bindings(db, base, "QUEUE", "scheduler", "SCHEDULER") {
+            let (pi, q, name) = (b.pi, b.index, b.name);
+            let who = format!("{} queue {q}", b.port);
+            let (o, n) = (base.ports[pi].queues[q].sched, target.ports[pi].queues[q].sched);
+            let kind = |m: SchedMode| match m {
+                SchedMode::Strict => "STRICT",
+                SchedMode::Wdrr { .. } => "DWRR",
             };
-            let Some(Ok(name)) = f.get("scheduler").map(|v| reference(v, "SCHEDULER")) else {
-                continue;
+            let file_type = db
+                .entry("SCHEDULER", &name)
+                .and_then(|s| s.get("type"))
+                .map(String::as_str);
+            // WRR and DWRR are one kind to rocesw: a type the file says is kept.
+            let same_kind = kind(o) == kind(n);
+            let value = match (n, file_type) {
+                (SchedMode::Wdrr { .. }, Some(t @ ("WRR" | "DWRR"))) if same_kind => t.to_string(),
+                _ => kind(n).to_string(),
             };
-            for port in &ports {
-                let Some(pi) = port_index(base, port) else { continue };
-                for &q in &queues {
-                    let q = usize::from(q);
-                    let who = format!("{port} queue {q}");
-                    let (o, n) = (base.ports[pi].queues[q].sched, target.ports[pi].queues[q].sched);
-                    let kind = |m: SchedMode| match m {
-                        SchedMode::Strict => "STRICT",
-                        SchedMode::Wdrr { .. } => "DWRR",
-                    };
-                    let file_type = db
-                        .entry("SCHEDULER", &name)
-                        .and_then(|s| s.get("type"))
-                        .map(String::as_str);
-                    // WRR and DWRR are one kind to rocesw: a type the file says is kept.
-                    let same_kind = kind(o) == kind(n);
-                    let value = match (n, file_type) {
-                        (SchedMode::Wdrr { .. }, Some(t @ ("WRR" | "DWRR"))) if same_kind => t.to_string(),
-                        _ => kind(n).to_string(),
-                    };
-                    self.ask("SCHEDULER", &name, "type", value, &who, !same_kind);
-                    if let SchedMode::Wdrr { weight } = n {
-                        let old = match o {
-                            SchedMode::Wdrr { weight } => Some(weight),
-                            SchedMode::Strict => None,
-                        };
-                        self.ask(
-                            "SCHEDULER",
-                            &name,
-                            "weight",
-                            weight.to_string(),
-                            &who,
-                            old != Some(weight),
-                        );
-                    }
-                    self.covered.ports[pi].queues[q].sched = n;
-                }
+            self.ask("SCHEDULER", &name, "type", value, &who, !same_kind);
+            if let SchedMode::Wdrr { weight } = n {
+                let old = match o {
+                    SchedMode::Wdrr { weight } => Some(weight),
+                    SchedMode::Strict => None,
+                };
+                self.ask(
+                    "SCHEDULER",
+                    &name,
+                    "weight",
+                    weight.to_string(),
+                    &who,
+                    old != Some(weight),
+                );
             }
+            self.covered.ports[pi].queues[q].sched = n;
         }
     }
 
@@ -469,6 +531,8 @@ impl Exporter {
             differ(format!("{name} mtu"), &a.max_frame_bytes, &b.max_frame_bytes);
             differ(format!("{name} scheduler"), &a.scheduler, &b.scheduler);
             differ(format!("{name} tx"), &a.tx_enabled, &b.tx_enabled);
+            differ(format!("{name} pfc"), &a.pfc_enabled, &b.pfc_enabled);
+            differ(format!("{name} classify"), &a.map_set, &b.map_set);
             for g in 0..crate::NUM_TC {
                 differ(format!("{name} PG {g}"), &a.pgs[g], &b.pgs[g]);
                 differ(

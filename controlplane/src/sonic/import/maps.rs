@@ -202,6 +202,14 @@ pub(super) fn read_maps(db: &ConfigDb, ports: &[Port], p: &mut Problems) -> Maps
         pg: most_common(bindings.values().filter_map(|b| b.pg.clone())),
     };
     let default_names = default.names();
+    m.default_sonic = [
+        ("dscp_to_tc_map", default_names.0.clone()),
+        ("dot1p_to_tc_map", default_names.1.clone()),
+        ("tc_to_pg_map", default_names.2.clone()),
+    ]
+    .into_iter()
+    .filter_map(|(f, n)| Some((f, n?)))
+    .collect();
     if let Some((name, at)) = &default.dscp {
         m.dscp_to_tc = read_map::<64>(db, "DSCP_TO_TC_MAP", name, 7, p).map(|v| (format!("{at} → DSCP_TO_TC_MAP|{name}"), v));
     }

@@ -78,6 +78,11 @@ pub struct Imported {
     /// (`pg_lossless_<speed>_<cable>_profile`) with the fields it gives them; their PGs are in
     /// `pg_profiles` and have no BUFFER_PG entry in the file.
     pub made_profiles: BTreeMap<String, Fields>,
+    /// The ingress maps the switch's `[classify]` stands for: (PORT_QOS_MAP field, map name).
+    pub default_maps: Vec<(&'static str, String)>,
+    /// Each map set (`[classify.map.NAME]`) with the ingress maps it stands for, as
+    /// `default_maps`.
+    pub map_sets: Vec<(String, Vec<(&'static str, String)>)>,
 }
 
 /// Collects every problem of a file (as validation does), each naming its origin.
@@ -330,6 +335,8 @@ pub fn import(db: &ConfigDb, opts: &ImportOptions) -> Result<Imported, Vec<Strin
     Ok(Imported {
         toml,
         platform,
+        default_maps: maps.default_sonic.clone(),
+        map_sets: maps.sets.iter().map(|s| (s.name.clone(), s.sonic.clone())).collect(),
         notes: p.notes,
         ports: ports.iter().map(|p| (p.name.clone(), p.id)).collect(),
         pg_profiles: ports
@@ -436,6 +443,8 @@ struct Maps {
     /// Each port that classifies with a set (by name): the set's index and the origins of its
     /// bindings.
     port_set: BTreeMap<String, (usize, String)>,
+    /// The PORT_QOS_MAP fields the switch's maps stand for and the map each names.
+    default_sonic: Vec<(&'static str, String)>,
 }
 
 /// A `[classify.map.NAME]`: the ingress maps a port binds that the switch's do not hold, each
