@@ -57,7 +57,8 @@ pub fn export(original: &str, opts: &ImportOptions, target: &Config) -> Result<E
     x.queue_profiles(&db, &base, target);
     x.wred(&imported, &base, target);
     x.schedulers(&db, &base, target);
-    x.maps(&db, &base, target);
+    x.maps(&db, &imported, &base, target);
+    x.pfc(&db, &base, target);
     x.unexpressed(target);
     if !x.errors.is_empty() {
         return Err(x.errors);
@@ -255,6 +256,14 @@ impl Exporter {
             let g = usize::from(*g);
             let who = format!("{port} PG {g}");
             let (old, new) = (&base.ports[pi], &target.ports[pi]);
+            if old.pgs[g].lossless != new.pgs[g].lossless {
+                // The port's pfc_enable changed which PGs are lossless (`pfc`): the import's
+                // rules give the PG its buffer, checked by importing the patched file.
+                let c = &mut self.covered.ports[pi];
+                c.pgs[g] = new.pgs[g].clone();
+                c.headroom_bytes[g] = new.headroom_bytes[g];
+                continue;
+            }
             if let Some(made) = imported.made_profiles.get(profile) {
                 let e = self.made.entry(profile.clone()).or_insert_with(|| {
                     (
@@ -460,51 +469,152 @@ impl Exporter {
         }
     }
 
-    /// The maps PORT_QOS_MAP binds: DSCP → TC, TC → queue, TC → PG.
-    fn maps(&mut self, db: &ConfigDb, base: &Config, target: &Config) {
+    /// The maps PORT_QOS_MAP binds: the switch's DSCP → TC, TC → queue and TC → PG maps
+    /// where `[classify]` stands for them, each map set's where it stands for its own, and
+    /// which set each port classifies with.
+    fn maps(&mut self, db: &ConfigDb, imported: &Imported, base: &Config, target: &Config) {
         let (o, n) = (&base.classify, &target.classify);
-        let kinds: [(&str, &str, Vec<u8>, Vec<u8>); 3] = [
-            (
-                "dscp_to_tc_map",
-                "DSCP_TO_TC_MAP",
-                o.dscp_to_tc.to_vec(),
-                n.dscp_to_tc.to_vec(),
-            ),
-            (
-                "tc_to_queue_map",
-                "TC_TO_QUEUE_MAP",
-                o.tc_to_queue.to_vec(),
-                n.tc_to_queue.to_vec(),
-            ),
-            (
-                "tc_to_pg_map",
-                "TC_TO_PRIORITY_GROUP_MAP",
-                o.tc_to_pg.to_vec(),
-                n.tc_to_pg.to_vec(),
-            ),
-        ];
-        for (field, table, old, new) in kinds {
-            let names: std::collections::BTreeSet<String> = db
-                .table("PORT_QOS_MAP")
-                .filter_map(|(_, f)| reference(f.get(field)?, table).ok())
-                .collect();
+        let default_name =
+            |field: &str| imported.default_maps.iter().find(|(f, _)| *f == field).map(|(_, n)| n.clone());
+        for (field, table, old, new) in [
+            ("dscp_to_tc_map", "DSCP_TO_TC_MAP", &o.dscp_to_tc[..], &n.dscp_to_tc[..]),
+            ("tc_to_pg_map", "TC_TO_PRIORITY_GROUP_MAP", &o.tc_to_pg[..], &n.tc_to_pg[..]),
+        ] {
             if old == new {
                 continue;
             }
-            if names.is_empty() {
+            let Some(name) = default_name(field) else {
                 self.errors.push(format!(
                     "classify: the {field} changed, but no PORT_QOS_MAP entry binds a {table} to write it to"
                 ));
                 continue;
+            };
+            for (i, (a, b)) in old.iter().zip(new).enumerate() {
+                self.ask(table, &name, &i.to_string(), b.to_string(), "classify", a != b);
+            }
+        }
+        // The queue map is the switch's: every map PORT_QOS_MAP binds as one.
+        let names: std::collections::BTreeSet<String> = db
+            .table("PORT_QOS_MAP")
+            .filter_map(|(_, f)| reference(f.get("tc_to_queue_map")?, "TC_TO_QUEUE_MAP").ok())
+            .collect();
+        if o.tc_to_queue != n.tc_to_queue {
+            if names.is_empty() {
+                self.errors.push(
+                    "classify: the tc_to_queue_map changed, but no PORT_QOS_MAP entry binds a TC_TO_QUEUE_MAP to write it to"
+                        .to_string(),
+                );
             }
             for name in &names {
-                for (i, (a, b)) in old.iter().zip(&new).enumerate() {
-                    self.ask(table, name, &i.to_string(), b.to_string(), "classify", a != b);
+                for (i, (a, b)) in o.tc_to_queue.iter().zip(&n.tc_to_queue).enumerate() {
+                    self.ask("TC_TO_QUEUE_MAP", name, &i.to_string(), b.to_string(), "classify", a != b);
                 }
             }
         }
+        // Each map set's maps: the ones it stands for, or (where it has none of its own) the
+        // switch's, which it must then still equal.
+        for ns in &n.sets {
+            let at = format!("classify.map.{:?}", ns.name);
+            let (Some(os), Some((_, sonic))) = (
+                o.sets.iter().find(|s| s.name == ns.name),
+                imported.map_sets.iter().find(|(name, _)| *name == ns.name),
+            ) else {
+                self.errors.push(format!(
+                    "{at}: a map set the file does not have; export writes the maps the file binds (add its maps to the file first)"
+                ));
+                continue;
+            };
+            for (field, table, old, new, switch) in [
+                ("dscp_to_tc_map", "DSCP_TO_TC_MAP", &os.dscp_to_tc[..], &ns.dscp_to_tc[..], &n.dscp_to_tc[..]),
+                ("dot1p_to_tc_map", "DOT1P_TO_TC_MAP", &os.pcp_to_tc[..], &ns.pcp_to_tc[..], &n.pcp_to_tc[..]),
+                ("tc_to_pg_map", "TC_TO_PRIORITY_GROUP_MAP", &os.tc_to_pg[..], &ns.tc_to_pg[..], &n.tc_to_pg[..]),
+            ] {
+                match sonic.iter().find(|(f, _)| *f == field) {
+                    Some((_, name)) => {
+                        if old != new {
+                            let who = format!("{at}.{field}");
+                            for (i, (a, b)) in old.iter().zip(new).enumerate() {
+                                self.ask(table, name, &i.to_string(), b.to_string(), &who, a != b);
+                            }
+                        }
+                    }
+                    None if new != switch => self.errors.push(format!(
+                        "{at}: its ports bind the switch's {table}; a {field} of their own needs a {table} entry the file does not have"
+                    )),
+                    None => {}
+                }
+            }
+        }
+        // Each port's map set: its PORT_QOS_MAP bindings name the set's maps (the switch's
+        // where the set has none of its own).
+        for (pi, (bp, tp)) in base.ports.iter().zip(&target.ports).enumerate() {
+            let name_of = |c: &Config, p: &PortConfig| p.map_set.map(|k| c.classify.sets[k].name.clone());
+            let (was, now) = (name_of(base, bp), name_of(target, tp));
+            if was == now {
+                continue;
+            }
+            let port = bp.name.clone().unwrap_or_else(|| bp.id.to_string());
+            let who = format!("{port} classify");
+            let Some(entry) = db.entry("PORT_QOS_MAP", &port) else {
+                self.errors.push(format!(
+                    "{who}: the file has no PORT_QOS_MAP|{port} entry to bind its maps in"
+                ));
+                continue;
+            };
+            let sonic: Vec<(&str, String)> = match &now {
+                Some(set) => match imported.map_sets.iter().find(|(n, _)| n == set) {
+                    Some((_, s)) => s.clone(),
+                    None => continue, // refused above: a set the file does not have
+                },
+                None => Vec::new(),
+            };
+            for (field, table) in [
+                ("dscp_to_tc_map", "DSCP_TO_TC_MAP"),
+                ("dot1p_to_tc_map", "DOT1P_TO_TC_MAP"),
+                ("tc_to_pg_map", "TC_TO_PRIORITY_GROUP_MAP"),
+            ] {
+                let name = sonic
+                    .iter()
+                    .find(|(f, _)| *f == field)
+                    .map(|(_, n)| n.clone())
+                    .or_else(|| default_name(field));
+                let Some(name) = name else { continue };
+                // As the file writes its references: `[TABLE|name]` or the bare name.
+                let old_style = entry.get(field).is_some_and(|v| v.trim_start().starts_with('['));
+                let value = if old_style { format!("[{table}|{name}]") } else { name };
+                self.ask("PORT_QOS_MAP", &port, field, value, &who, true);
+            }
+            self.covered.ports[pi].map_set = tp.map_set;
+        }
         let c = &mut self.covered.classify;
         (c.dscp_to_tc, c.tc_to_queue, c.tc_to_pg) = (n.dscp_to_tc, n.tc_to_queue, n.tc_to_pg);
+        c.sets = n.sets.clone();
+    }
+
+    /// Each port's PFC priorities: PORT_QOS_MAP|port|pfc_enable. Which of its PGs are
+    /// lossless follows from them (the import's rules); the patched file is imported again to
+    /// check it says exactly the target's (`check_imports_to`).
+    fn pfc(&mut self, db: &ConfigDb, base: &Config, target: &Config) {
+        for (pi, (bp, tp)) in base.ports.iter().zip(&target.ports).enumerate() {
+            if bp.pfc_enabled == tp.pfc_enabled {
+                continue;
+            }
+            let port = bp.name.clone().unwrap_or_else(|| bp.id.to_string());
+            let who = format!("{port} pfc");
+            if db.entry("PORT_QOS_MAP", &port).is_none() {
+                self.errors.push(format!(
+                    "{who}: the file has no PORT_QOS_MAP|{port} entry to write pfc_enable to"
+                ));
+                continue;
+            }
+            let prios: Vec<String> = (0..crate::NUM_TC)
+                .filter(|&p| tp.pfc_enabled[p])
+                .map(|p| p.to_string())
+                .collect();
+            self.ask("PORT_QOS_MAP", &port, "pfc_enable", prios.join(","), &who, true);
+            self.covered.ports[pi].pfc_enabled = tp.pfc_enabled;
+        }
+        self.covered.pfc.enabled = target.pfc.enabled;
     }
 
     /// Whatever else the target changed: refused, each by name.
