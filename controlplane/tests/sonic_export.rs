@@ -277,7 +277,9 @@ fn per_port_maps_round_trip_through_an_independent_patch() {
     let base = import(&json, &opts);
     assert_eq!(export(&json, &opts, &base).unwrap().patch, serde_json::json!([]));
     // The uplinks' map: DSCP 10 to TC 0.
-    let c = round_trip(&json, &opts, "map set's DSCP map", |t| t.classify.sets[0].dscp_to_tc[10] = 0);
+    let c = round_trip(&json, &opts, "map set's DSCP map", |t| {
+        t.classify.sets[0].dscp_to_tc[10] = 0
+    });
     assert_eq!(c, ["DSCP_TO_TC_MAP|AZURE_UPLINK|10: 1 → 0"], "{c:?}");
     // The switch's map: the downlinks' (and every other port's), not the uplinks'.
     let c = round_trip(&json, &opts, "switch's DSCP map", |t| t.classify.dscp_to_tc[10] = 0);
@@ -287,13 +289,18 @@ fn per_port_maps_round_trip_through_an_independent_patch() {
         let i = index(t, "Ethernet0");
         t.ports[i].map_set = None;
     });
-    assert_eq!(c, ["PORT_QOS_MAP|Ethernet0|dscp_to_tc_map: AZURE_UPLINK → AZURE"], "{c:?}");
+    assert_eq!(
+        c,
+        ["PORT_QOS_MAP|Ethernet0|dscp_to_tc_map: AZURE_UPLINK → AZURE"],
+        "{c:?}"
+    );
     // A map of its own for a set that binds the switch's: the file has no entry to write.
     let mut t = base.clone();
     t.classify.sets[0].tc_to_pg[1] = 1;
     let e = export(&json, &opts, &t).unwrap_err();
     assert!(
-        e.iter().any(|e| e.contains("\"AZURE_UPLINK\"") && e.contains("TC_TO_PRIORITY_GROUP_MAP")),
+        e.iter()
+            .any(|e| e.contains("\"AZURE_UPLINK\"") && e.contains("TC_TO_PRIORITY_GROUP_MAP")),
         "{e:?}"
     );
 }

@@ -839,7 +839,9 @@ pmax = 0.2
     /// none of that name.
     #[test]
     fn dscp_edits_a_map_sets_own_map() {
-        let base = format!("{BASE}\n[classify.map.\"UP link\"]\ndscp_to_tc = {{ 2 = 1 }}\n[classify.map.PG]\ntc_to_pg = {{ 1 = 0 }}\n");
+        let base = format!(
+            "{BASE}\n[classify.map.\"UP link\"]\ndscp_to_tc = {{ 2 = 1 }}\n[classify.map.PG]\ntc_to_pg = {{ 1 = 0 }}\n"
+        );
         let run = |name: &str| {
             let mut t: Table = base.parse().unwrap();
             let set = Set::Dscp(Dscp {

@@ -145,3 +145,33 @@ fn a_ports_map_set_changes_live() {
     // is PG 2 that counts it.
     assert_eq!(lab.send(0, 3, 2), (2, 2));
 }
+
+/// `rocesw conform sonic` on the remap file as rendered: DscpMappingPB's expected queues are
+/// the source port's maps, so from the default source (Ethernet0, an uplink: DSCP 2 and 6 to
+/// queue 1) and from a downlink (Ethernet136: to queues 2 and 6) alike it passes, and so do
+/// the PFC tests on the lossless DSCPs 3 and 4.
+#[test]
+fn conform_expects_the_source_ports_maps() {
+    use dataplane::conform::{self, report::Outcome, Options};
+    let json = rendered("arista-7260cx3-c64-t1-remap.json");
+    for src in [None, Some("Ethernet136")] {
+        let opts = Options {
+            platform: Some("tomahawk2".into()),
+            pg_lookup: Some((
+                rendered("arista-7260cx3-c64.pg_profile_lookup.ini"),
+                "arista-7260cx3-c64.pg_profile_lookup.ini".into(),
+            )),
+            only: vec!["DscpMappingPB".into(), "PFCtest".into()],
+            src: src.map(Into::into),
+            dst: src.map(|_| "Ethernet144".into()),
+            ..Options::default()
+        };
+        let (r, _) = conform::run(&json, "remap.json", &opts, &mut |_| {}).unwrap();
+        assert_eq!(r.tests.len(), 3, "{}", r.text(false, false));
+        assert!(
+            r.tests.iter().all(|t| t.outcome == Outcome::Passed),
+            "{src:?}:\n{}",
+            r.text(false, false)
+        );
+    }
+}

@@ -166,7 +166,11 @@ fn check_imports_to(patched: &str, opts: &ImportOptions, target: &Config) -> Res
         differ(format!("{name} classify"), &a.map_set, &b.map_set);
         for g in 0..crate::NUM_TC {
             differ(format!("{name} PG {g}"), &a.pgs[g], &b.pgs[g]);
-            differ(format!("{name} PG {g} headroom"), &a.headroom_bytes[g], &b.headroom_bytes[g]);
+            differ(
+                format!("{name} PG {g} headroom"),
+                &a.headroom_bytes[g],
+                &b.headroom_bytes[g],
+            );
             differ(format!("{name} queue {g}"), &a.queues[g], &b.queues[g]);
         }
     }
@@ -474,11 +478,21 @@ impl Exporter {
     /// which set each port classifies with.
     fn maps(&mut self, db: &ConfigDb, imported: &Imported, base: &Config, target: &Config) {
         let (o, n) = (&base.classify, &target.classify);
-        let default_name =
-            |field: &str| imported.default_maps.iter().find(|(f, _)| *f == field).map(|(_, n)| n.clone());
+        let default_name = |field: &str| {
+            imported
+                .default_maps
+                .iter()
+                .find(|(f, _)| *f == field)
+                .map(|(_, n)| n.clone())
+        };
         for (field, table, old, new) in [
             ("dscp_to_tc_map", "DSCP_TO_TC_MAP", &o.dscp_to_tc[..], &n.dscp_to_tc[..]),
-            ("tc_to_pg_map", "TC_TO_PRIORITY_GROUP_MAP", &o.tc_to_pg[..], &n.tc_to_pg[..]),
+            (
+                "tc_to_pg_map",
+                "TC_TO_PRIORITY_GROUP_MAP",
+                &o.tc_to_pg[..],
+                &n.tc_to_pg[..],
+            ),
         ] {
             if old == new {
                 continue;
@@ -507,7 +521,14 @@ impl Exporter {
             }
             for name in &names {
                 for (i, (a, b)) in o.tc_to_queue.iter().zip(&n.tc_to_queue).enumerate() {
-                    self.ask("TC_TO_QUEUE_MAP", name, &i.to_string(), b.to_string(), "classify", a != b);
+                    self.ask(
+                        "TC_TO_QUEUE_MAP",
+                        name,
+                        &i.to_string(),
+                        b.to_string(),
+                        "classify",
+                        a != b,
+                    );
                 }
             }
         }
@@ -525,9 +546,27 @@ impl Exporter {
                 continue;
             };
             for (field, table, old, new, switch) in [
-                ("dscp_to_tc_map", "DSCP_TO_TC_MAP", &os.dscp_to_tc[..], &ns.dscp_to_tc[..], &n.dscp_to_tc[..]),
-                ("dot1p_to_tc_map", "DOT1P_TO_TC_MAP", &os.pcp_to_tc[..], &ns.pcp_to_tc[..], &n.pcp_to_tc[..]),
-                ("tc_to_pg_map", "TC_TO_PRIORITY_GROUP_MAP", &os.tc_to_pg[..], &ns.tc_to_pg[..], &n.tc_to_pg[..]),
+                (
+                    "dscp_to_tc_map",
+                    "DSCP_TO_TC_MAP",
+                    &os.dscp_to_tc[..],
+                    &ns.dscp_to_tc[..],
+                    &n.dscp_to_tc[..],
+                ),
+                (
+                    "dot1p_to_tc_map",
+                    "DOT1P_TO_TC_MAP",
+                    &os.pcp_to_tc[..],
+                    &ns.pcp_to_tc[..],
+                    &n.pcp_to_tc[..],
+                ),
+                (
+                    "tc_to_pg_map",
+                    "TC_TO_PRIORITY_GROUP_MAP",
+                    &os.tc_to_pg[..],
+                    &ns.tc_to_pg[..],
+                    &n.tc_to_pg[..],
+                ),
             ] {
                 match sonic.iter().find(|(f, _)| *f == field) {
                     Some((_, name)) => {

@@ -118,7 +118,11 @@ pub fn resolve(file: &ConfigFile) -> Result<Loaded, ConfigError> {
                 let names: Vec<String> = classify.sets.iter().map(|s| format!("{:?}", s.name)).collect();
                 cx.error(format!(
                     "port[{i}].classify: {name:?} is not a map set ([classify.map.NAME]; {})",
-                    if names.is_empty() { "there are none".to_string() } else { format!("there are {}", names.join(", ")) }
+                    if names.is_empty() {
+                        "there are none".to_string()
+                    } else {
+                        format!("there are {}", names.join(", "))
+                    }
                 ));
             }
             found

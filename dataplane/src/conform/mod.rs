@@ -460,7 +460,10 @@ fn written_params(d: &Dut, plan: &Plan, asic: &str, speed_cable: String) -> Resu
     }
     let maps = cfg.port_maps(plan.src);
     let lossy_tc = usize::from(maps.dscp_to_tc[usize::from(plan.lossy_dscp)]);
-    let (pg, q) = (usize::from(maps.tc_to_pg[lossy_tc]), usize::from(maps.tc_to_queue[lossy_tc]));
+    let (pg, q) = (
+        usize::from(maps.tc_to_pg[lossy_tc]),
+        usize::from(maps.tc_to_queue[lossy_tc]),
+    );
     let l = params::lossy(cfg, plan.src, pg, plan.dst, q, plan.lossy_len);
     common.insert(
         "lossy_queue_1".into(),

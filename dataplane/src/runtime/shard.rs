@@ -550,9 +550,7 @@ fn read_into_peer(
             return Ok(total);
         }
         let k = match io.rx_tap.as_deref() {
-            None => io
-                .backend
-                .recv_burst(room, &mut |frame| em.accept(frame, now, maps))?,
+            None => io.backend.recv_burst(room, &mut |frame| em.accept(frame, now, maps))?,
             Some(tap) => io.backend.recv_burst(room, &mut |frame| {
                 tap.record(Dir::Rx, now, frame);
                 em.accept(frame, now, maps)

@@ -69,7 +69,10 @@ fn most_common(values: impl Iterator<Item = (String, String)>) -> Option<(String
         count.entry(name).or_insert((0, at)).0 += 1;
     }
     let best = count.values().map(|(n, _)| *n).max()?;
-    count.into_iter().find(|(_, (n, _))| *n == best).map(|(name, (_, at))| (name, at))
+    count
+        .into_iter()
+        .find(|(_, (n, _))| *n == best)
+        .map(|(name, (_, at))| (name, at))
 }
 
 pub(super) fn read_maps(db: &ConfigDb, ports: &[Port], p: &mut Problems) -> Maps {
@@ -211,10 +214,12 @@ pub(super) fn read_maps(db: &ConfigDb, ports: &[Port], p: &mut Problems) -> Maps
     .filter_map(|(f, n)| Some((f, n?)))
     .collect();
     if let Some((name, at)) = &default.dscp {
-        m.dscp_to_tc = read_map::<64>(db, "DSCP_TO_TC_MAP", name, 7, p).map(|v| (format!("{at} → DSCP_TO_TC_MAP|{name}"), v));
+        m.dscp_to_tc =
+            read_map::<64>(db, "DSCP_TO_TC_MAP", name, 7, p).map(|v| (format!("{at} → DSCP_TO_TC_MAP|{name}"), v));
     }
     if let Some((name, at)) = &default.dot1p {
-        m.dot1p_to_tc = read_map::<8>(db, "DOT1P_TO_TC_MAP", name, 7, p).map(|v| (format!("{at} → DOT1P_TO_TC_MAP|{name}"), v));
+        m.dot1p_to_tc =
+            read_map::<8>(db, "DOT1P_TO_TC_MAP", name, 7, p).map(|v| (format!("{at} → DOT1P_TO_TC_MAP|{name}"), v));
     }
     if let Some((name, at)) = &default.pg {
         if let Some(v) = read_map::<8>(db, "TC_TO_PRIORITY_GROUP_MAP", name, 7, p) {
@@ -254,7 +259,8 @@ pub(super) fn read_maps(db: &ConfigDb, ports: &[Port], p: &mut Problems) -> Maps
                         read_map::<64>(db, "DSCP_TO_TC_MAP", n, 7, p).map(|v| (format!("{at} → DSCP_TO_TC_MAP|{n}"), v))
                     }),
                     dot1p_to_tc: own.dot1p.as_ref().and_then(|(n, at)| {
-                        read_map::<8>(db, "DOT1P_TO_TC_MAP", n, 7, p).map(|v| (format!("{at} → DOT1P_TO_TC_MAP|{n}"), v))
+                        read_map::<8>(db, "DOT1P_TO_TC_MAP", n, 7, p)
+                            .map(|v| (format!("{at} → DOT1P_TO_TC_MAP|{n}"), v))
                     }),
                     tc_to_pg: own.pg.as_ref().and_then(|(n, at)| {
                         read_map::<8>(db, "TC_TO_PRIORITY_GROUP_MAP", n, 7, p)
@@ -364,5 +370,9 @@ fn set_name(own: &Binding, taken: &[MapSetIn]) -> String {
             return n.to_string();
         }
     }
-    parts.iter().map(|(f, n)| format!("{f}={n}")).collect::<Vec<_>>().join(", ")
+    parts
+        .iter()
+        .map(|(f, n)| format!("{f}={n}"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }

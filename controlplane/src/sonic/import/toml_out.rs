@@ -581,7 +581,12 @@ fn check_same_switch(text: &str, t: &TomlParts<'_>) -> Result<(), String> {
         .iter()
         .map(|p| {
             let set = t.maps.port_set.get(&p.name).map(|(k, _)| t.maps.sets[*k].name.clone());
-            (i64::from(p.id), p.name.clone(), speed(p.speed_mbps), set.unwrap_or_default())
+            (
+                i64::from(p.id),
+                p.name.clone(),
+                speed(p.speed_mbps),
+                set.unwrap_or_default(),
+            )
         })
         .collect();
     if ports != expected {
