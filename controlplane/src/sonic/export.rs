@@ -569,14 +569,13 @@ impl Exporter {
                 ),
             ] {
                 match sonic.iter().find(|(f, _)| *f == field) {
-                    Some((_, name)) => {
-                        if old != new {
-                            let who = format!("{at}.{field}");
-                            for (i, (a, b)) in old.iter().zip(new).enumerate() {
-                                self.ask(table, name, &i.to_string(), b.to_string(), &who, a != b);
-                            }
+                    Some((_, name)) if old != new => {
+                        let who = format!("{at}.{field}");
+                        for (i, (a, b)) in old.iter().zip(new).enumerate() {
+                            self.ask(table, name, &i.to_string(), b.to_string(), &who, a != b);
                         }
                     }
+                    Some(_) => {}
                     None if new != switch => self.errors.push(format!(
                         "{at}: its ports bind the switch's {table}; a {field} of their own needs a {table} entry the file does not have"
                     )),
