@@ -1,13 +1,16 @@
 //! Settings back to the switch: what a rocesw config changed of an imported config_db.json
 //! (each PG's and queue's buffer profile: thresholds, reserves, a lossless PG's xoff and xon;
 //! the WRED profiles' green thresholds; the schedulers' kind and weight; the DSCP → TC, TC →
-//! queue and TC → PG maps), written where the import read them (the same origins; an entry the
-//! file gives both nested and flat patched in both, as the import reads both) and given as an
-//! RFC 6902 JSON Patch, what SONiC's `config apply-patch` takes, plus a readable diff. A PG
-//! whose profile buffermgrd made from `pg_profile_lookup.ini` is written as an explicit
-//! BUFFER_PROFILE and BUFFER_PG entry once a change touches it. Anything else that changed is
-//! refused by name. The inverse of the import on the same origins: a patch touches only what
-//! changed, and importing the patched file gives the config the patch came from.
+//! queue and TC → PG maps, the switch's and each map set's; which map set a port classifies
+//! with and its PFC priorities, as its PORT_QOS_MAP bindings and `pfc_enable`), written where
+//! the import read them (the same origins; an entry the file gives both nested and flat
+//! patched in both, as the import reads both) and given as an RFC 6902 JSON Patch, what
+//! SONiC's `config apply-patch` takes, plus a readable diff. A PG whose profile buffermgrd made
+//! from `pg_profile_lookup.ini` is written as an explicit BUFFER_PROFILE and BUFFER_PG entry
+//! once a change touches it. Anything else that changed is refused by name. The inverse of the
+//! import on the same origins: a patch touches only what changed, and the patched file is
+//! imported again before it is given (`check_imports_to`): it must give the config the patch
+//! came from, or the change is refused naming what differs.
 
 use super::db::{expand_key, reference, ConfigDb};
 use super::import::Imported;
