@@ -255,6 +255,30 @@ mod tests {
 
     /// The largest frame may move below the packet slot the switch started with (its size
     /// rounded up to a cache line), never above it.
+    /// A map set and a port's choice of it are live changes: a fragment adds the set, the
+    /// port's own table names it (as `[change.port.NAME]` and `rocectl set port` edit one
+    /// port), and the switch takes it without a restart.
+    #[test]
+    fn a_ports_map_set_changes_live() {
+        let r = base();
+        let mut t = r.table().clone();
+        patch::merge(
+            &mut t,
+            "[classify.map.\"up link\"]\ndscp_to_tc = { 26 = 1 }\n".parse().unwrap(),
+        );
+        let id = r.config.ports[1].id.to_string();
+        patch::merge_port(&mut t, &id, "classify = \"up link\"\n".parse().unwrap()).unwrap();
+        let p = r.prepare(Edit::Table(t)).unwrap();
+        assert_eq!(p.config.ports[1].map_set, Some(0));
+        assert_eq!(p.config.port_maps(1).dscp_to_tc[26], 1);
+        assert!(p.changed.iter().any(|k| k.contains("classify")), "{:?}", p.changed);
+        // A name that is no set is refused by validation, naming the port.
+        let mut t = r.table().clone();
+        patch::merge_port(&mut t, &id, "classify = \"nope\"\n".parse().unwrap()).unwrap();
+        let e = r.prepare(Edit::Table(t)).unwrap_err();
+        assert!(e.to_string().contains("port[1].classify"), "{e}");
+    }
+
     #[test]
     fn frames_may_grow_up_to_the_packet_slot_only() {
         let r = base();

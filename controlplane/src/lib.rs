@@ -180,11 +180,11 @@ pub fn sonic_hint(key: &str) -> Option<&'static str> {
         "pfc_enable" => {
             "SONiC's pfc_enable is rocesw's [pfc] priorities = [3, 4] (a port's own: `pfc = [3]` under its [[port]])"
         }
-        "port_qos_map" => "SONiC's PORT_QOS_MAP is rocesw's [pfc] priorities and the [classify] maps",
-        "dscp_to_tc_map" => "SONiC's DSCP_TO_TC_MAP is rocesw's [classify.dscp_to_tc]",
+        "port_qos_map" => "SONiC's PORT_QOS_MAP is rocesw's [pfc] priorities and the [classify] maps (a port's own: `pfc` and `classify = \"NAME\"` under its [[port]])",
+        "dscp_to_tc_map" => "SONiC's DSCP_TO_TC_MAP is rocesw's [classify.dscp_to_tc] (a port's own: [classify.map.NAME] dscp_to_tc)",
         "dot1p_to_tc_map" => "SONiC's DOT1P_TO_TC_MAP is rocesw's [classify.pcp_to_tc]",
         "tc_to_queue_map" => "SONiC's TC_TO_QUEUE_MAP is rocesw's [classify.tc_to_queue]",
-        "tc_to_priority_group_map" => "SONiC's TC_TO_PRIORITY_GROUP_MAP is rocesw's [classify.tc_to_pg]",
+        "tc_to_priority_group_map" => "SONiC's TC_TO_PRIORITY_GROUP_MAP is rocesw's [classify.tc_to_pg] (a port's own: [classify.map.NAME] tc_to_pg)",
         "scheduler" => "SONiC's SCHEDULER is rocesw's `sched` and `weight` in [queue.N]",
         "cable_length" => "SONiC's CABLE_LENGTH is rocesw's `cable` in a [[port]] or [port_defaults] (\"15m\")",
         _ => return None,

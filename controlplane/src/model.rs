@@ -148,6 +148,9 @@ pub struct PortConfig {
     pub pfc_enabled: [bool; NUM_TC],
     /// The MMU slice its PGs and queues are accounted in (`BufferConfig::slices`; 0 with one).
     pub slice: u8,
+    /// The map set its received frames are classified with (`[[port]] classify`): an index
+    /// into `ClassifyConfig::sets`; None: `[classify]`'s own maps.
+    pub map_set: Option<usize>,
 }
 
 /// A port's scheduler kind and its own settings. Strict priority + WDRR reads its modes and
@@ -418,6 +421,62 @@ pub struct ClassifyConfig {
     pub tc_to_pg: [u8; NUM_TC],
     /// Evaluated in order after the trust maps; the first match wins.
     pub rules: Vec<Rule>,
+    /// The named map sets (`[classify.map.NAME]`), in name order: the ingress maps of the
+    /// ports that name one (SONiC binds its maps per port). Trust, `default_tc`, the rules and
+    /// `tc_to_queue` stay the switch's: SAI applies a TC_TO_QUEUE map where a frame leaves, and
+    /// rocesw picks the queue once, where it arrives, so one queue map serves every port.
+    pub sets: Vec<MapSet>,
+}
+
+/// Map sets at most (`[classify.map.NAME]`): a port's choice is a byte in the dataplane.
+pub const MAX_MAP_SETS: usize = 255;
+
+/// One `[classify.map.NAME]`, resolved: every map filled in, `[classify]`'s where the set
+/// gives none.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MapSet {
+    /// The NAME, as `[[port]] classify` refers to it.
+    pub name: String,
+    /// Traffic class per DSCP.
+    pub dscp_to_tc: [u8; 64],
+    /// Traffic class per PCP.
+    pub pcp_to_tc: [u8; 8],
+    /// Ingress priority group per traffic class.
+    pub tc_to_pg: [u8; NUM_TC],
+}
+
+/// The maps one port classifies with: its map set's, or the switch's.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Maps<'a> {
+    /// Traffic class per DSCP.
+    pub dscp_to_tc: &'a [u8; 64],
+    /// Traffic class per PCP.
+    pub pcp_to_tc: &'a [u8; 8],
+    /// Ingress priority group per traffic class.
+    pub tc_to_pg: &'a [u8; NUM_TC],
+    /// Egress queue per traffic class (always the switch's).
+    pub tc_to_queue: &'a [u8; NUM_TC],
+}
+
+impl ClassifyConfig {
+    /// The maps of map set `set` (an index into `sets`), or `[classify]`'s for None (or an
+    /// index that is not a set).
+    pub fn maps(&self, set: Option<usize>) -> Maps<'_> {
+        match set.and_then(|i| self.sets.get(i)) {
+            Some(s) => Maps {
+                dscp_to_tc: &s.dscp_to_tc,
+                pcp_to_tc: &s.pcp_to_tc,
+                tc_to_pg: &s.tc_to_pg,
+                tc_to_queue: &self.tc_to_queue,
+            },
+            None => Maps {
+                dscp_to_tc: &self.dscp_to_tc,
+                pcp_to_tc: &self.pcp_to_tc,
+                tc_to_pg: &self.tc_to_pg,
+                tc_to_queue: &self.tc_to_queue,
+            },
+        }
+    }
 }
 
 /// One `[[classify.rule]]`: overrides the trust maps' result for the frames it matches.
@@ -650,6 +709,11 @@ pub struct StaticMac {
 }
 
 impl Config {
+    /// The maps port index `port` classifies with.
+    pub fn port_maps(&self, port: usize) -> Maps<'_> {
+        self.classify.maps(self.ports.get(port).and_then(|p| p.map_set))
+    }
+
     /// The index in `ports` of the port with this id; None if there is none.
     pub fn port_index(&self, id: u16) -> Option<usize> {
         self.ports.iter().position(|p| p.id == id)

@@ -237,6 +237,9 @@ pub struct PortSection {
     /// This port's PFC-enabled priorities, over `[pfc] priorities` (SONiC's per-port
     /// `pfc_enable`): a subset of them; `[]` makes every PG of the port lossy.
     pub pfc: Option<Vec<i64>>,
+    /// The `[classify.map.NAME]` this port's received frames are classified with (SONiC's
+    /// per-port DSCP_TO_TC / DOT1P_TO_TC / TC_TO_PRIORITY_GROUP maps); default `[classify]`'s.
+    pub classify: Option<String>,
     /// This port's own PG settings, field by field over the global `[pg.N]`.
     #[serde(default)]
     pub pg: BTreeMap<String, PgSection>,
@@ -313,6 +316,25 @@ pub struct ClassifySection {
     /// `[[classify.rule]]`, evaluated in order.
     #[serde(default, rename = "rule")]
     pub rules: Vec<RuleSection>,
+    /// `[classify.map.NAME]`: named map sets a port may classify with (`[[port]] classify`).
+    #[serde(default)]
+    pub map: BTreeMap<String, MapSetSection>,
+}
+
+/// One `[classify.map.NAME]` as written: the ingress maps a port that names it classifies
+/// with (SONiC's per-port PORT_QOS_MAP bindings); a map it does not give is `[classify]`'s.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MapSetSection {
+    /// `{ DSCP = tc }`, the whole map: unlisted DSCPs take `[classify] default_tc`.
+    pub dscp_to_tc: Option<BTreeMap<String, i64>>,
+    /// `{ PCP = tc }`, the whole map: unlisted PCP p takes tc p.
+    pub pcp_to_tc: Option<BTreeMap<String, i64>>,
+    /// `{ tc = PG }`, the whole map: default identity.
+    pub tc_to_pg: Option<BTreeMap<String, i64>>,
+    /// Read only to refuse it with a reason: the queue map is the switch's (see
+    /// `validate::classify`).
+    pub tc_to_queue: Option<BTreeMap<String, i64>>,
 }
 
 /// One `[[classify.rule]]` as written.

@@ -68,7 +68,10 @@ fn round_trip(json: &str, opts: &ImportOptions, what: &str, change: impl Fn(&mut
     let patched = apply_with_python(json, &out.patch);
     let again = import(&patched, opts);
     assert_eq!(again.classify, target.classify, "{what}: classify");
+    assert_eq!(again.pfc, target.pfc, "{what}: pfc");
     for (a, b) in again.ports.iter().zip(&target.ports) {
+        assert_eq!(a.pfc_enabled, b.pfc_enabled, "{what}: {:?} pfc", a.name);
+        assert_eq!(a.map_set, b.map_set, "{what}: {:?} map set", a.name);
         assert_eq!(a.pgs, b.pgs, "{what}: {:?} PGs", a.name);
         assert_eq!(a.headroom_bytes, b.headroom_bytes, "{what}: {:?} headroom", a.name);
         assert_eq!(a.queues, b.queues, "{what}: {:?} queues", a.name);
@@ -245,4 +248,74 @@ fn an_entry_given_nested_and_flat_is_patched_in_both() {
             && paths.iter().any(|p| p.starts_with("/BUFFER_PROFILE|")),
         "{paths:?}"
     );
+}
+
+/// The Arista-7260CX3-C64 T1 with DSCP remap, as sonic-cfggen rendered it, with the options a
+/// switch of that SKU has.
+fn remap() -> (String, ImportOptions) {
+    let file = |n: &str| std::fs::read_to_string(repo().join("configs/sonic/rendered").join(n)).unwrap();
+    let opts = ImportOptions {
+        platform: Some("tomahawk2".into()),
+        pg_lookup: Some((
+            file("arista-7260cx3-c64.pg_profile_lookup.ini"),
+            "arista-7260cx3-c64.pg_profile_lookup.ini".into(),
+        )),
+        source: None,
+    };
+    (file("arista-7260cx3-c64-t1-remap.json"), opts)
+}
+
+fn index(c: &Config, name: &str) -> usize {
+    c.ports.iter().position(|p| p.name.as_deref() == Some(name)).unwrap()
+}
+
+/// Per-port maps go back where PORT_QOS_MAP binds them: a map set's own map (AZURE_UPLINK),
+/// the switch's (AZURE, which the set does not touch), and a port's choice of set.
+#[test]
+fn per_port_maps_round_trip_through_an_independent_patch() {
+    let (json, opts) = remap();
+    let base = import(&json, &opts);
+    assert_eq!(export(&json, &opts, &base).unwrap().patch, serde_json::json!([]));
+    // The uplinks' map: DSCP 10 to TC 0.
+    let c = round_trip(&json, &opts, "map set's DSCP map", |t| {
+        t.classify.sets[0].dscp_to_tc[10] = 0
+    });
+    assert_eq!(c, ["DSCP_TO_TC_MAP|AZURE_UPLINK|10: 1 → 0"], "{c:?}");
+    // The switch's map: the downlinks' (and every other port's), not the uplinks'.
+    let c = round_trip(&json, &opts, "switch's DSCP map", |t| t.classify.dscp_to_tc[10] = 0);
+    assert_eq!(c, ["DSCP_TO_TC_MAP|AZURE|10: 1 → 0"], "{c:?}");
+    // Ethernet0 classifies with the switch's maps.
+    let c = round_trip(&json, &opts, "a port's map set", |t| {
+        let i = index(t, "Ethernet0");
+        t.ports[i].map_set = None;
+    });
+    assert_eq!(
+        c,
+        ["PORT_QOS_MAP|Ethernet0|dscp_to_tc_map: AZURE_UPLINK → AZURE"],
+        "{c:?}"
+    );
+    // A map of its own for a set that binds the switch's: the file has no entry to write.
+    let mut t = base.clone();
+    t.classify.sets[0].tc_to_pg[1] = 1;
+    let e = export(&json, &opts, &t).unwrap_err();
+    assert!(
+        e.iter()
+            .any(|e| e.contains("\"AZURE_UPLINK\"") && e.contains("TC_TO_PRIORITY_GROUP_MAP")),
+        "{e:?}"
+    );
+}
+
+/// A port's PFC priorities go back as its pfc_enable: a downlink that pauses only 3 and 4
+/// (its PGs 2 and 6 lossy then, as the import makes them).
+#[test]
+fn per_port_pfc_round_trips_through_an_independent_patch() {
+    let (json, opts) = remap();
+    let toml = import_text(&json, &opts).unwrap().toml;
+    let at = toml.find("name = \"Ethernet136\"").unwrap();
+    let edited = format!("{}pfc = [3, 4]\n{}", &toml[..at], &toml[at..]);
+    let target = load_str(&edited).unwrap_or_else(|e| panic!("{e}")).config;
+    let i = index(&target, "Ethernet136");
+    assert!(!target.ports[i].pgs[2].lossless && target.ports[i].pgs[3].lossless);
+    let c = round_trip(&json, &opts, "a port's pfc", |t| *t = target.clone());
+    assert_eq!(c, ["PORT_QOS_MAP|Ethernet136|pfc_enable: 2,3,4,6 → 3,4"], "{c:?}");
 }

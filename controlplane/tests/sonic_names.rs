@@ -216,3 +216,27 @@ fn comments_name_only_fields_the_profile_has() {
         );
     }
 }
+
+/// A map's name becomes a map set's (`[classify.map.NAME]`) and a port's `classify = NAME`:
+/// a hostile one round-trips too, and the switch is the same.
+#[test]
+fn a_hostile_map_name_round_trips_as_a_map_set() {
+    let dir = repo().join("configs/sonic/rendered");
+    let file = |n: &str| std::fs::read_to_string(dir.join(n)).unwrap();
+    let opts = ImportOptions {
+        platform: Some("tomahawk2".into()),
+        pg_lookup: Some((file("arista-7260cx3-c64.pg_profile_lookup.ini"), "lookup".into())),
+        source: None,
+    };
+    let plain = file("arista-7260cx3-c64-t1-remap.json");
+    let hostile = "UP \"link\" ]\n[[port]]\nid = 7 # é";
+    let names = [("AZURE_UPLINK", hostile)];
+    let json = renamed(&plain, "AZURE_UPLINK", hostile);
+    let imp = |j: &str| import_text(j, &opts).unwrap_or_else(|e| panic!("{}", e.join("\n")));
+    let c = load(&imp(&json).toml);
+    assert_eq!(c.classify.sets.len(), 1);
+    assert_eq!(c.classify.sets[0].name, hostile);
+    assert_eq!(c.ports.len(), 66);
+    assert_eq!(c.ports.iter().filter(|p| p.map_set == Some(0)).count(), 8);
+    assert_eq!(described(&c, &names), described(&load(&imp(&plain).toml), &[]));
+}

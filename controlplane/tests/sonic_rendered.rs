@@ -127,3 +127,59 @@ fn acs_sn5600_t1_runs_as_rendered() {
     assert!(i.toml.contains("# PORT|Ethernet8|speed"));
     assert!(!i.toml.contains("PORT|Ethernet128|speed"));
 }
+
+/// Arista-7260CX3-C64 T1 with DSCP remap: the 8 uplinks (to the T2s) bind DSCP_TO_TC_MAP
+/// AZURE_UPLINK and pause 3 and 4; the 20 downlinks bind AZURE and pause 2, 3, 4 and 6. The
+/// uplinks classify with a map set of their own, each port pauses its own priorities, and the
+/// two maps send DSCP 2 and 6 to different classes (and PGs) by port.
+#[test]
+fn arista_7260cx3_t1_remap_runs_as_rendered_with_per_port_maps() {
+    let (i, c) = accept(
+        "arista-7260cx3-c64-t1-remap.json",
+        "tomahawk2",
+        "arista-7260cx3-c64.pg_profile_lookup.ini",
+    );
+    assert_eq!(c.ports.len(), 66);
+    let names: Vec<&str> = c.classify.sets.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(names, ["AZURE_UPLINK"]);
+    let uplinks = [
+        "Ethernet0",
+        "Ethernet4",
+        "Ethernet16",
+        "Ethernet20",
+        "Ethernet64",
+        "Ethernet68",
+        "Ethernet80",
+        "Ethernet84",
+    ];
+    let with_set: Vec<&str> = c
+        .ports
+        .iter()
+        .filter(|p| p.map_set == Some(0))
+        .filter_map(|p| p.name.as_deref())
+        .collect();
+    assert_eq!(with_set, uplinks);
+    let index = |name: &str| c.ports.iter().position(|p| p.name.as_deref() == Some(name)).unwrap();
+    let (up, down) = (index("Ethernet0"), index("Ethernet136"));
+    // DSCP 2 and 6: their own lossless classes from a T0, best effort (TC 1) from a T2.
+    for (dscp, from_t0) in [(2usize, 2u8), (6, 6)] {
+        assert_eq!(c.port_maps(down).dscp_to_tc[dscp], from_t0);
+        assert_eq!(c.port_maps(up).dscp_to_tc[dscp], 1);
+    }
+    // DSCP 3 and 4 alike on both.
+    for dscp in [3usize, 4] {
+        assert_eq!(c.port_maps(down).dscp_to_tc[dscp], c.port_maps(up).dscp_to_tc[dscp]);
+    }
+    let prios = |v: &[u8]| std::array::from_fn::<bool, 8, _>(|p| v.contains(&(p as u8)));
+    assert_eq!(c.ports[up].pfc_enabled, prios(&[3, 4]));
+    assert_eq!(c.ports[down].pfc_enabled, prios(&[2, 3, 4, 6]));
+    assert!(c.ports[down].pgs[2].lossless && c.ports[down].pgs[6].lossless);
+    assert!(!c.ports[up].pgs[2].lossless && !c.ports[up].pgs[6].lossless);
+    assert!(c.ports[up].pgs[3].lossless && c.ports[up].pgs[4].lossless);
+    // Each value says where it came from.
+    assert!(
+        i.toml.contains("classify = \"AZURE_UPLINK\"") && i.toml.contains("DSCP_TO_TC_MAP|AZURE_UPLINK"),
+        "{}",
+        i.toml
+    );
+}

@@ -207,6 +207,55 @@ fn port_speed_has_a_minimum() {
     assert_eq!(l.config.ports[1].speed_bps, 10_000_000);
 }
 
+/// `[classify.map.NAME]` and `[[port]] classify`: a port classifies with its set's maps (each
+/// map the set gives is whole; the rest `[classify]`'s), and every mistake is named.
+#[test]
+fn map_sets() {
+    let set = "[classify.map.\"up link\"]\ndscp_to_tc = { 26 = 1 }\n";
+    let l = ok(&BASE
+        .replace("id = 1\n", "id = 1\nclassify = \"up link\"\n")
+        .replace("[pfc]", &format!("{set}\n[pfc]")));
+    let c = &l.config;
+    assert_eq!(c.classify.sets.len(), 1);
+    assert_eq!((c.ports[0].map_set, c.ports[1].map_set), (None, Some(0)));
+    assert_eq!(c.port_maps(0).dscp_to_tc[26], 3);
+    assert_eq!(c.port_maps(1).dscp_to_tc[26], 1);
+    // The set's map is whole: DSCP 48 takes default_tc there, not [classify]'s 6.
+    assert_eq!((c.port_maps(0).dscp_to_tc[48], c.port_maps(1).dscp_to_tc[48]), (6, 0));
+    // Maps the set does not give are [classify]'s.
+    assert_eq!(c.port_maps(1).tc_to_pg, &c.classify.tc_to_pg);
+
+    let p = problems(
+        &with(
+            "[classify.map.a]\ndscp_to_tc = { 64 = 1 }\ntc_to_pg = { 3 = 9 }\ntc_to_queue = { 3 = 3 }\n\
+         [classify.map.b]\ntc_to_pg = { 0 = 3 }\n",
+        )
+        .replace("id = 0\n", "id = 0\nclassify = \"nope\"\n")
+        .replace("id = 1\n", "id = 1\nclassify = \"b\"\n"),
+    );
+    has(&p, &["classify.map.a.dscp_to_tc.64", "DSCP 64 is out of range"]);
+    has(&p, &["classify.map.a.tc_to_pg.3", "9"]);
+    has(&p, &["classify.map.a.tc_to_queue", "the queue map is the switch's"]);
+    has(
+        &p,
+        &[
+            "classify.map.b.tc_to_pg",
+            "lossy tc 0 and lossless priority 3 both map to PG 3",
+        ],
+    );
+    has(&p, &["port[0].classify", "\"nope\" is not a map set", "\"a\", \"b\""]);
+
+    // A set no port names is said.
+    let l = ok(&BASE.replace("[pfc]", &format!("{set}\n[pfc]")));
+    assert!(
+        l.warnings
+            .iter()
+            .any(|w| w.contains("classify.map.\"up link\": no port classifies with it")),
+        "{:?}",
+        l.warnings
+    );
+}
+
 #[test]
 fn map_ranges() {
     let p = problems(&BASE.replace(

@@ -62,7 +62,9 @@ pub enum Set {
     )]
     Scheduler(Scheduler),
     /// Classification: what to trust, DSCP → traffic class entries, the default class.
-    #[command(after_help = "Example:\n  rocectl set dscp --map 26=3 --map 46=5 --default-tc 0")]
+    #[command(
+        after_help = "Examples:\n  rocectl set dscp --map 26=3 --map 46=5 --default-tc 0\n  rocectl set dscp --map-set AZURE_UPLINK --map 2=1\n\nWith --map-set the entries go into that map set's DSCP map ([classify.map.NAME], the\nmaps of the ports that name it), which must give one of its own."
+    )]
     Dscp(Dscp),
     /// A port's transmit, on or off (SAI's PKT_TX_ENABLE: with it off the port's queues fill
     /// and its PFC frames still go, how SONiC's QoS tests fill a buffer).
@@ -313,6 +315,10 @@ pub struct Dscp {
     /// Traffic class for frames the trusted field does not map (0-7).
     #[arg(long)]
     pub default_tc: Option<i64>,
+    /// The map set (`[classify.map.NAME]`) whose DSCP map --map edits, instead of
+    /// `[classify]`'s.
+    #[arg(long, value_name = "NAME")]
+    pub map_set: Option<String>,
 }
 
 /// A command-line value as the config would hold it: an integer, a float, or a string with a
@@ -752,24 +758,56 @@ impl Scheduler {
 
 impl Dscp {
     fn edit(&self, root: &mut Table) -> Result<(), String> {
-        let Dscp { trust, map, default_tc } = self;
+        let Dscp {
+            trust,
+            map,
+            default_tc,
+            map_set,
+        } = self;
         if trust.is_none() && map.is_empty() && default_tc.is_none() {
             return none("dscp");
         }
         let c = table(root, "classify")?;
+        if let Some(name) = map_set {
+            if trust.is_some() || default_tc.is_some() {
+                return Err("--map-set: --trust and --default-tc are the switch's, not a map set's".into());
+            }
+            let set = c
+                .get_mut("map")
+                .and_then(Value::as_table_mut)
+                .and_then(|m| m.get_mut(name.as_str()))
+                .and_then(Value::as_table_mut)
+                .ok_or_else(|| format!("--map-set {name:?}: the running config has no [classify.map] of that name"))?;
+            // A set without a DSCP map of its own classifies with [classify]'s: one entry
+            // would replace the whole map, not change one value of it.
+            let own = set.get_mut("dscp_to_tc").and_then(Value::as_table_mut).ok_or_else(|| {
+                format!(
+                    "--map-set {name:?}: it has no dscp_to_tc of its own (its ports use [classify]'s); give it one in the config first"
+                )
+            })?;
+            for m in map {
+                let (d, tc) = dscp_entry(m)?;
+                own.insert(d.to_string(), Value::Integer(tc));
+            }
+            return Ok(());
+        }
         put(c, "trust", trust);
         if let Some(d) = default_tc {
             c.insert("default_tc".into(), Value::Integer(*d));
         }
         for m in map {
-            let (d, tc) = m
-                .split_once('=')
-                .and_then(|(d, t)| Some((d.trim().parse::<u8>().ok()?, t.trim().parse::<i64>().ok()?)))
-                .ok_or_else(|| format!("--map {m:?}: expected DSCP=TC, e.g. 26=3"))?;
+            let (d, tc) = dscp_entry(m)?;
             table(c, "dscp_to_tc")?.insert(d.to_string(), Value::Integer(tc));
         }
         Ok(())
     }
+}
+
+/// A `--map DSCP=TC` (the ranges are validation's to check).
+fn dscp_entry(m: &str) -> Result<(u8, i64), String> {
+    m.split_once('=')
+        .and_then(|(d, t)| Some((d.trim().parse::<u8>().ok()?, t.trim().parse::<i64>().ok()?)))
+        .ok_or_else(|| format!("--map {m:?}: expected DSCP=TC, e.g. 26=3"))
 }
 
 #[cfg(test)]
@@ -794,6 +832,32 @@ pmax = 0.2
     fn after(set: Set) -> Result<Table, String> {
         let mut t: Table = BASE.parse().unwrap();
         edit(&mut t, &set).map(|()| t)
+    }
+
+    /// `--map-set` edits the DSCP map of a map set that has one of its own, and refuses a set
+    /// that classifies DSCP with `[classify]`'s (one entry would replace the whole map), or
+    /// none of that name.
+    #[test]
+    fn dscp_edits_a_map_sets_own_map() {
+        let base = format!(
+            "{BASE}\n[classify.map.\"UP link\"]\ndscp_to_tc = {{ 2 = 1 }}\n[classify.map.PG]\ntc_to_pg = {{ 1 = 0 }}\n"
+        );
+        let run = |name: &str| {
+            let mut t: Table = base.parse().unwrap();
+            let set = Set::Dscp(Dscp {
+                trust: None,
+                map: vec!["6=1".into()],
+                default_tc: None,
+                map_set: Some(name.into()),
+            });
+            edit(&mut t, &set).map(|()| t)
+        };
+        let t = run("UP link").unwrap();
+        let own = &t["classify"]["map"]["UP link"]["dscp_to_tc"];
+        assert_eq!((own["2"].as_integer(), own["6"].as_integer()), (Some(1), Some(1)));
+        assert!(t["classify"].get("dscp_to_tc").is_none(), "[classify]'s map untouched");
+        assert!(run("PG").unwrap_err().contains("no dscp_to_tc of its own"));
+        assert!(run("nope").unwrap_err().contains("no [classify.map]"));
     }
 
     fn ecn(profile: Option<&str>, queue: Option<u8>, port: Option<u16>, kmax: &str) -> Set {
@@ -1015,13 +1079,15 @@ pmax = 0.2
             trust: None,
             map: vec!["46=5".into()],
             default_tc: None,
+            map_set: None,
         }))
         .unwrap();
         assert_eq!(t["classify"]["dscp_to_tc"]["46"].as_integer(), Some(5));
         assert!(after(Set::Dscp(Dscp {
             trust: None,
             map: vec!["x".into()],
-            default_tc: None
+            default_tc: None,
+            map_set: None,
         }))
         .unwrap_err()
         .contains("DSCP=TC"));

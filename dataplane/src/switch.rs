@@ -439,7 +439,7 @@ impl Switch {
             }
         };
         if ing.buffers.confirm(pg, region, &mut self.pool) {
-            let prios = self.ingress.pg_prios[pg];
+            let prios = self.ingress.pg_prios[port][pg];
             if let Some(req) = self.ingress.ports[port].xoff(pg, prios, now) {
                 self.egress.queue_pfc(port, req);
             }
@@ -493,7 +493,7 @@ impl Switch {
             }
             if self.ingress.ports[port].pfc_gen.any_xoff() {
                 for pg in 0..NUM_TC {
-                    let prios = self.ingress.pg_prios[pg];
+                    let prios = self.ingress.pg_prios[port][pg];
                     if let Some(req) = self.ingress.ports[port].refresh(pg, prios, now, &self.pool) {
                         self.egress.queue_pfc(port, req);
                     }
@@ -561,9 +561,9 @@ impl Switch {
         let g = &self.ingress.ports[port].pfc_gen;
         (0..NUM_TC).fold(0, |m, pg| m | (u8::from(g.is_xoff(pg)) << pg))
     }
-    /// The priorities each PG's PFC frames name, one bit per priority.
-    pub fn pg_priorities(&self) -> [u8; NUM_TC] {
-        self.ingress.pg_prios
+    /// The priorities each PG's PFC frames name on port index `port`, one bit per priority.
+    pub fn pg_priorities(&self, port: usize) -> [u8; NUM_TC] {
+        self.ingress.pg_prios[port]
     }
     /// Port index `port`'s PFC watchdog storms and restorations so far, per priority.
     pub fn watchdog_counts(&self, port: usize) -> (&[u64; NUM_TC], &[u64; NUM_TC]) {

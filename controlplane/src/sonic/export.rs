@@ -1,13 +1,16 @@
 //! Settings back to the switch: what a rocesw config changed of an imported config_db.json
 //! (each PG's and queue's buffer profile: thresholds, reserves, a lossless PG's xoff and xon;
 //! the WRED profiles' green thresholds; the schedulers' kind and weight; the DSCP → TC, TC →
-//! queue and TC → PG maps), written where the import read them (the same origins; an entry the
-//! file gives both nested and flat patched in both, as the import reads both) and given as an
-//! RFC 6902 JSON Patch, what SONiC's `config apply-patch` takes, plus a readable diff. A PG
-//! whose profile buffermgrd made from `pg_profile_lookup.ini` is written as an explicit
-//! BUFFER_PROFILE and BUFFER_PG entry once a change touches it. Anything else that changed is
-//! refused by name. The inverse of the import on the same origins: a patch touches only what
-//! changed, and importing the patched file gives the config the patch came from.
+//! queue and TC → PG maps, the switch's and each map set's; which map set a port classifies
+//! with and its PFC priorities, as its PORT_QOS_MAP bindings and `pfc_enable`), written where
+//! the import read them (the same origins; an entry the file gives both nested and flat
+//! patched in both, as the import reads both) and given as an RFC 6902 JSON Patch, what
+//! SONiC's `config apply-patch` takes, plus a readable diff. A PG whose profile buffermgrd made
+//! from `pg_profile_lookup.ini` is written as an explicit BUFFER_PROFILE and BUFFER_PG entry
+//! once a change touches it. Anything else that changed is refused by name. The inverse of the
+//! import on the same origins: a patch touches only what changed, and the patched file is
+//! imported again before it is given (`check_imports_to`): it must give the config the patch
+//! came from, or the change is refused naming what differs.
 
 use super::db::{expand_key, reference, ConfigDb};
 use super::import::Imported;
@@ -57,7 +60,8 @@ pub fn export(original: &str, opts: &ImportOptions, target: &Config) -> Result<E
     x.queue_profiles(&db, &base, target);
     x.wred(&imported, &base, target);
     x.schedulers(&db, &base, target);
-    x.maps(&db, &base, target);
+    x.maps(&db, &imported, &base, target);
+    x.pfc(&db, &base, target);
     x.unexpressed(target);
     if !x.errors.is_empty() {
         return Err(x.errors);
@@ -124,12 +128,60 @@ pub fn export(original: &str, opts: &ImportOptions, target: &Config) -> Result<E
         }
     }
     changes.dedup();
+    let patched_text = serde_json::to_string_pretty(&patched).map_err(|e| vec![e.to_string()])?;
+    if !changes.is_empty() {
+        check_imports_to(&patched_text, opts, target)?;
+    }
     let patch = json_patch::diff(&original_json, &patched);
     Ok(Export {
         patch: serde_json::to_value(patch).map_err(|e| vec![e.to_string()])?,
         changes,
-        patched: serde_json::to_string_pretty(&patched).map_err(|e| vec![e.to_string()])?,
+        patched: patched_text,
     })
+}
+
+/// That the patched file imports to `target`'s ports, maps and PFC: what a change reaches
+/// through the import's rules (a port's `pfc_enable` deciding which of its PGs are lossless,
+/// and so their buffers) is checked here, not assumed. Anything else is refused by name.
+fn check_imports_to(patched: &str, opts: &ImportOptions, target: &Config) -> Result<(), Vec<String>> {
+    let again = import_text(patched, opts)
+        .and_then(|i| crate::load_str(&i.toml).map_err(|e| e.problems().to_vec()))
+        .map_err(|e| {
+            let mut p = vec!["the patched file does not import:".to_string()];
+            p.extend(e);
+            p
+        })?
+        .config;
+    let mut out = Vec::new();
+    let mut differ = |what: String, a: &dyn std::fmt::Debug, b: &dyn std::fmt::Debug| {
+        let (a, b) = (format!("{a:?}"), format!("{b:?}"));
+        if a != b {
+            out.push(format!(
+                "{what}: the patched file imports to {a}, not the target's {b}; the file cannot say this change"
+            ));
+        }
+    };
+    differ("classify".into(), &again.classify, &target.classify);
+    differ("pfc".into(), &again.pfc, &target.pfc);
+    for (a, b) in again.ports.iter().zip(&target.ports) {
+        let name = a.name.clone().unwrap_or_else(|| a.id.to_string());
+        differ(format!("{name} pfc"), &a.pfc_enabled, &b.pfc_enabled);
+        differ(format!("{name} classify"), &a.map_set, &b.map_set);
+        for g in 0..crate::NUM_TC {
+            differ(format!("{name} PG {g}"), &a.pgs[g], &b.pgs[g]);
+            differ(
+                format!("{name} PG {g} headroom"),
+                &a.headroom_bytes[g],
+                &b.headroom_bytes[g],
+            );
+            differ(format!("{name} queue {g}"), &a.queues[g], &b.queues[g]);
+        }
+    }
+    if out.is_empty() {
+        Ok(())
+    } else {
+        Err(out)
+    }
 }
 
 /// What one export collects: the fields each entry must get, the problems, and `covered`:
@@ -146,6 +198,48 @@ struct Exporter {
 /// The index of the port named `name`.
 fn port_index(c: &Config, name: &str) -> Option<usize> {
     c.ports.iter().position(|p| p.name.as_deref() == Some(name))
+}
+
+/// One PG's or queue's binding in a table such as BUFFER_QUEUE or QUEUE.
+struct Bound {
+    /// The port's name and its index in the config.
+    port: String,
+    pi: usize,
+    /// The PG or queue.
+    index: usize,
+    /// What its `field` names in the referenced table.
+    name: String,
+}
+
+/// Every binding of `table` whose `field` names an entry of `ref_table`: each port and index
+/// its keys expand to (`Ethernet0,Ethernet4|3-4`), in the file's order. Keys, references and
+/// ports the import refused or does not know are passed over: export runs on what it imported.
+fn bindings<'a>(
+    db: &'a ConfigDb,
+    c: &'a Config,
+    table: &'a str,
+    field: &'a str,
+    ref_table: &'a str,
+) -> impl Iterator<Item = Bound> + 'a {
+    db.table(table).flat_map(move |(key, f)| {
+        let expanded = expand_key(key, 7).ok();
+        let name = f.get(field).and_then(|v| reference(v, ref_table).ok());
+        let (ports, indices) = match (expanded, name.as_ref()) {
+            (Some(e), Some(_)) => e,
+            _ => Default::default(),
+        };
+        ports.into_iter().flat_map(move |port| {
+            let pi = port_index(c, &port);
+            let name = name.clone().unwrap_or_default();
+            let indices = if pi.is_some() { indices.clone() } else { Vec::new() };
+            indices.into_iter().map(move |i| Bound {
+                port: port.clone(),
+                pi: pi.unwrap_or(0),
+                index: usize::from(i),
+                name: name.clone(),
+            })
+        })
+    })
 }
 
 impl Exporter {
@@ -169,6 +263,14 @@ impl Exporter {
             let g = usize::from(*g);
             let who = format!("{port} PG {g}");
             let (old, new) = (&base.ports[pi], &target.ports[pi]);
+            if old.pgs[g].lossless != new.pgs[g].lossless {
+                // The port's pfc_enable changed which PGs are lossless (`pfc`): the import's
+                // rules give the PG its buffer, checked by importing the patched file.
+                let c = &mut self.covered.ports[pi];
+                c.pgs[g] = new.pgs[g].clone();
+                c.headroom_bytes[g] = new.headroom_bytes[g];
+                continue;
+            }
             if let Some(made) = imported.made_profiles.get(profile) {
                 let e = self.made.entry(profile.clone()).or_insert_with(|| {
                     (
@@ -256,38 +358,25 @@ impl Exporter {
 
     /// Each queue's BUFFER_QUEUE profile: its threshold and reserve (`size`).
     fn queue_profiles(&mut self, db: &ConfigDb, base: &Config, target: &Config) {
-        for (key, f) in db.table("BUFFER_QUEUE") {
-            let Ok((ports, queues)) = expand_key(key, 7) else {
-                continue;
-            };
-            let Some(Ok(profile)) = f.get("profile").map(|v| reference(v, "BUFFER_PROFILE")) else {
-                continue;
-            };
-            for port in &ports {
-                let Some(pi) = port_index(base, port) else { continue };
-                for &q in &queues {
-                    let q = usize::from(q);
-                    let who = format!("{port} queue {q}");
-                    let (o, n) = (&base.ports[pi].queues[q], &target.ports[pi].queues[q]);
-                    match threshold_fields(n.shared) {
-                        Ok((field, value)) => {
-                            self.ask("BUFFER_PROFILE", &profile, field, value, &who, o.shared != n.shared)
-                        }
-                        Err(e) => self.errors.push(format!("{who}: {e}")),
-                    }
-                    self.ask(
-                        "BUFFER_PROFILE",
-                        &profile,
-                        "size",
-                        n.min_bytes.to_string(),
-                        &who,
-                        o.min_bytes != n.min_bytes,
-                    );
-                    let c = &mut self.covered.ports[pi].queues[q];
-                    c.shared = n.shared;
-                    c.min_bytes = n.min_bytes;
-                }
+        for b in bindings(db, base, "BUFFER_QUEUE", "profile", "BUFFER_PROFILE") {
+            let (pi, q, profile) = (b.pi, b.index, &b.name);
+            let who = format!("{} queue {q}", b.port);
+            let (o, n) = (&base.ports[pi].queues[q], &target.ports[pi].queues[q]);
+            match threshold_fields(n.shared) {
+                Ok((field, value)) => self.ask("BUFFER_PROFILE", profile, field, value, &who, o.shared != n.shared),
+                Err(e) => self.errors.push(format!("{who}: {e}")),
             }
+            self.ask(
+                "BUFFER_PROFILE",
+                profile,
+                "size",
+                n.min_bytes.to_string(),
+                &who,
+                o.min_bytes != n.min_bytes,
+            );
+            let c = &mut self.covered.ports[pi].queues[q];
+            c.shared = n.shared;
+            c.min_bytes = n.min_bytes;
         }
     }
 
@@ -350,99 +439,223 @@ impl Exporter {
 
     /// Each queue's SCHEDULER (QUEUE|port|q's `scheduler`): strict or DWRR, and the weight.
     fn schedulers(&mut self, db: &ConfigDb, base: &Config, target: &Config) {
-        for (key, f) in db.table("QUEUE") {
-            let Ok((ports, queues)) = expand_key(key, 7) else {
-                continue;
+        for b in bindings(db, base, "QUEUE", "scheduler", "SCHEDULER") {
+            let (pi, q, name) = (b.pi, b.index, b.name);
+            let who = format!("{} queue {q}", b.port);
+            let (o, n) = (base.ports[pi].queues[q].sched, target.ports[pi].queues[q].sched);
+            let kind = |m: SchedMode| match m {
+                SchedMode::Strict => "STRICT",
+                SchedMode::Wdrr { .. } => "DWRR",
             };
-            let Some(Ok(name)) = f.get("scheduler").map(|v| reference(v, "SCHEDULER")) else {
-                continue;
+            let file_type = db
+                .entry("SCHEDULER", &name)
+                .and_then(|s| s.get("type"))
+                .map(String::as_str);
+            // WRR and DWRR are one kind to rocesw: a type the file says is kept.
+            let same_kind = kind(o) == kind(n);
+            let value = match (n, file_type) {
+                (SchedMode::Wdrr { .. }, Some(t @ ("WRR" | "DWRR"))) if same_kind => t.to_string(),
+                _ => kind(n).to_string(),
             };
-            for port in &ports {
-                let Some(pi) = port_index(base, port) else { continue };
-                for &q in &queues {
-                    let q = usize::from(q);
-                    let who = format!("{port} queue {q}");
-                    let (o, n) = (base.ports[pi].queues[q].sched, target.ports[pi].queues[q].sched);
-                    let kind = |m: SchedMode| match m {
-                        SchedMode::Strict => "STRICT",
-                        SchedMode::Wdrr { .. } => "DWRR",
-                    };
-                    let file_type = db
-                        .entry("SCHEDULER", &name)
-                        .and_then(|s| s.get("type"))
-                        .map(String::as_str);
-                    // WRR and DWRR are one kind to rocesw: a type the file says is kept.
-                    let same_kind = kind(o) == kind(n);
-                    let value = match (n, file_type) {
-                        (SchedMode::Wdrr { .. }, Some(t @ ("WRR" | "DWRR"))) if same_kind => t.to_string(),
-                        _ => kind(n).to_string(),
-                    };
-                    self.ask("SCHEDULER", &name, "type", value, &who, !same_kind);
-                    if let SchedMode::Wdrr { weight } = n {
-                        let old = match o {
-                            SchedMode::Wdrr { weight } => Some(weight),
-                            SchedMode::Strict => None,
-                        };
-                        self.ask(
-                            "SCHEDULER",
-                            &name,
-                            "weight",
-                            weight.to_string(),
-                            &who,
-                            old != Some(weight),
-                        );
-                    }
-                    self.covered.ports[pi].queues[q].sched = n;
-                }
+            self.ask("SCHEDULER", &name, "type", value, &who, !same_kind);
+            if let SchedMode::Wdrr { weight } = n {
+                let old = match o {
+                    SchedMode::Wdrr { weight } => Some(weight),
+                    SchedMode::Strict => None,
+                };
+                self.ask(
+                    "SCHEDULER",
+                    &name,
+                    "weight",
+                    weight.to_string(),
+                    &who,
+                    old != Some(weight),
+                );
             }
+            self.covered.ports[pi].queues[q].sched = n;
         }
     }
 
-    /// The maps PORT_QOS_MAP binds: DSCP → TC, TC → queue, TC → PG.
-    fn maps(&mut self, db: &ConfigDb, base: &Config, target: &Config) {
+    /// The maps PORT_QOS_MAP binds: the switch's DSCP → TC, TC → queue and TC → PG maps
+    /// where `[classify]` stands for them, each map set's where it stands for its own, and
+    /// which set each port classifies with.
+    fn maps(&mut self, db: &ConfigDb, imported: &Imported, base: &Config, target: &Config) {
         let (o, n) = (&base.classify, &target.classify);
-        let kinds: [(&str, &str, Vec<u8>, Vec<u8>); 3] = [
-            (
-                "dscp_to_tc_map",
-                "DSCP_TO_TC_MAP",
-                o.dscp_to_tc.to_vec(),
-                n.dscp_to_tc.to_vec(),
-            ),
-            (
-                "tc_to_queue_map",
-                "TC_TO_QUEUE_MAP",
-                o.tc_to_queue.to_vec(),
-                n.tc_to_queue.to_vec(),
-            ),
+        let default_name = |field: &str| {
+            imported
+                .default_maps
+                .iter()
+                .find(|(f, _)| *f == field)
+                .map(|(_, n)| n.clone())
+        };
+        for (field, table, old, new) in [
+            ("dscp_to_tc_map", "DSCP_TO_TC_MAP", &o.dscp_to_tc[..], &n.dscp_to_tc[..]),
             (
                 "tc_to_pg_map",
                 "TC_TO_PRIORITY_GROUP_MAP",
-                o.tc_to_pg.to_vec(),
-                n.tc_to_pg.to_vec(),
+                &o.tc_to_pg[..],
+                &n.tc_to_pg[..],
             ),
-        ];
-        for (field, table, old, new) in kinds {
-            let names: std::collections::BTreeSet<String> = db
-                .table("PORT_QOS_MAP")
-                .filter_map(|(_, f)| reference(f.get(field)?, table).ok())
-                .collect();
+        ] {
             if old == new {
                 continue;
             }
-            if names.is_empty() {
+            let Some(name) = default_name(field) else {
                 self.errors.push(format!(
                     "classify: the {field} changed, but no PORT_QOS_MAP entry binds a {table} to write it to"
                 ));
                 continue;
+            };
+            for (i, (a, b)) in old.iter().zip(new).enumerate() {
+                self.ask(table, &name, &i.to_string(), b.to_string(), "classify", a != b);
+            }
+        }
+        // The queue map is the switch's: every map PORT_QOS_MAP binds as one.
+        let names: std::collections::BTreeSet<String> = db
+            .table("PORT_QOS_MAP")
+            .filter_map(|(_, f)| reference(f.get("tc_to_queue_map")?, "TC_TO_QUEUE_MAP").ok())
+            .collect();
+        if o.tc_to_queue != n.tc_to_queue {
+            if names.is_empty() {
+                self.errors.push(
+                    "classify: the tc_to_queue_map changed, but no PORT_QOS_MAP entry binds a TC_TO_QUEUE_MAP to write it to"
+                        .to_string(),
+                );
             }
             for name in &names {
-                for (i, (a, b)) in old.iter().zip(&new).enumerate() {
-                    self.ask(table, name, &i.to_string(), b.to_string(), "classify", a != b);
+                for (i, (a, b)) in o.tc_to_queue.iter().zip(&n.tc_to_queue).enumerate() {
+                    self.ask(
+                        "TC_TO_QUEUE_MAP",
+                        name,
+                        &i.to_string(),
+                        b.to_string(),
+                        "classify",
+                        a != b,
+                    );
                 }
             }
         }
+        // Each map set's maps: the ones it stands for, or (where it has none of its own) the
+        // switch's, which it must then still equal.
+        for ns in &n.sets {
+            let at = format!("classify.map.{:?}", ns.name);
+            let (Some(os), Some((_, sonic))) = (
+                o.sets.iter().find(|s| s.name == ns.name),
+                imported.map_sets.iter().find(|(name, _)| *name == ns.name),
+            ) else {
+                self.errors.push(format!(
+                    "{at}: a map set the file does not have; export writes the maps the file binds (add its maps to the file first)"
+                ));
+                continue;
+            };
+            for (field, table, old, new, switch) in [
+                (
+                    "dscp_to_tc_map",
+                    "DSCP_TO_TC_MAP",
+                    &os.dscp_to_tc[..],
+                    &ns.dscp_to_tc[..],
+                    &n.dscp_to_tc[..],
+                ),
+                (
+                    "dot1p_to_tc_map",
+                    "DOT1P_TO_TC_MAP",
+                    &os.pcp_to_tc[..],
+                    &ns.pcp_to_tc[..],
+                    &n.pcp_to_tc[..],
+                ),
+                (
+                    "tc_to_pg_map",
+                    "TC_TO_PRIORITY_GROUP_MAP",
+                    &os.tc_to_pg[..],
+                    &ns.tc_to_pg[..],
+                    &n.tc_to_pg[..],
+                ),
+            ] {
+                match sonic.iter().find(|(f, _)| *f == field) {
+                    Some((_, name)) if old != new => {
+                        let who = format!("{at}.{field}");
+                        for (i, (a, b)) in old.iter().zip(new).enumerate() {
+                            self.ask(table, name, &i.to_string(), b.to_string(), &who, a != b);
+                        }
+                    }
+                    Some(_) => {}
+                    None if new != switch => self.errors.push(format!(
+                        "{at}: its ports bind the switch's {table}; a {field} of their own needs a {table} entry the file does not have"
+                    )),
+                    None => {}
+                }
+            }
+        }
+        // Each port's map set: its PORT_QOS_MAP bindings name the set's maps (the switch's
+        // where the set has none of its own).
+        for (pi, (bp, tp)) in base.ports.iter().zip(&target.ports).enumerate() {
+            let name_of = |c: &Config, p: &PortConfig| p.map_set.map(|k| c.classify.sets[k].name.clone());
+            let (was, now) = (name_of(base, bp), name_of(target, tp));
+            if was == now {
+                continue;
+            }
+            let port = bp.name.clone().unwrap_or_else(|| bp.id.to_string());
+            let who = format!("{port} classify");
+            let Some(entry) = db.entry("PORT_QOS_MAP", &port) else {
+                self.errors.push(format!(
+                    "{who}: the file has no PORT_QOS_MAP|{port} entry to bind its maps in"
+                ));
+                continue;
+            };
+            let sonic: Vec<(&str, String)> = match &now {
+                Some(set) => match imported.map_sets.iter().find(|(n, _)| n == set) {
+                    Some((_, s)) => s.clone(),
+                    None => continue, // refused above: a set the file does not have
+                },
+                None => Vec::new(),
+            };
+            for (field, table) in [
+                ("dscp_to_tc_map", "DSCP_TO_TC_MAP"),
+                ("dot1p_to_tc_map", "DOT1P_TO_TC_MAP"),
+                ("tc_to_pg_map", "TC_TO_PRIORITY_GROUP_MAP"),
+            ] {
+                let name = sonic
+                    .iter()
+                    .find(|(f, _)| *f == field)
+                    .map(|(_, n)| n.clone())
+                    .or_else(|| default_name(field));
+                let Some(name) = name else { continue };
+                // As the file writes its references: `[TABLE|name]` or the bare name.
+                let old_style = entry.get(field).is_some_and(|v| v.trim_start().starts_with('['));
+                let value = if old_style { format!("[{table}|{name}]") } else { name };
+                self.ask("PORT_QOS_MAP", &port, field, value, &who, true);
+            }
+            self.covered.ports[pi].map_set = tp.map_set;
+        }
         let c = &mut self.covered.classify;
         (c.dscp_to_tc, c.tc_to_queue, c.tc_to_pg) = (n.dscp_to_tc, n.tc_to_queue, n.tc_to_pg);
+        c.sets = n.sets.clone();
+    }
+
+    /// Each port's PFC priorities: PORT_QOS_MAP|port|pfc_enable. Which of its PGs are
+    /// lossless follows from them (the import's rules); the patched file is imported again to
+    /// check it says exactly the target's (`check_imports_to`).
+    fn pfc(&mut self, db: &ConfigDb, base: &Config, target: &Config) {
+        for (pi, (bp, tp)) in base.ports.iter().zip(&target.ports).enumerate() {
+            if bp.pfc_enabled == tp.pfc_enabled {
+                continue;
+            }
+            let port = bp.name.clone().unwrap_or_else(|| bp.id.to_string());
+            let who = format!("{port} pfc");
+            if db.entry("PORT_QOS_MAP", &port).is_none() {
+                self.errors.push(format!(
+                    "{who}: the file has no PORT_QOS_MAP|{port} entry to write pfc_enable to"
+                ));
+                continue;
+            }
+            let prios: Vec<String> = (0..crate::NUM_TC)
+                .filter(|&p| tp.pfc_enabled[p])
+                .map(|p| p.to_string())
+                .collect();
+            self.ask("PORT_QOS_MAP", &port, "pfc_enable", prios.join(","), &who, true);
+            self.covered.ports[pi].pfc_enabled = tp.pfc_enabled;
+        }
+        self.covered.pfc.enabled = target.pfc.enabled;
     }
 
     /// Whatever else the target changed: refused, each by name.
@@ -469,6 +682,8 @@ impl Exporter {
             differ(format!("{name} mtu"), &a.max_frame_bytes, &b.max_frame_bytes);
             differ(format!("{name} scheduler"), &a.scheduler, &b.scheduler);
             differ(format!("{name} tx"), &a.tx_enabled, &b.tx_enabled);
+            differ(format!("{name} pfc"), &a.pfc_enabled, &b.pfc_enabled);
+            differ(format!("{name} classify"), &a.map_set, &b.map_set);
             for g in 0..crate::NUM_TC {
                 differ(format!("{name} PG {g}"), &a.pgs[g], &b.pgs[g]);
                 differ(

@@ -20,6 +20,8 @@ pub(super) struct PortQos {
     /// Where each PG's headroom was written (`pg.3.headroom`, or `port[i].pg.3.headroom` for
     /// a port's own): the key a warning about it names.
     pub(super) headroom_from: [String; NUM_TC],
+    /// The map set it classifies with (`PortConfig::map_set`).
+    pub(super) map_set: Option<usize>,
 }
 
 pub(super) fn resolve_headroom(
@@ -81,6 +83,7 @@ pub(super) fn resolve_headroom(
                 tx_enabled: p.tx_enabled,
                 pfc_enabled: qos.pfc_enabled,
                 slice: p.slice,
+                map_set: qos.map_set,
             }
         })
         .collect();

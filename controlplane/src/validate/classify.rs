@@ -45,6 +45,17 @@ pub(super) fn resolve_classify(cx: &mut Ctx, s: &ClassifySection, ports: &[PortD
     }
 
     let rules = resolve_rules(cx, &s.rules, ports);
+    if s.map.len() > MAX_MAP_SETS {
+        cx.error(format!(
+            "classify.map: {} map sets, at most {MAX_MAP_SETS} are supported",
+            s.map.len()
+        ));
+    }
+    let sets = s
+        .map
+        .iter()
+        .map(|(name, m)| resolve_set(cx, name, m, (trust, default_tc), (&dscp_to_tc, &pcp_to_tc, &tc_to_pg)))
+        .collect();
     ClassifyConfig {
         trust,
         default_tc,
@@ -53,7 +64,58 @@ pub(super) fn resolve_classify(cx: &mut Ctx, s: &ClassifySection, ports: &[PortD
         tc_to_queue,
         tc_to_pg,
         rules,
+        sets,
     }
+}
+
+/// One `[classify.map.NAME]`: each map it gives, whole (an unlisted key takes the default a
+/// `[classify]` map gives it, not `[classify]`'s value), the others `[classify]`'s.
+fn resolve_set(
+    cx: &mut Ctx,
+    name: &str,
+    m: &MapSetSection,
+    (trust, default_tc): (Trust, u8),
+    (dscp, pcp, pg): (&[u8; 64], &[u8; 8], &[u8; NUM_TC]),
+) -> MapSet {
+    // The name is data (an imported file's map name): quoted as TOML would, so a path stays
+    // readable whatever it holds.
+    let at = format!("classify.map.{}", toml_edit::Key::new(name).display_repr());
+    if name.trim().is_empty() {
+        cx.error(format!("{at}: a map set's name must not be empty"));
+    }
+    let mut set = MapSet {
+        name: name.to_string(),
+        dscp_to_tc: *dscp,
+        pcp_to_tc: *pcp,
+        tc_to_pg: *pg,
+    };
+    if let Some(map) = &m.dscp_to_tc {
+        set.dscp_to_tc = [default_tc; 64];
+        fill_map(cx, &format!("{at}.dscp_to_tc"), map, ("DSCP", 63), &mut set.dscp_to_tc);
+        if matches!(trust, Trust::None | Trust::Pcp) {
+            cx.warn(format!("{at}.dscp_to_tc: ignored because classify.trust is {trust:?}"));
+        }
+    }
+    if let Some(map) = &m.pcp_to_tc {
+        set.pcp_to_tc = identity();
+        fill_map(cx, &format!("{at}.pcp_to_tc"), map, ("PCP", 7), &mut set.pcp_to_tc);
+        if matches!(trust, Trust::None | Trust::Dscp) {
+            cx.warn(format!("{at}.pcp_to_tc: ignored because classify.trust is {trust:?}"));
+        }
+    }
+    if let Some(map) = &m.tc_to_pg {
+        set.tc_to_pg = identity();
+        fill_map(cx, &format!("{at}.tc_to_pg"), map, ("tc", 7), &mut set.tc_to_pg);
+    }
+    if m.tc_to_queue.is_some() {
+        cx.error(format!(
+            "{at}.tc_to_queue: the queue map is the switch's ([classify] tc_to_queue): SAI applies \
+             a TC_TO_QUEUE map on the port a frame leaves by, and rocesw picks a frame's queue \
+             once, where it arrives, so a map set holds only the ingress maps (dscp_to_tc, \
+             pcp_to_tc, tc_to_pg)"
+        ));
+    }
+    set
 }
 
 fn identity() -> [u8; NUM_TC] {

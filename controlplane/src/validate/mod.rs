@@ -109,15 +109,38 @@ pub fn resolve(file: &ConfigFile) -> Result<Loaded, ConfigError> {
     // valid global base: otherwise every port would repeat the global errors.
     let mut per_port: Vec<PortQos> = Vec::with_capacity(ports.len());
     let global_ok = cx.errors.len() == e1;
+    let mut sets_used = vec![false; classify.sets.len()];
     for (i, p) in file.ports.iter().enumerate().take(ports.len()) {
         let port_pfc = resolve_port_pfc(&mut cx, i, p.pfc.as_deref(), &pfc);
-        if !global_ok || (p.pg.is_empty() && p.queue.is_empty() && port_pfc == pfc.enabled) {
+        let map_set = p.classify.as_deref().and_then(|name| {
+            let found = classify.sets.iter().position(|s| s.name == name);
+            if found.is_none() {
+                let names: Vec<String> = classify.sets.iter().map(|s| format!("{:?}", s.name)).collect();
+                cx.error(format!(
+                    "port[{i}].classify: {name:?} is not a map set ([classify.map.NAME]; {})",
+                    if names.is_empty() {
+                        "there are none".to_string()
+                    } else {
+                        format!("there are {}", names.join(", "))
+                    }
+                ));
+            }
+            found
+        });
+        if let Some(k) = map_set {
+            sets_used[k] = true;
+        }
+        let tc_to_pg = *classify.maps(map_set).tc_to_pg;
+        if !global_ok
+            || (p.pg.is_empty() && p.queue.is_empty() && port_pfc == pfc.enabled && tc_to_pg == classify.tc_to_pg)
+        {
             per_port.push(PortQos {
                 pgs: pgs.clone(),
                 queues: queues.clone(),
                 headroom: headroom_specs.clone(),
                 pfc_enabled: port_pfc,
                 headroom_from: std::array::from_fn(|g| format!("pg.{g}.headroom")),
+                map_set,
             });
             continue;
         }
@@ -125,7 +148,7 @@ pub fn resolve(file: &ConfigFile) -> Result<Loaded, ConfigError> {
         // The port's own PFC priorities decide which of its PGs are lossless; its queues keep
         // the switch's (what other ports' lossless frames wait in).
         let port_loss = Losslessness {
-            pg: std::array::from_fn(|g| (0..NUM_TC).any(|t| port_pfc[t] && usize::from(classify.tc_to_pg[t]) == g)),
+            pg: std::array::from_fn(|g| (0..NUM_TC).any(|t| port_pfc[t] && usize::from(tc_to_pg[t]) == g)),
             queue: loss.queue,
         };
         let mut pg_map = overlay(&file.pg, &p.pg, PgSection::overlaid);
@@ -188,7 +211,16 @@ pub fn resolve(file: &ConfigFile) -> Result<Loaded, ConfigError> {
                     format!("pg.{g}.headroom")
                 }
             }),
+            map_set,
         });
+    }
+    for (set, used) in classify.sets.iter().zip(&sets_used) {
+        if !used {
+            cx.warn(format!(
+                "classify.map.{}: no port classifies with it ([[port]] classify)",
+                toml_edit::Key::new(set.name.as_str()).display_repr()
+            ));
+        }
     }
     for name in ecn.keys() {
         if !used_ecn.contains(name.as_str()) {

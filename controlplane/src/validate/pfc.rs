@@ -129,6 +129,19 @@ impl Losslessness {
                 ));
             }
         }
+        // A map set's PG map, likewise (its ports' queues are the switch's, checked above).
+        for set in &c.sets {
+            for t in (0..NUM_TC).filter(|&t| !pfc.enabled[t]) {
+                let g = set.tc_to_pg[t];
+                if let Some(p) = (0..NUM_TC).find(|&p| pfc.enabled[p] && set.tc_to_pg[p] == g) {
+                    cx.error(format!(
+                        "classify.map.{}.tc_to_pg: lossy tc {t} and lossless priority {p} both map to PG {g}; \
+                         a PG is either lossless or lossy",
+                        toml_edit::Key::new(set.name.as_str()).display_repr()
+                    ));
+                }
+            }
+        }
         // A lossless priority nothing is classified into is probably a mistake in the maps.
         for p in (0..NUM_TC).filter(|&p| pfc.enabled[p]) {
             let tc = u8::try_from(p).unwrap_or(0);

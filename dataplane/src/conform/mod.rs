@@ -323,7 +323,9 @@ pub fn run(
     };
     let wanted = |t: &str| opts.only.is_empty() || opts.only.iter().any(|o| o.eq_ignore_ascii_case(t));
     let mut tests: Vec<TestResult> = Vec::new();
-    let lossy_pg = usize::from(cfg.classify.tc_to_pg[usize::from(cfg.classify.dscp_to_tc[8])]);
+    // The source port's maps (SONiC binds them per port).
+    let maps = cfg.port_maps(plan.src);
+    let lossy_pg = usize::from(maps.tc_to_pg[usize::from(maps.dscp_to_tc[8])]);
     for name in TESTS {
         if !wanted(name) {
             continue;
@@ -456,10 +458,11 @@ fn written_params(d: &Dut, plan: &Plan, asic: &str, speed_cable: String) -> Resu
                    "margin": plan.margins.hdrm, "packet_size": len, "cell_size": cell}),
         );
     }
-    let lossy_tc = usize::from(cfg.classify.dscp_to_tc[usize::from(plan.lossy_dscp)]);
+    let maps = cfg.port_maps(plan.src);
+    let lossy_tc = usize::from(maps.dscp_to_tc[usize::from(plan.lossy_dscp)]);
     let (pg, q) = (
-        usize::from(cfg.classify.tc_to_pg[lossy_tc]),
-        usize::from(cfg.classify.tc_to_queue[lossy_tc]),
+        usize::from(maps.tc_to_pg[lossy_tc]),
+        usize::from(maps.tc_to_queue[lossy_tc]),
     );
     let l = params::lossy(cfg, plan.src, pg, plan.dst, q, plan.lossy_len);
     common.insert(
@@ -470,16 +473,16 @@ fn written_params(d: &Dut, plan: &Plan, asic: &str, speed_cable: String) -> Resu
     let mut wrr = Map::new();
     wrr.insert("ecn".into(), json!(1));
     for (dscp, n) in &plan.wrr_counts {
-        let tc = usize::from(cfg.classify.dscp_to_tc[usize::from(*dscp)]);
-        wrr.insert(format!("q{}_num_of_pkts", cfg.classify.tc_to_queue[tc]), json!(n));
+        let tc = usize::from(maps.dscp_to_tc[usize::from(*dscp)]);
+        wrr.insert(format!("q{}_num_of_pkts", maps.tc_to_queue[tc]), json!(n));
     }
     wrr.insert("limit".into(), json!(plan.wrr_limit));
     wrr.insert("packet_size".into(), json!(plan.wrr_len));
     common.insert("wrr".into(), Value::Object(wrr));
     let mut per_queue = [0u64; 8];
     for dscp in 0..64 {
-        let tc = usize::from(cfg.classify.dscp_to_tc[dscp]);
-        per_queue[usize::from(cfg.classify.tc_to_queue[tc]) & 7] += 1;
+        let tc = usize::from(maps.dscp_to_tc[dscp]);
+        per_queue[usize::from(maps.tc_to_queue[tc]) & 7] += 1;
     }
     let mut mapping = Map::new();
     for (q, n) in per_queue.iter().enumerate() {

@@ -46,9 +46,10 @@ fn egress_drops(plan: &Plan, s: &Snapshot, dst: usize, srcs: &[usize]) -> u64 {
     own + moved
 }
 
-/// The traffic class, PG and queue a DSCP maps to.
-fn class(d: &Dut, dscp: u8) -> (usize, usize, usize) {
-    let c = &d.config().classify;
+/// The traffic class, PG and queue a DSCP maps to on port index `src` (its map set's maps:
+/// SONiC binds DSCP → TC and TC → PG per port).
+fn class(d: &Dut, src: usize, dscp: u8) -> (usize, usize, usize) {
+    let c = d.config().port_maps(src);
     let tc = usize::from(c.dscp_to_tc[usize::from(dscp & 63)]);
     (tc, usize::from(c.tc_to_pg[tc]), usize::from(c.tc_to_queue[tc]))
 }
@@ -86,8 +87,8 @@ fn rose(t: &mut TestResult, what: &str, before: u64, after: u64) {
 }
 
 /// The lossless class a test's DSCP must be in, or an error result.
-fn lossless_class(d: &Dut, t: TestResult, dscp: u8, pg: usize) -> Result<(usize, TestResult), TestResult> {
-    let (tc, cpg, _) = class(d, dscp);
+fn lossless_class(d: &Dut, src: usize, t: TestResult, dscp: u8, pg: usize) -> Result<(usize, TestResult), TestResult> {
+    let (tc, cpg, _) = class(d, src, dscp);
     if !d.config().pfc.enabled[tc] {
         return Err(t.error(format!(
             "DSCP {dscp} maps to TC {tc}, which is not lossless (pfc_enable): no PFC to test"
@@ -104,7 +105,7 @@ fn lossless_class(d: &Dut, t: TestResult, dscp: u8, pg: usize) -> Result<(usize,
 pub fn pfc_xoff(d: &mut Dut, plan: &Plan, name: &str, dscp: u8, pg: usize) -> Result<TestResult> {
     let t = TestResult::new(format!("PFCtest[{name}]"));
     let (src, dst) = (plan.src, plan.dst);
-    let (prio, mut t) = match lossless_class(d, t, dscp, pg) {
+    let (prio, mut t) = match lossless_class(d, src, t, dscp, pg) {
         Ok(x) => x,
         Err(t) => return Ok(t),
     };
@@ -182,7 +183,7 @@ pub fn pfc_xon(d: &mut Dut, plan: &Plan, name: &str, dscp: u8, pg: usize) -> Res
     let Some(&[d1, d2, d3]) = plan.xon_dsts.as_deref() else {
         return Ok(t.skip("needs four ports (a source and three destinations)"));
     };
-    let (prio, mut t) = match lossless_class(d, t, dscp, pg) {
+    let (prio, mut t) = match lossless_class(d, src, t, dscp, pg) {
         Ok(x) => x,
         Err(t) => return Ok(t),
     };
@@ -264,7 +265,7 @@ pub fn pfc_xon(d: &mut Dut, plan: &Plan, name: &str, dscp: u8, pg: usize) -> Res
 pub fn lossy_queue(d: &mut Dut, plan: &Plan, dscp: u8, pg: usize) -> Result<TestResult> {
     let mut t = TestResult::new("LossyQueueTest[lossy_queue_1]");
     let (src, dst) = (plan.src, plan.dst);
-    let (tc, cpg, q) = class(d, dscp);
+    let (tc, cpg, q) = class(d, src, dscp);
     if d.config().pfc.enabled[tc] {
         return Ok(t.error(format!("DSCP {dscp} maps to TC {tc}, which is lossless")));
     }
@@ -334,7 +335,7 @@ pub fn wrr(d: &mut Dut, plan: &Plan) -> Result<TestResult> {
     d.capture(dst, true);
     let mut sent = Vec::new();
     for &(dscp, n) in &plan.wrr_counts {
-        let (_, _, q) = class(d, dscp);
+        let (_, _, q) = class(d, src, dscp);
         t.explain
             .push(format!("DSCP {dscp} → queue {q}: {n} frames of {len} B"));
         t.step(send_text(d, n, src, dst, dscp, len));
@@ -357,7 +358,7 @@ pub fn wrr(d: &mut Dut, plan: &Plan) -> Result<TestResult> {
         if let Some(&(_, n)) = sent.iter().find(|(x, _)| x == dscp) {
             if *c == n {
                 let diff = total - (pos as u64 + 1);
-                let (_, _, q) = class(d, *dscp);
+                let (_, _, q) = class(d, src, *dscp);
                 t.check(
                     diff < limit,
                     format!("DSCP {dscp} (queue {q}): its last frame within {limit} of the end"),
@@ -376,7 +377,7 @@ pub fn dscp_mapping(d: &mut Dut, plan: &Plan) -> Result<TestResult> {
     let (src, dst) = (plan.src, plan.dst);
     let mut expected = [0u64; 8];
     for dscp in 0..64u8 {
-        expected[class(d, dscp).2 & 7] += 1;
+        expected[class(d, src, dscp).2 & 7] += 1;
     }
     match plan.yaml.as_ref().filter(|y| y.set("dscp_mapping").is_some()) {
         Some(y) => {
@@ -462,8 +463,8 @@ pub fn hdrm_fill(d: &Dut, plan: &Plan) -> Result<HdrmFill, NoHdrmFill> {
     let pgs: Vec<(u8, usize)> = plan
         .lossless_dscps
         .iter()
-        .map(|&dscp| (dscp, class(d, dscp).1))
-        .filter(|&(dscp, _)| cfg.pfc.enabled[class(d, dscp).0])
+        .map(|&dscp| (dscp, class(d, plan.src, dscp).1))
+        .filter(|&(dscp, _)| cfg.pfc.enabled[class(d, plan.src, dscp).0])
         .collect();
     if pgs.is_empty() {
         return Err(NoHdrmFill::Error("no lossless DSCP".into()));
@@ -749,11 +750,11 @@ pub fn watermark(d: &mut Dut, plan: &Plan, which: Watermark, dscp: u8, pg: usize
     };
     let t = TestResult::new(name);
     let (src, dst) = (plan.src, plan.dst);
-    let (_, mut t) = match lossless_class(d, t, dscp, pg) {
+    let (_, mut t) = match lossless_class(d, src, t, dscp, pg) {
         Ok(x) => x,
         Err(t) => return Ok(t),
     };
-    let (_, _, q) = class(d, dscp);
+    let (_, _, q) = class(d, src, dscp);
     let len = plan.lossless_len;
     let p: LosslessPoints = plan.lossless_points(d, src, pg, len);
     let cfg = d.config().clone();
@@ -840,7 +841,7 @@ pub fn pfcwd(d: &mut Dut, plan: &Plan, dscp: u8) -> Result<TestResult> {
     let Some(wd) = cfg.pfc.watchdog.clone() else {
         return Ok(t.skip("no PFC_WD entry: the watchdog is off"));
     };
-    let (tc, _, q) = class(d, dscp);
+    let (tc, _, q) = class(d, src, dscp);
     if !cfg.pfc.enabled[tc] {
         return Ok(t.error(format!("DSCP {dscp} maps to TC {tc}, which is not lossless")));
     }

@@ -384,7 +384,7 @@ impl Egress {
             }
         };
         if admitted.wants_xoff {
-            let prios = peers.ingress.pg_prios[pg];
+            let prios = peers.ingress.pg_prios[in_port][pg];
             if let Some(req) = peers.ingress.ports[in_port].xoff(pg, prios, now) {
                 self.ports[in_port].queue_pfc(req);
             }
@@ -788,7 +788,7 @@ impl Egress {
     /// and argument moves were a quarter of its cost.
     #[inline(always)]
     pub(crate) fn release_pg(&mut self, peers: &mut Peers<'_>, in_port: usize, pg: usize, cells: u32, dropped: bool) {
-        let prios = peers.ingress.pg_prios[pg];
+        let prios = peers.ingress.pg_prios[in_port][pg];
         if let Some(req) = peers.ingress.ports[in_port].release(pg, cells, dropped, prios, peers.pool) {
             self.ports[in_port].queue_pfc(req);
         }

@@ -3,11 +3,12 @@
 //! Order: the CNP fast lane first (a CNP must never wait behind data, whatever its DSCP; a CNP
 //! is BTH opcode 0x81 in a CNP-sized frame, `FrameInfo::is_cnp_sized`: a larger frame with
 //! that opcode is not one, and is classified as the ordinary traffic of its DSCP), then
-//! the trust map (DSCP, PCP or nothing), then the ordered rules, first match wins (the UCloud
-//! edge policy: `udp_dport == 4791 && dscp == 48 → queue 6`, else rewrite DSCP to a default).
+//! the trust map (DSCP, PCP or nothing) of the receiving port's map set (`[[port]] classify`,
+//! SONiC's per-port PORT_QOS_MAP bindings; `[classify]`'s own by default), then the ordered
+//! rules, first match wins (the UCloud edge policy: `udp_dport == 4791 && dscp == 48 → queue 6`, else rewrite DSCP to a default).
 
 use crate::wire::FrameInfo;
-use controlplane::{ClassifyConfig, CnpConfig, Rule, Trust, NUM_TC};
+use controlplane::{Config, Rule, Trust, NUM_TC};
 
 /// The outcome for one frame.
 ///
@@ -48,37 +49,21 @@ impl Class {
     }
 }
 
-/// The config's classification, kept as tables for one lookup per frame.
+/// One port's ingress maps (its map set, or `[classify]`'s), with the switch's trust: what
+/// the trusted field of a frame received there means.
 #[derive(Debug, Clone)]
-pub struct Classifier {
+pub struct PortMaps {
     trust: Trust,
     default_tc: u8,
     dscp_to_tc: [u8; 64],
     pcp_to_tc: [u8; 8],
-    tc_to_queue: [u8; NUM_TC],
     tc_to_pg: [u8; NUM_TC],
-    rules: Vec<Rule>,
-    cnp_queue: u8,
 }
 
-impl Classifier {
-    /// Tables from the config's `[classify]` and the CNP queue of `[cnp]`.
-    pub fn new(cfg: &ClassifyConfig, cnp: &CnpConfig) -> Self {
-        Classifier {
-            trust: cfg.trust,
-            default_tc: cfg.default_tc,
-            dscp_to_tc: cfg.dscp_to_tc,
-            pcp_to_tc: cfg.pcp_to_tc,
-            tc_to_queue: cfg.tc_to_queue,
-            tc_to_pg: cfg.tc_to_pg,
-            rules: cfg.rules.clone(),
-            cnp_queue: cnp.queue,
-        }
-    }
-
-    /// The traffic class (= PFC priority) from the trusted field alone. The replay's peer uses
-    /// this to decide which of its frames a PFC pause holds, as a NIC configured to match
-    /// the switch would.
+impl PortMaps {
+    /// The traffic class (= PFC priority) from the trusted field alone. A peer uses this to
+    /// decide which of its frames a PFC pause holds, as a NIC configured to match the port it
+    /// sends into would.
     #[inline]
     pub fn trusted_tc(&self, info: &FrameInfo) -> u8 {
         match self.trust {
@@ -89,18 +74,74 @@ impl Classifier {
             Trust::None => self.default_tc,
         }
     }
+}
+
+/// The config's classification, kept as tables for one lookup per frame: the map sets (the
+/// first is `[classify]`'s own), each port's index into them, and the switch-wide queue map,
+/// rules and CNP queue.
+#[derive(Debug, Clone)]
+pub struct Classifier {
+    sets: Vec<PortMaps>,
+    /// Per port index: its map set (an index into `sets`).
+    port_set: Vec<u8>,
+    tc_to_queue: [u8; NUM_TC],
+    rules: Vec<Rule>,
+    cnp_queue: u8,
+}
+
+impl Classifier {
+    /// Tables from the config's `[classify]` (its map sets and each port's choice of one) and
+    /// the CNP queue of `[cnp]`.
+    pub fn new(cfg: &Config) -> Self {
+        let c = &cfg.classify;
+        let maps = |set: Option<usize>| {
+            let m = c.maps(set);
+            PortMaps {
+                trust: c.trust,
+                default_tc: c.default_tc,
+                dscp_to_tc: *m.dscp_to_tc,
+                pcp_to_tc: *m.pcp_to_tc,
+                tc_to_pg: *m.tc_to_pg,
+            }
+        };
+        let sets = std::iter::once(maps(None))
+            .chain((0..c.sets.len()).map(|i| maps(Some(i))))
+            .collect();
+        Classifier {
+            sets,
+            // Validation allows at most MAX_MAP_SETS (255): each index + 1 fits a byte.
+            port_set: cfg
+                .ports
+                .iter()
+                .map(|p| p.map_set.map_or(0, |i| u8::try_from(i + 1).unwrap_or(0)))
+                .collect(),
+            tc_to_queue: c.tc_to_queue,
+            rules: c.rules.clone(),
+            cnp_queue: cfg.cnp.queue,
+        }
+    }
+
+    /// The maps of port index `port` (`[classify]`'s for an index that is not a port).
+    #[inline]
+    pub fn port(&self, port: usize) -> &PortMaps {
+        let set = self.port_set.get(port).map_or(0, |&s| usize::from(s));
+        &self.sets[set.min(self.sets.len() - 1)]
+    }
 
     /// Inlined into the receive path, the rules (rare, and a loop) out of line.
     /// `frame_len`: the frame's length (without FCS), which tells a CNP from a frame that
     /// only carries its opcode.
+    /// `port`: the port's index (whose map set applies); `in_port`: its config id (what a
+    /// rule's `in_port` matches).
     #[inline(always)]
-    pub fn classify(&self, info: &FrameInfo, in_port: u16, frame_len: usize) -> Class {
-        let tc = self.trusted_tc(info);
+    pub fn classify(&self, info: &FrameInfo, port: usize, in_port: u16, frame_len: usize) -> Class {
+        let maps = self.port(port);
+        let tc = maps.trusted_tc(info);
         let cnp = info.is_cnp_sized(frame_len);
         let mut class = Class {
             tc,
             queue: self.tc_to_queue[tc as usize & 7],
-            pg: self.tc_to_pg[tc as usize & 7],
+            pg: maps.tc_to_pg[tc as usize & 7],
             cnp,
             rewrite_dscp: Class::KEEP_DSCP,
         };
@@ -110,19 +151,19 @@ impl Classifier {
         }
         if !self.rules.is_empty() {
             // Not a CNP here (a CNP returned above): a rule's `cnp = true` matches none.
-            self.apply_rules(&mut class, info, in_port);
+            self.apply_rules(&mut class, info, maps, in_port);
         }
         class
     }
 
     /// The first rule that matches, applied to `class`.
     #[inline(never)]
-    fn apply_rules(&self, class: &mut Class, info: &FrameInfo, in_port: u16) {
+    fn apply_rules(&self, class: &mut Class, info: &FrameInfo, maps: &PortMaps, in_port: u16) {
         if let Some(rule) = self.rules.iter().find(|r| matches(r, info, in_port)) {
             if let Some(tc) = rule.action.tc {
                 class.tc = tc;
                 class.queue = self.tc_to_queue[tc as usize & 7];
-                class.pg = self.tc_to_pg[tc as usize & 7];
+                class.pg = maps.tc_to_pg[tc as usize & 7];
             }
             if let Some(q) = rule.action.queue {
                 class.queue = q;

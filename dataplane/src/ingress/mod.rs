@@ -41,21 +41,29 @@ pub struct Ingress {
     pub(crate) classifier: Classifier,
     /// The flooded frames whose copies are still out, each charged to its PG once.
     pub(crate) floods: FloodGroups,
-    /// PFC-enabled priorities that map to each PG: what an XOFF for that PG announces.
-    pub(crate) pg_prios: [u8; NUM_TC],
+    /// Per port index, per PG: the PFC-enabled priorities that map to it through the port's
+    /// map set, what an XOFF for that PG announces.
+    pub(crate) pg_prios: Vec<[u8; NUM_TC]>,
     /// Port id → index (u16::MAX: no such port): the FDB speaks ids, the arrays indices.
     index_of_id: Vec<u16>,
 }
 
-/// Per PG, the PFC-enabled priorities that map to it (what an XOFF for that PG announces).
-fn pg_priorities(cfg: &Config) -> [u8; NUM_TC] {
-    let mut pg_prios = [0u8; NUM_TC];
-    for prio in 0..NUM_TC {
-        if cfg.pfc.enabled[prio] {
-            pg_prios[cfg.classify.tc_to_pg[prio] as usize & 7] |= 1 << prio;
-        }
-    }
-    pg_prios
+/// Per port, per PG: the PFC-enabled priorities that map to it through the port's TC → PG
+/// map (what an XOFF for that PG announces). The switch's priorities, as before map sets:
+/// a port's own `pfc` decides which of its PGs are lossless, and so which send XOFF at all.
+fn pg_priorities(cfg: &Config) -> Vec<[u8; NUM_TC]> {
+    (0..cfg.ports.len())
+        .map(|port| {
+            let tc_to_pg = cfg.port_maps(port).tc_to_pg;
+            let mut pg_prios = [0u8; NUM_TC];
+            for prio in 0..NUM_TC {
+                if cfg.pfc.enabled[prio] {
+                    pg_prios[tc_to_pg[prio] as usize & 7] |= 1 << prio;
+                }
+            }
+            pg_prios
+        })
+        .collect()
 }
 
 impl Ingress {
@@ -75,7 +83,7 @@ impl Ingress {
         Ingress {
             ports,
             fdb: Fdb::new(&cfg.fdb, &cfg.ports.iter().map(|p| p.id).collect::<Vec<_>>()),
-            classifier: Classifier::new(&cfg.classify, &cfg.cnp),
+            classifier: Classifier::new(cfg),
             floods: FloodGroups::new(packet_slots),
             pg_prios: pg_priorities(cfg),
             index_of_id,
@@ -88,7 +96,7 @@ impl Ingress {
             p.reconfigure(pc, &cfg.pfc, a);
         }
         self.fdb.reconfigure(&cfg.fdb);
-        self.classifier = Classifier::new(&cfg.classify, &cfg.cnp);
+        self.classifier = Classifier::new(cfg);
         self.pg_prios = pg_priorities(cfg);
     }
 
@@ -144,7 +152,7 @@ impl Ingress {
         if !fdb::is_group_key(src) && self.fdb.learn_key(src, in_id, now).refused() {
             self.ports[port].counters.learn_refused += 1;
         }
-        *class = self.classifier.classify(info, in_id, frame.len());
+        *class = self.classifier.classify(info, port, in_id, frame.len());
         let pgc = &mut self.ports[port].pg_counters[class.pg as usize];
         pgc.rx_packets += 1;
         pgc.rx_bytes += frame.len() as u64;

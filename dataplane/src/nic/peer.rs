@@ -123,12 +123,13 @@ impl<F> EmulatedLink<F> {
         self.held.iter().all(VecDeque::is_empty)
     }
 
-    /// The queue a frame waits in: its priority as the switch's trust map sees it, or
+    /// The queue a frame waits in: its priority as the trust map of the port it goes into sees
+    /// it, or
     /// [`MAC_CONTROL_CLASS`]. Unparseable frames go with priority 0 (the switch will count them).
-    pub fn class_of(classifier: &crate::ingress::classify::Classifier, data: &[u8]) -> usize {
+    pub fn class_of(maps: &crate::ingress::classify::PortMaps, data: &[u8]) -> usize {
         match wire::parse(data, usize::MAX) {
             Ok(info) if info.is_mac_control() => MAC_CONTROL_CLASS,
-            Ok(info) => classifier.trusted_tc(&info) as usize & 7,
+            Ok(info) => maps.trusted_tc(&info) as usize & 7,
             Err(_) => 0,
         }
     }

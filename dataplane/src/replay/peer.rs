@@ -6,7 +6,7 @@
 //! `rocesw run` puts in front of software ports; this adds only the capture it reads.
 
 use super::pcapio::{InputFrame, PcapInput};
-use crate::ingress::classify::Classifier;
+use crate::ingress::classify::PortMaps;
 use crate::nic::peer::EmulatedLink;
 
 /// How much a peer holds back before it stops reading its capture (then all its priorities
@@ -86,7 +86,7 @@ impl Peer {
     }
 
     /// Moves capture frames whose time has come into the per-priority queues.
-    fn admit_arrivals(&mut self, now: u64, classifier: &Classifier) {
+    fn admit_arrivals(&mut self, now: u64, maps: &PortMaps) {
         loop {
             self.refill();
             let Some((ts, _)) = self.lookahead.as_ref() else { return };
@@ -94,14 +94,15 @@ impl Peer {
                 return;
             }
             let (ts, data) = self.lookahead.take().expect("checked");
-            let class = EmulatedLink::<Vec<u8>>::class_of(classifier, &data);
+            let class = EmulatedLink::<Vec<u8>>::class_of(maps, &data);
             self.link.push(class, ts, data.len(), data);
         }
     }
 
-    /// The next frame that leaves at exactly `now` (or earlier), oldest capture time first.
-    pub fn pop_due(&mut self, now: u64, classifier: &Classifier) -> Option<(Vec<u8>, u64)> {
-        self.admit_arrivals(now, classifier);
+    /// The next frame that leaves at exactly `now` (or earlier), oldest capture time first;
+    /// `maps`: those of the switch port it feeds, which decide the priority a pause holds.
+    pub fn pop_due(&mut self, now: u64, maps: &PortMaps) -> Option<(Vec<u8>, u64)> {
+        self.admit_arrivals(now, maps);
         self.link.pop(now, 0).map(|(data, _, at)| (data, at))
     }
 

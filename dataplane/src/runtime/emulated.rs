@@ -27,7 +27,7 @@
 //! file is a host that hears nothing: its ports send it none (their output stays what replay
 //! writes).
 
-use crate::ingress::classify::Classifier;
+use crate::ingress::classify::PortMaps;
 use crate::nic::peer::EmulatedLink;
 use crate::pfc::PfcGenerator;
 use crate::runtime::shard_port::PeerSlot;
@@ -190,7 +190,7 @@ impl EmulatedPort {
 
     /// Takes a frame the switch read from the port at `now` (call only with `room() > 0`).
     #[inline]
-    pub fn accept(&mut self, frame: &[u8], now: u64, classifier: &Classifier) {
+    pub fn accept(&mut self, frame: &[u8], now: u64, maps: &PortMaps) {
         let Some(slot) = self.free.pop() else {
             // The caller asked for no more than `room()`; a backend that hands over more
             // loses the frame, counted as lost in the receive ring (`take_overrun`).
@@ -200,7 +200,7 @@ impl EmulatedPort {
         let len = frame.len().min(self.slot_bytes);
         let at = slot as usize * self.slot_bytes;
         self.store[at..at + len].copy_from_slice(&frame[..len]);
-        let class = EmulatedLink::<u32>::class_of(classifier, &self.store[at..at + len]);
+        let class = EmulatedLink::<u32>::class_of(maps, &self.store[at..at + len]);
         self.link.push(class, now, len, slot);
     }
 
@@ -371,7 +371,7 @@ mod tests {
             rate_bps: 1_000_000_000,
         };
         for (_, f) in flow.frames().unwrap() {
-            em.accept(&f, now, sw.classifier());
+            em.accept(&f, now, sw.classifier().port(1));
         }
         (em, sw)
     }
@@ -401,7 +401,7 @@ mod tests {
             f[..6].copy_from_slice(&[0xff; 6]);
             f[6..12].copy_from_slice(&[0x02, 0xbb, 0, 0, (written >> 8) as u8, written as u8]);
             f[12..14].copy_from_slice(&[0x88, 0xb5]);
-            em.accept(&f, 0, sw.classifier());
+            em.accept(&f, 0, sw.classifier().port(0));
             written += 1;
         }
         // A host on port 1 sends a few frames at the same time: it gets its turn.
@@ -418,7 +418,7 @@ mod tests {
             rate_bps: 1_000_000_000,
         };
         for (_, f) in flow.frames().unwrap() {
-            host.accept(&f, 0, sw.classifier());
+            host.accept(&f, 0, sw.classifier().port(1));
         }
         let step = em.step_ns();
         let mut ports = [Some(em), Some(host), None, None];

@@ -267,7 +267,7 @@ impl ShardWorker<'_> {
             let res = match peer {
                 // Read into the emulated peer; the frames enter the switch as they cross its
                 // wire (phase 2).
-                Some(em) => read_into_peer(io, em, sw.classifier(), now),
+                Some(em) => read_into_peer(io, em, sw.classifier().port(io.index), now),
                 None => {
                     let mut rx = sw.burst_rx(io.index, now);
                     // One capture check per burst; a captured frame is copied as the backend
@@ -539,7 +539,7 @@ pub fn fill_backends(snap: &mut Snapshot, ports: &mut [ShardPort]) {
 fn read_into_peer(
     io: &mut PortIo,
     em: &mut EmulatedPort,
-    classifier: &crate::ingress::classify::Classifier,
+    maps: &crate::ingress::classify::PortMaps,
     now: u64,
 ) -> Result<usize, PortError> {
     let mut total = 0;
@@ -550,12 +550,10 @@ fn read_into_peer(
             return Ok(total);
         }
         let k = match io.rx_tap.as_deref() {
-            None => io
-                .backend
-                .recv_burst(room, &mut |frame| em.accept(frame, now, classifier))?,
+            None => io.backend.recv_burst(room, &mut |frame| em.accept(frame, now, maps))?,
             Some(tap) => io.backend.recv_burst(room, &mut |frame| {
                 tap.record(Dir::Rx, now, frame);
-                em.accept(frame, now, classifier)
+                em.accept(frame, now, maps)
             })?,
         };
         total += k;

@@ -124,7 +124,8 @@ struct SwitchProbe {
     xoff_last: Vec<u8>,
     /// Per port: the priorities whose pause bar is open.
     pause_open: Vec<u8>,
-    pg_prios: [u8; NUM_TC],
+    /// Per port: the priorities each PG's PFC frames name.
+    pg_prios: Vec<[u8; NUM_TC]>,
     wd_last: Vec<([u64; NUM_TC], [u64; NUM_TC])>,
     /// Rows: port × priority × (xoff, paused).
     row_base: usize,
@@ -297,7 +298,7 @@ impl Recorder {
             drop_counter: vec![UNSET; n * DropReason::COUNT],
             xoff_last: vec![0; n],
             pause_open: vec![0; n],
-            pg_prios: sw.pg_priorities(),
+            pg_prios: (0..n).map(|p| sw.pg_priorities(p)).collect(),
             wd_last: (0..n)
                 .map(|p| (*sw.watchdog_counts(p).0, *sw.watchdog_counts(p).1))
                 .collect(),
@@ -425,7 +426,6 @@ impl Recorder {
     /// states, pauses and watchdog events.
     pub fn observe_switch(&mut self, s: usize, sw: &Switch, now: u64) {
         let i = self.bucket(now);
-        let prios = self.switches[s].pg_prios;
         let cell = self.switches[s].cell_bytes;
         for port in 0..sw.num_ports() {
             for q in 0..NUM_TC {
@@ -451,6 +451,7 @@ impl Recorder {
             let base = self.switches[s].row_base + port * NUM_TC * 2;
             // XOFF: PGs entering or leaving it, as the priorities their frames name.
             let xoff = sw.pg_xoff_mask(port);
+            let prios = self.switches[s].pg_prios[port];
             let was = std::mem::replace(&mut self.switches[s].xoff_last[port], xoff);
             if xoff != was {
                 let (mut now_on, mut was_on) = (0u8, 0u8);

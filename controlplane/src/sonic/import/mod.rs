@@ -78,6 +78,11 @@ pub struct Imported {
     /// (`pg_lossless_<speed>_<cable>_profile`) with the fields it gives them; their PGs are in
     /// `pg_profiles` and have no BUFFER_PG entry in the file.
     pub made_profiles: BTreeMap<String, Fields>,
+    /// The ingress maps the switch's `[classify]` stands for: (PORT_QOS_MAP field, map name).
+    pub default_maps: Vec<(&'static str, String)>,
+    /// Each map set (`[classify.map.NAME]`) with the ingress maps it stands for, as
+    /// `default_maps`.
+    pub map_sets: Vec<(String, Vec<(&'static str, String)>)>,
 }
 
 /// Collects every problem of a file (as validation does), each naming its origin.
@@ -278,7 +283,11 @@ pub fn import(db: &ConfigDb, opts: &ImportOptions) -> Result<Imported, Vec<Strin
         .collect();
     let mut lossless_pgs: Vec<BTreeSet<u8>> = port_prios
         .iter()
-        .map(|prios| prios.iter().map(|&pr| maps.tc_to_pg[usize::from(pr & 7)]).collect())
+        .zip(&ports)
+        .map(|(prios, x)| {
+            let tc_to_pg = maps.tc_to_pg_of(&x.name);
+            prios.iter().map(|&pr| tc_to_pg[usize::from(pr & 7)]).collect()
+        })
         .collect();
     // Every profile is checked, bound or not: a reference to a missing pool is wrong wherever
     // it is.
@@ -287,8 +296,9 @@ pub fn import(db: &ConfigDb, opts: &ImportOptions) -> Result<Imported, Vec<Strin
     }
     let (pgs, queues) = read_buffers(db, &ports, &pools, &mut lossless_pgs, platform, lookup.as_ref(), &mut p);
     // A PG buffermgrd made no profile for is lossy: its priorities leave the port's PFC.
-    for (prios, lossless) in port_prios.iter_mut().zip(&lossless_pgs) {
-        prios.retain(|&pr| lossless.contains(&maps.tc_to_pg[usize::from(pr & 7)]));
+    for ((prios, lossless), x) in port_prios.iter_mut().zip(&lossless_pgs).zip(&ports) {
+        let tc_to_pg = maps.tc_to_pg_of(&x.name);
+        prios.retain(|&pr| lossless.contains(&tc_to_pg[usize::from(pr & 7)]));
     }
     let port_pfc: Vec<Option<Vec<u8>>> = port_prios
         .into_iter()
@@ -325,6 +335,8 @@ pub fn import(db: &ConfigDb, opts: &ImportOptions) -> Result<Imported, Vec<Strin
     Ok(Imported {
         toml,
         platform,
+        default_maps: maps.default_sonic.clone(),
+        map_sets: maps.sets.iter().map(|s| (s.name.clone(), s.sonic.clone())).collect(),
         notes: p.notes,
         ports: ports.iter().map(|p| (p.name.clone(), p.id)).collect(),
         pg_profiles: ports
@@ -412,8 +424,8 @@ fn choose_platform(db: &ConfigDb, opts: &ImportOptions, p: &mut Problems) -> Opt
     })
 }
 
-/// The maps a whole switch shares (rocesw classifies with one set of maps: ports that name
-/// different ones are refused), and each port's PFC priorities.
+/// The switch's maps (`[classify]`), the map sets of the ports that bind other ingress maps,
+/// and each port's PFC priorities.
 #[derive(Debug, Default)]
 struct Maps {
     dscp_to_tc: Option<(String, [u8; 64])>,
@@ -426,6 +438,35 @@ struct Maps {
     pfc_from: Option<String>,
     /// Each port's own `pfc_enable` (by name) with its origin; a port not here has none.
     port_pfc: BTreeMap<String, (Vec<u8>, String)>,
+    /// The map sets (`[classify.map.NAME]`), in the order first bound.
+    sets: Vec<MapSetIn>,
+    /// Each port that classifies with a set (by name): the set's index and the origins of its
+    /// bindings.
+    port_set: BTreeMap<String, (usize, String)>,
+    /// The PORT_QOS_MAP fields the switch's maps stand for and the map each names.
+    default_sonic: Vec<(&'static str, String)>,
+}
+
+/// A `[classify.map.NAME]`: the ingress maps a port binds that the switch's do not hold, each
+/// with its origin.
+#[derive(Debug, Clone)]
+struct MapSetIn {
+    name: String,
+    dscp_to_tc: Option<(String, [u8; 64])>,
+    dot1p_to_tc: Option<(String, [u8; 8])>,
+    tc_to_pg: Option<(String, [u8; 8])>,
+    /// The PORT_QOS_MAP fields it stands for and the map each names (export writes them).
+    sonic: Vec<(&'static str, String)>,
+}
+
+impl Maps {
+    /// The TC → PG map port `name` classifies with.
+    fn tc_to_pg_of(&self, name: &str) -> [u8; 8] {
+        self.port_set
+            .get(name)
+            .and_then(|(k, _)| self.sets[*k].tc_to_pg.as_ref())
+            .map_or(self.tc_to_pg, |(_, v)| *v)
+    }
 }
 
 /// A BUFFER_POOL as a `[buffer.pool.NAME]`.

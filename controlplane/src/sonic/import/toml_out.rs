@@ -317,6 +317,9 @@ fn document(t: &TomlParts<'_>) -> DocumentMut {
             let arr: Array = prios.iter().map(|&p| i64::from(p)).collect();
             set(&mut pt, "pfc", arr, &from);
         }
+        if let Some((k, at)) = t.maps.port_set.get(&port.name) {
+            set(&mut pt, "classify", t.maps.sets[*k].name.as_str(), at);
+        }
         if let Some(s) = &t.platform.slices {
             let slice = s.of_lane(port.first_lane);
             let lane = port.first_lane.map_or("no lanes: slice 0".to_string(), |l| {
@@ -391,6 +394,26 @@ fn document(t: &TomlParts<'_>) -> DocumentMut {
             .clone()
             .unwrap_or_else(|| format!("no {key}_map in PORT_QOS_MAP: the identity"));
         note_above(&mut classify, key, &[from]);
+    }
+    if !m.sets.is_empty() {
+        let mut sets = implicit();
+        for s in &m.sets {
+            let mut st = section();
+            if let Some((origin, map)) = &s.dscp_to_tc {
+                set(&mut st, "dscp_to_tc", index_map(map), "");
+                note_above(&mut st, "dscp_to_tc", std::slice::from_ref(origin));
+            }
+            if let Some((origin, map)) = &s.dot1p_to_tc {
+                set(&mut st, "pcp_to_tc", index_map(map), "");
+                note_above(&mut st, "pcp_to_tc", std::slice::from_ref(origin));
+            }
+            if let Some((origin, map)) = &s.tc_to_pg {
+                set(&mut st, "tc_to_pg", index_map(map), "");
+                note_above(&mut st, "tc_to_pg", std::slice::from_ref(origin));
+            }
+            sets.insert(&s.name, Item::Table(st));
+        }
+        classify.insert("map", Item::Table(sets));
     }
     root.insert("classify", Item::Table(classify));
 
@@ -536,7 +559,7 @@ fn check_same_switch(text: &str, t: &TomlParts<'_>) -> Result<(), String> {
     if top != want {
         return fail(format!("tables {top:?}, expected {want:?}"));
     }
-    let ports: Vec<(i64, String, String)> = back
+    let ports: Vec<(i64, String, String, String)> = back
         .get("port")
         .and_then(toml::Value::as_array)
         .map(|a| {
@@ -547,19 +570,28 @@ fn check_same_switch(text: &str, t: &TomlParts<'_>) -> Result<(), String> {
                         p.get("id").and_then(toml::Value::as_integer).unwrap_or(-1),
                         s("name"),
                         s("speed"),
+                        s("classify"),
                     )
                 })
                 .collect()
         })
         .unwrap_or_default();
-    let expected: Vec<(i64, String, String)> = t
+    let expected: Vec<(i64, String, String, String)> = t
         .ports
         .iter()
-        .map(|p| (i64::from(p.id), p.name.clone(), speed(p.speed_mbps)))
+        .map(|p| {
+            let set = t.maps.port_set.get(&p.name).map(|(k, _)| t.maps.sets[*k].name.clone());
+            (
+                i64::from(p.id),
+                p.name.clone(),
+                speed(p.speed_mbps),
+                set.unwrap_or_default(),
+            )
+        })
         .collect();
     if ports != expected {
         return fail(format!(
-            "{} ports read back, {} in the file, or their names differ",
+            "{} ports read back, {} in the file, or their names or map sets differ",
             ports.len(),
             expected.len()
         ));
@@ -575,6 +607,11 @@ fn check_same_switch(text: &str, t: &TomlParts<'_>) -> Result<(), String> {
     pools.sort();
     if names(&["buffer", "pool"]) != pools {
         return fail(format!("pools {:?}, expected {pools:?}", names(&["buffer", "pool"])));
+    }
+    let mut sets: Vec<String> = t.maps.sets.iter().map(|s| s.name.clone()).collect();
+    sets.sort();
+    if names(&["classify", "map"]) != sets {
+        return fail(format!("map sets {:?}, expected {sets:?}", names(&["classify", "map"])));
     }
     let wred: Vec<String> = t.wred.keys().cloned().collect();
     if names(&["ecn"]) != wred {
