@@ -28,6 +28,13 @@ pub struct SonicArgs {
     /// profiles as sonic-mgmt's qos_param_generator.py does. `nvidia`: the bundled copy of it.
     #[arg(long, value_name = "FILE")]
     pub params: Option<PathBuf>,
+    /// The topology of --params' file to take the counts from, as sonic-mgmt's testbed names
+    /// it (`t1-64-lag`, `ft2-64`; `topo-` may be given or left out): the suite's numbers are
+    /// measured per testbed, and one file holds several with different counts for the same
+    /// <speed>_<cable>. Default: the first in the file with the source port's section
+    /// (`topo-any` first). An unknown topology is refused with the file's topologies listed.
+    #[arg(long, value_name = "TOPOLOGY", requires = "params")]
+    pub topo: Option<String>,
     /// Run only these tests (comma-separated): DscpMappingPB, PFCtest, PFCXonTest,
     /// LossyQueueTest, WRRtest, HdrmPoolSizeTest, PGSharedWatermarkTest,
     /// PGHeadroomWatermarkTest, QSharedWatermarkTest, BufferPoolWatermarkTest, PfcWdTest.
@@ -98,6 +105,7 @@ pub fn run(args: SonicArgs) -> Result<bool> {
             Some(p) => Some((read(p)?, p.display().to_string())),
             None => None,
         },
+        topo: args.topo.clone(),
         only: args.only.clone(),
         src: args.src.clone(),
         dst: args.dst.clone(),
