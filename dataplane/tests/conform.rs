@@ -72,7 +72,7 @@ const XOFF_POINT: [&str; 8] = [
 fn check_platform(file: &str, xoff: &str, cell: u64, xoff_cells_unseen: u64) {
     let json = sonic(file);
     let (r, written) = suite(&json, None, true);
-    assert_eq!(r.tests.len(), 13, "{}", r.text(true, false));
+    assert_eq!(r.tests.len(), 18, "{}", r.text(true, false));
     assert!(r.passed() && failed(&r).is_empty(), "{}", r.text(false, false));
     let params = written.expect("--write-params");
     let (r, _) = suite(&json, Some(&params), false);

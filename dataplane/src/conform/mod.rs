@@ -99,8 +99,9 @@ pub struct Plan {
     /// The platform's SAI counts a lossy frame's buffer drop on its egress port (NVIDIA), not
     /// where rocesw's threshold refused it.
     pub lossy_drops_at_egress: bool,
-    /// The platform is NVIDIA's (sonic-mgmt's conditional marks skip some tests there).
-    pub nvidia: bool,
+    /// `--params` is NVIDIA's own (qos_params.mellanox.yaml, its counts from the generator):
+    /// sonic-mgmt's conditional marks skip some tests with it.
+    pub nvidia_params: bool,
 }
 
 impl Plan {
@@ -318,7 +319,7 @@ pub fn run(
         wd_poll_ns: wd_poll_ms(json) * 1_000_000,
         wd_detect_wait_ns: if nvidia { 30_000_000_000 } else { 5_000_000_000 },
         lossy_drops_at_egress: nvidia,
-        nvidia,
+        nvidia_params: opts.params.as_ref().is_some_and(|(text, _)| nvidia::is_mellanox(text)),
     };
     let written = if opts.write_params {
         let sc = speed_cable.clone().ok_or_else(|| {
