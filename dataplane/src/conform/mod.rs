@@ -99,9 +99,8 @@ pub struct Plan {
     /// The platform's SAI counts a lossy frame's buffer drop on its egress port (NVIDIA), not
     /// where rocesw's threshold refused it.
     pub lossy_drops_at_egress: bool,
-    /// `--params` is NVIDIA's own (qos_params.mellanox.yaml, its counts from the generator):
-    /// sonic-mgmt's conditional marks skip some tests with it.
-    pub nvidia_params: bool,
+    /// The platform is NVIDIA's (sonic-mgmt's conditional marks skip some tests there).
+    pub nvidia: bool,
 }
 
 impl Plan {
@@ -196,6 +195,47 @@ fn wd_poll_ms(json: &str) -> u64 {
     v.and_then(|v| v.as_u64().or_else(|| v.as_str().and_then(|s| s.parse().ok())))
         .filter(|&ms| ms > 0)
         .unwrap_or(200)
+}
+
+/// NVIDIA's parameters for the switch `json` describes, as sonic-mgmt's generator writes them
+/// from the file (`--params nvidia`), with the source port `opts.src` (default: the first):
+/// a qos_params YAML. Kept, they are the suite's numbers for that file; a changed file run
+/// against them (`--params` with this text) is checked as the suite checks a DUT whose
+/// numbers were generated before the change.
+pub fn nvidia_params(json: &str, name: &str, opts: &Options) -> Result<String> {
+    let import_opts = controlplane::sonic::ImportOptions {
+        platform: opts.platform.clone(),
+        pg_lookup: opts.pg_lookup.clone(),
+        source: Some(name.to_string()),
+    };
+    let imported = controlplane::sonic::import_text(json, &import_opts)
+        .map_err(|p| anyhow!("{name}: cannot be imported:\n  {}", p.join("\n  ")))?;
+    let src = match &opts.src {
+        Some(s) => s.clone(),
+        None => imported
+            .ports
+            .first()
+            .map(|(n, _)| n.clone())
+            .ok_or_else(|| anyhow!("{name}: no port"))?,
+    };
+    let sc = imported
+        .pg_profiles
+        .iter()
+        .find(|(p, pg, _)| *p == src && *pg == 3)
+        .and_then(|(_, _, profile)| yaml::speed_cable(profile))
+        .ok_or_else(|| anyhow!("{src}'s PG 3 has no pg_lossless_<speed>_<cable>_profile"))?;
+    let mut doc = nvidia::generate(nvidia::MELLANOX_YAML, json, &imported, &src, &sc)?;
+    // Without the `profile` sections the text is read as numbers, not generated again.
+    if let Some(topos) = doc
+        .get_mut("qos_params")
+        .and_then(|q| q.get_mut("mellanox"))
+        .and_then(serde_json::Value::as_object_mut)
+    {
+        for t in topos.values_mut().filter_map(serde_json::Value::as_object_mut) {
+            t.remove("profile");
+        }
+    }
+    Ok(serde_yaml_ng::to_string(&doc)?)
 }
 
 /// Runs the suite on the switch `json` (a config_db.json, called `name`) describes.
@@ -319,7 +359,7 @@ pub fn run(
         wd_poll_ns: wd_poll_ms(json) * 1_000_000,
         wd_detect_wait_ns: if nvidia { 30_000_000_000 } else { 5_000_000_000 },
         lossy_drops_at_egress: nvidia,
-        nvidia_params: opts.params.as_ref().is_some_and(|(text, _)| nvidia::is_mellanox(text)),
+        nvidia,
     };
     let written = if opts.write_params {
         let sc = speed_cable.clone().ok_or_else(|| {

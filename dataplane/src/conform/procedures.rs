@@ -955,12 +955,12 @@ pub fn pfcwd(d: &mut Dut, plan: &Plan, dscp: u8) -> Result<TestResult> {
 /// queues of the PFC-enabled classes) take the lossless weight, its other weighted queues the
 /// lossy one, as the two profiles are bound on SONiC. The weights are put back after.
 /// sonic-mgmt skips the test on NVIDIA platforms (tests_mark_conditions.yaml); so does this
-/// with NVIDIA's parameters (their `wrr_chg` weights, 8 and 8, are not meant to pass), not
-/// with the computed ones (the suite's default set).
+/// where NVIDIA's parameters give a `wrr_chg` set (its weights, 8 and 8, are not meant to
+/// pass), not with the computed ones (the suite's default set).
 pub fn wrr_chg(d: &mut Dut, plan: &Plan) -> Result<TestResult> {
     const SET: &str = "wrr_chg";
     let mut t = TestResult::new("WRRtest[wrr_chg]");
-    if plan.nvidia_params {
+    if plan.nvidia && plan.yaml.as_ref().is_some_and(|y| y.set(SET).is_some()) {
         return Ok(t.skip(
             "sonic-mgmt skips testQosSaiDwrrWeightChange on Mellanox platforms (tests/common/plugins/conditional_mark/tests_mark_conditions.yaml)",
         ));
