@@ -286,3 +286,16 @@ fn the_command_reports_and_exits_as_a_test_runner() {
     assert!(String::from_utf8_lossy(&o.stderr).contains("not a SONiC config_db.json"));
     assert_eq!(std::fs::read_to_string(&cfg).unwrap(), json, "the input is untouched");
 }
+
+/// Issue 49 item 6: what the suite does not cover. Its procedures send from hosts that ignore
+/// PFC and check the counts the file's own profiles give, so a Spectrum-1 xoff halved (11,776
+/// B) passes every procedure computed from that file; a 3→1 incast at 100G replayed through it
+/// loses lossless frames at the senders' ingress (sonic_replay.rs's
+/// `a_short_xoff_shows_up_as_lost_lossless_frames`; docs/conform.md says how to look).
+#[test]
+fn a_short_xoff_passes_the_computed_suite() {
+    let short = nudged(&sonic("spectrum1-t1.json"), "\"xoff\": \"23552\"", "\"xoff\": \"11776\"", 0);
+    let (r, _) = suite(&short, None, false);
+    assert_eq!(r.tests.len(), 18, "{}", r.text(true, false));
+    assert!(failed(&r).is_empty(), "{}", r.text(false, false));
+}
