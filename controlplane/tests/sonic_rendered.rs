@@ -145,7 +145,11 @@ fn arista_7060x6_64pe_b_p64_ft2_runs_as_rendered() {
     // Ethernet0: lanes 17-24 (pipe 0); Ethernet128: lanes 153-160 (pipe 4); Ethernet504:
     // lanes 497-504 (pipe 15).
     assert_eq!(
-        [port(&c, "Ethernet0").slice, port(&c, "Ethernet128").slice, port(&c, "Ethernet504").slice],
+        [
+            port(&c, "Ethernet0").slice,
+            port(&c, "Ethernet128").slice,
+            port(&c, "Ethernet504").slice
+        ],
         [0, 1, 0]
     );
     assert_eq!(c.ports.iter().filter(|p| p.slice == 0).count(), 32);

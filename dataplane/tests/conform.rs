@@ -294,7 +294,12 @@ fn the_command_reports_and_exits_as_a_test_runner() {
 /// `a_short_xoff_shows_up_as_lost_lossless_frames`; docs/conform.md says how to look).
 #[test]
 fn a_short_xoff_passes_the_computed_suite() {
-    let short = nudged(&sonic("spectrum1-t1.json"), "\"xoff\": \"23552\"", "\"xoff\": \"11776\"", 0);
+    let short = nudged(
+        &sonic("spectrum1-t1.json"),
+        "\"xoff\": \"23552\"",
+        "\"xoff\": \"11776\"",
+        0,
+    );
     let (r, _) = suite(&short, None, false);
     assert_eq!(r.tests.len(), 18, "{}", r.text(true, false));
     assert!(failed(&r).is_empty(), "{}", r.text(false, false));

@@ -169,7 +169,15 @@ fn tomahawk5_passes_with_the_suites_yaml_once_its_testbed_ports_are_linked() {
     assert_eq!(failed(&o), Vec::<&str>::new(), "{text}");
     assert_eq!(o["PFCtest[xoff_1]"], Outcome::Passed, "{text}");
 
-    let (o, text) = run_with(TH5, &json, lookup(), "tomahawk5", Some(th5_yaml()), Some("ft2-64"), None);
+    let (o, text) = run_with(
+        TH5,
+        &json,
+        lookup(),
+        "tomahawk5",
+        Some(th5_yaml()),
+        Some("ft2-64"),
+        None,
+    );
     assert!(text.contains("qos_params.th5.topo-ft2-64"), "{text}");
     assert!(
         text.contains("pool 284571 cells") && text.contains("XOFF at frame 142320"),
@@ -195,10 +203,23 @@ fn tomahawk5_passes_with_the_suites_yaml_once_its_testbed_ports_are_linked() {
     assert_eq!(o["HdrmPoolSizeTest[hdrm_pool_size]"], Outcome::Passed, "{text}");
 
     let linked = all_linked(&json);
-    let (o, text) = run_with(TH5, &linked, lookup(), "tomahawk5", Some(th5_yaml()), Some("ft2-64"), None);
+    let (o, text) = run_with(
+        TH5,
+        &linked,
+        lookup(),
+        "tomahawk5",
+        Some(th5_yaml()),
+        Some("ft2-64"),
+        None,
+    );
     assert!(text.contains("pool 284502 cells"), "{text}");
     assert_eq!(failed(&o), Vec::<&str>::new(), "{text}");
-    for t in ["PFCtest[xoff_1]", "HdrmPoolSizeTest[hdrm_pool_size]", "LossyQueueTest[lossy_queue_1]", "WRRtest[wrr_chg]"] {
+    for t in [
+        "PFCtest[xoff_1]",
+        "HdrmPoolSizeTest[hdrm_pool_size]",
+        "LossyQueueTest[lossy_queue_1]",
+        "WRRtest[wrr_chg]",
+    ] {
         assert_eq!(o[t], Outcome::Passed, "{t}: {text}");
     }
     // No PFC_WD in the file; the yaml has no ecn_N sets.
@@ -299,7 +320,13 @@ fn each_nudge_fails_its_procedure(
         ),
         (
             "the ingress lossless pool 5% smaller",
-            json_nudged(json, "BUFFER_POOL", |n| n == "ingress_lossless_pool", "size", |x| x / 20 * 19),
+            json_nudged(
+                json,
+                "BUFFER_POOL",
+                |n| n == "ingress_lossless_pool",
+                "size",
+                |x| x / 20 * 19,
+            ),
             lookup.0.clone(),
             "PFCtest[xoff_1]",
         ),

@@ -408,13 +408,9 @@ pub fn run(
                 }
                 "HdrmPoolSizeTest" => tests.push(procedures::hdrm_pool_size(d, &plan)?),
                 "PGSharedWatermarkTest" => tests.push(procedures::watermark(d, &plan, Watermark::PgShared, 3, 3)?),
-                "PGHeadroomWatermarkTest" => {
-                    tests.push(procedures::watermark(d, &plan, Watermark::PgHeadroom, 3, 3)?)
-                }
+                "PGHeadroomWatermarkTest" => tests.push(procedures::watermark(d, &plan, Watermark::PgHeadroom, 3, 3)?),
                 "QSharedWatermarkTest" => tests.push(procedures::watermark(d, &plan, Watermark::QueueShared, 3, 3)?),
-                "BufferPoolWatermarkTest" => {
-                    tests.push(procedures::watermark(d, &plan, Watermark::IngressPool, 3, 3)?)
-                }
+                "BufferPoolWatermarkTest" => tests.push(procedures::watermark(d, &plan, Watermark::IngressPool, 3, 3)?),
                 "PfcWdTest" => tests.push(procedures::pfcwd(d, &plan, 3)?),
                 _ => unreachable!("every name of TESTS is handled"),
             }

@@ -85,18 +85,18 @@ fn rose(t: &mut TestResult, what: &str, before: u64, after: u64) {
     );
 }
 
-/// The lossless class a test's DSCP must be in, or an error result.
-fn lossless_class(d: &Dut, t: TestResult, dscp: u8, pg: usize) -> Result<(usize, TestResult), TestResult> {
+/// The lossless class a test's DSCP must be in, or why the test cannot run.
+fn lossless_class(d: &Dut, dscp: u8, pg: usize) -> Result<usize, String> {
     let (tc, cpg, _) = class(d, dscp);
     if !d.config().pfc.enabled[tc] {
-        return Err(t.error(format!(
+        return Err(format!(
             "DSCP {dscp} maps to TC {tc}, which is not lossless (pfc_enable): no PFC to test"
-        )));
+        ));
     }
     if cpg != pg {
-        return Err(t.error(format!("DSCP {dscp} maps to PG {cpg}, not the test's PG {pg}")));
+        return Err(format!("DSCP {dscp} maps to PG {cpg}, not the test's PG {pg}"));
     }
-    Ok((tc, t))
+    Ok(tc)
 }
 
 /// PFCtest (`testQosSaiPfcXoffLimit`): below the trigger count minus the margin no PFC and no
@@ -104,9 +104,9 @@ fn lossless_class(d: &Dut, t: TestResult, dscp: u8, pg: usize) -> Result<(usize,
 pub fn pfc_xoff(d: &mut Dut, plan: &Plan, name: &str, dscp: u8, pg: usize) -> Result<TestResult> {
     let t = TestResult::new(format!("PFCtest[{name}]"));
     let (src, dst) = (plan.src, plan.dst);
-    let (prio, mut t) = match lossless_class(d, t, dscp, pg) {
-        Ok(x) => x,
-        Err(t) => return Ok(t),
+    let (prio, mut t) = match lossless_class(d, dscp, pg) {
+        Ok(x) => (x, t),
+        Err(e) => return Ok(t.error(e)),
     };
     let len = plan.lossless_len;
     let p = plan.lossless_points(d, src, pg, len);
@@ -182,9 +182,9 @@ pub fn pfc_xon(d: &mut Dut, plan: &Plan, name: &str, dscp: u8, pg: usize) -> Res
     let Some(&[d1, d2, d3]) = plan.xon_dsts.as_deref() else {
         return Ok(t.skip("needs four ports (a source and three destinations)"));
     };
-    let (prio, mut t) = match lossless_class(d, t, dscp, pg) {
-        Ok(x) => x,
-        Err(t) => return Ok(t),
+    let (prio, mut t) = match lossless_class(d, dscp, pg) {
+        Ok(x) => (x, t),
+        Err(e) => return Ok(t.error(e)),
     };
     let len = plan.lossless_len;
     let p = plan.lossless_points(d, src, pg, len);
@@ -326,7 +326,13 @@ pub fn lossy_queue(d: &mut Dut, plan: &Plan, dscp: u8, pg: usize) -> Result<Test
 /// WRRtest (`testQosSaiDwrr`): with transmit off, each queue's packets queued; once on, every
 /// queue's last packet arrives within `limit` packets of the end (DWRR serves the weights).
 pub fn wrr(d: &mut Dut, plan: &Plan) -> Result<TestResult> {
-    wrr_run(d, plan, TestResult::new("WRRtest[wrr]"), &plan.wrr_counts, plan.wrr_limit)
+    wrr_run(
+        d,
+        plan,
+        TestResult::new("WRRtest[wrr]"),
+        &plan.wrr_counts,
+        plan.wrr_limit,
+    )
 }
 
 /// The suite's WRRtest with `counts` (DSCP, frames) and `limit`, reported in `t`.
@@ -752,10 +758,10 @@ pub fn watermark(d: &mut Dut, plan: &Plan, which: Watermark, dscp: u8, pg: usize
     };
     let t = TestResult::new(name);
     let (src, dst) = (plan.src, plan.dst);
-    let (_, mut t) = match lossless_class(d, t, dscp, pg) {
-        Ok(x) => x,
-        Err(t) => return Ok(t),
-    };
+    let mut t = t;
+    if let Err(e) = lossless_class(d, dscp, pg) {
+        return Ok(t.error(e));
+    }
     let (_, _, q) = class(d, dscp);
     let len = plan.lossless_len;
     let p: LosslessPoints = plan.lossless_points(d, src, pg, len);
@@ -1080,7 +1086,11 @@ pub fn dscp_ecn(d: &mut Dut, plan: &Plan, i: usize) -> Result<TestResult> {
             let frames = if d.config().pfc.enabled[tc] {
                 frames
             } else {
-                frames.min(params::lossy(d.config(), src, pg, dst, q, len).trig_drp.saturating_sub(1))
+                frames.min(
+                    params::lossy(d.config(), src, pg, dst, q, len)
+                        .trig_drp
+                        .saturating_sub(1),
+                )
             };
             let cells = frames * occ;
             EcnSet {
@@ -1130,10 +1140,7 @@ pub fn dscp_ecn(d: &mut Dut, plan: &Plan, i: usize) -> Result<TestResult> {
     let profile = d.config().ports[dst].queues[q].ecn.clone();
     let base = d.snapshot();
     d.set_tx(dst, false)?;
-    t.step(format!(
-        "{}, ECN {ecn}",
-        send_text(d, frames, src, dst, dscp, len)
-    ));
+    t.step(format!("{}, ECN {ecn}", send_text(d, frames, src, dst, dscp, len)));
     let field = match ecn {
         0 => crate::wire::Ecn::NotEct,
         1 => crate::wire::Ecn::Ect1,
@@ -1148,7 +1155,9 @@ pub fn dscp_ecn(d: &mut Dut, plan: &Plan, i: usize) -> Result<TestResult> {
     let s = d.snapshot();
     let (marked, not_marked) = (
         got.iter().filter(|&&tos| tos != 0xff && tos & 3 == 3).count() as u64,
-        got.iter().filter(|&&tos| tos != 0xff && matches!(tos & 3, 1 | 2)).count() as u64,
+        got.iter()
+            .filter(|&&tos| tos != 0xff && matches!(tos & 3, 1 | 2))
+            .count() as u64,
     );
     let tx = s.ports[dst].tx_packets - base.ports[dst].tx_packets;
     t.check(
@@ -1197,7 +1206,10 @@ pub fn dscp_ecn(d: &mut Dut, plan: &Plan, i: usize) -> Result<TestResult> {
                 ),
                 Some(p) => t.check(
                     marked == 0,
-                    format!("queue {q} held {held} B, within its profile's kmin {} B: none marked", p.kmin_bytes),
+                    format!(
+                        "queue {q} held {held} B, within its profile's kmin {} B: none marked",
+                        p.kmin_bytes
+                    ),
                     format!("{marked}"),
                 ),
             }

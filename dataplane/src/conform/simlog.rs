@@ -67,8 +67,11 @@ impl<S: Subscriber> Layer<S> for Capture {
 /// (×2)`).
 pub fn capture<T>(f: impl FnOnce() -> T) -> (T, Vec<String>) {
     let capture = Capture::default();
-    let subscriber = tracing_subscriber::registry()
-        .with(capture.clone().with_filter(tracing_subscriber::filter::LevelFilter::from_level(Level::WARN)));
+    let subscriber = tracing_subscriber::registry().with(
+        capture
+            .clone()
+            .with_filter(tracing_subscriber::filter::LevelFilter::from_level(Level::WARN)),
+    );
     let out = tracing::subscriber::with_default(subscriber, f);
     let lines = std::mem::take(&mut capture.0.lock().unwrap_or_else(|e| e.into_inner()).0);
     let lines = lines

@@ -204,7 +204,9 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("xoff_1.pkts_num_trig_ingr_drp"));
-        let e = Params::parse(text, "p.yaml", "100000_40m", None).unwrap_err().to_string();
+        let e = Params::parse(text, "p.yaml", "100000_40m", None)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("no topology has a `100000_40m` section"), "{e}");
         assert!(Params::parse("a: [", "p.yaml", "x", None).is_err());
         assert!(Params::parse("qos: 1", "p.yaml", "x", None)
@@ -228,14 +230,24 @@ mod tests {
         assert_eq!(first.path, "qos_params.th5.topo-a");
         for name in ["b", "topo-b"] {
             let p = Params::parse(text, "p.yaml", "100000_5m", Some(name)).unwrap();
-            assert_eq!((p.path.as_str(), p.int("xoff_1", "pkts_num_trig_pfc")), ("qos_params.th5.topo-b", Some(2)));
+            assert_eq!(
+                (p.path.as_str(), p.int("xoff_1", "pkts_num_trig_pfc")),
+                ("qos_params.th5.topo-b", Some(2))
+            );
         }
-        let e = Params::parse(text, "p.yaml", "100000_5m", Some("t1")).unwrap_err().to_string();
+        let e = Params::parse(text, "p.yaml", "100000_5m", Some("t1"))
+            .unwrap_err()
+            .to_string();
         assert!(
             e.contains("--topo t1: no such topology; the file has: a (100000_5m); b (100000_5m); c (400000_40m)"),
             "{e}"
         );
-        let e = Params::parse(text, "p.yaml", "100000_5m", Some("c")).unwrap_err().to_string();
-        assert!(e.contains("topo-c has no `100000_5m` section") && e.contains("with one: a (100000_5m); b (100000_5m)"), "{e}");
+        let e = Params::parse(text, "p.yaml", "100000_5m", Some("c"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("topo-c has no `100000_5m` section") && e.contains("with one: a (100000_5m); b (100000_5m)"),
+            "{e}"
+        );
     }
 }

@@ -95,7 +95,12 @@ pub(super) fn shared_pools(
     }
     let cell = u64::from(platform.cell_bytes);
     let reserve = |b: &Bindings| -> (u64, usize) {
-        let held: Vec<u64> = b.iter().flatten().flatten().map(|x| x.min.div_ceil(cell) * cell).collect();
+        let held: Vec<u64> = b
+            .iter()
+            .flatten()
+            .flatten()
+            .map(|x| x.min.div_ceil(cell) * cell)
+            .collect();
         (held.iter().sum(), held.iter().filter(|&&m| m > 0).count())
     };
     let ((pg_bytes, pg_n), (q_bytes, q_n)) = (reserve(pgs), reserve(queues));
