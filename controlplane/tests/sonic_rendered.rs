@@ -165,4 +165,32 @@ fn arista_7060x6_64pe_b_p64_ft2_runs_as_rendered() {
         "the pool's comment says how: {}",
         i.toml
     );
+    // The pools as imported are what export compares against: an unchanged config exports as
+    // no change, and a weight changed exports as that change alone.
+    let opts = ImportOptions {
+        platform: Some("tomahawk5".into()),
+        pg_lookup: Some((
+            read("arista-7060x6-64pe-b-p64.pg_profile_lookup.ini"),
+            "arista-7060x6-64pe-b-p64.pg_profile_lookup.ini".into(),
+        )),
+        source: None,
+    };
+    let json = read("arista-7060x6-64pe-b-p64-ft2.json");
+    let same = controlplane::sonic::export::export(&json, &opts, &c).unwrap_or_else(|e| panic!("{e:#?}"));
+    assert_eq!(same.patch, serde_json::json!([]), "{:?}", same.changes);
+    // scheduler.1 (the lossless queues' DWRR profile, weight 15) to 20 on every port that has
+    // QUEUE entries (Ethernet504, unlinked, has none: its weights are no field of the file).
+    let mut heavier = c.clone();
+    for q in heavier
+        .ports
+        .iter_mut()
+        .filter(|p| p.name.as_deref() != Some("Ethernet504"))
+        .flat_map(|p| p.queues.iter_mut())
+    {
+        if let controlplane::SchedMode::Wdrr { weight: w @ 15 } = &mut q.sched {
+            *w = 20;
+        }
+    }
+    let out = controlplane::sonic::export::export(&json, &opts, &heavier).unwrap_or_else(|e| panic!("{e:#?}"));
+    assert_eq!(out.changes, vec!["SCHEDULER|scheduler.1|weight: 15 → 20".to_string()]);
 }
