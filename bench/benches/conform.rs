@@ -1,4 +1,4 @@
-//! `rocesw conform sonic`: sonic-mgmt's whole QoS suite (13 tests) on one 8-port config
+//! `rocesw conform sonic`: sonic-mgmt's whole QoS suite (18 tests) on one 8-port config
 //! (issue 38's goal: under 10 s on this machine), on each of the project's two T1 configs.
 //! `cargo bench -p rocesw-bench --bench conform`.
 

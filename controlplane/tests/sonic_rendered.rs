@@ -183,3 +183,70 @@ fn arista_7260cx3_t1_remap_runs_as_rendered_with_per_port_maps() {
         i.toml
     );
 }
+
+/// Arista-7060X6-64PE-B-P64 (Tomahawk 5) as a fabric spine (ft2): 64 ports of 800G, 63 linked
+/// and lossless on 3 and 4 from the lookup table, Ethernet504 lossy; two ITMs by pipe (pipes
+/// 0-3 and 12-15 on the first); the pools what the service pool leaves shared
+/// (platform.rs's tomahawk5: size − xoff − the PG reserves − 2 × the queue reserves).
+#[test]
+fn arista_7060x6_64pe_b_p64_ft2_runs_as_rendered() {
+    let (i, c) = accept(
+        "arista-7060x6-64pe-b-p64-ft2.json",
+        "tomahawk5",
+        "arista-7060x6-64pe-b-p64.pg_profile_lookup.ini",
+    );
+    assert_eq!(c.ports.len(), 64);
+    assert_eq!(c.buffer.cell_bytes, 254);
+    assert_eq!(c.buffer.slices, 2);
+    // Ethernet0: lanes 17-24 (pipe 0); Ethernet128: lanes 153-160 (pipe 4); Ethernet504:
+    // lanes 497-504 (pipe 15).
+    assert_eq!(
+        [
+            port(&c, "Ethernet0").slice,
+            port(&c, "Ethernet128").slice,
+            port(&c, "Ethernet504").slice
+        ],
+        [0, 1, 0]
+    );
+    assert_eq!(c.ports.iter().filter(|p| p.slice == 0).count(), 32);
+    assert!(port(&c, "Ethernet0").pgs[3].lossless && !port(&c, "Ethernet504").pgs[3].lossless);
+    // 63 ports × 2 PGs × 34 cells, 63 × 5 lossy queues × 7 cells (twice: once per ITM), and the
+    // 17,962,880 B shared headroom pool out of 164,733,224 B.
+    let shared = 164_733_224 - 17_962_880 - 63 * 2 * 34 * 254 - 2 * 63 * 5 * 7 * 254;
+    for pool in &c.buffer.pools {
+        assert_eq!(pool.size_bytes, shared, "{}", pool.name);
+    }
+    assert!(
+        i.toml.contains("on tomahawk5 size is the whole service pool"),
+        "the pool's comment says how: {}",
+        i.toml
+    );
+    // The pools as imported are what export compares against: an unchanged config exports as
+    // no change, and a weight changed exports as that change alone.
+    let opts = ImportOptions {
+        platform: Some("tomahawk5".into()),
+        pg_lookup: Some((
+            read("arista-7060x6-64pe-b-p64.pg_profile_lookup.ini"),
+            "arista-7060x6-64pe-b-p64.pg_profile_lookup.ini".into(),
+        )),
+        source: None,
+    };
+    let json = read("arista-7060x6-64pe-b-p64-ft2.json");
+    let same = controlplane::sonic::export::export(&json, &opts, &c).unwrap_or_else(|e| panic!("{e:#?}"));
+    assert_eq!(same.patch, serde_json::json!([]), "{:?}", same.changes);
+    // scheduler.1 (the lossless queues' DWRR profile, weight 15) to 20 on every port that has
+    // QUEUE entries (Ethernet504, unlinked, has none: its weights are no field of the file).
+    let mut heavier = c.clone();
+    for q in heavier
+        .ports
+        .iter_mut()
+        .filter(|p| p.name.as_deref() != Some("Ethernet504"))
+        .flat_map(|p| p.queues.iter_mut())
+    {
+        if let controlplane::SchedMode::Wdrr { weight: w @ 15 } = &mut q.sched {
+            *w = 20;
+        }
+    }
+    let out = controlplane::sonic::export::export(&json, &opts, &heavier).unwrap_or_else(|e| panic!("{e:#?}"));
+    assert_eq!(out.changes, vec!["SCHEDULER|scheduler.1|weight: 15 → 20".to_string()]);
+}

@@ -28,9 +28,9 @@ enum ConformCommand {
     /// test's traffic through the switch the file describes, its counters checked as the PTF
     /// test checks them; a report per test and step.
     #[command(
-        after_help = "Examples:\n  rocesw conform sonic --config configs/sonic/spectrum1-t1.json\n  rocesw conform sonic --config config_db.json --only PFCtest,PFCXonTest --explain\n  rocesw conform sonic --config config_db.json --params qos_params.th2.yaml --json"
+        after_help = "Examples:\n  rocesw conform sonic --config configs/sonic/spectrum1-t1.json\n  rocesw conform sonic --config config_db.json --only PFCtest,PFCXonTest --explain\n  rocesw conform sonic --config config_db.json --params qos_params.th2.yaml --topo t1-64-lag --json"
     )]
-    Sonic(dataplane::conform::cli::SonicArgs),
+    Sonic(Box<dataplane::conform::cli::SonicArgs>),
     /// Merge the part files of a fleet run in shards (`rocesw conform sonic --config DIR
     /// --shard I/N --output-dir D`) into the fleet report the unsharded run writes, byte for
     /// byte (fleet.json, fleet.txt, --junit), plus shards.json (each shard's host and wall
@@ -355,7 +355,7 @@ fn main() -> ExitCode {
     dataplane::logging::init(&cli.log);
     let result = match cli.command {
         Command::Conform(ConformCommand::Sonic(args)) => {
-            dataplane::conform::cli::run(args).map(|passed| if passed { ExitCode::SUCCESS } else { ExitCode::from(1) })
+            dataplane::conform::cli::run(*args).map(|passed| if passed { ExitCode::SUCCESS } else { ExitCode::from(1) })
         }
         Command::Conform(ConformCommand::Merge(args)) => {
             dataplane::conform::fleet::merge(args)

@@ -72,7 +72,7 @@ const XOFF_POINT: [&str; 8] = [
 fn check_platform(file: &str, xoff: &str, cell: u64, xoff_cells_unseen: u64) {
     let json = sonic(file);
     let (r, written) = suite(&json, None, true);
-    assert_eq!(r.tests.len(), 13, "{}", r.text(true, false));
+    assert_eq!(r.tests.len(), 18, "{}", r.text(true, false));
     assert!(r.passed() && failed(&r).is_empty(), "{}", r.text(false, false));
     let params = written.expect("--write-params");
     let (r, _) = suite(&json, Some(&params), false);
@@ -285,4 +285,67 @@ fn the_command_reports_and_exits_as_a_test_runner() {
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("not a SONiC config_db.json"));
     assert_eq!(std::fs::read_to_string(&cfg).unwrap(), json, "the input is untouched");
+}
+
+/// Issue 49 item 6: what the suite does not cover. Its procedures send from hosts that ignore
+/// PFC and check the counts the file's own profiles give, so a Spectrum-1 xoff halved (11,776
+/// B) passes every procedure computed from that file; a 3→1 incast at 100G replayed through it
+/// loses lossless frames at the senders' ingress (sonic_replay.rs's
+/// `a_short_xoff_shows_up_as_lost_lossless_frames`; docs/conform.md says how to look).
+#[test]
+fn a_short_xoff_passes_the_computed_suite() {
+    let short = nudged(
+        &sonic("spectrum1-t1.json"),
+        "\"xoff\": \"23552\"",
+        "\"xoff\": \"11776\"",
+        0,
+    );
+    let (r, _) = suite(&short, None, false);
+    assert_eq!(r.tests.len(), 18, "{}", r.text(true, false));
+    assert!(failed(&r).is_empty(), "{}", r.text(false, false));
+}
+
+/// Issue 49 item 6: PfcWdTest's storm is intended, and the switch's warning of it stays out of
+/// the report's streams (it printed as a wall-clock `WARN dataplane::egress: PFC storm
+/// detected` between the report's lines); it is kept under the test, shown with --explain and
+/// in the JSON. `--topo` needs `--params`.
+#[test]
+fn the_switchs_log_is_kept_out_of_the_report() {
+    let cfg = repo_root().join("configs/sonic/tomahawk2-t1.json");
+    let run = |args: &[&str]| {
+        let o = std::process::Command::new(env!("CARGO_BIN_EXE_rocesw"))
+            .args(["conform", "sonic", "--config"])
+            .arg(&cfg)
+            .args(args)
+            .env_remove("RUST_LOG")
+            .output()
+            .unwrap();
+        (
+            o.status.code(),
+            String::from_utf8_lossy(&o.stdout).to_string(),
+            String::from_utf8_lossy(&o.stderr).to_string(),
+        )
+    };
+    let (code, out, err) = run(&["--only", "PfcWdTest"]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert!(out.contains("PASS  PfcWdTest[pfcwd]"), "{out}");
+    assert!(
+        !out.contains("storm detected") && !err.contains("storm detected"),
+        "{out}\n--\n{err}"
+    );
+    let (_, out, err) = run(&["--only", "PfcWdTest", "--explain"]);
+    assert!(
+        out.contains("switch log: WARN dataplane::egress: PFC storm detected port=4 queue=3"),
+        "{out}"
+    );
+    assert!(!err.contains("storm detected"), "{err}");
+    let (_, out, _) = run(&["--only", "PfcWdTest", "--json"]);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert!(
+        v["tests"][0]["log"][0].as_str().unwrap().contains("PFC storm detected"),
+        "{out}"
+    );
+    let (code, _, err) = run(&["--topo", "t1-64-lag"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("--params"), "{err}");
 }

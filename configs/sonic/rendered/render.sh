@@ -9,11 +9,12 @@ C=086b03bd70f9e211aaaf5f6aefe0790b508d2a94
 mkdir -p "$W/out" "$W/stubs/swsscommon"; cd "$W"
 
 # 1. The tree at commit C: the config engine, sonic-py-common, the shared build
-#    templates and the five platforms' device directories (symlinks kept).
+#    templates and the six platforms' device directories (symlinks kept).
 for p in src/sonic-config-engine src/sonic-py-common files/build_templates \
          device/mellanox/x86_64-mlnx_msn2700-r0 device/mellanox/x86_64-nvidia_sn5600-r0 \
          device/arista/x86_64-arista_7260cx3_64 device/common/profiles/th2/7260 \
-         device/dell/x86_64-dell_s6100_c2538-r0/Force10-S6100 device/common/profiles/th/6100; do
+         device/dell/x86_64-dell_s6100_c2538-r0/Force10-S6100 device/common/profiles/th/6100 \
+         device/arista/x86_64-arista_7060x6_64pe_b/Arista-7060X6-64PE-B-P64; do
   git -C "$R" ls-tree -r "$C" -- "$p" | while read -r mode _ obj path; do
     mkdir -p "$(dirname "$path")"
     if [ "$mode" = 120000 ]; then ln -sfn "$(git -C "$R" cat-file blob "$obj")" "$path";
@@ -85,4 +86,5 @@ render mellanox-sn5600-c256s1-t1.json t1-sample-graph-mlnx.xml device/mellanox/x
 render arista-7260cx3-c64-t1-remap.json sample-arista-7260-t1-minigraph.xml device/arista/x86_64-arista_7260cx3_64/Arista-7260CX3-C64
 render arista-7260cx3-c64-t1.json sample-arista-7260-t1-minigraph-remap-disabled.xml device/arista/x86_64-arista_7260cx3_64/Arista-7260CX3-C64
 PLATFORM=x86_64-dell_s6100_c2538-r0 render force10-s6100-t0.json sample-dell-6100-t0-minigraph.xml "$S" 2>/dev/null
+render arista-7060x6-64pe-b-p64-ft2.json sample-ft2-p64-minigraph.xml device/arista/x86_64-arista_7060x6_64pe_b/Arista-7060X6-64PE-B-P64
 ls -l out/

@@ -47,6 +47,21 @@ pub struct Platform {
     pub headroom_overhead_cells: Option<u32>,
     /// sonic-mgmt's key for the ASIC in `qos_params.<key>.yaml` (`mellanox` for NVIDIA's).
     pub qos_params_key: &'static str,
+    /// What a BUFFER_POOL's `size` holds.
+    pub pool_size: PoolSize,
+}
+
+/// What a BUFFER_POOL's `size` holds on a platform.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PoolSize {
+    /// The shared pool itself: the SKU's templates have taken the reserves and the shared
+    /// headroom pool out already (Spectrum, Tomahawk 1 and 2).
+    Shared,
+    /// The whole service pool, the same buffer for ingress and egress: each slice's shared
+    /// part is its share of `size` less the ingress pool's `xoff` (the shared headroom pool),
+    /// less the reserves (`size` of the PG profiles) of the slice's ports and the reserves of
+    /// every port's queues (a queue's reserve is kept in each slice). Tomahawk 5.
+    WholeLessReserves,
 }
 
 /// An MMU split into slices, each holding an even share of every pool; a port's PGs and
@@ -63,6 +78,9 @@ pub struct Slices {
     pub pipes_per_slice: u32,
     /// Where the split comes from.
     pub source: &'static str,
+    /// The slice of each pipe, where the slices are not runs of `pipes_per_slice` pipes
+    /// (empty: pipe / `pipes_per_slice`).
+    pub pipe_slice: &'static [u8],
 }
 
 impl Slices {
@@ -70,6 +88,9 @@ impl Slices {
     pub fn of_lane(&self, lane: Option<u64>) -> u8 {
         let Some(lane) = lane else { return 0 };
         let pipe = lane.saturating_sub(u64::from(self.first_lane)) / u64::from(self.lanes_per_pipe.max(1));
+        if let Some(&s) = usize::try_from(pipe).ok().and_then(|p| self.pipe_slice.get(p)) {
+            return s.min(self.count.max(1) - 1);
+        }
         (pipe / u64::from(self.pipes_per_slice.max(1))).min(u64::from(self.count.max(1)) - 1) as u8
     }
 }
@@ -107,6 +128,7 @@ pub const PLATFORMS: &[Platform] = &[
         slices: None,
         headroom_overhead_cells: Some(95),
         qos_params_key: "mellanox",
+        pool_size: PoolSize::Shared,
     },
     Platform {
         name: "spectrum2",
@@ -118,6 +140,7 @@ pub const PLATFORMS: &[Platform] = &[
         slices: None,
         headroom_overhead_cells: Some(64),
         qos_params_key: "mellanox",
+        pool_size: PoolSize::Shared,
     },
     Platform {
         name: "spectrum3",
@@ -129,6 +152,7 @@ pub const PLATFORMS: &[Platform] = &[
         slices: None,
         headroom_overhead_cells: Some(64),
         qos_params_key: "mellanox",
+        pool_size: PoolSize::Shared,
     },
     Platform {
         name: "spectrum4",
@@ -143,6 +167,7 @@ pub const PLATFORMS: &[Platform] = &[
         slices: None,
         headroom_overhead_cells: Some(47),
         qos_params_key: "mellanox",
+        pool_size: PoolSize::Shared,
     },
     Platform {
         name: "tomahawk1",
@@ -158,9 +183,11 @@ pub const PLATFORMS: &[Platform] = &[
             pipes_per_slice: 1,
             source: "Tomahawk's four XPEs, one per pipe of 32 lanes: sonic-mgmt tests/qos/files/qos_params.th.yaml \
                      (b4ba9de3c9bb) fits the S6100's pools split in four (XOFF 6 + 1/2 x 10,875,072 / 208 / 4 = 6,541.5; yaml 6,542)",
+            pipe_slice: &[],
         }),
         headroom_overhead_cells: None,
         qos_params_key: "th",
+        pool_size: PoolSize::Shared,
     },
     Platform {
         name: "tomahawk2",
@@ -176,9 +203,55 @@ pub const PLATFORMS: &[Platform] = &[
             pipes_per_slice: 1,
             source: "Tomahawk 2's four XPEs, one per pipe of 64 lanes (DESIGN.md, \"SONiC's own numbers\"): \
                      sonic-mgmt tests/qos/files/qos_params.th2.yaml (b4ba9de3c9bb) fits each pool split in four",
+            pipe_slice: &[],
         }),
         headroom_overhead_cells: None,
         qos_params_key: "th2",
+        pool_size: PoolSize::Shared,
+    },
+    // Tomahawk 5 (BCM78900), from sonic-mgmt tests/qos/files/qos_params.th5.yaml (commit
+    // b4ba9de3c9bb) against the SKUs' templates in sonic-buildimage (commit 086b03bd70f9):
+    // - cells of 254 B: the yaml's `cell_size: 254`; every pool and profile size of the TH5
+    //   templates is a multiple of 254 (device/arista/x86_64-arista_7060x6_64pe_b/
+    //   Arista-7060X6-64PE-B-P64/buffers_defaults_ft2.j2: pool 164,733,224 B = 648,556 cells,
+    //   xoff 17,962,880 B = 70,720 cells).
+    // - a lossless profile's `size` is the PG's reserve beside its `xoff`: the yaml's
+    //   `pkts_num_fill_min: 34` for topo-ft2-64 is the lookup row's size 8,636 B / 254
+    //   (Arista-7060X6-64PE-B-P64/pg_profile_lookup.ini `800000 5m 8636 0 724662`), and its
+    //   `pkts_num_trig_ingr_drp` − `pkts_num_trig_pfc` = 2,854 = xoff 724,662 / 254 + 1.
+    // - two ITMs, each with half of the pool and of the shared headroom pool: topo-ft2-64's
+    //   `hdrm_pool_size` fills 12 PGs' xoff (2,853 cells) and 1,124 more, 35,360 cells =
+    //   70,720 / 2; sonic-mgmt commit 19ffa9b1c3 ("Fix testQosSaiHeadroomPoolSize on TH5")
+    //   says Ethernet128 (lanes 153-160, pipe 4) is on another ITM than Ethernet0-120 (pipes
+    //   0-3), so the ITMs are not the halves of the lanes: pipes 0-3 and 12-15 on ITM 0,
+    //   4-11 on ITM 1 (our reading; the ft2 port counts per ITM, 32 and 32, fit it).
+    // - `size` is the whole service pool: the XOFF count 142,285 of topo-ft2-64 is 34 +
+    //   1/2 x (648,556 − 70,720) / 2 − 4,416, and 4,416 = the ITM's 32 ports x 2 lossless PGs
+    //   x 34 cells + all 64 ports x 5 lossy queues x 7 cells (egress_lossy_profile size 1,778
+    //   B); topo-t1-isolated-d128 on Arista-7060X6-64PE-B-O128 (sonic-mgmt 4a5abfb7dd) fits
+    //   the same rule to the frame (133,349 = 74 + 1/2 x ((647,660 − 86,656) / 2 − 64 x 148 −
+    //   128 x 35)), and so do the lossy queues' drops, so the egress pool is the same buffer.
+    Platform {
+        name: "tomahawk5",
+        title: "Broadcom Tomahawk 5 (Arista 7060X6, Dell Z9864F, Micas M2-W6940)",
+        cell_bytes: 254,
+        size_meaning: SizeMeaning::MinBesideXoff,
+        headroom: None,
+        source: "sonic-mgmt tests/qos/files/qos_params.th5.yaml (b4ba9de3c9bb, cell_size 254) against sonic-buildimage \
+                 device/arista/x86_64-arista_7060x6_64pe_b (086b03bd70f9); SAI saibuffer.h",
+        slices: Some(Slices {
+            count: 2,
+            lanes_per_pipe: 32,
+            first_lane: 1,
+            pipes_per_slice: 8,
+            source: "Tomahawk 5's two ITMs, pipes 0-3 and 12-15 on the first: sonic-mgmt tests/qos/files/qos_params.th5.yaml \
+                     (b4ba9de3c9bb) topo-ft2-64's headroom pool fill (35,360 cells = half the xoff) and commit 19ffa9b1c3 \
+                     (Ethernet128, pipe 4, on another ITM than pipes 0-3)",
+            pipe_slice: &[0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0],
+        }),
+        headroom_overhead_cells: None,
+        qos_params_key: "th5",
+        pool_size: PoolSize::WholeLessReserves,
     },
 ];
 
@@ -248,6 +321,9 @@ pub fn by_sonic_platform(platform: &str) -> Option<&'static Platform> {
         "tomahawk2"
     } else if p.contains("s6100") || p.contains("z9100") || p.contains("arista_7060_cx32s") {
         "tomahawk1"
+    } else if p.contains("arista_7060x6") || p.contains("z9864f") || p.contains("w6940") {
+        // sonic-buildimage (086b03bd70f9): these platforms' SKUs carry th5-*.config.bcm files.
+        "tomahawk5"
     } else {
         return None;
     };

@@ -15,7 +15,7 @@ pub struct SonicArgs {
     #[arg(long, value_name = "CONFIG_DB_JSON", required = true)]
     pub config: Vec<PathBuf>,
     /// The platform whose buffer rules apply, instead of DEVICE_METADATA's: spectrum1,
-    /// spectrum2, spectrum3, spectrum4, tomahawk2 (and the others `rocectl sonic import
+    /// spectrum2, spectrum3, spectrum4, tomahawk1, tomahawk2, tomahawk5 (and the others `rocectl sonic import
     /// --help` lists).
     #[arg(long, value_name = "NAME")]
     pub platform: Option<String>,
@@ -28,8 +28,15 @@ pub struct SonicArgs {
     /// profiles as sonic-mgmt's qos_param_generator.py does. `nvidia`: the bundled copy of it.
     #[arg(long, value_name = "FILE")]
     pub params: Option<PathBuf>,
+    /// The topology of --params' file to take the counts from, as sonic-mgmt's testbed names
+    /// it (`t1-64-lag`, `ft2-64`; `topo-` may be given or left out): the suite's numbers are
+    /// measured per testbed, and one file holds several with different counts for the same
+    /// <speed>_<cable>. Default: the first in the file with the source port's section
+    /// (`topo-any` first). An unknown topology is refused with the file's topologies listed.
+    #[arg(long, value_name = "TOPOLOGY", requires = "params")]
+    pub topo: Option<String>,
     /// Run only these tests (comma-separated): DscpMappingPB, PFCtest, PFCXonTest,
-    /// LossyQueueTest, WRRtest, HdrmPoolSizeTest, PGSharedWatermarkTest,
+    /// LossyQueueTest, WRRtest (wrr and wrr_chg), DscpEcnSend (ecn_1..4), HdrmPoolSizeTest, PGSharedWatermarkTest,
     /// PGHeadroomWatermarkTest, QSharedWatermarkTest, BufferPoolWatermarkTest, PfcWdTest.
     #[arg(long, value_name = "TESTS", value_delimiter = ',')]
     pub only: Vec<String>,
@@ -39,7 +46,8 @@ pub struct SonicArgs {
     /// The destination port (PFCXonTest adds the next two). Default: the second.
     #[arg(long, value_name = "PORT")]
     pub dst: Option<String>,
-    /// Print how each expected count was derived from the file.
+    /// Print how each expected count was derived from the file, and what the simulated switch
+    /// logged during each test (kept out of the report otherwise).
     #[arg(long)]
     pub explain: bool,
     /// Print every step of every test, not only of the tests that failed.
@@ -98,6 +106,7 @@ pub fn run(args: SonicArgs) -> Result<bool> {
             Some(p) => Some((read(p)?, p.display().to_string())),
             None => None,
         },
+        topo: args.topo.clone(),
         only: args.only.clone(),
         src: args.src.clone(),
         dst: args.dst.clone(),

@@ -25,7 +25,8 @@ pub const QUIET_NS: u64 = 1_000_000;
 /// What the hosts saw leave the switch.
 #[derive(Default)]
 struct Hosts {
-    /// Per port index: the DSCP of each data frame received, in order, while capturing.
+    /// Per port index: the TOS byte (DSCP and ECN) of each data frame received, in order,
+    /// while capturing (0xff: not IPv4).
     captured: Vec<Option<Vec<u8>>>,
     /// Per port index: data frames received (PFC frames not counted).
     data: Vec<u64>,
@@ -43,8 +44,7 @@ impl TxSink for Hosts {
             *n += 1;
         }
         if let Some(Some(c)) = self.captured.get_mut(port) {
-            // IPv4's DSCP: the upper six bits of the TOS byte.
-            c.push(frame.get(15).map_or(0xff, |tos| tos >> 2));
+            c.push(frame.get(15).copied().unwrap_or(0xff));
         }
     }
 }
@@ -129,11 +129,16 @@ impl Dut {
     /// Host `src` sends `count` frames of `len` bytes with `dscp` (ECN ECT(1), as the PTF
     /// tests send) to host `dst`, back to back at its line rate after what it already sends.
     pub fn send(&mut self, src: usize, dst: usize, dscp: u8, count: u64, len: usize) -> Result<()> {
+        self.send_ecn(src, dst, dscp, Ecn::Ect1, count, len)
+    }
+
+    /// [`Dut::send`] with the ECN field `ecn` (DscpEcnSend sends Not-ECT or ECT(1)).
+    pub fn send_ecn(&mut self, src: usize, dst: usize, dscp: u8, ecn: Ecn, count: u64, len: usize) -> Result<()> {
         let flow = Flow {
             src: src as u16,
             dst: dst as u16,
             dscp,
-            ecn: Ecn::Ect1,
+            ecn,
             qp: 0x100 + dst as u32,
             frame_len: len,
             count: 1,
@@ -172,8 +177,23 @@ impl Dut {
     /// Starts or stops capturing what `port` transmits; returns what was captured (the DSCP of
     /// each data frame, in order).
     pub fn capture(&mut self, port: usize, on: bool) -> Vec<u8> {
+        // IPv4's DSCP: the upper six bits of the TOS byte.
+        self.capture_tos(port, on)
+            .into_iter()
+            .map(|tos| if tos == 0xff { tos } else { tos >> 2 })
+            .collect()
+    }
+
+    /// As [`Dut::capture`], the whole TOS byte of each frame (its low two bits: ECN).
+    pub fn capture_tos(&mut self, port: usize, on: bool) -> Vec<u8> {
         let was = std::mem::replace(&mut self.hosts.captured[port], on.then(Vec::new));
         was.unwrap_or_default()
+    }
+
+    /// Runs `cfg` from now on, as a change written to CONFIG_DB is (what is queued stays).
+    pub fn reconfigure(&mut self, cfg: &Config) -> Result<()> {
+        self.sw.reconfigure(cfg).map_err(|e| anyhow!(e))?;
+        self.settle()
     }
 
     /// Starts a PFC storm from the host on `port`: PFC frames pausing `prios` (a bit mask) for

@@ -17,6 +17,7 @@ pub mod nvidia;
 pub mod params;
 pub mod procedures;
 pub mod report;
+pub mod simlog;
 pub mod yaml;
 
 use anyhow::{anyhow, bail, Context, Result};
@@ -26,12 +27,13 @@ use procedures::Watermark;
 use report::{SuiteReport, TestResult};
 
 /// The tests, in the order they run, by the names `--only` takes (sonic-mgmt's PTF classes).
-pub const TESTS: [&str; 11] = [
+pub const TESTS: [&str; 12] = [
     "DscpMappingPB",
     "PFCtest",
     "PFCXonTest",
     "LossyQueueTest",
     "WRRtest",
+    "DscpEcnSend",
     "HdrmPoolSizeTest",
     "PGSharedWatermarkTest",
     "PGHeadroomWatermarkTest",
@@ -97,6 +99,8 @@ pub struct Plan {
     /// The platform's SAI counts a lossy frame's buffer drop on its egress port (NVIDIA), not
     /// where rocesw's threshold refused it.
     pub lossy_drops_at_egress: bool,
+    /// The platform is NVIDIA's (sonic-mgmt's conditional marks skip some tests there).
+    pub nvidia: bool,
 }
 
 impl Plan {
@@ -163,6 +167,9 @@ pub struct Options {
     pub pg_lookup: Option<(String, String)>,
     /// `--params`: its text and name.
     pub params: Option<(String, String)>,
+    /// `--topo`: the topology section of `--params` (`t1-64-lag`); None: the first in the
+    /// file with the source port's `<speed>_<cable>`.
+    pub topo: Option<String>,
     /// `--only`: test names (empty: all).
     pub only: Vec<String>,
     /// `--src`, `--dst`: port names or ids.
@@ -190,6 +197,47 @@ fn wd_poll_ms(json: &str) -> u64 {
         .unwrap_or(200)
 }
 
+/// NVIDIA's parameters for the switch `json` describes, as sonic-mgmt's generator writes them
+/// from the file (`--params nvidia`), with the source port `opts.src` (default: the first):
+/// a qos_params YAML. Kept, they are the suite's numbers for that file; a changed file run
+/// against them (`--params` with this text) is checked as the suite checks a DUT whose
+/// numbers were generated before the change.
+pub fn nvidia_params(json: &str, name: &str, opts: &Options) -> Result<String> {
+    let import_opts = controlplane::sonic::ImportOptions {
+        platform: opts.platform.clone(),
+        pg_lookup: opts.pg_lookup.clone(),
+        source: Some(name.to_string()),
+    };
+    let imported = controlplane::sonic::import_text(json, &import_opts)
+        .map_err(|p| anyhow!("{name}: cannot be imported:\n  {}", p.join("\n  ")))?;
+    let src = match &opts.src {
+        Some(s) => s.clone(),
+        None => imported
+            .ports
+            .first()
+            .map(|(n, _)| n.clone())
+            .ok_or_else(|| anyhow!("{name}: no port"))?,
+    };
+    let sc = imported
+        .pg_profiles
+        .iter()
+        .find(|(p, pg, _)| *p == src && *pg == 3)
+        .and_then(|(_, _, profile)| yaml::speed_cable(profile))
+        .ok_or_else(|| anyhow!("{src}'s PG 3 has no pg_lossless_<speed>_<cable>_profile"))?;
+    let mut doc = nvidia::generate(nvidia::MELLANOX_YAML, json, &imported, &src, &sc)?;
+    // Without the `profile` sections the text is read as numbers, not generated again.
+    if let Some(topos) = doc
+        .get_mut("qos_params")
+        .and_then(|q| q.get_mut("mellanox"))
+        .and_then(serde_json::Value::as_object_mut)
+    {
+        for t in topos.values_mut().filter_map(serde_json::Value::as_object_mut) {
+            t.remove("profile");
+        }
+    }
+    Ok(serde_yaml_ng::to_string(&doc)?)
+}
+
 /// Runs the suite on the switch `json` (a config_db.json, called `name`) describes.
 /// `progress` is told each test's name as it starts.
 pub fn run(
@@ -200,6 +248,9 @@ pub fn run(
 ) -> Result<(SuiteReport, Option<String>)> {
     if !controlplane::sonic::looks_like_config_db(json) {
         bail!("{name}: not a SONiC config_db.json (no PORT, BUFFER_* or DEVICE_METADATA table)");
+    }
+    if opts.topo.is_some() && opts.params.is_none() {
+        bail!("--topo picks a topology of --params' file: give --params too");
     }
     for t in &opts.only {
         if !TESTS.iter().any(|x| x.eq_ignore_ascii_case(t)) {
@@ -253,9 +304,9 @@ pub fn run(
                 let doc = nvidia::generate(text, json, &imported, &src_name, &sc)
                     .with_context(|| format!("--params {file}: NVIDIA's generator"))?;
                 let generated = serde_yaml_ng::to_string(&doc)?;
-                Some(yaml::Params::parse(&generated, file, &sc)?)
+                Some(yaml::Params::parse(&generated, file, &sc, opts.topo.as_deref())?)
             } else {
-                Some(yaml::Params::parse(text, file, &sc)?)
+                Some(yaml::Params::parse(text, file, &sc, opts.topo.as_deref())?)
             }
         }
     };
@@ -308,6 +359,7 @@ pub fn run(
         wd_poll_ns: wd_poll_ms(json) * 1_000_000,
         wd_detect_wait_ns: if nvidia { 30_000_000_000 } else { 5_000_000_000 },
         lossy_drops_at_egress: nvidia,
+        nvidia,
     };
     let written = if opts.write_params {
         let sc = speed_cable.clone().ok_or_else(|| {
@@ -331,33 +383,50 @@ pub fn run(
             continue;
         }
         progress(name);
-        let d = &mut dut;
-        match name {
-            "DscpMappingPB" => tests.push(procedures::dscp_mapping(d, &plan)?),
-            "PFCtest" => {
-                tests.push(procedures::pfc_xoff(d, &plan, "xoff_1", 3, 3)?);
-                tests.push(procedures::pfc_xoff(d, &plan, "xoff_2", 4, 4)?);
+        let first = tests.len();
+        // The switch's own log while the test runs goes to the test's result, not to the
+        // process's log (a storm it provokes would print in the middle of the report).
+        let (ran, log) = simlog::capture(|| -> Result<()> {
+            let d = &mut dut;
+            match name {
+                "DscpMappingPB" => tests.push(procedures::dscp_mapping(d, &plan)?),
+                "PFCtest" => {
+                    tests.push(procedures::pfc_xoff(d, &plan, "xoff_1", 3, 3)?);
+                    tests.push(procedures::pfc_xoff(d, &plan, "xoff_2", 4, 4)?);
+                }
+                "PFCXonTest" => {
+                    tests.push(procedures::pfc_xon(d, &plan, "xon_1", 3, 3)?);
+                    tests.push(procedures::pfc_xon(d, &plan, "xon_2", 4, 4)?);
+                }
+                "LossyQueueTest" => tests.push(procedures::lossy_queue(d, &plan, plan.lossy_dscp, lossy_pg)?),
+                "WRRtest" => {
+                    tests.push(procedures::wrr(d, &plan)?);
+                    tests.push(procedures::wrr_chg(d, &plan)?);
+                }
+                "DscpEcnSend" => {
+                    for i in 1..=4 {
+                        tests.push(procedures::dscp_ecn(d, &plan, i)?);
+                    }
+                }
+                "HdrmPoolSizeTest" => tests.push(procedures::hdrm_pool_size(d, &plan)?),
+                "PGSharedWatermarkTest" => tests.push(procedures::watermark(d, &plan, Watermark::PgShared, 3, 3)?),
+                "PGHeadroomWatermarkTest" => tests.push(procedures::watermark(d, &plan, Watermark::PgHeadroom, 3, 3)?),
+                "QSharedWatermarkTest" => tests.push(procedures::watermark(d, &plan, Watermark::QueueShared, 3, 3)?),
+                "BufferPoolWatermarkTest" => tests.push(procedures::watermark(d, &plan, Watermark::IngressPool, 3, 3)?),
+                "PfcWdTest" => tests.push(procedures::pfcwd(d, &plan, 3)?),
+                _ => unreachable!("every name of TESTS is handled"),
             }
-            "PFCXonTest" => {
-                tests.push(procedures::pfc_xon(d, &plan, "xon_1", 3, 3)?);
-                tests.push(procedures::pfc_xon(d, &plan, "xon_2", 4, 4)?);
+            // Each test starts from an empty buffer, as the suite's do (it waits for the DUT to
+            // drain between tests).
+            for p in 0..n {
+                d.stop_storm(p);
             }
-            "LossyQueueTest" => tests.push(procedures::lossy_queue(d, &plan, plan.lossy_dscp, lossy_pg)?),
-            "WRRtest" => tests.push(procedures::wrr(d, &plan)?),
-            "HdrmPoolSizeTest" => tests.push(procedures::hdrm_pool_size(d, &plan)?),
-            "PGSharedWatermarkTest" => tests.push(procedures::watermark(d, &plan, Watermark::PgShared, 3, 3)?),
-            "PGHeadroomWatermarkTest" => tests.push(procedures::watermark(d, &plan, Watermark::PgHeadroom, 3, 3)?),
-            "QSharedWatermarkTest" => tests.push(procedures::watermark(d, &plan, Watermark::QueueShared, 3, 3)?),
-            "BufferPoolWatermarkTest" => tests.push(procedures::watermark(d, &plan, Watermark::IngressPool, 3, 3)?),
-            "PfcWdTest" => tests.push(procedures::pfcwd(d, &plan, 3)?),
-            _ => unreachable!("every name of TESTS is handled"),
+            d.settle()
+        });
+        ran?;
+        for t in &mut tests[first..] {
+            t.log = log.clone();
         }
-        // Each test starts from an empty buffer, as the suite's do (it waits for the DUT to
-        // drain between tests).
-        for p in 0..n {
-            d.stop_storm(p);
-        }
-        d.settle()?;
     }
     let report = SuiteReport {
         config: name.to_string(),

@@ -196,6 +196,12 @@ pub fn generate(text: &str, json_text: &str, imported: &Imported, src: &str, spe
             );
         }
     }
+    // The generator: `for i in range(4): qos_params_mlnx['ecn_{}'.format(i+1)]['cell_size']`.
+    for i in 1..=4 {
+        if let Some(s) = topo.get_mut(format!("ecn_{i}")) {
+            merge(s, json!({ "cell_size": cell_size }));
+        }
+    }
     if let Some(s) = topo.get_mut(&sc).and_then(|s| s.get_mut("wm_pg_headroom")) {
         merge(
             s,

@@ -86,18 +86,18 @@ fn rose(t: &mut TestResult, what: &str, before: u64, after: u64) {
     );
 }
 
-/// The lossless class a test's DSCP must be in, or an error result.
-fn lossless_class(d: &Dut, src: usize, t: TestResult, dscp: u8, pg: usize) -> Result<(usize, TestResult), TestResult> {
+/// The lossless class a test's DSCP must be in, or why the test cannot run.
+fn lossless_class(d: &Dut, src: usize, dscp: u8, pg: usize) -> Result<usize, String> {
     let (tc, cpg, _) = class(d, src, dscp);
     if !d.config().pfc.enabled[tc] {
-        return Err(t.error(format!(
+        return Err(format!(
             "DSCP {dscp} maps to TC {tc}, which is not lossless (pfc_enable): no PFC to test"
-        )));
+        ));
     }
     if cpg != pg {
-        return Err(t.error(format!("DSCP {dscp} maps to PG {cpg}, not the test's PG {pg}")));
+        return Err(format!("DSCP {dscp} maps to PG {cpg}, not the test's PG {pg}"));
     }
-    Ok((tc, t))
+    Ok(tc)
 }
 
 /// PFCtest (`testQosSaiPfcXoffLimit`): below the trigger count minus the margin no PFC and no
@@ -105,9 +105,9 @@ fn lossless_class(d: &Dut, src: usize, t: TestResult, dscp: u8, pg: usize) -> Re
 pub fn pfc_xoff(d: &mut Dut, plan: &Plan, name: &str, dscp: u8, pg: usize) -> Result<TestResult> {
     let t = TestResult::new(format!("PFCtest[{name}]"));
     let (src, dst) = (plan.src, plan.dst);
-    let (prio, mut t) = match lossless_class(d, src, t, dscp, pg) {
-        Ok(x) => x,
-        Err(t) => return Ok(t),
+    let (prio, mut t) = match lossless_class(d, src, dscp, pg) {
+        Ok(x) => (x, t),
+        Err(e) => return Ok(t.error(e)),
     };
     let len = plan.lossless_len;
     let p = plan.lossless_points(d, src, pg, len);
@@ -183,9 +183,9 @@ pub fn pfc_xon(d: &mut Dut, plan: &Plan, name: &str, dscp: u8, pg: usize) -> Res
     let Some(&[d1, d2, d3]) = plan.xon_dsts.as_deref() else {
         return Ok(t.skip("needs four ports (a source and three destinations)"));
     };
-    let (prio, mut t) = match lossless_class(d, src, t, dscp, pg) {
-        Ok(x) => x,
-        Err(t) => return Ok(t),
+    let (prio, mut t) = match lossless_class(d, src, dscp, pg) {
+        Ok(x) => (x, t),
+        Err(e) => return Ok(t.error(e)),
     };
     let len = plan.lossless_len;
     let p = plan.lossless_points(d, src, pg, len);
@@ -327,14 +327,23 @@ pub fn lossy_queue(d: &mut Dut, plan: &Plan, dscp: u8, pg: usize) -> Result<Test
 /// WRRtest (`testQosSaiDwrr`): with transmit off, each queue's packets queued; once on, every
 /// queue's last packet arrives within `limit` packets of the end (DWRR serves the weights).
 pub fn wrr(d: &mut Dut, plan: &Plan) -> Result<TestResult> {
-    let mut t = TestResult::new("WRRtest[wrr]");
+    wrr_run(
+        d,
+        plan,
+        TestResult::new("WRRtest[wrr]"),
+        &plan.wrr_counts,
+        plan.wrr_limit,
+    )
+}
+
+/// The suite's WRRtest with `counts` (DSCP, frames) and `limit`, reported in `t`.
+fn wrr_run(d: &mut Dut, plan: &Plan, mut t: TestResult, counts: &[(u8, u64)], limit: u64) -> Result<TestResult> {
     let (src, dst) = (plan.src, plan.dst);
     let len = plan.wrr_len;
-    let limit = plan.wrr_limit;
     d.set_tx(dst, false)?;
     d.capture(dst, true);
     let mut sent = Vec::new();
-    for &(dscp, n) in &plan.wrr_counts {
+    for &(dscp, n) in counts {
         let (_, _, q) = class(d, src, dscp);
         t.explain
             .push(format!("DSCP {dscp} → queue {q}: {n} frames of {len} B"));
@@ -750,10 +759,10 @@ pub fn watermark(d: &mut Dut, plan: &Plan, which: Watermark, dscp: u8, pg: usize
     };
     let t = TestResult::new(name);
     let (src, dst) = (plan.src, plan.dst);
-    let (_, mut t) = match lossless_class(d, src, t, dscp, pg) {
-        Ok(x) => x,
-        Err(t) => return Ok(t),
-    };
+    let mut t = t;
+    if let Err(e) = lossless_class(d, src, dscp, pg) {
+        return Ok(t.error(e));
+    }
     let (_, _, q) = class(d, src, dscp);
     let len = plan.lossless_len;
     let p: LosslessPoints = plan.lossless_points(d, src, pg, len);
@@ -943,5 +952,275 @@ pub fn pfcwd(d: &mut Dut, plan: &Plan, dscp: u8) -> Result<TestResult> {
         restored.map_or("not restored".to_string(), |at| format!("after {} ms", at / 1_000_000)),
     );
     d.settle()?;
+    Ok(t)
+}
+
+/// The DWRR weight change (`testQosSaiDwrrWeightChange`, the `wrr_chg` set): the lossy and
+/// the lossless scheduler profiles' weights are set to `lossy_weight` and `lossless_weight`
+/// while the switch runs (the suite writes them to CONFIG_DB), then WRRtest runs with
+/// `wrr_chg`'s counts: DWRR serves the new weights at once. Every port's lossless queues (the
+/// queues of the PFC-enabled classes) take the lossless weight, its other weighted queues the
+/// lossy one, as the two profiles are bound on SONiC. The weights are put back after.
+/// sonic-mgmt skips the test on NVIDIA platforms (tests_mark_conditions.yaml); so does this
+/// where NVIDIA's parameters give a `wrr_chg` set (its weights, 8 and 8, are not meant to
+/// pass), not with the computed ones (the suite's default set).
+pub fn wrr_chg(d: &mut Dut, plan: &Plan) -> Result<TestResult> {
+    const SET: &str = "wrr_chg";
+    let mut t = TestResult::new("WRRtest[wrr_chg]");
+    if plan.nvidia && plan.yaml.as_ref().is_some_and(|y| y.set(SET).is_some()) {
+        return Ok(t.skip(
+            "sonic-mgmt skips testQosSaiDwrrWeightChange on Mellanox platforms (tests/common/plugins/conditional_mark/tests_mark_conditions.yaml)",
+        ));
+    }
+    let y = plan.yaml.as_ref().filter(|y| y.set(SET).is_some());
+    let int = |field: &str, default: u64| y.and_then(|y| y.int(SET, field)).map_or(default, |v| v.max(0) as u64);
+    // The suite's defaults (every qos_params file with a wrr_chg set has these).
+    let (lossy_w, lossless_w) = (int("lossy_weight", 8), int("lossless_weight", 30));
+    let q = |n: u8, default: u64| int(&format!("q{n}_num_of_pkts"), default);
+    let counts = [
+        (3, q(3, 300)),
+        (4, q(4, 300)),
+        (8, q(0, 80)),
+        (0, q(1, 80)),
+        (5, q(2, 80)),
+        (46, q(5, 80)),
+        (48, q(6, 80)),
+    ];
+    let limit = int("limit", 80);
+    let (Ok(lossy), Ok(lossless)) = (u32::try_from(lossy_w), u32::try_from(lossless_w)) else {
+        return Ok(t.error(format!("{SET}: weights {lossy_w} and {lossless_w} are out of range")));
+    };
+    if lossy == 0 || lossless == 0 {
+        return Ok(t.error(format!("{SET}: a weight of 0 ({lossy_w}, {lossless_w})")));
+    }
+    let before = d.config().clone();
+    let mut cfg = before.clone();
+    let lossless_queues: Vec<usize> = (0..8)
+        .filter(|&tc| cfg.pfc.enabled[tc])
+        .map(|tc| usize::from(cfg.classify.tc_to_queue[tc]))
+        .collect();
+    let mut changed = 0;
+    for port in &mut cfg.ports {
+        for (qi, queue) in port.queues.iter_mut().enumerate() {
+            if let controlplane::SchedMode::Wdrr { weight } = &mut queue.sched {
+                *weight = if lossless_queues.contains(&qi) { lossless } else { lossy };
+                changed += 1;
+            }
+        }
+    }
+    if changed == 0 {
+        return Ok(t.error("no queue is weighted (DWRR): no weight to change"));
+    }
+    t.explain.push(format!(
+        "{}: lossless queues {lossless_queues:?} weight {lossless}, the other weighted queues {lossy}",
+        y.map_or("the suite's defaults".to_string(), |y| format!("{}.{SET}", y.path))
+    ));
+    t.step(format!(
+        "set the lossless scheduler's weight to {lossless} and the lossy one's to {lossy} on every port"
+    ));
+    d.reconfigure(&cfg)?;
+    let t = wrr_run(d, plan, t, &counts, limit)?;
+    d.reconfigure(&before)?;
+    Ok(t)
+}
+
+/// One of sonic-mgmt's `ecn_N` parameter sets (DscpEcnSend).
+#[derive(Debug, Clone)]
+struct EcnSet {
+    dscp: u8,
+    ecn: u8,
+    frames: u64,
+    len: usize,
+    occ: u64,
+    limit: u64,
+    min_limit: u64,
+}
+
+/// The suite's `ecn_1..4` (identical in every qos_params file that has them): DSCP 8 and 0,
+/// each not ECN-capable (5,000 frames) and ECT(1) (2,047 frames).
+const ECN_DEFAULTS: [(u8, u8, u64); 4] = [(8, 0, 5000), (8, 1, 2047), (0, 0, 5000), (0, 1, 2047)];
+
+/// DscpEcnSend (`testQosSaiDscpEcn`, the `ecn_N` sets): `num_of_pkts` frames of 1000 B with
+/// the set's DSCP and ECN field queued on the destination with its transmit off, then
+/// released and captured. Every frame leaves; without ECN none is marked and what leaves,
+/// in cells, is within [`min_limit`, 1.05 × `limit`]; with ECN at least 95% of `limit` leaves
+/// unmarked and, when more frames were sent than `min_limit`, 3-7% of `limit` are marked; the
+/// destination's ingress counters do not move.
+///
+/// With `--params`, the set's own numbers; sonic-mgmt runs this test only on
+/// x86_64-nokia_ixr7250e_36x400g-r0 (tests_mark_conditions.yaml), and a set whose numbers no
+/// switch can meet (the th2 and mellanox files': 5,000 frames cannot make 180,000 cells) is
+/// skipped with them. Computed: the suite's DSCPs, ECN and counts (fewer if the queue would
+/// drop), `limit` and `min_limit` what the rules say leaves (every frame, `num_of_pkts ×`
+/// cells), and the marks the queue's WRED-ECN profile allows: none without one, some once the
+/// queue held more than its `kmin`.
+pub fn dscp_ecn(d: &mut Dut, plan: &Plan, i: usize) -> Result<TestResult> {
+    let name = format!("ecn_{i}");
+    let mut t = TestResult::new(format!("DscpEcnSend[{name}]"));
+    let (src, dst) = (plan.src, plan.dst);
+    let y = plan.yaml.as_ref().filter(|y| y.set(&name).is_some());
+    let (dscp, ecn, frames) = ECN_DEFAULTS[(i - 1).min(3)];
+    let cell = u64::from(d.config().buffer.cell_bytes);
+    let set = match y {
+        Some(y) => {
+            let int = |f: &str| y.int(&name, f).map(|v| v.max(0) as u64);
+            let len = int("packet_size").unwrap_or(1000) as usize;
+            let occ = match int("cell_size") {
+                Some(c) if c > 0 => (len as u64).div_ceil(c),
+                _ => 1,
+            };
+            EcnSet {
+                dscp: int("dscp").unwrap_or(u64::from(dscp)) as u8 & 63,
+                ecn: int("ecn").unwrap_or(u64::from(ecn)) as u8 & 3,
+                frames: int("num_of_pkts").unwrap_or(frames),
+                len,
+                occ,
+                limit: int("limit").unwrap_or(0),
+                min_limit: int("min_limit").unwrap_or(0),
+            }
+        }
+        None => {
+            let len = 1000;
+            let occ = (len as u64).div_ceil(cell);
+            let (tc, pg, q) = class(d, src, dscp);
+            // As many as the queue holds without a drop (all of them on any real buffer).
+            let frames = if d.config().pfc.enabled[tc] {
+                frames
+            } else {
+                frames.min(
+                    params::lossy(d.config(), src, pg, dst, q, len)
+                        .trig_drp
+                        .saturating_sub(1),
+                )
+            };
+            let cells = frames * occ;
+            EcnSet {
+                dscp,
+                ecn,
+                frames,
+                len,
+                occ,
+                limit: cells,
+                // With ECN: above the frames sent, so the 3-7% band (the suite's numbers) does
+                // not apply; the marks are checked against the queue's profile below.
+                min_limit: if ecn == 0 { cells } else { frames },
+            }
+        }
+    };
+    let EcnSet {
+        dscp,
+        ecn,
+        frames,
+        len,
+        occ,
+        limit,
+        min_limit,
+    } = set;
+    t.explain.push(format!(
+        "{}: DSCP {dscp}, ECN {ecn}, {frames} frames of {len} B ({occ} cell(s) each), limit {limit}, min_limit {min_limit} cells",
+        y.map_or("computed from the config".to_string(), |y| format!("{}.{name}", y.path))
+    ));
+    let can_hold = if ecn == 0 {
+        frames * occ >= min_limit && (frames * occ) as f64 <= limit as f64 * 1.05
+    } else {
+        (frames * occ) as f64 >= limit as f64 * 0.95
+    };
+    if !can_hold {
+        return Ok(t.skip(format!(
+            "sonic-mgmt runs testQosSaiDscpEcn only on x86_64-nokia_ixr7250e_36x400g-r0 (tests_mark_conditions.yaml), and {name}'s numbers cannot hold on any switch: \
+             {frames} frames × {occ} cells = {} cells against {}",
+            frames * occ,
+            if ecn == 0 {
+                format!("min_limit {min_limit} ..= 1.05 × limit {limit}")
+            } else {
+                format!("0.95 × limit {limit} unmarked")
+            }
+        )));
+    }
+    let (_, _, q) = class(d, src, dscp);
+    let profile = d.config().ports[dst].queues[q].ecn.clone();
+    let base = d.snapshot();
+    d.set_tx(dst, false)?;
+    t.step(format!("{}, ECN {ecn}", send_text(d, frames, src, dst, dscp, len)));
+    let field = match ecn {
+        0 => crate::wire::Ecn::NotEct,
+        1 => crate::wire::Ecn::Ect1,
+        2 => crate::wire::Ecn::Ect0,
+        _ => crate::wire::Ecn::Ce,
+    };
+    d.send_ecn(src, dst, dscp, field, frames, len)?;
+    t.step(format!("transmit on {} again; capture what it sends", d.name(dst)));
+    d.capture_tos(dst, true);
+    d.set_tx(dst, true)?;
+    let got = d.capture_tos(dst, false);
+    let s = d.snapshot();
+    let (marked, not_marked) = (
+        got.iter().filter(|&&tos| tos != 0xff && tos & 3 == 3).count() as u64,
+        got.iter()
+            .filter(|&&tos| tos != 0xff && matches!(tos & 3, 1 | 2))
+            .count() as u64,
+    );
+    let tx = s.ports[dst].tx_packets - base.ports[dst].tx_packets;
+    t.check(
+        tx >= frames,
+        format!("{} transmitted: at least {frames}", d.name(dst)),
+        format!("{tx}"),
+    );
+    if ecn == 0 {
+        t.check(marked == 0, "none marked CE".to_string(), format!("{marked}"));
+        let cells = tx * occ;
+        t.check(
+            min_limit <= cells && cells as f64 <= limit as f64 * 1.05,
+            format!("cells transmitted: {min_limit} ..= 1.05 × {limit}"),
+            format!("{cells}"),
+        );
+    } else {
+        t.check(
+            (not_marked * occ) as f64 >= limit as f64 * 0.95,
+            format!("unmarked cells: at least 0.95 × {limit}"),
+            format!("{} ({not_marked} frames)", not_marked * occ),
+        );
+        if frames > min_limit {
+            t.check(
+                (limit as f64 * 0.03..=limit as f64 * 0.07).contains(&(marked as f64))
+                    && marked >= frames.saturating_sub(not_marked),
+                format!("marked: 3-7% of {limit}, and every frame not left unmarked"),
+                format!("{marked}"),
+            );
+        }
+        if y.is_none() {
+            // The marks the queue's profile allows, frames held in bytes against its kmin.
+            let held = frames * len as u64;
+            match &profile {
+                None => t.check(
+                    marked == 0,
+                    format!("queue {q} has no WRED-ECN profile: none marked"),
+                    format!("{marked}"),
+                ),
+                Some(p) if held > p.kmin_bytes => t.check(
+                    marked > 0,
+                    format!(
+                        "queue {q} held {held} B, over its profile's kmin {} B: some marked",
+                        p.kmin_bytes
+                    ),
+                    format!("{marked}"),
+                ),
+                Some(p) => t.check(
+                    marked == 0,
+                    format!(
+                        "queue {q} held {held} B, within its profile's kmin {} B: none marked",
+                        p.kmin_bytes
+                    ),
+                    format!("{marked}"),
+                ),
+            }
+        }
+    }
+    same(
+        &mut t,
+        &format!("ingress drops on {}", d.name(dst)),
+        ingress_drops(plan, &base, dst),
+        ingress_drops(plan, &s, dst),
+    );
     Ok(t)
 }

@@ -38,6 +38,11 @@ pub struct TestResult {
     pub explain: Vec<String>,
     /// The steps, in order.
     pub steps: Vec<Step>,
+    /// What the simulated switch logged while the test ran (warnings and errors, each
+    /// distinct line once with its count): kept here, not in the process's log, so that a
+    /// storm the test provokes does not print in the middle of the report.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub log: Vec<String>,
 }
 
 /// How a test ended.
@@ -63,6 +68,7 @@ impl TestResult {
             reason: None,
             explain: Vec::new(),
             steps: Vec::new(),
+            log: Vec::new(),
         }
     }
 
@@ -154,6 +160,11 @@ impl SuiteReport {
             if explain {
                 for e in &t.explain {
                     let _ = writeln!(o, "      = {e}");
+                }
+            }
+            if explain || verbose {
+                for l in &t.log {
+                    let _ = writeln!(o, "      switch log: {l}");
                 }
             }
             if verbose || t.outcome == Outcome::Failed {

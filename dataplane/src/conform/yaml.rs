@@ -20,9 +20,11 @@ pub struct Params {
 }
 
 impl Params {
-    /// Reads `text` (called `name`) and picks the topology holding `speed_cable` (the first in
-    /// file order, `topo-any` preferred).
-    pub fn parse(text: &str, name: &str, speed_cable: &str) -> Result<Params> {
+    /// Reads `text` (called `name`) and picks the topology: `topo` (`t1-64-lag` or
+    /// `topo-t1-64-lag`, as sonic-mgmt's testbed names it), else the first holding
+    /// `speed_cable` in file order (`topo-any` preferred). The topology must have a
+    /// `speed_cable` section; an unknown one is refused with the file's topologies listed.
+    pub fn parse(text: &str, name: &str, speed_cable: &str, topo: Option<&str>) -> Result<Params> {
         if text.len() > MAX_BYTES {
             bail!(
                 "{name}: {} bytes, more than a parameters file holds ({MAX_BYTES})",
@@ -34,26 +36,69 @@ impl Params {
             .get("qos_params")
             .and_then(Value::as_object)
             .ok_or_else(|| anyhow!("{name}: no `qos_params` mapping (sonic-mgmt's qos_params.<asic>.yaml shape)"))?;
-        let mut found = Vec::new();
-        for (asic, topos) in asics {
-            let Some(topos) = topos.as_object() else { continue };
-            for (topo, sections) in topos {
-                if sections.get(speed_cable).is_some_and(Value::is_object) {
-                    found.push((
-                        format!("qos_params.{asic}.{topo}"),
-                        topo == "topo-any",
-                        sections.clone(),
-                    ));
-                }
+        // Every topology, in file order: (asic, topology, its sections).
+        let all: Vec<(&String, &String, &Value)> = asics
+            .iter()
+            .filter_map(|(asic, topos)| Some((asic, topos.as_object()?)))
+            .flat_map(|(asic, topos)| topos.iter().map(move |(t, v)| (asic, t, v)))
+            .collect();
+        let holds = |v: &Value| v.get(speed_cable).is_some_and(Value::is_object);
+        let listed = |only_holding: bool| -> String {
+            let names: Vec<String> = all
+                .iter()
+                .filter(|(_, _, v)| !only_holding || holds(v))
+                .map(|(_, t, v)| {
+                    let speeds: Vec<&String> = v
+                        .as_object()
+                        .into_iter()
+                        .flat_map(|o| o.iter())
+                        .filter(|(k, x)| k.starts_with(|c: char| c.is_ascii_digit()) && x.is_object())
+                        .map(|(k, _)| k)
+                        .collect();
+                    let speeds: Vec<&str> = speeds.iter().map(|s| s.as_str()).collect();
+                    format!("{} ({})", t.trim_start_matches("topo-"), speeds.join(", "))
+                })
+                .collect();
+            if names.is_empty() {
+                "none".to_string()
+            } else {
+                names.join("; ")
             }
-        }
-        found.sort_by_key(|(_, any, _)| !*any);
-        let (path, _, topo) = found.into_iter().next().ok_or_else(|| {
-            anyhow!("{name}: no topology has a `{speed_cable}` section (the source port's lossless profile is for {speed_cable})")
-        })?;
+        };
+        let (asic, t, sections) = match topo {
+            Some(want) => {
+                let want = want.trim();
+                let full = if want.starts_with("topo-") {
+                    want.to_string()
+                } else {
+                    format!("topo-{want}")
+                };
+                let found = all.iter().find(|(_, t, _)| **t == full).ok_or_else(|| {
+                    anyhow!(
+                        "{name}: --topo {want}: no such topology; the file has: {}",
+                        listed(false)
+                    )
+                })?;
+                if !holds(found.2) {
+                    bail!(
+                        "{name}: --topo {want}: {full} has no `{speed_cable}` section (the source port's lossless profile is for {speed_cable}); \
+                         topologies with one: {}",
+                        listed(true)
+                    );
+                }
+                *found
+            }
+            None => {
+                let mut found: Vec<&(&String, &String, &Value)> = all.iter().filter(|(_, _, v)| holds(v)).collect();
+                found.sort_by_key(|(_, t, _)| *t != "topo-any");
+                **found.first().ok_or_else(|| {
+                    anyhow!("{name}: no topology has a `{speed_cable}` section (the source port's lossless profile is for {speed_cable})")
+                })?
+            }
+        };
         Ok(Params {
-            path,
-            topo,
+            path: format!("qos_params.{asic}.{t}"),
+            topo: sections.clone(),
             speed_cable: speed_cable.to_string(),
         })
     }
@@ -150,7 +195,7 @@ mod tests {
     fn sections_by_speed_and_cable_then_topology_wide() {
         let text = "qos_params:\n  th2:\n    topo-t1:\n      100000_5m:\n        xoff_1: {dscp: 3, pkts_num_trig_pfc: 100}\n      \
                     xon_1: {dscp: 3, pkts_num_dismiss_pfc: \"12\"}\n";
-        let p = Params::parse(text, "p.yaml", "100000_5m").unwrap();
+        let p = Params::parse(text, "p.yaml", "100000_5m", None).unwrap();
         assert_eq!(p.path, "qos_params.th2.topo-t1");
         assert_eq!(p.int("xoff_1", "pkts_num_trig_pfc"), Some(100));
         assert_eq!(p.int("xon_1", "pkts_num_dismiss_pfc"), Some(12));
@@ -159,10 +204,12 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("xoff_1.pkts_num_trig_ingr_drp"));
-        let e = Params::parse(text, "p.yaml", "100000_40m").unwrap_err().to_string();
+        let e = Params::parse(text, "p.yaml", "100000_40m", None)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("no topology has a `100000_40m` section"), "{e}");
-        assert!(Params::parse("a: [", "p.yaml", "x").is_err());
-        assert!(Params::parse("qos: 1", "p.yaml", "x")
+        assert!(Params::parse("a: [", "p.yaml", "x", None).is_err());
+        assert!(Params::parse("qos: 1", "p.yaml", "x", None)
             .unwrap_err()
             .to_string()
             .contains("no `qos_params`"));
@@ -171,5 +218,36 @@ mod tests {
             Some("100000_300m")
         );
         assert_eq!(speed_cable("ingress_lossy_profile"), None);
+    }
+
+    /// `--topo` picks a topology by sonic-mgmt's testbed name, with or without `topo-`; an
+    /// unknown one, or one without the port's section, is refused with the topologies listed.
+    #[test]
+    fn topology_by_name() {
+        let text = "qos_params:\n  th5:\n    topo-a:\n      100000_5m:\n        xoff_1: {pkts_num_trig_pfc: 1}\n    \
+                    topo-b:\n      100000_5m:\n        xoff_1: {pkts_num_trig_pfc: 2}\n    topo-c:\n      400000_40m: {}\n";
+        let first = Params::parse(text, "p.yaml", "100000_5m", None).unwrap();
+        assert_eq!(first.path, "qos_params.th5.topo-a");
+        for name in ["b", "topo-b"] {
+            let p = Params::parse(text, "p.yaml", "100000_5m", Some(name)).unwrap();
+            assert_eq!(
+                (p.path.as_str(), p.int("xoff_1", "pkts_num_trig_pfc")),
+                ("qos_params.th5.topo-b", Some(2))
+            );
+        }
+        let e = Params::parse(text, "p.yaml", "100000_5m", Some("t1"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("--topo t1: no such topology; the file has: a (100000_5m); b (100000_5m); c (400000_40m)"),
+            "{e}"
+        );
+        let e = Params::parse(text, "p.yaml", "100000_5m", Some("c"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("topo-c has no `100000_5m` section") && e.contains("with one: a (100000_5m); b (100000_5m)"),
+            "{e}"
+        );
     }
 }

@@ -60,6 +60,7 @@ pub(super) fn read_pools(db: &ConfigDb, p: &mut Problems) -> Vec<Pool> {
             size,
             dynamic,
             xoff,
+            size_from: None,
         });
     }
     for (ingress, what) in [(true, "ingress"), (false, "egress")] {
@@ -75,6 +76,57 @@ pub(super) fn read_pools(db: &ConfigDb, p: &mut Problems) -> Vec<Pool> {
         }
     }
     out
+}
+
+/// The pools rocesw runs: the file's, or on a platform whose `size` is the whole service pool
+/// (`PoolSize::WholeLessReserves`) what is left of it shared: less the shared headroom pool
+/// (the ingress pools' `xoff`), every PG's reserve and, once per slice, every queue's
+/// reserve, each a whole number of cells. The slices then split the rest evenly, so a slice
+/// whose ports have fewer reserves than the others' gets the average.
+pub(super) fn shared_pools(
+    mut pools: Vec<Pool>,
+    pgs: &Bindings,
+    queues: &Bindings,
+    platform: &Platform,
+    p: &mut Problems,
+) -> Vec<Pool> {
+    if platform.pool_size != PoolSize::WholeLessReserves {
+        return pools;
+    }
+    let cell = u64::from(platform.cell_bytes);
+    let reserve = |b: &Bindings| -> (u64, usize) {
+        let held: Vec<u64> = b
+            .iter()
+            .flatten()
+            .flatten()
+            .map(|x| x.min.div_ceil(cell) * cell)
+            .collect();
+        (held.iter().sum(), held.iter().filter(|&&m| m > 0).count())
+    };
+    let ((pg_bytes, pg_n), (q_bytes, q_n)) = (reserve(pgs), reserve(queues));
+    let slices = u64::from(platform.slices.map_or(1, |s| s.count.max(1)));
+    let headroom: u64 = pools.iter().filter(|x| x.ingress).map(|x| x.xoff).sum();
+    let taken = headroom + pg_bytes + slices * q_bytes;
+    for pool in &mut pools {
+        let at = format!("BUFFER_POOL|{}|size", pool.name);
+        if pool.size <= taken {
+            p.error(
+                Origin::new("BUFFER_POOL", &pool.name, "size"),
+                format!(
+                    "{} B: on {} it holds the shared headroom pool ({headroom} B) and the reserves                      ({pg_bytes} B of PGs, {slices} × {q_bytes} B of queues), {taken} B: nothing is left to share",
+                    pool.size, platform.name
+                ),
+            );
+            continue;
+        }
+        pool.size_from = Some(format!(
+            "{at} {} − {headroom} (xoff) − {pg_bytes} ({pg_n} PG reserves) − {slices} × {q_bytes} \
+             ({q_n} queue reserves, kept in each slice): on {} size is the whole service pool",
+            pool.size, platform.name
+        ));
+        pool.size -= taken;
+    }
+    pools
 }
 
 /// The fields of BUFFER_PROFILE.

@@ -6,7 +6,7 @@
 
 use super::db::{expand_key, reference, references, ConfigDb, Fields, Origin};
 use super::headroom::{self, LookupRow, TrafficPattern};
-use super::platform::{self, Platform, SizeMeaning};
+use super::platform::{self, Platform, PoolSize, SizeMeaning};
 use std::collections::{BTreeMap, BTreeSet};
 
 mod buffers;
@@ -295,6 +295,7 @@ pub fn import(db: &ConfigDb, opts: &ImportOptions) -> Result<Imported, Vec<Strin
         let _ = buffers::read_profile(db, name, &pools, &mut p);
     }
     let (pgs, queues) = read_buffers(db, &ports, &pools, &mut lossless_pgs, platform, lookup.as_ref(), &mut p);
+    let pools = buffers::shared_pools(pools, &pgs, &queues, platform, &mut p);
     // A PG buffermgrd made no profile for is lossy: its priorities leave the port's PFC.
     for ((prios, lossless), x) in port_prios.iter_mut().zip(&lossless_pgs).zip(&ports) {
         let tc_to_pg = maps.tc_to_pg_of(&x.name);
@@ -477,6 +478,9 @@ struct Pool {
     size: u64,
     dynamic: bool,
     xoff: u64,
+    /// How `size` follows from the file's where it is not the file's own (the platform's
+    /// `PoolSize`), for its comment.
+    size_from: Option<String>,
 }
 
 /// Per port (by position), per PG and per queue: the buffer it runs with.

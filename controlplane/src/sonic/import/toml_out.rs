@@ -256,7 +256,8 @@ fn document(t: &TomlParts<'_>) -> DocumentMut {
             if pool.ingress { "ingress" } else { "egress" },
             &format!("{o}|type"),
         );
-        set(&mut pt, "size", size(pool.size), &format!("{o}|size"));
+        let from = pool.size_from.clone().unwrap_or_else(|| format!("{o}|size"));
+        set(&mut pt, "size", size(pool.size), &from);
         set(
             &mut pt,
             "mode",

@@ -411,7 +411,7 @@ pub enum Sonic {
 ",
         "/etc/sonic/config_db.json. Platforms: spectrum1, spectrum2, spectrum3, spectrum4,
 ",
-        "tomahawk2 (from DEVICE_METADATA's platform unless --platform)."
+        "tomahawk1, tomahawk2, tomahawk5 (from DEVICE_METADATA's platform unless --platform)."
     ))]
     Import {
         /// The config_db.json (nested tables, flat TABLE|key entries, or both).
@@ -468,7 +468,7 @@ pub enum Sonic {
 #[derive(Args)]
 pub struct SonicArgs {
     /// The ASIC whose buffer rules apply, over DEVICE_METADATA's platform: spectrum1,
-    /// spectrum2, spectrum3, spectrum4 or tomahawk2.
+    /// spectrum2, spectrum3, spectrum4, tomahawk1, tomahawk2 or tomahawk5.
     #[arg(long, value_name = "NAME")]
     pub platform: Option<String>,
     /// The platform's pg_profile_lookup.ini (speed cable size xon xoff threshold
