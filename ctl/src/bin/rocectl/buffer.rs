@@ -336,6 +336,47 @@ fn computed_headroom(index: usize, port: &PortConfig, o: &Origins) -> String {
     s
 }
 
+/// A validation warning about an import's value (`port[0].pg.3.headroom (47104B) is below …`)
+/// with the origin of the key it names, as the import's comment gives it
+/// (`port[0].pg.3.headroom (47104B, BUFFER_PROFILE|pg_lossless_100000_5m_profile|xoff × 2: …)`):
+/// the SONiC user reads the table, key and field to change, not only the TOML key. A warning
+/// about a hand-written config, or one that names no key the text writes, is left as it is.
+pub fn with_origin(toml: &str, warning: &str) -> String {
+    let origins = Origins::parse(toml);
+    if !origins.comments {
+        return warning.to_string();
+    }
+    let key = warning.split([' ', ':']).next().unwrap_or("");
+    let Some(path) = parse_path(key) else {
+        return warning.to_string();
+    };
+    let origin = origins.sourced((), &[path]);
+    if origin.key.is_none() || origin.origin == key {
+        return warning.to_string();
+    }
+    let rest = &warning[key.len()..];
+    match rest.strip_prefix(" (").and_then(|r| r.split_once(')')) {
+        Some((value, after)) => format!("{key} ({value}, {}){after}", origin.origin),
+        None => format!("{key} ({}){rest}", origin.origin),
+    }
+}
+
+/// `port[0].pg.3.headroom` as steps; None for what is not a plain key path.
+fn parse_path(key: &str) -> Option<Vec<Step<'_>>> {
+    let mut steps = Vec::new();
+    for part in key.split('.') {
+        match part.split_once('[') {
+            Some((k, i)) => {
+                steps.push(Step::Key(k));
+                steps.push(Step::Index(i.strip_suffix(']')?.parse().ok()?));
+            }
+            None if !part.is_empty() => steps.push(Step::Key(part)),
+            None => return None,
+        }
+    }
+    (!steps.is_empty()).then_some(steps)
+}
+
 /// One step of a path into the config's text: a key, or an index into an array of tables.
 #[derive(Debug, Clone, Copy)]
 enum Step<'a> {

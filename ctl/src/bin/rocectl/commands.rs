@@ -18,12 +18,21 @@ use std::time::{Duration, Instant};
 /// `rocectl check`.
 /// `file` loaded as `check` reads it: a config_db.json with `--platform` / `--pg-lookup` as
 /// `sonic import` takes them; either flag on a TOML config is refused.
-fn load_checked(file: &Path, sonic: &crate::cli::SonicArgs) -> Result<controlplane::Loaded, controlplane::ConfigError> {
+/// Also the TOML it ran as (an import's, for a config_db.json), whose comments name the
+/// origins of an import's values.
+fn load_checked(
+    file: &Path,
+    sonic: &crate::cli::SonicArgs,
+) -> Result<(controlplane::Loaded, String), controlplane::ConfigError> {
     use controlplane::{ConfigError, ConfigErrorKind};
-    if sonic.platform.is_none() && sonic.pg_lookup.is_none() {
-        return controlplane::load_file(file);
-    }
     let io = |e: String| ConfigError::new(ConfigErrorKind::Io, vec![e]);
+    if sonic.platform.is_none() && sonic.pg_lookup.is_none() {
+        let loaded = controlplane::load_file(file)?;
+        // Read again only for the origins (load_file said why it could not read it).
+        let text = controlplane::files::read_text(file).map_err(io)?;
+        let toml = controlplane::config_toml(&text)?.into_owned();
+        return Ok((loaded, toml));
+    }
     let text = controlplane::files::read_text(file).map_err(io)?;
     if !controlplane::sonic::looks_like_config_db(&text) {
         return Err(io(format!(
@@ -36,12 +45,13 @@ fn load_checked(file: &Path, sonic: &crate::cli::SonicArgs) -> Result<controlpla
         problems.insert(0, "a SONiC config_db.json that cannot be imported:".to_string());
         ConfigError::new(ConfigErrorKind::Invalid, problems)
     })?;
-    controlplane::load_str(&imported.toml)
+    let loaded = controlplane::load_str(&imported.toml)?;
+    Ok((loaded, imported.toml))
 }
 
 pub fn check(file: &Path, verbose: bool, sonic: &crate::cli::SonicArgs) -> ExitCode {
     match load_checked(file, sonic) {
-        Ok(loaded) => {
+        Ok((loaded, toml)) => {
             // A config whose ports would write over what they or the config read cannot run:
             // `rocesw run` refuses it, so `check` must not call it valid.
             let ins = [("the config".to_string(), file)];
@@ -58,7 +68,7 @@ pub fn check(file: &Path, verbose: bool, sonic: &crate::cli::SonicArgs) -> ExitC
                 return ExitCode::FAILURE;
             }
             for w in &loaded.warnings {
-                println!("warning: {w}");
+                println!("warning: {}", crate::buffer::with_origin(&toml, w));
             }
             let c = &loaded.config;
             println!(
