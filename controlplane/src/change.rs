@@ -246,7 +246,11 @@ mod tests {
         let mut r = base();
         let small = r.prepare(Edit::Fragment("[pg.3]\nheadroom = \"1KiB\"\n")).unwrap();
         assert_eq!(small.warnings.len(), 1, "{:?}", small.warnings);
-        assert!(small.warnings[0].starts_with("pg.3.headroom (1KiB) is below"), "{:?}", small.warnings);
+        assert!(
+            small.warnings[0].starts_with("pg.3.headroom (1KiB) is below"),
+            "{:?}",
+            small.warnings
+        );
         r.commit(small);
         let later = r.prepare(Edit::Fragment("[ecn.roce]\nkmax = \"300KB\"\n")).unwrap();
         assert_eq!(later.warnings, Vec::<String>::new(), "the headroom warning was said");
@@ -254,7 +258,9 @@ mod tests {
         // A config that warned at start says it at start (rocectl check, rocesw run's line),
         // not in its first change.
         let started = Running::load(r.text.clone()).unwrap();
-        let p = started.prepare(Edit::Fragment("[ecn.roce]\nkmax = \"300KB\"\n")).unwrap();
+        let p = started
+            .prepare(Edit::Fragment("[ecn.roce]\nkmax = \"300KB\"\n"))
+            .unwrap();
         assert!(p.warnings.is_empty(), "{:?}", p.warnings);
     }
 

@@ -677,7 +677,7 @@ fn vlarb_admit_for_one_port_of_a_config_with_request_files() {
     let text = std::fs::read_to_string(&conf).unwrap();
     let t = merged(&text, &frag);
     let changed = controlplane::patch::changed_keys(&text.parse().unwrap(), &t);
-    assert_eq!(changed, ["port"], "only the port array moves");
+    assert_eq!(changed, ["port[1].scheduler", "port[1].vlarb"], "only port 1 moves");
     let ports = t["port"].as_array().unwrap();
     let old: toml::Table = text.parse().unwrap();
     for (p, o) in ports.iter().zip(old["port"].as_array().unwrap()) {
@@ -1345,10 +1345,15 @@ fn check_names_the_sonic_field_a_warned_value_came_from() {
         .collect();
     assert_eq!(w.len(), 1, "{out}");
     assert!(
-        w[0].starts_with("warning: port[0].pg.3.headroom (4096B, BUFFER_PROFILE|pg_lossless_100000_5m_profile|xoff × 2"),
+        w[0].starts_with(
+            "warning: port[0].pg.3.headroom (4096B, BUFFER_PROFILE|pg_lossless_100000_5m_profile|xoff × 2"
+        ),
         "{out}"
     );
-    assert!(w[0].contains(") is below the headroom computed for Ethernet0 (port 0)"), "{out}");
+    assert!(
+        w[0].contains(") is below the headroom computed for Ethernet0 (port 0)"),
+        "{out}"
+    );
     // A hand-written config's warnings name its keys alone.
     let toml = dir.path().join("small.toml");
     let text = std::fs::read_to_string(config("default.toml")).unwrap();

@@ -129,7 +129,10 @@ fn a_configs_warnings_are_counted_in_one_line_that_points_at_check() {
     assert!(n >= 1, "the config warns");
     let (code, err) = gen(&dir.path().join("out"), &["--config", cfg.to_str().unwrap()]);
     assert_eq!(code, Some(0), "{err}");
-    assert!(!err.contains("is below the headroom"), "the warning itself is check's: {err}");
+    assert!(
+        !err.contains("is below the headroom"),
+        "the warning itself is check's: {err}"
+    );
     let want = format!("`rocectl check {}` lists", cfg.display());
     assert_eq!(err.matches(&want).count(), 1, "{err}");
 }

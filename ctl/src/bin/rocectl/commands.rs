@@ -249,10 +249,12 @@ fn port_filter(known: &[(u16, Option<&str>)], wanted: &[String]) -> Result<Optio
 }
 
 /// The id of the port a user named (`Ethernet8` or `8`) on the switch behind `c`; an unknown
-/// one is an error listing the ports.
-pub fn port_id(c: &mut protocol::Client, wanted: &str) -> Result<u16, String> {
+/// one is an error listing the ports; with its name where the switch's config gives one.
+pub fn port_named(c: &mut protocol::Client, wanted: &str) -> Result<(u16, Option<String>), String> {
     let snap: Snapshot = c.call_as(Op::Counters).map_err(err)?;
-    controlplane::model::find_port(&ports_of(&snap), wanted, "the switch")
+    let id = controlplane::model::find_port(&ports_of(&snap), wanted, "the switch")?;
+    let name = snap.ports.iter().find(|p| p.id == id).and_then(|p| p.name.clone());
+    Ok((id, name))
 }
 
 fn ports_of(s: &Snapshot) -> Vec<(u16, Option<&str>)> {
@@ -549,11 +551,21 @@ fn show_buffer(c: &mut protocol::Client, ports: &[String], json: bool, cells: bo
 pub fn change(socket: &Endpoint, op: Op) -> Result<(), String> {
     let mut c = connect(socket)?;
     let answer: ApplyData = c.call_as(op).map_err(err)?;
-    report_change(&answer);
+    // The config now running, for its ports' names (a changed key names its port by them).
+    let running: Option<toml::Table> = match answer.changed.iter().any(|k| k.starts_with("port[")) {
+        true => c
+            .call_as::<protocol::ConfigData>(Op::GetConfig)
+            .ok()
+            .and_then(|d| d.toml.parse().ok()),
+        false => None,
+    };
+    report_change(&answer, running.as_ref());
     Ok(())
 }
 
-fn report_change(answer: &ApplyData) {
+/// What a change did: its new warnings, and the keys it changed (a port's by its name, from
+/// `root`, the config now running, where it has one).
+fn report_change(answer: &ApplyData, root: Option<&toml::Table>) {
     for w in &answer.warnings {
         println!("warning: {w}");
     }
@@ -562,7 +574,13 @@ fn report_change(answer: &ApplyData) {
     } else if answer.changed.is_empty() {
         println!("applied: nothing changed");
     } else {
-        println!("applied; changed: {}", answer.changed.join(", "));
+        let keys: Vec<String> = match root {
+            Some(r) => (answer.changed.iter())
+                .map(|k| controlplane::patch::key_by_port_name(r, k))
+                .collect(),
+            None => answer.changed.clone(),
+        };
+        println!("applied; changed: {}", keys.join(", "));
     }
 }
 
@@ -603,7 +621,7 @@ pub fn set_knob(socket: &Endpoint, set: &ctl::set::Set) -> Result<(), String> {
         };
         match c.call_as::<ApplyData>(op) {
             Ok(answer) => {
-                report_change(&answer);
+                report_change(&answer, Some(&table));
                 return Ok(());
             }
             Err(protocol::ClientError::Refused(e))
