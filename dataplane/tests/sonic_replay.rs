@@ -161,7 +161,12 @@ fn a_short_xoff_shows_up_as_lost_lossless_frames() {
 /// Frames of 97 B take two 96 B cells for 121 B of line time (1 KiB ones 11 cells for 1048 B),
 /// and a PFC frame waits for the jumbo frame the port is sending. So a sender of 97 B frames on
 /// Ethernet0, whose egress carries a lossy jumbo flow, overflows the shipped headroom, and not
-/// the formula's: check warns exactly about the file that loses frames.
+/// the formula's: check warns about the file that loses frames. (Measured: the shipped 491
+/// cells lose 35 frames, their peak 490; SONiC's 875 peak at 560; without the jumbo flow the
+/// shipped ones hold. check asks 794 cells of this port: its formula also counts MAC/PHY delay
+/// and the cable both ways, which replay's peer model leaves out, and frames of the MTU where
+/// these are small, so a headroom between what a replay can fill and the formula's is warned
+/// about though no replay here loses a frame.)
 #[test]
 fn the_headroom_check_warns_about_the_file_that_loses_small_frames() {
     let dir = tempfile::tempdir().unwrap();
