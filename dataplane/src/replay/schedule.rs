@@ -240,7 +240,9 @@ impl Step {
                 .iter()
                 // A port step's own keys (`port[2].tx`, or `port` when the array moved) are said
                 // by its `port.NAME: …` above.
-                .filter(|k| ports.is_empty() || patch_touches_ports || !(k.as_str() == "port" || k.starts_with("port[")))
+                .filter(|k| {
+                    ports.is_empty() || patch_touches_ports || !(k.as_str() == "port" || k.starts_with("port["))
+                })
                 .cloned(),
         );
         parts.join("; ")
