@@ -44,6 +44,9 @@ pub struct Running {
     /// The largest frame the switch's packet slots hold (`memory::footprint(..).slot_bytes`
     /// of the config it started with).
     slot_bytes: u64,
+    /// The running config's validation warnings: said once, so a change reports only the
+    /// warnings it brings (empty for a switch [`Running::started`] with a loaded config).
+    warnings: Vec<String>,
 }
 
 /// A change that passed every step, not yet applied.
@@ -53,8 +56,13 @@ pub struct Prepared {
     pub text: String,
     /// The validated config the change leads to.
     pub config: Config,
-    /// Its validation warnings (valid, but probably not intended).
+    /// Its validation warnings that the running config did not have (valid, but probably not
+    /// intended): the ones this change brings. A change that keeps a warning does not say it
+    /// again; `rocectl check` on the running config lists them all.
     pub warnings: Vec<String>,
+    /// Every validation warning of the new config (what the running config has once it is
+    /// committed).
+    all_warnings: Vec<String>,
     /// Dotted paths of every value that differs from the running config, sorted
     /// (`patch::changed_keys`); empty when the change sets what is already set.
     pub changed: Vec<String>,
@@ -105,8 +113,10 @@ impl Running {
     pub fn load(text: String) -> Result<Running, ConfigError> {
         // A config_db.json runs as the TOML it imports to: that is the text edits apply to.
         let text = crate::config_toml(&text)?.into_owned();
-        let config = crate::load_str(&text)?.config;
-        Ok(Running::started(text, config))
+        let loaded = crate::load_str(&text)?;
+        let mut running = Running::started(text, loaded.config);
+        running.warnings = loaded.warnings;
+        Ok(running)
     }
 
     /// As [`Running::load`], for a caller that has loaded `text` already (`config` must be what
@@ -124,6 +134,7 @@ impl Running {
             version: 1,
             table,
             slot_bytes,
+            warnings: Vec::new(),
         }
     }
 
@@ -167,11 +178,16 @@ impl Running {
         if let Some(why) = refusal {
             return Err(ChangeError::Refused(why));
         }
+        let new: Vec<String> = (loaded.warnings.iter())
+            .filter(|w| !self.warnings.contains(w))
+            .cloned()
+            .collect();
         Ok(Prepared {
             changed: patch::changed_keys(&self.table, &table),
             text,
             config: loaded.config,
-            warnings: loaded.warnings,
+            warnings: new,
+            all_warnings: loaded.warnings,
             table,
         })
     }
@@ -186,6 +202,7 @@ impl Running {
         self.text = change.text;
         self.config = change.config;
         self.table = change.table;
+        self.warnings = change.all_warnings;
         self.version += 1;
     }
 }
@@ -220,6 +237,31 @@ mod tests {
             .unwrap()
             .changed
             .is_empty());
+    }
+
+    /// Issue 49 item 4: a warning is said by the change that brings it, not again by every
+    /// later change of a config that still has it.
+    #[test]
+    fn a_warning_is_said_once_by_the_change_that_brings_it() {
+        let mut r = base();
+        let small = r.prepare(Edit::Fragment("[pg.3]\nheadroom = \"1KiB\"\n")).unwrap();
+        assert_eq!(small.warnings.len(), 1, "{:?}", small.warnings);
+        assert!(
+            small.warnings[0].starts_with("pg.3.headroom (1KiB) is below"),
+            "{:?}",
+            small.warnings
+        );
+        r.commit(small);
+        let later = r.prepare(Edit::Fragment("[ecn.roce]\nkmax = \"300KB\"\n")).unwrap();
+        assert_eq!(later.warnings, Vec::<String>::new(), "the headroom warning was said");
+        assert_eq!(later.all_warnings.len(), 1, "the config still has it");
+        // A config that warned at start says it at start (rocectl check, rocesw run's line),
+        // not in its first change.
+        let started = Running::load(r.text.clone()).unwrap();
+        let p = started
+            .prepare(Edit::Fragment("[ecn.roce]\nkmax = \"300KB\"\n"))
+            .unwrap();
+        assert!(p.warnings.is_empty(), "{:?}", p.warnings);
     }
 
     #[test]

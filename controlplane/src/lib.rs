@@ -41,6 +41,23 @@ pub struct Loaded {
     pub warnings: Vec<String>,
 }
 
+impl Loaded {
+    /// What a command that only uses the config (replay, gen, run, ...) says of its warnings:
+    /// one line that counts them and names the command that lists them, so they are said in
+    /// full once, by `rocectl check`, not again by every command that reads the same file.
+    /// None when there are none.
+    pub fn warnings_pointer(&self, file: &str) -> Option<String> {
+        let n = self.warnings.len();
+        (n > 0).then(|| {
+            format!(
+                "{file}: {n} warning{} (valid, but probably not intended): `rocectl check {file}` lists {}",
+                if n == 1 { "" } else { "s" },
+                if n == 1 { "it" } else { "them" }
+            )
+        })
+    }
+}
+
 /// What stopped a configuration from loading.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ConfigErrorKind {

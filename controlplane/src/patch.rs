@@ -164,11 +164,44 @@ fn diff(prefix: &str, old: &Table, new: &Table, out: &mut Vec<String>) {
         match (v, new.get(k)) {
             (Value::Table(a), Some(Value::Table(b))) => diff(&path(k), a, b, out),
             (a, Some(b)) if a == b => {}
+            // An array of tables that keeps its length (`[[port]]` with one port's PG
+            // changed): the keys within it, `port[1].pg.3.alpha`, as `set ecn` names its own.
+            (Value::Array(a), Some(Value::Array(b))) if a.len() == b.len() && tables(a) && tables(b) => {
+                for (i, (x, y)) in a.iter().zip(b).enumerate() {
+                    if let (Value::Table(x), Value::Table(y)) = (x, y) {
+                        diff(&format!("{}[{i}]", path(k)), x, y, out);
+                    }
+                }
+            }
             _ => out.push(path(k)),
         }
     }
     for k in new.keys().filter(|k| !old.contains_key(*k)) {
         out.push(path(k));
+    }
+}
+
+/// Whether every element of `a` is a table (an array of tables).
+fn tables(a: &[Value]) -> bool {
+    a.iter().all(Value::is_table)
+}
+
+/// A changed key as the user names the port it is in: `port[1].pg.3.alpha` of a port named
+/// `Ethernet4` in `root` reads `Ethernet4.pg.3.alpha`; any other key as it is.
+pub fn key_by_port_name(root: &Table, key: &str) -> String {
+    let Some(rest) = key.strip_prefix("port[") else {
+        return key.to_string();
+    };
+    let Some((i, tail)) = rest.split_once(']') else {
+        return key.to_string();
+    };
+    let name = i
+        .parse::<usize>()
+        .ok()
+        .and_then(|i| root.get("port")?.as_array()?.get(i)?.get("name")?.as_str());
+    match (name, tail.strip_prefix('.')) {
+        (Some(n), Some(tail)) => format!("{n}.{tail}"),
+        _ => key.to_string(),
     }
 }
 
@@ -199,6 +232,22 @@ mod tests {
         let new = t("a = 1\n[b]\nc = 5\ne = 6\n");
         assert_eq!(changed_keys(&old, &new), vec!["b.c", "b.d", "b.e"]);
         assert!(changed_keys(&old, &old).is_empty());
+    }
+
+    /// Issue 49 item 5: a change within one `[[port]]` names its keys, as a change of a global
+    /// table does (it said `port`), and by the port's name where it has one.
+    #[test]
+    fn changed_keys_reach_into_an_array_of_tables() {
+        let old = t("[[port]]\nid = 0\n[[port]]\nid = 4\nname = \"Ethernet4\"\n[port.pg.3]\nalpha = 1\n");
+        let new = t("[[port]]\nid = 0\n[[port]]\nid = 4\nname = \"Ethernet4\"\n[port.pg.3]\nalpha = 2\n");
+        let keys = changed_keys(&old, &new);
+        assert_eq!(keys, ["port[1].pg.3.alpha"]);
+        assert_eq!(key_by_port_name(&new, &keys[0]), "Ethernet4.pg.3.alpha");
+        assert_eq!(key_by_port_name(&new, "port[0].speed"), "port[0].speed", "no name");
+        assert_eq!(key_by_port_name(&new, "ecn.roce.kmax"), "ecn.roce.kmax");
+        // A port added or removed moves the array as a whole.
+        let fewer = t("[[port]]\nid = 0\n");
+        assert_eq!(changed_keys(&old, &fewer), ["port"]);
     }
 
     /// Issue 23 item 9: a typo in a 4-line fragment is reported at line 4 of the fragment

@@ -606,7 +606,8 @@ pub struct ConfigData {
 pub struct ApplyData {
     /// Dotted TOML key paths whose value changed, sorted.
     pub changed: Vec<String>,
-    /// The new config's validation warnings.
+    /// The new config's validation warnings that the running config did not have: each
+    /// warning is said once, by the change that brings it (`rocectl check` lists them all).
     pub warnings: Vec<String>,
     /// The running config's version now (see [`ConfigData::version`]).
     #[serde(default)]

@@ -265,6 +265,11 @@ pub struct PortBuffer {
 /// The shared buffer pool.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PoolBuffer {
+    /// The buffer's cell, in bytes: every `_cells` figure of the snapshot (the pool's, the
+    /// ports', queues' and PGs') counts cells of this size, so a reader of summary.json or of
+    /// `counters` needs no config to turn them into bytes. 0 from a switch older than it.
+    #[serde(default)]
+    pub cell_bytes: u32,
     /// The whole buffer in cells (`buffer.size` / `buffer.cell`, rounded up).
     pub total_cells: u32,
     /// Cells left for the shared pool once minimums and headroom are reserved.

@@ -1112,7 +1112,10 @@ mod tests {
         let daemon = render_metrics(&mut None, &gone, "s1", &state);
         let mut m = Metrics::default();
         m.cell_bytes = Some(256);
-        m.add_snapshot("s1", &crate::metrics::tests::snapshot());
+        // A named port, as every port of a SONiC import is: its series carry `name`.
+        let mut snap = crate::metrics::tests::snapshot();
+        snap.ports[0].name = Some("Ethernet8".into());
+        m.add_snapshot("s1", &snap);
         let mut served = families(&daemon);
         served.extend(families(&m.encode()));
         assert!(served.contains_key("rocectl_daemon_dataplane_up"), "{served:?}");
@@ -1120,6 +1123,45 @@ mod tests {
 
         let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/grafana/rocesw.json");
         let dash: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+        // Issue 49 item 7: ports by name. Every sum that keeps a port keeps its name, and every
+        // legend that shows a port's id shows its name; each legend's labels are on the
+        // series its query gives.
+        let mut targets: Vec<(&str, &str)> = Vec::new();
+        for panel in dash["panels"].as_array().unwrap() {
+            for t in panel["targets"].as_array().into_iter().flatten() {
+                targets.push((t["expr"].as_str().unwrap(), t["legendFormat"].as_str().unwrap_or("")));
+            }
+        }
+        for (expr, legend) in &targets {
+            for part in expr.split("by (").skip(1) {
+                let by: Vec<&str> = part[..part.find(')').unwrap()].split(',').map(str::trim).collect();
+                assert!(
+                    !by.contains(&"port") || by.contains(&"name"),
+                    "{expr}: sums ports without their names"
+                );
+            }
+            assert!(!legend.contains("{{port}}") || legend.contains("{{name}}"), "{legend}");
+            let names: Vec<&str> = ["rocesw_", "rocectl_"].iter().flat_map(|p| names_in(expr, p)).collect();
+            for label in legend.split("{{").skip(1).map(|l| &l[..l.find("}}").unwrap()]) {
+                assert!(
+                    names.iter().all(|n| served.get(*n).is_some_and(|l| l.contains(label))),
+                    "{expr}: legend label {label} is not on its series"
+                );
+            }
+        }
+        // The pools (SONiC's BUFFER_POOL, with their shared headroom pools) and the PG
+        // watermarks have panels of their own.
+        for wanted in [
+            "rocesw_buffer_pool_used_bytes",
+            "rocesw_buffer_pool_headroom_used_bytes",
+            "rocesw_pg_peak_bytes",
+            "rocesw_pg_peak_headroom_bytes",
+        ] {
+            assert!(
+                targets.iter().any(|(e, _)| names_in(e, "rocesw_").contains(&wanted)),
+                "no panel shows {wanted}"
+            );
+        }
         let mut exprs = Vec::new();
         strings_under(&dash["panels"], "expr", &mut exprs);
         strings_under(&dash["templating"], "query", &mut exprs);

@@ -169,7 +169,7 @@ fn is_level(field: &str) -> bool {
         || field.starts_with("peak")
         || field.contains("watermark")
         || field.ends_with("_now")
-        || matches!(field, "behind_ns" | "link_up")
+        || matches!(field, "behind_ns" | "link_up" | "cell_bytes")
 }
 
 /// What a number of the snapshot is, for the metric's HELP line (`prefix` as in its name:
@@ -247,6 +247,7 @@ fn describe(prefix: &str, field: &str) -> Option<&'static str> {
         ("pool", "shared_cells") => "cells of the shared pool (the buffer less reservations and headroom)",
         ("pool", "used_cells") => "cells in use now",
         ("pool", "peak_used_cells") => "peak of the cells in use",
+        ("pool", "cell_bytes") => "bytes per buffer cell (every _cells figure counts cells of this size)",
         ("pool", "ingress_shared_cells") => "shared cells in use, as the ingress side counts them",
         ("pool", "peak_ingress_shared_cells") => "peak of the shared cells in use, ingress side",
         ("pool", "egress_shared_cells") => "shared cells in use, as the egress side counts them",
@@ -585,6 +586,7 @@ impl Metrics {
             }
         }
         let PoolBuffer {
+            cell_bytes,
             total_cells,
             shared_cells,
             used_cells,
@@ -598,6 +600,7 @@ impl Metrics {
             "pool",
             &base,
             &[
+                ("cell_bytes", cell_bytes.into()),
                 ("total_cells", total_cells.into()),
                 ("shared_cells", shared_cells.into()),
                 ("used_cells", used_cells.into()),
@@ -953,6 +956,56 @@ pub(crate) mod tests {
         for help in text.lines().filter(|l| l.starts_with("# HELP rocesw_buffer_pool")) {
             assert!(!help.contains("PROTOCOL.md"), "a HELP without a description: {help}");
         }
+    }
+
+    /// Issue 49 item 7: at 512 ports (an SN5600's, nothing tested more than a few) each port's
+    /// series are there once, under its own id and name, with its own figures, and the cell
+    /// size is a gauge of its own.
+    #[test]
+    fn every_port_of_512_has_its_own_named_series() {
+        let mut snap = snapshot();
+        let template = snap.ports[0].clone();
+        snap.ports = (0..512u16)
+            .map(|i| {
+                let mut p = template.clone();
+                p.id = i;
+                p.name = Some(format!("Ethernet{}", 4 * u32::from(i)));
+                p.rx_packets = 1000 + u64::from(i);
+                p.pgs[0].peak_cells = u32::from(i);
+                p
+            })
+            .collect();
+        snap.buffer.cell_bytes = 96;
+        let mut m = Metrics {
+            cell_bytes: Some(96),
+            ..Default::default()
+        };
+        m.add_snapshot("s1", &snap);
+        let text = m.encode();
+        for i in 0..512u32 {
+            let labels = format!(r#"switch="s1",port="{i}",name="Ethernet{}""#, 4 * i);
+            let rx = format!("rocesw_port_rx_packets_total{{{labels}}}");
+            assert_eq!(value(&text, &rx), Some(f64::from(1000 + i)), "{rx}");
+            let peak = format!(r#"rocesw_pg_peak_bytes{{{labels},pg="3"}}"#);
+            assert_eq!(value(&text, &peak), Some(f64::from(i) * 96.0), "{peak}");
+        }
+        let rx_series = text
+            .lines()
+            .filter(|l| l.starts_with("rocesw_port_rx_packets_total{"))
+            .count();
+        assert_eq!(rx_series, 512);
+        let names: std::collections::BTreeSet<&str> = text
+            .lines()
+            .filter(|l| l.starts_with("rocesw_port_rx_packets_total{"))
+            .filter_map(|l| l.split("name=\"").nth(1)?.split('"').next())
+            .collect();
+        assert_eq!(names.len(), 512, "one name a port");
+        assert_eq!(
+            value(&text, r#"rocesw_pool_cell_bytes{switch="s1"}"#),
+            Some(96.0),
+            "{}",
+            &text[..2000]
+        );
     }
 
     /// The value of `series` (name and labels exactly) in an exposition.

@@ -677,7 +677,7 @@ fn vlarb_admit_for_one_port_of_a_config_with_request_files() {
     let text = std::fs::read_to_string(&conf).unwrap();
     let t = merged(&text, &frag);
     let changed = controlplane::patch::changed_keys(&text.parse().unwrap(), &t);
-    assert_eq!(changed, ["port"], "only the port array moves");
+    assert_eq!(changed, ["port[1].scheduler", "port[1].vlarb"], "only port 1 moves");
     let ports = t["port"].as_array().unwrap();
     let old: toml::Table = text.parse().unwrap();
     for (p, o) in ports.iter().zip(old["port"].as_array().unwrap()) {
@@ -1327,4 +1327,41 @@ fn check_states_the_start_up_memory_of_an_sn5600_sized_config() {
         ),
         "{out}"
     );
+}
+
+/// Issue 49 item 4: a warning about an imported value names where the file gave it
+/// (`TABLE|key|field`) beside the TOML key it became, so a SONiC user knows what to change.
+#[test]
+fn check_names_the_sonic_field_a_warned_value_came_from() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = std::fs::read_to_string(config("sonic/spectrum1-t1.json")).unwrap();
+    // The 5 m profile's xoff cut to 2 KiB: short on every 5 m port, whatever the formula.
+    let short = json.replacen("\"xoff\": \"23552\"", "\"xoff\": \"2048\"", 1);
+    assert_ne!(short, json);
+    let file = dir.path().join("config_db.json");
+    std::fs::write(&file, short).unwrap();
+    let (ok, out, err) = rocectl(&["check", file.to_str().unwrap()]);
+    assert!(ok, "{err}");
+    let w: Vec<&str> = out
+        .lines()
+        .filter(|l| l.starts_with("warning: port[0].pg.3.headroom ("))
+        .collect();
+    assert_eq!(w.len(), 1, "{out}");
+    assert!(
+        w[0].starts_with(
+            "warning: port[0].pg.3.headroom (4096B, BUFFER_PROFILE|pg_lossless_100000_5m_profile|xoff × 2"
+        ),
+        "{out}"
+    );
+    assert!(
+        w[0].contains(") is below the headroom computed for Ethernet0 (port 0)"),
+        "{out}"
+    );
+    // A hand-written config's warnings name its keys alone.
+    let toml = dir.path().join("small.toml");
+    let text = std::fs::read_to_string(config("default.toml")).unwrap();
+    std::fs::write(&toml, text.replacen("headroom = \"auto\"", "headroom = \"1KiB\"", 1)).unwrap();
+    let (ok, out, err) = rocectl(&["check", toml.to_str().unwrap()]);
+    assert!(ok, "{err}");
+    assert!(out.contains("warning: pg.3.headroom (1KiB) is below"), "{out}");
 }

@@ -210,7 +210,10 @@ fn a_sonic_switch_is_shown_and_measured_by_port_names() {
             cap.to_str().unwrap(),
         ],
     );
-    assert!(ok && err.contains("capturing port 8 "), "{err}");
+    assert!(
+        ok && err.contains("capturing Ethernet8 (port 8) "),
+        "the name it was given: {err}"
+    );
     assert!(cap.exists(), "{err}");
     let never = d.join("never.pcap");
     let (ok, _, err) = ctl(
@@ -242,9 +245,50 @@ fn a_sonic_switch_is_shown_and_measured_by_port_names() {
         "{xoff}"
     );
     assert!(
-        xoff.split_whitespace().nth(4) == Some("46KiB"),
-        "two of the 5 m profile's 23552 B xoff (Spectrum's shared headroom pool): {xoff}"
+        xoff.split_whitespace().nth(4) == Some("47104B"),
+        "two of the 5 m profile's 23552 B xoff (Spectrum's shared headroom pool), in bytes: {xoff}"
     );
+    // Issue 49 item 5: every value of that PG names the 5 m profile, also those whose value
+    // the 40 m profile (the global [pg.3]) shares; sizes in one unit, bytes.
+    let pg3: Vec<&str> = buffer
+        .lines()
+        .filter(|l| l.starts_with("Ethernet0 ") && l.split_whitespace().nth(1) == Some("3"))
+        .collect();
+    for field in ["min (size)", "limit", "xon_offset"] {
+        let row = pg3
+            .iter()
+            .find(|l| l.contains(&format!("  {field}  ")))
+            .unwrap_or_else(|| panic!("no {field} row: {pg3:#?}"));
+        assert!(
+            row.contains("BUFFER_PROFILE|pg_lossless_100000_5m_profile") && !row.contains("40m"),
+            "{row}"
+        );
+    }
+    let min = pg3.iter().find(|l| l.contains("  min (size)  ")).unwrap();
+    assert_eq!(min.split_whitespace().nth(4), Some("19456B"), "{min}");
+    let pool_row = buffer
+        .lines()
+        .find(|l| l.starts_with("ingress_lossless_pool "))
+        .unwrap();
+    let w: Vec<&str> = pool_row.split_whitespace().collect();
+    assert_eq!(
+        w[3..5],
+        ["8719360B", "323520B"],
+        "the configured sizes in bytes: {pool_row}"
+    );
+
+    // A live change on one port: the keys it changed, and the origin show buffer gives it,
+    // by the port's name.
+    let (ok, out, err) = ctl(&socket, &["set", "alpha", "--port", "Ethernet4", "--pg", "3", "1/4"]);
+    assert!(ok, "{err}");
+    assert!(out.contains("changed: Ethernet4.pg.3."), "{out}");
+    assert!(!out.contains("changed: port\n"), "{out}");
+    let e4 = show(&socket, &["buffer", "Ethernet4"]);
+    let limit = e4
+        .lines()
+        .find(|l| l.starts_with("Ethernet4 ") && l.contains("  3  limit  "))
+        .unwrap_or_else(|| panic!("no limit row:\n{e4}"));
+    assert!(limit.ends_with("  Ethernet4.pg.3.alpha"), "{limit}");
     let j: serde_json::Value = serde_json::from_str(&show(&socket, &["buffer", "Ethernet0", "--json"])).unwrap();
     assert_eq!(
         j["ports"][0]["pgs"][3]["headroom_bytes"]["origin"],

@@ -130,7 +130,7 @@ impl Capturing {
                 .lines
                 .recv_timeout(deadline.saturating_duration_since(Instant::now()))
                 .unwrap_or_else(|_| panic!("rocectl capture did not start ({})", self.file.display()));
-            if l.contains("capturing port") {
+            if l.contains("rocectl: capturing ") {
                 return;
             }
             assert!(!l.contains("rocectl:") || l.contains("capturing"), "{l}");

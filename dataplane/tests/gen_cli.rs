@@ -109,3 +109,30 @@ fn a_capture_that_is_the_config_is_refused() {
         assert!(!out.join("port0.pcap").exists(), "nothing written");
     }
 }
+
+/// Issue 49 item 4: a config's validation warnings are `rocectl check`'s to say in full; gen
+/// (as replay and run, through the same loader) counts them in one line that points there,
+/// rather than repeating them every time the config is used.
+#[test]
+fn a_configs_warnings_are_counted_in_one_line_that_points_at_check() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("small.toml");
+    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../configs/default.toml")).unwrap();
+    let small = text.replacen("headroom = \"auto\"", "headroom = \"1KiB\"", 1);
+    assert_ne!(small, text);
+    std::fs::write(&cfg, small).unwrap();
+    let loaded = controlplane::load_file(&cfg);
+    let n = match loaded {
+        Ok(l) => l.warnings.len(),
+        Err(e) => panic!("{e}"),
+    };
+    assert!(n >= 1, "the config warns");
+    let (code, err) = gen(&dir.path().join("out"), &["--config", cfg.to_str().unwrap()]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        !err.contains("is below the headroom"),
+        "the warning itself is check's: {err}"
+    );
+    let want = format!("`rocectl check {}` lists", cfg.display());
+    assert_eq!(err.matches(&want).count(), 1, "{err}");
+}

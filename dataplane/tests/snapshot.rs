@@ -143,6 +143,13 @@ fn a_sonic_switch_reports_port_names_and_its_pools() {
     assert_eq!(snap.buffer.ingress_shared_cells, ingress.used_cells);
     let text = serde_json::to_string_pretty(&snap).unwrap();
     let sent: Value = serde_json::from_str(&text).unwrap();
+    // Issue 49 item 7: the cell size beside the cell counts (Spectrum-1's 96 B), first in
+    // `buffer`, so summary.json's cells read as bytes without the config.
+    assert_eq!(sent["buffer"]["cell_bytes"], 96, "{}", sent["buffer"]);
+    assert_eq!(
+        sent["buffer"].as_object().unwrap().keys().next().map(String::as_str),
+        Some("cell_bytes")
+    );
     let read: Snapshot = serde_json::from_str(&text).unwrap();
     if let Some(d) = first_difference(&sent, &serde_json::to_value(&read).unwrap(), "") {
         panic!("the switch's snapshot and controlplane::snapshot disagree at {d}");

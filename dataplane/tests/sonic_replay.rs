@@ -154,6 +154,84 @@ fn a_short_xoff_shows_up_as_lost_lossless_frames() {
     assert_eq!(o.snapshot.totals.drops.total(), 0, "{:?}", o.snapshot.totals.drops);
 }
 
+/// Issue 49 item 4: `rocectl check`'s headroom warning against what the switch does. The
+/// shipped 5 m profile (two xoffs of 23552 B: 491 cells) holds the 1 KiB incasts above, yet check
+/// warns about it; SONiC's own formula's xoff for 5 m (41984 B, two of them 875 cells) it
+/// accepts. The warning is right: headroom is sized for the worst frames, not for 1 KiB ones.
+/// Frames of 97 B take two 96 B cells for 121 B of line time (1 KiB ones 11 cells for 1048 B),
+/// and a PFC frame waits for the jumbo frame the port is sending. So a sender of 97 B frames on
+/// Ethernet0, whose egress carries a lossy jumbo flow, overflows the shipped headroom, and not
+/// the formula's: check warns about the file that loses frames. (Measured: the shipped 491
+/// cells lose 35 frames, their peak 490; SONiC's 875 peak at 560; without the jumbo flow the
+/// shipped ones hold. check asks 794 cells of this port: its formula also counts MAC/PHY delay
+/// and the cable both ways, which replay's peer model leaves out, and frames of the MTU where
+/// these are small, so a headroom between what a replay can fill and the formula's is warned
+/// about though no replay here loses a frame.)
+#[test]
+fn the_headroom_check_warns_about_the_file_that_loses_small_frames() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = sonic("spectrum1-t1.json");
+    let shipped_cfg = switch_config(&json, tx_off("Ethernet12"));
+    let id = |name: &str| shipped_cfg.port_id_of(name).unwrap();
+    let small = Flow {
+        src: 0,
+        dst: 3,
+        dscp: 3,
+        ecn: Ecn::Ect0,
+        qp: 1,
+        frame_len: 97,
+        count: 40_000,
+        start_ns: 1_000,
+        rate_bps: 100_000_000_000,
+    };
+    // Lossy jumbo frames into Ethernet0 all along: its egress is busy when XOFF is due.
+    let jumbo = Flow {
+        src: 1,
+        dst: 0,
+        dscp: 0,
+        ecn: Ecn::NotEct,
+        qp: 2,
+        frame_len: 9100,
+        count: 2_000,
+        start_ns: 2_000,
+        rate_bps: 100_000_000_000,
+    };
+    let (h0, h1, h3) = (
+        dir.path().join("h0.pcap"),
+        dir.path().join("h1.pcap"),
+        dir.path().join("h3.pcap"),
+    );
+    write_pcap(&h0, small.frames().unwrap());
+    write_pcap(&h1, jumbo.frames().unwrap());
+    write_pcap(&h3, vec![(0, announce(3, 0).unwrap())]);
+    let inputs = [(id("Ethernet0"), h0), (id("Ethernet4"), h1), (id("Ethernet12"), h3)];
+    let lost = |o: &dataplane::replay::ReplayOutcome| port(o, id("Ethernet0")).drops.get("headroom_overflow");
+    // What check says of each file, and what the switch does with it.
+    let warned = |json: &str| -> bool {
+        let toml = import_text(json, &ImportOptions::default()).unwrap().toml;
+        let w = controlplane::load_str(&toml).unwrap().warnings;
+        w.iter().any(|w| w.starts_with("port[0].pg.3.headroom ("))
+    };
+    assert!(warned(&json), "check warns about the shipped 5 m profile");
+    let o = replay(&shipped_cfg, &dir.path().join("shipped"), &inputs, 1, false);
+    assert!(
+        lost(&o) > 0,
+        "the shipped headroom overflows: {:?}",
+        o.snapshot.totals.drops
+    );
+    let formula = nudged(&json, "\"xoff\": \"23552\"", "\"xoff\": \"41984\"");
+    assert!(!warned(&formula), "check accepts SONiC's own 41984 B");
+    let o = replay(
+        &switch_config(&formula, tx_off("Ethernet12")),
+        &dir.path().join("formula"),
+        &inputs,
+        1,
+        false,
+    );
+    assert_eq!(lost(&o), 0, "{:?}", o.snapshot.totals.drops);
+    assert!(port(&o, id("Ethernet0")).pfc_tx[3] > 0, "held by PFC");
+}
+
 /// A platform's rules for one lossless PG, from the file's values, in cells of the platform.
 struct PgRules {
     /// The PG's reserve before it uses the shared pool.

@@ -19,6 +19,19 @@ pub use db::{looks_like_config_db, ConfigDb, DbError, Origin};
 /// take comments as origins only in a text that carries this line.
 pub const ORIGINS_LINE: &str = "# Each value's comment names where it came from (TABLE|key|field).";
 
+/// In an import, a line above a port's own `[port.pg.N]` (or `queue.N`) table that says where
+/// the port's value of a key it leaves to the global table comes from, when that is not the
+/// global key's own origin: `# KEY as [pg.N]: ORIGIN` (a 5 m port's `min`, the same value as
+/// the 40 m profile's, from its own 5 m profile). [`inherited_origin`] reads it.
+pub const INHERITED: &str = " as ";
+
+/// The origin a port's table's header lines ([`INHERITED`]) give for `key` of the global
+/// table `table` (`pg.3`), if they give one.
+pub fn inherited_origin<'a>(header: &'a str, key: &str, table: &str) -> Option<&'a str> {
+    let lead = format!("# {key}{INHERITED}[{table}]: ");
+    header.lines().find_map(|l| l.trim().strip_prefix(lead.as_str()))
+}
+
 /// Whether a rocesw TOML is an import whose comments are origins ([`ORIGINS_LINE`]).
 pub fn comments_are_origins(toml: &str) -> bool {
     toml.lines().any(|l| l.trim_end() == ORIGINS_LINE)

@@ -257,6 +257,7 @@ impl SharedPool {
     pub fn usage(&self) -> super::PoolUse {
         let sum = |s: &[PoolSide], f: fn(&PoolSide) -> u32| s.iter().map(f).sum::<u32>();
         super::PoolUse {
+            cell_bytes: self.cell_bytes(),
             total_cells: self.total_cells,
             shared_cells: self.sizes.ingress.iter().sum(),
             used_cells: self.used,

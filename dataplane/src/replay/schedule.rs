@@ -238,7 +238,11 @@ impl Step {
         parts.extend(
             self.keys
                 .iter()
-                .filter(|k| ports.is_empty() || patch_touches_ports || k.as_str() != "port")
+                // A port step's own keys (`port[2].tx`, or `port` when the array moved) are said
+                // by its `port.NAME: …` above.
+                .filter(|k| {
+                    ports.is_empty() || patch_touches_ports || !(k.as_str() == "port" || k.starts_with("port["))
+                })
                 .cloned(),
         );
         parts.join("; ")
@@ -372,7 +376,7 @@ mod tests {
              [[change]]\nat = \"3us\"\n[change.port.Ethernet8]\ntx = \"on\"\n",
         )
         .unwrap();
-        assert_eq!(s.steps()[0].keys, ["port"]);
+        assert_eq!(s.steps()[0].keys, ["port[2].tx"], "the key within the port it set");
         assert_eq!(s.steps()[0].describe(), "port.Ethernet8: tx = \"off\"");
         let mut player = s.player();
         let tx = |c: &Config| c.ports.iter().map(|p| p.tx_enabled).collect::<Vec<_>>();

@@ -59,12 +59,14 @@ fn switch_name(s: &str) -> Result<String, String> {
     controlplane::protocol::check_name(s).map(|()| s.to_string())
 }
 
-/// Loads and validates a config file, printing its budget warnings.
+/// Loads and validates a config file. Its warnings are counted in one line that points at
+/// `rocectl check`, which says them in full: every replay, gen and run of the same file
+/// repeating them buried what each command had to say.
 pub fn load_config(path: &Path) -> Result<controlplane::Config> {
     let loaded =
         controlplane::load_file(path).map_err(|e| anyhow::anyhow!("{}: invalid config:\n{e}", path.display()))?;
-    for w in &loaded.warnings {
-        eprintln!("rocesw: warning: {w}");
+    if let Some(line) = loaded.warnings_pointer(&path.display().to_string()) {
+        eprintln!("rocesw: {line}");
     }
     Ok(loaded.config)
 }

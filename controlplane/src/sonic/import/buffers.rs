@@ -217,9 +217,8 @@ pub(super) fn read_profile(db: &ConfigDb, name: &str, pools: &[Pool], p: &mut Pr
             xon: None,
             xon_offset: None,
             origin,
-            profile: Some(name.to_string()),
+            source: Source::Profile(name.to_string()),
             from,
-            made: None,
         },
     ))
 }
@@ -553,9 +552,8 @@ pub(super) fn dynamic_pg(
             "{at} = NULL: {}'s headroom formula for {} Mb/s, {cable} m, MTU {} (xon {}, xoff {}, size {})",
             platform.name, port.speed_mbps, port.mtu, c.xon, c.xoff, c.size
         ),
-        profile: None,
+        source: Source::Formula,
         from,
-        made: None,
     })
 }
 
@@ -617,17 +615,19 @@ pub(super) fn lookup_pg(
         xon: None,
         xon_offset: None,
         origin: format!("{file}:{} ({} {cable})", row.line, row.speed_mbps),
-        profile: Some(name.clone()),
+        // The profile buffermgrd makes of the row (buffermgr.cpp: pool, xon, xoff, size,
+        // dynamic_th, and xon_offset where the row has one): a field of it is the row's.
+        source: Source::Lookup {
+            profile: name.clone(),
+            made: {
+                let mut made = f.clone();
+                made.insert("pool".into(), pool.name.clone());
+                made.insert("dynamic_th".into(), row.dynamic_th.to_string());
+                made
+            },
+        },
         from: Derivation::default(),
-        made: None,
     };
-    // The profile buffermgrd makes of the row (buffermgr.cpp: pool, xon, xoff, size,
-    // dynamic_th, and xon_offset where the row has one); set first, so that the buffer's
-    // origin reads as the row's, not as a BUFFER_PROFILE entry's.
-    let mut made = f.clone();
-    made.insert("pool".into(), pool.name.clone());
-    made.insert("dynamic_th".into(), row.dynamic_th.to_string());
-    buf.made = Some(made);
     buf.from.min = buf.field("size");
     lossless_pg(&f, &mut buf, &name, pools, platform, p);
     Lookup::Made(Box::new(buf))

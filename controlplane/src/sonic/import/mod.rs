@@ -193,16 +193,35 @@ struct Buf {
     headroom_note: Option<String>,
     xon: Option<u64>,
     xon_offset: Option<u64>,
-    /// The profile (or lookup row, or formula) it came from.
+    /// The profile (or lookup row, or formula) it came from, in words.
     origin: String,
-    /// The BUFFER_PROFILE it came from, when it did (not the formula); for a lookup row, the
-    /// profile buffermgrd makes of it.
-    profile: Option<String>,
+    /// What kind of source that is: it decides how a field of it is named.
+    source: Source,
     /// How each value was derived, in words that name only fields the source has.
     from: Derivation,
-    /// A profile made from a lookup row: the fields buffermgrd gives it, as the file would
-    /// hold it (export writes it as an explicit entry when it changes).
-    made: Option<Fields>,
+}
+
+/// Where a [`Buf`] came from.
+#[derive(Debug, Clone, PartialEq)]
+enum Source {
+    /// A BUFFER_PROFILE entry of the file, by name: its fields are `BUFFER_PROFILE|name|field`.
+    Profile(String),
+    /// A `pg_profile_lookup.ini` row: the profile buffermgrd makes of it (`profile`) with the
+    /// fields it gives it (`made`, as the file would hold it: export writes it as an explicit
+    /// entry when it changes). The profile is made, not read, so a field is the row's.
+    Lookup { profile: String, made: Fields },
+    /// NVIDIA's headroom formula (the dynamic model's `"profile": "NULL"`): no profile at all.
+    Formula,
+}
+
+impl Source {
+    /// The BUFFER_PROFILE the buffer runs with (read, or made of a lookup row).
+    fn profile(&self) -> Option<&str> {
+        match self {
+            Source::Profile(name) | Source::Lookup { profile: name, .. } => Some(name),
+            Source::Formula => None,
+        }
+    }
 }
 
 /// Where each of a [`Buf`]'s values came from: the field it was read from, or how it was
@@ -219,10 +238,9 @@ impl Buf {
     /// `field` of this buffer's source: `BUFFER_PROFILE|x|field` for a profile, `SOURCE: field`
     /// for a lookup row (whose profile is made, not read) or the formula.
     fn field(&self, field: &str) -> String {
-        if self.profile.is_some() && self.made.is_none() {
-            format!("{}|{field}", self.origin)
-        } else {
-            format!("{}: {field}", self.origin)
+        match self.source {
+            Source::Profile(_) => format!("{}|{field}", self.origin),
+            Source::Lookup { .. } | Source::Formula => format!("{}: {field}", self.origin),
         }
     }
 }
@@ -345,7 +363,7 @@ pub fn import(db: &ConfigDb, opts: &ImportOptions) -> Result<Imported, Vec<Strin
             .zip(&pgs)
             .flat_map(|(port, pgs)| {
                 pgs.iter().enumerate().filter_map(move |(g, b)| {
-                    let name = b.as_ref()?.profile.clone()?;
+                    let name = b.as_ref()?.source.profile()?.to_string();
                     Some((port.name.clone(), g as u8, name))
                 })
             })
@@ -354,7 +372,10 @@ pub fn import(db: &ConfigDb, opts: &ImportOptions) -> Result<Imported, Vec<Strin
             .iter()
             .flatten()
             .flatten()
-            .filter_map(|b| Some((b.profile.clone()?, b.made.clone()?)))
+            .filter_map(|b| match &b.source {
+                Source::Lookup { profile, made } => Some((profile.clone(), made.clone())),
+                Source::Profile(_) | Source::Formula => None,
+            })
             .collect(),
         queue_wred: ports
             .iter()

@@ -8,6 +8,7 @@
 //! error, never a silent difference.
 
 use super::*;
+use crate::sonic::INHERITED;
 use toml_edit::{Array, ArrayOfTables, DocumentMut, InlineTable, Item, Table, Value};
 
 /// What the TOML is written from.
@@ -109,19 +110,54 @@ fn index_map(map: &[u8]) -> InlineTable {
 
 /// The keys of a buffer table (`[pg.N]`, a port's `[port.pg.N]`).
 fn buf_keys(t: &mut Table, b: &Buf) {
-    buf_keys_over(t, b, None);
+    buf_keys_over(t, b, None, "");
 }
 
 /// The keys of `b` that differ from `base` (all of them without one): a port's own table
 /// then says only where it departs from the global one, so a change of the global table (a
 /// tuned dynamic_th) reaches every port that does not set that value itself.
-fn buf_keys_over(t: &mut Table, b: &Buf, base: Option<&Buf>) {
+///
+/// A key left to the global table because its value is the same there may still come from
+/// another source (a 5 m port's profile with the 40 m one's `size`): the port's table then
+/// says, in a line above its header (`# min as [pg.3]: BUFFER_PROFILE|…_5m_profile|size`,
+/// [`INHERITED`]), where the port's value comes from, and `rocectl show buffer` names that, not
+/// the global key's origin.
+fn buf_keys_over(t: &mut Table, b: &Buf, base: Option<&Buf>, table: &str) {
     let differs = |f: &dyn Fn(&Buf) -> String| base.is_none_or(|c| f(c) != f(b));
+    let mut inherited: Vec<String> = Vec::new();
+    let mut same_origin = |key: &str, mine: String, theirs: &dyn Fn(&Buf) -> String| {
+        if let Some(c) = base {
+            if theirs(c) != mine {
+                inherited.push(format!("{key}{INHERITED}[{table}]: {mine}"));
+            }
+        }
+    };
     if differs(&|x| x.pool.clone()) {
         set(t, "pool", b.pool.as_str(), &b.field("pool"));
+    } else {
+        same_origin("pool", b.field("pool"), &|c| c.field("pool"));
     }
     if differs(&|x| x.min.to_string()) {
         set(t, "min", size(b.min), &b.from.min);
+    } else {
+        same_origin("min", b.from.min.clone(), &|c| c.from.min.clone());
+    }
+    if !differs(&|x| format!("{:?}", x.limit)) {
+        let key = match b.limit {
+            Limit::DynamicTh(_) => Some(("dynamic_th", "dynamic_th")),
+            Limit::Static(_) => Some(("static", "static_th")),
+            Limit::Unlimited => None,
+        };
+        if let Some((key, field)) = key {
+            same_origin(key, b.field(field), &|c| c.field(field));
+        }
+    }
+    if !differs(&|x| format!("{:?}", x.xon_offset)) && b.xon_offset.is_some() {
+        same_origin("xon_offset", b.from.xon_offset.clone(), &|c| c.from.xon_offset.clone());
+    }
+    if !inherited.is_empty() {
+        let text: String = inherited.iter().map(|l| format!("# {}\n", comment(l))).collect();
+        t.decor_mut().set_prefix(text);
     }
     if differs(&|x| format!("{:?}", x.limit)) {
         match b.limit {
@@ -341,7 +377,7 @@ fn document(t: &TomlParts<'_>) -> DocumentMut {
             if let Some(b) = &t.pgs[pi][g] {
                 if common.as_ref() != Some(b) {
                     let mut gt = Table::new();
-                    buf_keys_over(&mut gt, b, common.as_ref());
+                    buf_keys_over(&mut gt, b, common.as_ref(), &format!("pg.{g}"));
                     own_pg.insert(&g.to_string(), Item::Table(gt));
                 }
             }
@@ -357,7 +393,7 @@ fn document(t: &TomlParts<'_>) -> DocumentMut {
             if buf_differs || sched_differs {
                 let mut qt = Table::new();
                 if let Some(b) = b.as_ref().filter(|_| buf_differs) {
-                    buf_keys_over(&mut qt, b, common_q[q].as_ref());
+                    buf_keys_over(&mut qt, b, common_q[q].as_ref(), &format!("queue.{q}"));
                 }
                 if let Some(s) = s.as_ref().filter(|_| sched_differs) {
                     sched_keys(&mut qt, s);

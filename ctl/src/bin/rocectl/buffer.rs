@@ -7,8 +7,11 @@
 //! read from the running config's text with `toml_edit`: in an import (its header says its
 //! comments are origins, `controlplane::sonic::ORIGINS_LINE`) the trailing comment of the key
 //! that gave the value (`BUFFER_PROFILE|pg_lossless_100000_5m_profile|xoff`, a
-//! `pg_profile_lookup.ini` row, a formula), else that key's path (`port[0].pg.3.headroom`: a
-//! hand-written config's comments are notes, not origins); a key written in a port's own
+//! `pg_profile_lookup.ini` row, a formula; for a key a port's own table leaves to the global
+//! one, the port's own source as the import wrote it above that table,
+//! `controlplane::sonic::INHERITED`), else that key's path by the port's name
+//! (`Ethernet0.pg.3.headroom`; `port[0].pg.3.headroom` for a port without one: a hand-written
+//! config's comments are notes, not origins); a key written in a port's own
 //! `[port.pg.N]` wins over the global `[pg.N]`, as validation lays them; a value no key gives is
 //! `default`, and a headroom the config computes (no `headroom`, or `"auto"`) is `computed:`
 //! from its port's speed, cable and MTU, each with its own origin.
@@ -161,7 +164,8 @@ impl BufferView {
     /// The view of a switch that answered `snapshot`, running the config whose text is `text`
     /// (already loaded as `config`).
     pub fn new(snapshot: &Snapshot, config: &Config, text: &str) -> BufferView {
-        let origins = Origins::parse(text);
+        let mut origins = Origins::parse(text);
+        origins.names = config.ports.iter().map(|p| p.name.clone()).collect();
         BufferView {
             cell_bytes: config.buffer.cell_bytes,
             buffer: snapshot.buffer,
@@ -278,7 +282,28 @@ fn pg_view(config: &Config, index: usize, port: &PortConfig, g: usize, o: &Origi
             .iter()
             .chain(&LIMIT_KEYS)
             .any(|k| paths(&[k]).iter().any(|p| o.written(p).is_some()));
-    let lossless = |v: u64, keys: &[&'static str]| prof.lossless.then(|| o.sourced(v, &paths(keys)));
+    // A key the port's own `[port.pg.N]` leaves to `[pg.N]` may come, for this port, from its
+    // own source (an import's 5 m profile, where `[pg.N]` is the 40 m one's): its header says.
+    let header = o.header(&[Step::Key("port"), Step::Index(index), Step::Key("pg"), Step::Key(&gs)]);
+    let table = format!("pg.{g}");
+    let inherit = |mut s: Sourced<()>| {
+        let global = s.key.as_deref().and_then(|k| k.strip_prefix(&format!("{table}.")));
+        if let (Some(h), Some(key)) = (header, global) {
+            if let Some(origin) = controlplane::sonic::inherited_origin(h, key, &table) {
+                s.origin = origin.to_string();
+            }
+        }
+        s
+    };
+    fn put<T>(value: T, s: Sourced<()>) -> Sourced<T> {
+        Sourced {
+            value,
+            origin: s.origin,
+            key: s.key,
+        }
+    }
+    let sourced = |keys: &[&'static str]| inherit(o.sourced((), &paths(keys)));
+    let lossless = |v: u64, keys: &[&'static str]| prof.lossless.then(|| put(v, sourced(keys)));
     let headroom = prof.lossless.then(|| {
         let written = paths(&["headroom"])
             .into_iter()
@@ -295,9 +320,9 @@ fn pg_view(config: &Config, index: usize, port: &PortConfig, g: usize, o: &Origi
     PgView {
         pg: g as u8,
         lossless: prof.lossless,
-        pool: o.sourced(pool_name, &paths(&["pool"])),
-        min_bytes: o.sourced(prof.min_bytes, &paths(&["min"])),
-        limit: o.sourced(Limit::from(prof.shared), &paths(&LIMIT_KEYS)),
+        pool: put(pool_name, sourced(&["pool"])),
+        min_bytes: put(prof.min_bytes, sourced(&["min"])),
+        limit: put(Limit::from(prof.shared), sourced(&LIMIT_KEYS)),
         headroom_bytes: headroom,
         xon_bytes: lossless(prof.xon_bytes, &["xon"]),
         xon_offset_bytes: lossless(prof.xon_offset_bytes, &["xon_offset"]),
@@ -336,6 +361,47 @@ fn computed_headroom(index: usize, port: &PortConfig, o: &Origins) -> String {
     s
 }
 
+/// A validation warning about an import's value (`port[0].pg.3.headroom (47104B) is below …`)
+/// with the origin of the key it names, as the import's comment gives it
+/// (`port[0].pg.3.headroom (47104B, BUFFER_PROFILE|pg_lossless_100000_5m_profile|xoff × 2: …)`):
+/// the SONiC user reads the table, key and field to change, not only the TOML key. A warning
+/// about a hand-written config, or one that names no key the text writes, is left as it is.
+pub fn with_origin(toml: &str, warning: &str) -> String {
+    let origins = Origins::parse(toml);
+    if !origins.comments {
+        return warning.to_string();
+    }
+    let key = warning.split([' ', ':']).next().unwrap_or("");
+    let Some(path) = parse_path(key) else {
+        return warning.to_string();
+    };
+    let origin = origins.sourced((), &[path]);
+    if origin.key.is_none() || origin.origin == key {
+        return warning.to_string();
+    }
+    let rest = &warning[key.len()..];
+    match rest.strip_prefix(" (").and_then(|r| r.split_once(')')) {
+        Some((value, after)) => format!("{key} ({value}, {}){after}", origin.origin),
+        None => format!("{key} ({}){rest}", origin.origin),
+    }
+}
+
+/// `port[0].pg.3.headroom` as steps; None for what is not a plain key path.
+fn parse_path(key: &str) -> Option<Vec<Step<'_>>> {
+    let mut steps = Vec::new();
+    for part in key.split('.') {
+        match part.split_once('[') {
+            Some((k, i)) => {
+                steps.push(Step::Key(k));
+                steps.push(Step::Index(i.strip_suffix(']')?.parse().ok()?));
+            }
+            None if !part.is_empty() => steps.push(Step::Key(part)),
+            None => return None,
+        }
+    }
+    (!steps.is_empty()).then_some(steps)
+}
+
 /// One step of a path into the config's text: a key, or an index into an array of tables.
 #[derive(Debug, Clone, Copy)]
 enum Step<'a> {
@@ -365,6 +431,9 @@ struct Origins {
     doc: Option<DocumentMut>,
     /// Whether its comments are origins (an import's) or notes.
     comments: bool,
+    /// The ports' names, in the order of the text's `[[port]]`s: a key of a named port reads
+    /// `Ethernet4.pg.3.alpha`, as the user names the port, not `port[1].pg.3.alpha`.
+    names: Vec<Option<String>>,
 }
 
 impl Origins {
@@ -372,6 +441,29 @@ impl Origins {
         Origins {
             doc: text.parse().ok(),
             comments: controlplane::sonic::comments_are_origins(text),
+            names: Vec::new(),
+        }
+    }
+
+    /// The comment lines above the header of the table at `path`, in an import (whose
+    /// comments are origins).
+    fn header(&self, path: &[Step]) -> Option<&str> {
+        if !self.comments {
+            return None;
+        }
+        self.written(path)?.as_table()?.decor().prefix()?.as_str()
+    }
+
+    /// `path` as the user reads it: a named port's key by the port's name.
+    fn named(&self, path: &[Step]) -> String {
+        match path {
+            [Step::Key("port"), Step::Index(i), rest @ ..] if !rest.is_empty() => {
+                match self.names.get(*i).cloned().flatten() {
+                    Some(name) => format!("{name}.{}", path_text(rest)),
+                    None => path_text(path),
+                }
+            }
+            _ => path_text(path),
         }
     }
 
@@ -389,7 +481,7 @@ impl Origins {
                     .comments
                     .then(|| comment(item))
                     .flatten()
-                    .unwrap_or_else(|| key.clone());
+                    .unwrap_or_else(|| self.named(path));
                 return Sourced {
                     value,
                     origin,

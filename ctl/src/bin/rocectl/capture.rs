@@ -74,7 +74,7 @@ pub fn capture(ep: &Endpoint, o: CaptureOptions) -> Result<(), String> {
     }
     let mut c = connect(ep)?;
     c.set_timeout(Some(SILENCE)).map_err(err)?;
-    let port = crate::commands::port_id(&mut c, &o.port)?;
+    let (port, name) = crate::commands::port_named(&mut c, &o.port)?;
     let id = c
         .send(Op::Capture {
             port,
@@ -102,8 +102,12 @@ pub fn capture(ep: &Endpoint, o: CaptureOptions) -> Result<(), String> {
         }
     };
     eprintln!(
-        "rocectl: capturing port {} ({}, up to {} B a frame, a ring of {} frames in the switch) into {}; Ctrl-C stops",
-        started.port,
+        "rocectl: capturing {} ({}, up to {} B a frame, a ring of {} frames in the switch) into {}; Ctrl-C stops",
+        // By the name the config gives it, as `show` names it, with its id.
+        match name {
+            Some(n) => format!("{n} (port {})", started.port),
+            None => format!("port {}", started.port),
+        },
         started.direction,
         started.snaplen,
         started.ring,

@@ -18,12 +18,21 @@ use std::time::{Duration, Instant};
 /// `rocectl check`.
 /// `file` loaded as `check` reads it: a config_db.json with `--platform` / `--pg-lookup` as
 /// `sonic import` takes them; either flag on a TOML config is refused.
-fn load_checked(file: &Path, sonic: &crate::cli::SonicArgs) -> Result<controlplane::Loaded, controlplane::ConfigError> {
+/// Also the TOML it ran as (an import's, for a config_db.json), whose comments name the
+/// origins of an import's values.
+fn load_checked(
+    file: &Path,
+    sonic: &crate::cli::SonicArgs,
+) -> Result<(controlplane::Loaded, String), controlplane::ConfigError> {
     use controlplane::{ConfigError, ConfigErrorKind};
-    if sonic.platform.is_none() && sonic.pg_lookup.is_none() {
-        return controlplane::load_file(file);
-    }
     let io = |e: String| ConfigError::new(ConfigErrorKind::Io, vec![e]);
+    if sonic.platform.is_none() && sonic.pg_lookup.is_none() {
+        let loaded = controlplane::load_file(file)?;
+        // Read again only for the origins (load_file said why it could not read it).
+        let text = controlplane::files::read_text(file).map_err(io)?;
+        let toml = controlplane::config_toml(&text)?.into_owned();
+        return Ok((loaded, toml));
+    }
     let text = controlplane::files::read_text(file).map_err(io)?;
     if !controlplane::sonic::looks_like_config_db(&text) {
         return Err(io(format!(
@@ -36,12 +45,13 @@ fn load_checked(file: &Path, sonic: &crate::cli::SonicArgs) -> Result<controlpla
         problems.insert(0, "a SONiC config_db.json that cannot be imported:".to_string());
         ConfigError::new(ConfigErrorKind::Invalid, problems)
     })?;
-    controlplane::load_str(&imported.toml)
+    let loaded = controlplane::load_str(&imported.toml)?;
+    Ok((loaded, imported.toml))
 }
 
 pub fn check(file: &Path, verbose: bool, sonic: &crate::cli::SonicArgs) -> ExitCode {
     match load_checked(file, sonic) {
-        Ok(loaded) => {
+        Ok((loaded, toml)) => {
             // A config whose ports would write over what they or the config read cannot run:
             // `rocesw run` refuses it, so `check` must not call it valid.
             let ins = [("the config".to_string(), file)];
@@ -58,7 +68,7 @@ pub fn check(file: &Path, verbose: bool, sonic: &crate::cli::SonicArgs) -> ExitC
                 return ExitCode::FAILURE;
             }
             for w in &loaded.warnings {
-                println!("warning: {w}");
+                println!("warning: {}", crate::buffer::with_origin(&toml, w));
             }
             let c = &loaded.config;
             println!(
@@ -239,10 +249,12 @@ fn port_filter(known: &[(u16, Option<&str>)], wanted: &[String]) -> Result<Optio
 }
 
 /// The id of the port a user named (`Ethernet8` or `8`) on the switch behind `c`; an unknown
-/// one is an error listing the ports.
-pub fn port_id(c: &mut protocol::Client, wanted: &str) -> Result<u16, String> {
+/// one is an error listing the ports; with its name where the switch's config gives one.
+pub fn port_named(c: &mut protocol::Client, wanted: &str) -> Result<(u16, Option<String>), String> {
     let snap: Snapshot = c.call_as(Op::Counters).map_err(err)?;
-    controlplane::model::find_port(&ports_of(&snap), wanted, "the switch")
+    let id = controlplane::model::find_port(&ports_of(&snap), wanted, "the switch")?;
+    let name = snap.ports.iter().find(|p| p.id == id).and_then(|p| p.name.clone());
+    Ok((id, name))
 }
 
 fn ports_of(s: &Snapshot) -> Vec<(u16, Option<&str>)> {
@@ -539,11 +551,21 @@ fn show_buffer(c: &mut protocol::Client, ports: &[String], json: bool, cells: bo
 pub fn change(socket: &Endpoint, op: Op) -> Result<(), String> {
     let mut c = connect(socket)?;
     let answer: ApplyData = c.call_as(op).map_err(err)?;
-    report_change(&answer);
+    // The config now running, for its ports' names (a changed key names its port by them).
+    let running: Option<toml::Table> = match answer.changed.iter().any(|k| k.starts_with("port[")) {
+        true => c
+            .call_as::<protocol::ConfigData>(Op::GetConfig)
+            .ok()
+            .and_then(|d| d.toml.parse().ok()),
+        false => None,
+    };
+    report_change(&answer, running.as_ref());
     Ok(())
 }
 
-fn report_change(answer: &ApplyData) {
+/// What a change did: its new warnings, and the keys it changed (a port's by its name, from
+/// `root`, the config now running, where it has one).
+fn report_change(answer: &ApplyData, root: Option<&toml::Table>) {
     for w in &answer.warnings {
         println!("warning: {w}");
     }
@@ -552,7 +574,13 @@ fn report_change(answer: &ApplyData) {
     } else if answer.changed.is_empty() {
         println!("applied: nothing changed");
     } else {
-        println!("applied; changed: {}", answer.changed.join(", "));
+        let keys: Vec<String> = match root {
+            Some(r) => (answer.changed.iter())
+                .map(|k| controlplane::patch::key_by_port_name(r, k))
+                .collect(),
+            None => answer.changed.clone(),
+        };
+        println!("applied; changed: {}", keys.join(", "));
     }
 }
 
@@ -593,7 +621,7 @@ pub fn set_knob(socket: &Endpoint, set: &ctl::set::Set) -> Result<(), String> {
         };
         match c.call_as::<ApplyData>(op) {
             Ok(answer) => {
-                report_change(&answer);
+                report_change(&answer, Some(&table));
                 return Ok(());
             }
             Err(protocol::ClientError::Refused(e))

@@ -633,9 +633,11 @@ pub fn render_interfaces(rows: &[InterfaceRow]) -> String {
 
 /// A size of the config (exact, as the config would write it: `23KiB`), or in cells with
 /// `--cells` (rounded up, as the switch charges them).
+/// A configured size: exact bytes (as SONiC's tables hold them), in one unit whatever the
+/// value, so `8515KiB` never stands beside `13945824B`; or cells.
 fn config_size(l: Levels, bytes: u64, cell: u32) -> String {
     match l {
-        Levels::Bytes { .. } => units::format_size(bytes),
+        Levels::Bytes { .. } => format!("{bytes}B"),
         Levels::Cells => bytes.div_ceil(u64::from(cell.max(1))).to_string(),
     }
 }
@@ -1169,6 +1171,7 @@ mod tests {
                 ..Default::default()
             },
             buffer: PoolBuffer {
+                cell_bytes: 256,
                 total_cells: 16384,
                 shared_cells: 15000,
                 used_cells: 44,
@@ -1675,6 +1678,104 @@ mod tests {
         assert!(plain.lines().nth(1).unwrap().starts_with("   0     3"), "{plain}");
     }
 
+    /// A 512-port switch (SN5600-sized), every port named `Ethernet<4 × index>` with figures of
+    /// its own: received frames 1000 + index, queue 3's depth and PG 3's peak the index.
+    fn wide() -> Snapshot {
+        let mut s = snapshot();
+        let template = s.ports[0].clone();
+        s.ports = (0..512u16)
+            .map(|i| {
+                let mut p = template.clone();
+                p.id = i;
+                p.name = Some(format!("Ethernet{}", 4 * u32::from(i)));
+                p.rx_packets = 1000 + u64::from(i);
+                for q in &mut p.queues {
+                    if q.queue == 3 {
+                        q.depth_cells = u32::from(i);
+                    }
+                }
+                for g in &mut p.pgs {
+                    if g.pg == 3 {
+                        g.peak_cells = u32::from(i);
+                    }
+                }
+                p
+            })
+            .collect();
+        s
+    }
+
+    /// Issue 49 item 7: at 512 ports (nothing tested more than a few) every table has each
+    /// port's row once, by its name, with its own figures, in columns as wide as the longest
+    /// name (`Ethernet2044`), the header's columns where the rows' are.
+    #[test]
+    fn tables_stay_right_at_512_ports() {
+        let snap = wide();
+        let data = serde_json::to_value(&snap).unwrap();
+        let width = "Ethernet2044".len();
+        for (what, label) in [
+            (Show::Counters, "counters"),
+            (Show::Queues, "queues"),
+            (Show::Pgs, "pgs"),
+            (Show::Pfc, "pfc"),
+        ] {
+            let pfc = matches!(what, Show::Pfc);
+            let what = label;
+            let t = r(
+                match label {
+                    "counters" => Show::Counters,
+                    "queues" => Show::Queues,
+                    "pgs" => Show::Pgs,
+                    _ => Show::Pfc,
+                },
+                &data,
+                Levels::Cells,
+            )
+            .unwrap();
+            for p in &snap.ports {
+                let name = p.name.as_deref().unwrap();
+                let rows: Vec<&str> = t
+                    .lines()
+                    .filter(|l| l.split_whitespace().next() == Some(name))
+                    .collect();
+                assert!(!rows.is_empty(), "{what:?}: no row of {name}");
+                assert!(
+                    rows.iter().all(|l| l.starts_with(&format!("{name:<width$} "))),
+                    "{what:?}: {name} not padded to {width}: {rows:?}"
+                );
+            }
+            let (head, first) = (t.lines().next().unwrap(), t.lines().nth(1).unwrap());
+            let end = |l: &str| {
+                let second = l[width..].split_whitespace().next().unwrap();
+                l[width..].find(second).unwrap() + width + second.len()
+            };
+            if !pfc {
+                assert_eq!(
+                    end(head),
+                    end(first),
+                    "{what:?}: second column aligned:\n{head}\n{first}"
+                );
+            }
+        }
+        let c = r(Show::Counters, &data, Levels::Cells).unwrap();
+        let q = r(Show::Queues, &data, Levels::Cells).unwrap();
+        let g = r(Show::Pgs, &data, Levels::Cells).unwrap();
+        for i in [0usize, 1, 255, 511] {
+            let name = format!("Ethernet{}", 4 * i);
+            let row = |t: &str, col: usize, filter: &dyn Fn(&[&str]) -> bool| -> Vec<String> {
+                t.lines()
+                    .map(|l| l.split_whitespace().collect::<Vec<_>>())
+                    .filter(|w| w[0] == name && filter(w))
+                    .map(|w| w[col].to_string())
+                    .collect()
+            };
+            assert_eq!(row(&c, 1, &|_| true), [(1000 + i).to_string()], "{name} rx");
+            assert_eq!(row(&q, 7, &|w| w[1] == "3"), [i.to_string()], "{name}: queue 3's depth");
+            assert_eq!(row(&g, 9, &|w| w[1] == "3"), [i.to_string()], "{name}: PG 3's peak");
+        }
+        assert_eq!(c.lines().filter(|l| l.starts_with("Ethernet")).count(), 512, "{c}");
+    }
+
     /// The imported TOML of configs/sonic/spectrum1-t1.json, with `edit` applied: its switch's
     /// config and its text.
     fn sonic(edit: impl Fn(String) -> String) -> (controlplane::Config, String) {
@@ -1756,7 +1857,7 @@ mod tests {
                 "ingress_lossless_pool",
                 "ingress",
                 "dynamic",
-                "8515KiB",
+                "8719360B",
                 "323520B",
                 "3.8KiB",
                 "4.7KiB",
@@ -1772,7 +1873,7 @@ mod tests {
                 "egress_lossy_pool",
                 "egress",
                 "dynamic",
-                "8515KiB",
+                "8719360B",
                 "-",
                 "-",
                 "-",
@@ -1781,18 +1882,20 @@ mod tests {
             ],
             "a pool the switch does not report has no figures: {t}"
         );
-        // A 5 m port: its own [port.pg.3] gives the headroom; the rest is the global [pg.3].
+        // A 5 m port: its own [port.pg.3] gives the headroom; the rest is the global [pg.3]'s
+        // value, which its own 5 m profile gives too (not the 40 m one of [pg.3]: issue 49
+        // item 5). Sizes in bytes, whatever the value (8515KiB stood beside 13945824B).
         assert_eq!(
             pg_row(&t, "Ethernet0", 3, "headroom (xoff)"),
             (
-                "46KiB".into(),
+                "47104B".into(),
                 "BUFFER_PROFILE|pg_lossless_100000_5m_profile|xoff × 2: on spectrum1 a PG takes two xoffs of the shared headroom pool".into()
             )
         );
         assert_eq!(
             pg_row(&t, "Ethernet8", 3, "headroom (xoff)"),
             (
-                "58KiB".into(),
+                "59392B".into(),
                 "BUFFER_PROFILE|pg_lossless_100000_40m_profile|xoff × 2: on spectrum1 a PG takes two xoffs of the shared headroom pool".into()
             )
         );
@@ -1800,8 +1903,23 @@ mod tests {
             pg_row(&t, "Ethernet0", 3, "limit"),
             (
                 "dynamic_th 0 (alpha 1)".into(),
-                "BUFFER_PROFILE|pg_lossless_100000_40m_profile|dynamic_th".into()
+                "BUFFER_PROFILE|pg_lossless_100000_5m_profile|dynamic_th".into()
             )
+        );
+        assert_eq!(
+            pg_row(&t, "Ethernet0", 3, "min (size)"),
+            (
+                "19456B".into(),
+                "BUFFER_PROFILE|pg_lossless_100000_5m_profile|size (on spectrum1 size is xon; the xoff is in the shared headroom pool)".into()
+            )
+        );
+        assert!(pg_row(&t, "Ethernet0", 3, "xon_offset")
+            .1
+            .starts_with("BUFFER_PROFILE|pg_lossless_100000_5m_profile"));
+        assert_eq!(
+            pg_row(&t, "Ethernet8", 3, "limit").1,
+            "BUFFER_PROFILE|pg_lossless_100000_40m_profile|dynamic_th",
+            "a 40 m port's, from [pg.3]"
         );
         assert_eq!(
             pg_row(&t, "Ethernet0", 0, "pool"),
@@ -1814,7 +1932,7 @@ mod tests {
         // The formula's inputs, each with its origin; the value is the config's own.
         let (value, origin) = pg_row(&t, "Ethernet24", 3, "headroom (xoff)");
         let p24 = &cfg.ports[cfg.port_index(cfg.port_id_of("Ethernet24").unwrap()).unwrap()];
-        assert_eq!(value, units::format_size(p24.headroom_bytes[3]));
+        assert_eq!(value, format!("{}B", p24.headroom_bytes[3]));
         assert_eq!(
             origin,
             "computed: 100G (PORT|Ethernet24|speed), 300m (CABLE_LENGTH|AZURE|Ethernet24), mtu 9100 (PORT|Ethernet24|mtu)"
@@ -1870,7 +1988,13 @@ mod tests {
         );
         assert_eq!(
             pg_row(&t, "uplink", 3, "limit"),
-            ("dynamic_th -2 (alpha 0.25)".into(), "port[1].pg.3.alpha".into())
+            ("dynamic_th -2 (alpha 0.25)".into(), "uplink.pg.3.alpha".into()),
+            "a named port's key by its name (issue 49 item 5)"
+        );
+        let j = serde_json::to_value(&view).unwrap();
+        assert_eq!(
+            j["ports"][1]["pgs"][3]["limit"]["key"], "port[1].pg.3.alpha",
+            "--json: the key"
         );
         assert_eq!(
             pg_row(&t, "0", 3, "headroom (xoff)").1,

@@ -62,7 +62,7 @@ fn import(file: &Path, output: &Path, args: &SonicArgs) -> Result<ExitCode, Stri
         eprintln!("note: {n}");
     }
     for w in &loaded.warnings {
-        eprintln!("warning: {w}");
+        eprintln!("warning: {}", crate::buffer::with_origin(&imported.toml, w));
     }
     if !to_stdout {
         eprintln!(

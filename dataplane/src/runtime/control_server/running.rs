@@ -36,7 +36,8 @@ impl Server {
     /// Prepares a change against the running config (refused here, before it reaches the
     /// workers, if it is not valid or not a change the switch can take live), has the switch
     /// apply it, and on success makes it the running config. A `patch` that changes nothing is
-    /// not sent: it is answered `unchanged`, with the running config's warnings.
+    /// not sent: it is answered `unchanged` (with no warnings: the running config's were said when it
+    /// was applied).
     pub(super) fn change(&mut self, edit: Edit<'_>) -> Result<Value, String> {
         let is_patch = matches!(edit, Edit::Fragment(_));
         let mut change = self.running.prepare(edit).map_err(|e| e.to_string())?;
