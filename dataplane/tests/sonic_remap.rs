@@ -124,6 +124,11 @@ fn one_dscp_lands_by_the_ports_map_set() {
     }
     // Each port's PGs are lossless for its own priorities only.
     assert!(cfg.ports[lab.idx[2]].pgs[2].lossless && !cfg.ports[lab.idx[0]].pgs[2].lossless);
+    // And its XOFF frames name its own priorities: PG 2 and 6 name 2 and 6 on a downlink,
+    // nothing on an uplink; PG 3 names 3 on both.
+    let (up, down) = (lab.sw.pg_priorities(lab.idx[0]), lab.sw.pg_priorities(lab.idx[2]));
+    assert_eq!((down[2], down[6], down[3]), (1 << 2, 1 << 6, 1 << 3));
+    assert_eq!((up[2], up[6], up[3]), (0, 0, 1 << 3));
 }
 
 /// A port's map set changes on a running switch: the next frame is classified by the new one.

@@ -48,16 +48,18 @@ pub struct Ingress {
     index_of_id: Vec<u16>,
 }
 
-/// Per port, per PG: the PFC-enabled priorities that map to it through the port's TC → PG
-/// map (what an XOFF for that PG announces). The switch's priorities, as before map sets:
-/// a port's own `pfc` decides which of its PGs are lossless, and so which send XOFF at all.
+/// Per port, per PG: the port's own PFC-enabled priorities (`[[port]] pfc`, SONiC's per-port
+/// `pfc_enable`) that map to it through the port's TC → PG map: what an XOFF for that PG
+/// announces, as an ASIC names only the priorities PFC is enabled for on the port.
 fn pg_priorities(cfg: &Config) -> Vec<[u8; NUM_TC]> {
-    (0..cfg.ports.len())
-        .map(|port| {
+    cfg.ports
+        .iter()
+        .enumerate()
+        .map(|(port, p)| {
             let tc_to_pg = cfg.port_maps(port).tc_to_pg;
             let mut pg_prios = [0u8; NUM_TC];
             for prio in 0..NUM_TC {
-                if cfg.pfc.enabled[prio] {
+                if p.pfc_enabled[prio] {
                     pg_prios[tc_to_pg[prio] as usize & 7] |= 1 << prio;
                 }
             }
