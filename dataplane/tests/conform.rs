@@ -143,6 +143,28 @@ fn check_platform(file: &str, xoff: &str, cell: u64, xoff_cells_unseen: u64) {
         set(&["WRRtest[wrr]"]),
         "{file}: lossless weight halved"
     );
+    // WRED-ECN on the lossy queue DSCP 8 goes to, marking from the first kilobyte: the ECN
+    // procedures of DSCP 8 (written numbers: every frame leaves, unmarked); where the file's
+    // entry for queue 0 covers queues 0-2 (tomahawk2-t1.json), DSCP 0's queue 1 too.
+    let ecn = against(&ecn_on_queue0(&json, "Ethernet4"));
+    assert!(
+        ecn.contains("DscpEcnSend[ecn_1]")
+            && ecn.contains("DscpEcnSend[ecn_2]")
+            && ecn.iter().all(|t| t.starts_with("DscpEcnSend[")),
+        "{file}: WRED on queue 0: {ecn:?}"
+    );
+    // The lossless queues served strictly: both WRR tests (their weights no longer apply).
+    let strict = nudged(
+        &json,
+        "\"type\": \"DWRR\",\n            \"weight\": \"15\"",
+        "\"type\": \"STRICT\",\n            \"weight\": \"15\"",
+        1,
+    );
+    assert_eq!(
+        against(&strict),
+        set(&["WRRtest[wrr]", "WRRtest[wrr_chg]"]),
+        "{file}: lossless queues strict"
+    );
     // The watchdog's detection beyond the suite's wait for it.
     let slow = nudged(&json, "\"detection_time\": \"200\"", "\"detection_time\": \"40000\"", 0);
     assert_eq!(
@@ -150,6 +172,45 @@ fn check_platform(file: &str, xoff: &str, cell: u64, xoff_cells_unseen: u64) {
         set(&["PfcWdTest[pfcwd]"]),
         "{file}: watchdog detection 40 s"
     );
+}
+
+/// `json` with a WRED-ECN profile that marks (and drops what cannot be marked) from 1000 B
+/// of queue depth on queue 0 of `port`.
+fn ecn_on_queue0(json: &str, port: &str) -> String {
+    let mut doc: serde_json::Value = serde_json::from_str(json).unwrap();
+    // The file's reference style: `[TABLE|name]` or the plain name.
+    let bracketed = doc["QUEUE"]
+        .as_object()
+        .unwrap()
+        .values()
+        .any(|e| e["scheduler"].as_str().is_some_and(|s| s.starts_with('[')));
+    let mut wred = serde_json::Map::new();
+    for colour in ["green", "yellow", "red"] {
+        wred.insert(format!("wred_{colour}_enable"), "true".into());
+        wred.insert(format!("{colour}_min_threshold"), "1000".into());
+        wred.insert(format!("{colour}_max_threshold"), "2000".into());
+        wred.insert(format!("{colour}_drop_probability"), "100".into());
+    }
+    wred.insert("ecn".into(), "ecn_all".into());
+    doc["WRED_PROFILE"]["NUDGE"] = serde_json::Value::Object(wred);
+    let name = if bracketed { "[WRED_PROFILE|NUDGE]" } else { "NUDGE" };
+    // The entry that holds queue 0 of `port` (keys join ports and give index ranges:
+    // `Ethernet0,Ethernet4|0-2`), or a new one.
+    let queues = doc["QUEUE"].as_object_mut().unwrap();
+    let covers = |key: &str| {
+        let Some((ports, q)) = key.split_once('|') else {
+            return false;
+        };
+        ports.split(',').any(|p| p == port) && (q == "0" || q.starts_with("0-"))
+    };
+    let key = queues
+        .keys()
+        .find(|k| covers(k))
+        .cloned()
+        .unwrap_or_else(|| format!("{port}|0"));
+    let q = queues.entry(key).or_insert_with(|| serde_json::json!({}));
+    q["wred_profile"] = name.into();
+    serde_json::to_string_pretty(&doc).unwrap()
 }
 
 /// Issue 46 item 4: `--write-params` records HdrmPoolSizeTest's counts as sonic-mgmt's

@@ -548,6 +548,20 @@ fn written_params(d: &Dut, plan: &Plan, asic: &str, speed_cable: String) -> Resu
     wrr.insert("limit".into(), json!(plan.wrr_limit));
     wrr.insert("packet_size".into(), json!(plan.wrr_len));
     common.insert("wrr".into(), Value::Object(wrr));
+    // WRRtest[wrr_chg] and DscpEcnSend as the computed mode runs them, so that a changed config
+    // run against these numbers meets the same counts.
+    let mut chg = Map::new();
+    chg.insert("ecn".into(), json!(1));
+    for (q, n) in [(0, 80), (1, 80), (2, 80), (3, 300), (4, 300), (5, 80), (6, 80)] {
+        chg.insert(format!("q{q}_num_of_pkts"), json!(n));
+    }
+    chg.insert("limit".into(), json!(80));
+    chg.insert("lossy_weight".into(), json!(8));
+    chg.insert("lossless_weight".into(), json!(30));
+    common.insert("wrr_chg".into(), Value::Object(chg));
+    for i in 1..=4 {
+        common.insert(format!("ecn_{i}"), procedures::ecn_written(d, plan, i));
+    }
     let mut per_queue = [0u64; 8];
     for dscp in 0..64 {
         let tc = usize::from(maps.dscp_to_tc[dscp]);

@@ -963,11 +963,16 @@ pub fn pfcwd(d: &mut Dut, plan: &Plan, dscp: u8) -> Result<TestResult> {
 /// lossy one, as the two profiles are bound on SONiC. The weights are put back after.
 /// sonic-mgmt skips the test on NVIDIA platforms (tests_mark_conditions.yaml); so does this
 /// where NVIDIA's parameters give a `wrr_chg` set (its weights, 8 and 8, are not meant to
-/// pass), not with the computed ones (the suite's default set).
+/// pass), not with the computed ones (the suite's default set) nor with numbers rocesw wrote
+/// (`--write-params`, told by their `dscp_mapping` set, which sonic-mgmt's files have not).
 pub fn wrr_chg(d: &mut Dut, plan: &Plan) -> Result<TestResult> {
     const SET: &str = "wrr_chg";
     let mut t = TestResult::new("WRRtest[wrr_chg]");
-    if plan.nvidia && plan.yaml.as_ref().is_some_and(|y| y.set(SET).is_some()) {
+    let nvidias = plan
+        .yaml
+        .as_ref()
+        .is_some_and(|y| y.set(SET).is_some() && y.set("dscp_mapping").is_none());
+    if plan.nvidia && nvidias {
         return Ok(t.skip(
             "sonic-mgmt skips testQosSaiDwrrWeightChange on Mellanox platforms (tests/common/plugins/conditional_mark/tests_mark_conditions.yaml)",
         ));
@@ -1036,6 +1041,46 @@ struct EcnSet {
     min_limit: u64,
 }
 
+/// The counts of set `ecn_i` the rules give: the suite's DSCP, ECN and frame count (fewer
+/// if the queue would drop them), `limit` and `min_limit` the cells that leave. With ECN
+/// `min_limit` is the frame count, so the suite's 3-7 % band does not apply (its marks depend
+/// on the queue's WRED-ECN profile, checked apart).
+fn ecn_computed(d: &Dut, plan: &Plan, i: usize) -> EcnSet {
+    let (dscp, ecn, frames) = ECN_DEFAULTS[(i - 1).min(3)];
+    let len = 1000;
+    let occ = (len as u64).div_ceil(u64::from(d.config().buffer.cell_bytes));
+    let (tc, pg, q) = class(d, plan.src, dscp);
+    // As many as the queue holds without a drop (all of them on any real buffer).
+    let frames = if d.config().pfc.enabled[tc] {
+        frames
+    } else {
+        frames.min(
+            params::lossy(d.config(), plan.src, pg, plan.dst, q, len)
+                .trig_drp
+                .saturating_sub(1),
+        )
+    };
+    let cells = frames * occ;
+    EcnSet {
+        dscp,
+        ecn,
+        frames,
+        len,
+        occ,
+        limit: cells,
+        min_limit: if ecn == 0 { cells } else { frames },
+    }
+}
+
+/// `ecn_i`'s counts as `--write-params` writes them (sonic-mgmt's fields, `cell_size` the
+/// config's).
+pub fn ecn_written(d: &Dut, plan: &Plan, i: usize) -> serde_json::Value {
+    let e = ecn_computed(d, plan, i);
+    serde_json::json!({"dscp": e.dscp, "ecn": e.ecn, "num_of_pkts": e.frames, "limit": e.limit,
+                       "min_limit": e.min_limit, "packet_size": e.len,
+                       "cell_size": d.config().buffer.cell_bytes})
+}
+
 /// The suite's `ecn_1..4` (identical in every qos_params file that has them): DSCP 8 and 0,
 /// each not ECN-capable (5,000 frames) and ECT(1) (2,047 frames).
 const ECN_DEFAULTS: [(u8, u8, u64); 4] = [(8, 0, 5000), (8, 1, 2047), (0, 0, 5000), (0, 1, 2047)];
@@ -1060,7 +1105,6 @@ pub fn dscp_ecn(d: &mut Dut, plan: &Plan, i: usize) -> Result<TestResult> {
     let (src, dst) = (plan.src, plan.dst);
     let y = plan.yaml.as_ref().filter(|y| y.set(&name).is_some());
     let (dscp, ecn, frames) = ECN_DEFAULTS[(i - 1).min(3)];
-    let cell = u64::from(d.config().buffer.cell_bytes);
     let set = match y {
         Some(y) => {
             let int = |f: &str| y.int(&name, f).map(|v| v.max(0) as u64);
@@ -1079,33 +1123,7 @@ pub fn dscp_ecn(d: &mut Dut, plan: &Plan, i: usize) -> Result<TestResult> {
                 min_limit: int("min_limit").unwrap_or(0),
             }
         }
-        None => {
-            let len = 1000;
-            let occ = (len as u64).div_ceil(cell);
-            let (tc, pg, q) = class(d, src, dscp);
-            // As many as the queue holds without a drop (all of them on any real buffer).
-            let frames = if d.config().pfc.enabled[tc] {
-                frames
-            } else {
-                frames.min(
-                    params::lossy(d.config(), src, pg, dst, q, len)
-                        .trig_drp
-                        .saturating_sub(1),
-                )
-            };
-            let cells = frames * occ;
-            EcnSet {
-                dscp,
-                ecn,
-                frames,
-                len,
-                occ,
-                limit: cells,
-                // With ECN: above the frames sent, so the 3-7% band (the suite's numbers) does
-                // not apply; the marks are checked against the queue's profile below.
-                min_limit: if ecn == 0 { cells } else { frames },
-            }
-        }
+        None => ecn_computed(d, plan, i),
     };
     let EcnSet {
         dscp,
