@@ -1357,6 +1357,8 @@ fn check_names_the_sonic_field_a_warned_value_came_from() {
         w[0].contains(") is below the headroom computed for Ethernet0 (port 0)"),
         "{out}"
     );
+    // And, as for a TOML, the memory `rocesw run` needs for it at start-up.
+    assert!(out.contains("\nmemory: rocesw run needs "), "{out}");
     // A hand-written config's warnings name its keys alone.
     let toml = dir.path().join("small.toml");
     let text = std::fs::read_to_string(config("default.toml")).unwrap();
