@@ -58,7 +58,8 @@ fn lab_up_from(hosts: usize, base: &str) -> LabGuard {
         name,
         hosts,
         speed: SPEED.into(),
-        mtu: 1500,
+        // A config_db.json's own MTU (9100), the default profile's 1500.
+        mtu: None,
     };
     let lab = lab::up(&spec, Some(&repo().join(base)), state.path()).expect("lab up");
     LabGuard {

@@ -234,9 +234,10 @@ enum LabCommand {
         /// Port speed written into the lab config.
         #[arg(long, default_value = "25G")]
         speed: String,
-        /// MTU of the hosts and the switch ports.
-        #[arg(long, default_value_t = 1500)]
-        mtu: u32,
+        /// MTU of the hosts and the switch ports (1280-9216). Default: a config_db.json's own
+        /// (each port's PORT mtu, 9100 in most), else 1500.
+        #[arg(long)]
+        mtu: Option<u32>,
         /// Where labs keep their state file and switch config (NAME.json, NAME.toml).
         #[arg(long, default_value = dataplane::tools::lab::DEFAULT_STATE_DIR)]
         state_dir: PathBuf,

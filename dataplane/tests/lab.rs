@@ -46,7 +46,7 @@ impl Guard {
             name: self.name.clone(),
             hosts,
             speed: "25G".into(),
-            mtu: 1500,
+            mtu: Some(1500),
         }
     }
 
@@ -362,7 +362,7 @@ fn bad_names_are_rejected_before_anything_is_created() {
             name: name.into(),
             hosts: 2,
             speed: "25G".into(),
-            mtu: 1500,
+            mtu: Some(1500),
         };
         let msg = format!("{:#}", lab::up(&spec, Some(&base_config()), dir.path()).unwrap_err());
         assert!(

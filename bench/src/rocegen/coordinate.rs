@@ -67,6 +67,29 @@ pub fn parse_host(s: &str) -> Result<HostSpec> {
 #[derive(Deserialize)]
 struct LabFile {
     hosts: Vec<LabHost>,
+    #[serde(default)]
+    classes: Option<LabClasses>,
+}
+
+/// The switch's classes as `rocesw lab up` writes them into the lab file: the DSCPs that
+/// cross it losslessly and its DSCP → priority map.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+pub struct LabClasses {
+    /// Lossless DSCPs, lowest first (empty: none).
+    #[serde(default)]
+    pub lossless_dscps: Vec<u8>,
+    /// DSCP → priority, as `--prio-map` takes it.
+    #[serde(default)]
+    pub prio_map: String,
+}
+
+/// A lab file: its hosts, and its switch's classes if the file carries them.
+#[derive(Debug, Clone)]
+pub struct Lab {
+    /// The hosts, in order.
+    pub hosts: Vec<HostSpec>,
+    /// `None` for a lab file without them (hand-written, or from an older rocesw).
+    pub classes: Option<LabClasses>,
 }
 
 #[derive(Deserialize)]
@@ -79,11 +102,13 @@ struct LabHost {
     name: Option<String>,
 }
 
-/// A lab state file: `{"hosts":[{"netns":..,"host_if":..,"mac":"02:..","ipv4":".."}]}`
-/// (other fields are ignored; `ipv4` may carry a prefix length).
-pub fn parse_lab(text: &str) -> Result<Vec<HostSpec>> {
+/// A lab state file: `{"hosts":[{"netns":..,"host_if":..,"mac":"02:..","ipv4":".."}],
+/// "classes":{"lossless_dscps":[..],"prio_map":".."}}` (`classes` optional, other fields
+/// ignored; `ipv4` may carry a prefix length).
+pub fn parse_lab(text: &str) -> Result<Lab> {
     let lab: LabFile = serde_json::from_str(text).context("lab file: expected {\"hosts\":[...]}")?;
-    lab.hosts
+    let hosts = lab
+        .hosts
         .into_iter()
         .map(|h| {
             Ok(HostSpec {
@@ -94,7 +119,11 @@ pub fn parse_lab(text: &str) -> Result<Vec<HostSpec>> {
                 ip: parse_ipv4(&h.ipv4)?,
             })
         })
-        .collect()
+        .collect::<Result<_>>()?;
+    Ok(Lab {
+        hosts,
+        classes: lab.classes,
+    })
 }
 
 /// Runs `pattern` over `hosts`: senders start together `lead_ns` after every host is ready
@@ -181,7 +210,13 @@ mod tests {
             r#"{"hosts":[{"netns":"a","host_if":"e0","mac":"02:00:00:00:00:0a","ipv4":"10.0.0.1/24","x":1}]}"#,
         )
         .unwrap();
-        assert_eq!(lab[0].ip, [10, 0, 0, 1]);
-        assert_eq!(lab[0].iface, "e0");
+        assert_eq!(lab.hosts[0].ip, [10, 0, 0, 1]);
+        assert_eq!(lab.hosts[0].iface, "e0");
+        assert_eq!(lab.classes, None);
+        let lab = parse_lab(
+            r#"{"hosts":[],"classes":{"lossless_dscps":[3,4],"prio_map":"3=3,4=4"}}"#,
+        )
+        .unwrap();
+        assert_eq!(lab.classes.unwrap().lossless_dscps, [3, 4]);
     }
 }
