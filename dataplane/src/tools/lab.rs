@@ -135,13 +135,17 @@ pub struct LabClasses {
 }
 
 impl LabClasses {
-    /// The classes of `cfg`'s first `ports` ports (the lab's).
-    pub fn of(cfg: &controlplane::Config, ports: usize) -> LabClasses {
+    /// The classes of `cfg` on the ports with these ids (the lab's; none: every port).
+    pub fn of(cfg: &controlplane::Config, ids: &[u16]) -> LabClasses {
         let c = &cfg.classify;
         if c.trust != controlplane::Trust::Dscp {
             return LabClasses::default();
         }
-        let ports = &cfg.ports[..ports.min(cfg.ports.len())];
+        let ports: Vec<&controlplane::PortConfig> = cfg
+            .ports
+            .iter()
+            .filter(|p| ids.is_empty() || ids.contains(&p.id))
+            .collect();
         let lossless = |tc: u8| {
             let tc = usize::from(tc);
             !ports.is_empty()
@@ -624,7 +628,8 @@ pub fn plan(spec: &LabSpec, base_text: &str, base_name: &str) -> Result<LabPlan>
     text += &body;
     let loaded = controlplane::load_str(&text)
         .map_err(|e| anyhow!("the lab config made from {base_name} does not load:\n{e}"))?;
-    let classes = LabClasses::of(&loaded.config, spec.hosts);
+    let ids: Vec<u16> = hosts.iter().map(|h| h.port_id).collect();
+    let classes = LabClasses::of(&loaded.config, &ids);
     Ok(LabPlan {
         config_text: text,
         hosts,
