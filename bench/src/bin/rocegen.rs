@@ -272,8 +272,11 @@ struct CoordArgs {
     /// --prio-map their defaults.
     #[arg(long)]
     lab: Option<std::path::PathBuf>,
-    /// Seconds receivers keep listening after senders stop.
-    #[arg(long, default_value_t = 0.2)]
+    /// At most this many seconds receivers keep listening after the senders stop, for frames
+    /// still queued or paused in the network (a loaded machine holds them for hundreds of ms);
+    /// they stop sooner once every frame sent has arrived or been seen lost. The report says
+    /// how long they waited, and counts frames still in flight at the bound apart from lost.
+    #[arg(long, default_value_t = 2.0)]
     drain: f64,
     #[command(flatten)]
     traffic: TrafficArgs,

@@ -3,8 +3,8 @@
 //! instant, keeps receivers running for a drain period after, and joins everything into one
 //! report.
 
-use super::host::{run_host, HostResult, HostRole, HostSpec, Start};
-use super::report::Report;
+use super::host::{run_host, Drain, DrainSlot, HostResult, HostRole, HostSpec, Start};
+use super::report::{DrainReport, Report};
 use super::sender::{Dest, TrafficConfig};
 use super::wire::now_ns;
 use super::{parse_ipv4, parse_mac};
@@ -127,7 +127,8 @@ pub fn parse_lab(text: &str) -> Result<Lab> {
 }
 
 /// Runs `pattern` over `hosts`: senders start together `lead_ns` after every host is ready
-/// and send for the configured duration; receivers stop `drain_ns` after that.
+/// and send for the configured duration; receivers keep listening after that until every frame
+/// sent has arrived or been seen lost, at most `drain_ns` ([`Drain`]; the report says which).
 pub fn run(hosts: &[HostSpec], pattern: Pattern, cfg: &TrafficConfig, drain_ns: u64) -> Result<Report> {
     if hosts.len() < 2 {
         bail!("coordinate needs at least two hosts");
@@ -143,18 +144,34 @@ pub fn run(hosts: &[HostSpec], pattern: Pattern, cfg: &TrafficConfig, drain_ns: 
         roles[s].dests.push(Dest { mac, ip: dst.ip });
         roles[d].receive = true;
     }
+    let drain = Drain::new(hosts.len(), roles.iter().filter(|r| !r.dests.is_empty()).count());
     let (ready_tx, ready_rx) = mpsc::channel();
     let mut gos = Vec::new();
     let mut threads = Vec::new();
-    for (spec, role) in hosts.iter().cloned().zip(roles) {
+    for (i, (spec, role)) in hosts.iter().cloned().zip(roles).enumerate() {
         let (go_tx, go_rx) = mpsc::channel();
         gos.push(go_tx);
         let ready = ready_tx.clone();
         let cfg = cfg.clone();
         let name = spec.name.clone();
+        let slot = DrainSlot {
+            drain: drain.clone(),
+            host: i,
+        };
         let t = std::thread::Builder::new()
             .name(format!("rocegen-{name}"))
-            .spawn(move || run_host(spec, role, cfg, Start::Sync { ready, go: go_rx }))
+            .spawn(move || {
+                run_host(
+                    spec,
+                    role,
+                    cfg,
+                    Start::Sync {
+                        ready,
+                        go: go_rx,
+                        drain: Some(slot),
+                    },
+                )
+            })
             .context("spawning a host thread")?;
         threads.push(t);
     }
@@ -187,7 +204,18 @@ pub fn run(hosts: &[HostSpec], pattern: Pattern, cfg: &TrafficConfig, drain_ns: 
     if !errors.is_empty() {
         bail!("coordinate failed:\n  {}", errors.join("\n  "));
     }
-    Ok(Report::build("coordinate", Some(pattern.name()), cfg, &results))
+    let mut report = Report::build("coordinate", Some(pattern.name()), cfg, &results);
+    let end = results.iter().map(|r| r.end_ns).max().unwrap_or(0);
+    let stopped = drain
+        .senders_stopped_ns()
+        .unwrap_or_else(|| results.iter().map(|r| r.tx_stop_ns).max().unwrap_or(end));
+    report.drain = Some(DrainReport {
+        bound_s: drain_ns as f64 / 1e9,
+        waited_s: end.saturating_sub(stopped) as f64 / 1e9,
+        drained: drain.completed(),
+        unaccounted: drain.unaccounted(),
+    });
+    Ok(report)
 }
 
 #[cfg(test)]

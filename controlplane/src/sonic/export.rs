@@ -8,6 +8,13 @@
 //! BUFFER_PROFILE and BUFFER_PG entry once a change touches it. Anything else that changed is
 //! refused by name. The inverse of the import on the same origins: a patch touches only what
 //! changed, and importing the patched file gives the config the patch came from.
+//!
+//! The target may be a lab's running config (`rocesw lab up --config config_db.json`): ports
+//! are matched by name, and a file port the target lacks (a lab of 4 hosts on a 32-port file)
+//! is left as the file has it, though a profile it shares with a port that changed changes for
+//! it too (said in a note). A port's speed and MTU are the PORT table, the switch's hardware,
+//! which no QoS patch carries: a lab runs its veths at 1G and may shrink the MTU, so a
+//! difference there is said in a note, not refused.
 
 use super::db::{expand_key, reference, ConfigDb};
 use super::import::Imported;
@@ -24,6 +31,10 @@ pub struct Export {
     pub patch: Value,
     /// One line per changed field: `TABLE|key|field: old → new`.
     pub changes: Vec<String>,
+    /// What the patch leaves out or reaches beyond the target, one line each: ports the target
+    /// lacks (left as the file has them; a changed profile they share changes for them too),
+    /// a port speed or MTU the target runs at and the file keeps.
+    pub notes: Vec<String>,
     /// The file with the patch applied, pretty-printed.
     pub patched: String,
 }
@@ -45,14 +56,11 @@ pub fn export(original: &str, opts: &ImportOptions, target: &Config) -> Result<E
         errors: Vec::new(),
         covered: base.clone(),
         made: BTreeMap::new(),
+        present: vec![false; base.ports.len()],
+        absent_users: BTreeMap::new(),
     };
-    if base.ports.len() != target.ports.len() || base.ports.iter().zip(&target.ports).any(|(a, b)| a.name != b.name) {
-        x.errors.push(
-            "the target config's ports are not the file's (a port added, removed or renamed): the PORT table is not exported"
-                .to_string(),
-        );
-        return Err(x.errors);
-    }
+    let (target, mut notes) = x.on_the_files_ports(&base, target)?;
+    let target = &target;
     x.pgs(&imported, &base, target);
     x.queue_profiles(&db, &base, target);
     x.wred(&imported, &base, target);
@@ -61,6 +69,19 @@ pub fn export(original: &str, opts: &ImportOptions, target: &Config) -> Result<E
     x.unexpressed(target);
     if !x.errors.is_empty() {
         return Err(x.errors);
+    }
+    // A changed profile that ports outside the target share changes for them as well.
+    for ((table, key), users) in &x.absent_users {
+        let changed = x
+            .want
+            .get(&(table.clone(), key.clone()))
+            .is_some_and(|f| f.values().any(|w| w.2));
+        if changed {
+            notes.push(format!(
+                "{table}|{key} changes for {} as well, which the target config does not have (they share it)",
+                users.iter().cloned().collect::<Vec<_>>().join(", ")
+            ));
+        }
     }
     let original_json: Value = serde_json::from_str(original).map_err(|e| vec![e.to_string()])?;
     let mut patched = original_json.clone();
@@ -128,6 +149,7 @@ pub fn export(original: &str, opts: &ImportOptions, target: &Config) -> Result<E
     Ok(Export {
         patch: serde_json::to_value(patch).map_err(|e| vec![e.to_string()])?,
         changes,
+        notes,
         patched: serde_json::to_string_pretty(&patched).map_err(|e| vec![e.to_string()])?,
     })
 }
@@ -141,6 +163,10 @@ struct Exporter {
     covered: Config,
     /// Profiles made from lookup rows: name → (its fields, the BUFFER_PG keys bound to it).
     made: BTreeMap<String, (serde_json::Map<String, Value>, Vec<String>)>,
+    /// Per port of the file: whether the target has it.
+    present: Vec<bool>,
+    /// Entries the file's ports outside the target use: (table, key) → those ports.
+    absent_users: BTreeMap<(String, String), std::collections::BTreeSet<String>>,
 }
 
 /// The index of the port named `name`.
@@ -149,6 +175,85 @@ fn port_index(c: &Config, name: &str) -> Option<usize> {
 }
 
 impl Exporter {
+    /// `target` on the file's ports: every port of the file, the target's where it has one (by
+    /// name), the file's own elsewhere; each port's speed and MTU the file's, a difference said
+    /// in a note. A target port the file does not have (added or renamed) is refused.
+    fn on_the_files_ports(&mut self, base: &Config, target: &Config) -> Result<(Config, Vec<String>), Vec<String>> {
+        let mut full = target.clone();
+        full.ports = base.ports.clone();
+        let mut notes = Vec::new();
+        let mut errors = Vec::new();
+        for t in &target.ports {
+            let label = t.name.clone().unwrap_or_else(|| format!("port {}", t.id));
+            let Some(pi) = t.name.as_deref().and_then(|n| port_index(base, n)) else {
+                errors.push(format!(
+                    "the target config's {label} is not a port of the file (a port added or renamed): the PORT table is not exported"
+                ));
+                continue;
+            };
+            if self.present[pi] {
+                errors.push(format!("the target config has {label} twice"));
+                continue;
+            }
+            self.present[pi] = true;
+            let file = &base.ports[pi];
+            let mut port = t.clone();
+            if port.speed_bps != file.speed_bps {
+                notes.push(format!(
+                    "{label} runs at {} in the target config, {} in the file: not exported (PORT|{label}|speed is the \
+                     switch's hardware; a value tuned at one speed may not suit another)",
+                    crate::units::format_rate(port.speed_bps),
+                    crate::units::format_rate(file.speed_bps)
+                ));
+                port.speed_bps = file.speed_bps;
+            }
+            if port.max_frame_bytes != file.max_frame_bytes {
+                let l2 = crate::headroom::L2_OVERHEAD_BYTES as u32;
+                notes.push(format!(
+                    "{label} has mtu {} in the target config, {} in the file: not exported (PORT|{label}|mtu)",
+                    port.max_frame_bytes.saturating_sub(l2),
+                    file.max_frame_bytes.saturating_sub(l2)
+                ));
+                port.max_frame_bytes = file.max_frame_bytes;
+            }
+            full.ports[pi] = port;
+        }
+        if !errors.is_empty() {
+            return Err(errors);
+        }
+        let absent: Vec<String> = base
+            .ports
+            .iter()
+            .zip(&self.present)
+            .filter(|(_, &p)| !p)
+            .map(|(p, _)| p.name.clone().unwrap_or_else(|| format!("port {}", p.id)))
+            .collect();
+        if !absent.is_empty() {
+            notes.insert(
+                0,
+                format!(
+                    "{} of the file's {} ports are not in the target config (a lab of fewer hosts?): {}; left as the file has them",
+                    absent.len(),
+                    base.ports.len(),
+                    absent.join(", ")
+                ),
+            );
+        }
+        Ok((full, notes))
+    }
+
+    /// Whether port `pi` of the file is in the target; if not, records that it uses
+    /// `table|key` (a profile a change may reach) and the caller skips it.
+    fn present_or_note(&mut self, pi: usize, table: &str, key: &str, port: &str) -> bool {
+        if !self.present[pi] {
+            self.absent_users
+                .entry((table.to_string(), key.to_string()))
+                .or_default()
+                .insert(port.to_string());
+        }
+        self.present[pi]
+    }
+
     #[allow(clippy::too_many_arguments)]
     fn ask(&mut self, table: &str, key: &str, field: &str, value: String, who: &str, changed: bool) {
         ask(
@@ -166,6 +271,9 @@ impl Exporter {
     fn pgs(&mut self, imported: &Imported, base: &Config, target: &Config) {
         for (port, g, profile) in &imported.pg_profiles {
             let Some(pi) = port_index(base, port) else { continue };
+            if !self.present_or_note(pi, "BUFFER_PROFILE", profile, port) {
+                continue;
+            }
             let g = usize::from(*g);
             let who = format!("{port} PG {g}");
             let (old, new) = (&base.ports[pi], &target.ports[pi]);
@@ -265,6 +373,9 @@ impl Exporter {
             };
             for port in &ports {
                 let Some(pi) = port_index(base, port) else { continue };
+                if !self.present_or_note(pi, "BUFFER_PROFILE", &profile, port) {
+                    continue;
+                }
                 for &q in &queues {
                     let q = usize::from(q);
                     let who = format!("{port} queue {q}");
@@ -295,6 +406,9 @@ impl Exporter {
     fn wred(&mut self, imported: &Imported, base: &Config, target: &Config) {
         for (port, q, wred) in &imported.queue_wred {
             let Some(pi) = port_index(base, port) else { continue };
+            if !self.present_or_note(pi, "WRED_PROFILE", wred, port) {
+                continue;
+            }
             let q = usize::from(*q);
             let who = format!("{port} queue {q}");
             let (Some(o), n) = (
@@ -359,6 +473,9 @@ impl Exporter {
             };
             for port in &ports {
                 let Some(pi) = port_index(base, port) else { continue };
+                if !self.present_or_note(pi, "SCHEDULER", &name, port) {
+                    continue;
+                }
                 for &q in &queues {
                     let q = usize::from(q);
                     let who = format!("{port} queue {q}");
