@@ -166,7 +166,7 @@ fn every_kind_of_change_round_trips_through_an_independent_patch() {
         let out = export(&json, &opts, &speed).unwrap();
         assert_eq!(out.patch, serde_json::json!([]), "{file}");
         assert!(
-            out.notes.iter().any(|n| n.contains("Ethernet4 runs at 40G in the target config, 100G in the file: not exported")),
+            out.notes.iter().any(|n| n.contains("Ethernet4 speed 40G in the target config, 100G in the file: not exported")),
             "{file}: {:?}",
             out.notes
         );
@@ -268,13 +268,19 @@ fn an_entry_given_nested_and_flat_is_patched_in_both() {
 fn a_labs_running_config_exports_against_the_whole_file() {
     let opts = ImportOptions::default();
     let json = read("spectrum1-t1.json");
-    let base = import(&json, &opts);
-    let mut lab = base.clone();
-    lab.ports.truncate(4);
-    for p in &mut lab.ports {
-        p.speed_bps = 1_000_000_000;
-        p.interface = Some(format!("lab-{}", p.name.as_deref().unwrap()));
+    // The lab's config as `rocesw lab up` writes it: the import's TOML, its first four ports
+    // on veths at 1G, loaded again (so every default that follows the ports, such as a port's
+    // share of the FDB, is the lab's).
+    let mut t: toml::Table = toml::from_str(&import_text(&json, &opts).unwrap().toml).unwrap();
+    let ports = t["port"].as_array_mut().unwrap();
+    ports.truncate(4);
+    for p in ports {
+        let p = p.as_table_mut().unwrap();
+        p.insert("speed".into(), "1G".into());
+        let veth = format!("lab-{}", p["name"].as_str().unwrap());
+        p.insert("interface".into(), veth.into());
     }
+    let lab = load_str(&toml::to_string(&t).unwrap()).unwrap().config;
     let same = export(&json, &opts, &lab).unwrap_or_else(|e| panic!("{e:#?}"));
     assert_eq!(same.patch, serde_json::json!([]), "the lab as it started: nothing to send back");
     assert!(
@@ -283,7 +289,11 @@ fn a_labs_running_config_exports_against_the_whole_file() {
         "{:?}",
         same.notes
     );
-    assert!(same.notes.iter().any(|n| n.contains("Ethernet0 runs at 1G")), "{:?}", same.notes);
+    assert!(
+        same.notes.iter().any(|n| n.contains("Ethernet0, Ethernet4, Ethernet8, Ethernet12 speed 1G in the target config")),
+        "{:?}",
+        same.notes
+    );
     // A tuning change on every lab port: the lossless PGs' alpha, as `rocectl set alpha` makes it.
     let mut tuned = lab.clone();
     for p in &mut tuned.ports {

@@ -183,6 +183,8 @@ impl Exporter {
         full.ports = base.ports.clone();
         let mut notes = Vec::new();
         let mut errors = Vec::new();
+        // (what, the target's value, the file's) → the ports: one note per kind of difference.
+        let mut hardware: BTreeMap<(&str, String, String), Vec<String>> = BTreeMap::new();
         for t in &target.ports {
             let label = t.name.clone().unwrap_or_else(|| format!("port {}", t.id));
             let Some(pi) = t.name.as_deref().and_then(|n| port_index(base, n)) else {
@@ -199,27 +201,46 @@ impl Exporter {
             let file = &base.ports[pi];
             let mut port = t.clone();
             if port.speed_bps != file.speed_bps {
-                notes.push(format!(
-                    "{label} runs at {} in the target config, {} in the file: not exported (PORT|{label}|speed is the \
-                     switch's hardware; a value tuned at one speed may not suit another)",
+                let key = (
+                    "speed",
                     crate::units::format_rate(port.speed_bps),
-                    crate::units::format_rate(file.speed_bps)
-                ));
+                    crate::units::format_rate(file.speed_bps),
+                );
+                hardware.entry(key).or_default().push(label.clone());
                 port.speed_bps = file.speed_bps;
             }
             if port.max_frame_bytes != file.max_frame_bytes {
                 let l2 = crate::headroom::L2_OVERHEAD_BYTES as u32;
-                notes.push(format!(
-                    "{label} has mtu {} in the target config, {} in the file: not exported (PORT|{label}|mtu)",
-                    port.max_frame_bytes.saturating_sub(l2),
-                    file.max_frame_bytes.saturating_sub(l2)
-                ));
+                let key = (
+                    "mtu",
+                    port.max_frame_bytes.saturating_sub(l2).to_string(),
+                    file.max_frame_bytes.saturating_sub(l2).to_string(),
+                );
+                hardware.entry(key).or_default().push(label.clone());
                 port.max_frame_bytes = file.max_frame_bytes;
             }
             full.ports[pi] = port;
         }
         if !errors.is_empty() {
             return Err(errors);
+        }
+        for ((what, theirs, files), ports) in hardware {
+            notes.push(format!(
+                "{} {what} {theirs} in the target config, {files} in the file: not exported (PORT|…|{what} is the \
+                 switch's hardware{})",
+                ports.join(", "),
+                if what == "speed" {
+                    "; a value tuned at one speed may not suit another"
+                } else {
+                    ""
+                }
+            ));
+        }
+        // A port's FDB limit is an equal share of the table unless the config says otherwise,
+        // so fewer ports give a larger default: not a change of the target's.
+        let share = |c: &Config| (c.fdb.capacity / c.ports.len().max(1)).max(1);
+        if target.fdb.port_limit == share(target) && base.fdb.port_limit == share(base) {
+            full.fdb.port_limit = base.fdb.port_limit;
         }
         let absent: Vec<String> = base
             .ports
