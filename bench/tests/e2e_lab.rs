@@ -814,6 +814,10 @@ fn receivers_wait_for_a_paused_tail_and_say_so() {
     assert!((0.5..2.0).contains(&w), "waited {w} s for a tail held about 0.9 s: {d}");
     assert!(t["rx_packets"].as_u64().unwrap() > 1_000, "{t}");
 
+    eprintln!(
+        "tail held 0.9 s: waited {w:.3} s, drained, {} frames received, in flight 0",
+        t["rx_packets"]
+    );
     let bounded = run(&["--drain", "0.3"], 1.5);
     let (t, d) = (&bounded["totals"], &bounded["drain"]);
     assert_eq!(d["drained"], false, "{d}");
@@ -822,6 +826,10 @@ fn receivers_wait_for_a_paused_tail_and_say_so() {
     assert_eq!(d["unaccounted"], t["in_flight_at_end"], "{d}\n{t}");
     let w = d["waited_s"].as_f64().unwrap();
     assert!((0.25..0.8).contains(&w), "stopped at the 0.3 s bound: {d}");
+    eprintln!(
+        "tail held 1.5 s, --drain 0.3: waited {w:.3} s, not drained, {} in flight, lost 0",
+        t["in_flight_at_end"]
+    );
 
     drop(c);
     let o = sw.stop();

@@ -96,7 +96,9 @@ fn the_readmes_sonic_lab_walk_through_runs_as_written() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     std::fs::copy(repo().join("configs/sonic/spectrum1-t1.json"), d.join("config_db.json")).unwrap();
-    let name = format!("r{:04x}", std::process::id() & 0xffff);
+    // Three characters, as README's `lab`: its veths are then named after the ports
+    // (`t1f-Ethernet12` fits in 15 bytes; a longer name would make them `t1f2ap12`).
+    let name = format!("t{:02x}", std::process::id() & 0xff);
     let state = d.join("state");
     let socket = d.join("ctl.sock");
     let lab_opts = format!(" --name {name} --state-dir {}", state.display());
