@@ -695,6 +695,11 @@ mod tests {
                 "vlarb" | "sonic" => {
                     assert!(ids.is_empty(), "{name}: {ids:?}");
                     for sub in sub.get_subcommands() {
+                        // `sonic export --running` asks a switch for its config.
+                        if (name, sub.get_name()) == ("sonic", "export") {
+                            assert_eq!(connection_ids(sub), CONNECTION, "sonic export");
+                            continue;
+                        }
                         assert!(connection_ids(sub).is_empty(), "{name} {}", sub.get_name());
                     }
                 }
@@ -707,6 +712,24 @@ mod tests {
                 }
                 _ => assert_eq!(ids, CONNECTION, "{name}"),
             }
+        }
+    }
+
+    /// Issue 49 item 3: `sonic export --running` talks to the switch the connection options
+    /// name (and only with --running); it takes no --config or --fragment beside it.
+    #[test]
+    fn sonic_export_running_talks_to_the_switch() {
+        use clap::Parser;
+        let parse = |args: &[&str]| Cli::try_parse_from([&["rocectl", "sonic", "export", "db.json"], args].concat());
+        let running = parse(&["--running", "--socket", "/tmp/x.sock"]).unwrap();
+        assert_eq!(
+            running.command.connection().and_then(|c| c.socket.clone()),
+            Some(std::path::PathBuf::from("/tmp/x.sock"))
+        );
+        let offline = parse(&["--config", "running.toml"]).unwrap();
+        assert!(offline.command.connection().is_none());
+        for bad in [&["--running", "--config", "r.toml"][..], &["--running", "--fragment", "f.toml"], &[]] {
+            assert!(parse(bad).is_err(), "{bad:?}");
         }
     }
 
