@@ -808,7 +808,10 @@ fn receivers_wait_for_a_paused_tail_and_say_so() {
     let waited = run(&[], 0.9);
     let (t, d) = (&waited["totals"], &waited["drain"]);
     assert_eq!(t["lost"], 0, "{t}");
-    assert_eq!(t["in_flight_at_end"], 0, "the receivers waited for the held tail: {t}\n{d}");
+    assert_eq!(
+        t["in_flight_at_end"], 0,
+        "the receivers waited for the held tail: {t}\n{d}"
+    );
     assert_eq!(d["drained"], true, "{d}");
     let w = d["waited_s"].as_f64().unwrap();
     assert!((0.5..2.0).contains(&w), "waited {w} s for a tail held about 0.9 s: {d}");

@@ -37,10 +37,7 @@ fn readme_lines() -> Vec<String> {
     let start = readme
         .find("<!-- sonic-lab:")
         .expect("README.md has the SONiC lab walk-through's marker");
-    let end = readme[start..]
-        .find("<!-- /sonic-lab -->")
-        .expect("and its end marker")
-        + start;
+    let end = readme[start..].find("<!-- /sonic-lab -->").expect("and its end marker") + start;
     let block = &readme[start..end];
     let body = block
         .split_once("```sh\n")
@@ -195,7 +192,10 @@ fn the_readmes_sonic_lab_walk_through_runs_as_written() {
         diff.contains("WRED_PROFILE|AZURE_LOSSLESS|green_max_threshold: 10000000 → 5000000"),
         "{diff}"
     );
-    assert!(diff.contains("4 of the file's 8 ports are not in the target config"), "{diff}");
+    assert!(
+        diff.contains("4 of the file's 8 ports are not in the target config"),
+        "{diff}"
+    );
     let patch: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(d.join("tuned.patch.json")).unwrap()).unwrap();
     assert_eq!(

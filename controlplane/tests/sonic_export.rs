@@ -166,7 +166,9 @@ fn every_kind_of_change_round_trips_through_an_independent_patch() {
         let out = export(&json, &opts, &speed).unwrap();
         assert_eq!(out.patch, serde_json::json!([]), "{file}");
         assert!(
-            out.notes.iter().any(|n| n.contains("Ethernet4 speed 40G in the target config, 100G in the file: not exported")),
+            out.notes
+                .iter()
+                .any(|n| n.contains("Ethernet4 speed 40G in the target config, 100G in the file: not exported")),
             "{file}: {:?}",
             out.notes
         );
@@ -282,7 +284,11 @@ fn a_labs_running_config_exports_against_the_whole_file() {
     }
     let lab = load_str(&toml::to_string(&t).unwrap()).unwrap().config;
     let same = export(&json, &opts, &lab).unwrap_or_else(|e| panic!("{e:#?}"));
-    assert_eq!(same.patch, serde_json::json!([]), "the lab as it started: nothing to send back");
+    assert_eq!(
+        same.patch,
+        serde_json::json!([]),
+        "the lab as it started: nothing to send back"
+    );
     assert!(
         same.notes[0].starts_with("4 of the file's 8 ports are not in the target config")
             && same.notes[0].contains("Ethernet16, Ethernet20, Ethernet24, Ethernet28"),
@@ -290,7 +296,9 @@ fn a_labs_running_config_exports_against_the_whole_file() {
         same.notes
     );
     assert!(
-        same.notes.iter().any(|n| n.contains("Ethernet0, Ethernet4, Ethernet8, Ethernet12 speed 1G in the target config")),
+        same.notes
+            .iter()
+            .any(|n| n.contains("Ethernet0, Ethernet4, Ethernet8, Ethernet12 speed 1G in the target config")),
         "{:?}",
         same.notes
     );
@@ -310,7 +318,9 @@ fn a_labs_running_config_exports_against_the_whole_file() {
     // Ethernet0-12 and 16-20 share the 5 m and 40 m profiles: the ports outside the lab take
     // the change too, and a note says which.
     assert!(
-        out.notes.iter().any(|n| n.contains("changes for") && n.contains("Ethernet16") && n.contains("as well")),
+        out.notes
+            .iter()
+            .any(|n| n.contains("changes for") && n.contains("Ethernet16") && n.contains("as well")),
         "{:?}",
         out.notes
     );

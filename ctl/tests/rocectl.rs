@@ -903,7 +903,10 @@ fn sonic_import_and_export() {
         nowhere.as_os_str(),
     ]);
     assert_eq!(code, Some(2), "{err}");
-    assert!(err.contains("--socket name a switch, which only --running asks"), "{err}");
+    assert!(
+        err.contains("--socket name a switch, which only --running asks"),
+        "{err}"
+    );
 }
 
 /// A switch's control socket at `path` that answers `hello`, `get_config` (the default

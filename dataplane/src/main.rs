@@ -597,7 +597,12 @@ fn run(cmd: Command) -> Result<()> {
                 warnings.push(format!(
                     "DSCP {} is not lossless in {name} on these ports (its lossless DSCPs: {})",
                     incast.dscp,
-                    classes.lossless_dscps.iter().map(u8::to_string).collect::<Vec<_>>().join(", ")
+                    classes
+                        .lossless_dscps
+                        .iter()
+                        .map(u8::to_string)
+                        .collect::<Vec<_>>()
+                        .join(", ")
                 ));
             }
             for w in warnings {

@@ -328,18 +328,23 @@ fn links_and_routes_take_a_config_db_jsons_port_names() {
         .unwrap_or_else(|e| panic!("{e:#}"));
     let o = run(&t, &FabricOptions::default());
     assert_eq!(o.drops, 0);
-    assert!(o.flows.iter().all(|f| f.lost == 0 && f.fct_ns.is_some()), "{:?}", o.flows);
-    let e = topology::from_str(&topo(["Ethernet0", "Ethernet2", "Ethernet8"], ""), &examples(), None, 1)
-        .unwrap_err();
+    assert!(
+        o.flows.iter().all(|f| f.lost == 0 && f.fct_ns.is_some()),
+        "{:?}",
+        o.flows
+    );
+    let e = topology::from_str(&topo(["Ethernet0", "Ethernet2", "Ethernet8"], ""), &examples(), None, 1).unwrap_err();
     let e = format!("{e:#}");
     assert!(
         e.contains("switch \"tor\" has no port Ethernet2 (its config has ports Ethernet0 (0), Ethernet4 (4),"),
         "{e}"
     );
     let bad_route = "[[route]]\nswitch = \"tor\"\nto = \"c\"\nports = [\"Ethernet28\"]\n";
-    let e = topology::from_str(&topo(["Ethernet0", "4", "Ethernet8"], bad_route), &examples(), None, 1)
-        .unwrap_err();
-    assert!(format!("{e:#}").contains("port Ethernet28 of switch \"tor\" has no link"), "{e:#}");
+    let e = topology::from_str(&topo(["Ethernet0", "4", "Ethernet8"], bad_route), &examples(), None, 1).unwrap_err();
+    assert!(
+        format!("{e:#}").contains("port Ethernet28 of switch \"tor\" has no link"),
+        "{e:#}"
+    );
 }
 
 /// The command line: twice on the shipped example gives the same summary.json, byte for byte;

@@ -147,11 +147,18 @@ fn a_config_db_json_gets_its_own_ports_and_lossless_dscp() {
     for id in [16, 20, 4] {
         assert!(d2.join(format!("port{id}.pcap")).exists(), "port{id}.pcap");
     }
-    assert_eq!(common::read_pcap(&d2.join("port4.pcap")).len(), 1, "the receiver's announcement");
+    assert_eq!(
+        common::read_pcap(&d2.join("port4.pcap")).len(),
+        1,
+        "the receiver's announcement"
+    );
     // A port the file does not have, or a lossy DSCP: said.
     let (code, err) = gen(&d2, &["--config", file, "--ports", "Ethernet0,Ethernet2"]);
     assert_eq!(code, Some(2), "{err}");
-    assert!(err.contains("has no port \"Ethernet2\"") && err.contains("Ethernet4 (4)"), "{err}");
+    assert!(
+        err.contains("has no port \"Ethernet2\"") && err.contains("Ethernet4 (4)"),
+        "{err}"
+    );
     let (code, err) = gen(&d2, &["--config", file, "--dscp", "26"]);
     assert_eq!(code, Some(0), "{err}");
     assert!(err.contains("DSCP 26 is not lossless") && err.contains("3, 4"), "{err}");

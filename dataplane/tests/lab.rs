@@ -272,12 +272,13 @@ fn up_creates_hosts_and_config_and_down_removes_them() {
 fn a_sonic_lab_is_cabled_by_the_files_port_names_at_its_mtu() {
     let g = Guard::new();
     let json = Path::new(env!("CARGO_MANIFEST_DIR")).join("../configs/sonic/spectrum1-t1.json");
-    let spec = LabSpec {
-        mtu: None,
-        ..g.spec(3)
-    };
+    let spec = LabSpec { mtu: None, ..g.spec(3) };
     let lab = lab::up(&spec, Some(&json), g.dir.path()).unwrap();
-    for (h, (id, name)) in lab.hosts.iter().zip([(0, "Ethernet0"), (4, "Ethernet4"), (8, "Ethernet8")]) {
+    for (h, (id, name)) in lab
+        .hosts
+        .iter()
+        .zip([(0, "Ethernet0"), (4, "Ethernet4"), (8, "Ethernet8")])
+    {
         assert_eq!((h.port_id, h.port_name.as_deref()), (id, Some(name)));
         assert_eq!(h.switch_if, format!("{}-{name}", g.name));
         assert_eq!(h.mtu, 9100);

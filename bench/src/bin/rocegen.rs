@@ -140,13 +140,7 @@ fn classes(dscp: Option<u8>, prio_map: Option<&str>, lab: Option<&LabClasses>) -
     let lab_map = lab.map(|c| c.prio_map.as_str()).filter(|m| !m.is_empty());
     let map = prio_map.or(lab_map).unwrap_or(DEFAULT_PRIO_MAP).to_string();
     let lossless = lab.map(|c| &c.lossless_dscps[..]).unwrap_or_default();
-    let listed = || {
-        lossless
-            .iter()
-            .map(u8::to_string)
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
+    let listed = || lossless.iter().map(u8::to_string).collect::<Vec<_>>().join(", ");
     match (dscp, lab) {
         (Some(d), Some(_)) if !lossless.is_empty() && !lossless.contains(&d) => {
             let note = format!(
@@ -158,9 +152,8 @@ fn classes(dscp: Option<u8>, prio_map: Option<&str>, lab: Option<&LabClasses>) -
         (Some(d), _) => (d, map, None),
         (None, Some(_)) if !lossless.is_empty() => (lossless[0], map, None),
         (None, Some(_)) => {
-            let note = format!(
-                "the lab's switch carries no DSCP losslessly on every port; sending DSCP {DEFAULT_DSCP}"
-            );
+            let note =
+                format!("the lab's switch carries no DSCP losslessly on every port; sending DSCP {DEFAULT_DSCP}");
             (DEFAULT_DSCP, map, Some(note))
         }
         (None, None) => (DEFAULT_DSCP, map, None),
@@ -382,7 +375,9 @@ mod tests {
         assert_eq!(classes(Some(4), Some("4=4"), Some(&azure)), (4, "4=4".into(), None));
         let (d, _, note) = classes(Some(26), None, Some(&azure));
         assert_eq!(d, 26);
-        assert!(note.unwrap().contains("not lossless on the lab's switch (its lossless DSCPs: 3, 4)"));
+        assert!(note
+            .unwrap()
+            .contains("not lossless on the lab's switch (its lossless DSCPs: 3, 4)"));
         let none = LabClasses::default();
         let (d, map, note) = classes(None, None, Some(&none));
         assert_eq!((d, map.as_str()), (26, DEFAULT_PRIO_MAP));

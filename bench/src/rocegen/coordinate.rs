@@ -241,10 +241,7 @@ mod tests {
         assert_eq!(lab.hosts[0].ip, [10, 0, 0, 1]);
         assert_eq!(lab.hosts[0].iface, "e0");
         assert_eq!(lab.classes, None);
-        let lab = parse_lab(
-            r#"{"hosts":[],"classes":{"lossless_dscps":[3,4],"prio_map":"3=3,4=4"}}"#,
-        )
-        .unwrap();
+        let lab = parse_lab(r#"{"hosts":[],"classes":{"lossless_dscps":[3,4],"prio_map":"3=3,4=4"}}"#).unwrap();
         assert_eq!(lab.classes.unwrap().lossless_dscps, [3, 4]);
     }
 }

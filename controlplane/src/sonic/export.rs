@@ -210,7 +210,7 @@ impl Exporter {
                 port.speed_bps = file.speed_bps;
             }
             if port.max_frame_bytes != file.max_frame_bytes {
-                let l2 = crate::headroom::L2_OVERHEAD_BYTES as u32;
+                let l2 = crate::headroom::L2_OVERHEAD_BYTES;
                 let key = (
                     "mtu",
                     port.max_frame_bytes.saturating_sub(l2).to_string(),

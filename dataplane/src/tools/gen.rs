@@ -231,7 +231,12 @@ impl Incast {
 /// ids: `asked` (`--ports`: names or ids of the config's ports), else the config's first
 /// `senders` + 1 ports in its order (a config_db.json's Ethernet0, Ethernet4, ...), else, for a
 /// config with fewer ports, ids 0..=senders (whose missing ports [`Incast::warnings_on`] names).
-pub fn incast_ports(cfg: &controlplane::Config, name: &str, senders: u16, asked: Option<&[String]>) -> Result<Vec<u16>> {
+pub fn incast_ports(
+    cfg: &controlplane::Config,
+    name: &str,
+    senders: u16,
+    asked: Option<&[String]>,
+) -> Result<Vec<u16>> {
     let want = usize::from(senders) + 1;
     let Some(asked) = asked else {
         if cfg.ports.len() >= want {
@@ -248,7 +253,11 @@ pub fn incast_ports(cfg: &controlplane::Config, name: &str, senders: u16, asked:
     let mut ids = Vec::with_capacity(want);
     for a in asked {
         let by_name = cfg.ports.iter().find(|p| p.name.as_deref() == Some(a.as_str()));
-        let by_id = || a.parse::<u16>().ok().and_then(|id| cfg.ports.iter().find(|p| p.id == id));
+        let by_id = || {
+            a.parse::<u16>()
+                .ok()
+                .and_then(|id| cfg.ports.iter().find(|p| p.id == id))
+        };
         let Some(p) = by_name.or_else(by_id) else {
             let have: Vec<String> = cfg
                 .ports

@@ -502,7 +502,7 @@ pub fn plan(spec: &LabSpec, base_text: &str, base_name: &str) -> Result<LabPlan>
     } else {
         Vec::new()
     };
-    let l2 = controlplane::headroom::L2_OVERHEAD_BYTES as u32;
+    let l2 = controlplane::headroom::L2_OVERHEAD_BYTES;
     let mut notes = Vec::new();
     let mut ports = Vec::with_capacity(spec.hosts);
     for i in 0..spec.hosts {
@@ -554,10 +554,7 @@ pub fn plan(spec: &LabSpec, base_text: &str, base_name: &str) -> Result<LabPlan>
     defaults.insert("speed".into(), Value::String(spec.speed.clone()));
     // A config_db.json's ports keep their own MTU unless the spec gives one.
     if !from_sonic || spec.mtu.is_some() {
-        defaults.insert(
-            "mtu".into(),
-            Value::Integer(spec.mtu.unwrap_or(DEFAULT_MTU).into()),
-        );
+        defaults.insert("mtu".into(), Value::Integer(spec.mtu.unwrap_or(DEFAULT_MTU).into()));
     }
     size_cnp_policer(&mut table, &spec.speed);
     let port_tables = (0..spec.hosts)
@@ -1206,10 +1203,7 @@ mod tests {
         // A TOML profile's ports: by id.
         assert_eq!(veth_names("lab", &sonic, false), ["labp0", "labp4", "labp124"]);
         // One name too long (16 bytes): every port by id.
-        assert_eq!(
-            veth_names("abcd", &sonic, true),
-            ["abcdp0", "abcdp4", "abcdp124"]
-        );
+        assert_eq!(veth_names("abcd", &sonic, true), ["abcdp0", "abcdp4", "abcdp124"]);
         // Names Linux would refuse or misread: by id.
         for bad in ["Eth 1", "Eth/1", "Eth:1", ""] {
             assert_eq!(veth_names("lab", &[port(1, bad)], true), ["labp1"], "{bad:?}");
@@ -1232,7 +1226,10 @@ mod tests {
         assert_eq!(h.mac_string(), "02:00:5e:10:00:02");
         assert_eq!(h.ipv4, Ipv4Addr::new(198, 18, 0, 3));
         assert_eq!(h.ipv6.to_string(), "fd00:5253:57::3");
-        assert_eq!(plan_host("x", 15, &port, "xp8".into()).ipv6.to_string(), "fd00:5253:57::10");
+        assert_eq!(
+            plan_host("x", 15, &port, "xp8".into()).ipv6.to_string(),
+            "fd00:5253:57::10"
+        );
         let lab = Lab {
             name: "x".into(),
             hosts: vec![h.clone()],

@@ -728,7 +728,11 @@ mod tests {
         );
         let offline = parse(&["--config", "running.toml"]).unwrap();
         assert!(offline.command.connection().is_none());
-        for bad in [&["--running", "--config", "r.toml"][..], &["--running", "--fragment", "f.toml"], &[]] {
+        for bad in [
+            &["--running", "--config", "r.toml"][..],
+            &["--running", "--fragment", "f.toml"],
+            &[],
+        ] {
             assert!(parse(bad).is_err(), "{bad:?}");
         }
     }

@@ -34,10 +34,7 @@ pub fn run(cmd: Sonic, targets: &[(String, Endpoint)]) -> ExitCode {
         } => {
             let source = match (running, config.as_deref(), fragment.as_deref(), targets) {
                 (true, _, _, [(_, one)]) => Ok(Source::Running(one)),
-                (true, _, _, many) => Err(format!(
-                    "--running exports one switch at a time (got {})",
-                    many.len()
-                )),
+                (true, _, _, many) => Err(format!("--running exports one switch at a time (got {})", many.len())),
                 (false, _, _, _) if !connection.given().is_empty() => Err(format!(
                     "{} name a switch, which only --running asks",
                     connection.given().join(", ")
@@ -128,7 +125,12 @@ fn export_cmd(file: &Path, source: Source, output: Option<&Path>, args: &SonicAr
             let mut c = crate::target::connect(s)?;
             let running: protocol::ConfigData = c.call_as(Op::GetConfig).map_err(crate::target::err)?;
             let target = controlplane::load_str(&running.toml)
-                .map_err(|e| format!("the running config (version {}) does not load here:\n{e}", running.version))?
+                .map_err(|e| {
+                    format!(
+                        "the running config (version {}) does not load here:\n{e}",
+                        running.version
+                    )
+                })?
                 .config;
             export(&text, &opts, &target)
         }
