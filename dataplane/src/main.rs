@@ -227,8 +227,10 @@ enum LabCommand {
         /// Lab name: 1-8 characters of a-z0-9; prefixes every namespace and interface.
         #[arg(long, default_value = "lab")]
         name: String,
-        /// Switch profile the lab config starts from (its ports are replaced). Default: the
-        /// built-in profile (configs/default.toml as shipped).
+        /// Switch profile the lab config starts from (TOML: its ports are replaced by the
+        /// hosts'; a SONiC config_db.json keeps its own: host i on its i-th port, by the
+        /// port's name and id, at the file's MTU). Default: the built-in profile
+        /// (configs/default.toml as shipped).
         #[arg(long, value_name = "FILE")]
         config: Option<PathBuf>,
         /// Port speed written into the lab config.
