@@ -766,7 +766,7 @@ fn with_port0_tx(text: &str, on: bool) -> String {
 /// Issue 49 item 9: on a loaded 2-core machine a 3→1 lab incast reported frames "sent, never
 /// arrived" with no sequence gap and no switch drop: the receiver stopped (0.2 s after the
 /// senders) before the paused tail drained. Here the receiver's port stops transmitting
-/// (`tx = "off"`, through the control socket) during the incast and starts again 0.9 s after
+/// (`tx = "off"`, through the control socket) during the incast and starts again 1.2 s after
 /// the senders stop, so the tail is still held when they stop: the receivers wait for it (by
 /// default at most 2 s) and account for every frame, and the report says how long they waited.
 /// With a bound shorter than the hold (`--drain 0.3`), they stop at the bound and report the
@@ -805,7 +805,7 @@ fn receivers_wait_for_a_paused_tail_and_say_so() {
         json_of(gen.wait_with_output().unwrap())
     };
 
-    let waited = run(&[], 0.9);
+    let waited = run(&[], 1.2);
     let (t, d) = (&waited["totals"], &waited["drain"]);
     assert_eq!(t["lost"], 0, "{t}");
     assert_eq!(
@@ -813,12 +813,14 @@ fn receivers_wait_for_a_paused_tail_and_say_so() {
         "the receivers waited for the held tail: {t}\n{d}"
     );
     assert_eq!(d["drained"], true, "{d}");
+    // Longer than the 0.2 s the receivers listened before, within the 2 s bound (the hold
+    // is about 1.2 s after the senders' stop, less their start-up, a few ms here).
     let w = d["waited_s"].as_f64().unwrap();
-    assert!((0.5..2.0).contains(&w), "waited {w} s for a tail held about 0.9 s: {d}");
+    assert!((0.25..2.0).contains(&w), "waited {w} s for a tail held about 1.2 s: {d}");
     assert!(t["rx_packets"].as_u64().unwrap() > 1_000, "{t}");
 
     eprintln!(
-        "tail held 0.9 s: waited {w:.3} s, drained, {} frames received, in flight 0",
+        "tail held 1.2 s: waited {w:.3} s, drained, {} frames received, in flight 0",
         t["rx_packets"]
     );
     let bounded = run(&["--drain", "0.3"], 1.5);

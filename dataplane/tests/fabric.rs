@@ -339,6 +339,15 @@ fn links_and_routes_take_a_config_db_jsons_port_names() {
         e.contains("switch \"tor\" has no port Ethernet2 (its config has ports Ethernet0 (0), Ethernet4 (4),"),
         "{e}"
     );
+    // README's `rocesw tune --sonic` example: the file's eight ports by name.
+    let shipped = topology::from_str(
+        &std::fs::read_to_string(examples().join("../tune/sonic-topology.toml")).unwrap(),
+        &examples().join("../tune"),
+        None,
+        1,
+    )
+    .unwrap_or_else(|e| panic!("{e:#}"));
+    assert_eq!(shipped.hosts.len(), 8);
     let bad_route = "[[route]]\nswitch = \"tor\"\nto = \"c\"\nports = [\"Ethernet28\"]\n";
     let e = topology::from_str(&topo(["Ethernet0", "4", "Ethernet8"], bad_route), &examples(), None, 1).unwrap_err();
     assert!(
