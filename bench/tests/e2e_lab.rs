@@ -816,7 +816,10 @@ fn receivers_wait_for_a_paused_tail_and_say_so() {
     // Longer than the 0.2 s the receivers listened before, within the 2 s bound (the hold
     // is about 1.2 s after the senders' stop, less their start-up, a few ms here).
     let w = d["waited_s"].as_f64().unwrap();
-    assert!((0.25..2.0).contains(&w), "waited {w} s for a tail held about 1.2 s: {d}");
+    assert!(
+        (0.25..2.0).contains(&w),
+        "waited {w} s for a tail held about 1.2 s: {d}"
+    );
     assert!(t["rx_packets"].as_u64().unwrap() > 1_000, "{t}");
 
     eprintln!(
