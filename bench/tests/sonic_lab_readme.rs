@@ -168,6 +168,27 @@ fn the_readmes_sonic_lab_walk_through_runs_as_written() {
         );
         assert!(o.status.success(), "`{cmd}` failed:\n{out}\n{err}");
         outputs.push((line.clone(), out, err));
+        if line.contains("sonic export") {
+            // The other way README gives (issue 49 item 3: it failed after a lab, once per port
+            // the lab lacks): the same patch.
+            let again = format!(
+                "rocectl --socket {} show config > running.toml && \
+                 rocectl sonic export config_db.json --config running.toml -o again.patch.json",
+                socket.display()
+            );
+            let o = Command::new("bash")
+                .arg("-c")
+                .arg(&again)
+                .current_dir(d)
+                .env("PATH", &path)
+                .output()
+                .unwrap();
+            assert!(o.status.success(), "`{again}`: {}", String::from_utf8_lossy(&o.stderr));
+            assert_eq!(
+                std::fs::read_to_string(d.join("again.patch.json")).unwrap(),
+                std::fs::read_to_string(d.join("tuned.patch.json")).unwrap()
+            );
+        }
     }
     let said = |what: &str| {
         outputs
