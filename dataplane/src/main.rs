@@ -100,8 +100,9 @@ enum Command {
     )]
     Fabric {
         /// The topology (TOML): [[switch]] (name, config), [[host]], [[link]] (a, b: a host
-        /// name or SWITCH:PORT_ID; optional speed and cable, which must agree with the
-        /// switch port's config), optional [[route]] (switch, to = host, ports) overriding
+        /// name or SWITCH:PORT, the port's id or its name in the switch's config, e.g.
+        /// tor:Ethernet0; optional speed and cable, which must agree with the switch port's
+        /// config), optional [[route]] (switch, to = host, ports by id or name) overriding
         /// the default shortest-path ECMP, [nic] and [[traffic]] (pattern = incast |
         /// all-to-all | permutation | flows; from, to, start, and size = bytes or "long", or
         /// sizes = [[bytes, weight], ...] with load = a fraction of line rate for Poisson
