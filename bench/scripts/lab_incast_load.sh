@@ -5,7 +5,9 @@
 # --bins`; BIN=dir picks the binaries (to compare two builds). One line per run: lossless
 # frames lost at the receivers (of which lost at the receiving host's socket), switch drops,
 # goodput, p99 latency, PFC frames received by the senders, frames sent but neither received
-# nor seen lost when the receivers stopped, and how far the emulated links fell behind real time. The lab's own config is used
+# nor seen lost when the receivers stopped (they wait for the drain, at most rocegen's --drain,
+# 2 s: how long they waited), and how far the emulated links fell behind real time. The lab's
+# own config is used
 # (interfaces are emulated links, headroom "auto"); PEER=wire runs the lab's old defaults
 # instead (wire peers, 512 KiB of headroom per lossless PG).
 # KEEP=dir keeps everything of a run that lost frames in dir/round<N>-<load>/: the switch's
@@ -90,12 +92,15 @@ for round in $(seq "$ROUNDS"); do
     fi
     python3 - "$STATE/gen.json" "$STATE/sum.json" "$round" "$load" <<'PY'
 import json, sys
-g = json.load(open(sys.argv[1]))["totals"]
+r = json.load(open(sys.argv[1]))
+g = r["totals"]
+d = r.get("drain") or {}
 s = json.load(open(sys.argv[2]))
 drops = sum(s["switch"]["totals"]["drops"].values())
 print(f"round {sys.argv[3]} {sys.argv[4]:6}  lost {g['lost']:6} (socket {g.get('rx_socket_drops', '-')})  switch drops {drops:6}  "
       f"goodput {g['throughput_bps']/1e6:6.1f} Mb/s  p99 {g['latency']['p99_ns']/1e6:8.2f} ms  "
-      f"PFC at senders {g['pfc_frames']}  in flight at the end {g.get('in_flight_at_end', '-')}  "
+      f"PFC at senders {g['pfc_frames']}  in flight at the end {g.get('in_flight_at_end', '-')} "
+      f"(receivers waited {d.get('waited_s', 0):.2f} s{'' if d.get('drained', True) else ', at the bound'})  "
       f"links behind {s.get('wires_behind_ns', 0)/1e6:.0f} ms")
 PY
   done

@@ -58,7 +58,8 @@ fn lab_up_from(hosts: usize, base: &str) -> LabGuard {
         name,
         hosts,
         speed: SPEED.into(),
-        mtu: 1500,
+        // A config_db.json's own MTU (9100), the default profile's 1500.
+        mtu: None,
     };
     let lab = lab::up(&spec, Some(&repo().join(base)), state.path()).expect("lab up");
     LabGuard {
@@ -260,7 +261,10 @@ fn lossless_incast_loses_nothing_with_pfc_ecn_and_cnps() {
 /// Issue 37: a production switch's config_db.json (the project's Spectrum-1 and Tomahawk 2
 /// T1 configs: AZURE maps, lossless PGs 3-4, their pools and buffer profiles) runs the lab's
 /// traffic on its own ports: a 3→1 incast on DSCP 3, AZURE's lossless class, loses nothing,
-/// and the frames were where the file puts them (PG 3, queue 3).
+/// and the frames were where the file puts them (PG 3, queue 3). Issue 49 item 2: rocegen
+/// takes DSCP 3 and the file's priority map from the lab file by itself (it sent DSCP 26, TC 1
+/// in AZURE, a lossy queue, and the README's incast lost 429,918 frames), and the ports run at
+/// the file's MTU, 9100.
 #[test]
 fn a_sonic_config_runs_the_lab_incast_without_loss() {
     for file in ["configs/sonic/spectrum1-t1.json", "configs/sonic/tomahawk2-t1.json"] {
@@ -268,18 +272,15 @@ fn a_sonic_config_runs_the_lab_incast_without_loss() {
         let cfg = config(&g);
         let names: Vec<_> = cfg.ports.iter().map(|p| p.name.clone().unwrap_or_default()).collect();
         assert_eq!(names, ["Ethernet0", "Ethernet4", "Ethernet8", "Ethernet12"], "{file}");
+        assert!(cfg.ports.iter().all(|p| p.max_frame_bytes == 9100 + 18), "{file}");
         let sw = Switch::start(cfg);
-        let report = json_of(
-            incast_at(
-                &g,
-                SPEED,
-                "1.5",
-                &["--burst-us", "50", "--dscp", "3", "--prio-map", "3=3,4=4"],
-            )
-            .output()
-            .unwrap(),
-        );
+        let report = json_of(incast_at(&g, SPEED, "1.5", &["--burst-us", "50"]).output().unwrap());
         let o = sw.stop();
+        assert_eq!(
+            (&report["config"]["dscp"], &report["config"]["priority"]),
+            (&Value::from(3), &Value::from(3)),
+            "{file}: the lab's lossless DSCP by default"
+        );
         let t = &report["totals"];
         assert_eq!(t["lost"], 0, "{file}: lossless traffic lost: {t}\n{}", where_lost(&o));
         assert_eq!(t["bad_icrc"], 0, "{file}");
@@ -748,4 +749,98 @@ fn live_changes_under_congestion_lose_nothing_and_lower_kmax_marks_more() {
     assert_eq!(o.snapshot.totals.drops.total(), 0, "{:?}", o.snapshot.totals.drops);
     assert_eq!(o.undrained, 0);
     assert_eq!(o.snapshot.buffer.used_cells, 0, "cells leaked: {:?}", o.snapshot.buffer);
+}
+
+/// The lab config with the receiver's port (the lab's first) transmitting or not (`tx`), as
+/// TOML text for the control socket.
+fn with_port0_tx(text: &str, on: bool) -> String {
+    let mut t: toml::Table = text.parse().unwrap();
+    let ports = t["port"].as_array_mut().unwrap();
+    ports[0]
+        .as_table_mut()
+        .unwrap()
+        .insert("tx".into(), if on { "on" } else { "off" }.into());
+    toml::to_string(&t).unwrap()
+}
+
+/// Issue 49 item 9: on a loaded 2-core machine a 3→1 lab incast reported frames "sent, never
+/// arrived" with no sequence gap and no switch drop: the receiver stopped (0.2 s after the
+/// senders) before the paused tail drained. Here the receiver's port stops transmitting
+/// (`tx = "off"`, through the control socket) during the incast and starts again 1.2 s after
+/// the senders stop, so the tail is still held when they stop: the receivers wait for it (by
+/// default at most 2 s) and account for every frame, and the report says how long they waited.
+/// With a bound shorter than the hold (`--drain 0.3`), they stop at the bound and report the
+/// held frames as in flight, not lost.
+#[test]
+fn receivers_wait_for_a_paused_tail_and_say_so() {
+    use controlplane::protocol::{Client, Op};
+    let g = lab_up(3);
+    let text = std::fs::read_to_string(&g.lab.config_path).unwrap();
+    let queue: Arc<ControlQueue> = Arc::new(crossbeam_queue::ArrayQueue::new(16));
+    let socket = g.state.path().join("ctl.sock");
+    let server =
+        dataplane::runtime::control_server::ControlServer::spawn(&socket, text.clone(), queue.clone()).unwrap();
+    let sw = Switch::start_with(config(&g), Some(queue));
+    let mut c = Client::connect(&socket).unwrap();
+    c.set_timeout(Some(Duration::from_secs(10))).unwrap();
+    let mut apply = |toml: String| {
+        c.call(Op::Apply { toml, if_version: None })
+            .expect("the change is acknowledged")
+    };
+    // `hold_s`: how long after the senders' nominal stop the port starts again.
+    let mut run = |extra: &[&str], hold_s: f64| {
+        let mut args = vec!["--no-dcqcn"];
+        args.extend_from_slice(extra);
+        let gen = incast_at(&g, "100M", "1", &args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let t0 = std::time::Instant::now();
+        std::thread::sleep(Duration::from_millis(600));
+        apply(with_port0_tx(&text, false));
+        // The senders stop about 1 s (and the start-up) after the spawn.
+        std::thread::sleep(Duration::from_secs_f64(1.0 + hold_s).saturating_sub(t0.elapsed()));
+        apply(with_port0_tx(&text, true));
+        json_of(gen.wait_with_output().unwrap())
+    };
+
+    let waited = run(&[], 1.2);
+    let (t, d) = (&waited["totals"], &waited["drain"]);
+    assert_eq!(t["lost"], 0, "{t}");
+    assert_eq!(
+        t["in_flight_at_end"], 0,
+        "the receivers waited for the held tail: {t}\n{d}"
+    );
+    assert_eq!(d["drained"], true, "{d}");
+    // Longer than the 0.2 s the receivers listened before, within the 2 s bound (the hold
+    // is about 1.2 s after the senders' stop, less their start-up, a few ms here).
+    let w = d["waited_s"].as_f64().unwrap();
+    assert!(
+        (0.25..2.0).contains(&w),
+        "waited {w} s for a tail held about 1.2 s: {d}"
+    );
+    assert!(t["rx_packets"].as_u64().unwrap() > 1_000, "{t}");
+
+    eprintln!(
+        "tail held 1.2 s: waited {w:.3} s, drained, {} frames received, in flight 0",
+        t["rx_packets"]
+    );
+    let bounded = run(&["--drain", "0.3"], 1.5);
+    let (t, d) = (&bounded["totals"], &bounded["drain"]);
+    assert_eq!(d["drained"], false, "{d}");
+    assert_eq!(t["lost"], 0, "held frames are not lost: {t}");
+    assert!(t["in_flight_at_end"].as_u64().unwrap() > 0, "{t}");
+    assert_eq!(d["unaccounted"], t["in_flight_at_end"], "{d}\n{t}");
+    let w = d["waited_s"].as_f64().unwrap();
+    assert!((0.25..0.8).contains(&w), "stopped at the 0.3 s bound: {d}");
+    eprintln!(
+        "tail held 1.5 s, --drain 0.3: waited {w:.3} s, not drained, {} in flight, lost 0",
+        t["in_flight_at_end"]
+    );
+
+    drop(c);
+    let o = sw.stop();
+    server.shutdown();
+    assert_eq!(o.snapshot.totals.drops.total(), 0, "{}", where_lost(&o));
 }

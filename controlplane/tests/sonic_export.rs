@@ -161,12 +161,25 @@ fn every_kind_of_change_round_trips_through_an_independent_patch() {
                 }
             })
         });
-        // What the file cannot say is refused by name: a port's speed, a pool's size.
+        // A port's speed is the PORT table, which no QoS patch carries: said, not exported
+        // (a lab runs the file's ports at 1G). What else the file cannot say is refused by
+        // name: a pool's size, a cable.
         let mut speed = base.clone();
         speed.ports[1].speed_bps = 40_000_000_000;
-        let e = export(&json, &opts, &speed).unwrap_err().join("\n");
+        let out = export(&json, &opts, &speed).unwrap();
+        assert_eq!(out.patch, serde_json::json!([]), "{file}");
         assert!(
-            e.contains("speed changed") && e.contains("no field of the config_db.json export writes it"),
+            out.notes
+                .iter()
+                .any(|n| n.contains("Ethernet4 speed 40G in the target config, 100G in the file: not exported")),
+            "{file}: {:?}",
+            out.notes
+        );
+        let mut cable = base.clone();
+        cable.ports[1].cable_m = 300.0;
+        let e = export(&json, &opts, &cable).unwrap_err().join("\n");
+        assert!(
+            e.contains("cable changed") && e.contains("no field of the config_db.json export writes it"),
             "{e}"
         );
         let mut pool = base.clone();
@@ -318,4 +331,80 @@ fn per_port_pfc_round_trips_through_an_independent_patch() {
     assert!(!target.ports[i].pgs[2].lossless && target.ports[i].pgs[3].lossless);
     let c = round_trip(&json, &opts, "a port's pfc", |t| *t = target.clone());
     assert_eq!(c, ["PORT_QOS_MAP|Ethernet136|pfc_enable: 2,3,4,6 → 3,4"], "{c:?}");
+}
+
+/// Issue 49 item 3: a lab's running config (`rocesw lab up --config config_db.json --hosts 4
+/// --speed 1G`: the file's first four ports, at 1G) exported against the file failed, once per
+/// port the lab lacks. Now the ports are matched by name: the four lab ports' change is the
+/// patch; the others stay as the file has them, and a profile they share that changed is said
+/// in a note, as is the lab's speed, which the patch leaves alone. A port the file lacks is
+/// still refused.
+#[test]
+fn a_labs_running_config_exports_against_the_whole_file() {
+    let opts = ImportOptions::default();
+    let json = read("spectrum1-t1.json");
+    // The lab's config as `rocesw lab up` writes it: the import's TOML, its first four ports
+    // on veths at 1G, loaded again (so every default that follows the ports, such as a port's
+    // share of the FDB, is the lab's).
+    let mut t: toml::Table = toml::from_str(&import_text(&json, &opts).unwrap().toml).unwrap();
+    let ports = t["port"].as_array_mut().unwrap();
+    ports.truncate(4);
+    for p in ports {
+        let p = p.as_table_mut().unwrap();
+        p.insert("speed".into(), "1G".into());
+        let veth = format!("lab-{}", p["name"].as_str().unwrap());
+        p.insert("interface".into(), veth.into());
+    }
+    let lab = load_str(&toml::to_string(&t).unwrap()).unwrap().config;
+    let same = export(&json, &opts, &lab).unwrap_or_else(|e| panic!("{e:#?}"));
+    assert_eq!(
+        same.patch,
+        serde_json::json!([]),
+        "the lab as it started: nothing to send back"
+    );
+    assert!(
+        same.notes[0].starts_with("4 of the file's 8 ports are not in the target config")
+            && same.notes[0].contains("Ethernet16, Ethernet20, Ethernet24, Ethernet28"),
+        "{:?}",
+        same.notes
+    );
+    assert!(
+        same.notes
+            .iter()
+            .any(|n| n.contains("Ethernet0, Ethernet4, Ethernet8, Ethernet12 speed 1G in the target config")),
+        "{:?}",
+        same.notes
+    );
+    // A tuning change on every lab port: the lossless PGs' alpha, as `rocectl set alpha` makes it.
+    let mut tuned = lab.clone();
+    for p in &mut tuned.ports {
+        for g in [3, 4] {
+            p.pgs[g].shared = Threshold::Dynamic { alpha: 2.0 };
+        }
+    }
+    let out = export(&json, &opts, &tuned).unwrap_or_else(|e| panic!("{e:#?}"));
+    assert!(
+        out.changes.iter().any(|c| c.contains("|dynamic_th: 0 → 1")),
+        "{:?}",
+        out.changes
+    );
+    // Ethernet0-12 and 16-20 share the 5 m and 40 m profiles: the ports outside the lab take
+    // the change too, and a note says which.
+    assert!(
+        out.notes
+            .iter()
+            .any(|n| n.contains("changes for") && n.contains("Ethernet16") && n.contains("as well")),
+        "{:?}",
+        out.notes
+    );
+    let patched = import(&apply_with_python(&json, &out.patch), &opts);
+    for p in &patched.ports[..4] {
+        assert_eq!(p.pgs[3].shared, Threshold::Dynamic { alpha: 2.0 }, "{:?}", p.name);
+        assert_eq!(p.speed_bps, 100_000_000_000, "{:?}: the file's speed", p.name);
+    }
+    // A port the file does not have is still refused, by name.
+    let mut renamed = lab.clone();
+    renamed.ports[0].name = Some("Ethernet2".into());
+    let e = export(&json, &opts, &renamed).unwrap_err().join("\n");
+    assert!(e.contains("Ethernet2 is not a port of the file"), "{e}");
 }

@@ -880,6 +880,33 @@ fn sonic_import_and_export() {
     ]);
     assert_eq!(code, Some(1), "{err}");
     assert!(err.contains("ports that share a profile take one value"), "{err}");
+    // Issue 49 item 3: --running asks the switch (none here: said, exit 2); a switch named
+    // without --running is refused rather than ignored.
+    let nowhere = dir.path().join("none.sock");
+    let (code, _, err) = run(&[
+        "sonic".as_ref(),
+        "export".as_ref(),
+        json.as_os_str(),
+        "--running".as_ref(),
+        "--socket".as_ref(),
+        nowhere.as_os_str(),
+    ]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("none.sock"), "{err}");
+    let (code, _, err) = run(&[
+        "sonic".as_ref(),
+        "export".as_ref(),
+        json.as_os_str(),
+        "--fragment".as_ref(),
+        frag.as_os_str(),
+        "--socket".as_ref(),
+        nowhere.as_os_str(),
+    ]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("--socket name a switch, which only --running asks"),
+        "{err}"
+    );
 }
 
 /// A switch's control socket at `path` that answers `hello`, `get_config` (the default

@@ -100,8 +100,9 @@ enum Command {
     )]
     Fabric {
         /// The topology (TOML): [[switch]] (name, config), [[host]], [[link]] (a, b: a host
-        /// name or SWITCH:PORT_ID; optional speed and cable, which must agree with the
-        /// switch port's config), optional [[route]] (switch, to = host, ports) overriding
+        /// name or SWITCH:PORT, the port's id or its name in the switch's config, e.g.
+        /// tor:Ethernet0; optional speed and cable, which must agree with the switch port's
+        /// config), optional [[route]] (switch, to = host, ports by id or name) overriding
         /// the default shortest-path ECMP, [nic] and [[traffic]] (pattern = incast |
         /// all-to-all | permutation | flows; from, to, start, and size = bytes or "long", or
         /// sizes = [[bytes, weight], ...] with load = a fraction of line rate for Poisson
@@ -227,16 +228,19 @@ enum LabCommand {
         /// Lab name: 1-8 characters of a-z0-9; prefixes every namespace and interface.
         #[arg(long, default_value = "lab")]
         name: String,
-        /// Switch profile the lab config starts from (its ports are replaced). Default: the
-        /// built-in profile (configs/default.toml as shipped).
+        /// Switch profile the lab config starts from (TOML: its ports are replaced by the
+        /// hosts'; a SONiC config_db.json keeps its own: host i on its i-th port, by the
+        /// port's name and id, at the file's MTU). Default: the built-in profile
+        /// (configs/default.toml as shipped).
         #[arg(long, value_name = "FILE")]
         config: Option<PathBuf>,
         /// Port speed written into the lab config.
         #[arg(long, default_value = "25G")]
         speed: String,
-        /// MTU of the hosts and the switch ports.
-        #[arg(long, default_value_t = 1500)]
-        mtu: u32,
+        /// MTU of the hosts and the switch ports (1280-9216). Default: a config_db.json's own
+        /// (each port's PORT mtu, 9100 in most), else 1500.
+        #[arg(long)]
+        mtu: Option<u32>,
         /// Where labs keep their state file and switch config (NAME.json, NAME.toml).
         #[arg(long, default_value = dataplane::tools::lab::DEFAULT_STATE_DIR)]
         state_dir: PathBuf,
@@ -263,15 +267,22 @@ enum LabCommand {
 
 #[derive(Subcommand)]
 enum GenCommand {
-    /// An N→1 incast: ports 0..N each send lossless RoCEv2 SEND frames at line rate to the
-    /// host on port N (which announces itself first so the switch learns it).
+    /// An N→1 incast: the config's first N ports (ids 0..N in the default profile; Ethernet0,
+    /// Ethernet4, ... in a config_db.json) each send lossless RoCEv2 SEND frames at line rate to
+    /// the host on the next port (which announces itself first so the switch learns it). One
+    /// capture per port, port<ID>.pcap by the port's id.
     #[command(
-        after_help = "Example (how examples/incast was made):\n  rocesw gen incast --senders 3 --frames 2000 --size 1024 --output-dir examples/incast"
+        after_help = "Example (how examples/incast was made):\n  rocesw gen incast --senders 3 --frames 2000 --size 1024 --output-dir examples/incast\nFor a SONiC switch (DSCP 3, its lossless class; port0/4/8.pcap into port12.pcap):\n  rocesw gen incast --config config_db.json --output-dir in\n  rocesw replay --config config_db.json --input Ethernet0=in/port0.pcap --input Ethernet4=in/port4.pcap \\\n    --input Ethernet8=in/port8.pcap --input Ethernet12=in/port12.pcap --output-dir out"
     )]
     Incast {
-        /// Number of senders (ports 0..N); the receiver is port N.
+        /// Number of senders (the config's first N ports); the receiver is the next port.
         #[arg(long, default_value_t = 3)]
         senders: u16,
+        /// The ports by name or id, senders first, then the receiver (e.g.
+        /// Ethernet8,Ethernet12,Ethernet0); their number, less one, is then --senders.
+        /// Default: the config's first N + 1.
+        #[arg(long, value_delimiter = ',', value_name = "PORT,...")]
+        ports: Option<Vec<String>>,
         /// Frames per sender.
         #[arg(long, default_value_t = 2000)]
         frames: u64,
@@ -282,14 +293,16 @@ enum GenCommand {
         /// Senders' line rate (e.g. 25G, 100G).
         #[arg(long, default_value = "25G", value_parser = parse_rate)]
         speed: u64,
-        /// DSCP of the frames (26 = the default profile's lossless class).
-        #[arg(long, default_value_t = 26, value_parser = clap::value_parser!(u8).range(0..64))]
-        dscp: u8,
+        /// DSCP of the frames. Default: the config's lowest lossless DSCP on the incast's ports
+        /// (26 in the default profile, 3 in SONiC's AZURE maps), 26 if it has none.
+        #[arg(long, value_parser = clap::value_parser!(u8).range(0..64))]
+        dscp: Option<u8>,
         /// Directory for port<N>.pcap (created if missing).
         #[arg(long, value_name = "DIR")]
         output_dir: PathBuf,
-        /// The switch config the captures are for: a warning if it lacks one of the ports or
-        /// would drop the frames as oversize. Default: the built-in profile
+        /// The switch config the captures are for (TOML or a config_db.json): it picks the
+        /// ports and the DSCP, and a warning says if it lacks one of the ports, would drop the
+        /// frames as oversize or carries the DSCP lossy. Default: the built-in profile
         /// (configs/default.toml as shipped).
         #[arg(long, value_name = "FILE")]
         config: Option<PathBuf>,
@@ -552,6 +565,7 @@ fn run(cmd: Command) -> Result<()> {
         }
         Command::Gen(GenCommand::Incast {
             senders,
+            ports,
             frames,
             size,
             speed,
@@ -559,13 +573,6 @@ fn run(cmd: Command) -> Result<()> {
             output_dir,
             config,
         }) => {
-            let incast = dataplane::tools::gen::Incast {
-                senders,
-                frames,
-                frame_len: size,
-                speed_bps: speed,
-                dscp,
-            };
             let (cfg, name) = match &config {
                 Some(path) => (load_config(path)?, path.display().to_string()),
                 None => (
@@ -575,7 +582,33 @@ fn run(cmd: Command) -> Result<()> {
                     controlplane::DEFAULT_PROFILE_NAME.to_string(),
                 ),
             };
-            for w in incast.warnings(&cfg, &name) {
+            let senders = match &ports {
+                Some(p) if p.len() >= 2 => u16::try_from(p.len() - 1).unwrap_or(u16::MAX),
+                _ => senders,
+            };
+            let ids = dataplane::tools::gen::incast_ports(&cfg, &name, senders, ports.as_deref())?;
+            let classes = dataplane::tools::lab::LabClasses::of(&cfg, &ids);
+            let incast = dataplane::tools::gen::Incast {
+                senders,
+                frames,
+                frame_len: size,
+                speed_bps: speed,
+                dscp: dscp.or(classes.default_dscp()).unwrap_or(26),
+            };
+            let mut warnings = incast.warnings_on(&cfg, &name, &ids);
+            if !classes.lossless_dscps.is_empty() && !classes.lossless_dscps.contains(&incast.dscp) {
+                warnings.push(format!(
+                    "DSCP {} is not lossless in {name} on these ports (its lossless DSCPs: {})",
+                    incast.dscp,
+                    classes
+                        .lossless_dscps
+                        .iter()
+                        .map(u8::to_string)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ));
+            }
+            for w in warnings {
                 eprintln!("rocesw: warning: {w}");
             }
             // A capture written over the config it was made for (a symlink or hard link in
@@ -584,17 +617,27 @@ fn run(cmd: Command) -> Result<()> {
                 .iter()
                 .map(|c| ("the config (--config)".to_string(), c.as_path()))
                 .collect();
-            let outs: Vec<(String, PathBuf)> = (0..=senders)
+            let outs: Vec<(String, PathBuf)> = ids
+                .iter()
                 .map(|i| (format!("port {i} capture"), output_dir.join(format!("port{i}.pcap"))))
                 .collect();
             let outs: Vec<(String, &std::path::Path)> = outs.iter().map(|(w, p)| (w.clone(), p.as_path())).collect();
             controlplane::files::refuse_aliased_outputs(&ins, &outs).map_err(anyhow::Error::msg)?;
+            let label = |id: u16| match cfg.ports.iter().find(|p| p.id == id).and_then(|p| p.name.clone()) {
+                Some(n) => format!("{n}, port {id}"),
+                None => format!("port {id}"),
+            };
             let wrote: String = incast
-                .write(&output_dir)?
+                .write_on(&output_dir, &ids)?
                 .iter()
-                .map(|p| format!("wrote {}\n", p.display()))
+                .zip(&ids)
+                .enumerate()
+                .map(|(i, (p, &id))| {
+                    let role = if i < ids.len() - 1 { "sender" } else { "receiver" };
+                    format!("wrote {} ({}: {role})\n", p.display(), label(id))
+                })
                 .collect();
-            out(&wrote)
+            out(&format!("{wrote}DSCP {}\n", incast.dscp))
         }
     }
 }

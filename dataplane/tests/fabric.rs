@@ -306,6 +306,56 @@ fn bad_topologies_get_useful_errors() {
     }
 }
 
+/// Issue 49 item 2: a config_db.json's ports have names (Ethernet0, Ethernet4, ...) and ids 0,
+/// 4, 8: a topology names them as the file does, in links and routes (`"tor:Ethernet0"` was
+/// refused as "not a port id"); a number is still an id, and a name the switch lacks is
+/// refused with the ports it has.
+#[test]
+fn links_and_routes_take_a_config_db_jsons_port_names() {
+    let json = Path::new(env!("CARGO_MANIFEST_DIR")).join("../configs/sonic/spectrum1-t1.json");
+    let topo = |tor_ports: [&str; 3], route: &str| {
+        let mut t = format!(
+            "duration = \"1ms\"\n[[switch]]\nname = \"tor\"\nconfig = \"{}\"\n",
+            json.display()
+        );
+        for (h, p) in ["a", "b", "c"].iter().zip(tor_ports) {
+            t += &format!("[[host]]\nname = \"{h}\"\n[[link]]\na = \"{h}\"\nb = \"tor:{p}\"\n");
+        }
+        t + route + "[[traffic]]\npattern = \"incast\"\nto = [\"c\"]\nsize = \"64KiB\"\n"
+    };
+    let route = "[[route]]\nswitch = \"tor\"\nto = \"c\"\nports = [\"Ethernet8\"]\n";
+    let t = topology::from_str(&topo(["Ethernet0", "4", "Ethernet8"], route), &examples(), None, 1)
+        .unwrap_or_else(|e| panic!("{e:#}"));
+    let o = run(&t, &FabricOptions::default());
+    assert_eq!(o.drops, 0);
+    assert!(
+        o.flows.iter().all(|f| f.lost == 0 && f.fct_ns.is_some()),
+        "{:?}",
+        o.flows
+    );
+    let e = topology::from_str(&topo(["Ethernet0", "Ethernet2", "Ethernet8"], ""), &examples(), None, 1).unwrap_err();
+    let e = format!("{e:#}");
+    assert!(
+        e.contains("switch \"tor\" has no port Ethernet2 (its config has ports Ethernet0 (0), Ethernet4 (4),"),
+        "{e}"
+    );
+    // README's `rocesw tune --sonic` example: the file's eight ports by name.
+    let shipped = topology::from_str(
+        &std::fs::read_to_string(examples().join("../tune/sonic-topology.toml")).unwrap(),
+        &examples().join("../tune"),
+        None,
+        1,
+    )
+    .unwrap_or_else(|e| panic!("{e:#}"));
+    assert_eq!(shipped.hosts.len(), 8);
+    let bad_route = "[[route]]\nswitch = \"tor\"\nto = \"c\"\nports = [\"Ethernet28\"]\n";
+    let e = topology::from_str(&topo(["Ethernet0", "4", "Ethernet8"], bad_route), &examples(), None, 1).unwrap_err();
+    assert!(
+        format!("{e:#}").contains("port Ethernet28 of switch \"tor\" has no link"),
+        "{e:#}"
+    );
+}
+
 /// The command line: twice on the shipped example gives the same summary.json, byte for byte;
 /// the report names the flows; --help explains every option.
 #[test]

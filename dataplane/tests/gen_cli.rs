@@ -136,3 +136,57 @@ fn a_configs_warnings_are_counted_in_one_line_that_points_at_check() {
     let want = format!("`rocectl check {}` lists", cfg.display());
     assert_eq!(err.matches(&want).count(), 1, "{err}");
 }
+
+/// Issue 49 item 2: for a config_db.json, `gen incast --config` warned "has no port 1" and
+/// wrote port0..3.pcap, for ports the file does not have (its ids are 0, 4, 8, ...), on DSCP 26
+/// (TC 1 in AZURE's maps, a lossy queue). Now the incast runs on the file's first ports,
+/// each capture named by the port's id, on the file's lossless DSCP; `--ports` picks others by
+/// name or id.
+#[test]
+fn a_config_db_json_gets_its_own_ports_and_lossless_dscp() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = common::repo_root().join("configs/sonic/spectrum1-t1.json");
+    let file = file.to_str().unwrap();
+    let dscp = |pcap: &Path| common::read_pcap(pcap)[0].1[15] >> 2;
+    let o = Command::new(env!("CARGO_BIN_EXE_rocesw"))
+        .args(["gen", "incast", "--frames", "3", "--config", file, "--output-dir"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    let (out, err) = (String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    // (The file's own budget warnings are `rocectl check`'s, not the incast's.)
+    for not in ["has no port", "not lossless", "oversize"] {
+        assert!(!err.contains(not), "{err}");
+    }
+    for (id, role) in [(0, "sender"), (4, "sender"), (8, "sender"), (12, "receiver")] {
+        let line = format!("port{id}.pcap (Ethernet{id}, port {id}: {role})");
+        assert!(out.contains(&line), "{line} missing from:\n{out}");
+    }
+    assert!(!dir.path().join("port1.pcap").exists());
+    assert_eq!(frame_lengths(&dir.path().join("port4.pcap")), [1024, 1024, 1024]);
+    assert_eq!(dscp(&dir.path().join("port8.pcap")), 3, "AZURE's lossless DSCP");
+
+    // Other ports, by name and id; the receiver last.
+    let d2 = dir.path().join("picked");
+    let (code, err) = gen(&d2, &["--config", file, "--ports", "Ethernet16,20,Ethernet4"]);
+    assert_eq!(code, Some(0), "{err}");
+    for id in [16, 20, 4] {
+        assert!(d2.join(format!("port{id}.pcap")).exists(), "port{id}.pcap");
+    }
+    assert_eq!(
+        common::read_pcap(&d2.join("port4.pcap")).len(),
+        1,
+        "the receiver's announcement"
+    );
+    // A port the file does not have, or a lossy DSCP: said.
+    let (code, err) = gen(&d2, &["--config", file, "--ports", "Ethernet0,Ethernet2"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("has no port \"Ethernet2\"") && err.contains("Ethernet4 (4)"),
+        "{err}"
+    );
+    let (code, err) = gen(&d2, &["--config", file, "--dscp", "26"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(err.contains("DSCP 26 is not lossless") && err.contains("3, 4"), "{err}");
+}

@@ -46,7 +46,7 @@ impl Guard {
             name: self.name.clone(),
             hosts,
             speed: "25G".into(),
-            mtu: 1500,
+            mtu: Some(1500),
         }
     }
 
@@ -107,10 +107,14 @@ fn root_links() -> Vec<String> {
 /// Nothing of lab `name` in the root namespace or the namespace list.
 fn assert_no_trace(name: &str) {
     let ns_prefix = format!("{name}-h");
-    let if_prefix = format!("{name}p");
+    // Veths by port id (NAMEp<id>) or, for a config_db.json's ports, by name (NAME-Ethernet4).
+    let if_prefixes = [format!("{name}p"), format!("{name}-")];
     let ns: Vec<_> = namespaces().into_iter().filter(|n| n.starts_with(&ns_prefix)).collect();
     assert!(ns.is_empty(), "namespaces left behind: {ns:?}");
-    let links: Vec<_> = root_links().into_iter().filter(|l| l.starts_with(&if_prefix)).collect();
+    let links: Vec<_> = root_links()
+        .into_iter()
+        .filter(|l| if_prefixes.iter().any(|p| l.starts_with(p)))
+        .collect();
     assert!(links.is_empty(), "interfaces left behind: {links:?}");
 }
 
@@ -131,7 +135,7 @@ fn check_host(h: &LabHost, all: &[LabHost]) {
     assert_eq!(links.len(), 1, "{}: {links:?}", h.netns);
     let eth0 = &links[0];
     assert_eq!(eth0["address"], h.mac_string().as_str(), "{}", h.netns);
-    assert_eq!(eth0["mtu"], 1500);
+    assert_eq!(eth0["mtu"], h.mtu);
     let f = flags(eth0);
     assert!(
         f.contains(&"UP") && f.contains(&"LOWER_UP"),
@@ -192,7 +196,7 @@ fn check_host(h: &LabHost, all: &[LabHost]) {
     // In the root namespace: the switch end is up, a veth, with no addresses and IPv6 off.
     let sw = &ip_json(&["-d", "addr", "show", "dev", &h.switch_if])[0];
     assert_eq!(sw["linkinfo"]["info_kind"], "veth");
-    assert_eq!(sw["mtu"], 1500);
+    assert_eq!(sw["mtu"], h.mtu);
     assert!(flags(sw).contains(&"UP"), "{}: {sw}", h.switch_if);
     assert!(sw["addr_info"].as_array().unwrap().is_empty(), "{}: {sw}", h.switch_if);
     let v6 = std::fs::read_to_string(format!("/proc/sys/net/ipv6/conf/{}/disable_ipv6", h.switch_if)).unwrap();
@@ -258,6 +262,47 @@ fn up_creates_hosts_and_config_and_down_removes_them() {
     let again = lab::down(&g.name, g.dir.path()).unwrap();
     assert!(!again.found, "{again}");
     assert!(again.interfaces_removed.is_empty() && again.namespaces_removed.is_empty());
+}
+
+/// Issue 49 item 2: a lab on a config_db.json cables its hosts to the file's first ports by
+/// their ids and names: the veths are named after the ports (`NAME-Ethernet4` for port 4, the
+/// second host's: it was `NAMEp1`), both ends run at the file's MTU of 9100 (it was 1500), and
+/// the state file carries the file's lossless DSCPs and priority map for rocegen.
+#[test]
+fn a_sonic_lab_is_cabled_by_the_files_port_names_at_its_mtu() {
+    let g = Guard::new();
+    let json = Path::new(env!("CARGO_MANIFEST_DIR")).join("../configs/sonic/spectrum1-t1.json");
+    let spec = LabSpec { mtu: None, ..g.spec(3) };
+    let lab = lab::up(&spec, Some(&json), g.dir.path()).unwrap();
+    for (h, (id, name)) in lab
+        .hosts
+        .iter()
+        .zip([(0, "Ethernet0"), (4, "Ethernet4"), (8, "Ethernet8")])
+    {
+        assert_eq!((h.port_id, h.port_name.as_deref()), (id, Some(name)));
+        assert_eq!(h.switch_if, format!("{}-{name}", g.name));
+        assert_eq!(h.mtu, 9100);
+        check_host(h, &lab.hosts);
+    }
+    let cfg = controlplane::load_file(&lab.config_path).unwrap().config;
+    for (p, h) in cfg.ports.iter().zip(&lab.hosts) {
+        assert_eq!(p.interface.as_deref(), Some(h.switch_if.as_str()));
+        assert_eq!(p.max_frame_bytes, 9100 + 18);
+    }
+    let shown = lab.to_string();
+    assert!(
+        shown.contains(&format!("Ethernet4   port 4   veth {}-Ethernet4", g.name)),
+        "{shown}"
+    );
+    let state: Value = serde_json::from_str(&std::fs::read_to_string(lab.state_path()).unwrap()).unwrap();
+    assert_eq!(state["classes"]["lossless_dscps"], serde_json::json!([3, 4]));
+    assert!(
+        state["classes"]["prio_map"].as_str().unwrap().contains("3=3,4=4"),
+        "{state}"
+    );
+    assert_eq!(lab::load(&g.name, g.dir.path()).unwrap(), lab);
+    lab::down(&g.name, g.dir.path()).unwrap();
+    assert_no_trace(&g.name);
 }
 
 /// Issue 39 item 6: `down` removes the state directory (and any parent) that `up` created, once
@@ -362,7 +407,7 @@ fn bad_names_are_rejected_before_anything_is_created() {
             name: name.into(),
             hosts: 2,
             speed: "25G".into(),
-            mtu: 1500,
+            mtu: Some(1500),
         };
         let msg = format!("{:#}", lab::up(&spec, Some(&base_config()), dir.path()).unwrap_err());
         assert!(

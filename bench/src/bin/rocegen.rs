@@ -10,7 +10,7 @@
 
 use anyhow::{bail, Context, Result};
 use clap::{Args, Parser, Subcommand};
-use rocesw_bench::rocegen::coordinate::{self, Pattern};
+use rocesw_bench::rocegen::coordinate::{self, LabClasses, Pattern};
 use rocesw_bench::rocegen::host::{run_host, HostRole, HostSpec, Start};
 use rocesw_bench::rocegen::report::Report;
 use rocesw_bench::rocegen::sender::{DcqcnOverrides, Dest, TrafficConfig};
@@ -56,9 +56,10 @@ struct TrafficArgs {
     /// Path MTU in bytes (payload per packet): 256, 512, 1024, 2048, 4096.
     #[arg(long, default_value_t = 1024)]
     mtu: usize,
-    /// DSCP of data packets (ECN is ECT(0)).
-    #[arg(long, default_value_t = 26)]
-    dscp: u8,
+    /// DSCP of data packets (ECN is ECT(0)). Default: with a --lab file that carries its
+    /// switch's classes (`rocesw lab up` writes them), the lowest lossless DSCP; else 26.
+    #[arg(long, value_parser = clap::value_parser!(u8).range(0..64))]
+    dscp: Option<u8>,
     /// Tag data frames with this VLAN id (PCP = the DSCP's priority).
     #[arg(long)]
     vlan: Option<u16>,
@@ -77,9 +78,11 @@ struct TrafficArgs {
     /// Ignore received PFC/PAUSE (still counted).
     #[arg(long)]
     no_pfc: bool,
-    /// DSCP → priority map for untagged traffic (others map to 0).
-    #[arg(long, default_value = "26=3,48=6")]
-    prio_map: String,
+    /// DSCP → priority map for untagged traffic, DSCP=PRIORITY,... (others map to 0): which
+    /// PFC priority pauses the data. Default: with a --lab file that carries its switch's
+    /// classes, the switch's DSCP → traffic class map; else 26=3,48=6.
+    #[arg(long)]
+    prio_map: Option<String>,
     /// Disable DCQCN (no rate control at senders, no CNPs from receivers).
     #[arg(long)]
     no_dcqcn: bool,
@@ -126,23 +129,60 @@ fn us(v: f64) -> u64 {
     (v * 1000.0).round().max(0.0) as u64
 }
 
+/// The DSCP and priority map without --lab classes.
+const DEFAULT_DSCP: u8 = 26;
+const DEFAULT_PRIO_MAP: &str = "26=3,48=6";
+
+/// The DSCP and priority map to send with: what the options say, else the lab's classes (its
+/// lowest lossless DSCP, its switch's map), else 26 and 26=3,48=6. Second: what to tell the
+/// user on stderr (a DSCP the lab's switch does not carry losslessly, or a lab without any).
+fn classes(dscp: Option<u8>, prio_map: Option<&str>, lab: Option<&LabClasses>) -> (u8, String, Option<String>) {
+    let lab_map = lab.map(|c| c.prio_map.as_str()).filter(|m| !m.is_empty());
+    let map = prio_map.or(lab_map).unwrap_or(DEFAULT_PRIO_MAP).to_string();
+    let lossless = lab.map(|c| &c.lossless_dscps[..]).unwrap_or_default();
+    let listed = || lossless.iter().map(u8::to_string).collect::<Vec<_>>().join(", ");
+    match (dscp, lab) {
+        (Some(d), Some(_)) if !lossless.is_empty() && !lossless.contains(&d) => {
+            let note = format!(
+                "DSCP {d} is not lossless on the lab's switch (its lossless DSCPs: {}): frames may be dropped",
+                listed()
+            );
+            (d, map, Some(note))
+        }
+        (Some(d), _) => (d, map, None),
+        (None, Some(_)) if !lossless.is_empty() => (lossless[0], map, None),
+        (None, Some(_)) => {
+            let note =
+                format!("the lab's switch carries no DSCP losslessly on every port; sending DSCP {DEFAULT_DSCP}");
+            (DEFAULT_DSCP, map, Some(note))
+        }
+        (None, None) => (DEFAULT_DSCP, map, None),
+    }
+}
+
 impl TrafficArgs {
-    fn config(&self) -> Result<TrafficConfig> {
+    /// The traffic, with the lab's classes (from a --lab file) as the defaults of --dscp and
+    /// --prio-map.
+    fn config(&self, lab: Option<&LabClasses>) -> Result<TrafficConfig> {
         if !(self.duration.is_finite() && self.duration > 0.0) {
             bail!("--duration must be positive");
+        }
+        let (dscp, prio_map, note) = classes(self.dscp, self.prio_map.as_deref(), lab);
+        if let Some(n) = note {
+            eprintln!("rocegen: note: {n}");
         }
         let cfg = TrafficConfig {
             op: self.op,
             msg_size: self.msg_size,
             mtu: self.mtu,
-            dscp: self.dscp,
+            dscp,
             vlan: self.vlan,
             rate_bps: self.rate,
             link_bps: self.link_speed,
             qps: self.qps,
             duration_ns: (self.duration * 1e9) as u64,
             pfc: !self.no_pfc,
-            prio_map: PrioMap::parse(&self.prio_map)?,
+            prio_map: PrioMap::parse(&prio_map)?,
             dcqcn: !self.no_dcqcn,
             dcqcn_overrides: DcqcnOverrides {
                 g: self.dcqcn_g,
@@ -220,11 +260,16 @@ struct CoordArgs {
     /// A host as NETNS:IFACE:MAC:IPV4 (repeatable; order matters for the pattern).
     #[arg(long = "host")]
     hosts: Vec<String>,
-    /// A JSON lab file {"hosts":[{"netns","host_if","mac","ipv4"}]} (instead of --host).
+    /// A JSON lab file {"hosts":[{"netns","host_if","mac","ipv4"}], "classes":{..}} (instead
+    /// of --host): `rocesw lab up`'s STATE_DIR/NAME.json, whose classes give --dscp and
+    /// --prio-map their defaults.
     #[arg(long)]
     lab: Option<std::path::PathBuf>,
-    /// Seconds receivers keep listening after senders stop.
-    #[arg(long, default_value_t = 0.2)]
+    /// At most this many seconds receivers keep listening after the senders stop, for frames
+    /// still queued or paused in the network (a loaded machine holds them for hundreds of ms);
+    /// they stop sooner once every frame sent has arrived or been seen lost. The report says
+    /// how long they waited, and counts frames still in flight at the bound apart from lost.
+    #[arg(long, default_value_t = 2.0)]
     drain: f64,
     #[command(flatten)]
     traffic: TrafficArgs,
@@ -247,7 +292,7 @@ fn main() -> Result<()> {
     }
     match cli.cmd {
         Cmd::Send(a) => {
-            let cfg = a.traffic.config()?;
+            let cfg = a.traffic.config(None)?;
             let spec = HostSpec {
                 name: a.netns.clone().unwrap_or_else(|| a.iface.clone()),
                 netns: a.netns.clone(),
@@ -291,12 +336,15 @@ fn main() -> Result<()> {
             print(&Report::build("recv", None, &cfg, &[r]), &a.out);
         }
         Cmd::Coordinate(a) => {
-            let cfg = a.traffic.config()?;
             let mut hosts = Vec::new();
+            let mut classes = None;
             if let Some(p) = &a.lab {
                 let text = std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?;
-                hosts.extend(coordinate::parse_lab(&text)?);
+                let lab = coordinate::parse_lab(&text).with_context(|| p.display().to_string())?;
+                hosts.extend(lab.hosts);
+                classes = lab.classes;
             }
+            let cfg = a.traffic.config(classes.as_ref())?;
             for h in &a.hosts {
                 hosts.push(coordinate::parse_host(h)?);
             }
@@ -308,4 +356,31 @@ fn main() -> Result<()> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 49 item 2: with a SONiC lab's file (AZURE: DSCP 3 and 4 lossless, 26 is TC 1),
+    /// rocegen sends DSCP 3 with the switch's map unless told; without classes, 26 as always.
+    #[test]
+    fn the_labs_classes_give_the_defaults() {
+        let azure = LabClasses {
+            lossless_dscps: vec![3, 4],
+            prio_map: "3=3,4=4,26=1".into(),
+        };
+        assert_eq!(classes(None, None, Some(&azure)), (3, "3=3,4=4,26=1".into(), None));
+        assert_eq!(classes(None, None, None), (26, DEFAULT_PRIO_MAP.into(), None));
+        assert_eq!(classes(Some(4), Some("4=4"), Some(&azure)), (4, "4=4".into(), None));
+        let (d, _, note) = classes(Some(26), None, Some(&azure));
+        assert_eq!(d, 26);
+        assert!(note
+            .unwrap()
+            .contains("not lossless on the lab's switch (its lossless DSCPs: 3, 4)"));
+        let none = LabClasses::default();
+        let (d, map, note) = classes(None, None, Some(&none));
+        assert_eq!((d, map.as_str()), (26, DEFAULT_PRIO_MAP));
+        assert!(note.unwrap().contains("no DSCP losslessly"));
+    }
 }

@@ -3,8 +3,8 @@
 //! instant, keeps receivers running for a drain period after, and joins everything into one
 //! report.
 
-use super::host::{run_host, HostResult, HostRole, HostSpec, Start};
-use super::report::Report;
+use super::host::{run_host, Drain, DrainSlot, HostResult, HostRole, HostSpec, Start};
+use super::report::{DrainReport, Report};
 use super::sender::{Dest, TrafficConfig};
 use super::wire::now_ns;
 use super::{parse_ipv4, parse_mac};
@@ -67,6 +67,29 @@ pub fn parse_host(s: &str) -> Result<HostSpec> {
 #[derive(Deserialize)]
 struct LabFile {
     hosts: Vec<LabHost>,
+    #[serde(default)]
+    classes: Option<LabClasses>,
+}
+
+/// The switch's classes as `rocesw lab up` writes them into the lab file: the DSCPs that
+/// cross it losslessly and its DSCP → priority map.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+pub struct LabClasses {
+    /// Lossless DSCPs, lowest first (empty: none).
+    #[serde(default)]
+    pub lossless_dscps: Vec<u8>,
+    /// DSCP → priority, as `--prio-map` takes it.
+    #[serde(default)]
+    pub prio_map: String,
+}
+
+/// A lab file: its hosts, and its switch's classes if the file carries them.
+#[derive(Debug, Clone)]
+pub struct Lab {
+    /// The hosts, in order.
+    pub hosts: Vec<HostSpec>,
+    /// `None` for a lab file without them (hand-written, or from an older rocesw).
+    pub classes: Option<LabClasses>,
 }
 
 #[derive(Deserialize)]
@@ -79,11 +102,13 @@ struct LabHost {
     name: Option<String>,
 }
 
-/// A lab state file: `{"hosts":[{"netns":..,"host_if":..,"mac":"02:..","ipv4":".."}]}`
-/// (other fields are ignored; `ipv4` may carry a prefix length).
-pub fn parse_lab(text: &str) -> Result<Vec<HostSpec>> {
+/// A lab state file: `{"hosts":[{"netns":..,"host_if":..,"mac":"02:..","ipv4":".."}],
+/// "classes":{"lossless_dscps":[..],"prio_map":".."}}` (`classes` optional, other fields
+/// ignored; `ipv4` may carry a prefix length).
+pub fn parse_lab(text: &str) -> Result<Lab> {
     let lab: LabFile = serde_json::from_str(text).context("lab file: expected {\"hosts\":[...]}")?;
-    lab.hosts
+    let hosts = lab
+        .hosts
         .into_iter()
         .map(|h| {
             Ok(HostSpec {
@@ -94,11 +119,16 @@ pub fn parse_lab(text: &str) -> Result<Vec<HostSpec>> {
                 ip: parse_ipv4(&h.ipv4)?,
             })
         })
-        .collect()
+        .collect::<Result<_>>()?;
+    Ok(Lab {
+        hosts,
+        classes: lab.classes,
+    })
 }
 
 /// Runs `pattern` over `hosts`: senders start together `lead_ns` after every host is ready
-/// and send for the configured duration; receivers stop `drain_ns` after that.
+/// and send for the configured duration; receivers keep listening after that until every frame
+/// sent has arrived or been seen lost, at most `drain_ns` ([`Drain`]; the report says which).
 pub fn run(hosts: &[HostSpec], pattern: Pattern, cfg: &TrafficConfig, drain_ns: u64) -> Result<Report> {
     if hosts.len() < 2 {
         bail!("coordinate needs at least two hosts");
@@ -114,18 +144,34 @@ pub fn run(hosts: &[HostSpec], pattern: Pattern, cfg: &TrafficConfig, drain_ns: 
         roles[s].dests.push(Dest { mac, ip: dst.ip });
         roles[d].receive = true;
     }
+    let drain = Drain::new(hosts.len(), roles.iter().filter(|r| !r.dests.is_empty()).count());
     let (ready_tx, ready_rx) = mpsc::channel();
     let mut gos = Vec::new();
     let mut threads = Vec::new();
-    for (spec, role) in hosts.iter().cloned().zip(roles) {
+    for (i, (spec, role)) in hosts.iter().cloned().zip(roles).enumerate() {
         let (go_tx, go_rx) = mpsc::channel();
         gos.push(go_tx);
         let ready = ready_tx.clone();
         let cfg = cfg.clone();
         let name = spec.name.clone();
+        let slot = DrainSlot {
+            drain: drain.clone(),
+            host: i,
+        };
         let t = std::thread::Builder::new()
             .name(format!("rocegen-{name}"))
-            .spawn(move || run_host(spec, role, cfg, Start::Sync { ready, go: go_rx }))
+            .spawn(move || {
+                run_host(
+                    spec,
+                    role,
+                    cfg,
+                    Start::Sync {
+                        ready,
+                        go: go_rx,
+                        drain: Some(slot),
+                    },
+                )
+            })
             .context("spawning a host thread")?;
         threads.push(t);
     }
@@ -158,7 +204,18 @@ pub fn run(hosts: &[HostSpec], pattern: Pattern, cfg: &TrafficConfig, drain_ns: 
     if !errors.is_empty() {
         bail!("coordinate failed:\n  {}", errors.join("\n  "));
     }
-    Ok(Report::build("coordinate", Some(pattern.name()), cfg, &results))
+    let mut report = Report::build("coordinate", Some(pattern.name()), cfg, &results);
+    let end = results.iter().map(|r| r.end_ns).max().unwrap_or(0);
+    let stopped = drain
+        .senders_stopped_ns()
+        .unwrap_or_else(|| results.iter().map(|r| r.tx_stop_ns).max().unwrap_or(end));
+    report.drain = Some(DrainReport {
+        bound_s: drain_ns as f64 / 1e9,
+        waited_s: end.saturating_sub(stopped) as f64 / 1e9,
+        drained: drain.completed(),
+        unaccounted: drain.unaccounted(),
+    });
+    Ok(report)
 }
 
 #[cfg(test)]
@@ -181,7 +238,10 @@ mod tests {
             r#"{"hosts":[{"netns":"a","host_if":"e0","mac":"02:00:00:00:00:0a","ipv4":"10.0.0.1/24","x":1}]}"#,
         )
         .unwrap();
-        assert_eq!(lab[0].ip, [10, 0, 0, 1]);
-        assert_eq!(lab[0].iface, "e0");
+        assert_eq!(lab.hosts[0].ip, [10, 0, 0, 1]);
+        assert_eq!(lab.hosts[0].iface, "e0");
+        assert_eq!(lab.classes, None);
+        let lab = parse_lab(r#"{"hosts":[],"classes":{"lossless_dscps":[3,4],"prio_map":"3=3,4=4"}}"#).unwrap();
+        assert_eq!(lab.classes.unwrap().lossless_dscps, [3, 4]);
     }
 }

@@ -7,7 +7,90 @@ use super::sender::{Dest, PauseRx, Sender, TrafficConfig};
 use super::wire::{enter_netns, gratuitous_arp, now_ns, set_timer_slack_1us, sleep_ns, RawSocket};
 use anyhow::{Context, Result};
 use dataplane::wire::{decode_mac_control, parse};
-use std::sync::mpsc;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{mpsc, Arc};
+
+/// What a coordinated run's hosts share so that receivers stop once the network has drained:
+/// frames still queued or paused somewhere when the senders stop (a loaded machine holds them
+/// for hundreds of ms) arrive, instead of being reported as sent and never received. Receivers
+/// keep listening after the senders stop until every frame sent has arrived or been seen lost
+/// (a later PSN of its flow arrived), or the run's bound, whichever comes first.
+pub struct Drain {
+    /// Senders that have not yet stopped and published their count.
+    senders_left: AtomicUsize,
+    /// Data frames the stopped senders sent.
+    sent: AtomicU64,
+    /// Per host: frames its receiver has accounted for (received once, or seen lost).
+    accounted: Vec<AtomicU64>,
+    /// Set by the first host that sees every frame accounted for.
+    done: AtomicBool,
+    /// When the last sender published its count, CLOCK_MONOTONIC ns (0: not yet).
+    last_sender_stop_ns: AtomicU64,
+}
+
+impl Drain {
+    /// For `hosts` hosts of which `senders` send.
+    pub fn new(hosts: usize, senders: usize) -> Arc<Drain> {
+        Arc::new(Drain {
+            senders_left: AtomicUsize::new(senders),
+            sent: AtomicU64::new(0),
+            accounted: (0..hosts).map(|_| AtomicU64::new(0)).collect(),
+            done: AtomicBool::new(false),
+            last_sender_stop_ns: AtomicU64::new(0),
+        })
+    }
+
+    /// A sender stopped, having sent `frames` data frames.
+    fn sender_stopped(&self, frames: u64, now: u64) {
+        self.sent.fetch_add(frames, Ordering::AcqRel);
+        if self.senders_left.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.last_sender_stop_ns.store(now.max(1), Ordering::Release);
+        }
+    }
+
+    /// Whether every frame sent is accounted for (and remembers it once it is).
+    fn drained(&self) -> bool {
+        if self.done.load(Ordering::Acquire) {
+            return true;
+        }
+        if self.senders_left.load(Ordering::Acquire) != 0 {
+            return false;
+        }
+        let accounted: u64 = self.accounted.iter().map(|a| a.load(Ordering::Acquire)).sum();
+        let done = accounted >= self.sent.load(Ordering::Acquire);
+        if done {
+            self.done.store(true, Ordering::Release);
+        }
+        done
+    }
+
+    /// Whether the run drained before its bound.
+    pub fn completed(&self) -> bool {
+        self.drained()
+    }
+
+    /// When the last sender stopped, CLOCK_MONOTONIC ns, if they all have.
+    pub fn senders_stopped_ns(&self) -> Option<u64> {
+        match self.last_sender_stop_ns.load(Ordering::Acquire) {
+            0 => None,
+            t => Some(t),
+        }
+    }
+
+    /// Frames sent and neither received nor seen lost, as the hosts last said.
+    pub fn unaccounted(&self) -> u64 {
+        let accounted: u64 = self.accounted.iter().map(|a| a.load(Ordering::Acquire)).sum();
+        self.sent.load(Ordering::Acquire).saturating_sub(accounted)
+    }
+}
+
+/// A host's part in a [`Drain`]: the shared state and its own slot.
+pub struct DrainSlot {
+    /// The run's shared state.
+    pub drain: Arc<Drain>,
+    /// This host's index in it.
+    pub host: usize,
+}
 
 /// Where a host is and how to address it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -88,10 +171,16 @@ pub enum Start {
     Sync {
         /// Where to report that setup succeeded (or why it failed).
         ready: mpsc::Sender<std::result::Result<(), String>>,
-        /// Where the start and stop times (CLOCK_MONOTONIC ns) come from.
+        /// Where the start and stop times (CLOCK_MONOTONIC ns) come from; the stop is the
+        /// latest end, sooner when `drain` says every frame sent is accounted for.
         go: mpsc::Receiver<(u64, u64)>,
+        /// The run's shared drain state, if the loop may end as soon as the network drained.
+        drain: Option<DrainSlot>,
     },
 }
+
+/// How often a host looks at the drain state once its senders stopped.
+const DRAIN_CHECK_NS: u64 = 1_000_000;
 
 /// Runs one host to the end of its run (enters its namespace first if it has one: call
 /// from a thread of its own then).
@@ -113,18 +202,18 @@ pub fn run_host(spec: HostSpec, role: HostRole, cfg: TrafficConfig, start: Start
         Ok((sock, mac, sender))
     };
     let ctx = || format!("host {} ({})", spec.name, spec.iface);
-    let (sock, mac, mut sender, start_ns, end_ns) = match start {
+    let (sock, mac, mut sender, start_ns, end_ns, drain) = match start {
         Start::Now { drain_ns } => {
             let (s, m, snd) = setup().with_context(ctx)?;
             let t = now_ns();
-            (s, m, snd, t, t + cfg.duration_ns + drain_ns)
+            (s, m, snd, t, t + cfg.duration_ns + drain_ns, None)
         }
-        Start::Sync { ready, go } => {
+        Start::Sync { ready, go, drain } => {
             let r = setup().with_context(ctx);
             let _ = ready.send(r.as_ref().map(|_| ()).map_err(|e| format!("{e:#}")));
             let (s, m, snd) = r?;
             let (t0, t1) = go.recv().context("the coordinator went away")?;
-            (s, m, snd, t0, t1)
+            (s, m, snd, t0, t1, drain)
         }
     };
     // Announce this host before any traffic (see `gratuitous_arp`): the coordinator's start
@@ -144,10 +233,38 @@ pub fn run_host(spec: HostSpec, role: HostRole, cfg: TrafficConfig, start: Start
         s.start(start_ns);
     }
     let mut buf = vec![0u8; 16384];
+    let mut sender_stopped = sender.is_none();
+    let mut next_drain_check = tx_stop_ns;
     loop {
         let now = now_ns();
         if now >= end_ns {
             break;
+        }
+        if let Some(d) = &drain {
+            if now >= tx_stop_ns {
+                if !sender_stopped {
+                    // Its last poll was before tx_stop_ns: the count is final.
+                    sender_stopped = true;
+                    let sent = sender
+                        .as_ref()
+                        .map_or(0, |s| s.qps.iter().map(|q| q.stats.packets).sum());
+                    d.drain.sender_stopped(sent, now);
+                }
+                if now >= next_drain_check {
+                    next_drain_check = now + DRAIN_CHECK_NS;
+                    if let Some(r) = &receiver {
+                        let accounted: u64 = r
+                            .flows
+                            .iter()
+                            .map(|f| (f.packets.saturating_sub(f.psn.duplicates)).saturating_add(f.psn.lost))
+                            .sum();
+                        d.drain.accounted[d.host].store(accounted, Ordering::Release);
+                    }
+                    if d.drain.drained() {
+                        break;
+                    }
+                }
+            }
         }
         let mut busy = false;
         for _ in 0..64 {
@@ -218,11 +335,32 @@ pub fn run_host(spec: HostSpec, role: HostRole, cfg: TrafficConfig, start: Start
                 next_due = next_due.min(nd).min(tx_stop_ns);
             }
         }
+        if drain.is_some() && now_ns() >= tx_stop_ns {
+            next_due = next_due.min(next_drain_check);
+        }
         if !busy {
             let now = now_ns();
             if next_due > now + 2_000 {
                 sleep_ns((next_due - now - 1_000).min(50_000));
             }
+        }
+    }
+    if let Some(d) = &drain {
+        // A host whose loop ended at the bound before its senders' stop was seen (a run
+        // shorter than one loop) still says what it sent.
+        if !sender_stopped {
+            let sent = sender
+                .as_ref()
+                .map_or(0, |s| s.qps.iter().map(|q| q.stats.packets).sum());
+            d.drain.sender_stopped(sent, now_ns());
+        }
+        if let Some(r) = &receiver {
+            let accounted: u64 = r
+                .flows
+                .iter()
+                .map(|f| (f.packets.saturating_sub(f.psn.duplicates)).saturating_add(f.psn.lost))
+                .sum();
+            d.drain.accounted[d.host].store(accounted, Ordering::Release);
         }
     }
     let end = now_ns();

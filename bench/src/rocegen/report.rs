@@ -236,6 +236,21 @@ pub struct Totals {
     pub latency: Latency,
 }
 
+/// How long the receivers of a coordinated run listened after the senders stopped, and why
+/// they stopped.
+#[derive(Debug, Clone, Serialize)]
+pub struct DrainReport {
+    /// The most they would wait (`--drain`), seconds.
+    pub bound_s: f64,
+    /// How long they waited after the last sender stopped, seconds.
+    pub waited_s: f64,
+    /// True: they stopped because every frame sent had arrived or been seen lost. False: at
+    /// the bound, with frames still unaccounted for (`totals.in_flight_at_end`).
+    pub drained: bool,
+    /// Frames sent and neither received nor seen lost when they stopped, by the hosts' own count.
+    pub unaccounted: u64,
+}
+
 /// Everything one rocegen run measured; printed as a table ([`Self::to_table`]) or JSON.
 #[derive(Debug, Clone, Serialize)]
 pub struct Report {
@@ -255,6 +270,8 @@ pub struct Report {
     pub totals: Totals,
     /// Per host, in the order given.
     pub hosts: Vec<HostReport>,
+    /// In `coordinate` mode: how the receivers waited for the network to drain.
+    pub drain: Option<DrainReport>,
 }
 
 /// Jain's fairness index of `xs` (1 for an empty or all-zero set).
@@ -437,6 +454,7 @@ impl Report {
             fairness,
             totals,
             hosts: host_reports,
+            drain: None,
         }
     }
 
@@ -531,13 +549,33 @@ impl Report {
             dur(t.latency.p99_ns),
             dur(t.latency.max_ns),
         );
-        if t.in_flight_at_end > 0 {
-            let _ = writeln!(
-                o,
-                "({} frame(s) sent were neither received nor seen missing: still queued or paused in the \
-                 network when the receivers stopped, or lost after the last frame that arrived)",
-                t.in_flight_at_end
-            );
+        match &self.drain {
+            Some(d) if d.drained => {
+                let _ = writeln!(
+                    o,
+                    "(the receivers listened {:.3} s after the senders stopped, until every frame sent had \
+                     arrived or been seen missing; at most {} s: --drain)",
+                    d.waited_s, d.bound_s
+                );
+            }
+            Some(d) => {
+                let _ = writeln!(
+                    o,
+                    "(the receivers stopped at the --drain bound, {} s after the senders stopped, with {} frame(s) \
+                     in flight: still queued or paused in the network, or lost after the last frame of their flow \
+                     that arrived; not counted as lost. A longer --drain waits for them.)",
+                    d.bound_s, t.in_flight_at_end
+                );
+            }
+            None if t.in_flight_at_end > 0 => {
+                let _ = writeln!(
+                    o,
+                    "({} frame(s) sent were neither received nor seen missing: still queued or paused in the \
+                     network when the receivers stopped, or lost after the last frame that arrived)",
+                    t.in_flight_at_end
+                );
+            }
+            None => {}
         }
         let _ = writeln!(
             o,

@@ -11,6 +11,13 @@
 //! import on the same origins: a patch touches only what changed, and the patched file is
 //! imported again before it is given (`check_imports_to`): it must give the config the patch
 //! came from, or the change is refused naming what differs.
+//!
+//! The target may be a lab's running config (`rocesw lab up --config config_db.json`): ports
+//! are matched by name, and a file port the target lacks (a lab of 4 hosts on a 32-port file)
+//! is left as the file has it, though a profile it shares with a port that changed changes for
+//! it too (said in a note). A port's speed and MTU are the PORT table, the switch's hardware,
+//! which no QoS patch carries: a lab runs its veths at 1G and may shrink the MTU, so a
+//! difference there is said in a note, not refused.
 
 use super::db::{expand_key, reference, ConfigDb};
 use super::import::Imported;
@@ -27,6 +34,10 @@ pub struct Export {
     pub patch: Value,
     /// One line per changed field: `TABLE|key|field: old → new`.
     pub changes: Vec<String>,
+    /// What the patch leaves out or reaches beyond the target, one line each: ports the target
+    /// lacks (left as the file has them; a changed profile they share changes for them too),
+    /// a port speed or MTU the target runs at and the file keeps.
+    pub notes: Vec<String>,
     /// The file with the patch applied, pretty-printed.
     pub patched: String,
 }
@@ -48,14 +59,11 @@ pub fn export(original: &str, opts: &ImportOptions, target: &Config) -> Result<E
         errors: Vec::new(),
         covered: base.clone(),
         made: BTreeMap::new(),
+        present: vec![false; base.ports.len()],
+        absent_users: BTreeMap::new(),
     };
-    if base.ports.len() != target.ports.len() || base.ports.iter().zip(&target.ports).any(|(a, b)| a.name != b.name) {
-        x.errors.push(
-            "the target config's ports are not the file's (a port added, removed or renamed): the PORT table is not exported"
-                .to_string(),
-        );
-        return Err(x.errors);
-    }
+    let (target, mut notes) = x.on_the_files_ports(&base, target)?;
+    let target = &target;
     x.pgs(&imported, &base, target);
     x.queue_profiles(&db, &base, target);
     x.wred(&imported, &base, target);
@@ -65,6 +73,19 @@ pub fn export(original: &str, opts: &ImportOptions, target: &Config) -> Result<E
     x.unexpressed(target);
     if !x.errors.is_empty() {
         return Err(x.errors);
+    }
+    // A changed profile that ports outside the target share changes for them as well.
+    for ((table, key), users) in &x.absent_users {
+        let changed = x
+            .want
+            .get(&(table.clone(), key.clone()))
+            .is_some_and(|f| f.values().any(|w| w.2));
+        if changed {
+            notes.push(format!(
+                "{table}|{key} changes for {} as well, which the target config does not have (they share it)",
+                users.iter().cloned().collect::<Vec<_>>().join(", ")
+            ));
+        }
     }
     let original_json: Value = serde_json::from_str(original).map_err(|e| vec![e.to_string()])?;
     let mut patched = original_json.clone();
@@ -130,12 +151,13 @@ pub fn export(original: &str, opts: &ImportOptions, target: &Config) -> Result<E
     changes.dedup();
     let patched_text = serde_json::to_string_pretty(&patched).map_err(|e| vec![e.to_string()])?;
     if !changes.is_empty() {
-        check_imports_to(&patched_text, opts, target)?;
+        check_imports_to(&patched_text, opts, target, &x.present)?;
     }
     let patch = json_patch::diff(&original_json, &patched);
     Ok(Export {
         patch: serde_json::to_value(patch).map_err(|e| vec![e.to_string()])?,
         changes,
+        notes,
         patched: patched_text,
     })
 }
@@ -143,7 +165,7 @@ pub fn export(original: &str, opts: &ImportOptions, target: &Config) -> Result<E
 /// That the patched file imports to `target`'s ports, maps and PFC: what a change reaches
 /// through the import's rules (a port's `pfc_enable` deciding which of its PGs are lossless,
 /// and so their buffers) is checked here, not assumed. Anything else is refused by name.
-fn check_imports_to(patched: &str, opts: &ImportOptions, target: &Config) -> Result<(), Vec<String>> {
+fn check_imports_to(patched: &str, opts: &ImportOptions, target: &Config, present: &[bool]) -> Result<(), Vec<String>> {
     let again = import_text(patched, opts)
         .and_then(|i| crate::load_str(&i.toml).map_err(|e| e.problems().to_vec()))
         .map_err(|e| {
@@ -163,7 +185,10 @@ fn check_imports_to(patched: &str, opts: &ImportOptions, target: &Config) -> Res
     };
     differ("classify".into(), &again.classify, &target.classify);
     differ("pfc".into(), &again.pfc, &target.pfc);
-    for (a, b) in again.ports.iter().zip(&target.ports) {
+    // The file's ports the target lacks (a lab's) are left as the file has them, save what a
+    // profile they share changes for them: said in a note, not compared here.
+    let compared = again.ports.iter().zip(&target.ports).zip(present).filter(|(_, &p)| p);
+    for ((a, b), _) in compared {
         let name = a.name.clone().unwrap_or_else(|| a.id.to_string());
         differ(format!("{name} pfc"), &a.pfc_enabled, &b.pfc_enabled);
         differ(format!("{name} classify"), &a.map_set, &b.map_set);
@@ -193,6 +218,10 @@ struct Exporter {
     covered: Config,
     /// Profiles made from lookup rows: name → (its fields, the BUFFER_PG keys bound to it).
     made: BTreeMap<String, (serde_json::Map<String, Value>, Vec<String>)>,
+    /// Per port of the file: whether the target has it.
+    present: Vec<bool>,
+    /// Entries the file's ports outside the target use: (table, key) → those ports.
+    absent_users: BTreeMap<(String, String), std::collections::BTreeSet<String>>,
 }
 
 /// The index of the port named `name`.
@@ -243,6 +272,106 @@ fn bindings<'a>(
 }
 
 impl Exporter {
+    /// `target` on the file's ports: every port of the file, the target's where it has one (by
+    /// name), the file's own elsewhere; each port's speed and MTU the file's, a difference said
+    /// in a note. A target port the file does not have (added or renamed) is refused.
+    fn on_the_files_ports(&mut self, base: &Config, target: &Config) -> Result<(Config, Vec<String>), Vec<String>> {
+        let mut full = target.clone();
+        full.ports = base.ports.clone();
+        let mut notes = Vec::new();
+        let mut errors = Vec::new();
+        // (what, the target's value, the file's) → the ports: one note per kind of difference.
+        let mut hardware: BTreeMap<(&str, String, String), Vec<String>> = BTreeMap::new();
+        for t in &target.ports {
+            let label = t.name.clone().unwrap_or_else(|| format!("port {}", t.id));
+            let Some(pi) = t.name.as_deref().and_then(|n| port_index(base, n)) else {
+                errors.push(format!(
+                    "the target config's {label} is not a port of the file (a port added or renamed): the PORT table is not exported"
+                ));
+                continue;
+            };
+            if self.present[pi] {
+                errors.push(format!("the target config has {label} twice"));
+                continue;
+            }
+            self.present[pi] = true;
+            let file = &base.ports[pi];
+            let mut port = t.clone();
+            if port.speed_bps != file.speed_bps {
+                let key = (
+                    "speed",
+                    crate::units::format_rate(port.speed_bps),
+                    crate::units::format_rate(file.speed_bps),
+                );
+                hardware.entry(key).or_default().push(label.clone());
+                port.speed_bps = file.speed_bps;
+            }
+            if port.max_frame_bytes != file.max_frame_bytes {
+                let l2 = crate::headroom::L2_OVERHEAD_BYTES;
+                let key = (
+                    "mtu",
+                    port.max_frame_bytes.saturating_sub(l2).to_string(),
+                    file.max_frame_bytes.saturating_sub(l2).to_string(),
+                );
+                hardware.entry(key).or_default().push(label.clone());
+                port.max_frame_bytes = file.max_frame_bytes;
+            }
+            full.ports[pi] = port;
+        }
+        if !errors.is_empty() {
+            return Err(errors);
+        }
+        for ((what, theirs, files), ports) in hardware {
+            notes.push(format!(
+                "{} {what} {theirs} in the target config, {files} in the file: not exported (PORT|…|{what} is the \
+                 switch's hardware{})",
+                ports.join(", "),
+                if what == "speed" {
+                    "; a value tuned at one speed may not suit another"
+                } else {
+                    ""
+                }
+            ));
+        }
+        // A port's FDB limit is an equal share of the table unless the config says otherwise,
+        // so fewer ports give a larger default: not a change of the target's.
+        let share = |c: &Config| (c.fdb.capacity / c.ports.len().max(1)).max(1);
+        if target.fdb.port_limit == share(target) && base.fdb.port_limit == share(base) {
+            full.fdb.port_limit = base.fdb.port_limit;
+        }
+        let absent: Vec<String> = base
+            .ports
+            .iter()
+            .zip(&self.present)
+            .filter(|(_, &p)| !p)
+            .map(|(p, _)| p.name.clone().unwrap_or_else(|| format!("port {}", p.id)))
+            .collect();
+        if !absent.is_empty() {
+            notes.insert(
+                0,
+                format!(
+                    "{} of the file's {} ports are not in the target config (a lab of fewer hosts?): {}; left as the file has them",
+                    absent.len(),
+                    base.ports.len(),
+                    absent.join(", ")
+                ),
+            );
+        }
+        Ok((full, notes))
+    }
+
+    /// Whether port `pi` of the file is in the target; if not, records that it uses
+    /// `table|key` (a profile a change may reach) and the caller skips it.
+    fn present_or_note(&mut self, pi: usize, table: &str, key: &str, port: &str) -> bool {
+        if !self.present[pi] {
+            self.absent_users
+                .entry((table.to_string(), key.to_string()))
+                .or_default()
+                .insert(port.to_string());
+        }
+        self.present[pi]
+    }
+
     #[allow(clippy::too_many_arguments)]
     fn ask(&mut self, table: &str, key: &str, field: &str, value: String, who: &str, changed: bool) {
         ask(
@@ -260,6 +389,9 @@ impl Exporter {
     fn pgs(&mut self, imported: &Imported, base: &Config, target: &Config) {
         for (port, g, profile) in &imported.pg_profiles {
             let Some(pi) = port_index(base, port) else { continue };
+            if !self.present_or_note(pi, "BUFFER_PROFILE", profile, port) {
+                continue;
+            }
             let g = usize::from(*g);
             let who = format!("{port} PG {g}");
             let (old, new) = (&base.ports[pi], &target.ports[pi]);
@@ -359,6 +491,9 @@ impl Exporter {
     /// Each queue's BUFFER_QUEUE profile: its threshold and reserve (`size`).
     fn queue_profiles(&mut self, db: &ConfigDb, base: &Config, target: &Config) {
         for b in bindings(db, base, "BUFFER_QUEUE", "profile", "BUFFER_PROFILE") {
+            if !self.present_or_note(b.pi, "BUFFER_PROFILE", &b.name, &b.port) {
+                continue;
+            }
             let (pi, q, profile) = (b.pi, b.index, &b.name);
             let who = format!("{} queue {q}", b.port);
             let (o, n) = (&base.ports[pi].queues[q], &target.ports[pi].queues[q]);
@@ -384,6 +519,9 @@ impl Exporter {
     fn wred(&mut self, imported: &Imported, base: &Config, target: &Config) {
         for (port, q, wred) in &imported.queue_wred {
             let Some(pi) = port_index(base, port) else { continue };
+            if !self.present_or_note(pi, "WRED_PROFILE", wred, port) {
+                continue;
+            }
             let q = usize::from(*q);
             let who = format!("{port} queue {q}");
             let (Some(o), n) = (
@@ -440,6 +578,9 @@ impl Exporter {
     /// Each queue's SCHEDULER (QUEUE|port|q's `scheduler`): strict or DWRR, and the weight.
     fn schedulers(&mut self, db: &ConfigDb, base: &Config, target: &Config) {
         for b in bindings(db, base, "QUEUE", "scheduler", "SCHEDULER") {
+            if !self.present_or_note(b.pi, "SCHEDULER", &b.name, &b.port) {
+                continue;
+            }
             let (pi, q, name) = (b.pi, b.index, b.name);
             let who = format!("{} queue {q}", b.port);
             let (o, n) = (base.ports[pi].queues[q].sched, target.ports[pi].queues[q].sched);

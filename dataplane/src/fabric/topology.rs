@@ -74,7 +74,24 @@ struct LinkFile {
 struct RouteFile {
     switch: String,
     to: String,
-    ports: Vec<u16>,
+    ports: Vec<PortRef>,
+}
+
+/// A switch port in a topology: its id (`3`) or its name in the switch's config (`"Ethernet0"`).
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum PortRef {
+    Id(u16),
+    Name(String),
+}
+
+impl std::fmt::Display for PortRef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            PortRef::Id(id) => write!(f, "{id}"),
+            PortRef::Name(n) => write!(f, "{n}"),
+        }
+    }
 }
 
 /// One `[[traffic]]` entry as written: a pattern over hosts (by name) and what each pair
@@ -574,12 +591,8 @@ fn build(file: File, dir: &Path, default_config: Option<&Path>, seed: u64) -> Re
         let mut ports = Vec::new();
         for id in &r.ports {
             let sw = &switches[s];
-            let p = sw
-                .config
-                .ports
-                .iter()
-                .position(|p| p.id == *id)
-                .ok_or_else(|| anyhow!("{what}: switch {:?} has no port {id}", sw.name))?;
+            let p = port_index(&sw.config, &id.to_string())
+                .ok_or_else(|| anyhow!("{what}: switch {:?} has no port {id}{}", sw.name, ports_of(&sw.config)))?;
             if sw.links[p].is_none() {
                 bail!("{what}: port {id} of switch {:?} has no link", sw.name);
             }
@@ -890,7 +903,8 @@ fn check_name(name: &str, kind: &str) -> Result<()> {
     Ok(())
 }
 
-/// `"h0"` (a host) or `"leaf0:3"` (port id 3 of switch leaf0).
+/// `"h0"` (a host), `"leaf0:3"` (port id 3 of switch leaf0) or `"tor:Ethernet0"` (the port
+/// its config names so: a config_db.json's ports keep their names).
 fn resolve_end(s: &str, names: &BTreeMap<&str, End>, switches: &[SwitchSpec]) -> Result<End> {
     let (name, port) = match s.split_once(':') {
         Some((n, p)) => (n, Some(p)),
@@ -906,18 +920,33 @@ fn resolve_end(s: &str, names: &BTreeMap<&str, End>, switches: &[SwitchSpec]) ->
             let Some(p) = port else {
                 bail!("{name:?} is a switch: say which port, as {name}:PORT")
             };
-            let id: u16 = p.parse().map_err(|_| anyhow!("{s:?}: {p:?} is not a port id"))?;
             let cfg = &switches[*sw].config;
-            let idx = cfg.ports.iter().position(|q| q.id == id).ok_or_else(|| {
-                let ids: Vec<String> = cfg.ports.iter().map(|q| q.id.to_string()).collect();
-                anyhow!(
-                    "switch {name:?} has no port {id} (its config has ports {})",
-                    ids.join(", ")
-                )
-            })?;
+            let idx = port_index(cfg, p).ok_or_else(|| anyhow!("switch {name:?} has no port {p}{}", ports_of(cfg)))?;
             Ok(End::Switch(*sw, idx))
         }
     }
+}
+
+/// The index of the port `p` names in `cfg`: a number is its id (as topologies always said),
+/// anything else its name.
+fn port_index(cfg: &controlplane::Config, p: &str) -> Option<usize> {
+    match p.parse::<u16>() {
+        Ok(id) => cfg.ports.iter().position(|q| q.id == id),
+        Err(_) => cfg.ports.iter().position(|q| q.name.as_deref() == Some(p)),
+    }
+}
+
+/// ` (its config has ports 0, 1, …)`, or with their names `Ethernet0 (0), …`.
+fn ports_of(cfg: &controlplane::Config) -> String {
+    let ports: Vec<String> = cfg
+        .ports
+        .iter()
+        .map(|q| match &q.name {
+            Some(n) if n.parse::<u16>().ok() != Some(q.id) => format!("{n} ({})", q.id),
+            _ => q.id.to_string(),
+        })
+        .collect();
+    format!(" (its config has ports {})", ports.join(", "))
 }
 
 fn other_end(l: &Link, me: End) -> End {

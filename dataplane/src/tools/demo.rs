@@ -39,7 +39,7 @@ pub fn run(config: Option<&Path>, duration: f64, speed: &str, rate: &str) -> Res
         name: name.clone(),
         hosts: 4,
         speed: speed.into(),
-        mtu: 1500,
+        mtu: None,
     };
     let lab = lab::up(&spec, config, &state).context("creating the demo lab")?;
     let _teardown = Teardown {
@@ -84,8 +84,14 @@ pub fn run(config: Option<&Path>, duration: f64, speed: &str, rate: &str) -> Res
         let outcome = switch.join().map_err(|_| anyhow::anyhow!("switch thread panicked"))?;
         return outcome.map(|_| ()).context("the switch did not start");
     }
+    // rocegen sends the lab's first lossless DSCP (`LabClasses`), 26 in the default profile.
+    let class = match lab.classes.default_dscp() {
+        Some(d) => format!("lossless RoCEv2 (DSCP {d})"),
+        None => "RoCEv2 on DSCP 26, which this config makes lossy,".to_string(),
+    };
     say(&format!(
-        "3→1 incast: hosts 1-3 send lossless RoCEv2 (DSCP 26) at {rate} each to host 0 for {duration} s; port 0 runs at {speed}\n\n"
+        "3→1 incast: hosts 1-3 send {class} at {rate} each to host 0 for {duration} s; {} runs at {speed}\n\n",
+        lab.hosts[0].port_label()
     ));
     let mut gen = std::process::Command::new(&rocegen)
         .args(["coordinate", "--pattern", "incast", "--lab"])

@@ -146,13 +146,25 @@ impl Incast {
     /// which is not an error of the captures themselves: a sending port the config lacks, or
     /// frames longer than a sending port takes (the switch would drop every one as `oversize`).
     pub fn warnings(&self, cfg: &controlplane::Config, name: &str) -> Vec<String> {
+        self.warnings_on(cfg, name, &self.default_ports())
+    }
+
+    /// Ports 0..=senders: the senders' ids, then the receiver's.
+    pub fn default_ports(&self) -> Vec<u16> {
+        (0..=self.senders).collect()
+    }
+
+    /// As [`Incast::warnings`], for the incast on `ports` (the senders' ids, then the
+    /// receiver's: [`incast_ports`]).
+    pub fn warnings_on(&self, cfg: &controlplane::Config, name: &str, ports: &[u16]) -> Vec<String> {
         let mut out = Vec::new();
-        for id in 0..=self.senders {
+        for (i, &id) in ports.iter().enumerate() {
+            let sender = i < ports.len() - 1;
             match cfg.ports.iter().find(|p| p.id == id) {
                 None => out.push(format!(
                     "{name} has no port {id}: the incast writes port{id}.pcap for it"
                 )),
-                Some(p) if id < self.senders && self.frame_len > p.max_frame_bytes as usize => out.push(format!(
+                Some(p) if sender && self.frame_len > p.max_frame_bytes as usize => out.push(format!(
                     "--size {} is above the largest frame port {id} of {name} takes ({} bytes: mtu {} + {}): \
                      the switch drops every one of its frames as oversize; use --size {} or less, or a \
                      config with a larger mtu",
@@ -171,8 +183,23 @@ impl Incast {
     /// Writes `port<i>.pcap` for every port into `dir` (created if missing) and returns their
     /// paths; an error if there are no senders.
     pub fn write(&self, dir: &Path) -> Result<Vec<PathBuf>> {
+        self.write_on(dir, &self.default_ports())
+    }
+
+    /// As [`Incast::write`], for the incast on `ports` (`senders` + 1 port ids: the senders',
+    /// then the receiver's): `port<id>.pcap` for each, the frames of host i (its MAC and
+    /// address, [`host_mac`]`(i)`) in the i-th port's.
+    pub fn write_on(&self, dir: &Path, ports: &[u16]) -> Result<Vec<PathBuf>> {
         if self.senders == 0 {
             bail!("an incast needs at least one sender");
+        }
+        if ports.len() != usize::from(self.senders) + 1 {
+            bail!(
+                "an incast of {} senders needs {} ports, not {}",
+                self.senders,
+                self.senders + 1,
+                ports.len()
+            );
         }
         std::fs::create_dir_all(dir)?;
         let receiver = self.senders;
@@ -189,13 +216,63 @@ impl Incast {
                 start_ns: 1_000,
                 rate_bps: self.speed_bps,
             };
-            let path = dir.join(format!("port{s}.pcap"));
+            let path = dir.join(format!("port{}.pcap", ports[usize::from(s)]));
             write_pcap(&path, BASE_NS, flow.frames()?)?;
             paths.push(path);
         }
-        let path = dir.join(format!("port{receiver}.pcap"));
+        let path = dir.join(format!("port{}.pcap", ports[usize::from(receiver)]));
         write_pcap(&path, BASE_NS, vec![(0, announce(receiver, 0)?)])?;
         paths.push(path);
         Ok(paths)
     }
+}
+
+/// The ports an incast of `senders` senders feeds in `cfg`, senders first, the receiver last, as
+/// ids: `asked` (`--ports`: names or ids of the config's ports), else the config's first
+/// `senders` + 1 ports in its order (a config_db.json's Ethernet0, Ethernet4, ...), else, for a
+/// config with fewer ports, ids 0..=senders (whose missing ports [`Incast::warnings_on`] names).
+pub fn incast_ports(
+    cfg: &controlplane::Config,
+    name: &str,
+    senders: u16,
+    asked: Option<&[String]>,
+) -> Result<Vec<u16>> {
+    let want = usize::from(senders) + 1;
+    let Some(asked) = asked else {
+        if cfg.ports.len() >= want {
+            return Ok(cfg.ports.iter().take(want).map(|p| p.id).collect());
+        }
+        return Ok((0..=senders).collect());
+    };
+    if asked.len() != want {
+        bail!(
+            "--ports names {} port(s); an incast of {senders} sender(s) needs {want} (the senders, then the receiver)",
+            asked.len()
+        );
+    }
+    let mut ids = Vec::with_capacity(want);
+    for a in asked {
+        let by_name = cfg.ports.iter().find(|p| p.name.as_deref() == Some(a.as_str()));
+        let by_id = || {
+            a.parse::<u16>()
+                .ok()
+                .and_then(|id| cfg.ports.iter().find(|p| p.id == id))
+        };
+        let Some(p) = by_name.or_else(by_id) else {
+            let have: Vec<String> = cfg
+                .ports
+                .iter()
+                .map(|p| match &p.name {
+                    Some(n) => format!("{n} ({})", p.id),
+                    None => p.id.to_string(),
+                })
+                .collect();
+            bail!("--ports: {name} has no port {a:?} (its ports: {})", have.join(", "));
+        };
+        if ids.contains(&p.id) {
+            bail!("--ports: port {a:?} is named twice");
+        }
+        ids.push(p.id);
+    }
+    Ok(ids)
 }

@@ -6,8 +6,8 @@
 //! ```text
 //!  namespace NAME-h<i>                  root namespace
 //!  ┌──────────────────────────────┐
-//!  │ eth0  host_mac(i)            │ veth  NAMEp<i>   ← `rocesw run` attaches here (port i)
-//!  │       host_ip(i)/15          ├──────────  no IP, IPv6 disabled
+//!  │ eth0  host_mac(i)            │ veth  NAMEp<id>  ← `rocesw run` attaches here (the
+//!  │       host_ip(i)/15          ├──────────  i-th port, id <id>); no IP, IPv6 disabled
 //!  │       fd00:5253:57::<i+1>/64 │
 //!  │ static neighbours: all hosts │
 //!  └──────────────────────────────┘
@@ -17,8 +17,12 @@
 //! `up` records every namespace and interface it creates in `<state dir>/NAME.json` as it goes
 //! (so even an interrupted `up` can be undone) and writes the switch config for the lab to
 //! `<state dir>/NAME.toml`: the base config with its `[[port]]` tables replaced by one port per
-//! host (a SONiC config_db.json base keeps its ports: host i is cabled to the i-th). `down` removes exactly what the state file lists, and nothing else: the state dir too
-//! (and its parents) where `up` created it, once empty.
+//! host (a SONiC config_db.json base keeps its ports: host i is cabled to the i-th, and the
+//! veth is named after the port, `NAME-Ethernet8`, when every such name fits in IFNAMSIZ, else
+//! after its id, `NAMEp8`). The state file also carries the config's lossless DSCPs and its
+//! DSCP → priority map ([`LabClasses`]), so that `rocegen coordinate --lab` sends lossless
+//! traffic by default whatever the switch's maps are. `down` removes exactly what the state file
+//! lists, and nothing else: the state dir too (and its parents) where `up` created it, once empty.
 
 use crate::tools::gen::{host_ip, host_mac};
 use anyhow::{anyhow, bail, Context, Result};
@@ -56,9 +60,14 @@ pub struct LabSpec {
     pub hosts: usize,
     /// Port speed written into the config's `[port_defaults]`, e.g. `"25G"`.
     pub speed: String,
-    /// MTU of both veth ends, and the ports' `mtu` in the config (1280–9216: the hosts have IPv6).
-    pub mtu: u32,
+    /// MTU of both veth ends, and the ports' `mtu` in the config (1280–9216: the hosts have
+    /// IPv6). `None`: a config_db.json's own (each port's `PORT|…|mtu`, 9100 in most), else
+    /// [`DEFAULT_MTU`].
+    pub mtu: Option<u32>,
 }
+
+/// The MTU of a lab made from a TOML profile when none is asked for.
+pub const DEFAULT_MTU: u32 = 1500;
 
 /// A lab that is up.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -67,8 +76,13 @@ pub struct Lab {
     pub name: String,
     /// Its hosts, host `i` on switch port `i`.
     pub hosts: Vec<LabHost>,
-    /// The switch config for the lab: port i is `hosts[i].switch_if`.
+    /// The switch config for the lab: its i-th port is `hosts[i].switch_if`.
     pub config_path: PathBuf,
+    /// The config's lossless DSCPs and DSCP → priority map, for the hosts' traffic.
+    pub classes: LabClasses,
+    /// What `up` chose that the user should know (an MTU other than the file's, a note on the
+    /// classes), printed with the lab.
+    pub notes: Vec<String>,
     state_path: PathBuf,
 }
 
@@ -86,30 +100,116 @@ impl fmt::Display for Lab {
         for h in &self.hosts {
             writeln!(
                 f,
-                "  port {:<2} {:<11} <-> {}:{}  {}  {}/{IPV4_PREFIX}  {}/{IPV6_PREFIX}",
-                h.index,
+                "  {:<11} port {:<3} veth {:<15} <-> {}:{}  {}  {}/{IPV4_PREFIX}  {}/{IPV6_PREFIX}  mtu {}",
+                h.port_label(),
+                h.port_id,
                 h.switch_if,
                 h.netns,
                 h.host_if,
                 h.mac_string(),
                 h.ipv4,
-                h.ipv6
+                h.ipv6,
+                h.mtu
             )?;
         }
+        writeln!(f, "{}", self.classes)?;
+        for n in &self.notes {
+            writeln!(f, "note: {n}")?;
+        }
         write!(f, "switch config: {}", self.config_path.display())
+    }
+}
+
+/// The switch's traffic classes as its hosts need them: which DSCPs cross it losslessly, and
+/// which PFC priority pauses each DSCP. `rocegen coordinate --lab` sends on the first lossless
+/// DSCP with this map unless told otherwise: the default profile's DSCP 26 is a lossy class in
+/// SONiC's AZURE maps (TC 1), where an incast then loses frames by the hundred thousand.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LabClasses {
+    /// DSCPs whose traffic class is lossless on every port of the lab (PFC on for it, and the
+    /// PG it maps to lossless), lowest first. Empty when the switch does not classify by DSCP.
+    pub lossless_dscps: Vec<u8>,
+    /// DSCP → traffic class, which is the PFC priority that pauses it, as rocegen's
+    /// `--prio-map` takes it (`"3=3,4=4,…"`; a DSCP not listed is class 0).
+    pub prio_map: String,
+}
+
+impl LabClasses {
+    /// The classes of `cfg` on the ports with these ids (the lab's; none: every port).
+    pub fn of(cfg: &controlplane::Config, ids: &[u16]) -> LabClasses {
+        let c = &cfg.classify;
+        if c.trust != controlplane::Trust::Dscp {
+            return LabClasses::default();
+        }
+        let ports: Vec<&controlplane::PortConfig> = cfg
+            .ports
+            .iter()
+            .filter(|p| ids.is_empty() || ids.contains(&p.id))
+            .collect();
+        let lossless = |tc: u8| {
+            let tc = usize::from(tc);
+            !ports.is_empty()
+                && ports
+                    .iter()
+                    .all(|p| p.pfc_enabled[tc] && p.pgs[usize::from(c.tc_to_pg[tc])].lossless)
+        };
+        LabClasses {
+            lossless_dscps: (0..64u8).filter(|&d| lossless(c.dscp_to_tc[usize::from(d)])).collect(),
+            prio_map: (0..64usize)
+                .filter(|&d| c.dscp_to_tc[d] != 0)
+                .map(|d| format!("{d}={}", c.dscp_to_tc[d]))
+                .collect::<Vec<_>>()
+                .join(","),
+        }
+    }
+
+    /// The DSCP the hosts' traffic uses by default: the first lossless one.
+    pub fn default_dscp(&self) -> Option<u8> {
+        self.lossless_dscps.first().copied()
+    }
+}
+
+/// One line: the lossless DSCPs, and what rocegen will use.
+impl fmt::Display for LabClasses {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.default_dscp() {
+            Some(d) => write!(
+                f,
+                "lossless DSCPs: {} (`rocegen coordinate --lab` sends DSCP {d} unless --dscp says otherwise)",
+                self.lossless_dscps
+                    .iter()
+                    .map(u8::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            None => write!(
+                f,
+                "lossless DSCPs: none (the switch classifies no DSCP into a lossless class on every lab port)"
+            ),
+        }
     }
 }
 
 /// One test host.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LabHost {
-    /// Its position: the switch port it is cabled to.
+    /// Its position: host i is cabled to the config's i-th port.
     pub index: usize,
+    /// That port's `id` in the config (Ethernet8's is 8). Absent in older state files: the index.
+    #[serde(default)]
+    pub port_id: u16,
+    /// That port's name in the config, if it has one (`Ethernet8`, `h2`).
+    #[serde(default)]
+    pub port_name: Option<String>,
+    /// The MTU of both veth ends (the port's `mtu` in the config).
+    #[serde(default = "default_mtu")]
+    pub mtu: u32,
     /// Its network namespace, `NAME-h<i>`.
     pub netns: String,
     /// Its interface inside the namespace, `eth0`.
     pub host_if: String,
-    /// The veth end in the root namespace the switch attaches to, `NAMEp<i>`.
+    /// The veth end in the root namespace the switch attaches to: `NAMEp<id>`, or
+    /// `NAME-<port name>` for a config_db.json's ports when every one fits in 15 bytes.
     pub switch_if: String,
     /// `gen::host_mac(i)`, on `host_if` (`"02:00:5e:10:00:00"` in the state file).
     #[serde(with = "mac_serde")]
@@ -120,10 +220,21 @@ pub struct LabHost {
     pub ipv6: Ipv6Addr,
 }
 
+fn default_mtu() -> u32 {
+    DEFAULT_MTU
+}
+
 impl LabHost {
     /// The MAC as `02:00:5e:10:00:00`.
     pub fn mac_string(&self) -> String {
         mac_string(&self.mac)
+    }
+
+    /// The port's name, or `port <id>` when it has none.
+    pub fn port_label(&self) -> String {
+        self.port_name
+            .clone()
+            .unwrap_or_else(|| format!("port {}", self.port_id))
     }
 }
 
@@ -195,6 +306,12 @@ struct State {
     /// parent), deepest first: `down` removes each that is empty then. Absent in older files.
     #[serde(default)]
     created_dirs: Vec<PathBuf>,
+    /// The config's lossless DSCPs and priority map (rocegen reads them). Absent in older files.
+    #[serde(default)]
+    classes: LabClasses,
+    /// `up`'s notes. Absent in older files.
+    #[serde(default)]
+    notes: Vec<String>,
 }
 
 /// Fails unless this process may create network namespaces.
@@ -238,12 +355,8 @@ fn validate_spec(spec: &LabSpec) -> Result<()> {
             spec.hosts
         );
     }
-    if !(1280..=9216).contains(&spec.mtu) {
-        bail!(
-            "lab {}: mtu {} is not in 1280-9216 (the hosts have IPv6 addresses, which need 1280)",
-            spec.name,
-            spec.mtu
-        );
+    if let Some(mtu) = spec.mtu {
+        check_mtu(&spec.name, mtu, "")?;
     }
     if spec.speed.trim().is_empty() {
         bail!("lab {}: speed is empty (e.g. \"25G\")", spec.name);
@@ -251,17 +364,77 @@ fn validate_spec(spec: &LabSpec) -> Result<()> {
     Ok(())
 }
 
-/// Host `i` of lab `name`: names and addresses, nothing created.
-pub fn plan_host(name: &str, i: usize) -> LabHost {
+/// An MTU the hosts can have: 1280 (IPv6's least) to 9216 (the config's most). `whose` says
+/// where it came from, for the error.
+fn check_mtu(lab: &str, mtu: u32, whose: &str) -> Result<()> {
+    if !(1280..=9216).contains(&mtu) {
+        bail!(
+            "lab {lab}: mtu {mtu}{whose} is not in 1280-9216 (the hosts have IPv6 addresses, which need 1280){}",
+            if whose.is_empty() { "" } else { "; give --mtu" }
+        );
+    }
+    Ok(())
+}
+
+/// The switch port a host is cabled to, as the lab's config has it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PortPlan {
+    /// Its `id`.
+    pub id: u16,
+    /// Its `name`.
+    pub name: Option<String>,
+    /// Its MTU (its `mtu`, or the lab's).
+    pub mtu: u32,
+}
+
+/// Host `i` of lab `name`, on `port` through the veth `switch_if`: names and addresses,
+/// nothing created.
+pub fn plan_host(name: &str, i: usize, port: &PortPlan, switch_if: String) -> LabHost {
     let n = u16::try_from(i).expect("host index fits in u16");
     LabHost {
         index: i,
+        port_id: port.id,
+        port_name: port.name.clone(),
+        mtu: port.mtu,
         netns: format!("{name}-h{i}"),
         host_if: HOST_IF.to_string(),
-        switch_if: format!("{name}p{i}"),
+        switch_if,
         mac: host_mac(n),
         ipv4: Ipv4Addr::from(host_ip(n)),
         ipv6: Ipv6Addr::new(0xfd00, 0x5253, 0x57, 0, 0, 0, 0, n + 1),
+    }
+}
+
+/// The longest interface name Linux takes (IFNAMSIZ less its NUL).
+pub const IFNAME_MAX: usize = 15;
+
+/// The root-namespace veth of each port. A config_db.json's ports are named after the port
+/// (`lab-Ethernet8`, what `ip link` then shows) when every such name is a valid interface name
+/// of at most [`IFNAME_MAX`] bytes; otherwise, and for a TOML profile's, after the port's id
+/// (`labp8`, at most 8 + 1 + 5 bytes). One rule for the whole lab, never a mix.
+pub fn veth_names(lab: &str, ports: &[PortPlan], by_name: bool) -> Vec<String> {
+    let named: Option<Vec<String>> = by_name
+        .then(|| {
+            ports
+                .iter()
+                .map(|p| {
+                    let n = p.name.as_deref()?;
+                    let ok = !n.is_empty() && n.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b));
+                    let v = format!("{lab}-{n}");
+                    (ok && v.len() <= IFNAME_MAX).then_some(v)
+                })
+                .collect()
+        })
+        .flatten();
+    let unique = named.as_ref().is_some_and(|v| {
+        let mut s = v.clone();
+        s.sort();
+        s.dedup();
+        s.len() == v.len()
+    });
+    match named {
+        Some(v) if unique => v,
+        _ => ports.iter().map(|p| format!("{lab}p{}", p.id)).collect(),
     }
 }
 
@@ -273,16 +446,35 @@ fn config_path(name: &str, state_dir: &Path) -> PathBuf {
     state_dir.join(format!("{name}.toml"))
 }
 
+/// What `up` builds, decided before anything is created.
+#[derive(Debug, Clone)]
+pub struct LabPlan {
+    /// The lab's switch config ([`lab_config`]).
+    pub config_text: String,
+    /// The hosts, host i on the config's i-th port.
+    pub hosts: Vec<LabHost>,
+    /// The config's lossless DSCPs and priority map.
+    pub classes: LabClasses,
+    /// What the user should know about the choices made.
+    pub notes: Vec<String>,
+}
+
 /// The lab's switch config: `base_text` with `[[port]]` replaced by one port per host
 /// (`id = i`, `name = "h<i>"`, `interface = "NAMEp<i>"`) and `[port_defaults]` speed and mtu
 /// set from the spec; every other section kept. Validated with `controlplane::load_str`.
 ///
 /// A SONiC config_db.json base is a production switch's config, whose ports are the point:
-/// host i is cabled to its i-th port instead, which keeps its name (`Ethernet8`), cable
-/// length and per-port buffer profiles; only its speed and MTU become the lab's (veths are
-/// not 100G links). Its text is the TOML it imports to, written over so that every value
-/// keeps its SONiC origin comment (`rocectl show buffer` reads them).
+/// host i is cabled to its i-th port instead, which keeps its name (`Ethernet8`), id, cable
+/// length, MTU and per-port buffer profiles; only its speed becomes the lab's (veths are not
+/// 100G links), and its MTU too if `spec.mtu` says so. Its text is the TOML it imports to,
+/// written over so that every value keeps its SONiC origin comment (`rocectl show buffer`
+/// reads them).
 pub fn lab_config(spec: &LabSpec, base_text: &str, base_name: &str) -> Result<String> {
+    Ok(plan(spec, base_text, base_name)?.config_text)
+}
+
+/// The lab `spec` on the profile `base_text`: its config ([`lab_config`]), hosts and classes.
+pub fn plan(spec: &LabSpec, base_text: &str, base_name: &str) -> Result<LabPlan> {
     use toml::{Table, Value};
     let imported = controlplane::config_toml(base_text).map_err(|e| anyhow!("{base_name}: {e}"))?;
     let from_sonic = matches!(imported, std::borrow::Cow::Owned(_));
@@ -301,6 +493,58 @@ pub fn lab_config(spec: &LabSpec, base_text: &str, base_name: &str) -> Result<St
             base_ports.len()
         );
     }
+    // The file's ports as they load: their ids, names and MTUs.
+    let file_ports = if from_sonic {
+        controlplane::load_str(base_text)
+            .map_err(|e| anyhow!("{base_name}: {e}"))?
+            .config
+            .ports
+    } else {
+        Vec::new()
+    };
+    let l2 = controlplane::headroom::L2_OVERHEAD_BYTES;
+    let mut notes = Vec::new();
+    let mut ports = Vec::with_capacity(spec.hosts);
+    for i in 0..spec.hosts {
+        let port = match file_ports.get(i) {
+            Some(p) => {
+                let own = p.max_frame_bytes.saturating_sub(l2);
+                let label = p.name.clone().unwrap_or_else(|| format!("port {}", p.id));
+                if spec.mtu.is_none() {
+                    check_mtu(&spec.name, own, &format!(" (the file's, {label})"))?;
+                }
+                PortPlan {
+                    id: p.id,
+                    name: p.name.clone(),
+                    mtu: spec.mtu.unwrap_or(own),
+                }
+            }
+            None => PortPlan {
+                id: u16::try_from(i).expect("at most MAX_HOSTS hosts"),
+                name: Some(format!("h{i}")),
+                mtu: spec.mtu.unwrap_or(DEFAULT_MTU),
+            },
+        };
+        ports.push(port);
+    }
+    if let Some(mtu) = spec.mtu {
+        let mut theirs: Vec<u32> = file_ports
+            .iter()
+            .take(spec.hosts)
+            .map(|p| p.max_frame_bytes.saturating_sub(l2))
+            .filter(|&m| m != mtu)
+            .collect();
+        theirs.sort_unstable();
+        theirs.dedup();
+        if !theirs.is_empty() {
+            let theirs: Vec<String> = theirs.iter().map(u32::to_string).collect();
+            notes.push(format!(
+                "mtu {mtu} (--mtu) on every port and host; {base_name} says {}",
+                theirs.join(", ")
+            ));
+        }
+    }
+    let veths = veth_names(&spec.name, &ports, from_sonic);
     let defaults = table
         .entry("port_defaults")
         .or_insert_with(|| Value::Table(Table::new()));
@@ -308,18 +552,23 @@ pub fn lab_config(spec: &LabSpec, base_text: &str, base_name: &str) -> Result<St
         .as_table_mut()
         .ok_or_else(|| anyhow!("{base_name}: port_defaults is not a table"))?;
     defaults.insert("speed".into(), Value::String(spec.speed.clone()));
-    defaults.insert("mtu".into(), Value::Integer(spec.mtu.into()));
+    // A config_db.json's ports keep their own MTU unless the spec gives one.
+    if !from_sonic || spec.mtu.is_some() {
+        defaults.insert("mtu".into(), Value::Integer(spec.mtu.unwrap_or(DEFAULT_MTU).into()));
+    }
     size_cnp_policer(&mut table, &spec.speed);
-    let ports = (0..spec.hosts)
+    let port_tables = (0..spec.hosts)
         .map(|i| {
-            let host = plan_host(&spec.name, i);
-            let port = match base_ports.get(i) {
+            let mut port = match base_ports.get(i) {
                 Some(base) => {
                     let mut port = base.clone();
-                    // The lab's speed and MTU, from [port_defaults]; a capture-file or other
-                    // backend the file may name gives way to the veth.
-                    for key in ["speed", "mtu", "pcap", "interface", "dpdk", "worker"] {
+                    // The lab's speed (and MTU if asked), from [port_defaults]; a capture-file
+                    // or other backend the file may name gives way to the veth.
+                    for key in ["speed", "pcap", "interface", "dpdk", "worker"] {
                         port.remove(key);
+                    }
+                    if spec.mtu.is_some() {
+                        port.remove("mtu");
                     }
                     port
                 }
@@ -330,12 +579,11 @@ pub fn lab_config(spec: &LabSpec, base_text: &str, base_name: &str) -> Result<St
                     port
                 }
             };
-            let mut port = port;
-            port.insert("interface".into(), Value::String(host.switch_if));
+            port.insert("interface".into(), Value::String(veths[i].clone()));
             Value::Table(port)
         })
         .collect();
-    table.insert("port".into(), Value::Array(ports));
+    table.insert("port".into(), Value::Array(port_tables));
     // The hosts are processes on this machine, not NICs: they notice a PFC frame only when
     // they next poll, milliseconds late on a busy machine. Their ports are interfaces, so
     // emulated links (the default `peer` for interfaces): frames wait in the emulated NIC, not
@@ -351,14 +599,40 @@ pub fn lab_config(spec: &LabSpec, base_text: &str, base_name: &str) -> Result<St
     } else {
         toml::to_string(&table).context("serialising the lab config")?
     };
-    let text = format!(
-        "# rocesw lab {name}: {hosts} host(s), written by `rocesw lab up` from {base_name}.\n\
-         # Port i is the veth {name}p<i>; its host is eth0 in network namespace {name}-h<i>.\n\n{body}",
+    let hosts: Vec<LabHost> = ports
+        .iter()
+        .zip(veths)
+        .enumerate()
+        .map(|(i, (p, v))| plan_host(&spec.name, i, p, v))
+        .collect();
+    let mut text = format!(
+        "# rocesw lab {name}: {n} host(s), written by `rocesw lab up` from {base}.\n\
+         # Each port, its veth, and its host (eth0 in a network namespace of its own):\n",
         name = spec.name,
-        hosts = spec.hosts,
+        n = spec.hosts,
+        base = base_name.escape_debug(),
     );
-    controlplane::load_str(&text).map_err(|e| anyhow!("the lab config made from {base_name} does not load:\n{e}"))?;
-    Ok(text)
+    for h in &hosts {
+        text += &format!(
+            "#   {} (port {}): veth {}, host {}\n",
+            h.port_label().escape_debug(),
+            h.port_id,
+            h.switch_if,
+            h.netns
+        );
+    }
+    text += "\n";
+    text += &body;
+    let loaded = controlplane::load_str(&text)
+        .map_err(|e| anyhow!("the lab config made from {base_name} does not load:\n{e}"))?;
+    let ids: Vec<u16> = hosts.iter().map(|h| h.port_id).collect();
+    let classes = LabClasses::of(&loaded.config, &ids);
+    Ok(LabPlan {
+        config_text: text,
+        hosts,
+        classes,
+        notes,
+    })
 }
 
 /// The CNP policer of a lab config sized to its ports, which all run at `speed`: a base
@@ -425,8 +699,12 @@ pub fn up(spec: &LabSpec, base_config: Option<&Path>, state_dir: &Path) -> Resul
             controlplane::DEFAULT_PROFILE_NAME.to_string(),
         ),
     };
-    let config_text = lab_config(spec, &base_text, &base_name)?;
-    let hosts: Vec<LabHost> = (0..spec.hosts).map(|i| plan_host(name, i)).collect();
+    let LabPlan {
+        config_text,
+        hosts,
+        classes,
+        notes,
+    } = plan(spec, &base_text, &base_name)?;
 
     // The directories this `up` creates, deepest first: `down` removes them when empty.
     let created_dirs: Vec<PathBuf> = state_dir
@@ -467,12 +745,14 @@ pub fn up(spec: &LabSpec, base_config: Option<&Path>, state_dir: &Path) -> Resul
         config_path: None,
         hosts: hosts.clone(),
         created_dirs,
+        classes: classes.clone(),
+        notes: notes.clone(),
     };
     let result = (|| -> Result<()> {
         save_state(&state_path, &state)?;
         check_free(name, &hosts)?;
         for host in &hosts {
-            create_host(host, &hosts, spec.mtu, &mut state, &state_path)
+            create_host(host, &hosts, &mut state, &state_path)
                 .with_context(|| format!("setting up host {} ({})", host.index, host.netns))?;
         }
         state.config_path = Some(config_path.clone());
@@ -486,6 +766,8 @@ pub fn up(spec: &LabSpec, base_config: Option<&Path>, state_dir: &Path) -> Resul
             name: name.to_string(),
             hosts,
             config_path,
+            classes,
+            notes,
             state_path,
         }),
         Err(e) => {
@@ -559,6 +841,8 @@ pub fn load(name: &str, state_dir: &Path) -> Result<Lab> {
         name: state.name,
         hosts: state.hosts,
         config_path,
+        classes: state.classes,
+        notes: state.notes,
         state_path,
     })
 }
@@ -624,8 +908,8 @@ fn check_free(name: &str, hosts: &[LabHost]) -> Result<()> {
     Ok(())
 }
 
-fn create_host(h: &LabHost, all: &[LabHost], mtu: u32, state: &mut State, state_path: &Path) -> Result<()> {
-    let mtu = mtu.to_string();
+fn create_host(h: &LabHost, all: &[LabHost], state: &mut State, state_path: &Path) -> Result<()> {
+    let mtu = h.mtu.to_string();
     ip(&["netns", "add", &h.netns])?;
     state.namespaces.push(h.netns.clone());
     save_state(state_path, state)?;
@@ -885,36 +1169,94 @@ mod tests {
             let e = validate_name(bad).unwrap_err().to_string();
             assert!(e.contains("1-8 characters of a-z and 0-9"), "{e}");
         }
-        // The longest switch-end name fits in IFNAMSIZ - 1.
-        assert!(plan_host("abcdefgh", MAX_HOSTS - 1).switch_if.len() <= 15);
-        assert!(plan_host("abcdefgh", MAX_HOSTS - 1).netns.len() <= 15);
+        // The longest switch-end name fits in IFNAMSIZ - 1, whatever the port's id or name.
+        let port = |id: u16, name: &str| PortPlan {
+            id,
+            name: Some(name.into()),
+            mtu: 1500,
+        };
+        let longest = [port(u16::MAX, "Ethernet65535")];
+        for by_name in [false, true] {
+            let v = veth_names("abcdefgh", &longest, by_name);
+            assert_eq!(v, ["abcdefghp65535"]);
+            assert!(v[0].len() <= IFNAME_MAX);
+        }
+        let h = plan_host("abcdefgh", MAX_HOSTS - 1, &longest[0], "x".into());
+        assert!(h.netns.len() <= IFNAME_MAX);
+    }
+
+    /// Issue 49 item 2: a config_db.json's ports give their veths their names when every one
+    /// fits (`lab-Ethernet4`), else all take their ids (`labp4`), never a mix and never a
+    /// name Linux refuses.
+    #[test]
+    fn veths_are_named_after_the_files_ports() {
+        let port = |id: u16, name: &str| PortPlan {
+            id,
+            name: Some(name.into()),
+            mtu: 9100,
+        };
+        let sonic = [port(0, "Ethernet0"), port(4, "Ethernet4"), port(124, "Ethernet124")];
+        assert_eq!(
+            veth_names("lab", &sonic, true),
+            ["lab-Ethernet0", "lab-Ethernet4", "lab-Ethernet124"]
+        );
+        // A TOML profile's ports: by id.
+        assert_eq!(veth_names("lab", &sonic, false), ["labp0", "labp4", "labp124"]);
+        // One name too long (16 bytes): every port by id.
+        assert_eq!(veth_names("abcd", &sonic, true), ["abcdp0", "abcdp4", "abcdp124"]);
+        // Names Linux would refuse or misread: by id.
+        for bad in ["Eth 1", "Eth/1", "Eth:1", ""] {
+            assert_eq!(veth_names("lab", &[port(1, bad)], true), ["labp1"], "{bad:?}");
+        }
     }
 
     #[test]
     fn hosts_follow_gen() {
-        let h = plan_host("x", 2);
+        let port = PortPlan {
+            id: 8,
+            name: Some("Ethernet8".into()),
+            mtu: 9100,
+        };
+        let h = plan_host("x", 2, &port, "x-Ethernet8".into());
         assert_eq!(h.netns, "x-h2");
-        assert_eq!(h.switch_if, "xp2");
+        assert_eq!(h.switch_if, "x-Ethernet8");
+        assert_eq!((h.port_id, h.mtu), (8, 9100));
         assert_eq!(h.host_if, "eth0");
         assert_eq!(h.mac, host_mac(2));
         assert_eq!(h.mac_string(), "02:00:5e:10:00:02");
         assert_eq!(h.ipv4, Ipv4Addr::new(198, 18, 0, 3));
         assert_eq!(h.ipv6.to_string(), "fd00:5253:57::3");
-        assert_eq!(plan_host("x", 15).ipv6.to_string(), "fd00:5253:57::10");
+        assert_eq!(
+            plan_host("x", 15, &port, "xp8".into()).ipv6.to_string(),
+            "fd00:5253:57::10"
+        );
         let lab = Lab {
             name: "x".into(),
             hosts: vec![h.clone()],
             config_path: "x.toml".into(),
+            classes: LabClasses {
+                lossless_dscps: vec![3, 4],
+                prio_map: "3=3,4=4".into(),
+            },
+            notes: vec!["a note".into()],
             state_path: "x.json".into(),
         };
         assert_eq!(
             lab.to_string(),
-            "lab x: 1 host(s)\n  port 2  xp2         <-> x-h2:eth0  02:00:5e:10:00:02  198.18.0.3/15  fd00:5253:57::3/64\n\
+            "lab x: 1 host(s)\n  Ethernet8   port 8   veth x-Ethernet8     <-> x-h2:eth0  02:00:5e:10:00:02  \
+             198.18.0.3/15  fd00:5253:57::3/64  mtu 9100\n\
+             lossless DSCPs: 3, 4 (`rocegen coordinate --lab` sends DSCP 3 unless --dscp says otherwise)\n\
+             note: a note\n\
              switch config: x.toml"
         );
         let json = serde_json::to_string(&h).unwrap();
         assert!(json.contains(r#""mac":"02:00:5e:10:00:02""#), "{json}");
         assert_eq!(serde_json::from_str::<LabHost>(&json).unwrap(), h);
+        // A host of an older state file: its port is its index, its MTU 1500.
+        let old = r#"{"index":2,"netns":"x-h2","host_if":"eth0","switch_if":"xp2","mac":"02:00:5e:10:00:02",
+                      "ipv4":"198.18.0.3","ipv6":"fd00:5253:57::3"}"#;
+        let old: LabHost = serde_json::from_str(old).unwrap();
+        assert_eq!((old.mtu, old.port_name.as_deref()), (1500, None));
     }
 
     #[test]
@@ -923,7 +1265,7 @@ mod tests {
             name: "cfg".into(),
             hosts: 3,
             speed: "100G".into(),
-            mtu: 4200,
+            mtu: Some(4200),
         };
         let text = lab_config(&spec, include_str!("../../../configs/default.toml"), "default.toml").unwrap();
         let cfg = controlplane::load_str(&text).unwrap().config;
@@ -942,37 +1284,91 @@ mod tests {
         assert_eq!(cfg.pfc, base.pfc);
     }
 
-    /// A config_db.json base keeps its ports (names, cables, per-port headroom) in order, each
-    /// on a veth at the lab's speed and MTU, and its origin comments; more hosts than it has
-    /// ports is refused.
+    /// A config_db.json base keeps its ports (names, ids, cables, MTU, per-port headroom) in
+    /// order, each on a veth named after it at the lab's speed, and its origin comments; the
+    /// header names each port's veth and host as they are; more hosts than it has ports is
+    /// refused. Issue 49 item 2: the veths were `sonp<i>` whatever the port's id, the header
+    /// said "Port i is the veth sonp<i>" (Ethernet4 is port 4 and was on sonp1), and the
+    /// file's MTU of 9100 became 1500 without a word.
     #[test]
     fn a_sonic_base_keeps_its_ports_and_their_origins() {
         let spec = LabSpec {
             name: "son".into(),
             hosts: 3,
             speed: "1G".into(),
-            mtu: 1500,
+            mtu: None,
         };
         let json = include_str!("../../../configs/sonic/spectrum1-t1.json");
-        let text = lab_config(&spec, json, "spectrum1-t1.json").unwrap();
+        let plan = plan(&spec, json, "spectrum1-t1.json").unwrap();
+        let text = &plan.config_text;
         assert!(
             text.contains("# BUFFER_PROFILE|pg_lossless_100000_5m_profile|xoff"),
             "{text}"
         );
-        let cfg = controlplane::load_str(&text).unwrap().config;
+        assert!(!text.contains("Port i is"), "{text}");
+        assert!(
+            text.contains("#   Ethernet4 (port 4): veth son-Ethernet4, host son-h1\n"),
+            "{text}"
+        );
+        let cfg = controlplane::load_str(text).unwrap().config;
         let base = controlplane::load_str(json).unwrap().config;
         assert_eq!(cfg.ports.len(), 3);
         for (i, (p, b)) in cfg.ports.iter().zip(&base.ports).enumerate() {
             assert_eq!((p.id, &p.name), (b.id, &b.name));
-            assert_eq!(p.interface.as_deref(), Some(format!("sonp{i}").as_str()));
+            let veth = format!("son-{}", b.name.as_deref().unwrap());
+            assert_eq!(p.interface.as_deref(), Some(veth.as_str()));
             assert_eq!(p.speed_bps, 1_000_000_000);
-            assert_eq!(p.max_frame_bytes, 1500 + 18);
+            assert_eq!(p.max_frame_bytes, 9100 + 18, "the file's MTU");
             assert_eq!(p.headroom_bytes, b.headroom_bytes, "port {}", p.id);
+            let h = &plan.hosts[i];
+            assert_eq!((h.port_id, h.port_name.as_ref(), h.mtu), (b.id, b.name.as_ref(), 9100));
+            assert_eq!(h.switch_if, veth);
         }
         assert_eq!(cfg.ports[2].name.as_deref(), Some("Ethernet8"));
+        assert!(plan.notes.is_empty(), "{:?}", plan.notes);
+        // AZURE's lossless classes: DSCP 3 and 4 (TC 3 and 4), not the default profile's 26,
+        // which is TC 1 there, a lossy queue.
+        assert_eq!(plan.classes.lossless_dscps, [3, 4]);
+        assert_eq!(plan.classes.default_dscp(), Some(3));
+        let map = dataplane_prio_map(&plan.classes.prio_map);
+        assert_eq!((map[3], map[4], map[26], map[48], map[8]), (3, 4, 1, 6, 0));
+        // --mtu over the file's: taken, and said.
+        let small = LabSpec {
+            mtu: Some(1500),
+            ..spec.clone()
+        };
+        let plan = super::plan(&small, json, "spectrum1-t1.json").unwrap();
+        let cfg = controlplane::load_str(&plan.config_text).unwrap().config;
+        assert!(cfg.ports.iter().all(|p| p.max_frame_bytes == 1500 + 18));
+        assert!(plan.hosts.iter().all(|h| h.mtu == 1500));
+        assert_eq!(
+            plan.notes,
+            ["mtu 1500 (--mtu) on every port and host; spectrum1-t1.json says 9100"]
+        );
         let many = LabSpec { hosts: 9, ..spec };
         let e = lab_config(&many, json, "spectrum1-t1.json").unwrap_err().to_string();
         assert!(e.contains("9 hosts need as many ports, and the switch has 8"), "{e}");
+    }
+
+    /// `"3=3,4=4"` as an array by DSCP.
+    fn dataplane_prio_map(text: &str) -> [u8; 64] {
+        crate::nic::PrioMap::parse(text).unwrap().0
+    }
+
+    /// The default profile's lossless class is DSCP 26, which rocegen has always sent.
+    #[test]
+    fn the_default_profiles_lossless_dscp_is_26() {
+        let spec = LabSpec {
+            name: "d".into(),
+            hosts: 2,
+            speed: "1G".into(),
+            mtu: None,
+        };
+        let plan = plan(&spec, include_str!("../../../configs/default.toml"), "default.toml").unwrap();
+        assert_eq!(plan.classes.lossless_dscps, [26]);
+        assert_eq!(dataplane_prio_map(&plan.classes.prio_map)[48], 6);
+        assert!(plan.hosts.iter().all(|h| h.mtu == DEFAULT_MTU));
+        assert_eq!(plan.hosts[1].switch_if, "dp1");
     }
 
     /// The base profile's 1.25G CNP policer (5% of 25G) is sized to the lab's ports when it
@@ -990,7 +1386,7 @@ mod tests {
                 name: "cnp".into(),
                 hosts: 2,
                 speed: speed.into(),
-                mtu: 1500,
+                mtu: Some(1500),
             };
             let loaded = controlplane::load_str(&lab_config(&spec, base, "default.toml").unwrap()).unwrap();
             let policer = loaded.config.cnp.policer.expect("the profile's policer is kept");
@@ -1010,7 +1406,7 @@ mod tests {
             name: "ok".into(),
             hosts: 2,
             speed: "25G".into(),
-            mtu: 1500,
+            mtu: Some(1500),
         };
         validate_spec(&good).unwrap();
         for bad in [
@@ -1023,11 +1419,11 @@ mod tests {
                 ..good.clone()
             },
             LabSpec {
-                mtu: 67,
+                mtu: Some(67),
                 ..good.clone()
             },
             LabSpec {
-                mtu: 9217,
+                mtu: Some(9217),
                 ..good.clone()
             },
             LabSpec {

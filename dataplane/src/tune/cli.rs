@@ -325,6 +325,9 @@ fn finish(
         })?;
         std::fs::write(&sonic_patch, serde_json::to_string_pretty(&e.patch)? + "\n")
             .map_err(|err| anyhow::anyhow!("cannot write {}: {err}", sonic_patch.display()))?;
+        for n in &e.notes {
+            eprintln!("rocesw tune: {}: note: {n}", json.display());
+        }
         for c in &e.changes {
             eprintln!("rocesw tune: {}: {c}", json.display());
         }

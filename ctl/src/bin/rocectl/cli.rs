@@ -372,6 +372,12 @@ impl Command {
     /// no switch named by them (`check`, `headroom`, `switches`).
     pub fn connection(&self) -> Option<&ConnectionArgs> {
         match self {
+            // `sonic export --running` asks the switch for its config; the rest is offline.
+            Command::Sonic(Sonic::Export {
+                running: true,
+                connection,
+                ..
+            }) => Some(connection),
             Command::Check { .. }
             | Command::Headroom { .. }
             | Command::Switches
@@ -422,11 +428,13 @@ pub enum Sonic {
         #[command(flatten)]
         sonic: SonicArgs,
     },
-    /// The changes a rocesw config makes to an imported config_db.json (each lossless PG's
-    /// dynamic_th and headroom, each queue's WRED thresholds), as an RFC 6902 JSON Patch for
-    /// SONiC's `config apply-patch`, with a readable diff on standard error.
+    /// The changes a rocesw config makes to an imported config_db.json (each PG's and queue's
+    /// buffer profile, the WRED thresholds, the schedulers, the DSCP/TC maps), as an RFC 6902
+    /// JSON Patch for SONiC's `config apply-patch`, with a readable diff on standard error.
     #[command(after_help = concat!(
         "Examples:
+",
+        "  rocectl sonic export config_db.json --running -o tuned.patch.json   # the switch running now
 ",
         "  rocectl sonic export config_db.json --fragment tuned.toml -o tuned.patch.json
 ",
@@ -436,26 +444,42 @@ pub enum Sonic {
 ",
         "
 ",
-        "--fragment: a fragment (rocesw tune's, or one for rocectl patch) laid over the imported
+        "--running: the running switch's config (over its control socket, as `rocectl show config`
 ",
-        "config; --config: a whole config. Exit 0 with the patch ([] when nothing changed), 1 when
+        "prints it) against the file: only the keys that differ. --config: a whole config from a
 ",
-        "a change cannot be said in the file (e.g. two ports share a profile and differ), 2 on bad input."
+        "file. --fragment: a fragment (rocesw tune's, or one for rocectl patch) laid over the
+",
+        "imported config. Ports are matched by name: a lab made from the file (`rocesw lab up
+",
+        "--config config_db.json`) exports its tuning; the file's ports it lacks stay as they are,
+",
+        "and its speed (or MTU) is a note, not a change (PORT is the hardware). Exit 0 with the
+",
+        "patch ([] when nothing changed), 1 when a change cannot be said in the file (e.g. two
+",
+        "ports share a profile and differ), 2 on bad input or a switch that does not answer."
     ))]
     Export {
-        /// The config_db.json the config was imported from.
+        /// The config_db.json the config was imported from (or a lab was made from).
         file: PathBuf,
         /// A whole rocesw config (TOML) to export.
         #[arg(
             long,
             value_name = "FILE",
-            conflicts_with = "fragment",
-            required_unless_present = "fragment"
+            conflicts_with_all = ["fragment", "running"],
+            required_unless_present_any = ["fragment", "running"]
         )]
         config: Option<PathBuf>,
         /// A TOML fragment laid over the imported config.
-        #[arg(long, value_name = "FILE")]
+        #[arg(long, value_name = "FILE", conflicts_with = "running")]
         fragment: Option<PathBuf>,
+        /// Export the running switch's config (asked over its control socket: --socket,
+        /// --switch, --tcp), as --config would a file of it.
+        #[arg(long)]
+        running: bool,
+        #[command(flatten)]
+        connection: ConnectionArgs,
         /// Where to write the JSON Patch (default: standard output); never over an input.
         #[arg(long, short = 'o', value_name = "FILE")]
         output: Option<PathBuf>,
@@ -671,6 +695,11 @@ mod tests {
                 "vlarb" | "sonic" => {
                     assert!(ids.is_empty(), "{name}: {ids:?}");
                     for sub in sub.get_subcommands() {
+                        // `sonic export --running` asks a switch for its config.
+                        if (name, sub.get_name()) == ("sonic", "export") {
+                            assert_eq!(connection_ids(sub), CONNECTION, "sonic export");
+                            continue;
+                        }
                         assert!(connection_ids(sub).is_empty(), "{name} {}", sub.get_name());
                     }
                 }
@@ -683,6 +712,28 @@ mod tests {
                 }
                 _ => assert_eq!(ids, CONNECTION, "{name}"),
             }
+        }
+    }
+
+    /// Issue 49 item 3: `sonic export --running` talks to the switch the connection options
+    /// name (and only with --running); it takes no --config or --fragment beside it.
+    #[test]
+    fn sonic_export_running_talks_to_the_switch() {
+        use clap::Parser;
+        let parse = |args: &[&str]| Cli::try_parse_from([&["rocectl", "sonic", "export", "db.json"], args].concat());
+        let running = parse(&["--running", "--socket", "/tmp/x.sock"]).unwrap();
+        assert_eq!(
+            running.command.connection().and_then(|c| c.socket.clone()),
+            Some(std::path::PathBuf::from("/tmp/x.sock"))
+        );
+        let offline = parse(&["--config", "running.toml"]).unwrap();
+        assert!(offline.command.connection().is_none());
+        for bad in [
+            &["--running", "--config", "r.toml"][..],
+            &["--running", "--fragment", "f.toml"],
+            &[],
+        ] {
+            assert!(parse(bad).is_err(), "{bad:?}");
         }
     }
 

@@ -195,7 +195,7 @@ fn main() -> ExitCode {
         Command::Switches => live(switches),
         Command::Log { level, target, .. } => each(&targets, |s| commands::log(s, level.as_deref(), target.as_deref())),
         Command::Vlarb(cli::Vlarb::Admit(args)) => commands::vlarb_admit(&args),
-        Command::Sonic(cmd) => sonic::run(cmd),
+        Command::Sonic(cmd) => sonic::run(cmd, &targets),
         Command::Daemon {
             config,
             metrics,

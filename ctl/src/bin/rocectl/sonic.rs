@@ -1,25 +1,50 @@
 //! `rocectl sonic import` and `export`: a SONiC config_db.json to rocesw's TOML and tuned values
-//! back as a JSON Patch (`controlplane::sonic`). Offline: no switch is asked.
+//! back as a JSON Patch (`controlplane::sonic`). Offline, but for `export --running`, which asks
+//! the switch for its running config.
 
 use crate::cli::{Sonic, SonicArgs};
 use controlplane::files;
+use controlplane::protocol::{self, Endpoint, Op};
 use controlplane::sonic::export::{export, export_fragment};
 use controlplane::sonic::{import_text, ImportOptions};
 use std::io::Write;
 use std::path::Path;
 use std::process::ExitCode;
 
+/// What `sonic export` exports: a config file, a fragment, or the running switch's config.
+enum Source<'a> {
+    Config(&'a Path),
+    Fragment(&'a Path),
+    Running(&'a Endpoint),
+}
+
 /// Runs a `rocectl sonic` command: 0 done, 1 a change the file cannot say, 2 bad input.
-pub fn run(cmd: Sonic) -> ExitCode {
+/// `targets`: the switches the connection options name (used by `export --running` only).
+pub fn run(cmd: Sonic, targets: &[(String, Endpoint)]) -> ExitCode {
     let result = match cmd {
         Sonic::Import { file, output, sonic } => import(&file, &output, &sonic),
         Sonic::Export {
             file,
             config,
             fragment,
+            running,
+            connection,
             output,
             sonic,
-        } => export_cmd(&file, config.as_deref(), fragment.as_deref(), output.as_deref(), &sonic),
+        } => {
+            let source = match (running, config.as_deref(), fragment.as_deref(), targets) {
+                (true, _, _, [(_, one)]) => Ok(Source::Running(one)),
+                (true, _, _, many) => Err(format!("--running exports one switch at a time (got {})", many.len())),
+                (false, _, _, _) if !connection.given().is_empty() => Err(format!(
+                    "{} name a switch, which only --running asks",
+                    connection.given().join(", ")
+                )),
+                (false, Some(c), _, _) => Ok(Source::Config(c)),
+                (false, None, Some(f), _) => Ok(Source::Fragment(f)),
+                (false, None, None, _) => Err("give --running, --config or --fragment".into()),
+            };
+            source.and_then(|s| export_cmd(&file, s, output.as_deref(), &sonic))
+        }
     };
     match result {
         Ok(code) => code,
@@ -76,30 +101,39 @@ fn import(file: &Path, output: &Path, args: &SonicArgs) -> Result<ExitCode, Stri
     Ok(ExitCode::SUCCESS)
 }
 
-fn export_cmd(
-    file: &Path,
-    config: Option<&Path>,
-    fragment: Option<&Path>,
-    output: Option<&Path>,
-    args: &SonicArgs,
-) -> Result<ExitCode, String> {
+fn export_cmd(file: &Path, source: Source, output: Option<&Path>, args: &SonicArgs) -> Result<ExitCode, String> {
     if let Some(out) = output {
         let mut inputs = vec![("config_db.json".to_string(), file)];
-        inputs.extend(config.map(|c| ("config".to_string(), c)));
-        inputs.extend(fragment.map(|c| ("fragment".to_string(), c)));
+        match &source {
+            Source::Config(c) => inputs.push(("config".to_string(), c)),
+            Source::Fragment(f) => inputs.push(("fragment".to_string(), f)),
+            Source::Running(_) => {}
+        }
         files::refuse_aliased_outputs(&inputs, &[("patch".to_string(), out)])?;
     }
     let text = files::read_text(file)?;
     let opts = options(file, args)?;
-    let exported = match (config, fragment) {
-        (Some(c), _) => {
+    let exported = match source {
+        Source::Config(c) => {
             let target = controlplane::load_file(c)
                 .map_err(|e| format!("{}:\n{e}", c.display()))?
                 .config;
             export(&text, &opts, &target)
         }
-        (None, Some(f)) => export_fragment(&text, &opts, &files::read_text(f)?),
-        (None, None) => return Err("give --config or --fragment".into()),
+        Source::Fragment(f) => export_fragment(&text, &opts, &files::read_text(f)?),
+        Source::Running(s) => {
+            let mut c = crate::target::connect(s)?;
+            let running: protocol::ConfigData = c.call_as(Op::GetConfig).map_err(crate::target::err)?;
+            let target = controlplane::load_str(&running.toml)
+                .map_err(|e| {
+                    format!(
+                        "the running config (version {}) does not load here:\n{e}",
+                        running.version
+                    )
+                })?
+                .config;
+            export(&text, &opts, &target)
+        }
     };
     match exported {
         Ok(e) => {
@@ -107,6 +141,9 @@ fn export_cmd(
             match output {
                 Some(out) => write_out(out, patch.as_bytes())?,
                 None => write_out(Path::new("-"), patch.as_bytes())?,
+            }
+            for n in &e.notes {
+                eprintln!("note: {n}");
             }
             if e.changes.is_empty() {
                 eprintln!("no change: the config runs the file's values");
