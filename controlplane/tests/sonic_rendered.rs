@@ -234,10 +234,20 @@ fn arista_7060x6_64pe_b_p64_ft2_runs_as_rendered() {
     let json = read("arista-7060x6-64pe-b-p64-ft2.json");
     let same = controlplane::sonic::export::export(&json, &opts, &c).unwrap_or_else(|e| panic!("{e:#?}"));
     assert_eq!(same.patch, serde_json::json!([]), "{:?}", same.changes);
-    // scheduler.1 (the lossless queues' DWRR profile, weight 15) to 20 on every port that has
-    // QUEUE entries (Ethernet504, unlinked, has none: its weights are no field of the file).
+    // scheduler.1 (the lossless queues' DWRR profile, weight 15) to 20 on every port.
+    // Ethernet504, unlinked, has no QUEUE entries: the import gives it the common queue
+    // profiles, so it follows scheduler.1 too, and a change that leaves it at 15 is one the
+    // file cannot say (refused by export's re-import check).
     let mut heavier = c.clone();
-    for q in heavier
+    let mut alone = c.clone();
+    for q in heavier.ports.iter_mut().flat_map(|p| p.queues.iter_mut()) {
+        if let controlplane::SchedMode::Wdrr { weight: w @ 15 } = &mut q.sched {
+            *w = 20;
+        }
+    }
+    let out = controlplane::sonic::export::export(&json, &opts, &heavier).unwrap_or_else(|e| panic!("{e:#?}"));
+    assert_eq!(out.changes, vec!["SCHEDULER|scheduler.1|weight: 15 → 20".to_string()]);
+    for q in alone
         .ports
         .iter_mut()
         .filter(|p| p.name.as_deref() != Some("Ethernet504"))
@@ -247,6 +257,10 @@ fn arista_7060x6_64pe_b_p64_ft2_runs_as_rendered() {
             *w = 20;
         }
     }
-    let out = controlplane::sonic::export::export(&json, &opts, &heavier).unwrap_or_else(|e| panic!("{e:#?}"));
-    assert_eq!(out.changes, vec!["SCHEDULER|scheduler.1|weight: 15 → 20".to_string()]);
+    let e = controlplane::sonic::export::export(&json, &opts, &alone).unwrap_err();
+    assert!(
+        e.iter()
+            .any(|e| e.starts_with("Ethernet504 queue 3: the patched file imports to")),
+        "{e:#?}"
+    );
 }

@@ -577,6 +577,7 @@ impl Exporter {
 
     /// Each queue's SCHEDULER (QUEUE|port|q's `scheduler`): strict or DWRR, and the weight.
     fn schedulers(&mut self, db: &ConfigDb, base: &Config, target: &Config) {
+        let mut bound = vec![false; base.ports.len()];
         for b in bindings(db, base, "QUEUE", "scheduler", "SCHEDULER") {
             if !self.present_or_note(b.pi, "SCHEDULER", &b.name, &b.port) {
                 continue;
@@ -614,6 +615,14 @@ impl Exporter {
                 );
             }
             self.covered.ports[pi].queues[q].sched = n;
+            bound[pi] = true;
+        }
+        // A port with no QUEUE entry (unlinked in the minigraph) takes the import's common
+        // schedulers, so it follows them: what it ends with is for the re-import check to judge.
+        for (pi, _) in bound.iter().enumerate().filter(|(pi, b)| !**b && self.present[*pi]) {
+            for q in 0..crate::NUM_TC {
+                self.covered.ports[pi].queues[q].sched = target.ports[pi].queues[q].sched;
+            }
         }
     }
 
