@@ -649,7 +649,10 @@ mod tests {
         assert_eq!(p.class_bytes(), grown);
         // Longer than the largest frame: refused, nothing taken.
         assert!(p.alloc_copy(&[0; 9153]).is_none());
-        assert!(p.alloc_copy(&vec![0; 70_000]).is_none(), "longer than the class look-up");
+        assert!(
+            p.alloc_copy(&vec![0; 70_000]).is_none(),
+            "longer than the class look-up"
+        );
         assert_eq!(p.available(), 4096);
     }
 
