@@ -15,7 +15,8 @@ cells) with 64 ports:
 
 With --captures DIR every port is a capture-file port (`rocesw run` with no interface): the first
 four read DIR/port0.pcap ... DIR/port3.pcap (examples/incast), the others receive nothing, and
-what they send is discarded: the real-time switch's start-up memory, measured.
+every port writes what it sends to OUT/EthernetN.pcap (--outputs OUT, default out): the
+real-time switch's start-up memory, measured.
 """
 import argparse
 import pathlib
@@ -28,6 +29,7 @@ ap.add_argument("--cell", type=int, default=192, help="buffer.cell, bytes")
 ap.add_argument("--speed", default="400G", help="port_defaults.speed")
 ap.add_argument("--mtu", type=int, default=9100, help="port_defaults.mtu")
 ap.add_argument("--captures", help="capture-file ports: the first four read DIR/portN.pcap")
+ap.add_argument("--outputs", default="out", help="with --captures: where the ports write")
 a = ap.parse_args()
 
 text = (pathlib.Path(__file__).resolve().parents[2] / "configs" / "default.toml").read_text()
@@ -35,12 +37,15 @@ text = re.sub(r'(?m)^cell = .*$', f'cell = "{a.cell}B"', text, count=1)
 text = re.sub(r'(?m)^size = .*$', f'size = "{a.size}B"', text, count=1)
 text = re.sub(r'(?m)^speed = .*$', f'speed = "{a.speed}"', text, count=1)
 text = re.sub(r'(?m)^mtu = .*$', f'mtu = {a.mtu}', text, count=1)
+
+
 def pcap(i):
     if a.captures is None:
         return ""
+    out = f'output = "{pathlib.Path(a.outputs).resolve() / f"Ethernet{4 * i}.pcap"}"'
     if i < 4:
-        return f'pcap = {{ input = "{pathlib.Path(a.captures).resolve() / f"port{i}.pcap"}" }}\n'
-    return "pcap = {}\n"
+        return f'pcap = {{ input = "{pathlib.Path(a.captures).resolve() / f"port{i}.pcap"}", {out} }}\n'
+    return f"pcap = {{ {out} }}\n"
 
 
 ports = "".join(f'[[port]]\nid = {4 * i}\nname = "Ethernet{4 * i}"\n{pcap(i)}\n' for i in range(a.ports))

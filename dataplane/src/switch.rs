@@ -803,7 +803,7 @@ mod tests {
 
     /// 512 ports (SONiC names up to Ethernet2044): a frame from an unknown host on the last
     /// port floods to the other 511, and the reply comes back to it alone. Frames longer than
-    /// a head (1000 B in 256 B cells) come and go through the size classes.
+    /// a unit (1000 B in 256 B cells) come and go through the size classes.
     #[test]
     fn five_hundred_and_twelve_ports_forward_and_flood() {
         let default = include_str!("../../configs/default.toml");

@@ -41,9 +41,9 @@ fn congested_run(cfg: &controlplane::Config) {
     let mut sink = |_: usize, _: &[u8], _: u64| tx += 1;
     // 3→1 at line rate for 2000 bursts: queues build, WRED marks, PFC goes out, lossy drops.
     let mut now = 1_000u64;
-    // Steady state: the size classes that hold frames longer than a slot's head (these are
-    // 1 KiB) grow to what the congested buffer holds in the first bursts, a 64 KiB chunk at
-    // a time, as a real-time worker's do in its first milliseconds; after that, nothing.
+    // Steady state: the queues, WRED and PFC settle in the first bursts. (The size classes
+    // that hold the 1 KiB frames take chunks off the packet arena as they grow, which
+    // allocates nothing: `buffers::pool`.)
     for _ in 0..1000 {
         for (s, burst) in flows.iter().enumerate() {
             sw.receive_burst(s, burst.iter().map(Vec::as_slice), now);
@@ -122,9 +122,9 @@ fn emulated_links_do_not_allocate() {
             std::hint::black_box(em.backpressure(end, end));
         }
     };
-    // Warm up until the peers hold frames (their queues are reserved up front regardless)
-    // and the size classes holding the 1 KiB frames have grown to what the buffer holds
-    // (after 200 rounds they still took one more 64 KiB chunk in the next 2000).
+    // Warm up until the peers hold frames (their queues are reserved up front regardless).
+    // (With size classes that each allocated their 64 KiB chunks, 200 rounds were not enough
+    // for the 1 KiB frames' classes to reach their peak; the arena's chunks allocate nothing.)
     for _ in 0..2000 {
         round(&mut sw, &mut emu, now);
         now += ROUND_NS;
@@ -431,7 +431,7 @@ fn edf_scheduler_does_not_allocate() {
         let mut tx = 0u64;
         let mut sink = |_: usize, _: &[u8], _: u64| tx += 1;
         let mut now = 1_000u64;
-        // Steady state, as in `congested_run`: the size classes grow in the first bursts.
+        // Steady state, as in `congested_run`.
         for _ in 0..500 {
             for (s, burst) in flows.iter().enumerate() {
                 sw.receive_burst(s, burst.iter().map(Vec::as_slice), now);

@@ -60,6 +60,9 @@ const _: () = assert!(
 const NIL: u32 = u32::MAX;
 /// A chunk on the arena's free list, carved for no class.
 const NO_CLASS: u8 = u8::MAX;
+/// Frame lengths `class_of` covers, in 16 B steps: any longer one is looked up as this long,
+/// so the packet path bounds the look-up with a `min` and no branch.
+const LOOKUP_LEN: usize = 1 << 16;
 
 /// A size class of more than one unit (its free list's first buffer is in
 /// [`PacketPool::heads`], apart, so the packet path indexes a plain array of `u32`).
@@ -91,9 +94,11 @@ pub struct PacketPool {
     /// list is `free`).
     classes: Box<[Class]>,
     /// By class: the first free buffer (its first unit), or [`NIL`]; the rest are linked
-    /// through `next`.
+    /// through `next`. One entry more than the classes: the too-long frames' (always NIL).
     heads: Box<[u32]>,
-    /// By a frame's length in 16 B units (rounded up): its class.
+    /// By a frame's length in 16 B units (rounded up, up to [`LOOKUP_LEN`]): its class, or
+    /// for a frame longer than `max_frame` a class past the last, whose list is always empty
+    /// and which never grows.
     class_of: Box<[u8]>,
     /// Per unit: the class of the buffer starting there.
     class_at: Box<[u8]>,
@@ -130,11 +135,15 @@ impl PacketPool {
         let max_frame = max_frame.max(1).next_multiple_of(64).max(head_size);
         let classes = controlplane::memory::max_units(head_size as u64, max_frame as u64) as usize;
         assert!(classes < usize::from(NO_CLASS), "size classes fit a byte");
+        assert!(max_frame < LOOKUP_LEN, "the class look-up covers every frame taken");
         assert!(units < NIL as usize, "slot numbers fit 32 bits");
         let chunk = controlplane::memory::chunk_units(classes as u64) as usize;
         let chunks = units.div_ceil(chunk);
-        let class_of: Box<[u8]> = (0..=max_frame / 16)
-            .map(|u16s| ((u16s * 16).div_ceil(head_size).max(1) - 1) as u8)
+        let class_of: Box<[u8]> = (0..=LOOKUP_LEN / 16)
+            .map(|u16s| match u16s * 16 {
+                len if len > max_frame => classes as u8,
+                len => (len.div_ceil(head_size).max(1) - 1) as u8,
+            })
             .collect();
         PacketPool {
             // Zeroed: lazily mapped pages, which cost memory only once written.
@@ -150,7 +159,7 @@ impl PacketPool {
                     carved: 0,
                 })
                 .collect(),
-            heads: vec![NIL; classes].into_boxed_slice(),
+            heads: vec![NIL; classes + 1].into_boxed_slice(),
             class_of,
             class_at: vec![0u8; units].into_boxed_slice(),
             next: vec![0u32; units].into_boxed_slice(),
@@ -260,12 +269,9 @@ impl PacketPool {
     /// out of line.
     #[inline(always)]
     fn alloc_long(&mut self, src: *const u8, len: usize) -> Option<u32> {
-        if len > self.max_frame {
-            return None;
-        }
-        // SAFETY: `len <= max_frame`, and `class_of` has `max_frame / 16 + 1` entries (with
-        // `max_frame` a multiple of 64), so `len.div_ceil(16)` is within it.
-        let c = usize::from(unsafe { *self.class_of.get_unchecked(len.div_ceil(16)) });
+        // SAFETY: `class_of` has `LOOKUP_LEN / 16 + 1` entries. A frame longer than
+        // `max_frame` finds the class past the last, whose list is empty: `grow_long` refuses it.
+        let c = usize::from(unsafe { *self.class_of.get_unchecked(len.min(LOOKUP_LEN).div_ceil(16)) });
         // SAFETY: every entry of `class_of` is an index into `heads` (built together).
         let head = unsafe { self.heads.get_unchecked_mut(c) };
         let slot = if *head != NIL {
@@ -319,7 +325,8 @@ impl PacketPool {
     #[cold]
     #[inline(never)]
     fn grow_long(&mut self, c: usize) -> Option<u32> {
-        let n = self.classes[c].units as usize;
+        // Longer than the longest frame taken.
+        let n = self.classes.get(c)?.units as usize;
         loop {
             let chunk = self.take_chunk(c as u8)?;
             let (start, end) = self.chunk_range(chunk);
@@ -642,6 +649,10 @@ mod tests {
         assert_eq!(p.class_bytes(), grown);
         // Longer than the largest frame: refused, nothing taken.
         assert!(p.alloc_copy(&[0; 9153]).is_none());
+        assert!(
+            p.alloc_copy(&vec![0; 70_000]).is_none(),
+            "longer than the class look-up"
+        );
         assert_eq!(p.available(), 4096);
     }
 

@@ -306,7 +306,7 @@ pub fn run(
         } else {
             Switch::shard(cfg, opts.seed, s as u8, shards as u8, &owners)
         };
-        // Real time: the slots' heads are faulted in now, not on the packet path.
+        // Real time: the packet arena is faulted in now, not on the packet path.
         sw.prefault();
         let control = if shards == 1 {
             opts.control.as_deref()
