@@ -180,3 +180,51 @@ fn conform_expects_the_source_ports_maps() {
         );
     }
 }
+
+/// The whole computed suite on the remap file as rendered, from its default source (an
+/// uplink): nothing fails. WRRtest and WRRtest[wrr_chg] take sonic-mgmt's DSCP list for a
+/// switch with `tunnel_qos_remap` enabled (3, 4, 8, 0, 46, 48 to queues 3, 4, 0, 1, 5, 7):
+/// the file sends DSCP 5 to queue 1 beside DSCP 0 and DSCP 48 to queue 7, and with the
+/// remap-disabled list both WRR tests failed here (DSCP 0's last frame 158 from the end).
+#[test]
+fn the_computed_suite_passes_on_the_remap_file_with_the_suites_remap_dscps() {
+    use dataplane::conform::{self, report::Outcome, Options};
+    let json = rendered("arista-7260cx3-c64-t1-remap.json");
+    let opts = Options {
+        platform: Some("tomahawk2".into()),
+        pg_lookup: Some((
+            rendered("arista-7260cx3-c64.pg_profile_lookup.ini"),
+            "arista-7260cx3-c64.pg_profile_lookup.ini".into(),
+        )),
+        ..Options::default()
+    };
+    let (r, _) = conform::run(&json, "remap.json", &opts, &mut |_| {}).unwrap();
+    let text = r.text(true, true);
+    assert!(
+        r.tests
+            .iter()
+            .all(|t| matches!(t.outcome, Outcome::Passed | Outcome::Skipped)),
+        "{text}"
+    );
+    let wrr: Vec<_> = r.tests.iter().filter(|t| t.name.starts_with("WRRtest")).collect();
+    assert_eq!(wrr.len(), 2, "{text}");
+    assert!(wrr.iter().all(|t| t.outcome == Outcome::Passed), "{text}");
+    assert!(
+        text.contains("DSCP 48 → queue 7") && !text.contains("DSCP 5 → queue"),
+        "{text}"
+    );
+
+    // The file without the remap keeps the suite's other list (DSCP 5 in queue 2, 48 in 6).
+    let plain = rendered("arista-7260cx3-c64-t1.json");
+    let only = Options {
+        only: vec!["WRRtest".into()],
+        ..opts
+    };
+    let (r, _) = conform::run(&plain, "plain.json", &only, &mut |_| {}).unwrap();
+    let text = r.text(true, true);
+    assert!(
+        text.contains("DSCP 5 → queue 2") && text.contains("DSCP 48 → queue 6"),
+        "{text}"
+    );
+    assert!(r.tests.iter().all(|t| t.outcome == Outcome::Passed), "{text}");
+}

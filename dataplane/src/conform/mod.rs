@@ -101,6 +101,8 @@ pub struct Plan {
     pub lossy_drops_at_egress: bool,
     /// The platform is NVIDIA's (sonic-mgmt's conditional marks skip some tests there).
     pub nvidia: bool,
+    /// The file enables SONiC's tunnel QoS remap: WRRtest's DSCPs are the suite's remap list.
+    pub qos_remap: bool,
 }
 
 impl Plan {
@@ -195,6 +197,47 @@ fn wd_poll_ms(json: &str) -> u64 {
     v.and_then(|v| v.as_u64().or_else(|| v.as_str().and_then(|s| s.parse().ok())))
         .filter(|&ms| ms > 0)
         .unwrap_or(200)
+}
+
+/// Whether the file enables SONiC's tunnel QoS remap (`SYSTEM_DEFAULTS|tunnel_qos_remap|status`),
+/// which is how sonic-mgmt's `is_tunnel_qos_remap_enabled` picks WRRtest's DSCPs.
+fn tunnel_qos_remap(json: &str) -> bool {
+    let Ok(doc) = serde_json::from_str::<serde_json::Value>(json) else {
+        return false;
+    };
+    doc.get("SYSTEM_DEFAULTS")
+        .and_then(|t| t.get("tunnel_qos_remap"))
+        .or_else(|| doc.get("SYSTEM_DEFAULTS|tunnel_qos_remap"))
+        .and_then(|e| e.get("status"))
+        .and_then(|v| v.as_str())
+        .is_some_and(|v| v == "enabled")
+}
+
+/// WRRtest's DSCPs, the queues the suite expects them in and whether that queue is lossless,
+/// as sonic-mgmt's `WRRtest` (tests/saitests/py3/sai_qos_tests.py) lists them when the
+/// parameters give none: with the remap, DSCP 5 joins DSCP 0 in queue 1 and 48 goes to queue
+/// 7, so the suite leaves 5 out and counts 48 in queue 7.
+pub fn wrr_dscps(qos_remap: bool) -> &'static [(u8, u8, bool)] {
+    if qos_remap {
+        &[
+            (3, 3, true),
+            (4, 4, true),
+            (8, 0, false),
+            (0, 1, false),
+            (46, 5, false),
+            (48, 7, false),
+        ]
+    } else {
+        &[
+            (3, 3, true),
+            (4, 4, true),
+            (8, 0, false),
+            (0, 1, false),
+            (5, 2, false),
+            (46, 5, false),
+            (48, 6, false),
+        ]
+    }
 }
 
 /// NVIDIA's parameters for the switch `json` describes, as sonic-mgmt's generator writes them
@@ -330,6 +373,7 @@ pub fn run(
     };
     let wrr_q = |q: u8, default: u64| yint("wrr", &format!("q{q}_num_of_pkts")).unwrap_or(default);
     let lossy_len = yint("lossy_queue_1", "packet_size").unwrap_or(base_len as u64) as usize;
+    let qos_remap = tunnel_qos_remap(json);
     let plan = Plan {
         src,
         dst,
@@ -338,17 +382,10 @@ pub fn run(
         lossy_len,
         wrr_len: yint("wrr", "packet_size").unwrap_or(1500) as usize,
         wrr_limit: yint("wrr", "limit").unwrap_or(80),
-        // The suite's default DSCPs and their queues on AZURE's maps: 3, 4, 8, 0, 5, 46, 48 →
-        // queues 3, 4, 0, 1, 2, 5, 6.
-        wrr_counts: vec![
-            (3, wrr_q(3, 150)),
-            (4, wrr_q(4, 150)),
-            (8, wrr_q(0, 140)),
-            (0, wrr_q(1, 140)),
-            (5, wrr_q(2, 140)),
-            (46, wrr_q(5, 140)),
-            (48, wrr_q(6, 140)),
-        ],
+        wrr_counts: wrr_dscps(qos_remap)
+            .iter()
+            .map(|&(dscp, q, lossless)| (dscp, wrr_q(q, if lossless { 150 } else { 140 })))
+            .collect(),
         lossless_dscps: vec![3, 4],
         lossy_dscp: 8,
         margins,
@@ -360,6 +397,7 @@ pub fn run(
         wd_detect_wait_ns: if nvidia { 30_000_000_000 } else { 5_000_000_000 },
         lossy_drops_at_egress: nvidia,
         nvidia,
+        qos_remap,
     };
     let written = if opts.write_params {
         let sc = speed_cable.clone().ok_or_else(|| {
@@ -552,8 +590,8 @@ fn written_params(d: &Dut, plan: &Plan, asic: &str, speed_cable: String) -> Resu
     // run against these numbers meets the same counts.
     let mut chg = Map::new();
     chg.insert("ecn".into(), json!(1));
-    for (q, n) in [(0, 80), (1, 80), (2, 80), (3, 300), (4, 300), (5, 80), (6, 80)] {
-        chg.insert(format!("q{q}_num_of_pkts"), json!(n));
+    for &(_, q, lossless) in wrr_dscps(plan.qos_remap) {
+        chg.insert(format!("q{q}_num_of_pkts"), json!(if lossless { 300 } else { 80 }));
     }
     chg.insert("limit".into(), json!(80));
     chg.insert("lossy_weight".into(), json!(8));

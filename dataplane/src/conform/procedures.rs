@@ -982,15 +982,10 @@ pub fn wrr_chg(d: &mut Dut, plan: &Plan) -> Result<TestResult> {
     // The suite's defaults (every qos_params file with a wrr_chg set has these).
     let (lossy_w, lossless_w) = (int("lossy_weight", 8), int("lossless_weight", 30));
     let q = |n: u8, default: u64| int(&format!("q{n}_num_of_pkts"), default);
-    let counts = [
-        (3, q(3, 300)),
-        (4, q(4, 300)),
-        (8, q(0, 80)),
-        (0, q(1, 80)),
-        (5, q(2, 80)),
-        (46, q(5, 80)),
-        (48, q(6, 80)),
-    ];
+    let counts: Vec<(u8, u64)> = super::wrr_dscps(plan.qos_remap)
+        .iter()
+        .map(|&(dscp, n, lossless)| (dscp, q(n, if lossless { 300 } else { 80 })))
+        .collect();
     let limit = int("limit", 80);
     let (Ok(lossy), Ok(lossless)) = (u32::try_from(lossy_w), u32::try_from(lossless_w)) else {
         return Ok(t.error(format!("{SET}: weights {lossy_w} and {lossless_w} are out of range")));
