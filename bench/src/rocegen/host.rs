@@ -92,6 +92,26 @@ pub struct DrainSlot {
     pub host: usize,
 }
 
+impl DrainSlot {
+    /// Says how many of the frames sent to this host are accounted for: received (less
+    /// duplicates) or seen lost (PSN gaps).
+    fn publish_accounted(&self, receiver: Option<&Receiver>) {
+        if let Some(r) = receiver {
+            let accounted: u64 = r
+                .flows
+                .iter()
+                .map(|f| (f.packets.saturating_sub(f.psn.duplicates)).saturating_add(f.psn.lost))
+                .sum();
+            self.drain.accounted[self.host].store(accounted, Ordering::Release);
+        }
+    }
+}
+
+/// The frames a host's sender has sent (none without one).
+fn packets_sent(sender: Option<&Sender>) -> u64 {
+    sender.map_or(0, |s| s.qps.iter().map(|q| q.stats.packets).sum())
+}
+
 /// Where a host is and how to address it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HostSpec {
@@ -245,21 +265,11 @@ pub fn run_host(spec: HostSpec, role: HostRole, cfg: TrafficConfig, start: Start
                 if !sender_stopped {
                     // Its last poll was before tx_stop_ns: the count is final.
                     sender_stopped = true;
-                    let sent = sender
-                        .as_ref()
-                        .map_or(0, |s| s.qps.iter().map(|q| q.stats.packets).sum());
-                    d.drain.sender_stopped(sent, now);
+                    d.drain.sender_stopped(packets_sent(sender.as_ref()), now);
                 }
                 if now >= next_drain_check {
                     next_drain_check = now + DRAIN_CHECK_NS;
-                    if let Some(r) = &receiver {
-                        let accounted: u64 = r
-                            .flows
-                            .iter()
-                            .map(|f| (f.packets.saturating_sub(f.psn.duplicates)).saturating_add(f.psn.lost))
-                            .sum();
-                        d.drain.accounted[d.host].store(accounted, Ordering::Release);
-                    }
+                    d.publish_accounted(receiver.as_ref());
                     if d.drain.drained() {
                         break;
                     }
@@ -349,19 +359,9 @@ pub fn run_host(spec: HostSpec, role: HostRole, cfg: TrafficConfig, start: Start
         // A host whose loop ended at the bound before its senders' stop was seen (a run
         // shorter than one loop) still says what it sent.
         if !sender_stopped {
-            let sent = sender
-                .as_ref()
-                .map_or(0, |s| s.qps.iter().map(|q| q.stats.packets).sum());
-            d.drain.sender_stopped(sent, now_ns());
+            d.drain.sender_stopped(packets_sent(sender.as_ref()), now_ns());
         }
-        if let Some(r) = &receiver {
-            let accounted: u64 = r
-                .flows
-                .iter()
-                .map(|f| (f.packets.saturating_sub(f.psn.duplicates)).saturating_add(f.psn.lost))
-                .sum();
-            d.drain.accounted[d.host].store(accounted, Ordering::Release);
-        }
+        d.publish_accounted(receiver.as_ref());
     }
     let end = now_ns();
     rx.socket_drops = sock.take_drops().unwrap_or(0);

@@ -176,8 +176,7 @@ fn check_imports_to(patched: &str, opts: &ImportOptions, target: &Config, presen
         .config;
     let mut out = Vec::new();
     let mut differ = |what: String, a: &dyn std::fmt::Debug, b: &dyn std::fmt::Debug| {
-        let (a, b) = (format!("{a:?}"), format!("{b:?}"));
-        if a != b {
+        if let Some((a, b)) = shown_apart(a, b) {
             out.push(format!(
                 "{what}: the patched file imports to {a}, not the target's {b}; the file cannot say this change"
             ));
@@ -207,6 +206,13 @@ fn check_imports_to(patched: &str, opts: &ImportOptions, target: &Config, presen
     } else {
         Err(out)
     }
+}
+
+/// Two parts of a config as the refusals show them, when they differ. Compared as shown
+/// (Debug) because a refusal must quote them anyway, and the model's floats (pmax) have no Eq.
+fn shown_apart(a: &dyn std::fmt::Debug, b: &dyn std::fmt::Debug) -> Option<(String, String)> {
+    let (a, b) = (format!("{a:?}"), format!("{b:?}"));
+    (a != b).then_some((a, b))
 }
 
 /// What one export collects: the fields each entry must get, the problems, and `covered`:
@@ -813,8 +819,7 @@ impl Exporter {
         let c = &self.covered;
         let mut out = Vec::new();
         let mut differ = |what: String, a: &dyn std::fmt::Debug, b: &dyn std::fmt::Debug| {
-            let (a, b) = (format!("{a:?}"), format!("{b:?}"));
-            if a != b {
+            if let Some((a, b)) = shown_apart(a, b) {
                 out.push(format!(
                     "{what} changed ({a} → {b}): no field of the config_db.json export writes it"
                 ));

@@ -240,19 +240,35 @@ pub fn wrr_dscps(qos_remap: bool) -> &'static [(u8, u8, bool)] {
     }
 }
 
+/// The file `json` (called `name`) as the import reads it, with the options' platform and
+/// lookup table.
+fn import(json: &str, name: &str, opts: &Options) -> Result<controlplane::sonic::Imported> {
+    let import_opts = controlplane::sonic::ImportOptions {
+        platform: opts.platform.clone(),
+        pg_lookup: opts.pg_lookup.clone(),
+        source: Some(name.to_string()),
+    };
+    controlplane::sonic::import_text(json, &import_opts)
+        .map_err(|p| anyhow!("{name}: cannot be imported:\n  {}", p.join("\n  ")))
+}
+
+/// The `<speed>_<cable>` of port `src`'s PG 3 profile (`pg_lossless_100000_5m_profile`):
+/// what picks a qos_params section.
+fn speed_cable(imported: &controlplane::sonic::Imported, src: &str) -> Option<String> {
+    imported
+        .pg_profiles
+        .iter()
+        .find(|(p, pg, _)| p == src && *pg == 3)
+        .and_then(|(_, _, profile)| yaml::speed_cable(profile))
+}
+
 /// NVIDIA's parameters for the switch `json` describes, as sonic-mgmt's generator writes them
 /// from the file (`--params nvidia`), with the source port `opts.src` (default: the first):
 /// a qos_params YAML. Kept, they are the suite's numbers for that file; a changed file run
 /// against them (`--params` with this text) is checked as the suite checks a DUT whose
 /// numbers were generated before the change.
 pub fn nvidia_params(json: &str, name: &str, opts: &Options) -> Result<String> {
-    let import_opts = controlplane::sonic::ImportOptions {
-        platform: opts.platform.clone(),
-        pg_lookup: opts.pg_lookup.clone(),
-        source: Some(name.to_string()),
-    };
-    let imported = controlplane::sonic::import_text(json, &import_opts)
-        .map_err(|p| anyhow!("{name}: cannot be imported:\n  {}", p.join("\n  ")))?;
+    let imported = import(json, name, opts)?;
     let src = match &opts.src {
         Some(s) => s.clone(),
         None => imported
@@ -261,11 +277,7 @@ pub fn nvidia_params(json: &str, name: &str, opts: &Options) -> Result<String> {
             .map(|(n, _)| n.clone())
             .ok_or_else(|| anyhow!("{name}: no port"))?,
     };
-    let sc = imported
-        .pg_profiles
-        .iter()
-        .find(|(p, pg, _)| *p == src && *pg == 3)
-        .and_then(|(_, _, profile)| yaml::speed_cable(profile))
+    let sc = speed_cable(&imported, &src)
         .ok_or_else(|| anyhow!("{src}'s PG 3 has no pg_lossless_<speed>_<cable>_profile"))?;
     let mut doc = nvidia::generate(nvidia::MELLANOX_YAML, json, &imported, &src, &sc)?;
     // Without the `profile` sections the text is read as numbers, not generated again.
@@ -300,13 +312,7 @@ pub fn run(
             bail!("--only {t}: no such test (tests: {})", TESTS.join(", "));
         }
     }
-    let import_opts = controlplane::sonic::ImportOptions {
-        platform: opts.platform.clone(),
-        pg_lookup: opts.pg_lookup.clone(),
-        source: Some(name.to_string()),
-    };
-    let imported = controlplane::sonic::import_text(json, &import_opts)
-        .map_err(|p| anyhow!("{name}: cannot be imported:\n  {}", p.join("\n  ")))?;
+    let imported = import(json, name, opts)?;
     let cfg = controlplane::load_str(&imported.toml)
         .map_err(|e| anyhow!("{name}: the imported config is invalid:\n{e}"))?
         .config;
@@ -331,11 +337,7 @@ pub fn run(
         v
     });
     let src_name = dut.name(src);
-    let speed_cable = imported
-        .pg_profiles
-        .iter()
-        .find(|(p, pg, _)| *p == src_name && *pg == 3)
-        .and_then(|(_, _, profile)| yaml::speed_cable(profile));
+    let speed_cable = speed_cable(&imported, &src_name);
     let yaml = match &opts.params {
         None => None,
         Some((text, file)) => {
