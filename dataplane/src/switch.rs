@@ -16,7 +16,7 @@ use crate::counters::{PgCounters, PortCounters, QueueCounters};
 use crate::egress::port::Desc;
 use crate::egress::run::{Run, RunFrame};
 use crate::egress::{Egress, Peers, TX_BURST};
-use crate::ingress::classify::{Class, Classifier};
+use crate::ingress::classify::{Class, PortMaps};
 use crate::ingress::fdb::Fdb;
 use crate::ingress::{Arrival, Ingress};
 use crate::mmu::{self, PgUse, PoolUse, PortUse, QueueUse, SharedPool};
@@ -186,10 +186,10 @@ impl Switch {
         &self.cfg
     }
 
-    /// The classifier of the running config (replay's peers use it to tell which priority a PFC
-    /// pause holds).
-    pub fn classifier(&self) -> &Classifier {
-        &self.ingress.classifier
+    /// The classification maps of port index `port` (replay's peers and the emulated hosts
+    /// use them to tell which priority a PFC pause holds, as a NIC set up for that port would).
+    pub fn port_maps(&self, port: usize) -> &PortMaps {
+        self.ingress.port_maps(port)
     }
 
     /// Ports in the config; port indices are 0..this.

@@ -125,7 +125,7 @@ fn incast(host_bps: u64, gaps: &[u64], rounds: usize, lossless_shaper: Option<&s
                 if em.room() == 0 {
                     host_blocked += 1;
                 } else {
-                    em.accept(&frames[s - 1][(written[s] % 64) as usize], now, sw.classifier().port(s));
+                    em.accept(&frames[s - 1][(written[s] % 64) as usize], now, sw.port_maps(s));
                 }
                 written[s] += 1;
             }
@@ -297,7 +297,7 @@ fn slow_worker(step_cost_ns: u64, mut stall_ns: u64, secs: u64, capped: bool) ->
         for s in 1..4 {
             let em = emu[s].as_mut().unwrap();
             while ring[s] > 0 && em.room() > 0 {
-                em.accept(&template[s - 1], now, sw.classifier().port(s));
+                em.accept(&template[s - 1], now, sw.port_maps(s));
                 ring[s] -= 1;
             }
         }

@@ -100,7 +100,7 @@ fn emulated_links_do_not_allocate() {
         for (s, burst) in flows.iter().enumerate() {
             let em = emu[s].as_mut().unwrap();
             for f in burst.iter().take(em.room()) {
-                em.accept(f, now, sw.classifier().port(s));
+                em.accept(f, now, sw.port_maps(s));
             }
         }
         // The round played through as the worker does (`play_through`), then the switch at

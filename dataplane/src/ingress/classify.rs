@@ -61,6 +61,19 @@ pub struct PortMaps {
 }
 
 impl PortMaps {
+    /// The maps of map set `set` (`[classify]`'s own for `None`), with the switch's trust.
+    pub(crate) fn new(cfg: &Config, set: Option<usize>) -> Self {
+        let c = &cfg.classify;
+        let m = c.maps(set);
+        PortMaps {
+            trust: c.trust,
+            default_tc: c.default_tc,
+            dscp_to_tc: *m.dscp_to_tc,
+            pcp_to_tc: *m.pcp_to_tc,
+            tc_to_pg: *m.tc_to_pg,
+        }
+    }
+
     /// The traffic class (= PFC priority) from the trusted field alone. A peer uses this to
     /// decide which of its frames a PFC pause holds, as a NIC configured to match the port it
     /// sends into would.
@@ -76,59 +89,40 @@ impl PortMaps {
     }
 }
 
-/// The config's classification, kept as tables for one lookup per frame: each port's maps
-/// (its map set's, or `[classify]`'s), copied per port at configuration time so that a frame
-/// costs one indexed load (a set index and then the set cost about 17 instructions a frame,
-/// measured with bench/instructions.sh), and the switch-wide queue map, rules and CNP queue.
+/// The config's classification that every port shares: the queue map, the rules and the CNP
+/// queue. Each port's own maps ([`PortMaps`]) live in its ingress port
+/// (`ingress::port::IngressPort::maps`), copied there at configuration time, so that a frame
+/// finds them in the port it was already working on: a per-port table here cost a
+/// bounds-checked load more (a set index and then the set, about 17 instructions a frame; a
+/// per-port table, 5 more than none; measured with bench/instructions.sh).
 #[derive(Debug, Clone)]
 pub struct Classifier {
-    /// Per port index: its maps.
-    port_maps: Box<[PortMaps]>,
     /// `[classify]`'s own maps, for an index that is not a port.
-    default: PortMaps,
+    pub(crate) default: PortMaps,
     tc_to_queue: [u8; NUM_TC],
     rules: Vec<Rule>,
     cnp_queue: u8,
 }
 
 impl Classifier {
-    /// Tables from the config's `[classify]` (its map sets and each port's choice of one) and
-    /// the CNP queue of `[cnp]`.
+    /// Tables from the config's `[classify]` and the CNP queue of `[cnp]`.
     pub fn new(cfg: &Config) -> Self {
         let c = &cfg.classify;
-        let maps = |set: Option<usize>| {
-            let m = c.maps(set);
-            PortMaps {
-                trust: c.trust,
-                default_tc: c.default_tc,
-                dscp_to_tc: *m.dscp_to_tc,
-                pcp_to_tc: *m.pcp_to_tc,
-                tc_to_pg: *m.tc_to_pg,
-            }
-        };
         Classifier {
-            port_maps: cfg.ports.iter().map(|p| maps(p.map_set)).collect(),
-            default: maps(None),
+            default: PortMaps::new(cfg, None),
             tc_to_queue: c.tc_to_queue,
             rules: c.rules.clone(),
             cnp_queue: cfg.cnp.queue,
         }
     }
 
-    /// The maps of port index `port` (`[classify]`'s for an index that is not a port).
-    #[inline]
-    pub fn port(&self, port: usize) -> &PortMaps {
-        self.port_maps.get(port).unwrap_or(&self.default)
-    }
-
     /// Inlined into the receive path, the rules (rare, and a loop) out of line.
     /// `frame_len`: the frame's length (without FCS), which tells a CNP from a frame that
     /// only carries its opcode.
-    /// `port`: the port's index (whose map set applies); `in_port`: its config id (what a
-    /// rule's `in_port` matches).
+    /// `maps`: the receiving port's maps; `in_port`: its config id (what a rule's `in_port`
+    /// matches).
     #[inline(always)]
-    pub fn classify(&self, info: &FrameInfo, port: usize, in_port: u16, frame_len: usize) -> Class {
-        let maps = self.port(port);
+    pub fn classify(&self, info: &FrameInfo, maps: &PortMaps, in_port: u16, frame_len: usize) -> Class {
         let tc = maps.trusted_tc(info);
         let cnp = info.is_cnp_sized(frame_len);
         let mut class = Class {

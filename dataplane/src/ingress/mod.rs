@@ -13,7 +13,7 @@ pub mod port;
 
 use crate::counters::DropReason;
 use crate::wire::{self, FrameInfo};
-use classify::{Class, Classifier};
+use classify::{Class, Classifier, PortMaps};
 use controlplane::{Config, NUM_TC};
 use fdb::Fdb;
 use flood::FloodGroups;
@@ -75,7 +75,7 @@ impl Ingress {
             .ports
             .iter()
             .zip(accounts)
-            .map(|(p, a)| IngressPort::new(p, &cfg.pfc, a))
+            .map(|(p, a)| IngressPort::new(p, &cfg.pfc, a, PortMaps::new(cfg, p.map_set)))
             .collect();
         let max_id = cfg.ports.iter().map(|p| p.id as usize).max().unwrap_or(0);
         let mut index_of_id = vec![u16::MAX; max_id + 1];
@@ -95,11 +95,17 @@ impl Ingress {
     /// Takes a new config (same ports); learnt MACs, counts and XOFF state are kept.
     pub(crate) fn reconfigure(&mut self, cfg: &Config, fresh: &[crate::mmu::PgAccount]) {
         for ((p, pc), a) in self.ports.iter_mut().zip(&cfg.ports).zip(fresh) {
-            p.reconfigure(pc, &cfg.pfc, a);
+            p.reconfigure(pc, &cfg.pfc, a, PortMaps::new(cfg, pc.map_set));
         }
         self.fdb.reconfigure(&cfg.fdb);
         self.classifier = Classifier::new(cfg);
         self.pg_prios = pg_priorities(cfg);
+    }
+
+    /// The classification maps of port index `port` (`[classify]`'s own for an index that is
+    /// not a port): what a peer sending into that port classifies its frames by.
+    pub fn port_maps(&self, port: usize) -> &PortMaps {
+        self.ports.get(port).map_or(&self.classifier.default, |p| &p.maps)
     }
 
     /// The index of the port with config id `id`; `None` if the config has no such port.
@@ -152,10 +158,11 @@ impl Ingress {
 
         let in_id = p.id;
         if !fdb::is_group_key(src) && self.fdb.learn_key(src, in_id, now).refused() {
-            self.ports[port].counters.learn_refused += 1;
+            p.counters.learn_refused += 1;
         }
-        *class = self.classifier.classify(info, port, in_id, frame.len());
-        let pgc = &mut self.ports[port].pg_counters[class.pg as usize];
+        *class = self.classifier.classify(info, &p.maps, in_id, frame.len());
+        // A PG is 0..8 (the config's maps are checked), so the mask only spares a bounds check.
+        let pgc = &mut p.pg_counters[class.pg as usize & 7];
         pgc.rx_packets += 1;
         pgc.rx_bytes += frame.len() as u64;
 

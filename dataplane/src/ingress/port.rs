@@ -3,6 +3,7 @@
 //! frame of this port left the switch, or was dropped after admission): a call on one core, a
 //! message between shards.
 
+use super::classify::PortMaps;
 use crate::counters::{DropReason, PgCounters, PortCounters};
 use crate::mmu::{PgAccount, SharedPool};
 use crate::pfc::{PfcGenerator, PfcRequest};
@@ -16,11 +17,15 @@ pub struct IngressPort {
     pub(crate) pfc_gen: PfcGenerator,
     pub(crate) counters: PortCounters,
     pub(crate) pg_counters: [PgCounters; NUM_TC],
+    /// Its classification maps (its map set's, or `[classify]`'s): beside what the receive
+    /// path already holds of the port, not in a table of their own (`classify::Classifier`).
+    pub(crate) maps: PortMaps,
 }
 
 impl IngressPort {
-    pub(crate) fn new(cfg: &PortConfig, pfc: &PfcConfig, buffers: PgAccount) -> Self {
+    pub(crate) fn new(cfg: &PortConfig, pfc: &PfcConfig, buffers: PgAccount, maps: PortMaps) -> Self {
         IngressPort {
+            maps,
             id: cfg.id,
             max_frame: cfg.max_frame_bytes as usize,
             buffers,
@@ -30,8 +35,9 @@ impl IngressPort {
         }
     }
 
-    /// New limits and PFC timing; every count, XOFF state and pending refresh is kept.
-    pub(crate) fn reconfigure(&mut self, cfg: &PortConfig, pfc: &PfcConfig, fresh: &PgAccount) {
+    /// New limits, PFC timing and maps; every count, XOFF state and pending refresh is kept.
+    pub(crate) fn reconfigure(&mut self, cfg: &PortConfig, pfc: &PfcConfig, fresh: &PgAccount, maps: PortMaps) {
+        self.maps = maps;
         self.max_frame = cfg.max_frame_bytes as usize;
         self.buffers.set_limits(fresh);
         self.pfc_gen.reconfigure(pfc, cfg.speed_bps);

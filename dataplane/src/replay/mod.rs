@@ -234,7 +234,7 @@ pub fn run(cfg: &Config, opts: &ReplayOptions) -> Result<ReplayOutcome> {
         }
         for port in 0..n {
             let Some(peer) = out.peers[port].as_mut() else { continue };
-            while let Some((frame, at)) = peer.pop_due(now, sw.classifier().port(port)) {
+            while let Some((frame, at)) = peer.pop_due(now, sw.port_maps(port)) {
                 input_frames += 1;
                 // pcap record header + data, to match the file sizes the bar counts.
                 input_bytes += frame.len() as u64 + 16;

@@ -371,7 +371,7 @@ mod tests {
             rate_bps: 1_000_000_000,
         };
         for (_, f) in flow.frames().unwrap() {
-            em.accept(&f, now, sw.classifier().port(1));
+            em.accept(&f, now, sw.port_maps(1));
         }
         (em, sw)
     }
@@ -401,7 +401,7 @@ mod tests {
             f[..6].copy_from_slice(&[0xff; 6]);
             f[6..12].copy_from_slice(&[0x02, 0xbb, 0, 0, (written >> 8) as u8, written as u8]);
             f[12..14].copy_from_slice(&[0x88, 0xb5]);
-            em.accept(&f, 0, sw.classifier().port(0));
+            em.accept(&f, 0, sw.port_maps(0));
             written += 1;
         }
         // A host on port 1 sends a few frames at the same time: it gets its turn.
@@ -418,7 +418,7 @@ mod tests {
             rate_bps: 1_000_000_000,
         };
         for (_, f) in flow.frames().unwrap() {
-            host.accept(&f, 0, sw.classifier().port(1));
+            host.accept(&f, 0, sw.port_maps(1));
         }
         let step = em.step_ns();
         let mut ports = [Some(em), Some(host), None, None];

@@ -267,7 +267,7 @@ impl ShardWorker<'_> {
             let res = match peer {
                 // Read into the emulated peer; the frames enter the switch as they cross its
                 // wire (phase 2).
-                Some(em) => read_into_peer(io, em, sw.classifier().port(io.index), now),
+                Some(em) => read_into_peer(io, em, sw.port_maps(io.index), now),
                 None => {
                     let mut rx = sw.burst_rx(io.index, now);
                     // One capture check per burst; a captured frame is copied as the backend
