@@ -1,22 +1,26 @@
 #!/bin/bash
 # Instructions per forwarded frame on the DPDK path, counted by callgrind (repeatable whatever
-# else the machine is doing), for rocesw on two net_null ports (the config of
+# else the machine is doing), for rocesw on two DPDK ports (the config of
 # dpdk_null_vs_testpmd.sh) and for dpdk-testpmd --forward-mode=io on the same vdevs.
 #   rocesw:  its worker's loop (ShardWorker::run, inclusive; before, run_pipeline less the mempool's teardown
 #            at the end) over the frames it sent, both ports;
 #   testpmd: its forwarding lcore's thread (--separate-threads) over the frames it received.
 # Valgrind is slow: a run forwards a few hundred thousand frames. As root, after
 # `cargo build --release --features dpdk`; needs valgrind. bench/README.md, "rocesw on DPDK ports".
+#   SECS=10 bench/scripts/dpdk_null_instructions.sh               # net_null's all-zero frames
+#   FRAMES=roce SECS=10 bench/scripts/dpdk_null_instructions.sh   # net_pcap replaying RoCEv2 frames
+# FRAMES=null|roce and TX=drop|null (roce only): dpdk_frames.sh. BIN=/path/to/rocesw.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 BIN=${BIN:-$ROOT/target/release/rocesw}
 SECS=${SECS:-10}
 DIR=$(mktemp -d)
 trap 'rm -rf "$DIR"' EXIT
+. "$ROOT/bench/scripts/dpdk_frames.sh"
 for size in 64 1024; do
-  python3 "$ROOT/bench/scripts/dpdk_null_config.py" "$ROOT/configs/default.toml" "$DIR/bench$size.toml" "$size"
+  frames_config "$size" "$DIR/$size"
   valgrind --tool=callgrind --callgrind-out-file="$DIR/rocesw.cg" "$BIN" run --no-control \
-    --config "$DIR/bench$size.toml" --duration "$SECS" --summary "$DIR/r.json" >/dev/null 2>&1
+    --config "$DIR/$size/switch.toml" --duration "$SECS" --summary "$DIR/r.json" >/dev/null 2>&1
   callgrind_annotate --inclusive=yes "$DIR/rocesw.cg" >"$DIR/rocesw.txt" 2>/dev/null
   r=$(python3 - "$DIR/rocesw.txt" "$DIR/r.json" <<'PY'
 import json, re, sys
@@ -36,10 +40,11 @@ else:
 print(f"{loop / sent:.0f} instructions a frame ({sent} frames)")
 PY
 )
+  mapfile -t vdevs < <(frames_vdevs "$DIR/$size/switch.toml")
   timeout -s INT $((SECS * 3)) valgrind --tool=callgrind --separate-threads=yes \
     --callgrind-out-file="$DIR/tp.cg" dpdk-testpmd --no-huge -m 512 --no-pci --no-shconf \
-    --no-telemetry --file-prefix=tpcg$$ --vdev "net_null0,size=$size" --vdev "net_null1,size=$size" \
-    -l 0,1 -- --forward-mode=io --no-lsc-interrupt -a --nb-cores=1 --total-num-mbufs=16384 \
+    --no-telemetry --file-prefix=tpcg$$ "${vdevs[@]}" -l 0,1 -- --forward-mode=io --no-lsc-interrupt -a \
+    --nb-cores=1 --total-num-mbufs=16384 \
     >"$DIR/tp.log" 2>&1 || true
   t=$(python3 - "$DIR" <<'PY'
 import glob, re, sys
@@ -53,5 +58,5 @@ ir = max(int(re.search(r'^totals:\s+(\d+)', open(f).read(), re.M).group(1))
 print(f"{ir / frames:.0f} ({frames} frames)")
 PY
 )
-  echo "${size} B: rocesw ${r}, testpmd ${t}"
+  echo "${size} B $FRAMES: rocesw ${r}, testpmd ${t}"
 done

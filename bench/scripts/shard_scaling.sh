@@ -15,9 +15,7 @@ SIZE=${SIZE:-1024}
 TX=${TX:-null}   # null: tx into /dev/null through libpcap; drop: the driver frees sent frames
 DIR=$(mktemp -d)
 trap 'rm -rf "$DIR"' EXIT
-rate() {
-  python3 -c "import json,sys;d=json.load(open(sys.argv[1]));print(round(sum(p['tx_packets'] for p in d['switch']['ports'])/d['uptime_ns']*1e3,2))" "$1"
-}
+. "$ROOT/bench/scripts/dpdk_frames.sh"   # rate
 for pairs in local cross; do
   for w in 1 2; do
     mkdir -p "$DIR/$pairs$w"
