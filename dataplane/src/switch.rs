@@ -10,7 +10,7 @@
 //! the CNP policer, pause reception and the watchdog; the [`SharedPool`] is the one figure both
 //! read. The methods here only route between them.
 
-use crate::buffers::foreign::RxFrame;
+use crate::buffers::foreign::{ForeignFrame, LentBurst, RxFrame};
 use crate::buffers::pool::PacketPool;
 use crate::counters::{PgCounters, PortCounters, QueueCounters};
 use crate::egress::port::Desc;
@@ -64,8 +64,14 @@ impl BurstRx<'_> {
     /// Receives one frame (without FCS) of the burst.
     #[inline]
     pub fn receive(&mut self, frame: &[u8]) {
-        self.sw
-            .receive_one(self.port, frame, None, self.now, &mut self.info, &mut self.run);
+        self.sw.receive_one(
+            self.port,
+            frame,
+            None::<&mut RxFrame<'_>>,
+            self.now,
+            &mut self.info,
+            &mut self.run,
+        );
     }
 
     /// Receives one frame of the burst as a backend hands it over: a frame whose buffer the
@@ -84,6 +90,28 @@ impl BurstRx<'_> {
             .receive_one(self.port, bytes, Some(frame), self.now, &mut self.info, &mut self.run);
     }
 
+    /// Receives a burst whose buffers its backend lends ([`LentBurst`]): each frame the switch
+    /// queues stays in its buffer (zero copy) when the burst lends; what it did not take stays
+    /// in the burst for the backend ([`LentBurst::finish`]).
+    #[inline]
+    pub fn receive_lent(&mut self, burst: &mut LentBurst) {
+        for i in 0..burst.len() {
+            // SAFETY: i < len; as in `receive_frame`: the stages read the bytes only before the
+            // frame is stored, the slot afterwards, and a buffer is released only when the
+            // slot holding it is freed or, not taken, by the backend after this call.
+            let bytes = unsafe { burst.bytes(i) };
+            let mut held = LentFrame { burst: &mut *burst, i };
+            self.sw.receive_one(
+                self.port,
+                bytes,
+                Some(&mut held),
+                self.now,
+                &mut self.info,
+                &mut self.run,
+            );
+        }
+    }
+
     /// [`BurstRx::receive_frame`] for each frame of a burst a backend handed over at once.
     #[inline]
     pub fn receive_frames(&mut self, frames: &mut [RxFrame<'_>]) {
@@ -93,11 +121,49 @@ impl BurstRx<'_> {
     }
 }
 
+/// Where a received frame's buffer comes from when its backend lends it (zero copy): one
+/// [`RxFrame`], or one frame of a [`LentBurst`]. The switch takes the buffer only if it stores
+/// the frame, and puts it back if it then finds no slot for it.
+pub(crate) trait Lender {
+    /// The buffer, for the switch to keep; None when there is none to keep (copy the bytes).
+    fn take(&mut self) -> Option<ForeignFrame>;
+    /// Gives back a buffer `take` handed out.
+    fn put_back(&mut self, f: ForeignFrame);
+}
+
+impl Lender for RxFrame<'_> {
+    #[inline(always)]
+    fn take(&mut self) -> Option<ForeignFrame> {
+        RxFrame::take(self)
+    }
+    #[inline(always)]
+    fn put_back(&mut self, f: ForeignFrame) {
+        RxFrame::put_back(self, f)
+    }
+}
+
+/// Frame `i` of a lent burst, as a [`Lender`].
+struct LentFrame<'b> {
+    burst: &'b mut LentBurst,
+    i: usize,
+}
+
+impl Lender for LentFrame<'_> {
+    #[inline(always)]
+    fn take(&mut self) -> Option<ForeignFrame> {
+        self.burst.take(self.i)
+    }
+    #[inline(always)]
+    fn put_back(&mut self, f: ForeignFrame) {
+        self.burst.put_back(self.i, f)
+    }
+}
+
 /// Stores a frame the switch queues: in its backend's buffer when `held` gives one (zero
 /// copy), else copied into the arena. None when no slot is free (the buffer, if any, stays
 /// with `held` for its backend to take back).
 #[inline(always)]
-pub(crate) fn store(packets: &mut PacketPool, frame: &[u8], held: Option<&mut RxFrame<'_>>) -> Option<u32> {
+pub(crate) fn store<L: Lender>(packets: &mut PacketPool, frame: &[u8], held: Option<&mut L>) -> Option<u32> {
     if let Some(rx) = held {
         if let Some(f) = rx.take() {
             return match packets.alloc_foreign(f) {
@@ -241,11 +307,11 @@ impl Switch {
     /// copy), the egress side queues it, or holds it in `run` with the burst's other frames
     /// for the same queue to admit them together (`egress::run`).
     #[inline(always)]
-    fn receive_one(
+    fn receive_one<L: Lender>(
         &mut self,
         port: usize,
         frame: &[u8],
-        held: Option<&mut RxFrame<'_>>,
+        held: Option<&mut L>,
         now: u64,
         info: &mut FrameInfo,
         run: &mut Run,
@@ -294,12 +360,12 @@ impl Switch {
     /// watchdog, and holds it in the run for admission.
     #[allow(clippy::too_many_arguments)]
     #[inline(always)]
-    fn hold_in_run(
+    fn hold_in_run<L: Lender>(
         &mut self,
         port: usize,
         out: usize,
         frame: &[u8],
-        mut held: Option<&mut RxFrame<'_>>,
+        mut held: Option<&mut L>,
         now: u64,
         info: &FrameInfo,
         class: &Class,
@@ -372,11 +438,11 @@ impl Switch {
     /// Inlined into the receive path: called out of line, the class went through the stack in
     /// pieces and was read back wider (a store-forwarding stall per flooded frame).
     #[inline(always)]
-    fn flood(
+    fn flood<L: Lender>(
         &mut self,
         port: usize,
         frame: &[u8],
-        held: Option<&mut RxFrame<'_>>,
+        held: Option<&mut L>,
         info: &FrameInfo,
         class: Class,
         now: u64,

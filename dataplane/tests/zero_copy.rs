@@ -140,3 +140,90 @@ fn a_switch_dropped_with_lent_frames_releases_them() {
     drop(sw);
     assert_eq!(RELEASED.load(SeqCst), before + 3);
 }
+
+/// A burst lent as arrays (`LentBurst`, DPDK's receive path) takes the same path as the same
+/// frames lent one `RxFrame` each: the same buffers kept (zero copy), the same ones handed
+/// back (a runt, dropped at ingress), and the same frames out of the same ports.
+#[test]
+fn a_lent_burst_keeps_and_hands_back_what_lent_frames_do() {
+    static RELEASED: AtomicUsize = AtomicUsize::new(0);
+    type Buf = (Box<[u8]>, &'static AtomicUsize);
+    unsafe fn release(token: NonNull<c_void>) {
+        // SAFETY: made by Box::into_raw in `lend`, released once.
+        let b = unsafe { Box::from_raw(token.as_ptr().cast::<Buf>()) };
+        b.1.fetch_add(1, SeqCst);
+    }
+    // The kind `lend` uses, for the burst (its buffers are made the same way).
+    static KIND: ForeignKind = ForeignKind { release, owner: OWNER };
+    let unicast = burst32(0, 3, 26);
+    let flood = burst32(0, 2, 26);
+    let mut frames: Vec<Vec<u8>> = unicast[..4].to_vec();
+    frames.insert(2, vec![0u8; 10]); // a runt: dropped at ingress
+    frames.push(flood[0].clone());
+    let switch = || {
+        let mut sw = Switch::new(&default_config(), 1);
+        sw.receive(3, &announce(3, 0).unwrap(), 0);
+        let mut sink = Sink::default();
+        for p in 0..4 {
+            sw.transmit(p, 0, &mut sink);
+        }
+        sw
+    };
+    let drain = |sw: &mut Switch| {
+        let mut sink = Sink::default();
+        for now in (1_000..41_000).step_by(500) {
+            for p in 0..4 {
+                sw.transmit(p, now, &mut sink);
+            }
+        }
+        let owned: Vec<(usize, Vec<u8>)> = sink.owned.iter().map(|(p, f)| (*p, f.bytes().to_vec())).collect();
+        (owned, sink.copied)
+    };
+
+    // One RxFrame a frame.
+    let mut by_frame = switch();
+    let mut lent: Vec<RxFrame> = frames.iter().map(|f| RxFrame::Owned(lend(f, &RELEASED).0)).collect();
+    by_frame.burst_rx(0, 1_000).receive_frames(&mut lent);
+    let back_by_frame: Vec<usize> = (0..lent.len()).filter(|&i| lent[i].give_back().is_some()).collect();
+    let held_by_frame = by_frame.foreign_held();
+
+    // The same frames as one lent burst.
+    let mut by_burst = switch();
+    let mut burst = dataplane::io::LentBurst::new(&KIND);
+    burst.start(true);
+    let mut tokens = Vec::new();
+    for f in &frames {
+        let mut b: Box<Buf> = Box::new((f[..].into(), &RELEASED));
+        let data = NonNull::new(b.0.as_mut_ptr()).unwrap();
+        let token = NonNull::new(Box::into_raw(b).cast::<c_void>()).unwrap();
+        // SAFETY: the box keeps the bytes alive and unaliased until `release`, which runs once.
+        assert!(unsafe { burst.push(data, f.len() as u32, token) });
+        tokens.push(token);
+    }
+    by_burst.burst_rx(0, 1_000).receive_lent(&mut burst);
+    let mut back = Vec::new();
+    let taken = burst.finish(|t| back.push(t));
+    let back_by_burst: Vec<usize> = back
+        .iter()
+        .map(|t| tokens.iter().position(|x| x == t).unwrap())
+        .collect();
+    assert_eq!(back_by_burst, back_by_frame);
+    assert_eq!(back_by_burst, [2], "the runt's buffer, and only it, comes back");
+    assert_eq!((taken, by_burst.foreign_held()), (5, held_by_frame));
+    for t in back {
+        // SAFETY: handed back by finish, owned here, released once.
+        unsafe { release(t) };
+    }
+
+    let (owned, copied) = drain(&mut by_burst);
+    assert_eq!((owned.clone(), copied.clone()), drain(&mut by_frame));
+    assert_eq!(
+        owned.len(),
+        5,
+        "four unicast frames and the flood's last copy in their own buffers"
+    );
+    assert_eq!(copied.len(), 2, "the flood's copies to ports 1 and 2");
+    drop(by_burst);
+    drop(by_frame);
+    drop(lent);
+}

@@ -23,7 +23,7 @@
 //! burst's free space, so when the driver's ring is full the burst stays full, `tx_room` is 0,
 //! and the frames wait in the switch's queues (MMU, PFC) instead of being dropped.
 
-use super::{ForeignFrame, OwnedBurst, PortBackend, PortError, PortStats, RxFrame};
+use super::{ForeignFrame, LentBurst, OwnedBurst, PortBackend, PortError, PortStats, RxFrame};
 use crate::buffers::foreign::ForeignKind;
 use controlplane::model::{Config, DpdkRunConfig, PortConfig};
 use dpdk::{AllocError, DeviceSpec, Eal, EalArgs, EthPort, Mbuf, MbufBurst, Mempool};
@@ -275,6 +275,7 @@ impl DpdkRuntime {
             pool: self.pool.clone(),
             rx: MbufBurst::new(MbufBurst::DEFAULT_CAPACITY),
             rx_back: MbufBurst::new(MbufBurst::DEFAULT_CAPACITY),
+            lent: LentBurst::new(&MBUF),
             tx: MbufBurst::new(TX_STAGE),
             returned: 0,
             lcore_checked: false,
@@ -299,6 +300,8 @@ pub struct DpdkPort {
     rx: MbufBurst,
     /// Received mbufs the switch did not keep, freed together at the end of the burst.
     rx_back: MbufBurst,
+    /// The receive burst as the switch reads it (`recv_lent`): made once, reused every burst.
+    lent: LentBurst,
     /// Staged for the next `flush`; what the driver refuses stays here, in order.
     tx: MbufBurst,
     /// Lent mbufs that came back through `send_owned` since the last flush (taken off
@@ -381,11 +384,24 @@ impl DpdkPort {
     }
 }
 
-/// A receive burst fits `recv_frames`' array of `OWNED_BURST` frames, so it hands the switch
-/// every frame it received.
+/// A receive burst fits `recv_frames`' array and a `LentBurst` (`OWNED_BURST` frames), so each
+/// hands the switch every frame it received.
 const _: () = assert!(MbufBurst::DEFAULT_CAPACITY <= crate::buffers::foreign::OWNED_BURST);
 
 impl DpdkPort {
+    /// Receives a burst into `self.rx` for `recv_frames` / `recv_lent`: how many mbufs came;
+    /// on none, a finite input is checked for its end.
+    #[inline(always)]
+    fn rx_lendable_burst(&mut self, max: usize) -> usize {
+        self.ensure_lcore();
+        debug_assert!(max >= self.rx.capacity(), "a DPDK port delivers whole bursts");
+        let n = self.port.rx_burst(&mut self.rx);
+        if n == 0 && self.input_end.is_some() {
+            self.check_input_end();
+        }
+        n
+    }
+
     /// The received burst (in `self.rx`), each frame borrowed for one call of `f`, then every
     /// mbuf back to the pool in one call: `recv_burst`, and `recv_frames` once the switch holds
     /// [`held_limit`] mbufs (so the pool keeps mbufs to receive into).
@@ -434,6 +450,45 @@ impl DpdkPort {
     }
 }
 
+/// Reserves a receive burst of `n` mbufs against the lending limit before any of it is lent:
+/// several workers lend from one pool (I/O workers too), so a check and a later count could let
+/// them all pass the limit at once. False (nothing reserved) past the limit: copy instead.
+/// What is not lent in the end is given back by the caller.
+#[inline]
+fn reserve_lent(n: usize) -> bool {
+    let prev = HELD.fetch_add(n as isize, Ordering::Relaxed);
+    if prev + n as isize > HELD_LIMIT.load(Ordering::Relaxed) {
+        HELD.fetch_sub(n as isize, Ordering::Relaxed);
+        return false;
+    }
+    true
+}
+
+/// Empties a receive burst, giving `each` every mbuf of at least an Ethernet header as its
+/// frame's address and length and its handle, whose ownership `each` takes (the frame is
+/// touched by nobody else, and the mbuf may be freed from any thread, by `release_mbuf` once);
+/// shorter ones are counted and left in `rx_back` to be freed with the rest.
+#[inline(always)]
+fn drain_lendable(
+    rx: &mut MbufBurst,
+    rx_back: &mut MbufBurst,
+    stats: &mut PortStats,
+    mut each: impl FnMut(NonNull<u8>, u32, NonNull<c_void>),
+) {
+    for mut m in rx.drain() {
+        let len = m.len();
+        if len < 14 {
+            stats.rx_oversize += 1;
+            // Freed with the rest (a push past capacity, impossible here, frees it).
+            let _ = rx_back.push(m);
+            continue;
+        }
+        let data = NonNull::from(m.data_mut()).cast::<u8>();
+        // SAFETY: into_raw never returns null for a live mbuf; its ownership goes to `each`.
+        each(data, len as u32, unsafe { NonNull::new_unchecked(m.into_raw().cast()) });
+    }
+}
+
 impl PortBackend for DpdkPort {
     /// Delivers one receive burst (at most 32 frames, DPDK's burst; the workers ask for
     /// exactly that).
@@ -453,41 +508,21 @@ impl PortBackend for DpdkPort {
     /// holds fewer than [`held_limit`], the whole burst in one call of `f`; the mbufs it did
     /// not keep are freed in one call.
     fn recv_frames(&mut self, max: usize, f: &mut dyn FnMut(&mut [RxFrame<'_>])) -> Result<usize, PortError> {
-        self.ensure_lcore();
-        debug_assert!(max >= self.rx.capacity(), "a DPDK port delivers whole bursts");
-        let n = self.port.rx_burst(&mut self.rx);
+        let n = self.rx_lendable_burst(max);
         if n == 0 {
-            if self.input_end.is_some() {
-                self.check_input_end();
-            }
             return Ok(0);
         }
-        // Reserve the whole burst before lending any of it: several workers lend from one
-        // pool (I/O workers too), so a check and a later count could let them all pass the
-        // limit at once. What is not lent in the end is given back below.
-        let prev = HELD.fetch_add(n as isize, Ordering::Relaxed);
-        if prev + n as isize > HELD_LIMIT.load(Ordering::Relaxed) {
-            HELD.fetch_sub(n as isize, Ordering::Relaxed);
+        // What is not lent in the end is given back below.
+        if !reserve_lent(n) {
             return Ok(self.deliver_borrowed(&mut |d| f(&mut [RxFrame::Borrowed(d)])));
         }
         let mut frames = arrayvec::ArrayVec::<RxFrame<'_>, { crate::buffers::foreign::OWNED_BURST }>::new();
-        for mut m in self.rx.drain() {
-            let len = m.len();
-            if len < 14 {
-                self.stats.rx_oversize += 1;
-                // Freed below with the rest (a push past capacity, impossible here, frees it).
-                let _ = self.rx_back.push(m);
-                continue;
-            }
-            let data = NonNull::from(m.data_mut()).cast::<u8>();
-            // SAFETY: into_raw gives up the handle's ownership to the ForeignFrame, whose
-            // release (release_mbuf) frees the mbuf once; data..data+len is the frame, touched
-            // by nobody else while lent; mbufs may be freed from any thread.
-            // A receive burst fits (the assertion before `impl DpdkPort`): this push never fails.
-            frames.push(RxFrame::Owned(unsafe {
-                ForeignFrame::new(data, len as u32, NonNull::new_unchecked(m.into_raw().cast()), &MBUF)
-            }));
-        }
+        drain_lendable(&mut self.rx, &mut self.rx_back, &mut self.stats, |data, len, token| {
+            // SAFETY: drain_lendable's contract (the mbuf's frame and handle, ours to give);
+            // the ForeignFrame's release (release_mbuf) frees the mbuf once. A receive burst
+            // fits (the assertion before `impl DpdkPort`): this push never fails.
+            frames.push(RxFrame::Owned(unsafe { ForeignFrame::new(data, len, token, &MBUF) }));
+        });
         let delivered = frames.len();
         if delivered > 0 {
             f(&mut frames);
@@ -512,6 +547,46 @@ impl PortBackend for DpdkPort {
         self.rx_back.clear();
         self.stats.rx_frames += delivered as u64;
         Ok(delivered)
+    }
+
+    /// One receive burst as a [`LentBurst`]: each mbuf's address, length and handle written
+    /// once into its arrays, lent while the switch holds fewer than [`held_limit`] (else the
+    /// switch copies what it keeps); the mbufs it did not keep are freed in one call, and none
+    /// is looked at again when it kept them all.
+    fn recv_lent(&mut self, max: usize, f: &mut dyn FnMut(&mut LentBurst)) -> Option<Result<usize, PortError>> {
+        let n = self.rx_lendable_burst(max);
+        if n == 0 {
+            return Some(Ok(0));
+        }
+        // Past the limit the burst does not lend: the switch copies what it keeps.
+        let lend = reserve_lent(n);
+        self.lent.start(lend);
+        let lent = &mut self.lent;
+        drain_lendable(&mut self.rx, &mut self.rx_back, &mut self.stats, |data, len, token| {
+            // SAFETY: drain_lendable's contract; the burst hands the buffer to the switch (its
+            // release, release_mbuf, frees the mbuf once) or back to us below. A receive burst
+            // fits (the assertion before `impl DpdkPort`).
+            unsafe { lent.push(data, len, token) };
+        });
+        let delivered = self.lent.len();
+        if delivered > 0 {
+            f(&mut self.lent);
+        }
+        let rx_back = &mut self.rx_back;
+        let taken = self.lent.finish(|token| {
+            // SAFETY: our own mbuf, handed back untaken (the burst owned it since into_raw).
+            let m = unsafe { Mbuf::from_raw(token.as_ptr().cast()) };
+            // Freed below with the rest (a push past capacity, impossible here, frees it).
+            let _ = rx_back.push(m);
+        });
+        if lend && taken != n {
+            HELD.fetch_sub((n - taken) as isize, Ordering::Relaxed);
+        }
+        self.stats.rx_zero_copy += taken as u64;
+        // Back to the pool in one call.
+        self.rx_back.clear();
+        self.stats.rx_frames += delivered as u64;
+        Some(Ok(delivered))
     }
 
     /// Puts a lent mbuf back on the wire as it is; other buffers are copied (`send`).

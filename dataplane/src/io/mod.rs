@@ -23,7 +23,7 @@ pub mod pcap;
 pub use afpacket::{AfPacket, AfPacketOptions};
 pub use pcap::{InputsLeft, PcapClock, PcapPort};
 
-pub use crate::buffers::foreign::{ForeignFrame, ForeignKind, OwnTokens, OwnedBurst, RxFrame};
+pub use crate::buffers::foreign::{ForeignFrame, ForeignKind, LentBurst, OwnTokens, OwnedBurst, RxFrame};
 use std::collections::VecDeque;
 use std::ffi::c_void;
 use std::ptr::NonNull;
@@ -141,6 +141,14 @@ pub trait PortBackend {
     /// backend to take back. By default, the frames of `recv_burst`, borrowed, one a call.
     fn recv_frames(&mut self, max: usize, f: &mut dyn FnMut(&mut [RxFrame<'_>])) -> Result<usize, PortError> {
         self.recv_burst(max, &mut |b| f(&mut [RxFrame::Borrowed(b)]))
+    }
+    /// As [`PortBackend::recv_frames`] for a backend whose receive buffers are all of one kind
+    /// (DPDK's mbufs): the burst as one [`LentBurst`], the frames' addresses, lengths and tokens
+    /// in arrays, not an [`RxFrame`] record a frame; what the switch did not take is in the
+    /// burst after `f` returns, for the backend to take back. None (the default): this backend
+    /// does not lend that way, ask `recv_frames`.
+    fn recv_lent(&mut self, _max: usize, _f: &mut dyn FnMut(&mut LentBurst)) -> Option<Result<usize, PortError>> {
+        None
     }
     /// As [`PortBackend::send`], for a frame in a buffer a backend owns (received without a
     /// copy): a backend that can send that kind of buffer takes it as it is; the others (the

@@ -273,7 +273,15 @@ impl ShardWorker<'_> {
                     // One capture check per burst; a captured frame is copied as the backend
                     // handed it over, before the switch parses it.
                     match io.rx_tap.as_deref() {
-                        None => io.backend.recv_frames(BURST, &mut |frames| rx.receive_frames(frames)),
+                        // A backend that lends a burst as arrays (DPDK) does; the others hand
+                        // `RxFrame`s.
+                        None => {
+                            let lent = io.backend.recv_lent(BURST, &mut |burst| rx.receive_lent(burst));
+                            match lent {
+                                Some(res) => res,
+                                None => io.backend.recv_frames(BURST, &mut |frames| rx.receive_frames(frames)),
+                            }
+                        }
                         Some(tap) => io.backend.recv_frames(BURST, &mut |frames| {
                             for frame in frames {
                                 tap.record(Dir::Rx, now, frame.bytes());
