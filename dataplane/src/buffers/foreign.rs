@@ -183,8 +183,9 @@ pub type OwnTokens = arrayvec::ArrayVec<NonNull<c_void>, OWNED_BURST>;
 /// arrays rather than a record a frame: the backend writes each frame's address, length and
 /// token once; the switch reads them in place and takes a buffer by setting its bit; what is
 /// not taken goes back in one pass over the bits ([`LentBurst::finish`]), none at all when
-/// every frame was kept. An [`RxFrame`] a frame cost about 50 instructions on the DPDK path
-/// (written, matched for its bytes, replaced when taken, matched again to give back).
+/// every frame was kept. An [`RxFrame`] record a frame (written, matched for its bytes,
+/// replaced when taken, matched again to give back) cost 32 instructions a frame more on the
+/// DPDK path (bench/README.md, "Issue 47 item 3").
 /// Made once per port and reused: a burst allocates nothing.
 pub struct LentBurst {
     kind: &'static ForeignKind,
@@ -303,7 +304,7 @@ impl LentBurst {
     #[inline]
     pub fn finish(&mut self, mut back: impl FnMut(NonNull<c_void>)) -> usize {
         let n = self.n;
-        let all = if n >= 32 { u32::MAX } else { (1u32 << n) - 1 };
+        let all = ((1u64 << n) - 1) as u32; // n <= OWNED_BURST <= 32
         let mut left = all & !self.taken;
         let taken = n - left.count_ones() as usize;
         while left != 0 {
