@@ -595,6 +595,15 @@ impl Switch {
         next
     }
 
+    /// Whether the egress ports send a queue's frames by batch where they can (the default)
+    /// or each frame through the scheduler on its own. The two send the same frames at the
+    /// same times with the same marks (`tests/transmit_batch_props.rs` holds them to it);
+    /// frame by frame is there to compare against, in that test and in benchmarks.
+    #[doc(hidden)]
+    pub fn set_transmit_by_batch(&mut self, on: bool) {
+        self.egress.set_by_batch(on);
+    }
+
     // Read access for reports, watermarks and tests: each figure from its owner.
 
     /// Frames port index `port`'s receive ring lost before the switch read them (its backend

@@ -9,6 +9,7 @@
 //! a frame that leaves (or is dropped after admission) releases its cells on the ingress side
 //! ([`crate::ingress::port::IngressPort::release`]).
 
+mod batch;
 pub mod link;
 pub mod port;
 pub mod queues;
@@ -28,6 +29,7 @@ use crate::mmu::{self, SharedPool};
 use crate::pfc::{PfcRequest, WatchdogEvent};
 use crate::shard::{Release, ShardLink};
 use crate::wire::{self, ecn, FrameInfo, MacControl};
+use batch::{BatchBound, BatchEnd};
 use controlplane::{Config, MarkPoint, NUM_TC};
 use port::{Desc, EgressPort};
 use queues::DescStore;
@@ -218,6 +220,9 @@ pub struct Egress {
     /// Per packet slot holding a flooded copy ([`Desc::FLOOD`]): its flood group, at the
     /// shard owning the frame's ingress port (`ingress::flood`).
     flood_of: Box<[u32]>,
+    /// Whether a queue's frames go by batch where they can ([`batch`]); off only for the test
+    /// that holds the batches to the frame-by-frame path and for benchmarks of the two.
+    by_batch: bool,
 }
 
 /// Priorities with PFC, as a bit mask.
@@ -259,7 +264,14 @@ impl Egress {
             descs: DescStore::new(packet_slots),
             queue_prios,
             flood_of: vec![NO_GROUP; packet_slots].into_boxed_slice(),
+            by_batch: true,
         }
+    }
+
+    /// Whether queues send by batch where they can (the default) or frame by frame: for the
+    /// test that holds the two to the same output, and for benchmarks of the two.
+    pub(crate) fn set_by_batch(&mut self, on: bool) {
+        self.by_batch = on;
     }
 
     /// Takes a new config (same ports): QoS swapped, queued frames, counts, pause and storm
@@ -960,10 +972,34 @@ impl Egress {
             // arrives meanwhile), so `q` keeps sending while the scheduler would pick it again
             // (`sched::Scheduler::select_again`) without a full selection per frame.
             let may_stay = p.shaped & p.nonempty == 0;
+            // Such a queue's frames go by batch ([`batch`]), down to a frame the batch leaves
+            // to the frame-by-frame path below.
+            let by_batch = self.by_batch && may_stay && batch::serves(p, q);
             // `t_ns` is the link's time now (`base_ns + t_ps / PS_PER_NS`), kept current below
             // rather than computed again for every frame.
             let mut t_ns = t_ns;
             loop {
+                if by_batch {
+                    let bound = BatchBound::new(budget - sent, now_ps, base_ns, paused_valid_until);
+                    let Egress { ports, descs, .. } = self;
+                    let b = batch::send_batch(
+                        &mut ports[port],
+                        descs,
+                        peers,
+                        port,
+                        q,
+                        base_ns,
+                        &mut t_ps,
+                        bound,
+                        sink,
+                        &mut waiting,
+                    );
+                    sent += b.frames;
+                    if b.end == BatchEnd::Done {
+                        break;
+                    }
+                    t_ns = base_ns + t_ps / PS_PER_NS;
+                }
                 if let Some(ser_ps) = self.send_head(peers, port, q, t_ns, sink, &mut waiting) {
                     t_ps += ser_ps;
                     sent += 1;
