@@ -7,10 +7,11 @@
 //! What a frame does in the loop is what [`super::Egress::send_head`] does, in the same order
 //! (WRED at dequeue with the same random draws, the release added to what waits, the frame to
 //! the sink at its own start time), so every decision, mark and timestamp is the frame-by-frame
-//! one. A frame the loop cannot take stops it, unsent and still queued, for the caller's
-//! frame-by-frame path: one whose release does not join what waits (a frame from another PG, a
-//! flooded copy, one from another shard or from a PG in XOFF: their releases may answer with
-//! an XON or a message), or one of a queue the loop does not serve (EDF-regulated, shaped).
+//! one. A frame whose release does not join what waits stops the loop, unsent and still
+//! queued, for the caller's frame-by-frame path: a frame from another PG than the frames before
+//! it (so the first of every call), a flooded copy, one from another shard or from a PG in XOFF
+//! (their releases may answer with an XON or a message). Queues that
+//! [`serves`] turns away (EDF-regulated, shaped) never enter it.
 //!
 //! Why: the frame-by-frame path indexed the port again after every call on the switch, checked
 //! four limits and the scheduler per frame and wrote four counters per frame (bench/README.md,
@@ -40,7 +41,12 @@ impl BatchBound {
     #[inline(always)]
     pub fn new(frames: usize, now_ps: u64, base_ns: u64, paused_valid_until: u64) -> Self {
         // The frame-by-frame loop stops once `base_ns + t_ps / PS_PER_NS >= paused_valid_until`,
-        // that is once `t_ps >= (paused_valid_until - base_ns) * PS_PER_NS`.
+        // that is once `t_ps >= (paused_valid_until - base_ns) * PS_PER_NS`. The pause state is
+        // read again whenever the link's time reaches that, so it is always ahead of the base.
+        debug_assert!(
+            paused_valid_until > base_ns,
+            "a pause state that expired before the call"
+        );
         let pause_ps = paused_valid_until.saturating_sub(base_ns).saturating_mul(PS_PER_NS);
         BatchBound {
             frames,
@@ -108,26 +114,33 @@ pub(super) fn send_batch(
         nonempty,
         ..
     } = p;
-    let wred = &mut wred[q];
     let queue_counters = &mut queue_counters[q];
     // WRED reads the queue's depth less what this call sent already (`send_head`'s reading);
-    // the queue's account does not move while the batch runs.
+    // the queue's account does not move while the batch runs, so the depth never exceeds
+    // this. Below Kmin without averaging every frame passes with no random draw: then WRED
+    // is left out of the batch, which decides exactly as asking it every frame would.
     let queued_bytes = buffers.queue(q).bytes;
+    let mut wred = wred[q].as_mut().filter(|w| !w.passes_all_below(queued_bytes));
     let (mut frames, mut bytes) = (0usize, 0u64);
     let mut t = *t_ps;
-    let end = loop {
-        // The head, charged: the scheduler picked it (first) or picked it again (below).
-        let Some(head) = descs.front(&queues[q]) else {
-            break BatchEnd::Done;
+    // The head, charged: the scheduler picked it (first) or picked it again (below). A copy,
+    // read once a frame: for `waiting`, then as the frame popped.
+    let Some(&first) = descs.front(&queues[q]) else {
+        return BatchSent {
+            frames: 0,
+            end: BatchEnd::Done,
         };
-        if !waiting.takes(head) {
+    };
+    let mut d = first;
+    let end = loop {
+        if !waiting.takes(&d) {
             break BatchEnd::Head;
         }
-        let d = descs.pop(&mut queues[q]).expect("the queue has a head");
+        descs.pop_front(&mut queues[q]);
         let len = d.len as usize;
         let mut dropped = false;
         if !d.has(Desc::WRED_DONE) && !d.has(Desc::CNP) {
-            if let Some(w) = wred.as_mut() {
+            if let Some(w) = wred.as_deref_mut() {
                 let depth = queued_bytes.saturating_sub(waiting.queue.bytes);
                 match w.decide(depth, d.has(Desc::ECT), rng) {
                     Verdict::Pass => {}
@@ -164,14 +177,15 @@ pub(super) fn send_batch(
         if frames >= bound.frames || t > bound.last_start_ps {
             break BatchEnd::Done;
         }
-        let Some(next) = descs.front(&queues[q]) else {
+        let Some(&next) = descs.front(&queues[q]) else {
             break BatchEnd::Done;
         };
-        let next = sched::Head {
-            len: next.len as u32,
-            deadline: next.deadline,
+        d = next;
+        let head = sched::Head {
+            len: d.len as u32,
+            deadline: d.deadline,
         };
-        if !sched.select_again(q, next) {
+        if !sched.select_again(q, head) {
             break BatchEnd::Done;
         }
     };

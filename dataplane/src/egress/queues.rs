@@ -150,6 +150,19 @@ impl DescStore {
         Some(d)
     }
 
+    /// Removes `queue`'s oldest descriptor, which the caller has read already
+    /// ([`DescStore::front`]): the batch's pop (`egress/batch.rs`), without copying it again.
+    #[inline]
+    pub fn pop_front(&mut self, queue: &mut DescQueue) {
+        debug_assert!(queue.len > 0, "pop_front on an empty queue");
+        let entry = &mut self.entries[queue.head as usize];
+        queue.head = entry.next;
+        if cfg!(debug_assertions) {
+            entry.next = NOT_QUEUED;
+        }
+        queue.len -= 1;
+    }
+
     /// `queue`'s oldest descriptor, left queued (what the scheduler and the shapers look at);
     /// for a heap, its earliest deadline.
     #[inline]

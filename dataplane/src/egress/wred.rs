@@ -72,6 +72,14 @@ impl Wred {
         }
     }
 
+    /// Whether every frame judged at a queue length of at most `queue_bytes` passes, leaving
+    /// no trace: no averaging (whose state each decision moves) and the length below Kmin
+    /// (probability 0: no random draw). A batch that holds for skips WRED for all its frames.
+    #[inline]
+    pub fn passes_all_below(&self, queue_bytes: u64) -> bool {
+        self.ewma_shift.is_none() && queue_bytes < self.kmin
+    }
+
     /// Decides for one packet given the queue's instantaneous length in bytes.
     #[inline]
     pub fn decide(&mut self, queue_bytes: u64, ect: bool, rng: &mut Rng) -> Verdict {
@@ -115,6 +123,27 @@ mod tests {
             mark_at: MarkPoint::Dequeue,
             non_ect: NonEct::Pass,
         }
+    }
+
+    /// What `passes_all_below` promises a batch: at any depth up to the one it held for, every
+    /// frame passes and the random stream is where it was; never with averaging, never at Kmin.
+    #[test]
+    fn passing_all_below_kmin_draws_nothing() {
+        let mut w = Wred::new(&profile(10_000, 40_000, 1.0));
+        assert!(w.passes_all_below(9_999));
+        assert!(!w.passes_all_below(10_000));
+        let (mut rng, fresh) = (Rng::new(7), Rng::new(7));
+        for depth in (0..10_000).step_by(97) {
+            for ect in [false, true] {
+                assert_eq!(w.decide(depth, ect, &mut rng), Verdict::Pass);
+            }
+        }
+        assert_eq!(rng.next_u32(), fresh.clone().next_u32(), "a random draw was taken");
+        let averaged = Wred::new(&EcnProfile {
+            ewma_shift: Some(2),
+            ..profile(10_000, 40_000, 1.0)
+        });
+        assert!(!averaged.passes_all_below(0));
     }
 
     /// The marking fraction at a held queue depth follows the configured curve within 2 points.
