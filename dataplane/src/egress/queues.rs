@@ -137,16 +137,8 @@ impl DescStore {
     /// Removes and returns `queue`'s oldest descriptor.
     #[inline]
     pub fn pop(&mut self, queue: &mut DescQueue) -> Option<Desc> {
-        if queue.len == 0 {
-            return None;
-        }
-        let entry = &mut self.entries[queue.head as usize];
-        let d = entry.desc;
-        queue.head = entry.next;
-        if cfg!(debug_assertions) {
-            entry.next = NOT_QUEUED;
-        }
-        queue.len -= 1;
+        let d = *self.front(queue)?;
+        self.pop_front(queue);
         Some(d)
     }
 
